@@ -1,0 +1,48 @@
+"""hangdbg: find out why a distributed PyTorch job hangs or dies.
+
+Public API (stable names; everything else is internal)::
+
+    from hangdbg import find_ranks, collect, analyze, load_dumps
+    dumps = collect(find_ranks())          # py-spy every rank of this node's job
+    result = analyze(dumps)                # classes, tree, suspects
+    print(result.verdict)
+
+torch is never imported by ``import hangdbg``.
+"""
+
+from __future__ import annotations
+
+__version__ = "0.1.0"
+
+from .analyze import analyze, compress, expand
+from .collect.local import CollectOptions, collect
+from .collect.procs import RankProcess, find_ranks
+from .collect.pyspy import PySpyOptions
+from .errors import HangdbgError, NoRanksFound, UsageError
+from .model import Analysis, Frame, Group, Place, RankDump, Suspect, Thread, TreeNode
+from .parse import load_dumps, parse_pyspy_dump
+
+__all__ = [
+    "__version__",
+    "analyze",
+    "collect",
+    "find_ranks",
+    "load_dumps",
+    "parse_pyspy_dump",
+    "compress",
+    "expand",
+    "CollectOptions",
+    "PySpyOptions",
+    "RankProcess",
+    "Analysis",
+    "Frame",
+    "Group",
+    "Place",
+    "RankDump",
+    "Suspect",
+    "Thread",
+    "TreeNode",
+    "HangdbgError",
+    "NoRanksFound",
+    "UsageError",
+]

@@ -1,0 +1,3 @@
+from hangdbg.cli.main import run
+
+run()

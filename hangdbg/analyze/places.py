@@ -1,0 +1,132 @@
+"""Where is a thread? Recognise collectives, rendezvous and lock waits from stack frames.
+
+Heuristics (not a format): a frame is part of torch.distributed when its file lies under
+``torch/distributed/``, ``torch/nn/parallel/`` or ``deepspeed/comm/``; a collective is such a frame
+whose function is one of the c10d collective API names (``all_reduce``, ``broadcast``, ...,
+torch 1.x-2.x names, ``_functional_collectives`` included); ``init_process_group``, rendezvous
+handlers and store barriers count as *init*. With ``--native``, c10d / gloo / NCCL C++ frames
+under a non-distributed Python frame (``work.wait()`` on an async op) also count as a collective.
+The call site is the first frame outside torch.distributed, seen from the collective outward.
+"""
+
+from __future__ import annotations
+
+import linecache
+import os
+import re
+
+from ..model import Frame, Place, Thread
+
+__all__ = ["place_of", "primary_thread", "lock_wait", "DIST_PATHS", "COLLECTIVES", "INIT_FUNCTIONS"]
+
+DIST_PATHS = ("torch/distributed/", "torch/nn/parallel/", "deepspeed/comm/", "torch/_C/_distributed")
+
+COLLECTIVES = frozenset(
+    """
+    all_reduce all_reduce_coalesced all_reduce_multigpu reduce reduce_multigpu broadcast
+    broadcast_multigpu broadcast_coalesced all_gather all_gather_into_tensor _all_gather_base
+    all_gather_coalesced all_gather_multigpu all_gather_object gather gather_object scatter
+    scatter_object_list reduce_scatter reduce_scatter_tensor _reduce_scatter_base
+    reduce_scatter_multigpu all_to_all all_to_all_single barrier monitored_barrier send recv
+    isend irecv batch_isend_irecv broadcast_object_list send_object_list recv_object_list
+    wait_tensor all_gather_tensor _sync_module_states _sync_params_and_buffers
+    _verify_param_shape_across_processes inference_all_reduce
+    """.split()
+)
+
+INIT_FUNCTIONS = frozenset(
+    """
+    init_process_group new_group new_subgroups new_subgroups_by_enumeration rendezvous
+    _create_c10d_store _store_based_barrier _env_rendezvous_handler _tcp_rendezvous_handler
+    _file_rendezvous_handler next_rendezvous _rendezvous init_device_mesh _create_tcp_store
+    init_distributed _new_process_group_helper
+    """.split()
+)
+
+_NATIVE_COLLECTIVE = re.compile(r"c10d::|gloo::|nccl|ProcessGroup", re.IGNORECASE)
+_NATIVE_LOCK = re.compile(
+    r"PyThread_acquire_lock|lock_PyThread_acquire_lock|acquire_timed|rlock_acquire|pthread_mutex_lock|"
+    r"__lll_lock_wait|std::mutex::lock"
+)
+_LOCK_SOURCE = re.compile(r"^\s*with\s+[^:]*(lock|mutex)[^:]*:|\.acquire\(", re.IGNORECASE)
+_PY_LOCK_FUNCS = frozenset({"Lock.acquire", "RLock.acquire", "_RLock.acquire", "acquire"})
+
+
+def in_distributed(frame: Frame) -> bool:
+    """True when the frame's file is part of torch.distributed (or DDP / deepspeed.comm)."""
+    return any(p in frame.file for p in DIST_PATHS)
+
+
+def _bare(function: str) -> str:
+    return function.rsplit(".", 1)[-1]
+
+
+def _call_site(py: tuple[Frame, ...], index: int) -> Frame | None:
+    for f in py[index + 1:]:
+        if not in_distributed(f):
+            return f
+    return py[index] if py else None
+
+
+def place_of(thread: Thread) -> Place:
+    """Classify one thread: in a collective, in init/rendezvous, or outside (with its top frame)."""
+    py = thread.python_frames
+    found: tuple[str, int] | None = None
+    # outermost first: the user-facing API (all_gather_object) wins over what it calls (all_gather)
+    for i in range(len(py) - 1, -1, -1):
+        f = py[i]
+        if not in_distributed(f):
+            continue
+        name = _bare(f.function)
+        if name in INIT_FUNCTIONS:
+            return Place("init", name, _call_site(py, i), thread.name)
+        if found is None and name in COLLECTIVES:
+            found = (name, i)
+    if found is not None:
+        return Place("collective", found[0], _call_site(py, found[1]), thread.name)
+    if any(f.native and _NATIVE_COLLECTIVE.search(f.function) for f in thread.frames):
+        return Place("collective", "wait", py[0] if py else None, thread.name)
+    if not thread.frames:
+        return Place("unknown", thread=thread.name)
+    return Place("outside", None, py[0] if py else thread.frames[0], thread.name)
+
+
+def read_source(frame: Frame) -> str:
+    """The source line of a Python frame if its file is readable here (absolute paths only)."""
+    if frame.native or frame.line is None or not os.path.isabs(frame.file):
+        return ""
+    return linecache.getline(frame.file, frame.line).strip()
+
+
+def lock_wait(thread: Thread) -> bool:
+    """True when the thread is blocked acquiring a mutex (not waiting on an Event or a Queue).
+
+    Evidence, strongest first: native lock frames (``--native``), a Python ``Lock.acquire`` frame,
+    or the top frame's source line (``with self.lock:`` / ``.acquire(``) when the file is readable.
+    """
+    if thread.status != "idle" or not thread.frames:
+        return False
+    if any(f.native and _NATIVE_LOCK.search(f.function) for f in thread.frames[:12]):
+        return True
+    py = thread.python_frames
+    if not py:
+        return False
+    if py[0].function in _PY_LOCK_FUNCS:
+        return True
+    return bool(_LOCK_SOURCE.search(read_source(py[0])))
+
+
+def primary_thread(threads: tuple[Thread, ...], places: list[Place] | None = None) -> int:
+    """Index of the thread that speaks for a rank: the one in a collective (or init), else
+    ``MainThread``, else the first thread py-spy printed."""
+    if not threads:
+        return -1
+    places = places if places is not None else [place_of(t) for t in threads]
+    for kind in ("collective", "init"):
+        hits = [i for i, p in enumerate(places) if p.kind == kind]
+        if hits:
+            return next((i for i in hits if threads[i].name == "MainThread"), hits[0])
+    for i, t in enumerate(threads):
+        if t.name == "MainThread":
+            return i
+    return 0

@@ -1,0 +1,221 @@
+"""Name the suspects: the ranks that the others are waiting for, each with a one-line reason.
+
+Rules, in order (a rank named by an earlier rule is not named again):
+
+1. ``missing``: ranks of the examined nodes that have no process (never started or exited).
+   Ranks waiting in init/rendezvous are then a consequence, not suspects.
+2. ``deadlock``: a rank whose chosen thread and another thread both wait to acquire a mutex.
+3. ``outside-collective``: ranks outside any collective while other ranks wait in one.
+4. ``different-collective``: ranks in a collective or call site that differs from the majority
+   (with no strict majority, every split is named).
+5. ``behind``: ranks in the same place but at a lower loop counter (``--locals``: integer locals
+   named step, iteration, epoch, i, ...), the "code loops" problem that STAT attacks with
+   loop-order variables.
+
+When every rank is in the same place, or every rank is still making progress between samples,
+no rank is named.
+"""
+
+from __future__ import annotations
+
+from ..model import RankDump, Suspect, Thread
+from .classes import RankView
+from .places import lock_wait
+from .rankset import compress
+
+__all__ = ["find_suspects", "expected_ranks", "progressing_ranks", "LOOP_VARIABLES"]
+
+LOOP_VARIABLES = (
+    "epoch", "global_step", "step", "steps", "completed_steps", "iteration", "iter", "itr", "it",
+    "batch_idx", "batch_num", "micro_step", "i", "j", "k", "n", "idx",
+)
+
+
+def _ranks_text(ranks) -> str:
+    ranks = sorted(ranks)
+    return f"rank {ranks[0]}" if len(ranks) == 1 else f"ranks {compress(ranks)}"
+
+
+def expected_ranks(dumps: list[RankDump]) -> tuple[set[int], int]:
+    """Ranks that should have a process on the examined nodes, and how many live elsewhere.
+
+    With ``world_size`` only (one node holds the whole job): ``range(world_size)``. When
+    ``local_world_size < world_size`` (a multi-node job seen from one node): the ranks of each
+    seen node, ``rank - local_rank + range(local_world_size)`` (torchrun's contiguous layout).
+    """
+    sizes = [d.world_size for d in dumps if d.world_size]
+    if not sizes:
+        return {d.rank for d in dumps}, 0
+    world = max(sizes)
+    local = [d for d in dumps if d.local_world_size and d.local_rank is not None]
+    if local and max(d.local_world_size for d in local) < world:
+        exp: set[int] = set()
+        for d in local:
+            base = d.rank - d.local_rank
+            exp.update(r for r in range(base, base + d.local_world_size) if 0 <= r < world)
+        exp.update(d.rank for d in dumps)
+        return exp, world - len(exp)
+    return set(range(world)), 0
+
+
+def progressing_ranks(dumps: list[RankDump], views: dict[int, RankView]) -> set[int]:
+    """Ranks whose chosen thread's Python stack (or loop counters) changed between samples."""
+    out = set()
+    for d in dumps:
+        if len(d.samples) < 2 or d.rank not in views:
+            continue
+        name = views[d.rank].thread.name
+        seen = set()
+        for sample in d.samples:
+            t = next((t for t in sample if t.name == name), sample[0] if sample else None)
+            if t is not None:
+                seen.add((t.stack_key, _loop_values(t)))
+        if len(seen) > 1:
+            out.add(d.rank)
+    return out
+
+
+def _loop_values(thread: Thread) -> tuple:
+    vals = []
+    for depth, f in enumerate(reversed(thread.python_frames)):
+        for name, value in f.locals:
+            if name in LOOP_VARIABLES:
+                try:
+                    vals.append((depth, f.function, name, int(value)))
+                except ValueError:
+                    pass
+    return tuple(vals)
+
+
+def _deadlocked(dump: RankDump, view: RankView) -> Thread | None:
+    if not lock_wait(view.thread):
+        return None
+    for t in dump.threads:
+        if t is not view.thread and lock_wait(t):
+            return t
+    return None
+
+
+def _top(view: RankView) -> str:
+    site = view.place.call_site
+    return str(site) if site is not None else "an unknown frame"
+
+
+def find_suspects(
+    dumps: list[RankDump],
+    views: list[RankView],
+    missing: list[int],
+    progressing: set[int],
+) -> list[Suspect]:
+    """Apply the rules of this module; see the module docstring."""
+    suspects: list[Suspect] = []
+    named: set[int] = set()
+    by_rank = {v.rank: v for v in views}
+
+    def name(ranks, reason: str, kind: str) -> None:
+        ranks = tuple(sorted(r for r in ranks if r not in named))
+        if ranks:
+            named.update(ranks)
+            suspects.append(Suspect(ranks, reason, kind))
+
+    if missing:
+        waiting = [v for v in views if v.place.kind != "outside"]
+        where = _where(waiting) if waiting else "the others are elsewhere"
+        name(missing, f"no process for {_ranks_text(missing)} (never started or exited); {where}", "missing")
+
+    dump_of = {d.rank: d for d in dumps}
+    for v in views:
+        other = _deadlocked(dump_of[v.rank], v)
+        if other is not None:
+            name(
+                [v.rank],
+                f"thread deadlock: {v.thread.name or 'a thread'} waits for a lock in {_top(v)} while thread "
+                f"{other.name or other.thread_id} waits for a lock in {other.python_frames[0] if other.python_frames else '?'}",
+                "deadlock",
+            )
+    if missing:
+        return suspects
+
+    in_coll = [v for v in views if v.place.kind == "collective"]
+    if in_coll:
+        majority = _buckets(in_coll)[0]
+        others = [v for v in views if v.place.kind != "collective"]
+        for kind in ("init", "outside", "unknown"):
+            these = [v for v in others if v.place.kind == kind]
+            for v in these:
+                state = " (still running: its stack changed between samples)" if v.rank in progressing else ""
+                lock = " waiting for a lock" if lock_wait(v.thread) else ""
+                name(
+                    [v.rank],
+                    f"not in any collective while {_where(majority)}: {v.place.describe()}{lock}{state}",
+                    "outside-collective",
+                )
+        _collective_splits(in_coll, name)
+
+    _behind(views, name)
+    return suspects
+
+
+def _buckets(views: list[RankView]) -> list[list[RankView]]:
+    by: dict[tuple, list[RankView]] = {}
+    for v in views:
+        site = v.place.call_site.key if v.place.call_site else None
+        by.setdefault((v.place.kind, v.place.collective, site), []).append(v)
+    return sorted(by.values(), key=lambda b: (-len(b), min(v.rank for v in b)))
+
+
+def _where(views: list[RankView]) -> str:
+    parts = []
+    for b in _buckets(views):
+        verb = "waits" if len(b) == 1 else "wait"
+        parts.append(f"{_ranks_text(v.rank for v in b)} {verb} {b[0].place.describe()}")
+    return "; ".join(parts)
+
+
+def _collective_splits(in_coll: list[RankView], name) -> None:
+    buckets = _buckets(in_coll)
+    if len(buckets) < 2:
+        return
+    top = buckets[0]
+    if len(top) > len(buckets[1]):
+        ref = top[0].place
+        for b in buckets[1:]:
+            p = b[0].place
+            what = "different collective" if p.collective != ref.collective else "same collective from a different call site"
+            name(
+                [v.rank for v in b],
+                f"{what}: {p.describe()} while {_ranks_text(v.rank for v in top)} "
+                f"{'waits' if len(top) == 1 else 'wait'} {ref.describe()}",
+                "different-collective",
+            )
+        return
+    desc = "; ".join(f"{_ranks_text(v.rank for v in b)} {b[0].place.describe()}" for b in buckets)
+    for b in buckets:
+        name([v.rank for v in b], f"collective mismatch with no majority: {desc}", "different-collective")
+
+
+def _behind(views: list[RankView], name) -> None:
+    by: dict[tuple, list[RankView]] = {}
+    for v in views:
+        by.setdefault(v.key, []).append(v)
+    for members in by.values():
+        if len(members) < 2:
+            continue
+        values = {v.rank: _loop_values(v.thread) for v in members}
+        shapes = {tuple(x[:3] for x in vals) for vals in values.values()}
+        if len(shapes) != 1 or not next(iter(shapes)):
+            continue
+        keyed = {r: tuple(x[3] for x in vals) for r, vals in values.items()}
+        ahead = max(keyed.values())
+        behind = [r for r, k in keyed.items() if k < ahead]
+        if not behind:
+            continue
+        labels = [f"{fn}:{var}" for (_, fn, var, _) in values[behind[0]]]
+        front = [r for r, k in keyed.items() if k == ahead]
+        for value in sorted({keyed[r] for r in behind}):
+            rs = [r for r in behind if keyed[r] == value]
+            now = ", ".join(f"{lab}={x}" for lab, x in zip(labels, value))
+            then = ", ".join(f"{lab}={x}" for lab, x in zip(labels, ahead))
+            name(rs, f"behind in the same place ({members[0].place.describe()}): {now} while "
+                 f"{_ranks_text(front)} {'is' if len(front) == 1 else 'are'} at {then}", "behind")
+

@@ -1,0 +1,39 @@
+"""``hangdbg analyze PATH...``: redo the analysis on saved py-spy dump texts."""
+
+from __future__ import annotations
+
+import argparse
+
+from ..analyze import analyze
+from ..errors import UsageError
+from ..parse import load_dumps
+from .common import Command, add_output_arguments, emit
+
+
+class AnalyzeCommand(Command):
+    help = "analyze saved py-spy dumps (files or directories) as `dump` would"
+    description = (
+        "Read py-spy dump texts (a `hangdbg dump -o DIR` directory, or files named rank-N.txt, "
+        "or one file with several `Process N:` blocks) and print the same report as `dump`."
+    )
+
+    @classmethod
+    def add_arguments(cls, p: argparse.ArgumentParser) -> None:
+        p.add_argument("paths", nargs="+", metavar="PATH", help="files or directories of py-spy dump output")
+        add_output_arguments(p)
+
+    def run(self, args: argparse.Namespace) -> int:
+        try:
+            dumps, stats = load_dumps(args.paths)
+        except FileNotFoundError as exc:
+            raise UsageError(str(exc)) from None
+        for path, reason in stats.unreadable:
+            self.err.print(f"[yellow]warning:[/yellow] skipped {path}: {reason}", highlight=False)
+        if stats.garbled_lines:
+            self.err.print(f"[dim]{stats.garbled_lines} unrecognised lines skipped[/dim]", highlight=False)
+        if not dumps:
+            raise UsageError(f"no py-spy dump found in {' '.join(map(str, args.paths))}")
+        return emit(self, analyze(dumps), args, "analyze", {
+            "inputs": [str(p) for p in args.paths],
+            "garbled_lines": stats.garbled_lines,
+        })

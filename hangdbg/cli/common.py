@@ -1,0 +1,73 @@
+"""What the subcommands share: output options, printing an analysis, writing the JSON."""
+
+from __future__ import annotations
+
+import argparse
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+
+from ..model import Analysis
+from ..report.console import render_analysis
+from ..report.jsonout import analysis_to_dict, dumps_json
+
+EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_FOUND = 0, 1, 2, 3
+
+
+class Command:
+    """Base of a subcommand: ``add_arguments`` on the parser, ``run(args) -> exit code``."""
+
+    help = ""
+    description = ""
+
+    def __init__(self, out: Console, err: Console) -> None:
+        self.out = out
+        self.err = err
+
+    @classmethod
+    def add_arguments(cls, parser: argparse.ArgumentParser) -> None:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def run(self, args: argparse.Namespace) -> int:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+
+def add_output_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--json", action="store_true", help="print one JSON document instead of the report")
+    parser.add_argument("-o", "--out", metavar="DIR", type=Path, help="directory for raw outputs and hangdbg.json")
+    parser.add_argument("--no-tree", action="store_true", help="leave the merged call tree out of the report")
+
+
+def default_out_dir(prefix: str) -> Path:
+    return Path(f"{prefix}-{datetime.now().strftime('%Y%m%d-%H%M%S')}")
+
+
+def write_json(path: Path, doc: dict[str, Any]) -> None:
+    """Write a JSON document atomically (a reader never sees half a file)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".json.part")
+    tmp.write_text(dumps_json(doc) + "\n")
+    tmp.replace(path)
+
+
+def emit(cmd: Command, a: Analysis, args: argparse.Namespace, command: str, extra: dict[str, Any] | None = None) -> int:
+    """Print the report (or JSON), save ``hangdbg.json`` under ``--out``.
+
+    Returns 3 when suspects were named, 1 when no stack at all could be read, else 0.
+    """
+    doc = analysis_to_dict(a, command, extra)
+    if getattr(args, "out", None) is not None:
+        write_json(args.out / "hangdbg.json", doc)
+    if args.json:
+        cmd.out.out(dumps_json(doc), highlight=False)
+    else:
+        cmd.out.print(render_analysis(a, tree=not args.no_tree))
+        if getattr(args, "out", None) is not None:
+            cmd.err.print(f"[dim]raw outputs and hangdbg.json kept in {args.out}[/dim]", highlight=False)
+    if a.found_hang:
+        return EXIT_FOUND
+    if a.ranks and not a.groups:  # not one stack could be read: the tool failed, not the job
+        return EXIT_ERROR
+    return EXIT_OK

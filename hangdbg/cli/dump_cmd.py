@@ -1,0 +1,124 @@
+"""``hangdbg dump``: find this node's ranks, py-spy them in parallel, name the suspects."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import socket
+from dataclasses import asdict
+from pathlib import Path
+
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+from ..analyze import analyze
+from ..collect.local import CollectOptions, collect
+from ..collect.procs import RankProcess, find_ranks
+from ..collect.pyspy import PySpyOptions, find_pyspy
+from ..errors import HangdbgError, UsageError
+from ..model import SCHEMA_VERSION
+from .common import Command, add_output_arguments, default_out_dir, emit, write_json
+
+
+def _positive_int(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be >= 1, not {value}")
+    return value
+
+
+def _positive_float(text: str) -> float:
+    value = float(text)
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"must be > 0, not {value}")
+    return value
+
+
+def add_collect_arguments(p: argparse.ArgumentParser) -> None:
+    g = p.add_argument_group("py-spy")
+    g.add_argument("--native", action="store_true", help="include C/C++ frames (py-spy --native)")
+    g.add_argument("--locals", action="store_true", help="include local variables (py-spy --locals); enables the loop-iteration check")
+    g.add_argument("--nonblocking", action="store_true", help="do not pause the ranks while dumping (py-spy --nonblocking)")
+    g.add_argument("--timeout", type=_positive_float, default=20.0, metavar="S", help="seconds before a py-spy run is abandoned (default 20)")
+    g.add_argument("--samples", type=_positive_int, default=1, metavar="N", help="dumps per rank (default 1); ranks whose stacks change are progressing")
+    g.add_argument("--interval", type=_positive_float, default=1.0, metavar="S", help="seconds between samples (default 1)")
+    g.add_argument("--jobs", type=_positive_int, default=8, metavar="N", help="py-spy runs at once (default 8)")
+    g.add_argument("--py-spy", dest="py_spy", metavar="PATH", help="the py-spy program to run")
+
+
+def collect_options(args: argparse.Namespace, out: Path | None) -> CollectOptions:
+    return CollectOptions(
+        pyspy=PySpyOptions(
+            native=args.native, locals=args.locals, nonblocking=args.nonblocking,
+            timeout=args.timeout, executable=args.py_spy,
+        ),
+        samples=args.samples,
+        interval=args.interval,
+        jobs=args.jobs,
+        out=out,
+    )
+
+
+def dump_ranks(cmd: Command, args: argparse.Namespace, ranks: list[RankProcess], command: str = "dump") -> int:
+    """Collect, analyze and report on ``ranks`` (shared by ``dump`` and ``demo``)."""
+    if find_pyspy(args.py_spy) is None:
+        raise HangdbgError("py-spy not found", help="pip install py-spy (or pass --py-spy PATH)")
+    out: Path = args.out if args.out is not None else default_out_dir("hangdbg-dump")
+    args.out = out
+    out.mkdir(parents=True, exist_ok=True)
+    write_json(out / "processes.json", {
+        "schema_version": SCHEMA_VERSION,
+        "collector_host": socket.gethostname(),
+        "processes": [asdict(r) for r in ranks],
+    })
+    opts = collect_options(args, out)
+    total = len(ranks) * opts.samples
+    show = cmd.err.is_terminal and total > 1
+    with Progress(
+        TextColumn("[bold]py-spy[/bold]"), BarColumn(), MofNCompleteColumn(),
+        TextColumn("{task.fields[failed]} failed"), TimeElapsedColumn(),
+        console=cmd.err, transient=True, disable=not show,
+    ) as progress:
+        task = progress.add_task("dump", total=total, failed=0)
+        failed = 0
+
+        def on_result(p, k, res):
+            nonlocal failed
+            failed += bool(res.error)
+            progress.update(task, advance=1, failed=failed)
+
+        dumps = collect(ranks, opts, on_result)
+    return emit(cmd, analyze(dumps), args, command, {"out_dir": str(out)})
+
+
+class DumpCommand(Command):
+    help = "dump the stacks of a hung job's ranks on this node and name the suspects"
+    description = (
+        "Find the training processes of this node (or under --pid), take py-spy stacks of all "
+        "ranks in parallel, merge them and name the ranks the others wait for. Raw outputs are "
+        "kept under --out (default ./hangdbg-dump-TIMESTAMP). Exit status: 0 nothing stands "
+        "out, 3 suspects found, 1 tool error, 2 usage."
+    )
+
+    @classmethod
+    def add_arguments(cls, p: argparse.ArgumentParser) -> None:
+        p.add_argument("--pid", type=int, nargs="+", metavar="PID", help="ranks, or launchers (torchrun, deepspeed, accelerate, mp.spawn parent) whose descendant ranks to dump")
+        add_collect_arguments(p)
+        add_output_arguments(p)
+
+    def run(self, args: argparse.Namespace) -> int:
+        if args.pid and any(p <= 0 for p in args.pid):
+            raise UsageError("--pid takes positive process ids")
+        ranks = find_ranks(args.pid)
+        if os.geteuid() != 0:
+            mine = os.getuid()
+            others = [r.pid for r in ranks if _owner(r.pid) not in (None, mine)]
+            if others:
+                self.err.print(f"[yellow]warning:[/yellow] {len(others)} ranks belong to another user; py-spy will need sudo", highlight=False)
+        return dump_ranks(self, args, ranks)
+
+
+def _owner(pid: int) -> int | None:
+    try:
+        return os.stat(f"/proc/{pid}").st_uid
+    except OSError:
+        return None

@@ -1,0 +1,143 @@
+"""Collect the stacks of this node's ranks: py-spy on every rank in parallel, raw text to disk.
+
+Each raw dump is written to ``OUT/raw/rank-NNNN[.sample-K].txt`` the moment it arrives, with a
+``# hangdbg rank=... pid=... host=...`` header line, so an interrupted run keeps everything it
+took and ``hangdbg analyze OUT`` can redo the analysis later.
+"""
+
+from __future__ import annotations
+
+import time
+from concurrent.futures import ThreadPoolExecutor, as_completed
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Callable
+
+from ..model import RankDump, Thread
+from ..parse.pyspy_text import parse_pyspy_dump
+from .procs import RankProcess
+from .pyspy import PySpyOptions, PySpyResult, run_pyspy
+
+__all__ = ["CollectOptions", "collect", "raw_name", "header_line"]
+
+
+@dataclass(frozen=True, slots=True)
+class CollectOptions:
+    """How to collect.
+
+    Attributes:
+        pyspy: options passed to every py-spy run.
+        samples: dumps per rank (>= 1).
+        interval: seconds between the starts of two sample rounds.
+        jobs: py-spy processes run at once (bounded pool).
+        out: directory for raw outputs, or ``None`` to keep nothing on disk.
+    """
+
+    pyspy: PySpyOptions = PySpyOptions()
+    samples: int = 1
+    interval: float = 1.0
+    jobs: int = 8
+    out: Path | None = None
+
+
+def raw_name(rank: int, sample: int, samples: int) -> str:
+    """File name of one raw dump: ``rank-0003.txt``, ``rank-0003.sample-2.txt`` with samples."""
+    return f"rank-{rank:04d}.txt" if samples == 1 else f"rank-{rank:04d}.sample-{sample}.txt"
+
+
+def header_line(p: RankProcess, sample: int) -> str:
+    """The ``# hangdbg key=value ...`` line that starts every raw file (values without spaces)."""
+    fields = {
+        "rank": p.rank,
+        "pid": p.pid,
+        "host": p.host,
+        "local_rank": p.local_rank,
+        "world_size": p.world_size,
+        "local_world_size": p.local_world_size,
+        "rank_source": p.rank_source.replace(" ", "_"),
+        "sample": sample,
+        "time": datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+    }
+    return "# hangdbg " + " ".join(f"{k}={v}" for k, v in fields.items() if v is not None and v != "")
+
+
+def _write_raw(out: Path, p: RankProcess, sample: int, samples: int, res: PySpyResult) -> None:
+    raw = out / "raw"
+    raw.mkdir(parents=True, exist_ok=True)
+    body = res.text if res.text.endswith("\n") or not res.text else res.text + "\n"
+    if res.error:
+        body = f"Error: {res.error}\n{body}"
+    path = raw / raw_name(p.rank, sample, samples)
+    tmp = path.with_suffix(".part")
+    tmp.write_text(header_line(p, sample) + "\n" + body)
+    tmp.replace(path)
+
+
+def _threads_of(res: PySpyResult) -> tuple[tuple[Thread, ...], str | None, str | None]:
+    if res.error:
+        return (), res.error, None
+    procs, _garbled = parse_pyspy_dump(res.text)
+    if not procs:
+        return (), "py-spy printed no stack", None
+    first = procs[0]
+    return first.threads, first.error, first.python
+
+
+def collect(
+    ranks: list[RankProcess],
+    opts: CollectOptions = CollectOptions(),
+    on_result: Callable[[RankProcess, int, PySpyResult], None] | None = None,
+) -> list[RankDump]:
+    """Dump every rank ``opts.samples`` times, in parallel, and return one RankDump per rank.
+
+    Args:
+        ranks: the processes to dump (from :func:`hangdbg.collect.procs.find_ranks`).
+        opts: collection options.
+        on_result: called in the calling thread after each py-spy run (progress bars).
+
+    A rank whose dump failed keeps its process facts and gets ``error``; the others are kept.
+    """
+    samples: dict[int, list[tuple[Thread, ...]]] = {p.pid: [] for p in ranks}
+    errors: dict[int, str | None] = {p.pid: None for p in ranks}
+    pythons: dict[int, str | None] = {p.pid: None for p in ranks}
+    workers = max(1, min(opts.jobs, len(ranks)))
+    with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="py-spy") as pool:
+        for k in range(1, opts.samples + 1):
+            round_start = time.monotonic()
+            futures = {pool.submit(run_pyspy, p.pid, opts.pyspy): p for p in ranks if errors[p.pid] is None or k == 1}
+            for fut in as_completed(futures):
+                p = futures[fut]
+                res = fut.result()
+                if opts.out is not None:
+                    _write_raw(opts.out, p, k, opts.samples, res)
+                threads, error, python = _threads_of(res)
+                if error:
+                    errors[p.pid] = error
+                else:
+                    samples[p.pid].append(threads)
+                    pythons[p.pid] = python or pythons[p.pid]
+                if on_result is not None:
+                    on_result(p, k, res)
+            if k < opts.samples:
+                time.sleep(max(0.0, opts.interval - (time.monotonic() - round_start)))
+    dumps = []
+    for p in ranks:
+        got = tuple(samples[p.pid])
+        dumps.append(
+            RankDump(
+                rank=p.rank,
+                pid=p.pid,
+                host=p.host,
+                local_rank=p.local_rank,
+                world_size=p.world_size,
+                local_world_size=p.local_world_size,
+                threads=got[-1] if got else (),
+                samples=got,
+                error=errors[p.pid] if not got else None,
+                rank_source=p.rank_source,
+                cmdline=p.cmdline,
+                python=pythons[p.pid],
+            )
+        )
+    return sorted(dumps, key=lambda d: d.rank)

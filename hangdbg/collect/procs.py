@@ -1,0 +1,254 @@
+"""Find the ranks of a training job on this node and map each pid to its rank.
+
+Sources: ``/proc/PID/environ`` (through psutil) for the rank variables of the common launchers
+(torchrun / torch.distributed.run: ``RANK``, ``LOCAL_RANK``, ``WORLD_SIZE``, ``LOCAL_WORLD_SIZE``;
+Open MPI: ``OMPI_COMM_WORLD_*``; MPICH/Intel MPI: ``PMI_*``; PMIx: ``PMIX_RANK``; srun:
+``SLURM_PROCID``, ``SLURM_LOCALID``, ``SLURM_NTASKS``), and the process tree for launchers.
+
+Caveats handled here: a variable set with ``os.environ[...]`` after the process started is not
+visible in ``/proc/PID/environ`` (``torch.multiprocessing.spawn`` children), so such children of a
+launcher are numbered by start order; DataLoader workers and compile workers inherit their rank's
+environment, so a process whose ancestor has the same rank is not a rank of its own.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+from dataclasses import dataclass
+
+import psutil
+
+from ..errors import NoRanksFound, UsageError
+
+__all__ = ["RankProcess", "find_ranks", "scan_node", "ranks_of_pids", "rank_from_environ"]
+
+RANK_VARS = ("RANK", "OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK", "SLURM_PROCID")
+LOCAL_RANK_VARS = ("LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID", "SLURM_LOCALID")
+WORLD_SIZE_VARS = ("WORLD_SIZE", "OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "SLURM_NTASKS")
+LOCAL_WORLD_SIZE_VARS = ("LOCAL_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_SIZE", "MPI_LOCALNRANKS")
+JOB_VARS = ("SLURM_JOB_ID", "TORCHELASTIC_RUN_ID", "MASTER_ADDR", "MASTER_PORT")
+
+_LAUNCHER_PROGRAMS = frozenset(
+    {"torchrun", "deepspeed", "accelerate", "mpirun", "mpiexec", "srun"}
+)
+_LAUNCHER_MODULES = (
+    "torch.distributed.run",
+    "torch.distributed.launch",
+    "deepspeed.launcher",
+    "accelerate.commands",
+)
+
+
+@dataclass(frozen=True, slots=True)
+class RankProcess:
+    """A process found to be a rank, with what its environment says.
+
+    ``rank_source`` names the variable the rank came from, or ``"order"`` when the rank is the
+    process's position among its launcher's children (no rank variable was visible).
+    """
+
+    pid: int
+    rank: int
+    host: str
+    local_rank: int | None
+    world_size: int | None
+    local_world_size: int | None
+    rank_source: str
+    cmdline: str
+    job: tuple[str, ...] = ()
+
+
+def _int(value: str | None) -> int | None:
+    if value is None:
+        return None
+    try:
+        return int(value.split("(")[0])  # SLURM_TASKS_PER_NODE-style "8(x2)"
+    except ValueError:
+        return None
+
+
+def _first(env: dict[str, str], names: tuple[str, ...]) -> tuple[int | None, str | None]:
+    for name in names:
+        value = _int(env.get(name))
+        if value is not None:
+            return value, name
+    return None, None
+
+
+def rank_from_environ(env: dict[str, str]) -> tuple[int | None, str | None]:
+    """The global rank in an environment and the variable it came from, or ``(None, None)``.
+
+    ``RANK`` wins over ``SLURM_PROCID``: for a torchrun worker under srun, ``SLURM_PROCID`` is
+    the node index, not the rank.
+    """
+    return _first(env, RANK_VARS)
+
+
+def _is_python(proc: psutil.Process) -> bool:
+    try:
+        name = os.path.basename(proc.exe() or proc.name())
+    except (psutil.Error, OSError):
+        return False
+    return name.startswith(("python", "pypy"))
+
+
+def _is_launcher(cmdline: list[str]) -> bool:
+    """True for torchrun / deepspeed / accelerate / mpirun agents: they spawn ranks, they are none."""
+    head = cmdline[:3]
+    if any(os.path.basename(arg) in _LAUNCHER_PROGRAMS for arg in head):
+        return True
+    for i, arg in enumerate(cmdline[:-1]):
+        if arg == "-m":
+            return cmdline[i + 1].startswith(_LAUNCHER_MODULES)
+    return False
+
+
+def _host(env: dict[str, str]) -> str:
+    return env.get("SLURMD_NODENAME") or socket.gethostname()
+
+
+def _describe(proc: psutil.Process) -> tuple[list[str], dict[str, str]] | None:
+    try:
+        return proc.cmdline(), proc.environ()
+    except (psutil.Error, OSError):
+        return None
+
+
+def _candidate(proc: psutil.Process) -> RankProcess | None:
+    info = _describe(proc)
+    if info is None:
+        return None
+    cmdline, env = info
+    rank, source = rank_from_environ(env)
+    if rank is None or _is_launcher(cmdline) or not _is_python(proc):
+        return None
+    return RankProcess(
+        pid=proc.pid,
+        rank=rank,
+        host=_host(env),
+        local_rank=_first(env, LOCAL_RANK_VARS)[0],
+        world_size=_first(env, WORLD_SIZE_VARS)[0],
+        local_world_size=_first(env, LOCAL_WORLD_SIZE_VARS)[0],
+        rank_source=source or "",
+        cmdline=" ".join(cmdline),
+        job=tuple(env.get(v, "") for v in JOB_VARS),
+    )
+
+
+def _drop_inherited(cands: list[RankProcess]) -> list[RankProcess]:
+    """Keep the top-most process of each (job, rank): DataLoader workers inherit the rank env."""
+    by_pid = {c.pid: c for c in cands}
+    keep = []
+    for c in cands:
+        inherited = False
+        try:
+            for parent in psutil.Process(c.pid).parents():
+                other = by_pid.get(parent.pid)
+                if other is not None and other.rank == c.rank and other.job == c.job:
+                    inherited = True
+                    break
+        except psutil.Error:
+            continue
+        if not inherited:
+            keep.append(c)
+    return sorted(keep, key=lambda c: (c.job, c.rank, c.pid))
+
+
+def scan_node() -> list[RankProcess]:
+    """All rank processes on this node (every job), as found in ``/proc``."""
+    cands = []
+    me = os.getpid()
+    for proc in psutil.process_iter():
+        if proc.pid == me:
+            continue
+        c = _candidate(proc)
+        if c is not None:
+            cands.append(c)
+    return _drop_inherited(cands)
+
+
+def ranks_of_pids(pids: list[int]) -> list[RankProcess]:
+    """Ranks for explicit pids: a rank process is taken as is, any other process as a launcher.
+
+    A launcher's descendants with a rank variable are its ranks. When none has one (e.g.
+    ``torch.multiprocessing.spawn``, which sets the rank after start), its Python children are
+    numbered by start time (``rank_source="order"``).
+
+    Raises:
+        UsageError: a pid does not exist or cannot be read.
+    """
+    found: list[RankProcess] = []
+    for pid in pids:
+        try:
+            proc = psutil.Process(pid)
+        except psutil.NoSuchProcess:
+            raise UsageError(f"no process with pid {pid}") from None
+        c = _candidate(proc)
+        if c is not None:
+            found.append(c)
+            continue
+        try:
+            children = proc.children(recursive=True)
+        except psutil.Error as exc:
+            raise UsageError(f"cannot read the process tree of pid {pid}: {exc}") from None
+        sub = [c for c in map(_candidate, children) if c is not None]
+        if not sub:
+            sub = _ordered_children(proc)
+        found.extend(sub)
+    unique = {c.pid: c for c in found}
+    return _drop_inherited(list(unique.values()))
+
+
+def _ordered_children(proc: psutil.Process) -> list[RankProcess]:
+    kids = []
+    for child in proc.children():
+        info = _describe(child)
+        if info is None or not _is_python(child):
+            continue
+        try:
+            created = child.create_time()
+        except psutil.Error:
+            continue
+        kids.append((created, child.pid, info[0]))
+    kids.sort()
+    host = socket.gethostname()
+    return [
+        RankProcess(pid, i, host, i, len(kids), len(kids), "order", " ".join(cmd), (str(proc.pid),))
+        for i, (_, pid, cmd) in enumerate(kids)
+    ]
+
+
+def find_ranks(pids: list[int] | None = None) -> list[RankProcess]:
+    """The ranks to dump: those of ``pids`` (see :func:`ranks_of_pids`) or of this node's one job.
+
+    Raises:
+        NoRanksFound: nothing found.
+        UsageError: the node runs several jobs and no pid chose one.
+    """
+    ranks = ranks_of_pids(pids) if pids else scan_node()
+    if not ranks:
+        raise NoRanksFound("no training process found" + (f" under pid(s) {pids}" if pids else " on this node"))
+    jobs: dict[tuple[str, ...], list[RankProcess]] = {}
+    for r in ranks:
+        jobs.setdefault(r.job, []).append(r)
+    if not pids and len(jobs) > 1:
+        lines = []
+        for job, members in jobs.items():
+            parents = sorted({_parent(m.pid) for m in members} - {None})
+            lines.append(
+                f"  job {'/'.join(x for x in job if x) or '?'}: {len(members)} ranks, "
+                f"pids {','.join(str(m.pid) for m in members[:8])}{'...' if len(members) > 8 else ''}"
+                f" (parent pids {','.join(map(str, parents[:4]))})"
+            )
+        raise UsageError(
+            f"this node runs {len(jobs)} jobs; choose one with --pid LAUNCHER_PID:\n" + "\n".join(lines)
+        )
+    return ranks
+
+
+def _parent(pid: int) -> int | None:
+    try:
+        return psutil.Process(pid).ppid()
+    except psutil.Error:
+        return None

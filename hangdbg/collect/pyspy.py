@@ -1,0 +1,119 @@
+"""Run ``py-spy dump`` on one process, safely: argv list, hard timeout, diagnosed failures.
+
+py-spy reads the target's memory through ptrace / ``process_vm_readv``; it can hang on a process
+in uninterruptible sleep (D state) or on a stopped process, so every call has a timeout after
+which py-spy is killed and the rank is reported, never waited on forever.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..errors import diagnose_pyspy_failure, process_state
+
+__all__ = ["PySpyOptions", "PySpyResult", "find_pyspy", "run_pyspy", "process_state"]
+
+
+@dataclass(frozen=True, slots=True)
+class PySpyOptions:
+    """What to pass to ``py-spy dump``.
+
+    Attributes:
+        native: ``--native`` (C/C++ frames; slower, needs symbols).
+        locals: ``--locals`` (arguments and local variables of each frame).
+        nonblocking: ``--nonblocking`` (do not pause the target; stacks may be inconsistent).
+        timeout: seconds before py-spy is killed and the rank reported as timed out.
+        executable: the py-spy program (path or name on PATH); ``None`` finds it.
+    """
+
+    native: bool = False
+    locals: bool = False
+    nonblocking: bool = False
+    timeout: float = 20.0
+    executable: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class PySpyResult:
+    """One py-spy run: its text (stdout, plus stderr on failure) and a diagnosis if it failed."""
+
+    pid: int
+    text: str
+    error: str | None
+    seconds: float
+
+
+def find_pyspy(executable: str | None = None) -> str | None:
+    """Path of py-spy: ``executable``, else on PATH, else next to this Python (venv ``bin/``)."""
+    if executable:
+        return shutil.which(executable) or (executable if os.path.exists(executable) else None)
+    found = shutil.which("py-spy")
+    if found:
+        return found
+    beside = Path(sys.executable).parent / "py-spy"
+    return str(beside) if beside.exists() else None
+
+
+def pyspy_argv(exe: str, pid: int, opts: PySpyOptions) -> list[str]:
+    argv = [exe, "dump", "--pid", str(pid), "--full-filenames"]
+    if opts.native:
+        argv.append("--native")
+    if opts.locals:
+        argv.append("--locals")
+    if opts.nonblocking:
+        argv.append("--nonblocking")
+    return argv
+
+
+def run_pyspy(pid: int, opts: PySpyOptions) -> PySpyResult:
+    """Dump the stacks of ``pid`` with py-spy; never raises for a per-process failure.
+
+    Returns a result whose ``error`` names the cause and the fix (py-spy missing, permission
+    denied, process gone, timeout with the process state).
+    """
+    start = time.monotonic()
+    exe = find_pyspy(opts.executable)
+    if exe is None:
+        return PySpyResult(pid, "", "py-spy not found; fix: `pip install py-spy` (or pass --py-spy PATH)", 0.0)
+    try:
+        proc = subprocess.Popen(
+            pyspy_argv(exe, pid, opts),
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            errors="replace",
+            start_new_session=True,
+        )
+    except OSError as exc:
+        return PySpyResult(pid, "", f"cannot run {exe}: {exc}; fix: `pip install py-spy`", 0.0)
+    try:
+        out, err = proc.communicate(timeout=opts.timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        try:
+            out, err = proc.communicate(timeout=5)
+        except subprocess.TimeoutExpired:  # py-spy itself stuck in the kernel: abandon it
+            out, err = "", ""
+        state = process_state(pid)
+        hint = {
+            "D": "the process is in uninterruptible sleep (D state: I/O, a hung filesystem or driver)",
+            "T": "the process is stopped (T state: SIGSTOP or a debugger holds it)",
+            None: "the process is gone",
+        }.get(state, f"process state {state}")
+        msg = (
+            f"py-spy timed out after {opts.timeout:g} s on pid {pid}: {hint}; "
+            "fix: retry with --nonblocking or a longer --timeout, or take a core file (gcore)"
+        )
+        return PySpyResult(pid, (out or "") + (err or ""), msg, time.monotonic() - start)
+    seconds = time.monotonic() - start
+    if proc.returncode != 0 or not out.strip():
+        text = (out or "") + (err or "")
+        return PySpyResult(pid, text, diagnose_pyspy_failure(text, pid, proc.returncode), seconds)
+    return PySpyResult(pid, out, None, seconds)

@@ -1,0 +1,153 @@
+"""A small torch.distributed (gloo, CPU) training job that hangs in a chosen, known way.
+
+Run under torchrun by ``hangdbg demo`` and by the tests::
+
+    torchrun --nproc_per_node 4 job.py --scenario mismatch --ready DIR
+
+Every rank creates ``DIR/rank-N`` just before the call where it will hang, so the caller knows
+when to dump. Scenarios (the odd rank is the last rank unless said otherwise):
+
+- ``mismatch``: at step 2 the odd rank calls ``broadcast`` while the others call ``all_reduce``.
+- ``stuck-io``: at step 2 rank 1 blocks opening a FIFO nobody writes (stuck reading a file).
+- ``missing``: rank 2 exits before ``init_process_group``; the others wait in rendezvous.
+- ``deadlock``: rank 1's main thread and its "data prefetcher" thread take two locks in
+  opposite order; the others wait in ``all_reduce``.
+- ``behind``: rank 2 repeats step 4 (a retry), so it waits in the same ``all_reduce`` line one
+  iteration behind the others (run the dump with ``--locals`` to see it).
+- ``busy``: rank 1 computes forever in pure Python (its stack keeps changing) while the others
+  wait in ``all_reduce``.
+- ``healthy``: nobody hangs; every rank keeps training (stacks change between samples).
+- ``extra-collective``: the odd rank calls ``all_reduce`` twice at step 2 (a second call site),
+  the others call ``barrier`` next.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import threading
+import time
+from datetime import timedelta
+from pathlib import Path
+
+SCENARIOS = ("mismatch", "stuck-io", "missing", "deadlock", "behind", "busy", "healthy", "extra-collective")
+
+
+def ready(args, rank: int) -> None:
+    if args.ready:
+        Path(args.ready, f"rank-{rank}").touch()
+
+
+def compute(x, n=200):
+    acc = 0.0
+    for i in range(n):
+        acc += (x * i) % 7
+    return acc
+
+
+def train_step(dist, torch, t, step, rank, world, args, group=None):
+    t.add_(compute(step) * 0)
+    if args.scenario == "mismatch" and step == 2:
+        ready(args, rank)
+        if rank == world - 1:
+            dist.broadcast(t, src=0)
+        else:
+            dist.all_reduce(t)
+        return
+    if args.scenario == "extra-collective" and step == 2:
+        ready(args, rank)
+        if rank == world - 1:
+            dist.all_reduce(t)
+            dist.all_reduce(t)
+        else:
+            dist.barrier()
+        return
+    if args.scenario == "stuck-io" and step == 2:
+        ready(args, rank)
+        if rank == 1:
+            read_shard(Path(args.ready or ".", "shard-00001.fifo"))
+        dist.all_reduce(t)
+        return
+    if args.scenario == "busy" and step == 2:
+        ready(args, rank)
+        if rank == 1:
+            while True:
+                compute(step, 20000)
+        dist.all_reduce(t)
+        return
+    dist.all_reduce(t, group=group)
+
+
+def read_shard(path: Path) -> bytes:
+    if not path.exists():
+        os.mkfifo(path)
+    with open(path, "rb") as f:  # blocks in open(2): no writer ever comes
+        return f.read()
+
+
+def deadlock(args, rank: int) -> None:
+    lock_a, lock_b = threading.Lock(), threading.Lock()
+    both = threading.Barrier(2)
+
+    def prefetch():
+        with lock_b:
+            both.wait()
+            with lock_a:
+                pass
+
+    threading.Thread(target=prefetch, name="data prefetcher", daemon=True).start()
+    with lock_a:
+        both.wait()
+        ready(args, rank)
+        with lock_b:
+            pass
+
+
+def main(argv=None) -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--scenario", choices=SCENARIOS, default="mismatch")
+    ap.add_argument("--ready", default=None, help="directory for the ready markers")
+    ap.add_argument("--steps", type=int, default=8)
+    args = ap.parse_args(argv)
+
+    import torch
+    import torch.distributed as dist
+
+    rank, world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
+    if args.scenario == "missing":
+        ready(args, rank)
+        if rank == 2 % world:
+            return  # exits before joining: the others wait in init_process_group
+    dist.init_process_group("gloo", timeout=timedelta(hours=2))
+    t = torch.ones(16)
+    groups = [dist.group.WORLD, dist.new_group(list(range(world)))]
+    if args.scenario == "deadlock":
+        if rank == 1:
+            deadlock(args, rank)
+        ready(args, rank)  # the others will wait for rank 1 in their first all_reduce
+    if args.scenario == "behind":
+        train_loop_behind(dist, torch, t, rank, world, args, groups)
+        return
+    steps = 10**9 if args.scenario == "healthy" else args.steps
+    for step in range(steps):
+        train_step(dist, torch, t, step, rank, world, args)
+        if args.scenario == "healthy" and step == 3:
+            ready(args, rank)
+    dist.barrier()
+    time.sleep(3600)
+
+
+def train_loop_behind(dist, torch, t, rank, world, args, groups) -> None:
+    step, retried = 0, False
+    while step < args.steps:
+        if step == 4:
+            ready(args, rank)
+        train_step(dist, torch, t, step, rank, world, args, group=groups[step % 2])
+        if rank == 2 and step == 4 and not retried:
+            retried = True  # "loss was nan, retry the step": one all_reduce too many
+            continue
+        step += 1
+
+
+if __name__ == "__main__":
+    main()

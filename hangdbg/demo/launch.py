@@ -1,0 +1,127 @@
+"""Start a demo job (``job.py`` under torchrun) that hangs in a known way, and tear it down.
+
+Used by ``hangdbg demo`` and by the tests: a real torch.distributed (gloo, CPU) job, never a
+simulation. Requires torch (``pip install 'hangdbg[torch]'``).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from ..errors import HangdbgError
+
+__all__ = ["DemoJob", "JOB_SCRIPT"]
+
+JOB_SCRIPT = Path(__file__).with_name("job.py")
+
+
+class DemoJob:
+    """A running demo job.
+
+    Args:
+        scenario: one of ``job.SCENARIOS``.
+        nproc: ranks to start (``--nproc_per_node``).
+        workdir: where markers and the job log go (a temporary directory by default).
+
+    Use as a context manager: ``with DemoJob("mismatch") as job: job.wait_ready(); ...``; the job's
+    whole process group is killed on exit.
+    """
+
+    def __init__(self, scenario: str = "mismatch", nproc: int = 4, workdir: str | os.PathLike | None = None) -> None:
+        self.scenario = scenario
+        self.nproc = nproc
+        self._tmp = None if workdir else tempfile.mkdtemp(prefix="hangdbg-demo-")
+        self.workdir = Path(workdir or self._tmp)
+        self.ready_dir = self.workdir / "ready"
+        self.log_path = self.workdir / "job.log"
+        self.proc: subprocess.Popen | None = None
+
+    @property
+    def pid(self) -> int:
+        """The torchrun launcher's pid (pass it to ``hangdbg dump --pid``)."""
+        assert self.proc is not None
+        return self.proc.pid
+
+    def start(self) -> "DemoJob":
+        try:
+            import torch  # noqa: F401
+        except ImportError:
+            raise HangdbgError(
+                "the demo needs torch", help="pip install 'hangdbg[torch]' (CPU build: pip install torch==2.13.0)"
+            ) from None
+        self.ready_dir.mkdir(parents=True, exist_ok=True)
+        argv = [
+            sys.executable, "-m", "torch.distributed.run",
+            "--standalone", "--nproc_per_node", str(self.nproc),
+            "--monitor_interval", "1",
+            str(JOB_SCRIPT), "--scenario", self.scenario, "--ready", str(self.ready_dir),
+        ]
+        env = dict(os.environ, OMP_NUM_THREADS="1", PYTHONUNBUFFERED="1")
+        with open(self.log_path, "wb") as log:
+            self.proc = subprocess.Popen(
+                argv, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+                env=env, start_new_session=True, cwd=self.workdir,
+            )
+        return self
+
+    def expected_ready(self) -> int:
+        return self.nproc - 1 if self.scenario == "missing" else self.nproc
+
+    def wait_ready(self, timeout: float = 180.0, settle: float = 1.5) -> None:
+        """Wait until every rank reached its hanging call, then ``settle`` seconds more.
+
+        Raises:
+            HangdbgError: the job exited or did not get there within ``timeout`` seconds
+            (the message carries the end of the job's log).
+        """
+        assert self.proc is not None
+        deadline = time.monotonic() + timeout
+        want = self.expected_ready()
+        while time.monotonic() < deadline:
+            if len(list(self.ready_dir.glob("rank-*"))) >= want:
+                time.sleep(settle)
+                return
+            if self.proc.poll() is not None:
+                raise HangdbgError(f"the demo job exited early (status {self.proc.returncode}):\n{self.log_tail()}")
+            time.sleep(0.2)
+        raise HangdbgError(f"the demo job did not reach its hang within {timeout:g} s:\n{self.log_tail()}")
+
+    def log_tail(self, lines: int = 30) -> str:
+        try:
+            return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-lines:])
+        except OSError:
+            return ""
+
+    def stop(self) -> None:
+        """Kill the launcher and every rank (the whole session), then clean up."""
+        if self.proc is not None and self.proc.poll() is None:
+            for sig, wait in ((signal.SIGTERM, 5.0), (signal.SIGKILL, 5.0)):
+                try:
+                    os.killpg(self.proc.pid, sig)
+                except ProcessLookupError:
+                    break
+                try:
+                    self.proc.wait(timeout=wait)
+                    break
+                except subprocess.TimeoutExpired:
+                    continue
+        if self.proc is not None:
+            try:  # ranks that outlived the launcher
+                os.killpg(self.proc.pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
+        if self._tmp:
+            shutil.rmtree(self._tmp, ignore_errors=True)
+
+    def __enter__(self) -> "DemoJob":
+        return self.start()
+
+    def __exit__(self, *exc) -> None:
+        self.stop()

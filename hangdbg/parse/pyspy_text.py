@@ -1,0 +1,334 @@
+"""Parse the text output of ``py-spy dump`` (py-spy 0.3/0.4, and older variants), no I/O.
+
+Recognised, line by line (ANSI colour codes and trailing whitespace are ignored):
+
+* ``Process 1984: /usr/bin/python3 -u train.py`` starts a process block, optionally followed by
+  ``Python v3.11.7 (/usr/bin/python3.11)`` and, with ``--subprocesses``, ``Parent Process N: ...``
+  and a separator line of dashes before each child.
+* ``Thread 1984 (idle): "MainThread"`` starts a thread: a decimal OS thread id (py-spy >= 0.3.10)
+  or a hex pthread id ``0x7F1A2B3C4700`` (older py-spy, macOS), a status ``idle``, ``active``,
+  ``active+gil`` (``gil`` alone is read as ``active+gil``), and an optional quoted name that may
+  itself contain spaces, quotes and parentheses.
+* Indented ``function (file:line)`` / ``function (library)`` / ``0x7f.. (libc.so.6)`` lines are
+  frames, innermost first; ``--locals`` adds ``Arguments:``/``Locals:`` sub-headers (older
+  py-spy printed ``Arguments::``) and deeper-indented ``name: repr`` lines.
+* ``Error: ...`` with ``Caused by:`` / ``Reason:`` / ``Stack backtrace:`` sections, and the
+  one-line ``Permission Denied: ...``, make a process whose ``error`` is set.
+* ``# hangdbg key=value ...`` lines (written by hangdbg's collector) describe the next block,
+  which is one py-spy run: every error message and stack up to the next header or ``Process``
+  line belongs to that one process. Without a header, each ``Error:`` after a stack starts a
+  new process (the ``pgrep ... | xargs py-spy dump --pid`` recipe). Other ``#`` lines are
+  comments.
+
+Anything else is skipped and counted as garbled; parsing never raises.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from hangdbg.model import Frame, Thread, is_python_file
+
+__all__ = ["ParsedProcess", "parse_pyspy_dump", "rank_from_filename", "sample_from_filename"]
+
+_ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
+_PROCESS = re.compile(r"^Process (\d+):(?: (.*))?$")
+_PYTHON = re.compile(r"^Python v(\S+)(?: \((.*)\))?$")
+_PARENT = re.compile(r"^Parent Process \d+:")
+_THREAD = re.compile(r"^Thread (0[xX][0-9a-fA-F]+|\d+) \(([a-z+]+)\)(?::\s*(.*))?$")
+_SEPARATOR = re.compile(r"^-{3,}$")
+_LOCALS_HEADERS = ("Arguments:", "Arguments::", "Locals:", "Locals::")
+_LOCAL = re.compile(r"^(\S+?):(?: (.*))?$")
+_NATIVE_SOURCE_DIRS = ("/include/",)
+
+
+@dataclass(frozen=True, slots=True)
+class ParsedProcess:
+    """One process block of a py-spy dump.
+
+    Attributes:
+        pid: from ``Process N:``; ``None`` when the text had no process line.
+        cmdline: the command line py-spy printed, ``""`` when unknown.
+        python: the interpreter version (``"3.11.7"``), ``None`` when not printed.
+        threads: in py-spy's order; empty when ``error`` is set, except in a block of hangdbg's
+            collector where py-spy printed stacks and then failed (e.g. a timeout).
+        error: py-spy's error message with its ``Caused by`` reasons (no Rust backtrace),
+            ``None`` on success.
+        header: the ``# hangdbg key=value`` pairs that preceded the block (not hashed).
+    """
+
+    pid: int | None = None
+    cmdline: str = ""
+    python: str | None = None
+    threads: tuple[Thread, ...] = ()
+    error: str | None = None
+    header: dict[str, str] = field(default_factory=dict, hash=False)
+
+
+class _Builder:
+    """Mutable state of one process block while its lines are read."""
+
+    def __init__(self, header: dict[str, str] | None) -> None:
+        self.owned = header is not None  # opened by a "# hangdbg" header: one py-spy run
+        self.header = header or {}
+        self.pid: int | None = None
+        self.cmdline = ""
+        self.python: str | None = None
+        self.threads: list[tuple[int, str | None, str, list[list]]] = []
+        self.error: str | None = None
+        self.reasons: list[str] = []
+
+    def build(self) -> ParsedProcess:
+        threads = tuple(
+            Thread(tid, name, status, tuple(Frame(fn, fl, ln, nat, tuple(lc)) for fn, fl, ln, nat, lc in frames))
+            for tid, name, status, frames in self.threads
+        )
+        error = self.error
+        if error is not None:
+            reasons = [r for r in dict.fromkeys(self.reasons) if r and r not in error]
+            if reasons:
+                error = f"{error} Caused by: {'; '.join(reasons)}"
+        elif self.owned and self.pid is None and not self.threads:
+            error = "no py-spy output followed the hangdbg header"
+        return ParsedProcess(self.pid, self.cmdline, self.python, threads, error, self.header)
+
+
+class _Parser:
+    """The line-by-line state machine behind :func:`parse_pyspy_dump`."""
+
+    def __init__(self) -> None:
+        self.processes: list[ParsedProcess] = []
+        self.garbled = 0
+        self.cur: _Builder | None = None
+        self.pending: dict[str, str] | None = None  # a hangdbg header waiting for its block
+        self.frames: list[list] | None = None  # frames of the current thread; None: no thread
+        self.locals_indent: int | None = None  # indent of the current Arguments:/Locals: line
+        self.error_part: str | None = None  # "message", "caused" or "backtrace"
+
+    def finish(self) -> None:
+        if self.cur is not None:
+            self.processes.append(self.cur.build())
+        self.cur, self.frames, self.locals_indent, self.error_part = None, None, None, None
+
+    def start(self) -> _Builder:
+        self.finish()
+        self.cur, self.pending = _Builder(self.pending), None
+        return self.cur
+
+    def feed(self, raw: str) -> None:
+        line = _ANSI.sub("", raw).rstrip()
+        stripped = line.lstrip()
+        if not stripped:
+            return
+        if len(line) > len(stripped):
+            self.indented(stripped, len(line) - len(stripped))
+        elif not (self.error_part is not None and self.error_section(stripped)):
+            self.error_part = None
+            self.top_level(stripped)
+
+    def indented(self, text: str, indent: int) -> None:
+        if self.error_part == "caused":
+            self.cur.reasons.append(_CAUSE_NUMBER.sub("", text))
+        elif self.error_part is not None:
+            pass  # Rust "Stack backtrace:" lines
+        elif self.frames is None:
+            self.garbled += 1
+        elif text in _LOCALS_HEADERS and self.frames:
+            self.locals_indent = indent
+        elif self.locals_indent is not None and indent > self.locals_indent and (m := _LOCAL.match(text)):
+            self.frames[-1][4].append((m.group(1), m.group(2) or ""))
+        elif (frame := _parse_frame(text)) is not None:
+            self.frames.append(frame)
+            self.locals_indent = None
+        else:
+            self.garbled += 1
+
+    def error_section(self, text: str) -> bool:
+        """Consume the column-0 lines that continue a py-spy error; False for other lines."""
+        if text == "Caused by:":
+            self.error_part = "caused"
+        elif text == "Stack backtrace:":
+            self.error_part = "backtrace"
+        elif text.startswith("Reason:"):  # py-spy before anyhow (failure crate)
+            self.cur.reasons.append(text[len("Reason:"):].strip())
+        else:
+            return False
+        return True
+
+    def top_level(self, text: str) -> None:
+        cur = self.cur
+        if text.startswith("#"):
+            if text.startswith("# hangdbg"):
+                self.finish()
+                if self.pending is not None:  # the previous header got no output
+                    self.start()
+                    self.finish()
+                self.pending = _parse_header(text)
+        elif m := _PROCESS.match(text):
+            if cur is None or not cur.owned or cur.pid is not None or cur.threads:
+                cur = self.start()
+            cur.pid, cur.cmdline = int(m.group(1)), (m.group(2) or "").strip()
+        elif (m := _PYTHON.match(text)) and cur is not None and cur.python is None and not cur.threads:
+            cur.python = m.group(1)
+        elif _PARENT.match(text) or _SEPARATOR.match(text):
+            pass
+        elif text.startswith(("Error:", "Permission Denied")):
+            if cur is None or not cur.owned and (cur.threads or cur.error is not None):
+                cur = self.start()
+            msg = (text[len("Error:"):].strip() if text.startswith("Error:") else text) or "py-spy failed"
+            if cur.error is None:
+                cur.error = msg
+            else:  # hangdbg's collector writes its diagnosis, then py-spy's own error
+                cur.reasons.append(msg)
+            self.frames, self.error_part = None, "message"
+        elif (thread := _parse_thread_header(text)) is not None:
+            if cur is None or cur.error is not None and not cur.owned:
+                cur = self.start()
+            self.frames, self.locals_indent = [], None
+            cur.threads.append((*thread, self.frames))
+        else:
+            self.garbled += 1
+            if text.startswith("Thread"):
+                self.frames = None  # a broken thread header: its frames belong to no thread
+
+    def close(self) -> tuple[list[ParsedProcess], int]:
+        self.finish()
+        if self.pending is not None:
+            self.start()
+            self.finish()
+        return self.processes, self.garbled
+
+
+def parse_pyspy_dump(text: str) -> tuple[list[ParsedProcess], int]:
+    """Parse ``py-spy dump`` text output (py-spy 0.3/0.4 and older) into processes.
+
+    Args:
+        text (str): one dump, several dumps concatenated (``--subprocesses``, or one
+            ``py-spy dump --pid`` per process appended to one file), possibly with
+            ``# hangdbg ...`` header lines and py-spy error messages in between.
+
+    Returns:
+        ``(processes, garbled)``: the process blocks in order of appearance, and the number of
+        lines skipped because they were not recognised. Thread blocks without a ``Process``
+        line form one process with ``pid=None``; a ``# hangdbg`` header followed by nothing
+        gives a process whose ``error`` says so; an empty text gives ``[]``.
+
+    Raises:
+        Nothing: garbled lines are skipped and counted.
+    """
+    parser = _Parser()
+    for raw in text.splitlines():
+        parser.feed(raw)
+    return parser.close()
+
+
+def _parse_header(text: str) -> dict[str, str]:
+    """``# hangdbg rank=3 host=n1`` -> ``{"rank": "3", "host": "n1"}`` (tokens without ``=`` dropped)."""
+    pairs = (tok.partition("=") for tok in text[len("# hangdbg"):].split())
+    return {k: v for k, sep, v in pairs if sep and k}
+
+
+def _parse_thread_header(text: str) -> tuple[int, str | None, str] | None:
+    """``Thread 1984 (active+gil): "Thread-1 (worker)"`` -> ``(1984, "Thread-1 (worker)", "active+gil")``."""
+    m = _THREAD.match(text)
+    if m is None:
+        return None
+    status = _STATUSES.get(m.group(2))
+    if status is None:
+        return None
+    ident = m.group(1)
+    tid = int(ident, 16) if ident[:2] in ("0x", "0X") else int(ident)
+    name = m.group(3)
+    if name is not None:
+        name = name.strip()
+        if name.startswith('"'):
+            name = name[1:-1] if len(name) > 1 and name.endswith('"') else name[1:]
+    return tid, name, status
+
+
+def _parse_frame(text: str) -> list | None:
+    """``fn (file:12)`` -> ``[fn, file, 12, native, []]``; None when there is no ``(location)``."""
+    if not text.endswith(")"):
+        return None
+    cut = text.rfind(" (")
+    if cut < 0:
+        return None
+    function, location = text[:cut], text[cut + 2:-1]
+    file, sep, line = location.rpartition(":")
+    if sep and line.isdigit():
+        lineno: int | None = int(line)
+    else:
+        file, lineno = location, None
+    return [function, file, lineno, _is_native(file, lineno), []]
+
+
+def _is_native(file: str, line: int | None) -> bool:
+    """Native unless ``is_python_file(file)``, or a script without extension with a line number.
+
+    Console scripts such as ``torchrun`` or ``deepspeed`` print as ``<module> (torchrun:8)``: a
+    file name without a dot that has a line number is Python, unless it lives in an
+    ``/include/`` directory (C++ headers such as ``condition_variable``).
+    """
+    if is_python_file(file):
+        return False
+    if line is None:
+        return True
+    base = file.rsplit("/", 1)[-1]
+    return "." in base or any(d in file for d in _NATIVE_SOURCE_DIRS)
+
+
+def sample_from_filename(name: str) -> int | None:
+    """The sample number in a dump file name, e.g. ``rank-0003.sample-2.txt`` -> 2.
+
+    Args:
+        name (str): a file name or path; only the last component is read.
+
+    Returns:
+        The number after ``sample`` (``sample2``, ``sample-2``, ``sample_2``, ``sample.2``),
+        case-insensitive, or None.
+    """
+    m = _SAMPLE.search(_basename(name))
+    return int(m.group(1)) if m else None
+
+
+def rank_from_filename(name: str) -> int | None:
+    """The rank a dump file name states, or None.
+
+    Rules, in order, on the last path component with any ``sample-K`` part removed
+    (case-insensitive):
+
+    1. ``rank`` followed by an optional ``-``, ``_`` or ``.`` and digits: ``rank-0003.txt``,
+       ``rank3.txt``, ``rank_3.log``, ``dump.rank12`` -> 3, 3, 3, 12.
+    2. ``r`` + digits as a word of its own: ``r7.txt``, ``stacks.r7.txt`` -> 7.
+    3. Otherwise the last number of the name without its extension, ignoring numbers written
+       as ``pid1234``/``pid-1234``: ``0003.txt`` -> 3, ``stack-5.txt`` -> 5.
+
+    Args:
+        name (str): a file name or path.
+
+    Returns:
+        The rank, or None when the name holds no number (``stacks.txt``).
+    """
+    base = _SAMPLE.sub("", _basename(name))
+    if m := _RANK.search(base):
+        return int(m.group(1))
+    if m := _R_RANK.search(base):
+        return int(m.group(1))
+    stem = _EXTENSION.sub("", base)
+    numbers = [m.group(1) for m in _NUMBER.finditer(stem) if not _PID_PREFIX.search(stem[:m.start(1)])]
+    return int(numbers[-1]) if numbers else None
+
+
+def _basename(name: str) -> str:
+    return str(name).replace("\\", "/").rsplit("/", 1)[-1]
+
+
+_STATUSES = {"idle": "idle", "active": "active", "active+gil": "active+gil", "gil": "active+gil"}
+_CAUSE_NUMBER = re.compile(r"^\d+:\s*")
+_SAMPLE = re.compile(r"[._-]?sample[._-]?(\d+)", re.IGNORECASE)
+_RANK = re.compile(r"(?<![a-z])rank[._-]?(\d+)", re.IGNORECASE)
+_R_RANK = re.compile(r"(?<![a-z0-9])r(\d+)(?![a-z0-9])", re.IGNORECASE)
+_EXTENSION = re.compile(r"\.[A-Za-z][A-Za-z0-9]*$")
+_NUMBER = re.compile(r"(\d+)")
+_PID_PREFIX = re.compile(r"pid[._-]?$", re.IGNORECASE)

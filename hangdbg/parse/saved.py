@@ -1,0 +1,191 @@
+"""Load saved py-spy dumps (``hangdbg analyze PATH...``) into :class:`~hangdbg.model.RankDump`.
+
+Accepted inputs: files written by hangdbg's collector (``OUT/raw/rank-0003[.sample-2].txt`` with a
+``# hangdbg rank=...`` header), plain ``py-spy dump --pid N > file`` outputs, and concatenations
+of several dumps (``py-spy dump --subprocesses``, ``pgrep ... | xargs -I {} py-spy dump --pid {}``).
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from hangdbg.model import RankDump, Thread
+
+from .pyspy_text import ParsedProcess, parse_pyspy_dump, rank_from_filename, sample_from_filename
+
+__all__ = ["LoadStats", "load_dumps"]
+
+
+@dataclass(frozen=True, slots=True)
+class LoadStats:
+    """What :func:`load_dumps` read.
+
+    Attributes:
+        files_read: files read and parsed.
+        processes: process blocks found in them.
+        garbled_lines: lines skipped because they were not py-spy output.
+        unreadable: ``(path, reason)`` for each file that could not be read.
+    """
+
+    files_read: int = 0
+    processes: int = 0
+    garbled_lines: int = 0
+    unreadable: tuple[tuple[str, str], ...] = ()
+
+
+@dataclass(slots=True)
+class _Entry:
+    """One parsed process with what its file and header say about it."""
+
+    proc: ParsedProcess
+    order: int
+    rank: int | None
+    rank_source: str
+    sample: int | None
+
+
+def load_dumps(paths: list[str | os.PathLike]) -> tuple[list[RankDump], LoadStats]:
+    """Read saved py-spy dump text files (py-spy 0.3/0.4 ``dump`` output) into rank dumps.
+
+    Args:
+        paths (list[str | os.PathLike]): files, or directories whose regular files are read
+            (not recursively, sorted by name, skipping ``*.json`` and hidden files); a directory
+            holding a ``raw/`` subdirectory (an ``-o OUT`` directory) is read through ``raw/``.
+
+    Returns:
+        ``(dumps, stats)``: one :class:`RankDump` per rank, sorted by rank, and a
+        :class:`LoadStats`. The rank comes from the ``# hangdbg rank=`` header, else from the
+        file name when the file holds exactly one process (``rank_source="file name"``), else
+        from the order of appearance, numbered after the highest rank known otherwise
+        (``rank_source="order"``). Blocks of the same rank (the collector's ``sample=K``
+        headers, ``rank-0003.sample-2.txt`` names, or for order-numbered blocks the same pid)
+        merge into one dump: ``samples`` holds the successful samples by sample number,
+        ``threads`` the last of them, and ``error`` is set only when no sample succeeded.
+
+    Raises:
+        FileNotFoundError: a named path does not exist. A file that exists but cannot be read
+            is reported in ``stats.unreadable`` instead.
+    """
+    named = [Path(p) for p in paths]
+    for p in named:
+        if not p.exists():
+            raise FileNotFoundError(errno.ENOENT, "no such dump file or directory", str(p))
+    files: list[Path] = []
+    for p in named:
+        for f in _expand(p):
+            if f not in files:
+                files.append(f)
+
+    entries: list[_Entry] = []
+    read = garbled = 0
+    unreadable: list[tuple[str, str]] = []
+    for f in files:
+        text, why = _read(f)
+        if text is None:
+            unreadable.append((str(f), why))
+            continue
+        read += 1
+        procs, bad = parse_pyspy_dump(text)
+        garbled += bad
+        for proc in procs:
+            entries.append(_entry(proc, len(entries), f.name, len(procs) == 1))
+
+    stats = LoadStats(read, len(entries), garbled, tuple(unreadable))
+    return _merge(entries), stats
+
+
+def _expand(p: Path) -> list[Path]:
+    if not p.is_dir():
+        return [p]
+    d = p / "raw" if (p / "raw").is_dir() else p
+    return sorted(
+        (f for f in d.iterdir() if f.is_file() and not f.name.endswith(".json") and not f.name.startswith(".")),
+        key=lambda f: f.name,
+    )
+
+
+def _read(f: Path) -> tuple[str | None, str]:
+    """The text of ``f``, or ``(None, reason)``."""
+    if not f.is_file():
+        return None, "not a regular file"
+    try:
+        data = f.read_bytes()
+    except OSError as exc:
+        return None, exc.strerror or str(exc)
+    if b"\x00" in data:
+        return None, "binary data, not py-spy text output"
+    return data.decode("utf-8", errors="replace"), ""
+
+
+def _int(value: str | None) -> int | None:
+    try:
+        return int(value) if value is not None else None
+    except ValueError:
+        return None
+
+
+def _entry(proc: ParsedProcess, order: int, filename: str, alone: bool) -> _Entry:
+    header = proc.header
+    sample = _int(header.get("sample"))
+    if sample is None:
+        sample = sample_from_filename(filename)
+    rank = _int(header.get("rank"))
+    if rank is not None:
+        return _Entry(proc, order, rank, header.get("rank_source") or "header", sample)
+    rank = rank_from_filename(filename) if alone else None
+    return _Entry(proc, order, rank, "file name" if rank is not None else "order", sample)
+
+
+def _merge(entries: list[_Entry]) -> list[RankDump]:
+    groups: dict[int, list[_Entry]] = {}
+    for e in entries:
+        if e.rank is not None:
+            groups.setdefault(e.rank, []).append(e)
+    by_pid: dict[tuple[str, int], int] = {}
+    next_rank = max(groups, default=-1) + 1
+    for e in entries:
+        if e.rank is not None:
+            continue
+        pid = _pid(e.proc)
+        key = (e.proc.header.get("host", ""), pid) if pid is not None else None
+        if key is not None and key in by_pid:
+            groups[by_pid[key]].append(e)
+            continue
+        groups[next_rank] = [e]
+        if key is not None:
+            by_pid[key] = next_rank
+        next_rank += 1
+    return [_dump(rank, groups[rank]) for rank in sorted(groups)]
+
+
+def _pid(proc: ParsedProcess) -> int | None:
+    return proc.pid if proc.pid is not None else _int(proc.header.get("pid"))
+
+
+def _dump(rank: int, group: list[_Entry]) -> RankDump:
+    group = sorted(group, key=lambda e: (e.sample is None, e.sample or 0, e.order))
+    samples: tuple[tuple[Thread, ...], ...] = tuple(e.proc.threads for e in group if e.proc.error is None)
+    errors = [e.proc.error for e in group if e.proc.error is not None]
+
+    def last(values):
+        found = [v for v in values if v not in (None, "")]
+        return found[-1] if found else None
+
+    headers = [e.proc.header for e in group]
+    return RankDump(
+        rank=rank,
+        pid=last(_pid(e.proc) for e in group),
+        host=last(h.get("host") for h in headers) or "",
+        local_rank=last(_int(h.get("local_rank")) for h in headers),
+        world_size=last(_int(h.get("world_size")) for h in headers),
+        local_world_size=last(_int(h.get("local_world_size")) for h in headers),
+        threads=samples[-1] if samples else (),
+        samples=samples,
+        error=None if samples else (errors[-1] if errors else None),
+        rank_source=group[-1].rank_source,
+        cmdline=last(e.proc.cmdline for e in group) or "",
+        python=last(e.proc.python for e in group),
+    )
