@@ -316,16 +316,20 @@ def test_collector_headers_apply_to_following_block():
 
 
 def test_header_block_is_one_process_even_with_two_error_messages():
-    diag = "process 3626 is gone (it exited while hangdbg was looking): Error: Failed to get process"
+    # what hangdbg's collector writes: its diagnosis (quoting py-spy's first line), then py-spy's text
+    diag = (
+        "process 3626 is gone (it exited while hangdbg was looking): "
+        "Error: Failed to get process executable name. Check that the process is running."
+    )
     text = "# hangdbg rank=1 pid=3626\nError: " + diag + "\n" + fixture_text("error_no_such_pid.txt")
     procs, garbled = parse_pyspy_dump(text)
     assert garbled == 0
     (proc,) = procs
-    assert proc.error == (
-        diag + " Caused by: Failed to get process executable name. Check that the process is running.; "
-        "No such file or directory (os error 2)"
-    )
+    assert proc.error == diag + " Caused by: No such file or directory (os error 2)"
     assert proc.header == {"rank": "1", "pid": "3626"}
+    # a second py-spy message that the diagnosis does not quote is kept as a cause
+    (proc,), _ = parse_pyspy_dump("# hangdbg rank=1\nError: py-spy failed on pid 9\nError: Failed to suspend\n")
+    assert proc.error == "py-spy failed on pid 9 Caused by: Failed to suspend"
 
 
 def test_header_block_with_timeout_error_then_partial_stack():
@@ -507,14 +511,14 @@ def test_load_dumps_rank_sources(tmp_path):
     dumps, stats = load_dumps([tmp_path])
     assert stats.processes == 6
     got = [(d.rank, d.rank_source, d.pid) for d in dumps]
-    # files sorted: rank-0005, rank-0009 (3 processes), stacks, x; order ranks start after 5
+    # files sorted: rank-0005, rank-0009 (3 processes), stacks, x; order ranks start after 5;
+    # the torchrun launcher (pid 3580) of the --subprocesses output is not a rank
     assert got == [
         (2, "header", 3626),
         (5, "file name", 3627),
-        (6, "order", 3580),
-        (7, "order", 3626),
-        (8, "order", 3627),
-        (9, "order", 3067),
+        (6, "order", 3626),
+        (7, "order", 3627),
+        (8, "order", 3067),
     ]
     assert dumps[0].host == "n2"
 
@@ -524,9 +528,10 @@ def test_load_dumps_order_ranks_merge_same_pid(tmp_path):
     b = write(tmp_path / "second.txt", fixture_text("torch_xargs.txt"))
     dumps, stats = load_dumps([a, b])
     assert stats == LoadStats(2, 8, 0, ())
+    # torchrun (pid 3580) is a launcher, not a rank
     assert [(d.rank, d.pid, len(d.samples)) for d in dumps] == [
-        (0, 3580, 2), (1, 3626, 2), (2, 3627, 2), (3, None, 0), (4, None, 0)]
-    assert dumps[3].error == NO_PID and dumps[3].threads == ()
+        (0, 3626, 2), (1, 3627, 2), (2, None, 0), (3, None, 0)]
+    assert dumps[2].error == NO_PID and dumps[2].threads == ()
     assert all(d.rank_source == "order" for d in dumps)
 
 
@@ -578,3 +583,17 @@ def test_load_dumps_missing_path_raises(tmp_path):
 
 def test_load_dumps_empty_directory(tmp_path):
     assert load_dumps([tmp_path]) == ([], LoadStats())
+
+
+def test_fuzz_never_raises():
+    import random
+
+    rng = random.Random(1234)
+    pieces = fixture_text("lock_locals.txt").splitlines() + fixture_text("torch_xargs.txt").splitlines() + [
+        "# hangdbg rank=x sample=²", "Thread ² (idle)", "    f (a.py:²)", "Error:", "Caused by:", "    0:",
+        "Process 1:", "Python v", "        Locals:", "            x", "\x1b[", "Reason:", "# hangdbg",
+    ]
+    for _ in range(300):
+        lines = [rng.choice(pieces)[: rng.randint(0, 80)] for _ in range(rng.randint(1, 30))]
+        procs, garbled = parse_pyspy_dump("\n".join(lines))
+        assert garbled >= 0 and all(isinstance(p, ParsedProcess) for p in procs)

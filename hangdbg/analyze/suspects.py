@@ -10,7 +10,8 @@ Rules, in order (a rank named by an earlier rule is not named again):
    (with no strict majority, every split is named).
 5. ``behind``: ranks in the same place but at a lower loop counter (``--locals``: integer locals
    named step, iteration, epoch, i, ...), the "code loops" problem that STAT attacks with
-   loop-order variables.
+   loop-order variables. When a few ranks are *ahead* of a majority that is behind, the few
+   are named instead (kind ``ahead``) and the reason says which way they differ.
 
 When every rank is in the same place, or every rank is still making progress between samples,
 no rank is named.
@@ -210,12 +211,22 @@ def _behind(views: list[RankView], name) -> None:
         behind = [r for r, k in keyed.items() if k < ahead]
         if not behind:
             continue
-        labels = [f"{fn}:{var}" for (_, fn, var, _) in values[behind[0]]]
+        labels = [var for (_, _, var, _) in values[behind[0]]]
         front = [r for r, k in keyed.items() if k == ahead]
+        where = members[0].place.describe()
+
+        def fmt(value):
+            return ", ".join(f"{lab}={x}" for lab, x in zip(labels, value))
+
+        if len(behind) > len(members) // 2 and len(front) < len(behind):
+            # a few ranks ahead of the many: the few did an extra iteration (skipped or
+            # repeated work); the stragglers are the many, so say which way they differ
+            name(front, f"ahead of the others in the same place ({where}): {fmt(ahead)} while "
+                 f"{_ranks_text(behind)} {'is' if len(behind) == 1 else 'are'} at "
+                 f"{fmt(min(keyed[r] for r in behind))}", "ahead")
+            continue
         for value in sorted({keyed[r] for r in behind}):
             rs = [r for r in behind if keyed[r] == value]
-            now = ", ".join(f"{lab}={x}" for lab, x in zip(labels, value))
-            then = ", ".join(f"{lab}={x}" for lab, x in zip(labels, ahead))
-            name(rs, f"behind in the same place ({members[0].place.describe()}): {now} while "
-                 f"{_ranks_text(front)} {'is' if len(front) == 1 else 'are'} at {then}", "behind")
+            name(rs, f"behind in the same place ({where}): {fmt(value)} while "
+                 f"{_ranks_text(front)} {'is' if len(front) == 1 else 'are'} at {fmt(ahead)}", "behind")
 

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 import psutil
 
 from ..errors import NoRanksFound, UsageError
+from ..launchers import is_launcher
 
 __all__ = ["RankProcess", "find_ranks", "scan_node", "ranks_of_pids", "rank_from_environ"]
 
@@ -28,17 +29,6 @@ LOCAL_RANK_VARS = ("LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID"
 WORLD_SIZE_VARS = ("WORLD_SIZE", "OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "SLURM_NTASKS")
 LOCAL_WORLD_SIZE_VARS = ("LOCAL_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_SIZE", "MPI_LOCALNRANKS")
 JOB_VARS = ("SLURM_JOB_ID", "TORCHELASTIC_RUN_ID", "MASTER_ADDR", "MASTER_PORT")
-
-_LAUNCHER_PROGRAMS = frozenset(
-    {"torchrun", "deepspeed", "accelerate", "mpirun", "mpiexec", "srun"}
-)
-_LAUNCHER_MODULES = (
-    "torch.distributed.run",
-    "torch.distributed.launch",
-    "deepspeed.launcher",
-    "accelerate.commands",
-)
-
 
 @dataclass(frozen=True, slots=True)
 class RankProcess:
@@ -93,17 +83,6 @@ def _is_python(proc: psutil.Process) -> bool:
     return name.startswith(("python", "pypy"))
 
 
-def _is_launcher(cmdline: list[str]) -> bool:
-    """True for torchrun / deepspeed / accelerate / mpirun agents: they spawn ranks, they are none."""
-    head = cmdline[:3]
-    if any(os.path.basename(arg) in _LAUNCHER_PROGRAMS for arg in head):
-        return True
-    for i, arg in enumerate(cmdline[:-1]):
-        if arg == "-m":
-            return cmdline[i + 1].startswith(_LAUNCHER_MODULES)
-    return False
-
-
 def _host(env: dict[str, str]) -> str:
     return env.get("SLURMD_NODENAME") or socket.gethostname()
 
@@ -121,7 +100,7 @@ def _candidate(proc: psutil.Process) -> RankProcess | None:
         return None
     cmdline, env = info
     rank, source = rank_from_environ(env)
-    if rank is None or _is_launcher(cmdline) or not _is_python(proc):
+    if rank is None or is_launcher(cmdline) or not _is_python(proc):
         return None
     return RankProcess(
         pid=proc.pid,
@@ -204,7 +183,7 @@ def _ordered_children(proc: psutil.Process) -> list[RankProcess]:
     kids = []
     for child in proc.children():
         info = _describe(child)
-        if info is None or not _is_python(child):
+        if info is None or not _is_python(child) or is_launcher(info[0]):
             continue
         try:
             created = child.create_time()

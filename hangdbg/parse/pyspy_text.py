@@ -28,7 +28,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from hangdbg.model import Frame, Thread, is_python_file
+from ..model import Frame, Thread, is_python_file
 
 __all__ = ["ParsedProcess", "parse_pyspy_dump", "rank_from_filename", "sample_from_filename"]
 
@@ -38,6 +38,7 @@ _PYTHON = re.compile(r"^Python v(\S+)(?: \((.*)\))?$")
 _PARENT = re.compile(r"^Parent Process \d+:")
 _THREAD = re.compile(r"^Thread (0[xX][0-9a-fA-F]+|\d+) \(([a-z+]+)\)(?::\s*(.*))?$")
 _SEPARATOR = re.compile(r"^-{3,}$")
+_HEADER = re.compile(r"^# hangdbg(?:\s|$)")
 _LOCALS_HEADERS = ("Arguments:", "Arguments::", "Locals:", "Locals::")
 _LOCAL = re.compile(r"^(\S+?):(?: (.*))?$")
 _NATIVE_SOURCE_DIRS = ("/include/",)
@@ -159,7 +160,7 @@ class _Parser:
     def top_level(self, text: str) -> None:
         cur = self.cur
         if text.startswith("#"):
-            if text.startswith("# hangdbg"):
+            if _HEADER.match(text):
                 self.finish()
                 if self.pending is not None:  # the previous header got no output
                     self.start()
@@ -244,7 +245,7 @@ def _parse_thread_header(text: str) -> tuple[int, str | None, str] | None:
         name = name.strip()
         if name.startswith('"'):
             name = name[1:-1] if len(name) > 1 and name.endswith('"') else name[1:]
-    return tid, name, status
+    return tid, name or None, status
 
 
 def _parse_frame(text: str) -> list | None:
@@ -256,7 +257,7 @@ def _parse_frame(text: str) -> list | None:
         return None
     function, location = text[:cut], text[cut + 2:-1]
     file, sep, line = location.rpartition(":")
-    if sep and line.isdigit():
+    if sep and line.isascii() and line.isdigit():
         lineno: int | None = int(line)
     else:
         file, lineno = location, None
@@ -286,7 +287,10 @@ def sample_from_filename(name: str) -> int | None:
 
     Returns:
         The number after ``sample`` (``sample2``, ``sample-2``, ``sample_2``, ``sample.2``),
-        case-insensitive, or None.
+        case-insensitive, or None. The form is the one hangdbg's collector writes.
+
+    Raises:
+        Nothing.
     """
     m = _SAMPLE.search(_basename(name))
     return int(m.group(1)) if m else None
@@ -308,7 +312,12 @@ def rank_from_filename(name: str) -> int | None:
         name (str): a file name or path.
 
     Returns:
-        The rank, or None when the name holds no number (``stacks.txt``).
+        The rank, or None when the name holds no number (``stacks.txt``). Rule 1 covers the
+        names hangdbg's collector writes (``rank-0003[.sample-2].txt``); the others cover
+        files saved by hand from ``py-spy dump --pid N > FILE``.
+
+    Raises:
+        Nothing.
     """
     base = _SAMPLE.sub("", _basename(name))
     if m := _RANK.search(base):

@@ -12,7 +12,8 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from hangdbg.model import RankDump, Thread
+from ..launchers import is_launcher
+from ..model import RankDump, Thread
 
 from .pyspy_text import ParsedProcess, parse_pyspy_dump, rank_from_filename, sample_from_filename
 
@@ -73,11 +74,7 @@ def load_dumps(paths: list[str | os.PathLike]) -> tuple[list[RankDump], LoadStat
     for p in named:
         if not p.exists():
             raise FileNotFoundError(errno.ENOENT, "no such dump file or directory", str(p))
-    files: list[Path] = []
-    for p in named:
-        for f in _expand(p):
-            if f not in files:
-                files.append(f)
+    files = list(dict.fromkeys(f for p in named for f in _expand(p)))  # a file named twice is read once
 
     entries: list[_Entry] = []
     read = garbled = 0
@@ -147,8 +144,8 @@ def _merge(entries: list[_Entry]) -> list[RankDump]:
     by_pid: dict[tuple[str, int], int] = {}
     next_rank = max(groups, default=-1) + 1
     for e in entries:
-        if e.rank is not None:
-            continue
+        if e.rank is not None or is_launcher(e.proc.cmdline):
+            continue  # `py-spy dump --subprocesses` of torchrun also shows torchrun itself
         pid = _pid(e.proc)
         key = (e.proc.header.get("host", ""), pid) if pid is not None else None
         if key is not None and key in by_pid:

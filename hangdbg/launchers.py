@@ -1,0 +1,47 @@
+"""Recognise launcher processes (torchrun, deepspeed, accelerate, mpirun, srun) by command line.
+
+A launcher spawns ranks and is never one itself. Pure function of the argv, shared by the live
+process scan and by the loader of saved dumps (``py-spy dump --subprocesses`` output includes
+the launcher).
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+
+__all__ = ["is_launcher"]
+
+_PROGRAMS = frozenset({"torchrun", "deepspeed", "accelerate", "mpirun", "mpiexec", "srun"})
+_MODULES = (
+    "torch.distributed.run",
+    "torch.distributed.launch",
+    "deepspeed.launcher",
+    "accelerate.commands",
+    "multiprocessing.resource_tracker",
+    "multiprocessing.forkserver",
+)
+
+
+def is_launcher(cmdline: list[str] | str) -> bool:
+    """True when ``cmdline`` (argv list, or a space-joined string) runs a launcher.
+
+    Matches the program (or the script after the interpreter) named ``torchrun``, ``deepspeed``,
+    ``accelerate``, ``mpirun``, ``mpiexec`` or ``srun``, and ``python -m`` of their modules;
+    multiprocessing's resource tracker and forkserver helpers are not ranks either.
+    """
+    if isinstance(cmdline, str):
+        try:
+            argv = shlex.split(cmdline)
+        except ValueError:
+            argv = cmdline.split()
+    else:
+        argv = cmdline
+    if any(os.path.basename(arg) in _PROGRAMS for arg in argv[:3]):
+        return True
+    for i, arg in enumerate(argv[:-1]):
+        if arg == "-m":
+            return argv[i + 1].startswith(_MODULES)
+        if arg == "-c":
+            return any(m in argv[i + 1] for m in _MODULES[-2:])
+    return False
