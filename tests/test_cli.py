@@ -1,0 +1,140 @@
+"""The command line on real processes that are not training jobs, and its conventions."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import subprocess
+import sys
+import textwrap
+import time
+
+import pytest
+from rich.console import Console
+
+from conftest import FIXTURES, run_cli, run_json
+from hangdbg.cli.main import main
+
+
+def _console() -> tuple[Console, io.StringIO]:
+    buf = io.StringIO()
+    return Console(file=buf, width=100, no_color=True, force_terminal=False), buf
+
+
+def test_usage_errors_exit_2():
+    assert run_cli("dump", "--samples", "0").returncode == 2
+    assert run_cli("frobnicate").returncode == 2
+    res = run_cli("dump", "--pid", "999999999")
+    assert res.returncode == 2 and "no process with pid 999999999" in res.stderr
+    res = run_cli("analyze", "/nonexistent/dir")
+    assert res.returncode == 2 and "/nonexistent/dir" in res.stderr
+
+
+def test_version():
+    res = run_cli("--version")
+    assert res.returncode == 0 and res.stdout.startswith("hangdbg ")
+
+
+@pytest.fixture
+def sleeper():
+    """A real Python process that is not a rank (no rank variable), and its non-Python parent."""
+    proc = subprocess.Popen(["sleep", "300"])
+    yield proc
+    proc.kill()
+    proc.wait()
+
+
+def test_no_ranks_is_a_tool_error_with_help(sleeper):
+    res = run_cli("dump", "--pid", sleeper.pid)
+    assert res.returncode == 1
+    assert "no training process found" in res.stderr and "--pid" in res.stderr
+
+
+@pytest.fixture
+def fake_rank(tmp_path):
+    """A real Python process with rank variables, blocked in time.sleep."""
+    env = dict(os.environ, RANK="0", WORLD_SIZE="1", LOCAL_RANK="0")
+    proc = subprocess.Popen([sys.executable, "-c", "import time\ndef wait():\n    time.sleep(300)\nwait()"], env=env)
+    time.sleep(0.5)
+    yield proc
+    proc.kill()
+    proc.wait()
+
+
+def test_hung_pyspy_is_abandoned_after_timeout(fake_rank, tmp_path):
+    slow = tmp_path / "slow-py-spy"
+    slow.write_text("#!/bin/sh\nsleep 60\n")
+    slow.chmod(0o755)
+    t0 = time.monotonic()
+    rc, doc = run_json("dump", "--pid", fake_rank.pid, "--py-spy", slow, "--timeout", "1", "-o", tmp_path / "o")
+    assert time.monotonic() - t0 < 30
+    assert rc == 1
+    err = doc["ranks"][0]["error"]
+    assert "timed out after 1 s" in err and "--nonblocking" in err
+    raw = (tmp_path / "o" / "raw" / "rank-0000.txt").read_text()
+    assert raw.startswith("# hangdbg rank=0") and "timed out" in raw
+
+
+def test_missing_pyspy_names_the_fix(fake_rank, tmp_path):
+    res = run_cli("dump", "--pid", fake_rank.pid, "--py-spy", tmp_path / "nope")
+    assert res.returncode == 1 and "pip install py-spy" in res.stderr
+
+
+def test_single_process_dump_and_json_schema(fake_rank, tmp_path):
+    rc, doc = run_json("dump", "--pid", fake_rank.pid, "-o", tmp_path)
+    assert rc == 0
+    assert doc["schema_version"] == 1 and doc["command"] == "dump"
+    (r,) = doc["ranks"]
+    assert (r["rank"], r["pid"], r["world_size"], r["error"]) == (0, fake_rank.pid, 1, None)
+    assert [f["function"] for f in r["threads"][0]["frames"]] == ["wait", "<module>"]
+    assert r["threads"][0]["frames"][0]["file"] == "<string>"
+    assert doc["suspects"] == [] and doc["missing_ranks"] == []
+    assert set(doc) >= {"ranks", "groups", "suspects", "missing_ranks", "verdict", "tree"}
+
+
+def test_gone_process_is_reported_not_raised(tmp_path):
+    from hangdbg.collect.pyspy import PySpyOptions, run_pyspy
+
+    proc = subprocess.Popen([sys.executable, "-c", "pass"])
+    proc.wait()
+    res = run_pyspy(proc.pid, PySpyOptions(timeout=10))
+    assert res.error and f"process {proc.pid} is gone" in res.error
+
+
+def test_analyze_saved_fixture_files_in_process():
+    out, buf = _console()
+    err, _ = _console()
+    rc = main(["analyze", str(FIXTURES / "pyspy" / "torch_rank0.txt"), str(FIXTURES / "pyspy" / "torch_rank1.txt"), "--json"], out, err)
+    doc = json.loads(buf.getvalue())
+    assert rc == 3
+    assert doc["command"] == "analyze"
+    assert len(doc["suspects"]) == 2  # two ranks, two collectives: no majority
+
+
+def test_report_renders_in_fixed_width_console_without_color():
+    out, buf = _console()
+    err, _ = _console()
+    rc = main(["analyze", str(FIXTURES / "pyspy" / "torch_xargs.txt")], out, err)
+    text = buf.getvalue()
+    assert rc in (0, 3)
+    assert "\x1b[" not in text
+    assert all(len(line) <= 100 for line in text.splitlines())
+    assert "merged call tree" in text
+
+
+def test_html_like_names_are_not_markup(tmp_path):
+    """Frame names with [brackets] must print literally (rich markup escaped)."""
+    dump = textwrap.dedent("""\
+        Process 7: python x.py
+        Python v3.11.7 (/usr/bin/python3.11)
+
+        Thread 7 (idle): "MainThread"
+            [bold]evil[/bold] (x.py:1)
+            <module> (x.py:2)
+        """)
+    (tmp_path / "rank-0.txt").write_text(dump)
+    out, buf = _console()
+    err, _ = _console()
+    main(["analyze", str(tmp_path)], out, err)
+    assert "[bold]evil[/bold]" in buf.getvalue()
