@@ -138,3 +138,62 @@ def test_html_like_names_are_not_markup(tmp_path):
     err, _ = _console()
     main(["analyze", str(tmp_path)], out, err)
     assert "[bold]evil[/bold]" in buf.getvalue()
+
+
+def test_node_scan_with_two_jobs_asks_for_pid(tmp_path):
+    procs = []
+    try:
+        for port in ("29911", "29912"):
+            env = dict(os.environ, RANK="0", WORLD_SIZE="1", MASTER_ADDR="127.0.0.1", MASTER_PORT=port)
+            procs.append(subprocess.Popen([sys.executable, "-c", "import time; time.sleep(300)"], env=env))
+        time.sleep(0.5)
+        res = run_cli("dump", "-o", tmp_path)
+        assert res.returncode == 2
+        assert "jobs; choose one with --pid" in " ".join(res.stderr.split())
+        assert str(procs[0].pid) in res.stderr and str(procs[1].pid) in res.stderr
+    finally:
+        for p in procs:
+            p.kill()
+            p.wait()
+
+
+def test_ctrl_c_keeps_what_arrived_in_a_real_terminal(tmp_path):
+    """Driven through a pty with pexpect: progress bar on the terminal, Ctrl-C, raw files kept."""
+    import pexpect
+    import shutil
+
+    real = shutil.which("py-spy") or str(__import__("pathlib").Path(sys.executable).parent / "py-spy")
+    ranks = []
+    for r in range(3):
+        env = dict(os.environ, RANK=str(r), WORLD_SIZE="3", MASTER_PORT="29921")
+        ranks.append(subprocess.Popen([sys.executable, "-c", "import time; time.sleep(300)"], env=env))
+    stuck = ranks[2].pid
+    wrapper = tmp_path / "py-spy"
+    wrapper.write_text(f'#!/bin/sh\ncase " $* " in *" {stuck} "*) sleep 120;; esac\nexec {real} "$@"\n')
+    wrapper.chmod(0o755)
+    out = tmp_path / "out"
+    try:
+        time.sleep(0.5)
+        child = pexpect.spawn(
+            sys.executable, ["-m", "hangdbg", "dump", "--pid", *[str(p.pid) for p in ranks],
+                             "--py-spy", str(wrapper), "--timeout", "100", "-o", str(out)],
+            env=dict(os.environ, COLUMNS="120", LINES="40"), encoding="utf-8", timeout=60,
+        )
+        child.expect("py-spy")  # the progress bar is drawn on the terminal
+        end = time.monotonic() + 30
+        while len(list((out / "raw").glob("rank-*.txt"))) < 2 and time.monotonic() < end:
+            time.sleep(0.2)
+        child.sendintr()
+        child.expect("interrupted")
+        child.expect(pexpect.EOF)
+        child.close()
+        assert child.exitstatus == 1
+        assert sorted(p.name for p in (out / "raw").glob("rank-*.txt")) == ["rank-0000.txt", "rank-0001.txt"]
+        assert (out / "processes.json").exists()
+        rc, doc = run_json("analyze", out)
+        assert sorted(r["rank"] for r in doc["ranks"]) == [0, 1]
+        assert doc["missing_ranks"] == [2]
+    finally:
+        for p in ranks:
+            p.kill()
+            p.wait()

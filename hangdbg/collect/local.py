@@ -17,7 +17,7 @@ from typing import Callable
 from ..model import RankDump, Thread
 from ..parse.pyspy_text import parse_pyspy_dump
 from .procs import RankProcess
-from .pyspy import PySpyOptions, PySpyResult, run_pyspy
+from .pyspy import PySpyOptions, PySpyResult, kill_running, run_pyspy
 
 __all__ = ["CollectOptions", "collect", "raw_name", "header_line"]
 
@@ -102,7 +102,8 @@ def collect(
     errors: dict[int, str | None] = {p.pid: None for p in ranks}
     pythons: dict[int, str | None] = {p.pid: None for p in ranks}
     workers = max(1, min(opts.jobs, len(ranks)))
-    with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="py-spy") as pool:
+    pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="py-spy")
+    try:
         for k in range(1, opts.samples + 1):
             round_start = time.monotonic()
             futures = {pool.submit(run_pyspy, p.pid, opts.pyspy): p for p in ranks if errors[p.pid] is None or k == 1}
@@ -121,6 +122,12 @@ def collect(
                     on_result(p, k, res)
             if k < opts.samples:
                 time.sleep(max(0.0, opts.interval - (time.monotonic() - round_start)))
+    except BaseException:
+        # Ctrl-C: what arrived is already on disk; do not wait for the py-spy runs still queued
+        pool.shutdown(wait=False, cancel_futures=True)
+        kill_running()
+        raise
+    pool.shutdown(wait=True)
     dumps = []
     for p in ranks:
         got = tuple(samples[p.pid])

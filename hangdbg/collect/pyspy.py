@@ -9,15 +9,17 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import subprocess
 import sys
+import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import diagnose_pyspy_failure, process_state
 
-__all__ = ["PySpyOptions", "PySpyResult", "find_pyspy", "run_pyspy", "process_state"]
+__all__ = ["PySpyOptions", "PySpyResult", "find_pyspy", "run_pyspy", "kill_running"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,6 +49,27 @@ class PySpyResult:
     text: str
     error: str | None
     seconds: float
+
+
+_RUNNING: set[subprocess.Popen] = set()
+_LOCK = threading.Lock()
+
+
+def kill_running() -> None:
+    """Kill every py-spy run still going (on Ctrl-C, so that the worker threads end)."""
+    with _LOCK:
+        for proc in _RUNNING:
+            _kill_group(proc)
+
+
+def _kill_group(proc: subprocess.Popen) -> None:
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        try:
+            proc.kill()
+        except OSError:
+            pass
 
 
 def find_pyspy(executable: str | None = None) -> str | None:
@@ -89,14 +112,16 @@ def run_pyspy(pid: int, opts: PySpyOptions) -> PySpyResult:
             stderr=subprocess.PIPE,
             text=True,
             errors="replace",
-            start_new_session=True,
+            start_new_session=True,  # its own process group: a timeout kills wrappers' children too
         )
     except OSError as exc:
         return PySpyResult(pid, "", f"cannot run {exe}: {exc}; fix: `pip install py-spy`", 0.0)
+    with _LOCK:
+        _RUNNING.add(proc)
     try:
         out, err = proc.communicate(timeout=opts.timeout)
     except subprocess.TimeoutExpired:
-        proc.kill()
+        _kill_group(proc)
         try:
             out, err = proc.communicate(timeout=5)
         except subprocess.TimeoutExpired:  # py-spy itself stuck in the kernel: abandon it
@@ -112,6 +137,9 @@ def run_pyspy(pid: int, opts: PySpyOptions) -> PySpyResult:
             "fix: retry with --nonblocking or a longer --timeout, or take a core file (gcore)"
         )
         return PySpyResult(pid, (out or "") + (err or ""), msg, time.monotonic() - start)
+    finally:
+        with _LOCK:
+            _RUNNING.discard(proc)
     seconds = time.monotonic() - start
     if proc.returncode != 0 or not out.strip():
         text = (out or "") + (err or "")

@@ -67,6 +67,24 @@ class ParsedProcess:
     header: dict[str, str] = field(default_factory=dict, hash=False)
 
 
+_INTERNED: dict[tuple, Frame] = {}
+_INTERN_LIMIT = 200_000
+
+
+def _frame(function: str, file: str, line: int | None, native: bool, locals_: list) -> Frame:
+    """One Frame object per distinct frame (without locals), shared by every rank that has it:
+    saves memory on large jobs and lets the analyzer bucket stacks by object identity."""
+    if locals_:
+        return Frame(function, file, line, native, tuple(locals_))
+    key = (function, file, line, native)
+    frame = _INTERNED.get(key)
+    if frame is None:
+        if len(_INTERNED) >= _INTERN_LIMIT:
+            _INTERNED.clear()
+        frame = _INTERNED[key] = Frame(function, file, line, native)
+    return frame
+
+
 class _Builder:
     """Mutable state of one process block while its lines are read."""
 
@@ -82,7 +100,7 @@ class _Builder:
 
     def build(self) -> ParsedProcess:
         threads = tuple(
-            Thread(tid, name, status, tuple(Frame(fn, fl, ln, nat, tuple(lc)) for fn, fl, ln, nat, lc in frames))
+            Thread(tid, name, status, tuple(_frame(fn, fl, ln, nat, lc) for fn, fl, ln, nat, lc in frames))
             for tid, name, status, frames in self.threads
         )
         error = self.error
