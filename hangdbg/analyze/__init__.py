@@ -47,7 +47,7 @@ def analyze(dumps: list[RankDump] | tuple[RankDump, ...]) -> Analysis:
     tree = build_tree([(g.frames, frozenset(g.ranks)) for g in groups])
 
     all_progress = bool(views) and len(progressing) == len(views) and not missing
-    suspects = [] if all_progress else find_suspects(dumps, views, missing, progressing)
+    suspects = [] if all_progress else find_suspects(views, missing, progressing)
     verdict = _verdict(groups, suspects, missing, progressing, all_progress, unreadable, elsewhere)
     return Analysis(
         ranks=tuple(dumps),

@@ -9,34 +9,65 @@ frames that were not interned.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from operator import attrgetter
 
 from ..model import Frame, Place, RankDump, Thread
-from .places import place_of, primary_thread
+from .places import lock_wait, place_of, primary_thread
 
 __all__ = ["RankView", "classify_ranks", "group_ranks"]
 
 
 @dataclass(frozen=True, slots=True)
 class RankView:
-    """One rank reduced to what the analysis compares: its chosen thread and where it is."""
+    """One rank reduced to what the analysis compares.
+
+    Attributes:
+        rank: the rank.
+        thread: the thread that speaks for it (see :func:`places.primary_thread`).
+        place: where that thread is.
+        key: the equivalence-class key (Python stack and place).
+        lock_wait: that thread waits to acquire a mutex.
+        lock_waiters: the rank's other threads that wait to acquire a mutex.
+        has_locals: its frames carry ``--locals`` values (loop counters can be compared).
+    """
 
     rank: int
     thread: Thread
     place: Place
     key: tuple
+    lock_wait: bool = False
+    lock_waiters: tuple[Thread, ...] = ()
+    has_locals: bool = False
+
+
+_VALUE = attrgetter("function", "file", "line", "native", "locals")
+
+
+class _Facts:
+    __slots__ = ("place", "key", "lock", "has_locals")
+
+    def __init__(self, thread: Thread) -> None:
+        self.place = place_of(thread)
+        self.key = (thread.stack_key, self.place.kind, self.place.collective)
+        self.lock = lock_wait(thread)
+        self.has_locals = any(f.locals for f in thread.frames)
 
 
 class _Cache:
-    def __init__(self) -> None:
-        self.by_ids: dict[tuple[int, ...], tuple[Place, tuple]] = {}
+    """Facts per distinct frame tuple, keyed by the frames' identities (see module docstring)."""
 
-    def lookup(self, thread: Thread) -> tuple[Place, tuple]:
-        ids = tuple(map(id, thread.frames))
+    def __init__(self) -> None:
+        self.by_ids: dict[tuple, _Facts] = {}
+        self.by_value: dict[tuple, _Facts] = {}
+
+    def lookup(self, thread: Thread) -> _Facts:
+        ids = (thread.status, *map(id, thread.frames))
         hit = self.by_ids.get(ids)
-        if hit is None:
-            place = place_of(thread)
-            hit = (place, (thread.stack_key, place.kind, place.collective))
-            self.by_ids[ids] = hit
+        if hit is None:  # frames not interned: fall back to their values
+            value = (thread.status, *map(_VALUE, thread.frames))
+            hit = self.by_value.get(value)
+            if hit is None:
+                hit = self.by_value[value] = self.by_ids[ids] = _Facts(thread)
         return hit
 
 
@@ -48,15 +79,13 @@ def classify_ranks(dumps: list[RankDump] | tuple[RankDump, ...]) -> list[RankVie
         if not d.threads:
             continue
         looked = [cache.lookup(t) for t in d.threads]
-        if len(looked) == 1:
-            i = 0
-        else:
-            i = primary_thread(d.threads, [p for p, _ in looked])
-        place, key = looked[i]
-        t = d.threads[i]
+        i = 0 if len(looked) == 1 else primary_thread(d.threads, [f.place for f in looked])
+        facts, t = looked[i], d.threads[i]
+        place = facts.place
         if place.thread != t.name:
             place = Place(place.kind, place.collective, place.call_site, t.name)
-        views.append(RankView(d.rank, t, place, key))
+        waiters = tuple(o for j, o in enumerate(d.threads) if j != i and looked[j].lock) if facts.lock else ()
+        views.append(RankView(d.rank, t, place, facts.key, facts.lock, waiters, facts.has_locals))
     return views
 
 

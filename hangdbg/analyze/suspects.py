@@ -21,7 +21,6 @@ from __future__ import annotations
 
 from ..model import RankDump, Suspect, Thread
 from .classes import RankView
-from .places import lock_wait
 from .rankset import compress
 
 __all__ = ["find_suspects", "expected_ranks", "progressing_ranks", "LOOP_VARIABLES"]
@@ -51,9 +50,8 @@ def expected_ranks(dumps: list[RankDump]) -> tuple[set[int], int]:
     local = [d for d in dumps if d.local_world_size and d.local_rank is not None]
     if local and max(d.local_world_size for d in local) < world:
         exp: set[int] = set()
-        for d in local:
-            base = d.rank - d.local_rank
-            exp.update(r for r in range(base, base + d.local_world_size) if 0 <= r < world)
+        for base, size in {(d.rank - d.local_rank, d.local_world_size) for d in local}:
+            exp.update(range(max(0, base), min(world, base + size)))
         exp.update(d.rank for d in dumps)
         return exp, world - len(exp)
     return set(range(world)), 0
@@ -88,22 +86,12 @@ def _loop_values(thread: Thread) -> tuple:
     return tuple(vals)
 
 
-def _deadlocked(dump: RankDump, view: RankView) -> Thread | None:
-    if not lock_wait(view.thread):
-        return None
-    for t in dump.threads:
-        if t is not view.thread and lock_wait(t):
-            return t
-    return None
-
-
 def _top(view: RankView) -> str:
     site = view.place.call_site
     return str(site) if site is not None else "an unknown frame"
 
 
 def find_suspects(
-    dumps: list[RankDump],
     views: list[RankView],
     missing: list[int],
     progressing: set[int],
@@ -111,7 +99,6 @@ def find_suspects(
     """Apply the rules of this module; see the module docstring."""
     suspects: list[Suspect] = []
     named: set[int] = set()
-    by_rank = {v.rank: v for v in views}
 
     def name(ranks, reason: str, kind: str) -> None:
         ranks = tuple(sorted(r for r in ranks if r not in named))
@@ -124,10 +111,9 @@ def find_suspects(
         where = _where(waiting) if waiting else "the others are elsewhere"
         name(missing, f"no process for {_ranks_text(missing)} (never started or exited); {where}", "missing")
 
-    dump_of = {d.rank: d for d in dumps}
     for v in views:
-        other = _deadlocked(dump_of[v.rank], v)
-        if other is not None:
+        if v.lock_waiters:
+            other = v.lock_waiters[0]
             name(
                 [v.rank],
                 f"thread deadlock: {v.thread.name or 'a thread'} waits for a lock in {_top(v)} while thread "
@@ -145,7 +131,7 @@ def find_suspects(
             these = [v for v in others if v.place.kind == kind]
             for v in these:
                 state = " (still running: its stack changed between samples)" if v.rank in progressing else ""
-                lock = " waiting for a lock" if lock_wait(v.thread) else ""
+                lock = " waiting for a lock" if v.lock_wait else ""
                 name(
                     [v.rank],
                     f"not in any collective while {_where(majority)}: {v.place.describe()}{lock}{state}",
@@ -198,7 +184,8 @@ def _collective_splits(in_coll: list[RankView], name) -> None:
 def _behind(views: list[RankView], name) -> None:
     by: dict[tuple, list[RankView]] = {}
     for v in views:
-        by.setdefault(v.key, []).append(v)
+        if v.has_locals:
+            by.setdefault(v.key, []).append(v)
     for members in by.values():
         if len(members) < 2:
             continue

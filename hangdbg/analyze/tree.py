@@ -48,7 +48,12 @@ def _freeze(root: _Node) -> TreeNode:
         todo.extend(node.children.values())
     frozen: dict[int, TreeNode] = {}
     for node in reversed(order):
-        ranks = node.sets[0] if len(node.sets) == 1 else frozenset().union(*node.sets)
         kids = sorted((frozen.pop(id(c)) for c in node.children.values()), key=lambda n: min(n.ranks))
+        if len(node.sets) == 1:
+            ranks = node.sets[0]
+        elif len(node.children) == 1 and len(next(iter(node.children.values())).sets) == len(node.sets):
+            ranks = kids[0].ranks  # the same classes pass through the only child: share its set
+        else:
+            ranks = frozenset().union(*node.sets)
         frozen[id(node)] = TreeNode(node.frame, ranks, tuple(kids))
     return frozen[id(root)]

@@ -41,7 +41,7 @@ def add_collect_arguments(p: argparse.ArgumentParser) -> None:
     g.add_argument("--timeout", type=_positive_float, default=20.0, metavar="S", help="seconds before a py-spy run is abandoned (default 20)")
     g.add_argument("--samples", type=_positive_int, default=1, metavar="N", help="dumps per rank (default 1); ranks whose stacks change are progressing")
     g.add_argument("--interval", type=_positive_float, default=1.0, metavar="S", help="seconds between samples (default 1)")
-    g.add_argument("--jobs", type=_positive_int, default=8, metavar="N", help="py-spy runs at once (default 8)")
+    g.add_argument("--jobs", type=_positive_int, default=None, metavar="N", help="py-spy runs at once (default 8; with --native, the number of CPUs)")
     g.add_argument("--py-spy", dest="py_spy", metavar="PATH", help="the py-spy program to run")
 
 
@@ -53,7 +53,7 @@ def collect_options(args: argparse.Namespace, out: Path | None) -> CollectOption
         ),
         samples=args.samples,
         interval=args.interval,
-        jobs=args.jobs,
+        jobs=args.jobs or (max(2, os.cpu_count() or 2) if args.native else 8),
         out=out,
     )
 
