@@ -35,7 +35,7 @@ def hung_job(request):
     pytest.importorskip("torch")
     from hangdbg.demo.launch import DemoJob
 
-    scenario = getattr(request.module, "SCENARIO")
+    scenario = request.module.SCENARIO
     nproc = getattr(request.module, "NPROC", 4)
     job = DemoJob(scenario, nproc).start()
     try:

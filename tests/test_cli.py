@@ -197,3 +197,13 @@ def test_ctrl_c_keeps_what_arrived_in_a_real_terminal(tmp_path):
         for p in ranks:
             p.kill()
             p.wait()
+
+
+def test_cli_and_collectors_never_import_torch():
+    code = (
+        "import sys, hangdbg, hangdbg.cli.main, hangdbg.demo.launch, hangdbg.parse.saved\n"
+        "assert 'torch' not in sys.modules, 'torch imported'\n"
+        "print('ok')"
+    )
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert res.stdout.strip() == "ok", res.stderr

@@ -13,3 +13,4 @@ def test_rank_outside_collectives_is_the_suspect(hung_job, tmp_path):
     assert s["kind"] == "outside-collective"
     assert "read_shard" in s["reason"] and "all_reduce" in s["reason"]
     assert "ranks 0,2-3 wait in all_reduce" in s["reason"]
+    assert '`with open(path, "rb") as f:' in s["reason"]  # the source line, read on this node

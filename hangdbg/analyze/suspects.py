@@ -19,7 +19,8 @@ no rank is named.
 
 from __future__ import annotations
 
-from ..model import RankDump, Suspect, Thread
+from ..model import Frame, RankDump, Suspect, Thread
+from .places import read_source
 from .classes import RankView
 from .rankset import compress
 
@@ -88,7 +89,17 @@ def _loop_values(thread: Thread) -> tuple:
 
 def _top(view: RankView) -> str:
     site = view.place.call_site
-    return str(site) if site is not None else "an unknown frame"
+    return f"{site}{_code(site)}" if site is not None else "an unknown frame"
+
+
+def _frame_text(frame: Frame) -> str:
+    return f"{frame}{_code(frame)}"
+
+
+def _code(frame: Frame | None) -> str:
+    """`` `source line` `` of a frame when its file is readable here, else ''."""
+    text = read_source(frame) if frame is not None else ""
+    return f" `{text}`" if text else ""
 
 
 def find_suspects(
@@ -117,7 +128,8 @@ def find_suspects(
             name(
                 [v.rank],
                 f"thread deadlock: {v.thread.name or 'a thread'} waits for a lock in {_top(v)} while thread "
-                f"{other.name or other.thread_id} waits for a lock in {other.python_frames[0] if other.python_frames else '?'}",
+                f"{other.name or other.thread_id} waits for a lock in "
+                f"{_frame_text(other.python_frames[0]) if other.python_frames else '?'}",
                 "deadlock",
             )
     if missing:
@@ -134,7 +146,7 @@ def find_suspects(
                 lock = " waiting for a lock" if v.lock_wait else ""
                 name(
                     [v.rank],
-                    f"not in any collective while {_where(majority)}: {v.place.describe()}{lock}{state}",
+                    f"not in any collective while {_where(majority)}: {v.place.describe()}{_code(v.place.call_site)}{lock}{state}",
                     "outside-collective",
                 )
         _collective_splits(in_coll, name)
@@ -202,8 +214,8 @@ def _behind(views: list[RankView], name) -> None:
         front = [r for r, k in keyed.items() if k == ahead]
         where = members[0].place.describe()
 
-        def fmt(value):
-            return ", ".join(f"{lab}={x}" for lab, x in zip(labels, value))
+        def fmt(value, labels=labels):
+            return ", ".join(f"{lab}={x}" for lab, x in zip(labels, value, strict=True))
 
         if len(behind) > len(members) // 2 and len(front) < len(behind):
             # a few ranks ahead of the many: the few did an extra iteration (skipped or
