@@ -64,6 +64,7 @@ def test_no_majority_names_every_split():
     a = analyze(dumps)
     assert sorted(s.ranks for s in a.suspects) == [(0, 1), (2, 3)]
     assert all("no majority" in s.reason for s in a.suspects)
+    assert a.verdict.startswith("suspect ranks 0-3: collective mismatch with no majority")
 
 
 def test_rank_outside_collectives_with_its_top_frame():

@@ -71,6 +71,9 @@ def _verdict(groups, suspects, missing, progressing, all_progress, unreadable, e
     tail = (" (" + "; ".join(notes) + ")") if notes else ""
     if all_progress:
         return f"no hang: every rank's stack changed between samples, the job is making progress{tail}"
+    if suspects and len({s.reason for s in suspects}) == 1 and len(suspects) > 1:
+        # one finding that names several groups (a collective split with no majority)
+        return f"suspect ranks {compress(r for s in suspects for r in s.ranks)}: {suspects[0].reason}{tail}"
     if suspects:
         first = suspects[0]
         who = f"rank {first.ranks[0]}" if len(first.ranks) == 1 else f"ranks {compress(first.ranks)}"
