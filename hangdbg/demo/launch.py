@@ -6,6 +6,7 @@ simulation. Requires torch (``pip install 'hangdbg[torch]'``).
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import shutil
 import signal
@@ -50,12 +51,10 @@ class DemoJob:
         return self.proc.pid
 
     def start(self) -> "DemoJob":
-        try:
-            import torch  # noqa: F401
-        except ImportError:
+        if importlib.util.find_spec("torch") is None:  # the ranks import it; hangdbg itself never does
             raise HangdbgError(
                 "the demo needs torch", help="pip install 'hangdbg[torch]' (CPU build: pip install torch==2.13.0)"
-            ) from None
+            )
         self.ready_dir.mkdir(parents=True, exist_ok=True)
         argv = [
             sys.executable, "-m", "torch.distributed.run",
