@@ -2,20 +2,23 @@
 
 Public API (stable names; everything else is internal)::
 
-    from hangdbg import find_ranks, collect, analyze, load_dumps
-    dumps = collect(find_ranks())          # py-spy every rank of this node's job
-    result = analyze(dumps)                # classes, tree, suspects
+    from hangdbg import find_ranks, collect_stacks, analyze_dumps, load_dumps
+    dumps = collect_stacks(find_ranks())   # py-spy every rank of this node's job
+    result = analyze_dumps(dumps)          # classes, tree, suspects
     print(result.verdict)
 
-torch is never imported by ``import hangdbg``.
+(The functions are not named ``collect``/``analyze`` so that they do not shadow the subpackages
+``hangdbg.collect`` and ``hangdbg.analyze``.) torch is never imported by ``import hangdbg``.
 """
 
 from __future__ import annotations
 
 __version__ = "0.1.0"
 
-from .analyze import analyze, compress, expand
-from .collect.local import CollectOptions, collect
+from .analyze import analyze as analyze_dumps
+from .analyze.rankset import compress, expand
+from .collect.local import CollectOptions
+from .collect.local import collect as collect_stacks
 from .collect.procs import RankProcess, find_ranks
 from .collect.pyspy import PySpyOptions
 from .errors import HangdbgError, NoRanksFound, UsageError
@@ -24,8 +27,8 @@ from .parse import load_dumps, parse_pyspy_dump
 
 __all__ = [
     "__version__",
-    "analyze",
-    "collect",
+    "analyze_dumps",
+    "collect_stacks",
     "find_ranks",
     "load_dumps",
     "parse_pyspy_dump",

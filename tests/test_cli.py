@@ -207,3 +207,19 @@ def test_cli_and_collectors_never_import_torch():
     )
     res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert res.stdout.strip() == "ok", res.stderr
+
+
+def test_every_subpackage_is_packaged_and_not_shadowed():
+    """A regular install (not editable) must carry every subpackage; `import a.b as x` must work."""
+    from pathlib import Path
+
+    from setuptools import find_packages
+
+    root = Path(__file__).resolve().parent.parent
+    found = set(find_packages(str(root), include=["hangdbg*", "tracer*"]))
+    dirs = {".".join(p.parent.relative_to(root).parts) for p in root.glob("hangdbg/**/*.py")}
+    assert dirs <= found, dirs - found
+    import hangdbg.analyze.rankset as rankset
+    import hangdbg.collect.procs as procs
+
+    assert rankset.compress([1, 2]) == "1-2" and procs.find_ranks

@@ -14,6 +14,7 @@ from rich.console import Console
 
 from .. import __version__
 from ..errors import HangdbgError, UsageError
+from .agent_cmd import AgentCommand
 from .analyze_cmd import AnalyzeCommand
 from .common import EXIT_ERROR, EXIT_USAGE
 from .demo_cmd import DemoCommand
@@ -21,7 +22,7 @@ from .dump_cmd import DumpCommand
 
 __all__ = ["main", "COMMANDS"]
 
-COMMANDS = {"dump": DumpCommand, "analyze": AnalyzeCommand, "demo": DemoCommand}
+COMMANDS = {"dump": DumpCommand, "analyze": AnalyzeCommand, "demo": DemoCommand, "agent": AgentCommand}
 
 
 class _Parser(argparse.ArgumentParser):

@@ -19,7 +19,7 @@ from ..parse.pyspy_text import parse_pyspy_dump
 from .procs import RankProcess
 from .pyspy import PySpyOptions, PySpyResult, kill_running, run_pyspy
 
-__all__ = ["CollectOptions", "collect", "raw_name", "header_line"]
+__all__ = ["CollectOptions", "collect", "raw_name", "raw_text", "write_raw", "header_line"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,15 +62,20 @@ def header_line(p: RankProcess, sample: int) -> str:
     return "# hangdbg " + " ".join(f"{k}={v}" for k, v in fields.items() if v is not None and v != "")
 
 
-def _write_raw(out: Path, p: RankProcess, sample: int, samples: int, res: PySpyResult) -> None:
-    raw = out / "raw"
-    raw.mkdir(parents=True, exist_ok=True)
+def raw_text(p: RankProcess, sample: int, res: PySpyResult) -> str:
+    """What is kept of one py-spy run: the header line, hangdbg's diagnosis, py-spy's output."""
     body = res.text if res.text.endswith("\n") or not res.text else res.text + "\n"
     if res.error:
         body = f"Error: {res.error}\n{body}"
-    path = raw / raw_name(p.rank, sample, samples)
+    return header_line(p, sample) + "\n" + body
+
+
+def write_raw(raw: Path, name: str, text: str) -> None:
+    """Write one raw dump atomically (a reader never sees half a file)."""
+    raw.mkdir(parents=True, exist_ok=True)
+    path = raw / name
     tmp = path.with_suffix(".part")
-    tmp.write_text(header_line(p, sample) + "\n" + body)
+    tmp.write_text(text)
     tmp.replace(path)
 
 
@@ -111,7 +116,7 @@ def collect(
                 p = futures[fut]
                 res = fut.result()
                 if opts.out is not None:
-                    _write_raw(opts.out, p, k, opts.samples, res)
+                    write_raw(opts.out / "raw", raw_name(p.rank, k, opts.samples), raw_text(p, k, res))
                 threads, error, python = _threads_of(res)
                 if error:
                     errors[p.pid] = error

@@ -16,18 +16,19 @@ from __future__ import annotations
 import os
 import socket
 from dataclasses import dataclass
+from typing import Callable
 
 import psutil
 
 from ..errors import NoRanksFound, UsageError
 from ..launchers import is_launcher
 
-__all__ = ["RankProcess", "find_ranks", "scan_node", "ranks_of_pids", "rank_from_environ"]
+__all__ = ["RankProcess", "find_ranks", "scan_node", "ranks_of_pids", "rank_from_environ", "slurm_job_filter"]
 
 RANK_VARS = ("RANK", "OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK", "SLURM_PROCID")
 LOCAL_RANK_VARS = ("LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID", "SLURM_LOCALID")
 WORLD_SIZE_VARS = ("WORLD_SIZE", "OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "SLURM_NTASKS")
-LOCAL_WORLD_SIZE_VARS = ("LOCAL_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_SIZE", "MPI_LOCALNRANKS")
+LOCAL_WORLD_SIZE_VARS = ("LOCAL_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_SIZE", "MPI_LOCALNRANKS", "SLURM_TASKS_PER_NODE")
 JOB_VARS = ("SLURM_JOB_ID", "TORCHELASTIC_RUN_ID", "MASTER_ADDR", "MASTER_PORT")
 
 @dataclass(frozen=True, slots=True)
@@ -94,11 +95,35 @@ def _describe(proc: psutil.Process) -> tuple[list[str], dict[str, str]] | None:
         return None
 
 
-def _candidate(proc: psutil.Process) -> RankProcess | None:
+EnvFilter = Callable[[dict[str, str]], bool]
+
+
+def slurm_job_filter(jobid: str, node: str | None, own_step: str | None) -> EnvFilter:
+    """Keep the processes of SLURM job ``jobid`` on ``node`` that belong to a job step.
+
+    A process belongs to the job's ranks when its environment has ``SLURM_JOB_ID`` = ``jobid``,
+    ``SLURMD_NODENAME`` = ``node`` (with emulated nodes every node sees every process of the
+    machine), and a ``SLURM_STEP_ID`` that is neither the agent's own step nor the batch step.
+    """
+    skip = {own_step, "batch", "extern", "4294967291", "4294967292", None}
+
+    def keep(env: dict[str, str]) -> bool:
+        return (
+            env.get("SLURM_JOB_ID") == jobid
+            and (node is None or env.get("SLURMD_NODENAME") == node)
+            and env.get("SLURM_STEP_ID") not in skip
+        )
+
+    return keep
+
+
+def _candidate(proc: psutil.Process, keep: EnvFilter | None = None) -> RankProcess | None:
     info = _describe(proc)
     if info is None:
         return None
     cmdline, env = info
+    if keep is not None and not keep(env):
+        return None
     rank, source = rank_from_environ(env)
     if rank is None or is_launcher(cmdline) or not _is_python(proc):
         return None
@@ -134,14 +159,14 @@ def _drop_inherited(cands: list[RankProcess]) -> list[RankProcess]:
     return sorted(keep, key=lambda c: (c.job, c.rank, c.pid))
 
 
-def scan_node() -> list[RankProcess]:
-    """All rank processes on this node (every job), as found in ``/proc``."""
+def scan_node(keep: EnvFilter | None = None) -> list[RankProcess]:
+    """All rank processes on this node (every job, or those whose environment ``keep`` accepts)."""
     cands = []
     me = os.getpid()
     for proc in psutil.process_iter():
         if proc.pid == me:
             continue
-        c = _candidate(proc)
+        c = _candidate(proc, keep)
         if c is not None:
             cands.append(c)
     return _drop_inherited(cands)
@@ -198,20 +223,21 @@ def _ordered_children(proc: psutil.Process) -> list[RankProcess]:
     ]
 
 
-def find_ranks(pids: list[int] | None = None) -> list[RankProcess]:
-    """The ranks to dump: those of ``pids`` (see :func:`ranks_of_pids`) or of this node's one job.
+def find_ranks(pids: list[int] | None = None, keep: EnvFilter | None = None) -> list[RankProcess]:
+    """The ranks to dump: those of ``pids`` (see :func:`ranks_of_pids`) or of this node's one job
+    (restricted to the processes whose environment ``keep`` accepts, e.g. one SLURM job).
 
     Raises:
         NoRanksFound: nothing found.
-        UsageError: the node runs several jobs and no pid chose one.
+        UsageError: the node runs several jobs and neither a pid nor a filter chose one.
     """
-    ranks = ranks_of_pids(pids) if pids else scan_node()
+    ranks = ranks_of_pids(pids) if pids else scan_node(keep)
     if not ranks:
         raise NoRanksFound("no training process found" + (f" under pid(s) {pids}" if pids else " on this node"))
     jobs: dict[tuple[str, ...], list[RankProcess]] = {}
     for r in ranks:
         jobs.setdefault(r.job, []).append(r)
-    if not pids and len(jobs) > 1:
+    if not pids and keep is None and len(jobs) > 1:
         lines = []
         for job, members in jobs.items():
             parents = sorted({_parent(m.pid) for m in members} - {None})

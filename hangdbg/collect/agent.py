@@ -1,0 +1,90 @@
+"""The node agent: collect this node's ranks and stream the results as framed messages.
+
+Run on every node by the coordinator (``hangdbg agent``, through one srun, pdsh or ssh). It
+writes only :mod:`frames` lines to its output: a ``hello``, one ``rank`` message per py-spy run
+(the raw text exactly as ``dump -o`` keeps it, header line included) as soon as it arrives, and a
+final ``done`` with the node's status (``ok``, ``no-ranks`` or ``error``) and its process list.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import time
+from dataclasses import asdict, replace
+from typing import Any, Callable
+
+from .. import __version__
+from ..errors import HangdbgError, UsageError
+from ..model import SCHEMA_VERSION
+from .local import CollectOptions, collect, raw_name, raw_text
+from .procs import EnvFilter, RankProcess, find_ranks, slurm_job_filter
+
+__all__ = ["run_agent", "agent_host"]
+
+
+def agent_host(name: str | None = None) -> str:
+    """This node's name: ``name``, else ``SLURMD_NODENAME`` inside a SLURM step, else the host name."""
+    return name or os.environ.get("SLURMD_NODENAME") or socket.gethostname()
+
+
+def env_filter(pairs: list[str]) -> EnvFilter:
+    """Keep processes whose environment has every ``KEY=VALUE`` of ``pairs``.
+
+    Raises:
+        UsageError: a pair without ``=``.
+    """
+    want = []
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key:
+            raise UsageError(f"--match-env takes KEY=VALUE, not {pair!r}")
+        want.append((key, value))
+    return lambda env: all(env.get(k) == v for k, v in want)
+
+
+def run_agent(
+    opts: CollectOptions,
+    send: Callable[[dict[str, Any]], None],
+    jobid: str | None = None,
+    pids: list[int] | None = None,
+    node_name: str | None = None,
+    match_env: list[str] | None = None,
+) -> str:
+    """Collect this node's ranks and ``send`` every message; returns the node status.
+
+    Args:
+        opts: collection options (``opts.out`` may name a shared directory to write to as well).
+        send: called with each message (a JSON-able dict); the CLI frames and prints it.
+        jobid: keep only the ranks of this SLURM job on this node (see ``slurm_job_filter``).
+        pids: ranks or launchers to dump instead of scanning the node.
+        node_name: the name the coordinator knows this node by (labels the results).
+        match_env: ``KEY=VALUE`` pairs a rank's environment must have (several jobs on a node).
+    """
+    host = agent_host(node_name)
+    start = time.monotonic()
+    send({"type": "hello", "host": host, "pid": os.getpid(), "version": __version__, "schema_version": SCHEMA_VERSION})
+    filters: list[EnvFilter] = []
+    if jobid is not None:
+        filters.append(slurm_job_filter(jobid, agent_host(), os.environ.get("SLURM_STEP_ID")))
+    if match_env:
+        filters.append(env_filter(match_env))
+    keep = (lambda env: all(f(env) for f in filters)) if filters else None
+    ranks: list[RankProcess] = []
+    try:
+        ranks = [replace(r, host=host) for r in find_ranks(pids, keep)]
+    except HangdbgError as exc:
+        status = "no-ranks" if "no training process" in str(exc) else "error"
+        send({"type": "done", "host": host, "status": status, "error": str(exc), "processes": [],
+              "seconds": time.monotonic() - start})
+        return status
+
+    def on_result(p: RankProcess, sample: int, res) -> None:
+        send({"type": "rank", "host": host, "rank": p.rank, "sample": sample,
+              "name": raw_name(p.rank, sample, opts.samples), "text": raw_text(p, sample, res),
+              "error": res.error})
+
+    collect(ranks, opts, on_result)
+    send({"type": "done", "host": host, "status": "ok", "error": None,
+          "processes": [asdict(r) for r in ranks], "seconds": time.monotonic() - start})
+    return "ok"

@@ -1,0 +1,128 @@
+"""The coordinator: run the agent on every node, keep what arrives, merge it into one job.
+
+Each node's raw dumps are written to ``OUT/raw/<host>/`` the moment their frame arrives and its
+final status to ``OUT/nodes/<host>.json``, so Ctrl-C or a dead node loses nothing that arrived;
+the dumps are then read back with the same loader as ``hangdbg analyze``.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+from ..model import RankDump
+from ..parse.saved import load_dumps
+from .frames import FrameDecoder
+from .local import write_raw
+from .runners import Runner
+
+__all__ = ["NodeResult", "FanoutResult", "fan_out", "agent_argv"]
+
+_SAFE = re.compile(r"[^A-Za-z0-9._-]")
+
+
+@dataclass(frozen=True, slots=True)
+class NodeResult:
+    """What became of one node.
+
+    ``status``: ``ok`` (ranks dumped), ``no-ranks`` (agent ran, found none), ``error`` (the agent
+    or the transport failed), ``unreachable``, ``no-hangdbg``, ``timeout``, or ``no-answer``
+    (nothing came back and the transport said nothing either).
+    """
+
+    host: str
+    status: str
+    reason: str | None = None
+    ranks: tuple[int, ...] = ()
+    seconds: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class FanoutResult:
+    dumps: list[RankDump]
+    nodes: list[NodeResult]
+    garbled_lines: int
+
+
+def agent_argv(python: str, args: list[str]) -> list[str]:
+    """``PYTHON -m hangdbg agent ARGS``: the command each node runs."""
+    return [python, "-m", "hangdbg", "agent", *args]
+
+
+def _safe(host: str) -> str:
+    return _SAFE.sub("_", host) or "_"
+
+
+def fan_out(
+    runner: Runner,
+    hosts: list[str],
+    argv: list[str],
+    out: Path,
+    timeout: float,
+    on_node: Callable[[NodeResult], None] | None = None,
+) -> FanoutResult:
+    """Run ``argv`` (the agent) on ``hosts`` through ``runner`` and gather the job's dumps.
+
+    Args:
+        runner: the transport (srun, pdsh, ssh, fake).
+        hosts: the node names expected to answer.
+        argv: the agent command (see :func:`agent_argv`).
+        out: output directory (``raw/<host>/``, ``nodes/<host>.json``).
+        timeout: seconds for the whole fan-out (every node runs at once).
+        on_node: called once per node as its final status becomes known (progress bars).
+    """
+    decoder = FrameDecoder()
+    lock = threading.Lock()
+    done: dict[str, NodeResult] = {}
+    seen: dict[str, float] = {}
+    start = time.monotonic()
+
+    def finish(result: NodeResult) -> None:
+        if result.host in done:
+            return
+        done[result.host] = result
+        nodes_dir = out / "nodes"
+        nodes_dir.mkdir(parents=True, exist_ok=True)
+        (nodes_dir / f"{_safe(result.host)}.json").write_text(json.dumps({
+            "host": result.host, "status": result.status, "reason": result.reason,
+            "ranks": list(result.ranks), "seconds": result.seconds,
+        }, indent=2) + "\n")
+        if on_node is not None:
+            on_node(result)
+
+    def on_line(_host: str | None, line: str) -> None:
+        with lock:
+            for host, msg in decoder.feed(line):
+                kind = msg.get("type")
+                seen.setdefault(host, time.monotonic())
+                if kind == "rank" and isinstance(msg.get("text"), str) and isinstance(msg.get("name"), str):
+                    write_raw(out / "raw" / _safe(host), _safe(msg["name"]), msg["text"])
+                elif kind == "done":
+                    ranks = tuple(sorted(int(p["rank"]) for p in msg.get("processes", []) if isinstance(p, dict) and "rank" in p))
+                    status = msg.get("status") if msg.get("status") in ("ok", "no-ranks", "error") else "error"
+                    finish(NodeResult(host, status, msg.get("error"), ranks, msg.get("seconds")))
+
+    try:
+        failures = runner.run(argv, on_line, timeout)
+    except BaseException:
+        runner.stop()
+        raise
+    elapsed = time.monotonic() - start
+    with lock:
+        for host in [*hosts, *failures]:
+            if host in done:
+                continue
+            status, reason = failures.get(host, ("no-answer", "the agent sent no result"))
+            if host in seen and status == "no-answer":
+                status, reason = "error", "the agent stopped before it finished (its node or job step died?)"
+            finish(NodeResult(host, status, reason, (), elapsed))
+    dirs = [out / "raw" / _safe(h) for h in done if (out / "raw" / _safe(h)).is_dir()]
+    dumps = load_dumps(dirs)[0] if dirs else []
+    order = {h: i for i, h in enumerate(hosts)}
+    nodes = sorted(done.values(), key=lambda n: (order.get(n.host, len(order)), n.host))
+    return FanoutResult(dumps, nodes, decoder.garbled)
