@@ -21,11 +21,14 @@ __all__ = ["analyze", "compress", "expand", "place_of", "build_tree"]
 _GONE = re.compile(r"^process \d+ is gone")
 
 
-def analyze(dumps: list[RankDump] | tuple[RankDump, ...]) -> Analysis:
+def analyze(dumps: list[RankDump] | tuple[RankDump, ...], whole_job: bool = False) -> Analysis:
     """Analyze the dumps of one job.
 
     Args:
         dumps: one :class:`RankDump` per rank (any order; duplicates of a rank keep the first).
+        whole_job: every node of the job was asked (``dump --jobid/--hosts``): any rank of
+            ``range(world_size)`` without a dump is missing, including those of nodes that
+            never answered.
 
     Returns:
         An :class:`Analysis` whose ``suspects`` is empty when no rank stands out.
@@ -38,7 +41,7 @@ def analyze(dumps: list[RankDump] | tuple[RankDump, ...]) -> Analysis:
     by_rank = {v.rank: v for v in views}
     gone = [d.rank for d in dumps if d.error and _GONE.match(d.error)]
     unreadable = tuple(d.rank for d in dumps if not d.threads and d.rank not in gone)
-    expected, elsewhere = expected_ranks(dumps)
+    expected, elsewhere = expected_ranks(dumps, whole_job)
     missing = sorted((expected - set(seen)) | set(gone))
     progressing = progressing_ranks(dumps, by_rank)
 

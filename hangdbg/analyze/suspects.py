@@ -37,17 +37,20 @@ def _ranks_text(ranks) -> str:
     return f"rank {ranks[0]}" if len(ranks) == 1 else f"ranks {compress(ranks)}"
 
 
-def expected_ranks(dumps: list[RankDump]) -> tuple[set[int], int]:
+def expected_ranks(dumps: list[RankDump], whole_job: bool = False) -> tuple[set[int], int]:
     """Ranks that should have a process on the examined nodes, and how many live elsewhere.
 
     With ``world_size`` only (one node holds the whole job): ``range(world_size)``. When
     ``local_world_size < world_size`` (a multi-node job seen from one node): the ranks of each
     seen node, ``rank - local_rank + range(local_world_size)`` (torchrun's contiguous layout).
+    With ``whole_job`` (every node was asked): ``range(world_size)``.
     """
     sizes = [d.world_size for d in dumps if d.world_size]
     if not sizes:
         return {d.rank for d in dumps}, 0
     world = max(sizes)
+    if whole_job:
+        return set(range(world)), 0
     local = [d for d in dumps if d.local_world_size and d.local_rank is not None]
     if local and max(d.local_world_size for d in local) < world:
         exp: set[int] = set()

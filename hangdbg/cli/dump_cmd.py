@@ -17,6 +17,7 @@ from ..collect.pyspy import PySpyOptions, find_pyspy
 from ..errors import HangdbgError, UsageError
 from ..model import SCHEMA_VERSION
 from .common import Command, add_output_arguments, default_out_dir, emit, write_json
+from .remote import add_remote_arguments, dump_remote, wants_remote
 
 
 def _positive_int(text: str) -> int:
@@ -103,9 +104,14 @@ class DumpCommand(Command):
     def add_arguments(cls, p: argparse.ArgumentParser) -> None:
         p.add_argument("--pid", type=int, nargs="+", metavar="PID", help="ranks, or launchers (torchrun, deepspeed, accelerate, mp.spawn parent) whose descendant ranks to dump")
         add_collect_arguments(p)
+        add_remote_arguments(p)
         add_output_arguments(p)
 
     def run(self, args: argparse.Namespace) -> int:
+        if wants_remote(args):
+            if args.pid:
+                raise UsageError("--pid is for this node; with --jobid/--hosts the agent finds the ranks")
+            return dump_remote(self, args)
         if args.pid and any(p <= 0 for p in args.pid):
             raise UsageError("--pid takes positive process ids")
         ranks = find_ranks(args.pid)

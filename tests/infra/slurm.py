@@ -50,7 +50,6 @@ import atexit
 import fcntl
 import os
 import random
-import re
 import shlex
 import shutil
 import signal
@@ -269,7 +268,8 @@ class LocalSlurm:
         assert self.conf_path is not None, "start() first"
         kw.setdefault("env", self.env)
         kw.setdefault("text", True)
-        kw.setdefault("stdin", subprocess.DEVNULL)
+        if "input" not in kw:
+            kw.setdefault("stdin", subprocess.DEVNULL)
         if not any(k in kw for k in ("stdout", "stderr", "capture_output")):
             kw["capture_output"] = True
         res = subprocess.run([str(a) for a in argv], timeout=timeout, **kw)
@@ -340,6 +340,10 @@ class LocalSlurm:
         """The ``NodeAddr`` of a node (what jobs must use instead of its name)."""
         res = self.run(["scontrol", "-o", "show", "node", node], check=True)
         return _parse_kv(res.stdout)["NodeAddr"]
+
+    def daemon_pids(self) -> dict[str, int]:
+        """{"munged": pid, "slurmctld": pid, "slurmd-node1": pid, ...} of the running daemons."""
+        return {name: proc.pid for name, proc in self._procs.items() if proc.poll() is None}
 
     # ------------------------------------------------------------------- diagnostics
     def log_paths(self) -> list[Path]:
@@ -503,6 +507,7 @@ class LocalSlurm:
             "KillWait=5",          # SIGTERM -> SIGKILL delay on scancel (default 30 s)
             "MinJobAge=600",       # keep finished jobs visible to scontrol for a while
             "InactiveLimit=0",
+            "SchedulerParameters=batch_sched_delay=0",
             "SlurmctldTimeout=30",
             "SlurmdTimeout=60",
             "MessageTimeout=10",

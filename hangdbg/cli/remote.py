@@ -1,0 +1,130 @@
+"""``hangdbg dump --jobid / --hosts / --hostfile``: the agent on every node, one merged report."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shlex
+import shutil
+import sys
+from pathlib import Path
+
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+from ..analyze import analyze
+from ..collect.fanout import NodeResult, agent_argv, fan_out
+from ..collect.hosts import expand_hosts, read_hostfile
+from ..collect.runners import HOST, PdshRunner, Runner, SrunRunner, SshRunner
+from ..collect.slurm import show_job
+from ..errors import UsageError
+from .common import EXIT_ERROR, EXIT_FOUND, EXIT_OK, Command, default_out_dir, emit
+
+__all__ = ["add_remote_arguments", "wants_remote", "dump_remote"]
+
+_FAILED = {"error", "unreachable", "no-hangdbg", "timeout", "no-answer"}
+
+
+def add_remote_arguments(p: argparse.ArgumentParser) -> None:
+    g = p.add_argument_group("other nodes (SLURM, ssh, pdsh)")
+    target = g.add_mutually_exclusive_group()
+    target.add_argument("--jobid", help="every node of this running SLURM job (one srun runs the agent on all of them)")
+    target.add_argument("--hosts", metavar="EXPR", help="hosts to reach over ssh/pdsh, e.g. 'node[1-8]' (python-hostlist syntax)")
+    target.add_argument("--hostfile", metavar="FILE", help="deepspeed/pdsh hostfile: `host slots=N` lines")
+    g.add_argument("-w", "--nodes", metavar="EXPR", help="with --jobid: only these nodes of the job")
+    g.add_argument("--srun-arg", action="append", default=[], metavar="ARG", help="extra srun argument, e.g. --srun-arg=--gres=gpu:0 --srun-arg=--mem=0 (repeatable)")
+    g.add_argument("--launcher", choices=("auto", "ssh", "pdsh"), default="auto", help="for --hosts/--hostfile: pdsh when installed (auto), or an ssh pool")
+    g.add_argument("--ssh-config", metavar="FILE", help="ssh client configuration (ssh -F FILE)")
+    g.add_argument("--ssh-option", action="append", default=[], metavar="OPT", help="extra ssh -o option, e.g. --ssh-option Port=2222 (repeatable; host key checking is never turned off by hangdbg)")
+    g.add_argument("--connect-timeout", type=int, default=10, metavar="S", help="ssh ConnectTimeout in seconds (default 10)")
+    g.add_argument("--remote-python", metavar="PATH", default=sys.executable, help=f"Python with hangdbg on the nodes (default: this one, {sys.executable})")
+    g.add_argument("--remote-setup", metavar="SHELL", help="shell text run before the agent over ssh/pdsh, e.g. 'source ~/.pdshrc' (non-interactive shells skip ~/.bashrc)")
+    g.add_argument("--node-timeout", type=float, metavar="S", help="seconds a node may take (default: 2 x --timeout + samples x interval + 30)")
+    g.add_argument("--match-env", action="append", default=[], metavar="KEY=VALUE", help="ranks must have KEY=VALUE in their environment; {host} is replaced by the node's name (repeatable)")
+
+
+def wants_remote(args: argparse.Namespace) -> bool:
+    return bool(args.jobid or args.hosts or args.hostfile)
+
+
+def _agent_args(args: argparse.Namespace, with_host: bool) -> list[str]:
+    out: list[str] = []
+    for flag in ("native", "locals", "nonblocking"):
+        if getattr(args, flag):
+            out.append(f"--{flag}")
+    out += ["--timeout", f"{args.timeout:g}", "--samples", str(args.samples), "--interval", f"{args.interval:g}"]
+    if args.jobs:
+        out += ["--jobs", str(args.jobs)]
+    if args.py_spy:
+        out += ["--py-spy", args.py_spy]
+    if args.jobid:
+        out += ["--jobid", args.jobid]
+    if with_host:
+        out += ["--node-name", HOST]
+    for pair in args.match_env:
+        out += ["--match-env", pair]
+    return out
+
+
+def _runner(args: argparse.Namespace) -> tuple[Runner, list[str], bool]:
+    """The transport, the node names, and whether they are the whole job."""
+    if args.jobid:
+        job = show_job(args.jobid)
+        hosts = list(job.nodes)
+        whole = True
+        if args.nodes:
+            want = expand_hosts(args.nodes)
+            unknown = [h for h in want if h not in job.nodes]
+            if unknown:
+                raise UsageError(f"nodes {','.join(unknown)} are not in job {args.jobid} ({','.join(job.nodes)})")
+            hosts, whole = want, len(want) == len(job.nodes)
+        srun_args = [a for arg in args.srun_arg for a in shlex.split(arg)]
+        return SrunRunner(args.jobid, hosts, srun_args), hosts, whole
+    if args.nodes:
+        raise UsageError("-w/--nodes goes with --jobid; use --hosts to choose hosts")
+    hosts = expand_hosts(args.hosts) if args.hosts else read_hostfile(args.hostfile)
+    if not hosts:
+        raise UsageError("no hosts to dump")
+    ssh_options = (["-F", args.ssh_config] if args.ssh_config else []) + [x for o in args.ssh_option for x in ("-o", o)]
+    use_pdsh = args.launcher == "pdsh" or (args.launcher == "auto" and shutil.which("pdsh") is not None)
+    if use_pdsh:
+        return PdshRunner(hosts, ssh_options, args.remote_setup, args.connect_timeout), hosts, True
+    return SshRunner(hosts, ssh_options, args.remote_setup, args.connect_timeout), hosts, True
+
+
+def dump_remote(cmd: Command, args: argparse.Namespace) -> int:
+    """Fan out, merge, analyze and report; see the module docstring."""
+    runner, hosts, whole = _runner(args)
+    out: Path = args.out if args.out is not None else default_out_dir("hangdbg-dump")
+    args.out = out
+    out.mkdir(parents=True, exist_ok=True)
+    timeout = args.node_timeout or (2 * args.timeout + args.samples * args.interval + 30)
+    argv = agent_argv(args.remote_python, _agent_args(args, with_host=not args.jobid))
+    show = cmd.err.is_terminal and len(hosts) > 1
+    with Progress(
+        TextColumn("[bold]nodes[/bold]"), BarColumn(), MofNCompleteColumn(),
+        TextColumn("{task.fields[failed]} failed, {task.fields[pending]} pending"), TimeElapsedColumn(),
+        console=cmd.err, transient=True, disable=not show,
+    ) as progress:
+        task = progress.add_task("fan-out", total=len(hosts), failed=0, pending=len(hosts))
+        counts = {"failed": 0, "done": 0}
+
+        def on_node(n: NodeResult) -> None:
+            counts["done"] += 1
+            counts["failed"] += n.status in _FAILED
+            progress.update(task, advance=1, failed=counts["failed"], pending=max(0, len(hosts) - counts["done"]))
+
+        result = fan_out(runner, hosts, argv, out, timeout, on_node)
+    for n in result.nodes:
+        if n.status in _FAILED:
+            cmd.err.print(f"[yellow]node {n.host}: {n.status}[/yellow]: {n.reason}", highlight=False)
+    analysis = analyze(result.dumps, whole_job=whole)
+    nodes = [
+        {"host": n.host, "status": n.status, "reason": n.reason, "ranks": list(n.ranks), "seconds": n.seconds}
+        for n in result.nodes
+    ]
+    code = emit(cmd, analysis, args, "dump", {"out_dir": str(out), "nodes": nodes, "garbled_lines": result.garbled_lines})
+    if not result.dumps:
+        return EXIT_ERROR  # not one node gave a stack: the tool could not do its job
+    if code == EXIT_OK and any(n.status in _FAILED for n in result.nodes):
+        return EXIT_FOUND  # a dead node is a failure of the job even when the stacks look alike
+    return code

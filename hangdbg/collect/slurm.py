@@ -1,0 +1,60 @@
+"""What SLURM says about a job: its state and node list (``scontrol show job``, SLURM 20-24).
+
+``scontrol show job ID`` prints ``Key=Value`` pairs (``JobState=RUNNING``, ``NodeList=node[1-4,7]``,
+``NumNodes=5``); node lists are expanded with python-hostlist. (``squeue --json`` ignores ``-j``
+in 22.05 and ``scontrol --json`` does not exist there, so the text form is used.)
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+from dataclasses import dataclass
+
+from ..errors import HangdbgError, UsageError
+from .hosts import expand_hosts
+
+__all__ = ["SlurmJob", "show_job", "parse_show_job"]
+
+
+@dataclass(frozen=True, slots=True)
+class SlurmJob:
+    jobid: str
+    state: str
+    nodes: tuple[str, ...]
+
+
+def parse_show_job(text: str, jobid: str) -> SlurmJob:
+    """Parse ``scontrol show job`` output. Raises UsageError when fields are missing."""
+    fields = dict(re.findall(r"(\w+)=(\S*)", text))
+    state = fields.get("JobState", "UNKNOWN")
+    nodelist = fields.get("NodeList", "")
+    nodes = expand_hosts(nodelist) if nodelist and nodelist != "(null)" else []
+    return SlurmJob(jobid, state, tuple(nodes))
+
+
+def show_job(jobid: str, env: dict[str, str] | None = None) -> SlurmJob:
+    """Ask ``scontrol show job JOBID``.
+
+    Raises:
+        UsageError: no such job, or it is not running.
+        HangdbgError: scontrol is missing or fails otherwise.
+    """
+    if not re.fullmatch(r"\d+(_\d+)?", jobid):
+        raise UsageError(f"--jobid takes a SLURM job id (digits), not {jobid!r}")
+    try:
+        res = subprocess.run(["scontrol", "show", "job", jobid], capture_output=True, text=True, timeout=30, env=env)
+    except FileNotFoundError:
+        raise HangdbgError("scontrol not found", help="run dump --jobid on a SLURM login node (or use --hosts)") from None
+    except subprocess.TimeoutExpired:
+        raise HangdbgError("scontrol show job timed out after 30 s (is slurmctld up?)") from None
+    if res.returncode != 0:
+        msg = (res.stderr or res.stdout).strip()
+        if "Invalid job id" in msg:
+            raise UsageError(f"SLURM job {jobid} does not exist (or has left the controller's memory)")
+        help = "is this a SLURM login node, and is SLURM_CONF set?" if "configuration source" in msg else None
+        raise HangdbgError(f"scontrol show job {jobid} failed: {msg}", help=help)
+    job = parse_show_job(res.stdout, jobid)
+    if job.state != "RUNNING" or not job.nodes:
+        raise UsageError(f"SLURM job {jobid} is {job.state}, not RUNNING: nothing to dump")
+    return job

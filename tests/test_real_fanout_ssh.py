@@ -1,0 +1,104 @@
+"""`dump --hosts/--hostfile` over a real sshd on 127.0.0.1, through an ssh pool and through pdsh.
+
+The job is a real 2-node x 2-rank gloo job (mismatch: rank 3 calls broadcast). Both "nodes" are
+this machine, so each rank carries EMULATED_NODE=nodeK and the agents are told
+`--match-env EMULATED_NODE={host}` (on real nodes every agent sees only its own ranks).
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from conftest import ROOT, run_json
+from infra.sshd import LocalSshd, SshdUnavailable
+
+pytest.importorskip("torch")
+JOB = ROOT / "hangdbg" / "demo" / "job.py"
+
+
+@pytest.fixture(scope="module")
+def sshd():
+    try:
+        server = LocalSshd(hosts=("node1", "node2")).start()
+    except SshdUnavailable as exc:
+        pytest.skip(f"no sshd here: {exc}")
+    yield server
+    server.stop()
+
+
+@pytest.fixture(scope="module")
+def two_node_job(tmp_path_factory):
+    ready = tmp_path_factory.mktemp("ready")
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    procs = []
+    for rank in range(4):
+        node = f"node{rank // 2 + 1}"
+        env = dict(os.environ, RANK=str(rank), LOCAL_RANK=str(rank % 2), WORLD_SIZE="4", LOCAL_WORLD_SIZE="2",
+                   MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), GLOO_SOCKET_IFNAME="lo", EMULATED_NODE=node,
+                   OMP_NUM_THREADS="1")
+        procs.append(subprocess.Popen([sys.executable, str(JOB), "--scenario", "mismatch", "--ready", str(ready)],
+                                      env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+    try:
+        end = time.monotonic() + 180
+        while len(list(ready.glob("rank-*"))) < 4:
+            assert time.monotonic() < end, "job did not reach its hang"
+            assert all(p.poll() is None for p in procs), "a rank exited"
+            time.sleep(0.2)
+        time.sleep(1.5)
+        yield procs
+    finally:
+        for p in procs:
+            p.kill()
+            p.wait()
+
+
+def _dump(sshd, *args, out: Path):
+    return run_json("dump", *args, "--ssh-config", sshd.config_path, "--match-env", "EMULATED_NODE={host}",
+                    "--connect-timeout", "3", "-o", out)
+
+
+@pytest.mark.parametrize("launcher", ["ssh", "pdsh"])
+def test_hosts_names_rank_and_node(sshd, two_node_job, tmp_path, launcher):
+    rc, doc = _dump(sshd, "--hosts", "node[1-2]", "--launcher", launcher, out=tmp_path)
+    assert rc == 3, doc.get("verdict")
+    assert [(s["ranks"], s["kind"]) for s in doc["suspects"]] == [([3], "different-collective")]
+    assert {r["rank"]: r["host"] for r in doc["ranks"]} == {0: "node1", 1: "node1", 2: "node2", 3: "node2"}
+    assert [(n["host"], n["status"], n["ranks"]) for n in doc["nodes"]] == [("node1", "ok", [0, 1]), ("node2", "ok", [2, 3])]
+    assert sorted(p.name for p in (tmp_path / "raw" / "node2").iterdir()) == ["rank-0002.txt", "rank-0003.txt"]
+    assert (tmp_path / "nodes" / "node1.json").exists()
+
+
+def test_hostfile_with_a_dead_node_keeps_the_others(sshd, two_node_job, tmp_path):
+    hostfile = tmp_path / "hostfile"
+    hostfile.write_text("# deepspeed hostfile\nnode1 slots=2\nnode2 slots=2\ndeadnode slots=2\n")
+    rc, doc = _dump(sshd, "--hostfile", hostfile, "--launcher", "pdsh", out=tmp_path / "out")
+    assert rc == 3
+    nodes = {n["host"]: n for n in doc["nodes"]}
+    assert nodes["deadnode"]["status"] == "unreachable" and "Connection refused" in nodes["deadnode"]["reason"]
+    assert nodes["node1"]["status"] == nodes["node2"]["status"] == "ok"
+    assert [s["ranks"] for s in doc["suspects"]] == [[3]]
+
+
+def test_unreachable_node_over_ssh_pool_and_missing_ranks(sshd, two_node_job, tmp_path):
+    rc, doc = _dump(sshd, "--hosts", "node1,deadnode", "--launcher", "ssh", out=tmp_path)
+    assert rc == 3
+    nodes = {n["host"]: n["status"] for n in doc["nodes"]}
+    assert nodes == {"node1": "ok", "deadnode": "unreachable"}
+    assert doc["missing_ranks"] == [2, 3]  # the ranks of the node that never answered
+    assert [(s["ranks"], s["kind"]) for s in doc["suspects"]][0] == ([2, 3], "missing")
+
+
+def test_no_hangdbg_on_the_node_is_reported(sshd, two_node_job, tmp_path):
+    rc, doc = _dump(sshd, "--hosts", "node1", "--launcher", "ssh", "--remote-python", "/nonexistent/python3", out=tmp_path)
+    assert doc["nodes"][0]["status"] == "no-hangdbg"
+    assert "--remote-python" in doc["nodes"][0]["reason"]
+    assert rc == 1
