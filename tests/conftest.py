@@ -14,9 +14,10 @@ ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 
 
-def run_cli(*args: str, timeout: float = 180, prefix: list[str] | None = None) -> subprocess.CompletedProcess:
+def run_cli(*args: str, timeout: float = 180, prefix: list[str] | None = None,
+            env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
     """Run the real command line (``python -m hangdbg ...``) and capture its output."""
-    env = dict(os.environ, NO_COLOR="1", COLUMNS="160")
+    env = dict(env or os.environ, NO_COLOR="1", COLUMNS="160")
     return subprocess.run(
         [*(prefix or []), sys.executable, "-m", "hangdbg", *map(str, args)],
         capture_output=True, text=True, timeout=timeout, env=env, cwd=ROOT,

@@ -12,7 +12,12 @@ from pathlib import Path
 import pytest
 
 from tests.infra.slurm import (
-    MARKER_VAR, LocalSlurm, SlurmUnavailable, srun_job_script, torchrun_job_script, wait_ready,
+    MARKER_VAR,
+    LocalSlurm,
+    SlurmUnavailable,
+    srun_job_script,
+    torchrun_job_script,
+    wait_ready,
 )
 
 psutil = pytest.importorskip("psutil")

@@ -58,12 +58,18 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Iterable
 
 __all__ = [
-    "LocalSlurm", "SlurmUnavailable", "SlurmError", "DEMO_JOB",
-    "free_port", "srun_job_script", "torchrun_job_script", "wait_ready",
+    "DEMO_JOB",
+    "LocalSlurm",
+    "SlurmError",
+    "SlurmUnavailable",
+    "free_port",
+    "srun_job_script",
+    "torchrun_job_script",
+    "wait_ready",
 ]
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -203,13 +209,13 @@ class LocalSlurm:
         self._out_files: list = []
 
     # ------------------------------------------------------------------- lifecycle
-    def __enter__(self) -> "LocalSlurm":
+    def __enter__(self) -> LocalSlurm:
         return self.start()
 
     def __exit__(self, *exc) -> None:
         self.stop()
 
-    def start(self) -> "LocalSlurm":
+    def start(self) -> LocalSlurm:
         t0 = time.monotonic()
         self._check_prerequisites()
         atexit.register(self.stop)
@@ -272,7 +278,7 @@ class LocalSlurm:
             kw.setdefault("stdin", subprocess.DEVNULL)
         if not any(k in kw for k in ("stdout", "stderr", "capture_output")):
             kw["capture_output"] = True
-        res = subprocess.run([str(a) for a in argv], timeout=timeout, **kw)
+        res = subprocess.run([str(a) for a in argv], timeout=timeout, check=False, **kw)
         if check and res.returncode != 0:
             raise SlurmError(f"{shlex.join(map(str, argv))} failed (rc={res.returncode}): "
                              f"{(res.stderr or '').strip()}")
@@ -466,7 +472,7 @@ class LocalSlurm:
         while time.monotonic() < deadline:
             dead = [n for n, p in self._procs.items() if p.poll() is not None]
             if dead:
-                return f"daemon(s) exited: " + ", ".join(
+                return "daemon(s) exited: " + ", ".join(
                     f"{n} (rc={self._procs[n].returncode})" for n in dead)
             res = self.run(["sinfo", "-h", "-N", "-o", "%N %T"], timeout=15)
             if res.returncode == 0:
@@ -494,7 +500,7 @@ class LocalSlurm:
             "CredType=cred/munge",
             f"AuthInfo=socket={self.munge_socket}",
             "MailProg=/bin/true",
-            "MpiDefault=none",  # the default pmix plugin cannot load here (log noise only)
+            "MpiDefault=none",  # (slurmd still logs that it cannot load mpi/pmix: harmless)
             "ProctrackType=proctrack/linuxproc",
             "TaskPlugin=task/none",
             "JobAcctGatherType=jobacct_gather/none",
@@ -519,8 +525,8 @@ class LocalSlurm:
             f"SlurmdLogFile={tmp / 'log'}/slurmd-%n.log",
             "SlurmctldDebug=info",
             "SlurmdDebug=info",
-            f"NodeName={nodes} NodeHostname=localhost NodeAddr=127.0.0.1 Port={ports} "
-            f"CPUs={self.cpus} State=UNKNOWN",
+            (f"NodeName={nodes} NodeHostname=localhost NodeAddr=127.0.0.1 Port={ports} "
+             f"CPUs={self.cpus} State=UNKNOWN"),
             "PartitionName=debug Nodes=ALL Default=YES MaxTime=INFINITE State=UP OverSubscribe=YES",
             "",
         ])
