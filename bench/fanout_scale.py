@@ -90,7 +90,9 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--nodes", type=int, default=1000)
     ap.add_argument("--ranks-per-node", type=int, default=8)
-    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--repeat", type=int, default=5)
+    ap.add_argument("--dirs", default="/dev/shm," + tempfile.gettempdir(),
+                    help="where OUT goes, comma-separated: tmpfs isolates the CPU cost, a disk adds the writes")
     ap.add_argument("--out", default=str(Path(__file__).with_name("results") / "fanout_scale.json"))
     args = ap.parse_args()
 
@@ -98,23 +100,30 @@ def main() -> int:
     lines = sum(len(v) for v in outputs.values())
     world = args.nodes * args.ranks_per_node
     hosts = list(outputs)
-    fan, base = [], []
-    for _ in range(args.repeat):
-        tmp = Path(tempfile.mkdtemp(prefix="hangdbg-bench-"))
-        try:
-            t0 = time.perf_counter()
-            result = fan_out(FakeRunner(outputs), hosts, ["agent"], tmp, timeout=60)
-            a = analyze(result.dumps, whole_job=True)
-            fan.append(time.perf_counter() - t0)
-            assert [s.ranks for s in a.suspects] == [(world - 1,)], a.suspects
-            assert len(result.dumps) == world and all(n.status == "ok" for n in result.nodes)
-            t0 = time.perf_counter()
-            dumps, _ = load_dumps([tmp / "raw" / h for h in hosts])
-            b = analyze(dumps, whole_job=True)
-            base.append(time.perf_counter() - t0)
-            assert [s.ranks for s in b.suspects] == [(world - 1,)]
-        finally:
-            shutil.rmtree(tmp, ignore_errors=True)
+    runs = {}
+    for base_dir in [d for d in args.dirs.split(",") if d and Path(d).is_dir()]:
+        fan, base = [], []
+        for _ in range(args.repeat):
+            tmp = Path(tempfile.mkdtemp(prefix="hangdbg-bench-", dir=base_dir))
+            try:
+                t0 = time.perf_counter()
+                result = fan_out(FakeRunner(outputs), hosts, ["agent"], tmp, timeout=60)
+                a = analyze(result.dumps, whole_job=True)
+                fan.append(time.perf_counter() - t0)
+                assert [s.ranks for s in a.suspects] == [(world - 1,)], a.suspects
+                assert len(result.dumps) == world and all(n.status == "ok" for n in result.nodes)
+                t0 = time.perf_counter()
+                dumps, _ = load_dumps([tmp / "raw" / h for h in hosts])
+                b = analyze(dumps, whole_job=True)
+                base.append(time.perf_counter() - t0)
+                assert [s.ranks for s in b.suspects] == [(world - 1,)]
+            finally:
+                shutil.rmtree(tmp, ignore_errors=True)
+        runs[base_dir] = {
+            "coordinator_s": {"best": min(fan), "median": statistics.median(fan), "all": fan},
+            "baseline_analyze_files_s": {"best": min(base), "median": statistics.median(base), "all": base},
+            "ratio_coordinator_vs_baseline": statistics.median(fan) / statistics.median(base),
+        }
     res = {
         "benchmark": "fanout_scale",
         "goal": "merge and analysis of 1,000 nodes x 8 ranks completes in seconds",
@@ -123,16 +132,17 @@ def main() -> int:
         "nodes": args.nodes,
         "ranks": world,
         "frame_lines": lines,
-        "coordinator_s": {"best": min(fan), "median": statistics.median(fan), "all": fan},
-        "baseline_analyze_files_s": {"best": min(base), "median": statistics.median(base), "all": base},
-        "ratio_coordinator_vs_baseline": statistics.median(fan) / statistics.median(base),
+        "runs": runs,
     }
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     Path(args.out).write_text(json.dumps(res, indent=2) + "\n")
     print(f"{args.nodes} nodes x {args.ranks_per_node} ranks = {world} ranks, {lines} frame lines")
-    print(f"coordinator (decode + write raw + load + analyze): best {min(fan):.2f} s, median {statistics.median(fan):.2f} s")
-    print(f"baseline `hangdbg analyze OUT` (load + analyze):   best {min(base):.2f} s, median {statistics.median(base):.2f} s")
-    print(f"ratio coordinator / baseline: {res['ratio_coordinator_vs_baseline']:.2f}x")
+    for base_dir, r in runs.items():
+        c, b = r["coordinator_s"], r["baseline_analyze_files_s"]
+        print(f"OUT under {base_dir}:")
+        print(f"  coordinator (decode + write raw + load + analyze): best {c['best']:.2f} s, median {c['median']:.2f} s")
+        print(f"  baseline `hangdbg analyze OUT` (load + analyze):   best {b['best']:.2f} s, median {b['median']:.2f} s")
+        print(f"  ratio coordinator / baseline (medians): {r['ratio_coordinator_vs_baseline']:.2f}x")
     return 0
 
 

@@ -102,3 +102,24 @@ def test_no_hangdbg_on_the_node_is_reported(sshd, two_node_job, tmp_path):
     assert doc["nodes"][0]["status"] == "no-hangdbg"
     assert "--remote-python" in doc["nodes"][0]["reason"]
     assert rc == 1
+
+
+def test_ctrl_c_keeps_what_arrived(sshd, two_node_job, tmp_path):
+    import signal
+
+    out = tmp_path / "out"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "hangdbg", "dump", "--hosts", "node[1-2]", "--launcher", "ssh",
+         "--ssh-config", str(sshd.config_path), "--match-env", "EMULATED_NODE={host}",
+         "--samples", "50", "--interval", "0.5", "-o", str(out)],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT,
+    )
+    end = time.monotonic() + 60
+    while len(list(out.glob("raw/*/rank-*.txt"))) < 4 and time.monotonic() < end:
+        time.sleep(0.2)
+    proc.send_signal(signal.SIGINT)
+    _, stderr = proc.communicate(timeout=30)
+    assert proc.returncode == 1 and "interrupted" in stderr
+    assert len(list(out.glob("raw/*/rank-*.txt"))) >= 4
+    rc, doc = run_json("analyze", *sorted(out.glob("raw/*")))
+    assert [s["ranks"] for s in doc["suspects"]] == [[3]]

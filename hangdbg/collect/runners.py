@@ -177,8 +177,14 @@ class SshRunner(Runner):
             elif (bad := _classify_exit(code, err)) is not None:
                 failures[host] = bad
 
-        with ThreadPoolExecutor(max_workers=max(1, min(self.jobs, len(self.hosts)))) as pool:
+        pool = ThreadPoolExecutor(max_workers=max(1, min(self.jobs, len(self.hosts))))
+        try:
             list(pool.map(one, self.hosts))
+        except BaseException:  # Ctrl-C: kill the ssh processes instead of waiting for them
+            pool.shutdown(wait=False, cancel_futures=True)
+            self.stop()
+            raise
+        pool.shutdown()
         return failures
 
 

@@ -136,7 +136,7 @@ class _Parser:
         return self.cur
 
     def feed(self, raw: str) -> None:
-        line = _ANSI.sub("", raw).rstrip()
+        line = (_ANSI.sub("", raw) if "\x1b" in raw else raw).rstrip()
         stripped = line.lstrip()
         if not stripped:
             return
@@ -266,8 +266,26 @@ def _parse_thread_header(text: str) -> tuple[int, str | None, str] | None:
     return tid, name or None, status
 
 
+_FRAME_TEXT: dict[str, tuple[str, str, int | None, bool]] = {}
+
+
 def _parse_frame(text: str) -> list | None:
-    """``fn (file:12)`` -> ``[fn, file, 12, native, []]``; None when there is no ``(location)``."""
+    """``fn (file:12)`` -> ``[fn, file, 12, native, []]``; None when there is no ``(location)``.
+
+    Memoized on the line's text: a job's ranks print the same frame lines over and over.
+    """
+    hit = _FRAME_TEXT.get(text)
+    if hit is not None:
+        return [*hit, []]
+    frame = _parse_frame_text(text)
+    if frame is not None:
+        if len(_FRAME_TEXT) >= _INTERN_LIMIT:
+            _FRAME_TEXT.clear()
+        _FRAME_TEXT[text] = tuple(frame[:4])
+    return frame
+
+
+def _parse_frame_text(text: str) -> list | None:
     if not text.endswith(")"):
         return None
     cut = text.rfind(" (")
