@@ -214,6 +214,8 @@ class Suspect:
     ranks: tuple[int, ...]
     reason: str
     kind: str
+    hosts: tuple[str, ...] = ()
+    """The nodes of those ranks (sorted, distinct), when known."""
 
 
 @dataclass(frozen=True, slots=True)

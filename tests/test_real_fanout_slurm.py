@@ -52,6 +52,16 @@ def test_jobid_names_the_odd_rank_and_its_node(cluster, jobs, tmp_path, kind):
     # srun ranks export RANK from SLURM_PROCID; torchrun workers have RANK (their SLURM_PROCID is the node index)
     assert sources == {"RANK"}
     assert "broadcast" in doc["suspects"][0]["reason"]
+    assert doc["suspects"][0]["hosts"] == ["node2"]
+    assert doc["verdict"].startswith("suspect rank 3 on node2: different collective")
+
+
+def test_text_report_names_rank_and_node(cluster, jobs, tmp_path):
+    res = run_cli("dump", "--jobid", jobs["srun"], "-o", tmp_path, env=cluster.env)
+    assert res.returncode == 3, res.stderr
+    text = " ".join(res.stdout.split())
+    assert "suspect rank 3 on node2: different collective: in broadcast" in text
+    assert "nodes" in text
 
 
 def test_nodes_subset(cluster, jobs, tmp_path):

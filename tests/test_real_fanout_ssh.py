@@ -70,7 +70,7 @@ def _dump(sshd, *args, out: Path):
 def test_hosts_names_rank_and_node(sshd, two_node_job, tmp_path, launcher):
     rc, doc = _dump(sshd, "--hosts", "node[1-2]", "--launcher", launcher, out=tmp_path)
     assert rc == 3, doc.get("verdict")
-    assert [(s["ranks"], s["kind"]) for s in doc["suspects"]] == [([3], "different-collective")]
+    assert [(s["ranks"], s["kind"], s["hosts"]) for s in doc["suspects"]] == [([3], "different-collective", ["node2"])]
     assert {r["rank"]: r["host"] for r in doc["ranks"]} == {0: "node1", 1: "node1", 2: "node2", 3: "node2"}
     assert [(n["host"], n["status"], n["ranks"]) for n in doc["nodes"]] == [("node1", "ok", [0, 1]), ("node2", "ok", [2, 3])]
     assert sorted(p.name for p in (tmp_path / "raw" / "node2").iterdir()) == ["rank-0002.txt", "rank-0003.txt"]

@@ -8,6 +8,7 @@ number of threads, plus the number of distinct stacks times their depth.
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 
 from ..model import Analysis, Group, RankDump
 from .classes import classify_ranks, group_ranks
@@ -51,7 +52,10 @@ def analyze(dumps: list[RankDump] | tuple[RankDump, ...], whole_job: bool = Fals
 
     all_progress = bool(views) and len(progressing) == len(views) and not missing
     suspects = [] if all_progress else find_suspects(views, missing, progressing)
-    verdict = _verdict(groups, suspects, missing, progressing, all_progress, unreadable, elsewhere)
+    host_of = {d.rank: d.host for d in dumps if d.host}
+    suspects = [replace(s, hosts=tuple(sorted({host_of[r] for r in s.ranks if r in host_of}))) for s in suspects]
+    multi_node = len(set(host_of.values())) > 1
+    verdict = _verdict(groups, suspects, missing, progressing, all_progress, unreadable, elsewhere, multi_node)
     return Analysis(
         ranks=tuple(dumps),
         groups=groups,
@@ -65,7 +69,7 @@ def analyze(dumps: list[RankDump] | tuple[RankDump, ...], whole_job: bool = Fals
     )
 
 
-def _verdict(groups, suspects, missing, progressing, all_progress, unreadable, elsewhere) -> str:
+def _verdict(groups, suspects, missing, progressing, all_progress, unreadable, elsewhere, multi_node=False) -> str:
     notes = []
     if unreadable:
         notes.append(f"could not read the stacks of ranks {compress(unreadable)}")
@@ -80,6 +84,8 @@ def _verdict(groups, suspects, missing, progressing, all_progress, unreadable, e
     if suspects:
         first = suspects[0]
         who = f"rank {first.ranks[0]}" if len(first.ranks) == 1 else f"ranks {compress(first.ranks)}"
+        if multi_node and first.hosts:
+            who += f" on {', '.join(first.hosts[:4])}{' ...' if len(first.hosts) > 4 else ''}"
         more = f" (+{len(suspects) - 1} more suspect group{'s' if len(suspects) > 2 else ''})" if len(suspects) > 1 else ""
         return f"suspect {who}: {first.reason}{more}{tail}"
     if not groups:

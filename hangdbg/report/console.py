@@ -32,11 +32,15 @@ def _verdict(a: Analysis) -> Panel:
 
 def _suspects(a: Analysis) -> Table:
     t = Table(title="Suspects", title_justify="left", expand=True)
+    multi_node = len({d.host for d in a.ranks if d.host}) > 1
     t.add_column("ranks", style="bold red", no_wrap=True)
+    if multi_node:
+        t.add_column("nodes", style="bold", no_wrap=True)
     t.add_column("why", ratio=1)
     t.add_column("kind", style="dim", no_wrap=True)
     for s in a.suspects:
-        t.add_row(compress(s.ranks), escape(s.reason), s.kind)
+        nodes = [", ".join(s.hosts)] if multi_node else []
+        t.add_row(compress(s.ranks), *nodes, escape(s.reason), s.kind)
     return t
 
 

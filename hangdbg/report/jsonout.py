@@ -80,7 +80,7 @@ def analysis_to_dict(a: Analysis, command: str = "analyze", extra: dict[str, Any
         "collector_host": socket.gethostname(),
         "verdict": a.verdict,
         "found_hang": a.found_hang,
-        "suspects": [{"ranks": list(s.ranks), "reason": s.reason, "kind": s.kind} for s in a.suspects],
+        "suspects": [{"ranks": list(s.ranks), "reason": s.reason, "kind": s.kind, "hosts": list(s.hosts)} for s in a.suspects],
         "missing_ranks": list(a.missing_ranks),
         "progressing_ranks": list(a.progressing),
         "unreadable_ranks": list(a.unreadable),
