@@ -69,6 +69,7 @@ import sys
 import time
 from pathlib import Path
 
+from _common import source_state  # noqa: E402
 from hangdbg.analyze import analyze
 from hangdbg.model import Frame, RankDump, Thread
 
@@ -79,16 +80,6 @@ GOAL_SECONDS = 2.0
 GOAL_BYTES = 1 << 30
 
 
-def source_state() -> dict:
-    """The hangdbg commit measured, and whether hangdbg/ had uncommitted changes (shared tree)."""
-    root = HERE.parent
-    try:
-        head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=root, capture_output=True, text=True).stdout.strip()
-        dirty = subprocess.run(["git", "status", "--porcelain", "--", "hangdbg"], cwd=root,
-                               capture_output=True, text=True).stdout.strip()
-    except OSError:
-        return {}
-    return {"commit": head, "hangdbg_dirty": bool(dirty)}
 
 SP = "/opt/conda/envs/train/lib/python3.11/site-packages/"
 STD = "/opt/conda/envs/train/lib/python3.11/"

@@ -65,6 +65,7 @@ from pathlib import Path
 
 import psutil
 
+from _common import source_state  # noqa: E402
 from hangdbg.analyze import analyze
 from hangdbg.collect.local import CollectOptions, collect
 from hangdbg.collect.procs import find_ranks
@@ -78,16 +79,6 @@ CLI_DEFAULT_JOBS = CollectOptions().jobs
 BYTES_PER_RANK = 350 * 2**20  # a gloo/CPU torch rank idles at ~250-300 MB RSS
 
 
-def source_state() -> dict:
-    """The hangdbg commit measured, and whether hangdbg/ had uncommitted changes (shared tree)."""
-    root = HERE.parent
-    try:
-        head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=root, capture_output=True, text=True).stdout.strip()
-        dirty = subprocess.run(["git", "status", "--porcelain", "--", "hangdbg"], cwd=root,
-                               capture_output=True, text=True).stdout.strip()
-    except OSError:
-        return {}
-    return {"commit": head, "hangdbg_dirty": bool(dirty)}
 
 
 def children_cpu() -> float:

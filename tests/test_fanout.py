@@ -97,3 +97,16 @@ def test_parse_scontrol_show_job():
             "   NodeList=node[1-2,5] BatchHost=node1\n   NumNodes=3 NumCPUs=6\n")
     job = parse_show_job(text, "42")
     assert (job.state, job.nodes) == ("RUNNING", ("node1", "node2", "node5"))
+
+
+def test_slurm_job_filter():
+    from hangdbg.collect.procs import slurm_job_filter
+
+    keep = slurm_job_filter("42", "node2", own_step="3", cluster="c1")
+    rank = {"SLURM_JOB_ID": "42", "SLURMD_NODENAME": "node2", "SLURM_STEP_ID": "0", "SLURM_CLUSTER_NAME": "c1"}
+    assert keep(rank)
+    assert not keep(dict(rank, SLURMD_NODENAME="node1"))  # another node's rank (emulated nodes)
+    assert not keep(dict(rank, SLURM_STEP_ID="3"))  # the agent's own step
+    assert not keep(dict(rank, SLURM_STEP_ID="batch")) and not keep({k: v for k, v in rank.items() if k != "SLURM_STEP_ID"})
+    assert not keep(dict(rank, SLURM_JOB_ID="421"))
+    assert not keep(dict(rank, SLURM_CLUSTER_NAME="c2"))  # same job id on another cluster

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.infra.slurm import (
+from infra.slurm import (
     MARKER_VAR,
     LocalSlurm,
     SlurmUnavailable,

@@ -11,7 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from infra.sshd import LocalSshd, SshdUnavailable, _alive, _descendants
+from infra.procs import alive as _alive
+from infra.procs import descendants as _descendants
+from infra.sshd import LocalSshd, SshdUnavailable
 
 
 def _run(argv, env=None, timeout=30) -> subprocess.CompletedProcess:

@@ -44,7 +44,7 @@ def jobs(cluster, tmp_path_factory):
 def test_jobid_names_the_odd_rank_and_its_node(cluster, jobs, tmp_path, kind):
     rc, doc = run_json("dump", "--jobid", jobs[kind], "-o", tmp_path, env=cluster.env)
     assert rc == 3, doc["verdict"]
-    assert [(s["ranks"], s["kind"]) for s in doc["suspects"]] == [([3], "different-collective")]
+    assert [(s["ranks"], s["kind"]) for s in doc["suspects"]] == [([3], "different-collective")], doc["suspects"]
     hosts = {r["rank"]: r["host"] for r in doc["ranks"]}
     assert hosts == {0: "node1", 1: "node1", 2: "node2", 3: "node2"}
     assert [(n["host"], n["status"], n["ranks"]) for n in doc["nodes"]] == [("node1", "ok", [0, 1]), ("node2", "ok", [2, 3])]

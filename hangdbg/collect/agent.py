@@ -66,7 +66,8 @@ def run_agent(
     send({"type": "hello", "host": host, "pid": os.getpid(), "version": __version__, "schema_version": SCHEMA_VERSION})
     filters: list[EnvFilter] = []
     if jobid is not None:
-        filters.append(slurm_job_filter(jobid, agent_host(), os.environ.get("SLURM_STEP_ID")))
+        filters.append(slurm_job_filter(jobid, agent_host(), os.environ.get("SLURM_STEP_ID"),
+                                        os.environ.get("SLURM_CLUSTER_NAME")))
     if match_env:
         filters.append(env_filter(match_env))
     keep = (lambda env: all(f(env) for f in filters)) if filters else None

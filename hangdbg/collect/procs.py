@@ -98,12 +98,13 @@ def _describe(proc: psutil.Process) -> tuple[list[str], dict[str, str]] | None:
 EnvFilter = Callable[[dict[str, str]], bool]
 
 
-def slurm_job_filter(jobid: str, node: str | None, own_step: str | None) -> EnvFilter:
+def slurm_job_filter(jobid: str, node: str | None, own_step: str | None, cluster: str | None = None) -> EnvFilter:
     """Keep the processes of SLURM job ``jobid`` on ``node`` that belong to a job step.
 
     A process belongs to the job's ranks when its environment has ``SLURM_JOB_ID`` = ``jobid``,
     ``SLURMD_NODENAME`` = ``node`` (with emulated nodes every node sees every process of the
-    machine), and a ``SLURM_STEP_ID`` that is neither the agent's own step nor the batch step.
+    machine), a ``SLURM_STEP_ID`` that is neither the agent's own step nor the batch step, and,
+    when ``cluster`` is given, ``SLURM_CLUSTER_NAME`` = ``cluster`` (job ids are per cluster).
     """
     skip = {own_step, "batch", "extern", "4294967291", "4294967292", None}
 
@@ -112,6 +113,7 @@ def slurm_job_filter(jobid: str, node: str | None, own_step: str | None) -> EnvF
             env.get("SLURM_JOB_ID") == jobid
             and (node is None or env.get("SLURMD_NODENAME") == node)
             and env.get("SLURM_STEP_ID") not in skip
+            and (cluster is None or env.get("SLURM_CLUSTER_NAME", cluster) == cluster)
         )
 
     return keep

@@ -4,7 +4,7 @@
 ``slurmctld`` and one ``slurmd -N nodeK`` per emulated node (default ``node1``, ``node2``; all on
 127.0.0.1, each on its own port), from a ``slurm.conf`` it writes itself::
 
-    from tests.infra.slurm import LocalSlurm, SlurmUnavailable, srun_job_script, wait_ready
+    from infra.slurm import LocalSlurm, SlurmUnavailable, srun_job_script, wait_ready
 
     try:
         cluster = LocalSlurm().start()
@@ -60,6 +60,8 @@ import tempfile
 import time
 from collections.abc import Iterable
 from pathlib import Path
+
+from .procs import alive, ppid_map
 
 __all__ = [
     "DEMO_JOB",
@@ -130,30 +132,6 @@ def _tail(path: Path, lines: int = 25) -> str:
     except OSError:
         return ""
     return "\n".join(text.splitlines()[-lines:])
-
-
-def _pid_alive(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as f:
-            stat = f.read()
-    except OSError:
-        return False
-    return stat[stat.rfind(b")") + 2:][:1] not in (b"Z", b"X")  # zombies are dead enough
-
-
-def _ppid_map() -> dict[int, int]:
-    out: dict[int, int] = {}
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                with open(f"/proc/{entry}/stat", "rb") as f:
-                    stat = f.read().decode(errors="replace")
-            except OSError:
-                continue
-            fields = stat[stat.rfind(")") + 2:].split()
-            if len(fields) >= 2:
-                out[int(entry)] = int(fields[1])
-    return out
 
 
 def _parse_kv(text: str) -> dict[str, str]:
@@ -491,6 +469,8 @@ class LocalSlurm:
         nodes = "node1" if self.nodes == 1 else f"node[1-{self.nodes}]"
         return "\n".join([
             f"ClusterName={self.cluster_name}",
+            # distinct job ids per instance: two clusters on one machine must not share ids
+            f"FirstJobId={random.randrange(1000, 60000) * 100}",
             "SlurmctldHost=localhost",
             f"SlurmctldPort={self.ctld_port}",
             f"SlurmdPort={first}",  # the per-node Port= below wins; this is just the default
@@ -565,7 +545,7 @@ class LocalSlurm:
                         seeds.add(int(entry))
             except OSError:
                 continue
-        ppids = _ppid_map()
+        ppids = ppid_map()
         children: dict[int, list[int]] = {}
         for pid, ppid in ppids.items():
             children.setdefault(ppid, []).append(pid)
@@ -576,7 +556,7 @@ class LocalSlurm:
                 continue
             out.add(pid)
             todo.extend(children.get(pid, []))
-        return sorted(p for p in out if _pid_alive(p))
+        return sorted(p for p in out if alive(p))
 
     def _kill_leftovers(self) -> None:
         for _round in range(3):
@@ -589,7 +569,7 @@ class LocalSlurm:
                 except ProcessLookupError:
                     pass
             deadline = time.monotonic() + 3
-            while time.monotonic() < deadline and any(_pid_alive(p) for p in pids):
+            while time.monotonic() < deadline and any(alive(p) for p in pids):
                 time.sleep(0.02)
 
     def _job_output_tail(self, jobid: int) -> str:

@@ -5,7 +5,7 @@ its own ``authorized_keys`` and a client ``ssh_config`` in which a few host alia
 ``node2``, ``node3`` by default) all point at that one sshd, plus ``deadnode``, which points at a
 port nobody listens on (for "node unreachable" tests)::
 
-    from tests.infra.sshd import LocalSshd, SshdUnavailable
+    from infra.sshd import LocalSshd, SshdUnavailable
 
     try:
         sshd = LocalSshd().start()
@@ -61,6 +61,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from .procs import alive, descendants
+
 SSHD = "/usr/sbin/sshd"
 PRIVSEP_DIR = "/run/sshd"
 
@@ -73,41 +75,6 @@ def _free_port() -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
-
-
-def _descendants(pid: int) -> list[int]:
-    """PIDs of all live descendants of ``pid`` (read from /proc; Linux only)."""
-    children: dict[int, list[int]] = {}
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/stat", "rb") as f:
-                stat = f.read().decode(errors="replace")
-        except OSError:
-            continue
-        # "pid (comm) state ppid ...": comm may contain spaces/parens, so split after the last ')'.
-        fields = stat[stat.rfind(")") + 2:].split()
-        if len(fields) >= 2:
-            children.setdefault(int(fields[1]), []).append(int(entry))
-    out: list[int] = []
-    todo = [pid]
-    while todo:
-        for child in children.get(todo.pop(), []):
-            out.append(child)
-            todo.append(child)
-    return out
-
-
-def _alive(pid: int) -> bool:
-    """True if ``pid`` exists and is not a zombie (a killed process whose parent has not reaped it
-    yet still has a /proc entry)."""
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as f:
-            stat = f.read().decode(errors="replace")
-    except OSError:
-        return False
-    return stat[stat.rfind(")") + 2:][:1] not in ("Z", "X")
 
 
 class LocalSshd:
@@ -183,7 +150,7 @@ class LocalSshd:
     def stop(self) -> None:
         proc, self._proc = self._proc, None
         if proc is not None:
-            victims = _descendants(proc.pid)  # per-connection sshd children (they setsid())
+            victims = descendants(proc.pid)  # per-connection sshd children (they setsid())
             if proc.poll() is None:
                 proc.terminate()
             for pid in victims:
@@ -198,9 +165,9 @@ class LocalSshd:
                 proc.wait(timeout=5)
             deadline = time.monotonic() + 3
             for pid in victims:
-                while time.monotonic() < deadline and _alive(pid):
+                while time.monotonic() < deadline and alive(pid):
                     time.sleep(0.02)
-                if _alive(pid):
+                if alive(pid):
                     try:
                         os.kill(pid, signal.SIGKILL)
                     except ProcessLookupError:
