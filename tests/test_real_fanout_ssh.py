@@ -77,10 +77,11 @@ def test_hosts_names_rank_and_node(sshd, two_node_job, tmp_path, launcher):
     assert (tmp_path / "nodes" / "node1.json").exists()
 
 
-def test_hostfile_with_a_dead_node_keeps_the_others(sshd, two_node_job, tmp_path):
+@pytest.mark.parametrize("launcher", ["ssh", "pdsh"])
+def test_hostfile_with_a_dead_node_keeps_the_others(sshd, two_node_job, tmp_path, launcher):
     hostfile = tmp_path / "hostfile"
     hostfile.write_text("# deepspeed hostfile\nnode1 slots=2\nnode2 slots=2\ndeadnode slots=2\n")
-    rc, doc = _dump(sshd, "--hostfile", hostfile, "--launcher", "pdsh", out=tmp_path / "out")
+    rc, doc = _dump(sshd, "--hostfile", hostfile, "--launcher", launcher, out=tmp_path / "out")
     assert rc == 3
     nodes = {n["host"]: n for n in doc["nodes"]}
     assert nodes["deadnode"]["status"] == "unreachable" and "Connection refused" in nodes["deadnode"]["reason"]
@@ -123,3 +124,33 @@ def test_ctrl_c_keeps_what_arrived(sshd, two_node_job, tmp_path):
     assert len(list(out.glob("raw/*/rank-*.txt"))) >= 4
     rc, doc = run_json("analyze", *sorted(out.glob("raw/*")))
     assert [s["ranks"] for s in doc["suspects"]] == [[3]]
+
+
+def test_remote_setup_runs_before_the_agent(sshd, two_node_job, tmp_path):
+    rc, doc = _dump(sshd, "--hosts", "node1", "--launcher", "ssh", "--remote-setup", "cd / && export X=1", out=tmp_path / "a")
+    assert doc["nodes"][0]["status"] == "ok" and sorted(r["rank"] for r in doc["ranks"]) == [0, 1]
+    rc, doc = _dump(sshd, "--hosts", "node1", "--launcher", "pdsh", "--remote-setup", "false", out=tmp_path / "b")
+    assert rc == 1 and doc["nodes"][0]["status"] == "error"
+    rc, doc = _dump(sshd, "--hosts", "node1", "--launcher", "ssh", "--remote-setup", "false", out=tmp_path / "c")
+    assert rc == 1 and doc["nodes"][0]["status"] == "error" and "status 1" in doc["nodes"][0]["reason"]
+
+
+def test_agent_keeps_raw_dumps_in_a_shared_directory(two_node_job, tmp_path):
+    from hangdbg.collect.frames import FrameDecoder
+
+    res = subprocess.run([sys.executable, "-m", "hangdbg", "agent", "--node-name", "node2", "--match-env",
+                          "EMULATED_NODE=node2", "-o", str(tmp_path)], capture_output=True, text=True, timeout=120)
+    assert res.returncode == 0, res.stderr
+    assert sorted(p.name for p in (tmp_path / "node2" / "raw").iterdir()) == ["rank-0002.txt", "rank-0003.txt"]
+    dec = FrameDecoder()
+    kinds = [m["type"] for line in res.stdout.splitlines() for _, m in dec.feed(line)]
+    assert kinds == ["hello", "rank", "rank", "done"] and dec.other == 0
+
+
+@pytest.mark.parametrize("launcher", ["ssh", "pdsh"])
+def test_node_timeout(sshd, two_node_job, tmp_path, launcher):
+    t0 = time.monotonic()
+    rc, doc = _dump(sshd, "--hosts", "node1", "--launcher", launcher, "--remote-setup", "sleep 60",
+                    "--node-timeout", "3", out=tmp_path)
+    assert time.monotonic() - t0 < 40
+    assert doc["nodes"][0]["status"] == "timeout" and rc == 1

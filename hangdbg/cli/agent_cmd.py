@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import itertools
 import sys
+from pathlib import Path
 
 from ..collect.agent import agent_host, run_agent
 from ..collect.frames import encode_message
@@ -26,6 +27,7 @@ class AgentCommand(Command):
         p.add_argument("--pid", type=int, nargs="+", metavar="PID", help="ranks or launchers to dump")
         p.add_argument("--node-name", help="the name the coordinator knows this node by")
         p.add_argument("--match-env", action="append", default=[], metavar="KEY=VALUE", help="keep only ranks whose environment has KEY=VALUE (repeatable)")
+        p.add_argument("-o", "--out", type=Path, metavar="DIR", help="also keep the raw dumps in DIR/<node>/raw (a shared directory)")
         add_collect_arguments(p)
 
     def run(self, args: argparse.Namespace) -> int:
@@ -37,5 +39,6 @@ class AgentCommand(Command):
             sys.stdout.write(lines)  # one write per message: whole lines even when interleaved
             sys.stdout.flush()
 
-        status = run_agent(collect_options(args, None), send, args.jobid, args.pid, host, args.match_env)
+        out = args.out / host if args.out is not None else None
+        status = run_agent(collect_options(args, out), send, args.jobid, args.pid, host, args.match_env)
         return {"ok": 0, "no-ranks": 3}.get(status, 1)

@@ -176,6 +176,9 @@ class SshRunner(Runner):
                 failures[host] = ("timeout", f"no answer within {timeout:g} s")
             elif (bad := _classify_exit(code, err)) is not None:
                 failures[host] = bad
+            elif code not in (0, 3):  # ignored when the agent still sent its result
+                tail = " ".join(err.strip().splitlines()[-2:])[-300:]
+                failures[host] = ("error", f"remote command exited with status {code}" + (f": {tail}" if tail else ""))
 
         pool = ThreadPoolExecutor(max_workers=max(1, min(self.jobs, len(self.hosts))))
         try:
