@@ -19,10 +19,17 @@ from .analyze_cmd import AnalyzeCommand
 from .common import EXIT_ERROR, EXIT_USAGE
 from .demo_cmd import DemoCommand
 from .dump_cmd import DumpCommand
+from .traces_cmd import TracesCommand
 
 __all__ = ["main", "COMMANDS"]
 
-COMMANDS = {"dump": DumpCommand, "analyze": AnalyzeCommand, "demo": DemoCommand, "agent": AgentCommand}
+COMMANDS = {
+    "dump": DumpCommand,
+    "analyze": AnalyzeCommand,
+    "demo": DemoCommand,
+    "agent": AgentCommand,
+    "traces": TracesCommand,
+}
 
 
 class _Parser(argparse.ArgumentParser):

@@ -1,0 +1,178 @@
+"""Read the per-rank files of the ``tracer`` package (format v1) and compare the ranks.
+
+Format v1 (see ``tracer/README.md``)::
+
+    # tracer v1 host=node1 rank=3 pid=4242 start=2026-11-22T03:20:00Z argv=train.py --lr 1
+        0.000123 > train:30 compute          <- a call: module:first line, qualified name
+        0.000150 train.py:31 | acc = 0       <- a line: file basename:line | source
+    #count train.py:31 1000                  <- count mode, at the end
+    # tracer end elapsed=12.5                <- written by stop(); absent when the process died
+
+Streaming: a file is read line by line, keeping only its last lines, its call sequence (as
+small integers) and counts, so multi-GB traces are fine. Garbled lines are skipped and counted.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import deque
+from dataclasses import dataclass
+from pathlib import Path
+
+__all__ = ["RankTrace", "Divergence", "read_trace", "read_trace_dir", "divergence"]
+
+_HEADER = re.compile(r"^# tracer v1 host=(\S*) rank=(\S*) pid=(\d+) start=(\S*) argv=(.*)$")
+_CALL = re.compile(r"^\s*(\S+) > (\S+):(\d+) (.+)$")
+_LINE = re.compile(r"^\s*(\S+) (\S+):(\d+) \|(?: (.*))?$")
+_END = re.compile(r"^# tracer end elapsed=(\S+)$")
+
+
+@dataclass(frozen=True, slots=True)
+class RankTrace:
+    """What one trace file says.
+
+    Attributes:
+        path: the file.
+        rank: from the header (``None`` when it said ``na``).
+        host, pid, start, argv: from the header.
+        events: traced lines and calls.
+        calls: the calls, in order, as ``module:line qualname`` strings.
+        last_lines: the last lines (raw text, up to the requested number).
+        ended: the tracer wrote its end line (the process stopped tracing normally).
+        elapsed: seconds from the end line, else the last event's time (``None`` without timing).
+        grep_count: lines matching the ``grep`` pattern, if one was given.
+        garbled: lines that matched no form of the format.
+    """
+
+    path: Path
+    rank: int | None
+    host: str
+    pid: int | None
+    start: str
+    argv: str
+    events: int
+    calls: tuple[str, ...]
+    last_lines: tuple[str, ...]
+    ended: bool
+    elapsed: float | None
+    grep_count: int | None
+    garbled: int
+
+    @property
+    def last_call(self) -> str | None:
+        return self.calls[-1] if self.calls else None
+
+
+def _float(text: str) -> float | None:
+    try:
+        return float(text)
+    except ValueError:
+        return None
+
+
+def read_trace(path: str | Path, last: int = 10, grep: re.Pattern[str] | None = None) -> RankTrace:
+    """Read one trace file.
+
+    Raises:
+        OSError: the file cannot be read.
+        ValueError: its first line is not a ``# tracer v1`` header.
+    """
+    path = Path(path)
+    tail: deque[str] = deque(maxlen=max(0, last))
+    calls: list[str] = []
+    events = garbled = 0
+    grep_count = 0 if grep is not None else None
+    ended, elapsed = False, None
+    with open(path, encoding="utf-8", errors="replace") as f:
+        first = f.readline().rstrip("\n")
+        m = _HEADER.match(first)
+        if m is None:
+            raise ValueError(f"{path}: not a tracer v1 file (first line {first[:80]!r})")
+        host, rank_text, pid, start, argv = m.groups()
+        for raw in f:
+            line = raw.rstrip("\n")
+            if not line:
+                continue
+            if line.startswith("#"):
+                if (e := _END.match(line)) is not None:
+                    ended, elapsed = True, _float(e.group(1))
+                elif not line.startswith("#count "):
+                    garbled += 1
+                continue
+            if (c := _CALL.match(line)) is not None:
+                calls.append(f"{c.group(2)}:{c.group(3)} {c.group(4)}")
+                stamp = c.group(1)
+            elif (ln := _LINE.match(line)) is not None:
+                stamp = ln.group(1)
+            else:
+                garbled += 1
+                continue
+            events += 1
+            tail.append(line)
+            if not ended:
+                elapsed = _float(stamp) if stamp != "-" else elapsed
+            if grep is not None and grep.search(line):
+                grep_count += 1
+    rank = int(rank_text) if rank_text.isdigit() else None
+    return RankTrace(path, rank, host, int(pid), start, argv, events, tuple(calls), tuple(tail), ended,
+                     elapsed, grep_count, garbled)
+
+
+def read_trace_dir(paths: list[str | Path], last: int = 10, grep: re.Pattern[str] | None = None) -> tuple[list[RankTrace], list[tuple[str, str]]]:
+    """Read every ``trace-*.txt`` of the given directories (and the files named directly).
+
+    Returns the traces sorted by rank (then host, pid) and the files that could not be read,
+    with the reason.
+
+    Raises:
+        FileNotFoundError: a named path does not exist.
+    """
+    files: list[Path] = []
+    for p in map(Path, paths):
+        if not p.exists():
+            raise FileNotFoundError(f"no such file or directory: {p}")
+        files.extend(sorted(p.glob("trace-*.txt")) if p.is_dir() else [p])
+    traces, bad = [], []
+    for f in files:
+        try:
+            traces.append(read_trace(f, last, grep))
+        except (OSError, ValueError) as exc:
+            bad.append((str(f), str(exc)))
+    traces.sort(key=lambda t: (t.rank is None, t.rank if t.rank is not None else 0, t.host, t.pid or 0))
+    return traces, bad
+
+
+@dataclass(frozen=True, slots=True)
+class Divergence:
+    """Where the ranks' call sequences part.
+
+    Attributes:
+        common: how many calls every rank made in the same order.
+        last_common: the last of those calls (``None`` if none).
+        next_calls: per trace index, the call it made next (``None``: its trace ends there).
+        behind: trace indexes whose trace ends at the divergence point (they never reached
+            the next call the others made), the usual sign of the stuck or dead ranks.
+    """
+
+    common: int
+    last_common: str | None
+    next_calls: tuple[str | None, ...]
+    behind: tuple[int, ...]
+
+    @property
+    def diverged(self) -> bool:
+        return len(set(self.next_calls)) > 1
+
+
+def divergence(traces: list[RankTrace]) -> Divergence:
+    """The first traced call that not all ranks reached (common-prefix comparison)."""
+    if not traces:
+        return Divergence(0, None, (), ())
+    seqs = [t.calls for t in traces]
+    n = min(len(s) for s in seqs)
+    i = 0
+    while i < n and all(s[i] == seqs[0][i] for s in seqs):
+        i += 1
+    nxt = tuple(s[i] if i < len(s) else None for s in seqs)
+    behind = tuple(k for k, c in enumerate(nxt) if c is None) if len(set(nxt)) > 1 else ()
+    return Divergence(i, seqs[0][i - 1] if i else None, nxt, behind)

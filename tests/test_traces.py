@@ -1,0 +1,59 @@
+"""`hangdbg traces` on trace files of the format v1 (unit level; real traced jobs: test_tracer)."""
+
+from __future__ import annotations
+
+import re
+
+from conftest import run_cli, run_json
+from hangdbg.parse.traces import divergence, read_trace, read_trace_dir
+
+HEAD = "# tracer v1 host=node{n} rank={r} pid={p} start=2026-11-22T03:20:00Z argv=train.py --lr 0.1\n"
+
+
+def _write(d, rank, body, ended=True, host=1):
+    path = d / f"trace-node{host}-{rank}-{100 + rank}.txt"
+    path.write_text(HEAD.format(n=host, r=rank, p=100 + rank) + body + ("# tracer end elapsed=1.5\n" if ended else ""))
+    return path
+
+
+STEP = "    0.0{s}0000 > __main__:20 train_step\n    0.0{s}0001 train.py:21 | dist.all_reduce(t)\n"
+
+
+def test_read_trace_fields_and_garbage(tmp_path):
+    p = _write(tmp_path, 3, "    0.000100 > __main__:10 main\n not a trace line\n" + STEP.format(s=1) + "#count train.py:21 1\n")
+    t = read_trace(p, last=2, grep=re.compile("all_reduce"))
+    assert (t.rank, t.host, t.pid, t.argv) == (3, "node1", 103, "train.py --lr 0.1")
+    assert t.calls == ("__main__:10 main", "__main__:20 train_step")
+    assert t.last_lines == ("    0.010000 > __main__:20 train_step", "    0.010001 train.py:21 | dist.all_reduce(t)")
+    assert (t.ended, t.elapsed, t.grep_count, t.garbled, t.events) == (True, 1.5, 1, 1, 3)
+
+
+def test_divergence_names_the_ranks_that_stopped(tmp_path):
+    for r in range(4):
+        steps = 2 if r == 1 else 4
+        _write(tmp_path, r, "".join(STEP.format(s=s) for s in range(steps)), ended=r != 1)
+    traces, bad = read_trace_dir([tmp_path])
+    assert [t.rank for t in traces] == [0, 1, 2, 3] and bad == []
+    d = divergence(traces)
+    assert d.common == 2 and d.diverged and [traces[i].rank for i in d.behind] == [1]
+    rc, doc = run_json("traces", tmp_path, "--grep", "all_reduce")
+    assert rc == 3
+    assert doc["stopped_early"] == [1]
+    assert "rank 1 stopped at train.py:21 | dist.all_reduce(t) after call #2" in doc["verdict"]
+    assert [r["grep_count"] for r in doc["ranks"]] == [4, 2, 4, 4]
+
+
+def test_all_ended_same_calls_exit_0(tmp_path):
+    for r in range(2):
+        _write(tmp_path, r, STEP.format(s=1))
+    res = run_cli("traces", tmp_path, "-n", "2")
+    assert res.returncode == 0, res.stderr
+    assert "all 2 traces ended normally" in " ".join(res.stdout.split())
+
+
+def test_bad_inputs(tmp_path):
+    (tmp_path / "trace-x-0-1.txt").write_text("not a header\n")
+    res = run_cli("traces", tmp_path)
+    assert res.returncode == 2 and "not a tracer v1 file" in " ".join(res.stderr.split())
+    assert run_cli("traces", tmp_path / "missing").returncode == 2
+    assert run_cli("traces", tmp_path, "--grep", "(").returncode == 2
