@@ -57,3 +57,11 @@ def test_bad_inputs(tmp_path):
     assert res.returncode == 2 and "not a tracer v1 file" in " ".join(res.stderr.split())
     assert run_cli("traces", tmp_path / "missing").returncode == 2
     assert run_cli("traces", tmp_path, "--grep", "(").returncode == 2
+
+
+def test_nul_padding_of_a_dead_process_is_ignored(tmp_path):
+    p = _write(tmp_path, 0, STEP.format(s=1), ended=False)
+    with open(p, "ab") as f:
+        f.write(b"\0" * 4096)
+    t = read_trace(p)
+    assert t.garbled == 0 and t.events == 2 and t.last_lines[-1].endswith("dist.all_reduce(t)")

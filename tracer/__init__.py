@@ -1,6 +1,14 @@
-"""tracer: a NicerTrace-style call tracer writing one trace file per rank (standard library only).
+"""tracer: a NicerTrace-style call tracer writing one trace file per process/rank.
 
-Placeholder package: the tracer itself is built in its own issue. It never imports hangdbg.
+Standard library only; it never imports hangdbg (it goes into any training script)::
+
+    import tracer
+    tracer.NicerTrace(packages_to_include=["mypkg"], outdir="traces").start()
+
+See ``tracer/README.md`` for the file format (v1), the options and the overhead figures.
 """
 
-__all__: list[str] = []
+from .core import NicerTrace, Tracer, run
+from .format import FORMAT_VERSION, format_header, format_line
+
+__all__ = ["FORMAT_VERSION", "NicerTrace", "Tracer", "format_header", "format_line", "run"]

@@ -8,6 +8,9 @@ Format v1 (see ``tracer/README.md``)::
     #count train.py:31 1000                  <- count mode, at the end
     # tracer end elapsed=12.5                <- written by stop(); absent when the process died
 
+A file whose process died may end in NUL padding (the tracer may write through a file mapping
+that is truncated to its real length only by ``stop()``); NUL bytes are dropped.
+
 Streaming: a file is read line by line, keeping only its last lines, its call sequence (as
 small integers) and counts, so multi-GB traces are fine. Garbled lines are skipped and counted.
 """
@@ -91,6 +94,8 @@ def read_trace(path: str | Path, last: int = 10, grep: re.Pattern[str] | None = 
         host, rank_text, pid, start, argv = m.groups()
         for raw in f:
             line = raw.rstrip("\n")
+            if "\0" in line:
+                line = line.replace("\0", "")
             if not line:
                 continue
             if line.startswith("#"):

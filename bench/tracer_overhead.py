@@ -1,0 +1,188 @@
+"""Overhead of tracer.NicerTrace compared with the stdlib ``trace`` module.
+
+The workload is CPU-bound pure Python: a loop in this file (user code: traced by both tracers)
+calling small user functions, and every 10th iteration parsing and comparing versions with
+a generated pure-Python ``benchlib`` module in a temporary ``site-packages`` directory
+(excluded by both tracers: ours by default, the stdlib one via ``ignoredirs``).
+
+Variants, all in this one process, run alternately ``--repeat`` times (median reported):
+
+- ``bare``: no tracer.
+- ``stdlib_trace``: ``trace.Trace(count=0, trace=1, ignoredirs=[sys.prefix, sys.exec_prefix])``
+  (plus the benchlib directory) with stdout redirected to a file (the stdlib tracer prints).
+- ``nicertrace``: ``tracer.NicerTrace(outdir=tmp)`` (default settings: user code traced,
+  site-packages and stdlib excluded; one ``os.write`` per line, timing on).
+- ``nicertrace_excluded``: the same with this file in ``ignoredirs``: the hot code is excluded.
+- ``stdlib_trace_excluded``: the stdlib tracer with this file in ``ignoredirs`` (reference).
+
+Reported: added seconds over bare for each, the ratio nicertrace_added / stdlib_trace_added
+(goal <= 0.5) and the excluded case's added time relative to bare (goal: near 0).
+
+Run from the repository root: ``python bench/tracer_overhead.py`` (``--n``, ``--repeat``,
+``--out``). Writes ``bench/results/tracer_overhead.json``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import platform
+import statistics
+import sys
+import tempfile
+import time
+import trace
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent))
+
+import tracer
+
+# The "library": a generated pure-Python module in a temporary ``site-packages`` directory, so
+# the benchmark runs on any Python (3.11: sys.settrace path; 3.12+: sys.monitoring path) with
+# nothing installed. Both tracers exclude it: ours because it is in site-packages, the stdlib
+# one because its directory is added to ``ignoredirs`` (as sys.prefix covers real site-packages).
+_SITE = tempfile.mkdtemp(prefix="tracer-bench-site-") + "/site-packages"
+os.makedirs(_SITE + "/benchlib")
+Path(_SITE, "benchlib", "__init__.py").write_text('''
+import re
+
+_RE = re.compile(r"(\\d+)\\.(\\d+)\\.(\\d+)(?:rc(\\d+))?")
+
+
+class Version:
+    def __init__(self, text):
+        m = _RE.fullmatch(text)
+        self.key = tuple(self._num(g) for g in m.groups())
+
+    @staticmethod
+    def _num(g):
+        return -1 if g is None else int(g)
+
+    def __gt__(self, other):
+        return self._cmp(other) > 0
+
+    def _cmp(self, other):
+        for a, b in zip(self.key, other.key):
+            if a != b:
+                return 1 if a > b else -1
+        return 0
+''')
+sys.path.insert(0, _SITE)
+from benchlib import Version
+
+
+def _mix(i):
+    x = i * 3 + 1
+    y = x ^ (x >> 2)
+    return y % 7
+
+
+def _poly(i):
+    a = i % 11
+    b = a * a - 3 * a
+    return b
+
+
+def workload(n: int) -> int:
+    acc = 0
+    for i in range(n):
+        acc += _mix(i)
+        acc += _poly(i)
+        if i % 10 == 0:
+            v = Version(f"{i % 5}.{i % 13}.{i % 7}rc{i % 3}")
+            acc += v > Version("2.6.3")
+    return acc
+
+
+def _time(fn) -> float:
+    t = time.perf_counter()
+    fn()
+    return time.perf_counter() - t
+
+
+def run_variants(n: int, repeat: int, tmp: str) -> dict[str, list[float]]:
+    stdlib_ignore = [sys.prefix, sys.exec_prefix, _SITE]
+
+    def bare():
+        workload(n)
+
+    def stdlib_trace(name, extra=()):
+        t = trace.Trace(count=0, trace=1, ignoredirs=[*stdlib_ignore, *extra])
+        with open(os.path.join(tmp, name), "w") as f, contextlib.redirect_stdout(f):
+            t.runfunc(workload, n)
+
+    def nicer(name, extra=()):
+        tracer.NicerTrace(outdir=tmp, filename=name, ignoredirs=extra).run(workload, n)
+
+    variants = {
+        "bare": bare,
+        "stdlib_trace": lambda: stdlib_trace("stdlib_trace"),
+        "nicertrace": lambda: nicer("nicertrace"),
+        "nicertrace_excluded": lambda: nicer("nicertrace_excluded", [str(HERE)]),
+        "stdlib_trace_excluded": lambda: stdlib_trace("stdlib_trace_excluded", [str(HERE)]),
+    }
+    for fn in variants.values():   # warm up (imports, caches)
+        fn()
+    times: dict[str, list[float]] = {k: [] for k in variants}
+    for _ in range(repeat):
+        for name, fn in variants.items():
+            times[name].append(_time(fn))
+    lines = {name: sum(1 for _ in open(os.path.join(tmp, name))) for name in variants if name != "bare"}
+    return times, lines
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--n", type=int, default=50000, help="loop iterations (default 50000)")
+    ap.add_argument("--repeat", type=int, default=5, help="runs of each variant (median; default 5)")
+    ap.add_argument("--out", default=str(HERE / "results" / "tracer_overhead.json"))
+    args = ap.parse_args()
+
+    with tempfile.TemporaryDirectory(prefix="tracer-bench-") as tmp:
+        times, lines = run_variants(args.n, args.repeat, tmp)
+    med = {k: statistics.median(v) for k, v in times.items()}
+    bare = med["bare"]
+    added = {k: med[k] - bare for k in med}
+    ratio = added["nicertrace"] / added["stdlib_trace"] if added["stdlib_trace"] > 0 else float("nan")
+    excl_rel = added["nicertrace_excluded"] / bare
+
+    print(f"workload n={args.n}, median of {args.repeat} (python {platform.python_version()})")
+    print(f"{'variant':<24}{'median s':>10}{'added s':>10}{'x bare':>8}")
+    for k in times:
+        print(f"{k:<24}{med[k]:>10.4f}{added[k]:>10.4f}{med[k] / bare:>8.2f}")
+    print("lines written: " + ", ".join(f"{k} {v}" for k, v in lines.items()))
+    print(f"ratio nicertrace_added / stdlib_trace_added = {ratio:.3f}  (goal <= 0.5: "
+          f"{'met' if ratio <= 0.5 else 'NOT met'})")
+    print(f"excluded hot code: added {added['nicertrace_excluded']:.4f} s = {excl_rel:+.1%} of bare "
+          f"(goal near 0)")
+
+    try:
+        sys.path.insert(0, str(HERE))
+        from _common import source_state
+        state = source_state()
+    except Exception:  # noqa: BLE001 - best effort
+        state = {}
+    result = {
+        "benchmark": "tracer_overhead",
+        "python": platform.python_version(),
+        "machine": {"cpus": os.cpu_count(), "platform": platform.platform(),
+                    "loadavg": os.getloadavg() if hasattr(os, "getloadavg") else None},
+        "n": args.n, "repeat": args.repeat,
+        "median_s": med, "added_s": added, "runs_s": times, "lines_written": lines,
+        "ratio_nicertrace_to_stdlib_added": ratio,
+        "goal_ratio_met": ratio <= 0.5,
+        "excluded_added_fraction_of_bare": excl_rel,
+        "source": state,
+    }
+    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+    Path(args.out).write_text(json.dumps(result, indent=2) + "\n")
+    print(f"wrote {args.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
