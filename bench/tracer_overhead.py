@@ -11,7 +11,7 @@ Variants, all in this one process, run alternately ``--repeat`` times (median re
 - ``stdlib_trace``: ``trace.Trace(count=0, trace=1, ignoredirs=[sys.prefix, sys.exec_prefix])``
   (plus the benchlib directory) with stdout redirected to a file (the stdlib tracer prints).
 - ``nicertrace``: ``tracer.NicerTrace(outdir=tmp)`` (default settings: user code traced,
-  site-packages and stdlib excluded; one ``os.write`` per line, timing on).
+  site-packages and stdlib excluded; each line stored into a shared mmap of the file, timing on).
 - ``nicertrace_excluded``: the same with this file in ``ignoredirs``: the hot code is excluded.
 - ``stdlib_trace_excluded``: the stdlib tracer with this file in ``ignoredirs`` (reference).
 

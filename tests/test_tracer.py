@@ -72,6 +72,15 @@ def _at(script: str, marker: str) -> str:
     raise AssertionError(f"{marker} not in {script}")
 
 
+def _read_live(f: Path) -> str:
+    """A trace file read while its process is alive, stopped or killed: the file is pre-sized
+    (mmap), so it ends with NUL padding up to the next chunk. Only the tail may be NULs."""
+    text = f.read_text()
+    stripped = text.rstrip("\0")
+    assert "\0" not in stripped, "NUL bytes inside the trace"
+    return stripped
+
+
 def _only_file(d: Path) -> Path:
     files = sorted(d.glob("trace-*.txt")) + sorted(d.glob("*.txt"))
     assert files, f"no trace file in {d}"
@@ -247,6 +256,113 @@ def test_api_run_context_manager_threads(tmp_path):
     assert "threading.py" not in with_txt
 
 
+@pytest.mark.parametrize("python", INTERPRETERS)
+def test_threads_growth_and_fork_whole_lines(tmp_path, python):
+    """A tiny mmap chunk (many grows) with 4 threads writing at once: every line is whole, none
+    is lost, no NUL padding is left after stop(); a forked child writes its own file."""
+    script = tmp_path / "thr.py"
+    script.write_text(textwrap.dedent(f"""\
+        import os
+        import threading
+        import tracer
+        import tracer.core
+
+        tracer.core._CHUNK = 4096
+
+        def work(k):
+            total = 0
+            for i in range(3000):
+                total += i * k
+            return total
+
+        with tracer.NicerTrace(outdir={str(tmp_path)!r}, filename="thr.txt") as tr:
+            ts = [threading.Thread(target=work, args=(k,)) for k in range(4)]
+            for t in ts:
+                t.start()
+            for t in ts:
+                t.join()
+            pid = os.fork()
+            if pid == 0:
+                work(1)
+                tr.stop()
+                os._exit(0)
+            os.waitpid(pid, 0)
+            work(2)
+        print("child", pid)
+        """))
+    res = subprocess.run([python, str(script)], capture_output=True, text=True, timeout=120,
+                         env=_env(), cwd=tmp_path)
+    assert res.returncode == 0, res.stderr
+    child = int(res.stdout.split()[1])
+    body = "thr.py:11 | total += i * k\n"
+    for f, n_work in ((tmp_path / "thr.txt", 5), (tmp_path / f"thr-{child}.txt", 1)):
+        text = f.read_text()
+        assert "\0" not in text, f
+        lines = text.splitlines()
+        assert HEADER_RE.match(lines[0]) and lines[-1].startswith("# tracer end elapsed=")
+        for ln in lines[1:-1]:
+            assert CALL_RE.match(ln) or LINE_RE.match(ln), ln
+        assert text.count(body) == 3000 * n_work, f
+        assert text.count("> __main__:8 work\n") == n_work, f
+    assert HEADER_RE.match((tmp_path / f"thr-{child}.txt").read_text().splitlines()[0]).group(3) == str(child)
+
+
+@pytest.mark.parametrize("mode", ["nommap", "nogrow"])
+def test_fallback_to_os_write(tmp_path, mode):
+    """No shared mapping possible, or growing it fails (disk full): lines go out with os.write,
+    none is lost, and the file is left without NUL padding."""
+    script = tmp_path / "fb.py"
+    script.write_text(textwrap.dedent(f"""\
+        import errno
+        import tracer
+        import tracer.core as core
+
+        core._CHUNK = 4096
+        if {mode!r} == "nommap":
+            def _nomap(*a, **k):
+                raise OSError(errno.ENODEV, "no mmap here")
+            core.mmap.mmap = _nomap
+        else:
+            _orig = core._reserve
+            def _reserve(fd, off, n):
+                if off:
+                    raise OSError(errno.ENOSPC, "full")
+                _orig(fd, off, n)
+            core._reserve = _reserve
+
+        def work():
+            total = 0
+            for i in range(2000):
+                total += i
+            return total
+
+        with tracer.NicerTrace(outdir={str(tmp_path)!r}, filename="fb.txt") as tr:
+            assert (tr._mm is None) == ({mode!r} == "nommap"), tr._mm
+            work()
+            work()
+            assert tr._mm is None
+        """))
+    res = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=60,
+                         env=_env(), cwd=tmp_path)
+    assert res.returncode == 0, res.stderr
+    text = (tmp_path / "fb.txt").read_text()
+    assert "\0" not in text
+    lines = text.splitlines()
+    assert HEADER_RE.match(lines[0]) and lines[-1].startswith("# tracer end elapsed=")
+    for ln in lines[1:-1]:
+        assert CALL_RE.match(ln) or LINE_RE.match(ln), ln
+    assert text.count("fb.py:21 | total += i\n") == 4000
+
+
+def test_fsync_mode_same_file(tmp_path):
+    """``--fsync`` (msync of the mapping per line) writes the same golden file."""
+    res = subprocess.run([sys.executable, "-m", "tracer", "--no-timing", "--fsync", "--outdir", str(tmp_path),
+                          str(FIX / "golden_script.py"), "x", "y z"],
+                         capture_output=True, text=True, timeout=60, env=_env(RANK="3"), cwd=tmp_path)
+    assert res.returncode == 0, res.stderr
+    assert _mask(_only_file(tmp_path).read_text()) == (FIX / "golden_script.trace").read_text()
+
+
 def test_never_imports_hangdbg_stdlib_only():
     code = ("import sys; before = set(sys.modules); import tracer, tracer.__main__; "
             "new = set(sys.modules) - before; "
@@ -271,7 +387,7 @@ def test_self_sigkill_leaves_last_line(tmp_path):
     out, _ = p.communicate(timeout=60)
     assert p.returncode == -signal.SIGKILL
     assert out == "DYING\n"
-    text = (tmp_path / "kill.txt").read_text()
+    text = _read_live(tmp_path / "kill.txt")
     assert text.endswith(_at("kill_script.py", "# SELF-KILL") + "\n")
 
 
@@ -284,7 +400,7 @@ def test_external_sigkill_in_loop_leaves_whole_lines(tmp_path):
         p.wait(timeout=30)
     finally:
         p.kill()
-    text = (tmp_path / "kill.txt").read_text()
+    text = _read_live(tmp_path / "kill.txt")
     assert text.endswith("\n")
     last = text.splitlines()[-1]
     loop_lines = {_at("kill_script.py", m) for m in ("while True:", "n += 1", "if n == 2000:", '"LOOPING"')}
@@ -300,7 +416,7 @@ def test_sigstop_file_ends_at_last_line_executed(tmp_path):
         time.sleep(0.2)
         with open(f"/proc/{p.pid}/stat") as f:
             assert f.read().rsplit(")", 1)[1].split()[0] == "T"     # still stopped while we read
-        text = (tmp_path / "kill.txt").read_text()
+        text = _read_live(tmp_path / "kill.txt")
         assert text.endswith(_at("kill_script.py", "# FROZEN") + "\n"), text[-300:]
         assert _at("kill_script.py", "x = sum(range(10))") + "\n" in text
     finally:
@@ -330,13 +446,13 @@ def test_torchrun_four_ranks_one_file_each(tmp_path):
             files[int(m.group(1))] = (int(m.group(2)), f)
         assert sorted(files) == [0, 1, 2, 3]
         for rank, (pid, f) in files.items():
-            h = HEADER_RE.match(f.read_text().splitlines()[0])
+            h = HEADER_RE.match(_read_live(f).splitlines()[0])
             assert h and h.groups()[1:3] == (str(rank), str(pid)) and h.group(1) == HOST
 
         pid2, f2 = files[2]
         os.kill(pid2, signal.SIGSTOP)
         time.sleep(0.2)
-        text2 = f2.read_text()
+        text2 = _read_live(f2)
         assert text2.endswith(_at("torch_job.py", "# RANK2-FREEZES") + "\n"), text2[-300:]
         assert text2.count(_at("torch_job.py", "dist.all_reduce(t)") + "\n") == 3
 
@@ -346,10 +462,10 @@ def test_torchrun_four_ranks_one_file_each(tmp_path):
         while os.path.exists(f"/proc/{pid1}") and _state(pid1) not in ("Z", "X", None):
             assert time.monotonic() < deadline, "rank 1 did not die"
             time.sleep(0.05)
-        text1 = f1.read_text()
+        text1 = _read_live(f1)
         assert text1.endswith(_at("torch_job.py", "# RANK1-DIES") + "\n"), text1[-300:]
         for rank in (0, 3):
-            assert _at("torch_job.py", "dist.all_reduce(t)") + "\n" in files[rank][1].read_text()
+            assert _at("torch_job.py", "dist.all_reduce(t)") + "\n" in _read_live(files[rank][1])
     finally:
         # torchrun puts its workers in their own sessions: kill them by pid (from the trace file
         # names), then torchrun's whole process group.

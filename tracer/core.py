@@ -7,18 +7,27 @@ training script::
     tracer.NicerTrace(packages_to_include=["mypkg"], outdir="traces").start()
     main()
 
-Durability: every traced line is handed to the kernel with one ``os.write`` on an unbuffered
-file descriptor *before* the line runs, so a process frozen in C code (a hung collective, a
-SIGSTOP) or killed with SIGKILL still leaves its last traced line in the file. What is lost on a
-*node* crash (kernel panic, power loss, VM killed) is whatever the kernel still had in its page
-cache and had not yet written to disk -- typically the last few seconds of lines. Pass
-``fsync=True`` to ``fsync`` the file after every line so not even that is lost, at a large cost
-(a disk flush per traced line: expect 100x-1000x slower traced code).
+Durability: every traced line is stored, *before* the line runs, into a ``MAP_SHARED`` memory
+mapping of the trace file (one ``mmap.write``: a copy into the kernel page cache, no syscall
+and no Python-level buffer). The bytes belong to the file as soon as they are stored, so a
+process frozen in C code (a hung collective, a SIGSTOP) or killed with SIGKILL still leaves its
+last traced line in the file. The file is grown 4 MiB at a time (``posix_fallocate``, so a full
+disk shows up when growing, not as a SIGBUS) and truncated to its real length by ``stop()``.
+While the process runs, and after a crash, the file is padded with NUL bytes up to the next
+chunk: strip them (``hangdbg traces`` does; by hand: ``tr -d '\\0' < file``). If the file cannot
+be mapped or grown (odd filesystem, disk full), tracing falls back to one ``os.write`` per line.
+What is lost on a *node* crash (kernel panic, power loss, VM killed) is whatever the kernel
+still had in its page cache and had not yet written to disk -- typically the last few seconds
+of lines. Pass ``fsync=True`` to flush the mapping to disk (``msync``) after every line so not
+even that is lost, at a large cost (a disk flush per traced line: expect 100x-1000x slower
+traced code).
 """
 
 from __future__ import annotations
 
+import errno
 import functools
+import mmap
 import os
 import shlex
 import sys
@@ -41,6 +50,8 @@ _OWN_DIR = os.path.dirname(os.path.realpath(__file__)) + os.sep
 _USE_MONITORING = sys.version_info >= (3, 12)
 _NOTIME = b"%12s" % b"-"
 _ACTIVE: weakref.WeakSet[NicerTrace] = weakref.WeakSet()
+# The trace file is a MAP_SHARED mapping grown by this much at a time (tests lower it).
+_CHUNK = 4 << 20
 
 
 @functools.lru_cache(maxsize=1)
@@ -55,6 +66,20 @@ def _stdlib_dirs() -> tuple[str, ...]:
             pass
     dirs.add(os.path.dirname(os.__file__))
     return tuple(sorted({os.path.realpath(d) + os.sep for d in dirs if d}))
+
+
+def _reserve(fd: int, offset: int, length: int) -> None:
+    """Extend the file to ``offset + length`` with the blocks allocated (so that a store into
+    the mapping can never hit ENOSPC, which would be a SIGBUS); plain ftruncate if the
+    filesystem cannot allocate."""
+    try:
+        os.posix_fallocate(fd, offset, length)
+    except OSError as e:
+        if e.errno in (errno.ENOSPC, errno.EDQUOT, errno.EFBIG):
+            raise
+        os.ftruncate(fd, offset + length)
+    except AttributeError:
+        os.ftruncate(fd, offset + length)
 
 
 def _mod_matches(modname: str, prefixes: tuple[str, ...]) -> bool:
@@ -86,7 +111,8 @@ class NicerTrace:
         The file is ``outdir/trace-{host}-{rank}-{pid}.txt``; ``filename`` replaces the
         basename (an absolute ``filename`` ignores ``outdir``).
     fsync
-        ``fsync`` after every line: survives a node crash, at a large cost (see module doc).
+        ``msync`` the mapping (``fsync`` in the os.write fallback) after every line: survives a
+        node crash, at a large cost (see module doc).
 
     Whether a code object is traced is decided once and cached, so excluded code costs one
     dict lookup per call (Python 3.11: the global trace function returns None, no local
@@ -118,6 +144,9 @@ class NicerTrace:
         self.fsync = bool(fsync)
         self.path: str | None = None
         self._fd = -1
+        self._mm: mmap.mmap | None = None
+        self._w: list = [None]        # [writer(bytes)]: the mapping's write(); shared by all closures
+        self._wlock = threading.Lock()  # taken only to grow/swap the mapping (the slow path)
         self._active = False
         self._stdlib = _stdlib_dirs()
         self._cache: dict = {}       # code object -> _Entry or None (excluded)
@@ -174,8 +203,7 @@ class NicerTrace:
         self.path = os.path.join(self.outdir, name)
         if self.outdir:
             os.makedirs(self.outdir, exist_ok=True)
-        self._fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_APPEND
-                           | getattr(os, "O_CLOEXEC", 0), 0o644)
+        self._open(os.O_CLOEXEC if hasattr(os, "O_CLOEXEC") else 0)
         self._start_iso = utc_now_iso()
         self._host, self._rank = host, rank
         self._cache = {}
@@ -208,13 +236,12 @@ class NicerTrace:
                 per = self._counts[filename]
                 out.extend(format_count(filename, ln, per[ln]) for ln in sorted(per) if per[ln])
         out.append(format_end(elapsed))
-        fd, self._fd = self._fd, -1
         try:
-            os.write(fd, "".join(out).encode("utf-8", "replace"))
+            self._put("".join(out).encode("utf-8", "replace"))
             if self.fsync:
-                os.fsync(fd)
+                self._sync()
         finally:
-            os.close(fd)
+            self._close()
 
     def __enter__(self) -> NicerTrace:
         return self.start()   # traces the ``with`` block's frame too (start() walks callers)
@@ -237,13 +264,109 @@ class NicerTrace:
         return self._active
 
     # ------------------------------------------------------------------ writing
+    # Lines are stored into a MAP_SHARED mapping of the file with ``mmap.write`` (a memcpy into
+    # the kernel page cache: no syscall, and the bytes are the file's as soon as it returns, so
+    # they survive SIGKILL/SIGSTOP). ``mmap.write`` copies the bytes and advances the mapping's
+    # position in one C call that never releases the GIL, so lines from several threads never
+    # interleave. The file is pre-sized (and ``posix_fallocate``d, so a full disk is an OSError
+    # when growing, never a SIGBUS on a store) a chunk at a time; ``stop()`` truncates it to the
+    # bytes written. All closures call ``self._w[0]`` so a forked child can swap in its mapping.
+    def _open(self, flags: int = 0) -> None:
+        """Create/truncate ``self.path``, map its first chunk, install the writer."""
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_TRUNC | flags, 0o644)
+        self._fd, self._mm = fd, None
+        try:
+            _reserve(fd, 0, _CHUNK)
+            mm = mmap.mmap(fd, _CHUNK, flags=mmap.MAP_SHARED, prot=mmap.PROT_READ | mmap.PROT_WRITE)
+        except (OSError, ValueError, AttributeError):
+            # No shared mapping here (odd filesystem, no mmap): one os.write per line, as before.
+            os.ftruncate(fd, 0)
+            self._w[0] = functools.partial(os.write, fd)
+            return
+        self._mm = mm
+        self._w[0] = mm.write
+
+    def _put(self, data: bytes) -> None:
+        """Write ``data`` (whole lines) at the end of the trace; never raises."""
+        try:
+            self._w[0](data)
+        except (ValueError, OSError):
+            self._slow_put(data)
+
+    def _slow_put(self, data: bytes) -> None:
+        """The mapping is full (ValueError), or closed by stop(), or os.write failed: under the
+        lock, grow the mapping by a chunk and write, or drop the line if tracing is over."""
+        try:
+            with self._wlock:
+                while self._fd >= 0:
+                    mm = self._mm
+                    if mm is None:           # the os.write fallback
+                        try:
+                            os.write(self._fd, data)
+                        except OSError:
+                            pass             # e.g. disk full: the line is lost, the program goes on
+                        return
+                    try:
+                        mm.write(data)
+                        return
+                    except ValueError:       # full: grow it
+                        pass
+                    size = len(mm)
+                    more = max(_CHUNK, len(data))
+                    try:
+                        _reserve(self._fd, size, more)
+                        mm.resize(size + more)
+                    except Exception:        # noqa: BLE001 - no space, no mremap: go on with os.write
+                        self._unmap()
+        except Exception:                    # noqa: BLE001 - a trace function must not raise
+            pass
+
+    def _unmap(self) -> None:
+        """(lock held) Drop the mapping, truncate the file to what was written, use os.write."""
+        mm, self._mm = self._mm, None
+        fd = self._fd
+        self._w[0] = functools.partial(os.write, fd)
+        end = mm.tell()
+        mm.close()
+        os.ftruncate(fd, end)
+        os.lseek(fd, end, os.SEEK_SET)
+
+    def _sync(self) -> None:
+        """``fsync=True``: push the lines written so far to the disk (msync of the mapping)."""
+        try:
+            mm = self._mm
+            if mm is not None:
+                mm.flush()
+            elif self._fd >= 0:
+                os.fsync(self._fd)
+        except (OSError, ValueError):
+            pass
+
+    def _close(self) -> None:
+        """Unmap, truncate the file to the bytes written (no NUL padding) and close it."""
+        with self._wlock:
+            mm, self._mm = self._mm, None
+            fd, self._fd = self._fd, -1
+            self._w[0] = len                 # a no-op writer for a thread still in a callback
+        if fd < 0:
+            return
+        try:
+            if mm is not None:
+                end = mm.tell()
+                mm.close()
+                os.ftruncate(fd, end)
+                if self.fsync:
+                    os.fsync(fd)
+        finally:
+            os.close(fd)
+
     def _write_header(self, pid: int) -> None:
         argv = shlex.join(str(a) for a in sys.argv)
         header = format_header(self._host, self._rank, pid, self._start_iso, argv)
-        os.write(self._fd, header.encode("utf-8", "replace"))
+        self._put(header.encode("utf-8", "replace"))
 
     def _after_fork_in_child(self) -> None:
-        """A forked child gets its own file (same fd number, so the installed closures follow)."""
+        """A forked child gets its own file and mapping (the closures call ``self._w[0]``)."""
         if not self._active or self._fd < 0:
             return
         pid = os.getpid()
@@ -252,10 +375,18 @@ class NicerTrace:
             root, ext = os.path.splitext(name)
             name = f"{root}-{pid}{ext}"
         self.path = os.path.join(self.outdir, name)
+        old_mm, old_fd = self._mm, self._fd
+        self._wlock = threading.Lock()       # another parent thread may have held it at fork
+        self._w[0] = len                     # never write into the parent's file from here on
         try:
-            new = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_APPEND, 0o644)
-            os.dup2(new, self._fd, inheritable=False)
-            os.close(new)
+            if old_mm is not None:
+                old_mm.close()               # unmaps in this process only
+            os.close(old_fd)
+        except OSError:
+            pass
+        self._fd, self._mm = -1, None
+        try:
+            self._open(os.O_CLOEXEC if hasattr(os, "O_CLOEXEC") else 0)
             for per in self._counts.values():
                 per.clear()
             self._write_header(pid)
@@ -357,11 +488,11 @@ class _Entry:
         timing = tr.timing
         do_trace = tr.trace
         do_fsync = tr.fsync
-        fd = tr._fd
+        W = tr._w                 # [writer]: the mapping's write(), swapped on fork
+        slow = tr._slow_put       # full mapping (grow), closed (stopped), os.write failed
+        sync = tr._sync
         t0 = tr._t0
         perf = time.perf_counter
-        write = os.write
-        fsync = os.fsync
         counts = tr._counts.setdefault(filename, {}) if tr.count else None
         prefix = b"" if timing else _NOTIME
         call_bytes = prefix + f" > {modname}:{code.co_firstlineno} {qualname}\n".encode("utf-8", "replace")
@@ -384,15 +515,14 @@ class _Entry:
                     s = lines[ln]
                 except KeyError:
                     s = make(ln)
+                if timing:
+                    s = b"%12.6f" % (perf() - t0) + s
                 try:
-                    if timing:
-                        write(fd, b"%12.6f" % (perf() - t0) + s)
-                    else:
-                        write(fd, s)
-                    if do_fsync:
-                        fsync(fd)
-                except OSError:
-                    pass
+                    W[0](s)
+                except (ValueError, OSError):
+                    slow(s)
+                if do_fsync:
+                    sync()
 
         def local(frame, event, arg):
             # The settrace local function: ``line`` inlined (one Python call per line).
@@ -407,15 +537,14 @@ class _Entry:
                         s = lines[ln]
                     except KeyError:
                         s = make(ln)
+                    if timing:
+                        s = b"%12.6f" % (perf() - t0) + s
                     try:
-                        if timing:
-                            write(fd, b"%12.6f" % (perf() - t0) + s)
-                        else:
-                            write(fd, s)
-                        if do_fsync:
-                            fsync(fd)
-                    except OSError:
-                        pass
+                        W[0](s)
+                    except (ValueError, OSError):
+                        slow(s)
+                    if do_fsync:
+                        sync()
             return local
 
         if do_trace and timing and counts is None and not do_fsync:
@@ -428,25 +557,24 @@ class _Entry:
                         s = lines[frame.f_lineno]
                     except KeyError:
                         s = make(frame.f_lineno)
+                    s = b"%12.6f" % (perf() - t0) + s
                     try:
-                        write(fd, b"%12.6f" % (perf() - t0) + s)
-                    except OSError:
-                        pass
+                        W[0](s)
+                    except (ValueError, OSError):
+                        slow(s)
                 return local
 
         def enter():
             if not tr._active:
                 return None
             if do_trace:
+                s = b"%12.6f" % (perf() - t0) + call_bytes if timing else call_bytes
                 try:
-                    if timing:
-                        write(fd, b"%12.6f" % (perf() - t0) + call_bytes)
-                    else:
-                        write(fd, call_bytes)
-                    if do_fsync:
-                        fsync(fd)
-                except OSError:
-                    pass
+                    W[0](s)
+                except (ValueError, OSError):
+                    slow(s)
+                if do_fsync:
+                    sync()
             return local
 
         self.enter = enter
