@@ -23,7 +23,27 @@ from .collect.procs import RankProcess, find_ranks
 from .collect.pyspy import PySpyOptions
 from .errors import HangdbgError, NoRanksFound, UsageError
 from .model import Analysis, Frame, Group, Place, RankDump, Suspect, Thread, TreeNode
+from .hooks import rank_logging
+from .hooks.breakpoint import breakpoint
+from .hooks.capture import capture
+from .hooks.printflock import printflock
+from .hooks.rankinfo import RankInfo, rank_info
 from .parse import load_dumps, parse_pyspy_dump
+
+_LAZY = {  # these import torch: loaded on first use, so `import hangdbg` never imports torch
+    "DebugUnderflowOverflow": "hangdbg.hooks.overflow",
+    "detect_overflow": "hangdbg.hooks.overflow",
+    "OverflowDetected": "hangdbg.hooks.overflow",
+}
+
+
+def __getattr__(name: str):
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'hangdbg' has no attribute {name!r}")
+    import importlib
+
+    return getattr(importlib.import_module(module), name)
 
 __all__ = [
     "__version__",
@@ -45,6 +65,15 @@ __all__ = [
     "Suspect",
     "Thread",
     "TreeNode",
+    "printflock",
+    "rank_logging",
+    "capture",
+    "breakpoint",
+    "rank_info",
+    "RankInfo",
+    "DebugUnderflowOverflow",
+    "detect_overflow",
+    "OverflowDetected",
     "HangdbgError",
     "NoRanksFound",
     "UsageError",
