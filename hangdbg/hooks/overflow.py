@@ -26,6 +26,8 @@ from typing import Any, Iterable
 
 import torch
 
+from .rankinfo import rank_info
+
 __all__ = [
     "DebugUnderflowOverflow",
     "OverflowDetected",
@@ -60,17 +62,8 @@ class BatchLimitReached(RuntimeError):
 
 
 def _rank() -> int | None:
-    try:
-        import torch.distributed as dist
-
-        if dist.is_available() and dist.is_initialized():
-            return int(dist.get_rank())
-    except Exception:  # pragma: no cover - exotic builds
-        pass
-    env = os.environ.get("RANK")
-    if env is not None and env.strip().lstrip("-").isdigit():
-        return int(env)
-    return None
+    """This process's rank (torch.distributed when initialised, else the launcher's variables)."""
+    return rank_info().rank
 
 
 def get_abs_min_max(var, ctx: str) -> str:
