@@ -21,14 +21,18 @@ from typing import Callable
 import psutil
 
 from ..errors import NoRanksFound, UsageError
+from ..launch_env import (
+    LOCAL_RANK_VARS,
+    LOCAL_WORLD_SIZE_VARS,
+    WORLD_SIZE_VARS,
+    first_int,
+    host_from_environ,
+    rank_from_environ,
+)
 from ..launchers import is_launcher
 
 __all__ = ["RankProcess", "find_ranks", "scan_node", "ranks_of_pids", "rank_from_environ", "slurm_job_filter"]
 
-RANK_VARS = ("RANK", "OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK", "SLURM_PROCID")
-LOCAL_RANK_VARS = ("LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID", "SLURM_LOCALID")
-WORLD_SIZE_VARS = ("WORLD_SIZE", "OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "SLURM_NTASKS")
-LOCAL_WORLD_SIZE_VARS = ("LOCAL_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_SIZE", "MPI_LOCALNRANKS", "SLURM_TASKS_PER_NODE")
 JOB_VARS = ("SLURM_JOB_ID", "TORCHELASTIC_RUN_ID", "MASTER_ADDR", "MASTER_PORT")
 
 @dataclass(frozen=True, slots=True)
@@ -50,42 +54,12 @@ class RankProcess:
     job: tuple[str, ...] = ()
 
 
-def _int(value: str | None) -> int | None:
-    if value is None:
-        return None
-    try:
-        return int(value.split("(")[0])  # SLURM_TASKS_PER_NODE-style "8(x2)"
-    except ValueError:
-        return None
-
-
-def _first(env: dict[str, str], names: tuple[str, ...]) -> tuple[int | None, str | None]:
-    for name in names:
-        value = _int(env.get(name))
-        if value is not None:
-            return value, name
-    return None, None
-
-
-def rank_from_environ(env: dict[str, str]) -> tuple[int | None, str | None]:
-    """The global rank in an environment and the variable it came from, or ``(None, None)``.
-
-    ``RANK`` wins over ``SLURM_PROCID``: for a torchrun worker under srun, ``SLURM_PROCID`` is
-    the node index, not the rank.
-    """
-    return _first(env, RANK_VARS)
-
-
 def _is_python(proc: psutil.Process) -> bool:
     try:
         name = os.path.basename(proc.exe() or proc.name())
     except (psutil.Error, OSError):
         return False
     return name.startswith(("python", "pypy"))
-
-
-def _host(env: dict[str, str]) -> str:
-    return env.get("SLURMD_NODENAME") or socket.gethostname()
 
 
 def _describe(proc: psutil.Process) -> tuple[list[str], dict[str, str]] | None:
@@ -132,10 +106,10 @@ def _candidate(proc: psutil.Process, keep: EnvFilter | None = None) -> RankProce
     return RankProcess(
         pid=proc.pid,
         rank=rank,
-        host=_host(env),
-        local_rank=_first(env, LOCAL_RANK_VARS)[0],
-        world_size=_first(env, WORLD_SIZE_VARS)[0],
-        local_world_size=_first(env, LOCAL_WORLD_SIZE_VARS)[0],
+        host=host_from_environ(env),
+        local_rank=first_int(env, LOCAL_RANK_VARS)[0],
+        world_size=first_int(env, WORLD_SIZE_VARS)[0],
+        local_world_size=first_int(env, LOCAL_WORLD_SIZE_VARS)[0],
         rank_source=source or "",
         cmdline=" ".join(cmdline),
         job=tuple(env.get(v, "") for v in JOB_VARS),

@@ -1,17 +1,18 @@
 """Which rank is this process? Without importing torch.
 
 Order: ``torch.distributed`` if torch is *already imported* and the default process group is
-initialised; else the launcher's environment (torchrun ``RANK``/``LOCAL_RANK``/``WORLD_SIZE``,
-Slurm ``SLURM_PROCID``/``SLURM_LOCALID``/``SLURM_NTASKS``, Open MPI ``OMPI_COMM_WORLD_*``).
+initialised; else the launcher's environment (the table of :mod:`hangdbg.launch_env`: torchrun,
+Open MPI, MPICH/PMI, PMIx, SLURM).
 Missing values are ``None``. The host is ``SLURMD_NODENAME`` or ``socket.gethostname()``.
 """
 
 from __future__ import annotations
 
 import os
-import socket
 import sys
 from typing import NamedTuple
+
+from ..launch_env import LOCAL_RANK_VARS, RANK_VARS, WORLD_SIZE_VARS, first_int, host_from_environ
 
 __all__ = ["RankInfo", "rank_info"]
 
@@ -23,30 +24,9 @@ class RankInfo(NamedTuple):
     host: str
 
 
-_ENV = (
-    ("RANK", "LOCAL_RANK", "WORLD_SIZE"),
-    ("SLURM_PROCID", "SLURM_LOCALID", "SLURM_NTASKS"),
-    ("OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_LOCAL_RANK", "OMPI_COMM_WORLD_SIZE"),
-)
-
-
-def _int(value: str | None) -> int | None:
-    try:
-        return int(value) if value not in (None, "") else None
-    except ValueError:
-        return None
-
-
-def _host() -> str:
-    return os.environ.get("SLURMD_NODENAME") or socket.gethostname()
-
-
 def _from_env() -> tuple[int | None, int | None, int | None]:
     env = os.environ
-    for r, l, w in _ENV:
-        if r in env:
-            return _int(env.get(r)), _int(env.get(l)), _int(env.get(w))
-    return None, None, None
+    return (first_int(env, RANK_VARS)[0], first_int(env, LOCAL_RANK_VARS)[0], first_int(env, WORLD_SIZE_VARS)[0])
 
 
 def _from_torch() -> tuple[int, int] | None:
@@ -67,4 +47,4 @@ def rank_info() -> RankInfo:
     t = _from_torch()
     if t is not None:
         rank, world_size = t
-    return RankInfo(rank, local_rank, world_size, _host())
+    return RankInfo(rank, local_rank, world_size, host_from_environ(os.environ))
