@@ -92,10 +92,11 @@ def dump_ranks(cmd: Command, args: argparse.Namespace, ranks: list[RankProcess],
 
 
 class DumpCommand(Command):
-    help = "dump the stacks of a hung job's ranks on this node and name the suspects"
+    help = "dump the stacks of a hung job's ranks (this node, a SLURM job or ssh hosts) and name the suspects"
     description = (
-        "Find the training processes of this node (or under --pid), take py-spy stacks of all "
-        "ranks in parallel, merge them and name the ranks the others wait for. Raw outputs are "
+        "Find the training processes of this node (or under --pid; or of every node with "
+        "--jobid/--hosts/--hostfile), take py-spy stacks of all ranks in parallel, merge them "
+        "and name the ranks the others wait for. Raw outputs are "
         "kept under --out (default ./hangdbg-dump-TIMESTAMP). Exit status: 0 nothing stands "
         "out, 3 suspects found, 1 tool error, 2 usage."
     )
