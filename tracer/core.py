@@ -525,26 +525,12 @@ class _Entry:
                     sync()
 
         def local(frame, event, arg):
-            # The settrace local function: ``line`` inlined (one Python call per line).
+            # The settrace local function (3.11); the default configuration gets the inlined
+            # version below, so this one may pay the extra call into ``line``.
             if event == "line":
                 if not tr._active:
                     return None
-                ln = frame.f_lineno
-                if counts is not None:
-                    counts[ln] = counts.get(ln, 0) + 1
-                if do_trace:
-                    try:
-                        s = lines[ln]
-                    except KeyError:
-                        s = make(ln)
-                    if timing:
-                        s = b"%12.6f" % (perf() - t0) + s
-                    try:
-                        W[0](s)
-                    except (ValueError, OSError):
-                        slow(s)
-                    if do_fsync:
-                        sync()
+                line(frame.f_lineno)
             return local
 
         if do_trace and timing and counts is None and not do_fsync:
