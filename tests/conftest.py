@@ -44,3 +44,33 @@ def hung_job(request):
         yield job
     finally:
         job.stop()
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    """A private 2-node SLURM cluster (tests/infra/slurm.py), one per test module."""
+    from infra.slurm import LocalSlurm, SlurmUnavailable
+
+    try:
+        c = LocalSlurm().start()
+    except SlurmUnavailable as exc:
+        pytest.skip(f"no local SLURM cluster: {exc}")
+    try:
+        yield c
+    finally:
+        c.stop()
+
+
+@pytest.fixture(scope="module")
+def sshd():
+    """A private sshd on 127.0.0.1 with node1..node3 aliases (tests/infra/sshd.py), one per module."""
+    from infra.sshd import LocalSshd, SshdUnavailable
+
+    try:
+        server = LocalSshd().start()
+    except SshdUnavailable as exc:
+        pytest.skip(f"no local sshd: {exc}")
+    try:
+        yield server
+    finally:
+        server.stop()

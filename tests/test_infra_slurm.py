@@ -14,7 +14,6 @@ import pytest
 from infra.slurm import (
     MARKER_VAR,
     LocalSlurm,
-    SlurmUnavailable,
     srun_job_script,
     torchrun_job_script,
     wait_ready,
@@ -28,16 +27,6 @@ pytestmark = pytest.mark.xdist_group("localslurm")
 LAUNCHERS = {"srun": srun_job_script, "torchrun": torchrun_job_script}
 
 
-@pytest.fixture(scope="module")
-def cluster():
-    try:
-        c = LocalSlurm().start()
-    except SlurmUnavailable as exc:
-        pytest.skip(f"no local SLURM cluster: {exc}")
-    try:
-        yield c
-    finally:
-        c.stop()
 
 
 @pytest.fixture(scope="module")

@@ -42,16 +42,6 @@ def _comm(pid: int) -> str:
         return ""
 
 
-@pytest.fixture(scope="module")
-def sshd():
-    try:
-        server = LocalSshd().start()
-    except SshdUnavailable as exc:
-        pytest.skip(f"no local sshd: {exc}")
-    try:
-        yield server
-    finally:
-        server.stop()
 
 
 @pytest.fixture

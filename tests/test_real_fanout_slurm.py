@@ -10,20 +10,12 @@ import time
 import pytest
 
 from conftest import ROOT, run_cli, run_json
-from infra.slurm import LocalSlurm, SlurmUnavailable, srun_job_script, torchrun_job_script, wait_ready
+from infra.slurm import srun_job_script, torchrun_job_script, wait_ready
 
 pytest.importorskip("torch")
 pytestmark = pytest.mark.xdist_group("localslurm")
 
 
-@pytest.fixture(scope="module")
-def cluster():
-    try:
-        c = LocalSlurm().start()
-    except SlurmUnavailable as exc:
-        pytest.skip(f"no SLURM here: {exc}")
-    yield c
-    c.stop()
 
 
 @pytest.fixture(scope="module")

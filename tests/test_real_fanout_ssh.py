@@ -17,20 +17,11 @@ from pathlib import Path
 import pytest
 
 from conftest import ROOT, run_json
-from infra.sshd import LocalSshd, SshdUnavailable
 
 pytest.importorskip("torch")
 JOB = ROOT / "hangdbg" / "demo" / "job.py"
 
 
-@pytest.fixture(scope="module")
-def sshd():
-    try:
-        server = LocalSshd(hosts=("node1", "node2")).start()
-    except SshdUnavailable as exc:
-        pytest.skip(f"no sshd here: {exc}")
-    yield server
-    server.stop()
 
 
 @pytest.fixture(scope="module")
