@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from ..model import Analysis
 from ..report.console import render_analysis
@@ -40,8 +41,22 @@ def add_output_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--no-tree", action="store_true", help="leave the merged call tree out of the report")
 
 
-def default_out_dir(prefix: str) -> Path:
-    return Path(f"{prefix}-{datetime.now().strftime('%Y%m%d-%H%M%S')}")
+def out_dir(args: argparse.Namespace, prefix: str = "hangdbg-dump") -> Path:
+    """``--out``, or ``./PREFIX-YYYYmmdd-HHMMSS``: created, and stored back into ``args.out``."""
+    if args.out is None:
+        args.out = Path(f"{prefix}-{datetime.now().strftime('%Y%m%d-%H%M%S')}")
+    args.out.mkdir(parents=True, exist_ok=True)
+    return args.out
+
+
+def progress_bar(console: Console, label: str, total: int, pending: bool = False) -> Progress:
+    """A transient rich progress bar on ``console`` (stderr), shown only on a terminal when there
+    is more than one item; tasks carry a ``failed`` field."""
+    status = "{task.fields[failed]} failed" + (", {task.remaining:.0f} pending" if pending else "")
+    return Progress(
+        TextColumn(f"[bold]{label}[/bold]"), BarColumn(), MofNCompleteColumn(), TextColumn(status),
+        TimeElapsedColumn(), console=console, transient=True, disable=not (console.is_terminal and total > 1),
+    )
 
 
 def write_json(path: Path, doc: dict[str, Any]) -> None:

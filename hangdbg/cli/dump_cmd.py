@@ -8,7 +8,6 @@ import socket
 from dataclasses import asdict
 from pathlib import Path
 
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from ..analyze import analyze
 from ..collect.local import CollectOptions, collect
@@ -16,7 +15,7 @@ from ..collect.procs import RankProcess, find_ranks
 from ..collect.pyspy import PySpyOptions, find_pyspy
 from ..errors import HangdbgError, UsageError
 from ..model import SCHEMA_VERSION
-from .common import Command, add_output_arguments, default_out_dir, emit, write_json
+from .common import Command, add_output_arguments, emit, out_dir, progress_bar, write_json
 from .remote import add_remote_arguments, dump_remote, wants_remote
 
 
@@ -63,9 +62,7 @@ def dump_ranks(cmd: Command, args: argparse.Namespace, ranks: list[RankProcess],
     """Collect, analyze and report on ``ranks`` (shared by ``dump`` and ``demo``)."""
     if find_pyspy(args.py_spy) is None:
         raise HangdbgError("py-spy not found", help="pip install py-spy (or pass --py-spy PATH)")
-    out: Path = args.out if args.out is not None else default_out_dir("hangdbg-dump")
-    args.out = out
-    out.mkdir(parents=True, exist_ok=True)
+    out = out_dir(args)
     write_json(out / "processes.json", {
         "schema_version": SCHEMA_VERSION,
         "collector_host": socket.gethostname(),
@@ -73,12 +70,7 @@ def dump_ranks(cmd: Command, args: argparse.Namespace, ranks: list[RankProcess],
     })
     opts = collect_options(args, out)
     total = len(ranks) * opts.samples
-    show = cmd.err.is_terminal and total > 1
-    with Progress(
-        TextColumn("[bold]py-spy[/bold]"), BarColumn(), MofNCompleteColumn(),
-        TextColumn("{task.fields[failed]} failed"), TimeElapsedColumn(),
-        console=cmd.err, transient=True, disable=not show,
-    ) as progress:
+    with progress_bar(cmd.err, "py-spy", total) as progress:
         task = progress.add_task("dump", total=total, failed=0)
         failed = 0
 

@@ -6,9 +6,6 @@ import argparse
 import shlex
 import shutil
 import sys
-from pathlib import Path
-
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from ..analyze import analyze
 from ..collect.fanout import NodeResult, agent_argv, fan_out
@@ -16,7 +13,7 @@ from ..collect.hosts import expand_hosts, read_hostfile
 from ..collect.runners import HOST, PdshRunner, Runner, SrunRunner, SshRunner
 from ..collect.slurm import show_job
 from ..errors import UsageError
-from .common import EXIT_ERROR, EXIT_FOUND, EXIT_OK, Command, default_out_dir, emit
+from .common import EXIT_ERROR, EXIT_FOUND, EXIT_OK, Command, emit, out_dir, progress_bar
 
 __all__ = ["add_remote_arguments", "wants_remote", "dump_remote"]
 
@@ -93,24 +90,17 @@ def _runner(args: argparse.Namespace) -> tuple[Runner, list[str], bool]:
 def dump_remote(cmd: Command, args: argparse.Namespace) -> int:
     """Fan out, merge, analyze and report; see the module docstring."""
     runner, hosts, whole = _runner(args)
-    out: Path = args.out if args.out is not None else default_out_dir("hangdbg-dump")
-    args.out = out
-    out.mkdir(parents=True, exist_ok=True)
+    out = out_dir(args)
     timeout = args.node_timeout or (2 * args.timeout + args.samples * args.interval + 30)
     argv = agent_argv(args.remote_python, _agent_args(args, with_host=not args.jobid))
-    show = cmd.err.is_terminal and len(hosts) > 1
-    with Progress(
-        TextColumn("[bold]nodes[/bold]"), BarColumn(), MofNCompleteColumn(),
-        TextColumn("{task.fields[failed]} failed, {task.fields[pending]} pending"), TimeElapsedColumn(),
-        console=cmd.err, transient=True, disable=not show,
-    ) as progress:
-        task = progress.add_task("fan-out", total=len(hosts), failed=0, pending=len(hosts))
-        counts = {"failed": 0, "done": 0}
+    with progress_bar(cmd.err, "nodes", len(hosts), pending=True) as progress:
+        task = progress.add_task("fan-out", total=len(hosts), failed=0)
+        failed = 0
 
         def on_node(n: NodeResult) -> None:
-            counts["done"] += 1
-            counts["failed"] += n.status in _FAILED
-            progress.update(task, advance=1, failed=counts["failed"], pending=max(0, len(hosts) - counts["done"]))
+            nonlocal failed
+            failed += n.status in _FAILED
+            progress.update(task, advance=1, failed=failed)
 
         result = fan_out(runner, hosts, argv, out, timeout, on_node)
     for n in result.nodes:

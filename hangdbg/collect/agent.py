@@ -9,13 +9,13 @@ final ``done`` with the node's status (``ok``, ``no-ranks`` or ``error``) and it
 from __future__ import annotations
 
 import os
-import socket
 import time
 from dataclasses import asdict, replace
 from typing import Any, Callable
 
 from .. import __version__
 from ..errors import HangdbgError, UsageError
+from ..launch_env import host_from_environ
 from ..model import SCHEMA_VERSION
 from .local import CollectOptions, collect, raw_name, raw_text
 from .procs import EnvFilter, RankProcess, find_ranks, slurm_job_filter
@@ -25,7 +25,7 @@ __all__ = ["run_agent", "agent_host"]
 
 def agent_host(name: str | None = None) -> str:
     """This node's name: ``name``, else ``SLURMD_NODENAME`` inside a SLURM step, else the host name."""
-    return name or os.environ.get("SLURMD_NODENAME") or socket.gethostname()
+    return name or host_from_environ(os.environ)
 
 
 def env_filter(pairs: list[str]) -> EnvFilter:
