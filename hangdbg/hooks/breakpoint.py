@@ -24,7 +24,7 @@ import pdb
 import sys
 from datetime import timedelta
 
-from .rankinfo import rank_info
+from .rankinfo import initialized_dist, rank_info
 
 __all__ = ["ForkedPdb", "breakpoint"]
 
@@ -82,18 +82,9 @@ def _interact_in(dbg: pdb.Pdb, frame) -> None:
     dbg.interaction(frame, None)
 
 
-def _dist():
-    if "torch" not in sys.modules:
-        return None
-    import torch.distributed as dist
-    if dist.is_available() and dist.is_initialized():
-        return dist
-    return None
-
-
 def breakpoint(rank: int = 0, timeout_s: float | None = 3600, use_torch: bool = False) -> None:
     """Break into pdb on ``rank``; the other ranks wait in a barrier until it continues."""
-    dist = _dist()
+    dist = initialized_dist()
     if dist is not None and use_torch and hasattr(dist, "breakpoint"):
         dist.breakpoint(rank=rank, timeout_s=timeout_s)
         return

@@ -14,7 +14,7 @@ from typing import NamedTuple
 
 from ..launch_env import LOCAL_RANK_VARS, RANK_VARS, WORLD_SIZE_VARS, first_int, host_from_environ
 
-__all__ = ["RankInfo", "rank_info"]
+__all__ = ["RankInfo", "rank_info", "initialized_dist"]
 
 
 class RankInfo(NamedTuple):
@@ -29,13 +29,25 @@ def _from_env() -> tuple[int | None, int | None, int | None]:
     return (first_int(env, RANK_VARS)[0], first_int(env, LOCAL_RANK_VARS)[0], first_int(env, WORLD_SIZE_VARS)[0])
 
 
-def _from_torch() -> tuple[int, int] | None:
-    if "torch" not in sys.modules:  # never import torch ourselves
+def initialized_dist():
+    """``torch.distributed`` if torch is already imported and the default process group is
+    initialised, else ``None`` (never imports torch)."""
+    if "torch" not in sys.modules:
         return None
     dist = sys.modules.get("torch.distributed")
     try:
         if dist is None or not dist.is_available() or not dist.is_initialized():
             return None
+    except Exception:  # half-torn-down process group, etc.
+        return None
+    return dist
+
+
+def _from_torch() -> tuple[int, int] | None:
+    dist = initialized_dist()
+    if dist is None:
+        return None
+    try:
         return dist.get_rank(), dist.get_world_size()
     except Exception:  # half-torn-down process group, etc.
         return None
