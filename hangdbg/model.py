@@ -248,3 +248,110 @@ class Analysis:
     def found_hang(self) -> bool:
         """True when suspects were named (the CLI exits 3)."""
         return bool(self.suspects)
+
+
+# --- Post-mortem evidence -------------------------------------------------------------------
+# What a dead job left behind (core files, NCCL_DEBUG logs, PyTorch watchdog / torchrun logs,
+# flight-recorder dumps, kernel Xid lines) is read by one reader per kind of file. Every reader
+# returns a SourceReport: per-rank facts (RankState) and conclusions (Finding), each finding
+# carrying the raw lines behind it (Evidence). ``hangdbg report`` merges the SourceReports of all
+# files with the stack analysis into one verdict.
+
+MAX_EVIDENCE_TEXT = 500
+"""Raw evidence lines are cut to this many characters."""
+
+
+@dataclass(frozen=True, slots=True)
+class Evidence:
+    """The raw text behind a finding.
+
+    Attributes:
+        source: the file it came from, as given to the reader.
+        line: 1-based line number in that file, ``None`` for a fact about the whole file.
+        text: the raw line (at most :data:`MAX_EVIDENCE_TEXT` characters, decoding errors replaced).
+    """
+
+    source: str
+    line: int | None
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class Finding:
+    """One conclusion of a reader: who is to blame (or what is notable) and why.
+
+    Attributes:
+        kind: machine-readable, e.g. ``nccl-init-incomplete``, ``nccl-lagging``,
+            ``nccl-connect-failed``, ``nccl-setup-differs``, ``watchdog-timeout``, ``seq-lagging``,
+            ``child-failed``, ``fr-missing-rank``, ``fr-mismatch``, ``xid``, ``gpu-lost``,
+            ``core-crash``, or a stack :class:`Suspect` kind.
+        summary: one line for a human, naming ranks/hosts and the direction of a difference.
+        ranks: the global ranks blamed (sorted), empty when only hosts/GPUs are known.
+        hosts: the nodes blamed (sorted, distinct).
+        gpus: GPUs blamed as ``host:PCI-bus-id`` or ``host:index``.
+        severity: ``"suspect"`` (explains the failure), ``"warning"`` (abnormal, maybe related) or
+            ``"info"``.
+        evidence: the raw lines it rests on (a few, not all).
+        action: what to do about it (``"drain the node"``, ``"reset the GPU"``), or ``""``.
+    """
+
+    kind: str
+    summary: str
+    ranks: tuple[int, ...] = ()
+    hosts: tuple[str, ...] = ()
+    gpus: tuple[str, ...] = ()
+    severity: str = "suspect"
+    evidence: tuple[Evidence, ...] = ()
+    action: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class RankState:
+    """What one source says about one rank at the end (a row of the report's per-rank table).
+
+    Attributes:
+        rank: global rank.
+        host: node name, ``""`` when unknown.
+        pid: process id on ``host``, ``None`` when unknown.
+        last_collective: the last collective seen, e.g. ``"AllReduce"`` or ``"ALLREDUCE"``.
+        seq: its sequence number (NCCL opCount / c10d SeqNum / flight-recorder seq id).
+        group: the communicator or process group the ``seq`` belongs to, ``""`` for the default.
+        state: short text: ``"init incomplete"``, ``"timed out"``, ``"exit 1"``, ``"SIGSEGV"``...
+        source: the kind of file this came from (``"nccl"``, ``"torch-log"``...).
+    """
+
+    rank: int
+    host: str = ""
+    pid: int | None = None
+    last_collective: str | None = None
+    seq: int | None = None
+    group: str = ""
+    state: str = ""
+    source: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class SourceReport:
+    """What one reader made of its files.
+
+    Attributes:
+        kind: the reader (``"nccl"``, ``"torch-log"``, ``"flight-recorder"``, ``"xid"``,
+            ``"core"``, ``"stacks"``).
+        files: the files read.
+        findings: conclusions, most important first.
+        ranks: per-rank facts.
+        lines_read: lines looked at.
+        lines_skipped: lines that looked like this kind but could not be parsed (counted, never
+            raised).
+        errors: ``(file, reason)`` for files that could not be read at all.
+        facts: small extra data for the JSON twin (counts, versions), JSON-serialisable.
+    """
+
+    kind: str
+    files: tuple[str, ...] = ()
+    findings: tuple[Finding, ...] = ()
+    ranks: tuple[RankState, ...] = ()
+    lines_read: int = 0
+    lines_skipped: int = 0
+    errors: tuple[tuple[str, str], ...] = ()
+    facts: dict = field(default_factory=dict)

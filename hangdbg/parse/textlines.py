@@ -1,0 +1,121 @@
+"""Reading log files line by line, whatever wrote them.
+
+Logs from a cluster are not clean text: launchers prefix every line (``[rank3]:``, mpirun's
+``[1,3]<stdout>:``, torchrun's ``[default3]:``, Ray's ``(RayWorkerWrapper pid=N, ip=...)``,
+``host [stderr] ``), terminals draw borders (``│ ``), loggers add timestamps, files end in CRLF or
+carry bytes that are not UTF-8. :func:`iter_lines` streams a file of any size with decoding
+errors replaced; :func:`strip_prefix` peels the launcher decorations off one line and keeps the
+rank they name.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import BinaryIO, Iterator
+
+__all__ = ["iter_lines", "iter_lines_from", "strip_prefix", "Prefix", "read_head", "HEAD_BYTES"]
+
+HEAD_BYTES = 64 * 1024
+"""How much of a file :func:`read_head` returns (for sniffing a file's kind)."""
+
+_CHUNK = 1 << 20
+
+# One decoration at the start of a line. Applied repeatedly: "[rank3]:[2024-...] ..." has two.
+_PREFIXES = re.compile(
+    r"""^(?:
+        \s+                                                   # indentation
+      | [│┃|]\s?                                              # terminal borders
+      | \[rank(?P<rank>\d+)\]:\s?                             # torch: [rank3]:
+      | \[(?P<role>[A-Za-z_][\w-]*?)(?P<local>\d+)\]:\s?      # torchrun --tee: [default3]:
+      | \[\d+,(?P<mpirank>\d+)\]<(?:stdout|stderr)>:\s?       # mpirun --tag-output: [1,3]<stdout>:
+      | \((?:[\w.]+)\ pid=\d+(?:,\ ip=[\w.:\-]+)?\)\s?        # Ray: (RayWorkerWrapper pid=N, ip=..)
+      | \S+\ \[(?:stdout|stderr)\]\ ?                         # host [stderr]
+      | \[?\d{4}-\d\d-\d\d[T\ ]\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?\]?\s?  # ISO time
+      | \[\s*\d+\.\d+\]\s?                                    # dmesg relative time [  12.345]
+    )""",
+    re.VERBOSE,
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Prefix:
+    """What :func:`strip_prefix` found.
+
+    Attributes:
+        text: the line without its decorations.
+        rank: the global rank a launcher prefix named (``[rank3]:``, ``[1,3]<stdout>:``), or None.
+        local_rank: the local rank of torchrun's ``[default3]:`` prefix, or None.
+    """
+
+    text: str
+    rank: int | None = None
+    local_rank: int | None = None
+
+
+def strip_prefix(line: str) -> Prefix:
+    """Remove launcher prefixes, borders, indentation and leading timestamps from ``line``.
+
+    Args:
+        line: one line without its line ending.
+
+    Returns:
+        a :class:`Prefix`; ``text`` is ``line`` itself when there was nothing to strip.
+    """
+    rank = local = None
+    pos = 0
+    while True:
+        m = _PREFIXES.match(line, pos)
+        if m is None or m.end() == pos:
+            break
+        if m.group("rank") is not None:
+            rank = int(m.group("rank"))
+        elif m.group("mpirank") is not None:
+            rank = int(m.group("mpirank"))
+        elif m.group("local") is not None:
+            local = int(m.group("local"))
+        pos = m.end()
+    return Prefix(line[pos:] if pos else line, rank, local)
+
+
+def iter_lines_from(stream: BinaryIO) -> Iterator[tuple[int, str]]:
+    """Yield ``(line_number, text)`` from a binary stream, 1-based, line endings removed.
+
+    Reads in 1 MiB chunks (memory stays flat for files of any size); bytes that are not UTF-8
+    are replaced with U+FFFD; ``\\r\\n`` and a trailing ``\\r`` are removed; a last line without
+    a newline (a truncated file) is yielded too.
+    """
+    n = 0
+    rest = b""
+    while True:
+        chunk = stream.read(_CHUNK)
+        if not chunk:
+            break
+        data = rest + chunk
+        lines = data.split(b"\n")
+        rest = lines.pop()
+        for raw in lines:
+            n += 1
+            yield n, raw.decode("utf-8", "replace").rstrip("\r")
+    if rest:
+        yield n + 1, rest.decode("utf-8", "replace").rstrip("\r")
+
+
+def iter_lines(path: str) -> Iterator[tuple[int, str]]:
+    """:func:`iter_lines_from` on the file at ``path``.
+
+    Raises:
+        OSError: the file cannot be opened (callers record it as an unreadable file).
+    """
+    with open(path, "rb") as f:
+        yield from iter_lines_from(f)
+
+
+def read_head(path: str, size: int = HEAD_BYTES) -> bytes:
+    """The first ``size`` bytes of a file (for content sniffing).
+
+    Raises:
+        OSError: the file cannot be opened.
+    """
+    with open(path, "rb") as f:
+        return f.read(size)
