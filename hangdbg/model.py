@@ -355,3 +355,34 @@ class SourceReport:
     lines_skipped: int = 0
     errors: tuple[tuple[str, str], ...] = ()
     facts: dict = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class Verdict:
+    """``hangdbg report``: all evidence of one job merged into one verdict.
+
+    Attributes:
+        text: one or two sentences for a human: who is to blame and why.
+        suspects: the findings of severity ``"suspect"``, most important first (a rank named
+            by several kinds of evidence ranks higher).
+        warnings: findings of severity ``"warning"``.
+        sources: every reader's report, in the order read.
+        analysis: the stack analysis when stacks (py-spy dumps, cores) were among the inputs.
+        rank_states: per rank, what each source says (rank -> states, one per source).
+        unparsed: ``(file, reason)`` for files that no reader took or that could not be read.
+        files: ``(file, kinds)`` for every file looked at.
+    """
+
+    text: str
+    suspects: tuple[Finding, ...] = ()
+    warnings: tuple[Finding, ...] = ()
+    sources: tuple[SourceReport, ...] = ()
+    analysis: Analysis | None = None
+    rank_states: dict[int, tuple[RankState, ...]] = field(default_factory=dict)
+    unparsed: tuple[tuple[str, str], ...] = ()
+    files: tuple[tuple[str, tuple[str, ...]], ...] = ()
+
+    @property
+    def found_failure(self) -> bool:
+        """True when suspects were named (the CLI exits 3)."""
+        return bool(self.suspects)

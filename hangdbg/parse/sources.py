@@ -1,0 +1,120 @@
+"""What each file of a post-mortem directory is, and which reader reads it.
+
+``hangdbg report DIR`` walks directories and asks every reader's ``sniff(head)`` about the
+first 64 KiB of each file (content, not names: a NCCL log named ``slurm-1234.out`` is still a
+NCCL log; one job log often holds NCCL lines, watchdog timeouts and py-spy dumps at once, so a
+file can have several kinds). Files no reader takes are listed with the reason.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from types import ModuleType
+
+from .textlines import read_head
+
+__all__ = ["READERS", "Classified", "classify", "walk", "reader"]
+
+READERS: dict[str, str] = {
+    # kind -> module with sniff(head: bytes) -> bool and read(paths: list[str]) -> SourceReport.
+    # Order matters only for display.
+    "stacks": "hangdbg.parse.stacks_source",
+    "core": "hangdbg.parse.core",
+    "stacks-text": "hangdbg.parse.native_stacks",
+    "nccl": "hangdbg.parse.nccl",
+    "torch-log": "hangdbg.parse.torch_log",
+    "flight-recorder": "hangdbg.parse.flight_recorder",
+    "gpu": "hangdbg.parse.xid",
+}
+
+_OWN_OUTPUT = ("hangdbg.json", "report.json", "traces.json")
+
+
+def reader(kind: str) -> ModuleType:
+    """The reader module of ``kind`` (imported on first use)."""
+    return importlib.import_module(READERS[kind])
+
+
+def _available() -> dict[str, ModuleType]:
+    mods = {}
+    for kind, name in READERS.items():
+        try:
+            mods[kind] = importlib.import_module(name)
+        except ModuleNotFoundError as exc:  # a reader not built into this version
+            if exc.name != name:
+                raise
+    return mods
+
+
+@dataclass(frozen=True, slots=True)
+class Classified:
+    """One file and what it is.
+
+    Attributes:
+        path: the file.
+        kinds: the readers that take it (empty when none does).
+        reason: why no reader takes it (or why it was skipped), ``""`` otherwise.
+    """
+
+    path: str
+    kinds: tuple[str, ...]
+    reason: str = ""
+
+
+def classify(path: str, mods: dict[str, ModuleType] | None = None) -> Classified:
+    """Sniff one file.
+
+    Args:
+        path: a regular file.
+        mods: the reader modules (default: all available).
+    """
+    name = os.path.basename(path)
+    if name in _OWN_OUTPUT:
+        return Classified(path, (), "hangdbg's own summary (its inputs are read instead)")
+    try:
+        head = read_head(path)
+    except OSError as exc:
+        return Classified(path, (), f"cannot read: {exc.strerror or exc}")
+    if not head:
+        return Classified(path, (), "empty file")
+    mods = _available() if mods is None else mods
+    kinds = []
+    for kind, mod in mods.items():
+        try:
+            if mod.sniff(head):
+                kinds.append(kind)
+        except Exception as exc:  # a reader's sniff must never stop the walk
+            return Classified(path, tuple(kinds), f"sniffing as {kind} failed: {exc!r}")
+    if kinds:
+        return Classified(path, tuple(kinds))
+    binary = b"\x00" in head[:8192]
+    return Classified(path, (), "binary file of unknown kind" if binary else "no reader recognised its content")
+
+
+def walk(paths: list[str]) -> list[Classified]:
+    """Classify every regular file under ``paths`` (recursively; hidden files and directories
+    skipped; symlinks to files followed, to directories not).
+
+    Raises:
+        FileNotFoundError: a named path does not exist.
+    """
+    mods = _available()
+    out: list[Classified] = []
+    for p in map(Path, paths):
+        if not p.exists():
+            raise FileNotFoundError(2, "no such file or directory", str(p))
+        if p.is_file():
+            out.append(classify(str(p), mods))
+            continue
+        for root, dirs, files in os.walk(p):
+            dirs[:] = sorted(d for d in dirs if not d.startswith("."))
+            for f in sorted(files):
+                if f.startswith("."):
+                    continue
+                fp = os.path.join(root, f)
+                if os.path.isfile(fp):
+                    out.append(classify(fp, mods))
+    return out

@@ -1,0 +1,98 @@
+"""`hangdbg report DIR`: one verdict from a directory of evidence; the HTML renders in Chromium."""
+
+from __future__ import annotations
+
+import html as htmlmod
+import shutil
+
+import pytest
+
+from conftest import FIXTURES, run_cli, run_json
+from infra.chromium import chromium, rendered_dom, screenshot
+
+SCENARIO = "mismatch"
+
+XSS = "<img src=x onerror=\"document.title='PWNED'\"><script>document.title='PWNED'</script>"
+
+needs_chromium = pytest.mark.skipif(chromium() is None, reason="chromium is not installed (apt-get install chromium)")
+
+
+def _evil_dump(path):
+    """A py-spy dump whose function and thread names carry HTML/JS."""
+    path.write_text(
+        "Process 4242: python evil.py\nPython v3.11.7 (/usr/bin/python3.11)\n\n"
+        f"Thread 4242 (idle): \"MainThread\"\n    {XSS} (evil.py:3)\n    <module> (evil.py:9)\n"
+    )
+
+
+@pytest.fixture(scope="module")
+def evidence_dir(hung_job, tmp_path_factory):
+    """A real `hangdbg dump -o` of the hung job, plus an unreadable and an unknown file."""
+    d = tmp_path_factory.mktemp("evidence")
+    res = run_cli("dump", "--pid", hung_job.pid, "-o", d / "dump")
+    assert res.returncode == 3, res.stderr
+    (d / "notes.txt").write_text("the job hung at 3 a.m.; nothing here is a log\n")
+    (d / "blob.bin").write_bytes(b"\x00\x01\x02" * 100)
+    return d
+
+
+def test_report_names_the_rank_from_a_dump_directory(evidence_dir, tmp_path):
+    rc, doc = run_json("report", evidence_dir, "-o", tmp_path / "out")
+    assert rc == 3
+    assert doc["schema_version"] == 1 and doc["command"] == "report"
+    assert doc["suspects"][0]["ranks"] == [3] and doc["suspects"][0]["kind"] == "different-collective"
+    assert "rank 3" in doc["verdict"] and "broadcast" in doc["verdict"]
+    assert doc["stacks"]["suspects"][0]["ranks"] == [3]
+    assert sorted(doc["ranks"]) == ["0", "1", "2", "3"]
+    assert doc["ranks"]["3"][0]["last_collective"] == "broadcast"
+    unparsed = {u["file"].rsplit("/", 1)[-1]: u["reason"] for u in doc["unparsed"]}
+    assert unparsed["notes.txt"] == "no reader recognised its content"
+    assert unparsed["blob.bin"] == "binary file of unknown kind"
+    assert unparsed["hangdbg.json"].startswith("hangdbg's own summary")
+    assert (tmp_path / "out" / "report.json").exists() and (tmp_path / "out" / "report.html").exists()
+
+
+def test_text_report_orders_verdict_suspects_ranks_stacks(evidence_dir):
+    res = run_cli("report", evidence_dir)
+    assert res.returncode == 3, res.stderr
+    t = res.stdout
+    assert t.index("failure found") < t.index("Suspects") < t.index("Per rank") < t.index("merged call tree") < t.index("Files not used")
+    assert "notes.txt" in t
+
+
+@needs_chromium
+def test_html_renders_in_chromium_and_escapes_everything(evidence_dir, tmp_path):
+    d = tmp_path / "ev"
+    shutil.copytree(evidence_dir, d)
+    _evil_dump(d / "evil.txt")
+    (d / "dump" / "raw" / "extra").mkdir()
+    html = tmp_path / "report.html"
+    res = run_cli("report", d, "--html", html)
+    assert res.returncode == 3, res.stderr
+    dom = rendered_dom(html)
+    # the verdict renders on top, the suspects table and the tree are there
+    assert "PWNED" not in dom.split("<body", 1)[0]  # no script ran: the title is untouched
+    assert "<title>hangdbg report:" in dom
+    assert 'id="verdict"' in dom and "rank 3" in dom.split('id="verdict"', 1)[1].split("</div>", 1)[0]
+    assert dom.count("<details") >= 3 and 'id="suspects"' in dom and 'id="ranks"' in dom
+    # the log's HTML shows up as text, never as elements
+    assert "<img" not in dom and "<script>document" not in dom
+    assert htmlmod.escape("<img src=x onerror=", quote=False) in dom
+    # raw evidence is linked relative to the report
+    assert 'href="ev/dump/raw/rank-0003.txt"' in dom
+    screenshot(html, tmp_path / "report.png")
+    assert (tmp_path / "report.png").stat().st_size > 10_000
+
+
+def test_report_of_fixture_files_without_a_job():
+    rc, doc = run_json("report", FIXTURES / "pyspy" / "torch_rank0.txt", FIXTURES / "pyspy" / "torch_rank1.txt")
+    assert rc in (0, 3)
+    assert doc["files"] and all(f["kinds"] == ["stacks"] for f in doc["files"])
+    assert doc["stacks"] is not None
+
+
+def test_report_usage_errors(tmp_path):
+    res = run_cli("report", tmp_path / "nope")
+    assert res.returncode == 2 and "no such file or directory" in res.stderr
+    res = run_cli("report", tmp_path)
+    assert res.returncode == 2 and "no files under" in res.stderr
