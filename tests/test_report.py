@@ -73,7 +73,10 @@ def test_html_renders_in_chromium_and_escapes_everything(evidence_dir, tmp_path)
     # the verdict renders on top, the suspects table and the tree are there
     assert "PWNED" not in dom.split("<body", 1)[0]  # no script ran: the title is untouched
     assert "<title>hangdbg report:" in dom
-    assert 'id="verdict"' in dom and "rank 3" in dom.split('id="verdict"', 1)[1].split("</div>", 1)[0]
+    verdict = dom.split('id="verdict"', 1)[1].split("</div>", 1)[0]
+    assert "rank 4" in verdict and "not in any collective" in verdict  # the evil process is rank 4
+    suspects = dom.split('id="suspects"', 1)[1].split("</table>", 1)[0]
+    assert "rank 3</span>" in suspects and "broadcast" in suspects
     assert dom.count("<details") >= 3 and 'id="suspects"' in dom and 'id="ranks"' in dom
     # the log's HTML shows up as text, never as elements
     assert "<img" not in dom and "<script>document" not in dom
