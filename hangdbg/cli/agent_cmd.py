@@ -9,6 +9,7 @@ from pathlib import Path
 
 from ..collect.agent import agent_host, run_agent
 from ..collect.frames import encode_message
+from ..collect.gather import GatherOptions, gather
 from .common import Command
 from .dump_cmd import add_collect_arguments, collect_options
 
@@ -29,6 +30,7 @@ class AgentCommand(Command):
         p.add_argument("--match-env", action="append", default=[], metavar="KEY=VALUE", help="keep only ranks whose environment has KEY=VALUE (repeatable)")
         p.add_argument("-o", "--out", type=Path, metavar="DIR", help="also keep the raw dumps in DIR/<node>/raw (a shared directory)")
         add_collect_arguments(p)
+        add_gather_arguments(p)
 
     def run(self, args: argparse.Namespace) -> int:
         host = agent_host(args.node_name).replace(" ", "_")
@@ -39,6 +41,30 @@ class AgentCommand(Command):
             sys.stdout.write(lines)  # one write per message: whole lines even when interleaved
             sys.stdout.flush()
 
+        gopts = gather_options(args)
+        if gopts is not None:  # hangdbg collect: evidence from local disks instead of stacks
+            send(gather(gopts, host, send))
+            return 0
         out = args.out / host if args.out is not None else None
         status = run_agent(collect_options(args, out), send, args.jobid, args.pid, host, args.match_env)
         return {"ok": 0, "no-ranks": 3}.get(status, 1)
+
+
+def add_gather_arguments(p: argparse.ArgumentParser) -> None:
+    """The evidence options ``hangdbg collect`` passes on to the agent (and offers itself)."""
+    g = p.add_argument_group("evidence on the nodes' local disks ({host} in a glob is the node's name)")
+    g.add_argument("--nccl-logs", action="append", default=[], metavar="GLOB", help="NCCL_DEBUG_FILE logs, e.g. '/tmp/nccl.{host}.*': split per rank on the node")
+    g.add_argument("--cores", action="append", default=[], metavar="GLOB", help="core files: read on the node, only backtraces are sent")
+    g.add_argument("--traces", action="append", default=[], metavar="GLOB", help="tracer files (trace-HOST-RANK-PID.txt)")
+    g.add_argument("--logs", action="append", default=[], metavar="GLOB", help="other files sent as they are (torchrun logs, flight-recorder dumps)")
+    g.add_argument("--dmesg", action="store_true", help="the kernel log (GPU Xid errors)")
+    g.add_argument("--exe", metavar="PYTHON", help="the Python executable of the core files (default: found from each core)")
+    g.add_argument("--max-bytes", type=int, default=256 << 20, metavar="N", help="send at most the last N bytes of a file (default 256 MiB)")
+
+
+def gather_options(args: argparse.Namespace) -> GatherOptions | None:
+    """The evidence options, or None when none was given."""
+    if not (args.nccl_logs or args.cores or args.traces or args.logs or args.dmesg):
+        return None
+    return GatherOptions(tuple(args.nccl_logs), tuple(args.cores), tuple(args.traces), tuple(args.logs),
+                         args.dmesg, args.max_bytes, args.exe)

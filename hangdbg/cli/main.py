@@ -16,6 +16,7 @@ from .. import __version__
 from ..errors import HangdbgError, UsageError
 from .agent_cmd import AgentCommand
 from .analyze_cmd import AnalyzeCommand
+from .collect_cmd import CollectCommand
 from .common import EXIT_ERROR, EXIT_USAGE
 from .demo_cmd import DemoCommand
 from .dump_cmd import DumpCommand
@@ -31,6 +32,7 @@ COMMANDS = {
     "agent": AgentCommand,
     "traces": TracesCommand,
     "report": ReportCommand,
+    "collect": CollectCommand,
 }
 
 

@@ -7,6 +7,8 @@ the dumps are then read back with the same loader as ``hangdbg analyze``.
 
 from __future__ import annotations
 
+import base64
+import binascii
 import json
 import re
 import threading
@@ -21,7 +23,7 @@ from .frames import FrameDecoder
 from .local import write_raw
 from .runners import Runner
 
-__all__ = ["NodeResult", "FanoutResult", "fan_out", "agent_argv"]
+__all__ = ["NodeResult", "FanoutResult", "FileSink", "fan_out", "agent_argv"]
 
 _SAFE = re.compile(r"[^A-Za-z0-9._-]")
 
@@ -40,6 +42,42 @@ class NodeResult:
     reason: str | None = None
     ranks: tuple[int, ...] = ()
     seconds: float | None = None
+    files: tuple[str, ...] = ()
+    """Files the node sent (``hangdbg collect``), relative to ``OUT/<host>/``."""
+
+
+class FileSink:
+    """Writes ``file`` messages (chunks of a node's file) to ``OUT/<host>/<name>``.
+
+    Chunks go to ``<name>.part`` at their offset as they arrive; the file gets its name when the
+    last chunk is in. Names are sanitised per path component (no ``..``, no absolute paths).
+    """
+
+    def __init__(self, out: Path) -> None:
+        self.out = out
+        self.bad = 0
+
+    def path(self, host: str, name: str) -> Path | None:
+        parts = [_safe(p) for p in name.split("/") if p not in ("", ".", "..")]
+        return self.out.joinpath(_safe(host), *parts) if parts else None
+
+    def write(self, host: str, msg: dict) -> None:
+        path = self.path(host, str(msg.get("name", "")))
+        try:
+            data = base64.b64decode(msg.get("data", ""), validate=True)
+            offset = int(msg.get("offset", 0))
+        except (ValueError, TypeError, binascii.Error):
+            path = None
+        if path is None or offset < 0:
+            self.bad += 1
+            return
+        path.parent.mkdir(parents=True, exist_ok=True)
+        part = path.with_name(path.name + ".part")
+        with open(part, "r+b" if part.exists() else "wb") as f:
+            f.seek(offset)
+            f.write(data)
+        if msg.get("last"):
+            part.replace(path)
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,6 +115,8 @@ def fan_out(
         on_node: called once per node as its final status becomes known (progress bars).
     """
     decoder = FrameDecoder()
+    files = FileSink(out)
+    problems: dict[str, list[str]] = {}
     lock = threading.Lock()
     done: dict[str, NodeResult] = {}
     seen: dict[str, float] = {}
@@ -90,7 +130,7 @@ def fan_out(
         nodes_dir.mkdir(parents=True, exist_ok=True)
         (nodes_dir / f"{_safe(result.host)}.json").write_text(json.dumps({
             "host": result.host, "status": result.status, "reason": result.reason,
-            "ranks": list(result.ranks), "seconds": result.seconds,
+            "ranks": list(result.ranks), "seconds": result.seconds, "files": list(result.files),
         }, indent=2) + "\n")
         if on_node is not None:
             on_node(result)
@@ -102,10 +142,15 @@ def fan_out(
                 seen.setdefault(host, time.monotonic())
                 if kind == "rank" and isinstance(msg.get("text"), str) and isinstance(msg.get("name"), str):
                     write_raw(out / "raw" / _safe(host), _safe(msg["name"]), msg["text"])
+                elif kind == "file":
+                    files.write(host, msg)
+                elif kind == "problem":
+                    problems.setdefault(host, []).append(f"{msg.get('what')}: {msg.get('reason')}")
                 elif kind == "done":
                     ranks = tuple(sorted(int(p["rank"]) for p in msg.get("processes", []) if isinstance(p, dict) and "rank" in p))
-                    status = msg.get("status") if msg.get("status") in ("ok", "no-ranks", "error") else "error"
-                    finish(NodeResult(host, status, msg.get("error"), ranks, msg.get("seconds")))
+                    status = msg.get("status") if msg.get("status") in ("ok", "no-ranks", "error", "nothing") else "error"
+                    reason = msg.get("error") or "; ".join(problems.get(host, [])) or None
+                    finish(NodeResult(host, status, reason, ranks, msg.get("seconds"), tuple(msg.get("files") or ())))
 
     try:
         failures = runner.run(argv, on_line, timeout)

@@ -30,7 +30,7 @@ READERS: dict[str, str] = {
     "gpu": "hangdbg.parse.xid",
 }
 
-_OWN_OUTPUT = ("hangdbg.json", "report.json", "traces.json")
+_OWN_OUTPUT = ("hangdbg.json", "report.json", "traces.json", "processes.json", "collect.json")
 
 
 def reader(kind: str) -> ModuleType:
@@ -72,7 +72,7 @@ def classify(path: str, mods: dict[str, ModuleType] | None = None) -> Classified
         mods: the reader modules (default: all available).
     """
     name = os.path.basename(path)
-    if name in _OWN_OUTPUT:
+    if name in _OWN_OUTPUT or (name.endswith(".json") and os.path.basename(os.path.dirname(path)) == "nodes"):
         return Classified(path, (), "hangdbg's own summary (its inputs are read instead)")
     try:
         head = read_head(path)

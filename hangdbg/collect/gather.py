@@ -1,0 +1,213 @@
+"""Node side of ``hangdbg collect``: find the evidence on this node's local disks and send it home.
+
+Evidence often sits where only the node can read it: ``NCCL_DEBUG_FILE=/tmp/nccl.%h.%p`` logs,
+core files in the job's working directory, the kernel ring buffer. The agent expands the globs
+here (``{host}`` becomes this node's name), turns each kind into something small *on the node*
+(NCCL logs split per rank, core files into backtraces: a multi-GB core never crosses the
+network), and sends the results as ``file`` messages of at most 1 MiB each, which the
+coordinator writes under ``OUT/<host>/``. What cannot be read becomes a ``problem`` message;
+the rest is still sent.
+"""
+
+from __future__ import annotations
+
+import base64
+import glob
+import os
+import shutil
+import subprocess
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable
+
+__all__ = ["GatherOptions", "gather", "CHUNK_BYTES", "expand_globs"]
+
+CHUNK_BYTES = 1 << 20
+"""Bytes of file data per message."""
+
+Send = Callable[[dict[str, Any]], None]
+
+
+@dataclass(frozen=True)
+class GatherOptions:
+    """What to gather on a node.
+
+    Attributes:
+        nccl_logs: globs of NCCL_DEBUG_FILE logs (``{host}`` is replaced by the node name).
+        cores: globs of core files; each is read on the node (``hangdbg core``), only the result
+            is sent.
+        traces: globs of tracer files (``trace-HOST-RANK-PID.txt``).
+        logs: globs of other logs to send as they are (torchrun output, flight-recorder dumps).
+        dmesg: also send the kernel log (``dmesg``, else ``journalctl -k``, else /var/log/kern.log).
+        max_bytes: larger files are cut to their last ``max_bytes`` bytes (default 256 MiB).
+        exe: the Python executable for the core files (``None``: found from the core).
+    """
+
+    nccl_logs: tuple[str, ...] = ()
+    cores: tuple[str, ...] = ()
+    traces: tuple[str, ...] = ()
+    logs: tuple[str, ...] = ()
+    dmesg: bool = False
+    max_bytes: int = 256 << 20
+    exe: str | None = None
+
+
+def expand_globs(patterns: tuple[str, ...] | list[str], host: str) -> list[str]:
+    """The regular files matching ``patterns`` (``{host}`` replaced, ``~`` expanded), sorted, once each."""
+    found: dict[str, None] = {}
+    for pat in patterns:
+        pat = os.path.expanduser(pat.replace("{host}", host))
+        for p in sorted(glob.glob(pat, recursive=True)):
+            if os.path.isfile(p):
+                found.setdefault(p, None)
+    return list(found)
+
+
+class _Sender:
+    def __init__(self, host: str, send: Send, max_bytes: int) -> None:
+        self.host, self.send, self.max_bytes = host, send, max_bytes
+        self.files: list[str] = []
+        self.problems: list[dict[str, str]] = []
+
+    def problem(self, what: str, reason: str) -> None:
+        p = {"what": what, "reason": reason}
+        self.problems.append(p)
+        self.send({"type": "problem", "host": self.host, **p})
+
+    def file(self, name: str, path: str) -> None:
+        """Send ``path`` as ``name`` in chunks (its tail when larger than ``max_bytes``)."""
+        try:
+            f = open(path, "rb")
+        except OSError as exc:
+            self.problem(path, f"cannot read: {exc.strerror or exc}")
+            return
+        with f:
+            size = os.fstat(f.fileno()).st_size
+            start = max(0, size - self.max_bytes)
+            offset = 0
+            while True:
+                try:
+                    f.seek(start + offset)
+                    data = f.read(CHUNK_BYTES)
+                except OSError as exc:
+                    self.problem(path, f"read failed after {offset} bytes: {exc.strerror or exc}")
+                    data, size = b"", start + offset
+                last = len(data) < CHUNK_BYTES or start + offset + len(data) >= size
+                self.send({"type": "file", "host": self.host, "name": name, "offset": offset,
+                           "data": base64.b64encode(data).decode("ascii"), "last": last,
+                           "source": path, "size": size, "skipped_bytes": start})
+                offset += len(data)
+                if last:
+                    break
+        self.files.append(name)
+
+    def text(self, name: str, text: str, source: str) -> None:
+        data = text.encode()
+        for i in range(0, max(1, len(data)), CHUNK_BYTES):
+            chunk = data[i:i + CHUNK_BYTES]
+            self.send({"type": "file", "host": self.host, "name": name, "offset": i,
+                       "data": base64.b64encode(chunk).decode("ascii"), "last": i + CHUNK_BYTES >= len(data),
+                       "source": source, "size": len(data), "skipped_bytes": 0})
+        self.files.append(name)
+
+
+def _unique(name: str, used: set[str]) -> str:
+    base, n = name, 1
+    while name in used:
+        n += 1
+        name = f"{base}.{n}"
+    used.add(name)
+    return name
+
+
+def _kernel_log() -> tuple[str | None, str, str]:
+    """``(text, source, problem)`` of the kernel log, trying dmesg, journalctl -k, kern.log."""
+    tried = []
+    for argv in (["dmesg", "-T"], ["dmesg"], ["journalctl", "-k", "-b", "--no-pager", "-o", "short-iso"]):
+        if shutil.which(argv[0]) is None:
+            tried.append(f"{argv[0]}: not installed")
+            continue
+        try:
+            res = subprocess.run(argv, capture_output=True, text=True, errors="replace", timeout=60)
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            tried.append(f"{' '.join(argv)}: {exc}")
+            continue
+        if res.returncode == 0 and res.stdout.strip():
+            return res.stdout, " ".join(argv), ""
+        tried.append(f"{' '.join(argv)}: {(res.stderr.strip() or 'no output')[:200]}")
+    for path in ("/var/log/kern.log", "/var/log/messages"):
+        try:
+            with open(path, errors="replace") as f:
+                return f.read(), path, ""
+        except OSError as exc:
+            tried.append(f"{path}: {exc.strerror}")
+    return None, "", ("cannot read the kernel log (" + "; ".join(tried) +
+                      "); with kernel.dmesg_restrict=1 run as root or grant CAP_SYSLOG")
+
+
+def gather(opts: GatherOptions, host: str, send: Send) -> dict[str, Any]:
+    """Gather this node's evidence and ``send`` it; returns the final ``done`` message.
+
+    Args:
+        opts: what to gather.
+        host: this node's name (``{host}`` in globs; labels every message).
+        send: called with each message (a JSON-able dict).
+    """
+    s = _Sender(host, send, opts.max_bytes)
+    used: set[str] = set()
+
+    nccl = expand_globs(opts.nccl_logs, host)
+    if nccl:
+        _send_nccl(s, nccl, used)
+    for core in expand_globs(opts.cores, host):
+        _send_core(s, core, opts.exe, used)
+    for kind, patterns in (("traces", opts.traces), ("logs", opts.logs)):
+        for p in expand_globs(patterns, host):
+            s.file(_unique(f"{kind}/{os.path.basename(p)}", used), p)
+    if opts.dmesg:
+        text, source, problem = _kernel_log()
+        if text is None:
+            s.problem("kernel log", problem)
+        else:
+            s.text(_unique(f"dmesg/kernel-{host}.log", used), text, source)
+    asked = bool(opts.nccl_logs or opts.cores or opts.traces or opts.logs or opts.dmesg)
+    status = "ok" if s.files else ("nothing" if not s.problems else "error")
+    if not asked:
+        status = "nothing"
+    return {"type": "done", "host": host, "status": status, "files": s.files, "problems": s.problems}
+
+
+def _send_nccl(s: _Sender, logs: list[str], used: set[str]) -> None:
+    """Split the node's NCCL logs per rank here, send the per-rank files (raw logs if the split fails)."""
+    try:
+        from ..parse.nccl import split_logs  # noqa: PLC0415 - optional until the NCCL reader exists
+    except ImportError:
+        split_logs = None
+    if split_logs is not None:
+        with tempfile.TemporaryDirectory(prefix="hangdbg-nccl-") as tmp:
+            try:
+                written = split_logs(logs, Path(tmp))
+            except Exception as exc:  # send the raw logs rather than nothing
+                s.problem("nccl split", f"splitting failed ({exc!r}); the raw logs are sent")
+            else:
+                for path in written:
+                    s.file(_unique(f"nccl/{Path(path).name}", used), str(path))
+                return
+    for p in logs:
+        s.file(_unique(f"nccl/{os.path.basename(p)}", used), p)
+
+
+def _send_core(s: _Sender, core: str, exe: str | None, used: set[str]) -> None:
+    """Read a core file here (backtraces, Python frames, rank); send the small result only."""
+    try:
+        from ..parse.core import core_summary_text  # noqa: PLC0415
+    except ImportError:
+        s.problem(core, "this hangdbg cannot read core files")
+        return
+    try:
+        text = core_summary_text(core, exe)
+    except Exception as exc:
+        s.problem(core, f"cannot read the core file: {exc}")
+        return
+    s.text(_unique(f"cores/{os.path.basename(core)}.txt", used), text, core)
