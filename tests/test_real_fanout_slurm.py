@@ -101,3 +101,16 @@ def test_job_that_ends_mid_dump(cluster, tmp_path):
         doc = json.loads(stdout)
         assert {n["host"] for n in doc["nodes"]} == {"node1", "node2"}
     assert list(out.glob("raw/*/rank-*.txt"))  # what arrived is kept
+
+
+def test_collect_over_srun_reads_each_nodes_disk(cluster, jobs, tmp_path):
+    disks = tmp_path / "disks"
+    for host in ("node1", "node2"):
+        (disks / host).mkdir(parents=True)
+        (disks / host / "nccl.log").write_text(f"{host}:1:1 [0] NCCL INFO hello from {host}\n")
+    out = tmp_path / "out"
+    rc, doc = run_json("collect", "--jobid", jobs["srun"], "--logs", f"{disks}/{{host}}/*.log", "-o", out, env=cluster.env)
+    assert rc == 0, doc
+    assert [(n["host"], n["status"], n["files"]) for n in doc["nodes"]] == [
+        ("node1", "ok", ["logs/nccl.log"]), ("node2", "ok", ["logs/nccl.log"])]
+    assert (out / "node2" / "logs" / "nccl.log").read_text().startswith("node2:1:1")
