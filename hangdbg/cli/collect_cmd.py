@@ -14,16 +14,15 @@ from pathlib import Path
 from rich.markup import escape
 from rich.table import Table
 
-from ..collect.fanout import NodeResult, agent_argv, fan_out
+from ..collect.fanout import NodeResult, agent_argv
 from ..errors import HangdbgError, UsageError
 from ..model import SCHEMA_VERSION
 from ..report.jsonout import dumps_json
 from .agent_cmd import add_gather_arguments, gather_options
-from .common import EXIT_ERROR, EXIT_FOUND, EXIT_OK, Command, out_dir, progress_bar, write_json
-from .remote import _runner, add_remote_arguments, wants_remote
+from .common import EXIT_ERROR, EXIT_FOUND, EXIT_OK, Command, out_dir, write_json
+from .remote import FAILED_STATUSES, add_remote_arguments, fan_out_with_progress, remote_runner, wants_remote
 from .report_cmd import ReportCommand
 
-_FAILED = {"error", "unreachable", "no-hangdbg", "timeout", "no-answer"}
 
 
 def _agent_args(args: argparse.Namespace, with_host: bool) -> list[str]:
@@ -67,26 +66,17 @@ class CollectCommand(Command):
             raise UsageError("nothing to collect: give --nccl-logs, --cores, --traces, --logs and/or --dmesg")
         if args.match_env:
             raise UsageError("--match-env is for dump (it selects ranks); collect reads files")
-        runner, hosts, _whole = _runner(args)
+        runner, hosts, _whole = remote_runner(args)
         out = out_dir(args, "hangdbg-collect")
         argv = agent_argv(args.remote_python, _agent_args(args, with_host=not args.jobid))
         timeout = args.node_timeout or 600.0
-        with progress_bar(self.err, "nodes", len(hosts), pending=True) as progress:
-            task = progress.add_task("collect", total=len(hosts), failed=0)
-            failed = 0
-
-            def on_node(n: NodeResult) -> None:
-                nonlocal failed
-                failed += n.status in _FAILED
-                progress.update(task, advance=1, failed=failed)
-
-            result = fan_out(runner, hosts, argv, out, timeout, on_node)
+        result = fan_out_with_progress(self, runner, hosts, argv, out, timeout, "collect")
         nodes = [{"host": n.host, "status": n.status, "reason": n.reason, "files": list(n.files), "seconds": n.seconds}
                  for n in result.nodes]
         doc = {"schema_version": SCHEMA_VERSION, "command": "collect", "out_dir": str(out), "nodes": nodes,
                "garbled_lines": result.garbled_lines}
         write_json(out / "collect.json", doc)
-        bad = [n for n in result.nodes if n.status in _FAILED]
+        bad = [n for n in result.nodes if n.status in FAILED_STATUSES]
         if args.report:
             return ReportCommand(self.out, self.err).run(argparse.Namespace(
                 paths=[out], html=args.html, json=args.json, out=None, no_tree=False))
@@ -109,6 +99,6 @@ def _table(nodes: list[NodeResult]) -> Table:
     t.add_column("files", justify="right")
     t.add_column("notes", ratio=1)
     for n in nodes:
-        style = "red" if n.status in _FAILED else ""
+        style = "red" if n.status in FAILED_STATUSES else ""
         t.add_row(escape(n.host), n.status, str(len(n.files)), escape(n.reason or ""), style=style)
     return t

@@ -8,16 +8,17 @@ import shutil
 import sys
 
 from ..analyze import analyze
-from ..collect.fanout import NodeResult, agent_argv, fan_out
+from ..collect.fanout import FanoutResult, NodeResult, agent_argv, fan_out
 from ..collect.hosts import expand_hosts, read_hostfile
 from ..collect.runners import HOST, PdshRunner, Runner, SrunRunner, SshRunner
 from ..collect.slurm import show_job
 from ..errors import UsageError
 from .common import EXIT_ERROR, EXIT_FOUND, EXIT_OK, Command, emit, out_dir, progress_bar
 
-__all__ = ["add_remote_arguments", "wants_remote", "dump_remote"]
+__all__ = ["add_remote_arguments", "wants_remote", "dump_remote", "remote_runner", "fan_out_with_progress", "FAILED_STATUSES"]
 
-_FAILED = {"error", "unreachable", "no-hangdbg", "timeout", "no-answer"}
+FAILED_STATUSES = frozenset({"error", "unreachable", "no-hangdbg", "timeout", "no-answer"})
+"""Node statuses that mean the node could not be read."""
 
 
 def add_remote_arguments(p: argparse.ArgumentParser) -> None:
@@ -61,7 +62,7 @@ def _agent_args(args: argparse.Namespace, with_host: bool) -> list[str]:
     return out
 
 
-def _runner(args: argparse.Namespace) -> tuple[Runner, list[str], bool]:
+def remote_runner(args: argparse.Namespace) -> tuple[Runner, list[str], bool]:
     """The transport, the node names, and whether they are the whole job."""
     if args.jobid:
         job = show_job(args.jobid)
@@ -87,24 +88,30 @@ def _runner(args: argparse.Namespace) -> tuple[Runner, list[str], bool]:
     return SshRunner(hosts, ssh_options, args.remote_setup, args.connect_timeout), hosts, True
 
 
-def dump_remote(cmd: Command, args: argparse.Namespace) -> int:
-    """Fan out, merge, analyze and report; see the module docstring."""
-    runner, hosts, whole = _runner(args)
-    out = out_dir(args)
-    timeout = args.node_timeout or (2 * args.timeout + args.samples * args.interval + 30)
-    argv = agent_argv(args.remote_python, _agent_args(args, with_host=not args.jobid))
+def fan_out_with_progress(cmd: Command, runner: Runner, hosts: list[str], argv: list[str], out, timeout: float,
+                          label: str) -> FanoutResult:
+    """:func:`fan_out` behind a progress bar of nodes done / failed / pending."""
     with progress_bar(cmd.err, "nodes", len(hosts), pending=True) as progress:
-        task = progress.add_task("fan-out", total=len(hosts), failed=0)
+        task = progress.add_task(label, total=len(hosts), failed=0)
         failed = 0
 
         def on_node(n: NodeResult) -> None:
             nonlocal failed
-            failed += n.status in _FAILED
+            failed += n.status in FAILED_STATUSES
             progress.update(task, advance=1, failed=failed)
 
-        result = fan_out(runner, hosts, argv, out, timeout, on_node)
+        return fan_out(runner, hosts, argv, out, timeout, on_node)
+
+
+def dump_remote(cmd: Command, args: argparse.Namespace) -> int:
+    """Fan out, merge, analyze and report; see the module docstring."""
+    runner, hosts, whole = remote_runner(args)
+    out = out_dir(args)
+    timeout = args.node_timeout or (2 * args.timeout + args.samples * args.interval + 30)
+    argv = agent_argv(args.remote_python, _agent_args(args, with_host=not args.jobid))
+    result = fan_out_with_progress(cmd, runner, hosts, argv, out, timeout, "fan-out")
     for n in result.nodes:
-        if n.status in _FAILED:
+        if n.status in FAILED_STATUSES:
             cmd.err.print(f"[yellow]node {n.host}: {n.status}[/yellow]: {n.reason}", highlight=False)
     analysis = analyze(result.dumps, whole_job=whole)
     nodes = [
@@ -114,6 +121,6 @@ def dump_remote(cmd: Command, args: argparse.Namespace) -> int:
     code = emit(cmd, analysis, args, "dump", {"out_dir": str(out), "nodes": nodes, "garbled_lines": result.garbled_lines})
     if not result.dumps:
         return EXIT_ERROR  # not one node gave a stack: the tool could not do its job
-    if code == EXIT_OK and any(n.status in _FAILED for n in result.nodes):
+    if code == EXIT_OK and any(n.status in FAILED_STATUSES for n in result.nodes):
         return EXIT_FOUND  # a dead node is a failure of the job even when the stacks look alike
     return code

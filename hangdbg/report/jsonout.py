@@ -11,7 +11,7 @@ from .. import __version__
 from ..analyze.rankset import compress
 from ..model import SCHEMA_VERSION, Analysis, Frame, Place, RankDump, Thread, TreeNode
 
-__all__ = ["analysis_to_dict", "dumps_json", "frame_to_dict"]
+__all__ = ["analysis_to_dict", "document_header", "dumps_json", "frame_to_dict"]
 
 
 def frame_to_dict(f: Frame) -> dict[str, Any]:
@@ -69,14 +69,21 @@ def _tree(node: TreeNode) -> dict[str, Any]:
     return out
 
 
-def analysis_to_dict(a: Analysis, command: str = "analyze", extra: dict[str, Any] | None = None) -> dict[str, Any]:
-    """The documented JSON document for one analysis (schema_version 1)."""
-    doc: dict[str, Any] = {
+def document_header(command: str) -> dict[str, Any]:
+    """The fields every JSON document starts with: schema_version, tool, version, command, created."""
+    return {
         "schema_version": SCHEMA_VERSION,
         "tool": "hangdbg",
         "version": __version__,
         "command": command,
         "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+    }
+
+
+def analysis_to_dict(a: Analysis, command: str = "analyze", extra: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The documented JSON document for one analysis (schema_version 1)."""
+    doc: dict[str, Any] = {
+        **document_header(command),
         "collector_host": socket.gethostname(),
         "verdict": a.verdict,
         "found_hang": a.found_hang,

@@ -3,12 +3,10 @@
 from __future__ import annotations
 
 import dataclasses
-from datetime import datetime, timezone
 from typing import Any
 
-from .. import __version__
-from ..model import SCHEMA_VERSION, Finding, SourceReport, Verdict
-from .jsonout import analysis_to_dict
+from ..model import Finding, SourceReport, Verdict
+from .jsonout import analysis_to_dict, document_header
 
 __all__ = ["verdict_to_dict", "finding_to_dict", "source_to_dict"]
 
@@ -26,11 +24,7 @@ def source_to_dict(s: SourceReport) -> dict[str, Any]:
 def verdict_to_dict(v: Verdict, command: str = "report", extra: dict[str, Any] | None = None) -> dict[str, Any]:
     """The documented JSON document of a verdict (schema_version 1)."""
     doc: dict[str, Any] = {
-        "schema_version": SCHEMA_VERSION,
-        "tool": "hangdbg",
-        "version": __version__,
-        "command": command,
-        "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        **document_header(command),
         "verdict": v.text,
         "found_failure": v.found_failure,
         "suspects": [finding_to_dict(f) for f in v.suspects],
