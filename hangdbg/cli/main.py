@@ -19,6 +19,8 @@ from .analyze_cmd import AnalyzeCommand
 from .common import EXIT_ERROR, EXIT_USAGE
 from .demo_cmd import DemoCommand
 from .dump_cmd import DumpCommand
+from .gpu_cmd import GpuCommand
+from .logs_cmd import LogsCommand
 from .traces_cmd import TracesCommand
 
 __all__ = ["main", "COMMANDS"]
@@ -29,6 +31,8 @@ COMMANDS = {
     "demo": DemoCommand,
     "agent": AgentCommand,
     "traces": TracesCommand,
+    "logs": LogsCommand,
+    "gpu": GpuCommand,
 }
 
 
