@@ -359,3 +359,15 @@ def test_fuzz_rejected_lines_counted(noise, garbled, rnd):
     rnd.shuffle(lines)
     ev = torch_log.scan(enumerate(lines, 1), "fuzz.log")
     assert ev.lines_read == len(lines) and ev.lines_skipped == len(garbled)
+
+
+def test_committed_real_output_with_collected_error_files():
+    """Real torch 2.13 torchrun output kept as a fixture; its error.json copies live elsewhere than
+    the paths the summary prints and are matched by their attempt_N/<local_rank>/error.json tail."""
+    d = FX / "real_torchrun213_raise"
+    rep = torch_log.read([str(d / "torchrun.log"), *sorted(str(p) for p in d.rglob("error.json"))])
+    assert rep.findings[0].ranks == (1,) and "failed on purpose" in rep.findings[0].summary
+    assert any(e.source.endswith("attempt_0/1/error.json") for e in rep.findings[0].evidence)
+    assert not [f for f in rep.findings if f.kind == "child-error"]
+    rep = torch_log.read([str(FX / "real_torchrun213_segv.log")])
+    assert "SIGSEGV" in rep.findings[0].summary and rep.findings[0].ranks == (1,)

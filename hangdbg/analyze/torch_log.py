@@ -180,7 +180,17 @@ def _match_error_file(f: ChildFailure, files: list[ErrorFile]) -> ErrorFile | No
     for e in files:
         if e.path == f.error_file or e.path.endswith(f.error_file) or f.error_file.endswith(e.path.lstrip("./")):
             return e
-    return None
+    # a copy collected elsewhere: same ``attempt_N/<local_rank>/error.json`` tail (and the host in the
+    # path when several nodes' copies share that tail)
+    tail = _tail(f.error_file)
+    same = [e for e in files if _tail(e.path) == tail]
+    if len(same) > 1 and f.host:
+        same = [e for e in same if f.host in e.path.replace("\\", "/").split("/")]
+    return same[0] if len(same) == 1 else None
+
+
+def _tail(path: str) -> tuple[str, ...]:
+    return tuple(path.replace("\\", "/").split("/")[-3:])
 
 
 def _failure_findings(ev: TorchLogEvents, timed_out: set[int]) -> tuple[list[Finding], set[int], set[str]]:

@@ -90,8 +90,8 @@ def host_from_path(path: str) -> str:
     base = base.strip("-_. ")
     if base:
         return base
-    parent = os.path.basename(os.path.dirname(os.path.abspath(path)))
-    return "" if parent.lower() in _GENERIC_DIRS else parent
+    parent = os.path.basename(os.path.normpath(os.path.dirname(path)))  # only a directory named in the path
+    return "" if parent.lower() in _GENERIC_DIRS or parent == ".." else parent
 
 
 def _ev(source: str, n: int | None, text: str) -> Evidence:
