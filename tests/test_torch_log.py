@@ -14,10 +14,10 @@ import textwrap
 from pathlib import Path
 
 import pytest
+from conftest import FIXTURES, run_cli, run_json
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from conftest import FIXTURES, run_cli, run_json
 from hangdbg.analyze.torch_log import analyze_events
 from hangdbg.parse import torch_log
 from hangdbg.parse.textlines import iter_lines_from
@@ -58,7 +58,7 @@ def torchrun_runs(tmp_path_factory):
     procs = {}
     for mode in ("segv", "raise"):
         logdir = d / f"logs-{mode}"
-        out = open(d / f"{mode}.log", "wb")
+        out = open(d / f"{mode}.log", "wb")  # noqa: SIM115 - closed after the process ends
         procs[mode] = (subprocess.Popen(
             [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2",
              "--log-dir", str(logdir), str(d / "job.py")],
@@ -100,14 +100,14 @@ def test_real_segfault_root_cause(torchrun_runs):
 def test_real_error_json_joined_to_the_summary(torchrun_runs):
     log, logdir = torchrun_runs["raise"]
     files = sorted(str(p) for p in logdir.rglob("error.json"))
-    assert len(files) == 2, files
+    assert any(f.endswith("/1/error.json") for f in files), files  # rank 0's exists unless SIGTERM came first
     rep = torch_log.read([str(log), *files])
     first = rep.findings[0]
     assert first.ranks == (1,) and "exit 1" in first.summary
     assert "RuntimeError: rank 1 failed on purpose" in first.summary
     assert any(e.source.endswith("/1/error.json") for e in first.evidence)
     assert not [f for f in rep.findings if f.kind == "child-error"]  # both files belong to a failure
-    assert rep.facts["error_files"] == 2
+    assert rep.facts["error_files"] == len(files)
 
 
 def test_real_error_json_alone_and_its_layout(torchrun_runs):
@@ -122,13 +122,25 @@ def test_real_error_json_alone_and_its_layout(torchrun_runs):
     assert len(sus) == 1 and "local_rank 1" in sus[0].summary and "failed on purpose" in sus[0].summary
 
 
+def test_error_files_tie_prefers_the_rank_that_did_not_lose_its_peer(tmp_path):
+    for lr, msg in ((0, "RuntimeError: [pair.cc:553] Connection closed by peer [127.0.0.1]:29070"),
+                    (1, "RuntimeError: CUDA error: an illegal memory access was encountered")):
+        d = tmp_path / "attempt_0" / str(lr)
+        d.mkdir(parents=True)
+        (d / "error.json").write_text(json.dumps({"message": {"message": msg, "extraInfo": {
+            "py_callstack": "Traceback ...", "timestamp": "1795321458"}}}))
+    rep = torch_log.read(sorted(str(p) for p in tmp_path.rglob("error.json")))
+    assert "local_rank 1" in rep.findings[0].summary and rep.findings[0].severity == "suspect"
+    assert rep.findings[1].severity == "warning"
+
+
 def test_real_cli_on_the_log_directory(torchrun_runs, tmp_path):
     log, logdir = torchrun_runs["raise"]
     code, doc = run_json("logs", str(log), str(logdir))
     assert code == 3
     assert doc["schema_version"] == 1 and doc["command"] == "logs" and doc["kind"] == "torch-log"
     assert doc["found_suspects"] and "rank 1" in doc["verdict"]
-    assert sum(f.endswith("error.json") for f in doc["files"]) == 2  # found by content in the directory
+    assert sum(f.endswith("error.json") for f in doc["files"]) == len(list(logdir.rglob("error.json"))) >= 1
 
 
 # --- watchdog fixtures (documented formats, several PyTorch eras) -------------------------------
@@ -341,7 +353,7 @@ def test_fuzz_no_exception_escapes(lines):
     data = "\n".join(lines).encode("utf-8", "replace")
     ev = torch_log.scan(iter_lines_from(io.BytesIO(data)), "fuzz.log")
     assert 0 <= ev.lines_skipped <= ev.lines_read
-    findings, ranks, facts = analyze_events(ev)
+    findings, _, facts = analyze_events(ev)
     json.dumps(facts)
     assert all(f.severity in ("suspect", "warning", "info") for f in findings)
 

@@ -8,10 +8,10 @@ import json
 import re
 
 import pytest
+from conftest import FIXTURES, run_cli, run_json
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from conftest import FIXTURES, run_cli, run_json
 from hangdbg.parse import xid
 from hangdbg.parse.textlines import iter_lines_from
 from hangdbg.parse.xid_codes import XID_CODES, xid_info

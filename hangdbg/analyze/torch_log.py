@@ -19,15 +19,26 @@ Heuristics (each names its evidence):
 
 from __future__ import annotations
 
+import re
 from collections import Counter, defaultdict
 
 from ..model import Evidence, Finding, RankState
-from ..parse.torch_log import ChildFailure, ErrorFile, Timeout, TorchLogEvents, WorkStatus, signal_name
+from ..parse.torch_log import (
+    ChildFailure,
+    ErrorFile,
+    Timeout,
+    TorchLogEvents,
+    WorkStatus,
+    signal_name,
+)
 from .rankset import compress
 
 __all__ = ["analyze_events"]
 
 SOURCE = "torch-log"
+
+_PEER_LOSS = re.compile(r"Connection closed by peer|Connection reset by peer|remote worker crashing|"
+                        r"communicator was aborted|Broken pipe|DistNetworkError", re.IGNORECASE)
 
 
 def _who(ranks) -> str:
@@ -246,8 +257,10 @@ def _failure_findings(ev: TorchLogEvents, timed_out: set[int]) -> tuple[list[Fin
 
 
 def _error_file_findings(ev: TorchLogEvents, used: set[str]) -> list[Finding]:
+    # torchelastic's rule: the earliest timestamp (whole seconds). On a tie, a rank that lost its peer
+    # ("Connection closed by peer", an aborted communicator) is a consequence, not a cause.
     rest = sorted((e for e in ev.error_files if e.path not in used),
-                  key=lambda e: (e.timestamp is None, e.timestamp or 0))
+                  key=lambda e: (e.timestamp is None, e.timestamp or 0, bool(_PEER_LOSS.search(e.message))))
     out = []
     for i, e in enumerate(rest):
         who = f"local_rank {e.local_rank}" if e.local_rank is not None else "a worker"

@@ -43,15 +43,23 @@ from __future__ import annotations
 import json
 import re
 import signal as _signal
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Iterable
 
 from ..model import MAX_EVIDENCE_TEXT, Evidence, SourceReport
 from .textlines import iter_lines, read_head, strip_prefix
 
 __all__ = [
-    "TorchLogEvents", "Timeout", "WorkStatus", "Desync", "ChildFailure", "ErrorFile",
-    "scan", "parse_error_json", "sniff", "read",
+    "ChildFailure",
+    "Desync",
+    "ErrorFile",
+    "Timeout",
+    "TorchLogEvents",
+    "WorkStatus",
+    "parse_error_json",
+    "read",
+    "scan",
+    "sniff",
 ]
 
 KIND = "torch-log"
@@ -80,7 +88,6 @@ _DESYNC_OTHER = re.compile(r"lagging/dead/mismatched ranks|Snapshot of ranks' la
                            r"|^\[[\d, ]+\] (?:started|finished) \w+$")
 _ABORT = re.compile(r"Some NCCL operations have failed or timed out|taking the entire process down")
 _FRAME = re.compile(r"^frame #(?P<n>\d+): (?P<func>.+?)(?: \+ 0x[0-9a-fA-F]+)? \(0x[0-9a-fA-F]+ in (?P<lib>[^)]+)\)\s*$")
-_RAISED = re.compile(r"^Exception raised from (?P<func>\S+) at (?P<loc>\S+)")
 # ChildFailedError summary
 _CFE_START = re.compile(r"ChildFailedError")
 _CFE_ENTRY = re.compile(r"^\[(?P<i>\d+)\]:\s*$")
@@ -406,9 +413,7 @@ class _Scanner:
                     self.desync["lag"] = int(m.group("seq"))
                 self.desync["ev"].append(_ev(source, n, raw))
                 return True
-        if _DESYNC_OTHER.search(text.strip()):
-            return True
-        return False
+        return bool(_DESYNC_OTHER.search(text.strip()))
 
     def finish(self) -> None:
         if self.cfe is not None:

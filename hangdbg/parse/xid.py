@@ -40,7 +40,7 @@ from ..model import MAX_EVIDENCE_TEXT, Evidence, Finding, SourceReport
 from .textlines import iter_lines
 from .xid_codes import xid_info
 
-__all__ = ["XidEvent", "GpuLost", "EccState", "GpuLogEvents", "scan", "sniff", "read", "host_from_path", "norm_bus"]
+__all__ = ["EccState", "GpuLogEvents", "GpuLost", "XidEvent", "host_from_path", "norm_bus", "read", "scan", "sniff"]
 
 KIND = "gpu"
 
@@ -318,7 +318,6 @@ def findings_from(ev: GpuLogEvents) -> tuple[list[Finding], dict]:
     secondary: dict[tuple[str, str, int], list[XidEvent]] = defaultdict(list)
     for x in ev.xids:
         (secondary if x.secondary else by)[(x.host, x.bus, x.previous if x.secondary else x.code)].append(x)
-    lost_gpus = {(g.host, g.bus) for g in ev.lost}
     for (host, bus, code), xs in by.items():
         info = xid_info(code)
         sec = secondary.pop((host, bus, code), [])

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-__all__ = ["XidInfo", "XID_CODES", "xid_info"]
+__all__ = ["XID_CODES", "XidInfo", "xid_info"]
 
 
 @dataclass(frozen=True, slots=True)

@@ -19,7 +19,7 @@ from rich.text import Text
 from .. import __version__
 from ..model import SCHEMA_VERSION, Finding, RankState, SourceReport
 
-__all__ = ["verdict_of", "findings_table", "ranks_table", "render_source_report", "source_report_to_dict", "suspects_of"]
+__all__ = ["findings_table", "ranks_table", "render_source_report", "source_report_to_dict", "suspects_of", "verdict_of"]
 
 _STYLE = {"suspect": "bold red", "warning": "yellow", "info": "dim"}
 
