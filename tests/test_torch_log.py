@@ -91,9 +91,11 @@ def test_real_segfault_root_cause(torchrun_runs):
     assert first.hosts and first.hosts[0]
     row1 = next(r for r in rep.ranks if r.rank == 1)
     assert row1.pid == pid and "exit -11 (SIGSEGV)" in row1.state
-    # rank 0 was stopped by the agent afterwards: a victim, not a suspect
-    victims = [f for f in rep.findings if f.severity == "info" and f.kind == "child-failed"]
-    assert victims and victims[0].ranks == (0,)
+    # torchrun's own "Root Cause" can be rank 0 under load (it lost its peer in the same second):
+    # hangdbg names rank 1 first either way (see test_root_cause_race below)
+    # rank 0 was stopped by the agent afterwards (SIGTERM) or failed on the lost peer: never a suspect
+    r0 = [f for f in rep.findings if f.kind == "child-failed" and f.ranks == (0,)]
+    assert r0 and all(f.severity in ("info", "warning") for f in r0)
     assert [f.ranks for f in rep.findings if f.severity == "suspect"] == [(1,)]
 
 
@@ -103,7 +105,7 @@ def test_real_error_json_joined_to_the_summary(torchrun_runs):
     assert any(f.endswith("/1/error.json") for f in files), files  # rank 0's exists unless SIGTERM came first
     rep = torch_log.read([str(log), *files])
     first = rep.findings[0]
-    assert first.ranks == (1,) and "exit 1" in first.summary
+    assert first.ranks == (1,) and "exit " in first.summary  # exit 1, or -6 when gloo aborts during teardown
     assert "RuntimeError: rank 1 failed on purpose" in first.summary
     assert any(e.source.endswith("/1/error.json") for e in first.evidence)
     assert not [f for f in rep.findings if f.kind == "child-error"]  # both files belong to a failure
@@ -283,6 +285,48 @@ def test_multinode_child_failed_summary(tmp_path):
     victim = next(f for f in rep.findings if f.ranks == (4,))
     assert victim.severity == "info"
     assert {r.rank: r.host for r in rep.ranks} == {4: "node2", 5: "node3", 6: "node3"}
+
+
+RACE = """\
+torch.distributed.elastic.multiprocessing.errors.ChildFailedError:
+============================================================
+job.py FAILED
+------------------------------------------------------------
+Failures:
+[1]:
+  time      : 2026-11-22_04:40:02
+  host      : localhost
+  rank      : 1 (local_rank: 1)
+  exitcode  : -11 (pid: 7702)  (SIGSEGV)
+  error_file: <N/A>
+  traceback : Signal 11 (SIGSEGV) received by PID 7702
+------------------------------------------------------------
+Root Cause (first observed failure):
+[0]:
+  time      : 2026-11-22_04:40:02
+  host      : localhost
+  rank      : 0 (local_rank: 0)
+  exitcode  : 1 (pid: 7701)
+  error_file: /tmp/torchelastic_q/none_x/attempt_0/0/error.json
+  traceback : Traceback (most recent call last):
+    File "/tmp/job.py", line 18, in main
+      dist.barrier()
+  RuntimeError: [../third_party/gloo/gloo/transport/tcp/pair.cc:553] Connection closed by peer [127.0.0.1]:29070.
+  
+============================================================
+"""
+
+
+def test_root_cause_race(tmp_path):
+    """torchelastic orders failures by whole-second timestamps: the rank that lost its peer can be
+    printed as the root cause (seen with the real SIGSEGV job under load). hangdbg names the crash."""
+    p = tmp_path / "race.log"
+    p.write_text(RACE)
+    rep = torch_log.read([str(p)])
+    first, second = rep.findings[0], rep.findings[1]
+    assert first.ranks == (1,) and first.severity == "suspect" and "SIGSEGV" in first.summary
+    assert "torchrun named rank 0" in first.summary
+    assert second.ranks == (0,) and second.severity == "warning" and "only lost its peer" in second.summary
 
 
 def test_old_error_json_invalid_and_missing_files(tmp_path):

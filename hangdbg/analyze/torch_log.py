@@ -205,36 +205,63 @@ def _tail(path: str) -> tuple[str, ...]:
 
 
 def _failure_findings(ev: TorchLogEvents, timed_out: set[int]) -> tuple[list[Finding], set[int], set[str]]:
+    """Findings from ChildFailedError entries (+ their error files) and bare agent lines.
+
+    torchelastic picks its "Root Cause (first observed failure)" by the failure timestamps, in whole
+    seconds; a rank whose peer crashed ("Connection closed by peer") can win that race against the
+    rank that crashed (seen here with a real SIGSEGV under load). When torchrun's root cause only lost
+    its peer and another rank failed on its own, the other rank is named first.
+    """
     uniq: dict[tuple, ChildFailure] = {}
     for f in ev.failures:
         key = (f.rank, f.pid, f.exitcode)
         if key not in uniq or f.root:
             uniq[key] = f
     fails = list(uniq.values())
-    out: list[Finding] = []
-    used_files: set[str] = set()
-    roots = [f for f in fails if f.root]
+    files = {id(f): _match_error_file(f, ev.error_files) for f in fails}
+    used_files = {e.path for e in files.values() if e is not None}
+
+    def msg(f: ChildFailure) -> str:
+        e = files[id(f)]
+        return e.message if e is not None and e.message else f.message
+
+    def lost_peer(f: ChildFailure) -> bool:
+        return bool(_PEER_LOSS.search(msg(f)))
+
     victims = [f for f in fails if not f.root and f.exitcode == -15]
-    for f in fails:
-        e = _match_error_file(f, ev.error_files)
-        if e is not None:
-            used_files.add(e.path)
-        if f in victims:
-            continue
+    active = [f for f in fails if f not in victims]
+    torch_root = next((f for f in active if f.root), None)
+    root = torch_root
+    if torch_root is not None and lost_peer(torch_root):
+        own = [f for f in active if f is not torch_root and not lost_peer(f)]
+        if own:
+            root = min(own, key=lambda f: f.time)
+    out: list[Finding] = []
+    for f in sorted(active, key=lambda f: f is not root):
+        e = files[id(f)]
         where = f" on {f.host}" if f.host else ""
         local = f" (local_rank {f.local_rank})" if f.local_rank is not None else ""
-        msg = e.message if e is not None and e.message else f.message
-        first = "failed first" if f.root else "also failed"
+        m = msg(f)
+        if f is root:
+            first = "failed first"
+        elif f is torch_root:
+            first = "was named the root cause by torchrun but only lost its peer"
+        else:
+            first = "also failed"
+        note = ""
+        if f is root and torch_root is not None and root is not torch_root:
+            note = f" (torchrun named rank {torch_root.rank}, which only lost its peer)"
         # a rank the watchdog took down (SIGABRT after its own timeout) is a consequence of the hang
         consequence = f.rank in timed_out and f.exitcode in (-6, 134, 1)
+        if consequence:
+            note += " - after its own watchdog timeout: a consequence of the hang, not its cause"
         out.append(Finding(
             kind="child-failed",
-            summary=(f"rank {f.rank}{local}{where} {first}: {f.state}"
-                     + (f", pid {f.pid}" if f.pid is not None else "") + (f": {msg}" if msg else "")
-                     + (" - after its own watchdog timeout: a consequence of the hang, not its cause" if consequence else "")),
+            summary=(f"rank {f.rank}{local}{where} {first}: {f.state}" + (f", pid {f.pid}" if f.pid is not None else "")
+                     + (f": {m}" if m else "") + note),
             ranks=(f.rank,) if f.rank is not None else (), hosts=(f.host,) if f.host else (),
             evidence=f.evidence + ((Evidence(e.path, None, e.message[:500]),) if e is not None else ()),
-            severity="warning" if consequence else "suspect" if f.root or not roots else "warning"))
+            severity="warning" if consequence else "suspect" if f is root or root is None else "warning"))
     if victims:
         vr = [f.rank for f in victims if f.rank is not None]
         out.append(Finding(
@@ -252,8 +279,8 @@ def _failure_findings(ev: TorchLogEvents, timed_out: set[int]) -> tuple[list[Fin
             kind="child-failed",
             summary=f"local_rank {local} (pid {pid}) failed: exit {code}" + (f" ({sig})" if sig else "")
             + " (torchrun agent line; the global rank is not printed)",
-            evidence=(evid,), severity="suspect" if not roots else "warning"))
-    return out, {f.rank for f in fails if f.rank is not None and f.exitcode != -15}, used_files
+            evidence=(evid,), severity="suspect" if root is None else "warning"))
+    return out, {f.rank for f in active if f.rank is not None}, used_files
 
 
 def _error_file_findings(ev: TorchLogEvents, used: set[str]) -> list[Finding]:
@@ -319,7 +346,7 @@ def analyze_events(ev: TorchLogEvents) -> tuple[list[Finding], list[RankState], 
         for key in [k for k in rows if k[0] == f.rank] or [(f.rank, "")]:
             r = row(*key)
             r["host"], r["pid"] = f.host or r["host"], f.pid
-            st = f.state + (" (first failure)" if f.root else "")
+            st = f.state + (" (torchrun root cause)" if f.root else "")
             if st not in r["state"]:
                 r["state"].append(st)
     ranks = [RankState(rank=r["rank"], host=r["host"], pid=r["pid"], last_collective=r["last_collective"],

@@ -97,6 +97,12 @@ _CFE_EXIT = re.compile(r"^(?P<c>-?\d+) \(pid: (?P<p>\d+)\)\s*(?:\((?P<s>\w+)\))?
 _CFE_RULE = re.compile(r"^[=-]{10,}\s*$")
 _AGENT_FAILED = re.compile(r"failed \(exitcode: (?P<c>-?\d+)\) local_rank: (?P<l>\d+) \(pid: (?P<p>\d+)\) of binary")
 
+# every line the scanner acts on contains one of these (checked before the full parse)
+_KEYWORDS = re.compile(r"collective operation timeout|WorkNCCL\(|ast enqueued|Timeout at collective|lagging|joined but"
+                       r"|finished collective|Snapshot of ranks|started|finished|operations have failed|entire process"
+                       r"|frame #|ChildFailedError|failed \(exitcode|dump signal")
+_RANK_PREFIX = re.compile(r"\[rank(\d+)\]:")
+
 _MARKERS = (b"Watchdog caught collective operation timeout", b"Caught collective operation timeout",
             b"ChildFailedError", b"Root Cause (first observed failure)", b"last enqueued NCCL work",
             b"Some NCCL operations have failed or timed out", b"ProcessGroupNCCL.cpp",
@@ -314,6 +320,12 @@ class _Scanner:
     def line(self, source: str, n: int, raw: str) -> None:
         ev = self.ev
         ev.lines_read += 1
+        if self.cfe is None and not _KEYWORDS.search(raw):  # fast path: most lines of a log
+            if raw.startswith("[rank"):
+                m = _RANK_PREFIX.match(raw)
+                if m:
+                    ev.seen_ranks.add(int(m.group(1)))
+            return
         if "\x00" in raw:
             raw = raw.replace("\x00", "")
         p = strip_prefix(raw)
