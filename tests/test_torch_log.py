@@ -427,3 +427,20 @@ def test_committed_real_output_with_collected_error_files():
     assert not [f for f in rep.findings if f.kind == "child-error"]
     rep = torch_log.read([str(FX / "real_torchrun213_segv.log")])
     assert "SIGSEGV" in rep.findings[0].summary and rep.findings[0].ranks == (1,)
+
+
+def test_skipping_reader_equals_line_reader(tmp_path):
+    """scan_file skips 1 MiB runs without a keyword; findings and evidence line numbers must be those
+    of the plain line-by-line scan, also with a ChildFailedError block across a run boundary."""
+    noise = b"[rank3]:step 100 loss 2.31 lr 1e-4 tokens/s 12345\n" * 30000  # ~1.5 MiB
+    fx = (FX / "watchdog_pg_v24.log").read_bytes()
+    cut = MULTI.encode().index(b"Root Cause")
+    pad = b"x" * ((1 << 20) - (len(noise) + len(fx) + cut) % (1 << 20) - 20) + b"\n"
+    data = noise + fx + pad + MULTI.encode()[:cut] + MULTI.encode()[cut:] + noise
+    p = tmp_path / "big.log"
+    p.write_bytes(data)
+    fast = analyze_events(torch_log.scan_file(str(p), "big.log"))
+    with open(p, "rb") as f:
+        slow = analyze_events(torch_log.scan(iter_lines_from(f), "big.log"))
+    assert fast[0] == slow[0] and fast[1] == slow[1]
+    assert fast[0][0].ranks == (5,) and any(f.hosts == ("node3",) for f in fast[0])

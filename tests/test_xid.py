@@ -172,3 +172,14 @@ def test_fuzz_rejected_lines_counted(noise, garbled, rnd):
     rnd.shuffle(lines)
     ev = xid.scan(enumerate(lines, 1), "fuzz.log")
     assert ev.lines_read == len(lines) and ev.lines_skipped == len(garbled) and not ev.xids
+
+
+def test_skipping_reader_equals_line_reader(tmp_path):
+    noise = b"Jan  5 09:00:00 gpu-node3 kernel: [1.0] IPv6: ADDRCONF(NETDEV_CHANGE): ib0: link becomes ready\n" * 25000
+    data = noise + (FX / "syslog").read_bytes() + noise + (FX / "nvidia-smi-q.gpu-node5.txt").read_bytes() + noise
+    p = tmp_path / "big.log"
+    p.write_bytes(data)
+    fast = xid.findings_from(xid.scan_file(str(p), "big.log", "h"))
+    with open(p, "rb") as f:
+        slow = xid.findings_from(xid.scan(iter_lines_from(f), "big.log", "h"))
+    assert fast == slow and len(fast[0]) > 5

@@ -37,7 +37,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 
 from ..model import MAX_EVIDENCE_TEXT, Evidence, Finding, SourceReport
-from .textlines import iter_lines
+from .textlines import iter_lines_where
 from .xid_codes import xid_info
 
 __all__ = ["EccState", "GpuLogEvents", "GpuLost", "XidEvent", "host_from_path", "norm_bus", "read", "scan", "sniff"]
@@ -178,6 +178,23 @@ class _SmiState:
         self.stack: list[tuple[int, str]] = []
 
 
+def scan_file(path: str, source: str, host: str = "", events: GpuLogEvents | None = None) -> GpuLogEvents:
+    """:func:`scan` on a file; 1 MiB runs without ``NVRM`` or a ``GPU`` header are skipped at C speed.
+
+    Raises:
+        OSError: the file cannot be opened.
+    """
+    ev = events if events is not None else GpuLogEvents()
+    smi = _SmiState()
+
+    def skipped(count: int, data: bytes) -> None:
+        ev.lines_read += count
+
+    with open(path, "rb") as f:
+        _scan(iter_lines_where(f, (b"NVRM", b"GPU "), skipped, lambda: smi.cur is not None), source, host, ev, smi)
+    return ev
+
+
 def scan(lines, source: str, host: str = "", events: GpuLogEvents | None = None) -> GpuLogEvents:
     """Parse one kernel log or ``nvidia-smi -q`` text (pure; never raises on content).
 
@@ -187,7 +204,10 @@ def scan(lines, source: str, host: str = "", events: GpuLogEvents | None = None)
         host: node name used when a line names none (see :func:`host_from_path`).
     """
     ev = events if events is not None else GpuLogEvents()
-    smi = _SmiState()
+    return _scan(lines, source, host, ev, _SmiState())
+
+
+def _scan(lines, source: str, host: str, ev: GpuLogEvents, smi: _SmiState) -> GpuLogEvents:
     lost = _LostState()
     for n, raw in lines:
         ev.lines_read += 1
@@ -417,7 +437,7 @@ def read(paths: list[str], host: str | None = None) -> SourceReport:
     errors: list[tuple[str, str]] = []
     for path in paths:
         try:
-            scan(iter_lines(path), path, host if host is not None else host_from_path(path), ev)
+            scan_file(path, path, host if host is not None else host_from_path(path), ev)
         except OSError as exc:
             errors.append((path, exc.strerror or str(exc)))
     findings, facts = findings_from(ev)
