@@ -444,3 +444,19 @@ def test_skipping_reader_equals_line_reader(tmp_path):
         slow = analyze_events(torch_log.scan(iter_lines_from(f), "big.log"))
     assert fast[0] == slow[0] and fast[1] == slow[1]
     assert fast[0][0].ranks == (5,) and any(f.hosts == ("node3",) for f in fast[0])
+
+
+def test_srun_labels_and_one_summary_per_node(tmp_path):
+    """`srun --label` puts "N: " before every line; each node's agent prints its own summary."""
+    node1 = MULTI.replace("node3", "node1").replace("2026-11-22_10:07:41", "2026-11-22_10:07:50")
+    node1 = node1.replace("rank      : 5 (local_rank: 1)", "rank      : 1 (local_rank: 1)")
+    text = "\n".join(f"0: {x}" for x in node1.splitlines()) + "\n" + "\n".join(f"1: {x}" for x in MULTI.splitlines())
+    lines = (FX / "watchdog_pg_v24.log").read_text().splitlines()[:20]
+    text += "\n" + "\n".join(f"{i % 2}: {x}" for i, x in enumerate(lines)) + "\n"
+    p = tmp_path / "srun.log"
+    p.write_text(text)
+    rep = torch_log.read([str(p)])
+    sus = [f for f in rep.findings if f.severity == "suspect"]
+    assert sus[0].ranks == (5,) and sus[0].kind == "child-failed" and sus[0].hosts == ("node3",)  # the earlier root
+    assert any(f.kind == "seq-lagging" and f.ranks == (5,) for f in sus)
+    assert any(f.ranks == (1,) and f.severity == "warning" for f in rep.findings)  # node1's later root

@@ -230,7 +230,8 @@ def _failure_findings(ev: TorchLogEvents, timed_out: set[int]) -> tuple[list[Fin
 
     victims = [f for f in fails if not f.root and f.exitcode == -15]
     active = [f for f in fails if f not in victims]
-    torch_root = next((f for f in active if f.root), None)
+    # one root per agent (node) that printed a summary: the earliest is the job's
+    torch_root = min((f for f in active if f.root), key=lambda f: f.time, default=None)
     root = torch_root
     if torch_root is not None and lost_peer(torch_root):
         own = [f for f in active if f is not torch_root and not lost_peer(f)]

@@ -102,6 +102,7 @@ _KEYWORDS = re.compile(r"collective operation timeout|WorkNCCL\(|ast enqueued|Ti
                        r"|finished collective|Snapshot of ranks|started|finished|operations have failed|entire process"
                        r"|frame #|ChildFailedError|failed \(exitcode|dump signal")
 _RANK_PREFIX = re.compile(r"\[rank(\d+)\]:")
+_SRUN_LABEL = re.compile(r"^\s*\d{1,6}: (?=\[)")  # srun --label "3: " before a launcher or glog prefix
 
 _MARKERS = (b"Watchdog caught collective operation timeout", b"Caught collective operation timeout",
             b"ChildFailedError", b"Root Cause (first observed failure)", b"last enqueued NCCL work",
@@ -253,6 +254,7 @@ class _Scanner:
         self.ev = ev
         self.cfe: list[dict] | None = None  # entries of the open ChildFailedError block
         self.cfe_root = False
+        self.cfe_prefix = ""  # what precedes the block's first line (a launcher label), stripped from the rest
         self.cur: dict | None = None
         self.in_tb = False
         self.desync: dict | None = None
@@ -272,6 +274,8 @@ class _Scanner:
 
     def _cfe_line(self, source: str, n: int, raw: str, text: str) -> bool:
         """Handle a line inside a ChildFailedError block; False when the block ended before it."""
+        if self.cfe_prefix and text.startswith(self.cfe_prefix):  # srun --label "3: ", pdsh "node3: "
+            text = text[len(self.cfe_prefix):]
         stripped = text.strip()
         if _CFE_RULE.match(stripped):
             if self.cur is not None and self.cur.get("root"):
@@ -321,11 +325,12 @@ class _Scanner:
         ev = self.ev
         ev.lines_read += 1
         if self.cfe is None and not _KEYWORDS.search(raw):  # fast path: most lines of a log
-            if raw.startswith("[rank"):
-                m = _RANK_PREFIX.match(raw)
-                if m:
-                    ev.seen_ranks.add(int(m.group(1)))
+            if "[rank" in raw:
+                ev.seen_ranks.update(int(x) for x in _RANK_PREFIX.findall(raw))
             return
+        m = _SRUN_LABEL.match(raw)
+        if m:
+            raw = raw[m.end():]
         if "\x00" in raw:
             raw = raw.replace("\x00", "")
         p = strip_prefix(raw)
@@ -334,9 +339,12 @@ class _Scanner:
             ev.seen_ranks.add(p.rank)
         if self.cfe is not None and self._cfe_line(source, n, raw, text):
             return
-        if _CFE_START.search(text) and ("errors.ChildFailedError" in text or text.startswith("ChildFailedError")):
+        m = _CFE_START.search(text)
+        if m and ("errors.ChildFailedError" in text or text.startswith("ChildFailedError")):
             self._close_desync()
             self.cfe, self.cfe_root, self.cur = [], False, None
+            start = text.find("torch.distributed.elastic")
+            self.cfe_prefix = text[: start if start >= 0 else m.start()][:64]
             return
         m = _TIMEOUT.search(text)
         if m:
@@ -453,7 +461,7 @@ def _failure(e: dict) -> ChildFailure:
 # need not); few needles, because each is one pass over the data
 _NEEDLES = (b"collective", b"timeout", b"enqueued", b"operations have failed", b"entire process", b"frame #",
             b"ChildFailedError", b"exitcode")
-_RANK_PREFIX_B = re.compile(rb"\n\[rank(\d+)\]:")
+_RANK_PREFIX_B = re.compile(rb"\[rank(\d+)\]:")
 
 
 def scan_file(path: str, source: str, events: TorchLogEvents | None = None) -> TorchLogEvents:
@@ -468,7 +476,7 @@ def scan_file(path: str, source: str, events: TorchLogEvents | None = None) -> T
 
     def skipped(count: int, data: bytes) -> None:
         ev.lines_read += count
-        ev.seen_ranks.update(int(x) for x in set(_RANK_PREFIX_B.findall(b"\n" + data[:16]) + _RANK_PREFIX_B.findall(data)))
+        ev.seen_ranks.update(int(x) for x in set(_RANK_PREFIX_B.findall(data)))
 
     with open(path, "rb") as f:
         for n, raw in iter_lines_where(f, _NEEDLES, skipped, lambda: sc.cfe is not None):
