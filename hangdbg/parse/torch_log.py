@@ -459,7 +459,7 @@ def _failure(e: dict) -> ChildFailure:
 
 # every line the scanner acts on holds one of these (the desync snapshot lines it merely recognises
 # need not); few needles, because each is one pass over the data
-_NEEDLES = (b"collective", b"timeout", b"enqueued", b"operations have failed", b"entire process", b"frame #",
+_NEEDLES = (b"collective", b"timeout", b"WorkNCCL(", b"enqueued", b"operations have failed", b"entire process", b"frame #",
             b"ChildFailedError", b"exitcode")
 _RANK_PREFIX_B = re.compile(rb"\[rank(\d+)\]:")
 
