@@ -20,6 +20,8 @@ from .collect_cmd import CollectCommand
 from .common import EXIT_ERROR, EXIT_USAGE
 from .demo_cmd import DemoCommand
 from .dump_cmd import DumpCommand
+from .gpu_cmd import GpuCommand
+from .logs_cmd import LogsCommand
 from .report_cmd import ReportCommand
 from .traces_cmd import TracesCommand
 
@@ -31,6 +33,8 @@ COMMANDS = {
     "demo": DemoCommand,
     "agent": AgentCommand,
     "traces": TracesCommand,
+    "logs": LogsCommand,
+    "gpu": GpuCommand,
     "report": ReportCommand,
     "collect": CollectCommand,
 }

@@ -12,9 +12,9 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import BinaryIO, Iterator
+from typing import BinaryIO, Callable, Iterator
 
-__all__ = ["iter_lines", "iter_lines_from", "strip_prefix", "Prefix", "read_head", "HEAD_BYTES"]
+__all__ = ["iter_lines", "iter_lines_from", "iter_lines_where", "strip_prefix", "Prefix", "read_head", "HEAD_BYTES"]
 
 HEAD_BYTES = 64 * 1024
 """How much of a file :func:`read_head` returns (for sniffing a file's kind)."""
@@ -95,6 +95,46 @@ def iter_lines_from(stream: BinaryIO) -> Iterator[tuple[int, str]]:
         lines = data.split(b"\n")
         rest = lines.pop()
         for raw in lines:
+            n += 1
+            yield n, raw.decode("utf-8", "replace").rstrip("\r")
+    if rest:
+        yield n + 1, rest.decode("utf-8", "replace").rstrip("\r")
+
+
+def iter_lines_where(stream: BinaryIO, needles: tuple[bytes, ...],
+                     on_skipped: Callable[[int, bytes], None] | None = None,
+                     force: Callable[[], bool] | None = None) -> Iterator[tuple[int, str]]:
+    """:func:`iter_lines_from`, but 1 MiB runs of whole lines that contain none of ``needles`` are not
+    split into lines at all: ``on_skipped(line_count, data)`` gets them instead (line numbers of the
+    lines yielded stay right). For readers that act on a few lines of a huge log (a watchdog line in
+    2 GB of training output): the test is a C substring search per needle, not Python per line.
+
+    Args:
+        stream: a binary stream.
+        needles: byte strings; a run containing any of them is yielded line by line.
+        on_skipped: called with the number of lines and the bytes of each skipped run.
+        force: when it returns True, the next run is yielded line by line whatever it holds (a
+            reader in the middle of a multi-line block).
+    """
+    n = 0
+    rest = b""
+    while True:
+        chunk = stream.read(_CHUNK)
+        if not chunk:
+            break
+        data = rest + chunk
+        cut = data.rfind(b"\n")
+        if cut < 0:
+            rest = data
+            continue
+        body, rest = data[:cut], data[cut + 1:]
+        if not (force and force()) and not any(k in body for k in needles):
+            count = body.count(b"\n") + 1
+            n += count
+            if on_skipped is not None:
+                on_skipped(count, body)
+            continue
+        for raw in body.split(b"\n"):
             n += 1
             yield n, raw.decode("utf-8", "replace").rstrip("\r")
     if rest:

@@ -1,0 +1,78 @@
+"""``hangdbg logs LOG...``: PyTorch watchdog timeouts, desync reports, torchrun failures, error.json."""
+
+from __future__ import annotations
+
+import argparse
+import os
+
+from ..errors import UsageError
+from ..parse import torch_log
+from ..parse.textlines import read_head
+from ..report.evidence import render_source_report, source_report_to_dict, suspects_of
+from ..report.jsonout import dumps_json
+from .common import EXIT_ERROR, EXIT_FOUND, EXIT_OK, Command, write_json
+
+NOTHING = "no rank stands out: no watchdog timeout, desync report or failed child in these logs"
+
+
+def expand_paths(paths: list[str], sniff) -> list[str]:
+    """Files as given; directories walked for the files whose first 64 KiB ``sniff`` accepts.
+
+    Raises:
+        UsageError: a path does not exist.
+    """
+    out: list[str] = []
+    for p in paths:
+        if os.path.isdir(p):
+            for root, dirs, files in os.walk(p):
+                dirs.sort()
+                for name in sorted(files):
+                    full = os.path.join(root, name)
+                    try:
+                        if sniff(read_head(full)):
+                            out.append(full)
+                    except OSError:
+                        continue
+        elif os.path.exists(p):
+            out.append(p)
+        else:
+            raise UsageError(f"no such file or directory: {p}")
+    return out
+
+
+class LogsCommand(Command):
+    help = "read PyTorch/torchrun logs and error.json files: watchdog timeouts, lagging SeqNum, failed ranks"
+    description = (
+        "Read text logs of a distributed PyTorch job (any launcher: [rankN]: prefixes, timestamps, "
+        "interleaved ranks) and torchelastic error.json files. Reports ProcessGroupNCCL watchdog "
+        "timeouts, the last SeqNum of every rank per process group, desync-debug reports, torchrun's "
+        "ChildFailedError root cause, and names suspects: ranks whose SeqNum lags (or leads) the others, "
+        "ranks the desync report names, the first failed rank. Exit status 3 when suspects are found."
+    )
+
+    @classmethod
+    def add_arguments(cls, p: argparse.ArgumentParser) -> None:
+        p.add_argument("paths", nargs="+", metavar="LOG", help="log files, error.json files, or directories holding them")
+        p.add_argument("--json", action="store_true", help="print one JSON document instead of the report")
+        p.add_argument("-o", "--out", metavar="DIR", help="also write logs.json there")
+        p.add_argument("--no-evidence", action="store_true", help="leave the raw evidence lines out of the report")
+
+    def run(self, args: argparse.Namespace) -> int:
+        files = expand_paths(args.paths, torch_log.sniff)
+        if not files:
+            raise UsageError(f"no PyTorch log or error.json found in {' '.join(args.paths)}",
+                             help="name the files explicitly to read them whatever their content")
+        rep = torch_log.read(files)
+        doc = source_report_to_dict(rep, "logs", NOTHING)
+        if args.out:
+            from pathlib import Path
+            write_json(Path(args.out) / "logs.json", doc)
+        if args.json:
+            self.out.out(dumps_json(doc), highlight=False)
+        else:
+            self.out.print(render_source_report(rep, "torch logs", NOTHING, evidence=not args.no_evidence))
+        if suspects_of(rep):
+            return EXIT_FOUND
+        if rep.errors and len(rep.errors) == len(files):
+            return EXIT_ERROR
+        return EXIT_OK

@@ -1,0 +1,445 @@
+"""Read GPU errors from kernel logs and ``nvidia-smi -q``: NVIDIA Xid events, lost GPUs, ECC counts.
+
+Formats:
+
+* Xid lines, as the driver prints them (open-gpu-kernel-modules, ``krcReportXid``)::
+
+    NVRM: Xid (PCI:0000:3b:00): 79, pid=1234, name=python, GPU has fallen off the bus.
+    NVRM: Xid (PCI:0000:3b:00): 79, pid='<unknown>', name=<unknown>, GPU has fallen off the bus.
+    NVRM: Xid (PCI:0000:3b:00 GPU-I:01 GPU-CI:00): 13, pid=77, name=python, Graphics Exception ...
+    NVRM: Xid (PCI:0000:3b:00): 45, pid=1234, name=python, Ch 00000010 caused by previous Xid 79
+    NVRM: Xid (PCI:0000:3b:00): 119, Timeout after 6s of waiting for RPC response ...   (no process)
+
+* the "fallen off the bus" report that carries no Xid number (``nv.c``/``osHandleGpuLost``)::
+
+    NVRM: GPU at PCI:0000:3b:00: GPU-2a3c6f1e-...
+    NVRM: GPU Board Serial Number: 1324220012345
+    NVRM: GPU 0000:3b:00.0: GPU has fallen off the bus.
+
+* line decorations: syslog / journalctl ``Jan  5 10:00:00 host kernel: [12345.678] ...``, ISO
+  journal ``2026-01-05T10:00:00+0000 host kernel: ...``, ``dmesg`` ``[12345.678901] ...`` and
+  ``dmesg -T`` ``[Mon Jan  5 10:00:00 2026] ...``. The host comes from the syslog line when
+  present, else from the ``host`` argument, else from the file name (``node3.dmesg.txt``,
+  ``dmesg-node3.log``, ``node3/dmesg.txt``).
+* ``nvidia-smi -q``: ``GPU 00000000:3B:00.0`` blocks with ``ECC Errors`` / ``Volatile`` /
+  ``Aggregate`` counts (``DRAM Uncorrectable``, ``SRAM Uncorrectable ...``; older drivers
+  ``Double Bit`` / ``Total``), ``Retired Pages`` (``Pending Page Blacklist``) and ``Remapped Rows``
+  (``Uncorrectable Error``, ``Pending: Yes``, ``Remapping Failure Occurred: Yes``).
+
+GPUs are named ``host:0000:3b:00`` (PCI domain:bus:device, lower case) in findings.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections import defaultdict
+from dataclasses import dataclass, field
+
+from ..model import MAX_EVIDENCE_TEXT, Evidence, Finding, SourceReport
+from .textlines import iter_lines_where
+from .xid_codes import xid_info
+
+__all__ = ["EccState", "GpuLogEvents", "GpuLost", "XidEvent", "host_from_path", "norm_bus", "read", "scan", "sniff"]
+
+KIND = "gpu"
+
+_SYSLOG = re.compile(
+    r"^(?P<ts>[A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d|\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?)"
+    r" (?P<host>\S+) kernel: (?:\[\s*\d+\.\d+\] )?(?P<msg>.*)$")
+_DMESG_T = re.compile(r"^\[(?P<ts>[A-Z][a-z]{2} [A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d \d{4})\] (?P<msg>.*)$")
+_DMESG_REL = re.compile(r"^\[\s*(?P<ts>\d+\.\d+)\] (?P<msg>.*)$")
+_ISO_BARE = re.compile(r"^(?P<ts>\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?) (?P<msg>.*)$")
+
+_XID = re.compile(
+    r"NVRM: Xid \(PCI:(?P<bus>[0-9a-fA-F]{4,8}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2})(?:\.\d)?(?P<mig>(?: GPU-C?I:\d+)*)\): "
+    r"(?P<code>\d+), (?:pid=(?P<pid>'?<?\w*>?'?), name=(?P<name>.*?), )?(?P<msg>.*?)"
+    r"(?: caused by previous Xid (?P<prev>\d+))?\s*$")
+_XID_HINT = re.compile(r"NVRM: Xid")
+_GPU_AT = re.compile(r"NVRM: GPU at PCI:(?P<bus>[0-9a-fA-F]{4,8}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}): (?P<uuid>GPU-[0-9a-fA-F-]+)")
+_SERIAL = re.compile(r"NVRM: GPU Board Serial Number: (?P<serial>\S*)")
+_FELL = re.compile(r"NVRM: (?:The NVIDIA )?GPU (?:at )?(?:PCI:)?(?P<bus>[0-9a-fA-F]{4,8}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2})"
+                   r"(?:\.\d)?:?(?: \(PCI ID: [^)]*\))?.*?fallen off the bus")
+_RECOVERY = re.compile(r"recovery action changed from .*? to 0x[0-9a-fA-F]+ \((?P<to>[^)]*)\)")
+
+# nvidia-smi -q
+_NVSMI_GPU = re.compile(r"^GPU (?P<bus>[0-9a-fA-F]{4,8}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2})\.\d\s*$")
+_KV = re.compile(r"^(?P<indent>\s*)(?P<k>[^:]+?)\s*:\s*(?P<v>.*?)\s*$")
+_SECTION = re.compile(r"^(?P<indent>\s*)(?P<k>[A-Za-z][^:]*?)\s*$")
+
+_HOST_WORDS = re.compile(r"(?:^|(?<=[-_.]))(?:dmesg|syslog|journal(?:ctl)?|kern|kernel|messages|nvidia-smi(?:-q)?|nvsmi|smi|"
+                         r"xid|log|txt|out|gz)(?=$|[-_.])", re.IGNORECASE)
+_GENERIC_DIRS = {"", ".", "logs", "log", "tmp", "dmesg", "syslog", "var", "out", "collected", "data"}
+
+
+def norm_bus(bus: str) -> str:
+    """``00000000:3B:00.0`` / ``0000:3b:00`` -> ``0000:3b:00`` (4-digit domain, lower case, no function)."""
+    parts = bus.lower().split(".")[0].split(":")
+    if len(parts) != 3:
+        return bus.lower()
+    return f"{parts[0][-4:].rjust(4, '0')}:{parts[1]}:{parts[2]}"
+
+
+def host_from_path(path: str) -> str:
+    """A node name from a file name such as ``node3.dmesg.txt``, ``dmesg-node3.log`` or
+    ``node3/dmesg.txt``; ``""`` when the name carries none."""
+    base = os.path.basename(path)
+    prev = None
+    while prev != base:
+        prev, base = base, _HOST_WORDS.sub("", base)
+    base = base.strip("-_. ")
+    if base:
+        return base
+    parent = os.path.basename(os.path.normpath(os.path.dirname(path)))  # only a directory named in the path
+    return "" if parent.lower() in _GENERIC_DIRS or parent == ".." else parent
+
+
+def _ev(source: str, n: int | None, text: str) -> Evidence:
+    return Evidence(source, n, text[:MAX_EVIDENCE_TEXT])
+
+
+@dataclass(frozen=True, slots=True)
+class XidEvent:
+    host: str
+    bus: str
+    code: int
+    pid: str
+    process: str
+    message: str
+    previous: int | None
+    time: str
+    evidence: Evidence
+
+    @property
+    def secondary(self) -> bool:
+        """True for ``... caused by previous Xid N`` lines (fallout of another Xid)."""
+        return self.previous is not None
+
+
+@dataclass(frozen=True, slots=True)
+class GpuLost:
+    host: str
+    bus: str
+    time: str
+    evidence: tuple[Evidence, ...]
+
+
+@dataclass
+class EccState:
+    """ECC and remapping counters of one GPU from ``nvidia-smi -q`` (``None``: not printed / N/A)."""
+
+    host: str
+    bus: str
+    volatile_uncorrectable: int | None = None
+    aggregate_uncorrectable: int | None = None
+    remapped_uncorrectable: int | None = None
+    remap_pending: bool = False
+    remap_failed: bool = False
+    retired_pending: bool = False
+    uuid: str = ""
+    evidence: list[Evidence] = field(default_factory=list)
+
+
+@dataclass
+class GpuLogEvents:
+    xids: list[XidEvent] = field(default_factory=list)
+    lost: list[GpuLost] = field(default_factory=list)
+    ecc: list[EccState] = field(default_factory=list)
+    uuids: dict[tuple[str, str], str] = field(default_factory=dict)
+    serials: dict[tuple[str, str], str] = field(default_factory=dict)
+    lines_read: int = 0
+    lines_skipped: int = 0
+
+
+def _split(line: str) -> tuple[str, str, str]:
+    """(time, host, message) of a kernel-log line; host ``""`` when the line names none."""
+    m = _SYSLOG.match(line)
+    if m:
+        return m.group("ts"), m.group("host"), m.group("msg")
+    for rx in (_DMESG_T, _DMESG_REL, _ISO_BARE):
+        m = rx.match(line)
+        if m:
+            msg = m.group("msg")
+            m2 = _DMESG_REL.match(msg)  # "2026-..T.. [123.4] NVRM" or "[Mon ..] [123.4]"
+            return m.group("ts"), "", m2.group("msg") if m2 else msg
+    return "", "", line
+
+
+def _int_or_none(v: str) -> int | None:
+    v = v.strip()
+    return int(v) if v.isdigit() else None
+
+
+class _SmiState:
+    """The open GPU block of an ``nvidia-smi -q`` text, with its section stack."""
+
+    def __init__(self) -> None:
+        self.cur: EccState | None = None
+        self.stack: list[tuple[int, str]] = []
+
+
+def scan_file(path: str, source: str, host: str = "", events: GpuLogEvents | None = None) -> GpuLogEvents:
+    """:func:`scan` on a file; 1 MiB runs without ``NVRM`` or a ``GPU`` header are skipped at C speed.
+
+    Raises:
+        OSError: the file cannot be opened.
+    """
+    ev = events if events is not None else GpuLogEvents()
+    smi = _SmiState()
+
+    def skipped(count: int, data: bytes) -> None:
+        ev.lines_read += count
+
+    with open(path, "rb") as f:
+        _scan(iter_lines_where(f, (b"NVRM", b"GPU "), skipped, lambda: smi.cur is not None), source, host, ev, smi)
+    return ev
+
+
+def scan(lines, source: str, host: str = "", events: GpuLogEvents | None = None) -> GpuLogEvents:
+    """Parse one kernel log or ``nvidia-smi -q`` text (pure; never raises on content).
+
+    Args:
+        lines: ``(line_number, text)`` pairs (:func:`hangdbg.parse.textlines.iter_lines`).
+        source: file name for the evidence.
+        host: node name used when a line names none (see :func:`host_from_path`).
+    """
+    ev = events if events is not None else GpuLogEvents()
+    return _scan(lines, source, host, ev, _SmiState())
+
+
+def _scan(lines, source: str, host: str, ev: GpuLogEvents, smi: _SmiState) -> GpuLogEvents:
+    lost = _LostState()
+    for n, raw in lines:
+        ev.lines_read += 1
+        try:
+            _line(ev, smi, lost, source, host, n, raw)
+        except (ValueError, IndexError):
+            ev.lines_skipped += 1
+    if smi.cur is not None:
+        ev.ecc.append(smi.cur)
+    return ev
+
+
+class _LostState:
+    """The lines of a "fallen off the bus" report seen so far, per GPU."""
+
+    def __init__(self) -> None:
+        self.lines: dict[str, list[Evidence]] = defaultdict(list)
+        self.last_bus: str | None = None
+        self.reported: set[tuple[str, str]] = set()
+
+
+def _line(ev, smi, lost: _LostState, source, default_host, n, raw) -> None:
+    line = raw.replace("\x00", "")
+    m = _NVSMI_GPU.match(line)
+    if m:
+        if smi.cur is not None:
+            ev.ecc.append(smi.cur)
+        smi.cur, smi.stack = EccState(default_host, norm_bus(m.group("bus"))), []
+        return
+    if smi.cur is not None and line.startswith((" ", "\t")):
+        _smi_line(smi, source, n, line)
+        return
+    if smi.cur is not None and line.strip():
+        ev.ecc.append(smi.cur)
+        smi.cur = None
+    if "NVRM" not in line:
+        return
+    ts, host, msg = _split(line)
+    host = host or default_host
+    m = _XID.search(msg)
+    if m:
+        bus = norm_bus(m.group("bus"))
+        pid = (m.group("pid") or "").strip("'")
+        ev.xids.append(XidEvent(host, bus, int(m.group("code")), pid, m.group("name") or "", m.group("msg").strip(),
+                                int(m.group("prev")) if m.group("prev") else None, ts, _ev(source, n, raw)))
+        if int(m.group("code")) == 79:
+            lost.lines[bus].append(_ev(source, n, raw))
+        return
+    if _XID_HINT.search(msg):
+        ev.lines_skipped += 1
+        return
+    m = _GPU_AT.search(msg)
+    if m:
+        bus = norm_bus(m.group("bus"))
+        ev.uuids[(host, bus)] = m.group("uuid")
+        lost.lines[bus] = [_ev(source, n, raw)]
+        lost.last_bus = bus
+        return
+    m = _SERIAL.search(msg)
+    if m:
+        if lost.last_bus is not None:
+            ev.serials[(host, lost.last_bus)] = m.group("serial")
+            lost.lines[lost.last_bus].append(_ev(source, n, raw))
+        return
+    m = _FELL.search(msg)
+    if m:
+        bus = norm_bus(m.group("bus"))
+        if (host, bus) not in lost.reported:
+            lost.reported.add((host, bus))
+            ev.lost.append(GpuLost(host, bus, ts, tuple(lost.lines.get(bus, [])[:3]) + (_ev(source, n, raw),)))
+
+
+def _smi_line(smi: _SmiState, source: str, n: int, line: str) -> None:
+    cur = smi.cur
+    m = _KV.match(line)
+    if m is None:
+        m = _SECTION.match(line)
+        if m is None:
+            return
+        indent, key = len(m.group("indent").expandtabs()), m.group("k").strip()
+        while smi.stack and smi.stack[-1][0] >= indent:
+            smi.stack.pop()
+        smi.stack.append((indent, key))
+        return
+    indent, key, val = len(m.group("indent").expandtabs()), m.group("k").strip(), m.group("v")
+    while smi.stack and smi.stack[-1][0] >= indent:
+        smi.stack.pop()
+    path = [k for _, k in smi.stack]
+    if key == "GPU UUID":
+        cur.uuid = val
+        return
+    if "ECC Errors" in path:
+        scope = "Volatile" if "Volatile" in path else "Aggregate" if "Aggregate" in path else None
+        counts = ("Uncorrectable" in key or "Double Bit" in path and key == "Total"
+                  or key == "Double Bit ECC" or key.startswith("Double Bit"))
+        if scope and counts:
+            v = _int_or_none(val)
+            if v is not None:
+                attr = "volatile_uncorrectable" if scope == "Volatile" else "aggregate_uncorrectable"
+                setattr(cur, attr, (getattr(cur, attr) or 0) + v)
+                if v:
+                    cur.evidence.append(_ev(source, n, f"{scope} {key}: {val}"))
+        return
+    if "Remapped Rows" in path:
+        if key == "Uncorrectable Error":
+            cur.remapped_uncorrectable = _int_or_none(val)
+        elif key == "Pending" and val.lower() == "yes":
+            cur.remap_pending = True
+            cur.evidence.append(_ev(source, n, "Remapped Rows Pending: Yes"))
+        elif key.startswith("Remapping Failure") and val.lower() == "yes":
+            cur.remap_failed = True
+            cur.evidence.append(_ev(source, n, "Remapping Failure Occurred: Yes"))
+        return
+    if "Retired Pages" in path and key.startswith("Pending") and val.lower() == "yes":
+        cur.retired_pending = True
+        cur.evidence.append(_ev(source, n, "Retired Pages Pending: Yes"))
+
+
+# --- findings ---------------------------------------------------------------------------------
+def _gpu(host: str, bus: str) -> str:
+    return f"{host}:{bus}" if host else bus
+
+
+def findings_from(ev: GpuLogEvents) -> tuple[list[Finding], dict]:
+    """Findings per node and GPU (most severe first) and facts for the JSON twin."""
+    out: list[Finding] = []
+    by: dict[tuple[str, str, int], list[XidEvent]] = defaultdict(list)
+    secondary: dict[tuple[str, str, int], list[XidEvent]] = defaultdict(list)
+    for x in ev.xids:
+        (secondary if x.secondary else by)[(x.host, x.bus, x.previous if x.secondary else x.code)].append(x)
+    for (host, bus, code), xs in by.items():
+        info = xid_info(code)
+        sec = secondary.pop((host, bus, code), [])
+        severity, action = info.severity, info.action
+        if code == 154:
+            m = _RECOVERY.search(xs[-1].message)
+            if m:
+                action = f"recovery action: {m.group('to')}"
+                severity = "info" if m.group("to").strip().lower() == "none" else "suspect"
+        procs = sorted({f"{x.process} (pid {x.pid})" for x in xs if x.process and x.pid and not x.pid.startswith("<")})
+        when = f", first at {xs[0].time}" if xs[0].time else ""
+        extra = f"; +{len(sec)} secondary Xid {', '.join(sorted({str(s.code) for s in sec}))} caused by it" if sec else ""
+        out.append(Finding(
+            kind="gpu-lost" if code == 79 else "xid",
+            summary=(f"Xid {code} on {_gpu(host, bus)}" + (f" x{len(xs)}" if len(xs) > 1 else "") + f"{when}: {info.meaning}"
+                     + (f" ({xs[0].message})" if xs[0].message and code not in (79,) else "")
+                     + (f"; process {', '.join(procs[:3])}" if procs else "") + extra),
+            hosts=(host,) if host else (), gpus=(_gpu(host, bus),), severity=severity, action=action,
+            evidence=tuple(x.evidence for x in xs[:3]) + tuple(s.evidence for s in sec[:1])))
+    for (host, bus, prev), xs in secondary.items():  # fallout whose primary Xid is not in these files
+        out.append(Finding(
+            kind="xid",
+            summary=(f"Xid {', '.join(sorted({str(x.code) for x in xs}))} on {_gpu(host, bus)} x{len(xs)} caused by a "
+                     f"previous Xid {prev} ({xid_info(prev).meaning}) that is not in these logs"),
+            hosts=(host,) if host else (), gpus=(_gpu(host, bus),), severity=xid_info(prev).severity,
+            action=xid_info(prev).action, evidence=tuple(x.evidence for x in xs[:2])))
+    xid79 = {(x.host, x.bus) for x in ev.xids if x.code == 79}
+    for g in ev.lost:
+        if (g.host, g.bus) in xid79:
+            continue
+        uuid = ev.uuids.get((g.host, g.bus), "")
+        out.append(Finding(
+            kind="gpu-lost",
+            summary=f"GPU {_gpu(g.host, g.bus)}{f' ({uuid})' if uuid else ''} has fallen off the bus"
+                    + (f" at {g.time}" if g.time else "") + " (driver report without an Xid number)",
+            hosts=(g.host,) if g.host else (), gpus=(_gpu(g.host, g.bus),), severity="suspect",
+            action=xid_info(79).action, evidence=g.evidence))
+    for e in ev.ecc:
+        gpu = _gpu(e.host, e.bus)
+        if e.remap_failed:
+            out.append(Finding(kind="ecc", summary=f"GPU {gpu}: row remapping failed (nvidia-smi -q Remapped Rows)",
+                               hosts=(e.host,) if e.host else (), gpus=(gpu,), severity="suspect",
+                               action="drain the node; RMA the GPU", evidence=tuple(e.evidence[:4])))
+        if e.volatile_uncorrectable:
+            out.append(Finding(kind="ecc", summary=f"GPU {gpu}: {e.volatile_uncorrectable} uncorrectable ECC errors since "
+                               "the last driver load (volatile)", hosts=(e.host,) if e.host else (), gpus=(gpu,),
+                               severity="suspect", action=xid_info(48).action, evidence=tuple(e.evidence[:4])))
+        elif e.aggregate_uncorrectable:
+            out.append(Finding(kind="ecc", summary=f"GPU {gpu}: {e.aggregate_uncorrectable} uncorrectable ECC errors over "
+                               "its lifetime (aggregate), none since the last driver load", hosts=(e.host,) if e.host else (),
+                               gpus=(gpu,), severity="warning", action="watch the GPU; RMA if the count grows",
+                               evidence=tuple(e.evidence[:4])))
+        if e.remap_pending or e.retired_pending:
+            out.append(Finding(kind="ecc", summary=f"GPU {gpu}: a row remapping / page retirement is pending",
+                               hosts=(e.host,) if e.host else (), gpus=(gpu,), severity="warning",
+                               action="reset the GPU (or reboot) to apply it", evidence=tuple(e.evidence[:4])))
+    rank = {"suspect": 0, "warning": 1, "info": 2}
+    out.sort(key=lambda f: (rank.get(f.severity, 3), f.kind != "gpu-lost"))
+    gpus: dict[str, dict] = {}
+    for x in ev.xids:
+        d = gpus.setdefault(_gpu(x.host, x.bus), {"xids": {}})
+        d["xids"][str(x.code)] = d["xids"].get(str(x.code), 0) + 1
+    for (h, b), u in ev.uuids.items():
+        gpus.setdefault(_gpu(h, b), {"xids": {}})["uuid"] = u
+    for (h, b), s in ev.serials.items():
+        gpus.setdefault(_gpu(h, b), {"xids": {}})["serial"] = s
+    for g in ev.lost:
+        gpus.setdefault(_gpu(g.host, g.bus), {"xids": {}})["fallen_off_bus"] = True
+    for e in ev.ecc:
+        d = gpus.setdefault(_gpu(e.host, e.bus), {"xids": {}})
+        d["ecc"] = {"volatile_uncorrectable": e.volatile_uncorrectable, "aggregate_uncorrectable": e.aggregate_uncorrectable,
+                    "remapped_uncorrectable": e.remapped_uncorrectable, "remap_pending": e.remap_pending,
+                    "remap_failed": e.remap_failed, "retired_pending": e.retired_pending}
+        if e.uuid:
+            d["uuid"] = e.uuid
+    return out, {"gpus": gpus, "xid_events": len(ev.xids), "hosts": sorted({g.split(":")[0] for g in gpus if g.count(":") > 2})}
+
+
+def sniff(head: bytes) -> bool:
+    """True for kernel logs with NVIDIA driver (``NVRM:``) lines and ``nvidia-smi -q`` texts."""
+    return b"NVRM:" in head or b"==============NVSMI LOG==============" in head or (
+        b"ECC Errors" in head and b"Attached GPUs" in head)
+
+
+def read(paths: list[str], host: str | None = None) -> SourceReport:
+    """Read dmesg / syslog / journal files and ``nvidia-smi -q`` outputs into ``SourceReport(kind="gpu")``.
+
+    Args:
+        paths: the files.
+        host: node name for lines that name none (default: from each file's name, see
+            :func:`host_from_path`).
+
+    Never raises for bad content: unreadable files go into ``errors``; ``NVRM: Xid`` lines that do
+    not parse are counted in ``lines_skipped``.
+    """
+    ev = GpuLogEvents()
+    errors: list[tuple[str, str]] = []
+    for path in paths:
+        try:
+            scan_file(path, path, host if host is not None else host_from_path(path), ev)
+        except OSError as exc:
+            errors.append((path, exc.strerror or str(exc)))
+    findings, facts = findings_from(ev)
+    return SourceReport(kind=KIND, files=tuple(paths), findings=tuple(findings), lines_read=ev.lines_read,
+                        lines_skipped=ev.lines_skipped, errors=tuple(errors), facts=facts)

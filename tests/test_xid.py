@@ -1,0 +1,185 @@
+"""GPU error reader: Xid lines from dmesg/syslog/journal, the fallen-off-the-bus report, nvidia-smi
+-q ECC state (fixtures written from the driver's and nvidia-smi's documented formats), the CLI, fuzz."""
+
+from __future__ import annotations
+
+import io
+import json
+import re
+
+import pytest
+from conftest import FIXTURES, run_cli, run_json
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from hangdbg.parse import xid
+from hangdbg.parse.textlines import iter_lines_from
+from hangdbg.parse.xid_codes import XID_CODES, xid_info
+
+FX = FIXTURES / "xid"
+
+
+def _by_gpu(rep):
+    out = {}
+    for f in rep.findings:
+        for g in f.gpus:
+            out.setdefault(g, []).append(f)
+    return out
+
+
+def test_syslog_host_from_line_and_secondary_xids():
+    rep = xid.read([str(FX / "syslog")])
+    assert rep.kind == "gpu" and not rep.errors and rep.lines_skipped == 0
+    lost = rep.findings[0]
+    assert (lost.kind, lost.severity, lost.gpus, lost.hosts) == ("gpu-lost", "suspect", ("gpu-node3:0000:3b:00",), ("gpu-node3",))
+    assert "drain the node" in lost.action and "+2 secondary Xid 45" in lost.summary
+    # the fallen-off line after the Xid 79 is the same event, not a second finding
+    assert len([f for f in rep.findings if "gpu-node3" in f.gpus[0]]) == 1
+    g = _by_gpu(rep)
+    x13 = next(f for f in g["gpu-node4:0000:b1:00"] if "Xid 13" in f.summary)
+    assert x13.severity == "warning" and "x2" in x13.summary and "restart the app" in x13.action
+    x154 = next(f for f in g["gpu-node4:0000:18:00"] if "Xid 154" in f.summary)
+    assert x154.severity == "suspect" and x154.action == "recovery action: GPU Reset Required"
+    assert rep.facts["gpus"]["gpu-node3:0000:3b:00"]["xids"] == {"79": 1, "45": 2}
+
+
+def test_dmesg_relative_host_from_file_name_and_lost_report_without_number():
+    rep = xid.read([str(FX / "gpu-node7.dmesg.txt")])
+    lost = next(f for f in rep.findings if f.kind == "gpu-lost")
+    assert lost.gpus == ("gpu-node7:0000:5e:00",) and "GPU-2a3c6f1e" in lost.summary and "without an Xid" in lost.summary
+    assert len(lost.evidence) == 3  # GPU at / serial number / fallen off
+    assert rep.facts["gpus"]["gpu-node7:0000:5e:00"]["serial"] == "1324220012345"
+    x119 = next(f for f in rep.findings if "Xid 119" in f.summary)
+    assert x119.severity == "suspect" and "reset the GPU" in x119.action
+    assert rep.lines_skipped == 1  # the Xid line cut by the ring buffer
+    rep = xid.read([str(FX / "gpu-node7.dmesg.txt")], host="override")
+    assert all(g.startswith("override:") for f in rep.findings for g in f.gpus)
+
+
+def test_dmesg_T_crlf_non_utf8_truncated_mig():
+    rep = xid.read([str(FX / "node9.dmesg.log")])
+    codes = rep.facts["gpus"]["node9:0000:3b:00"]["xids"]
+    assert codes == {"31": 1, "48": 1, "74": 1, "63": 1, "95": 1}  # incl. the MIG-attributed 31 and the cut last line
+    sev = {re.search(r"Xid (\d+)", f.summary).group(1): f.severity for f in rep.findings}
+    assert sev == {"48": "suspect", "74": "suspect", "95": "suspect", "31": "warning", "63": "warning"}
+    assert "Mon Jan  5 10:00:05 2026" in next(f.summary for f in rep.findings if "Xid 48" in f.summary)
+
+
+def test_journal_iso_secondary_folded_into_primary():
+    rep = xid.read([str(FX / "journal-k.txt")])
+    assert len(rep.findings) == 1
+    f = rep.findings[0]
+    assert f.hosts == ("gpu-node2",) and "Xid 120" in f.summary and "+1 secondary Xid 45" in f.summary
+
+
+def test_secondary_without_primary(tmp_path):
+    p = tmp_path / "n1.dmesg"
+    p.write_text("[ 5.0] NVRM: Xid (PCI:0000:3b:00): 45, pid=1, name=python, Ch 00000010 caused by previous Xid 79\n")
+    rep = xid.read([str(p)])
+    f = rep.findings[0]
+    assert f.severity == "suspect" and "previous Xid 79" in f.summary and "not in these logs" in f.summary
+    assert f.gpus == ("n1:0000:3b:00",)
+
+
+def test_nvidia_smi_ecc_and_remapping():
+    rep = xid.read([str(FX / "nvidia-smi-q.gpu-node5.txt"), str(FX / "node6.nvidia-smi.txt")])
+    g = _by_gpu(rep)
+    assert "gpu-node5:0000:07:00" not in g  # healthy GPU: no finding
+    bad = {f.summary.split(": ", 1)[1] for f in g["gpu-node5:0000:0f:00"]}
+    assert bad == {"row remapping failed (nvidia-smi -q Remapped Rows)",
+                   "2 uncorrectable ECC errors since the last driver load (volatile)",
+                   "a row remapping / page retirement is pending"}
+    assert rep.facts["gpus"]["gpu-node5:0000:0f:00"]["ecc"]["aggregate_uncorrectable"] == 7
+    old = rep.facts["gpus"]["node6:0000:1a:00"]["ecc"]
+    assert (old["volatile_uncorrectable"], old["aggregate_uncorrectable"], old["retired_pending"]) == (1, 1, True)
+
+
+def test_xid_table_covers_the_issue_codes():
+    for code in (13, 31, 32, 43, 45, 48, 61, 62, 63, 64, 68, 69, 74, 79, 92, 94, 95, 119, 120, 121):
+        assert code in XID_CODES and XID_CODES[code].action
+    assert {c for c, i in XID_CODES.items() if i.severity == "suspect"} >= {48, 74, 79, 94, 95, 119, 120}
+    assert {c for c, i in XID_CODES.items() if i.severity == "warning"} >= {13, 31, 43}
+    assert xid_info(9999).severity == "warning"
+
+
+@pytest.mark.parametrize("name,host", [("node3.dmesg.txt", "node3"), ("dmesg-node3.log", "node3"),
+                                       ("nvidia-smi-q.gpu-node1.txt", "gpu-node1"), ("logs/dmesg.txt", ""),
+                                       ("gpu12/dmesg.txt", "gpu12"), ("syslog", "")])
+def test_host_from_path(name, host):
+    assert xid.host_from_path(name) == host
+
+
+def test_sniff():
+    for p in FX.iterdir():
+        assert xid.sniff(p.read_bytes()[:65536]), p.name
+    for other in (b"[rank0]:[Rank 0] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=1, OpType=X, Timeout(ms)=1)\n",
+                  b"node1:4242:4242 [0] NCCL INFO Bootstrap : Using eth0:10.0.0.1<0>\n",
+                  b"Jan  5 10:00:00 n1 kernel: [ 1.0] usb 1-1: new high-speed USB device\n"):
+        assert not xid.sniff(other)
+
+
+def test_cli_gpu_text_json_exit_codes(tmp_path):
+    res = run_cli("gpu", FX, "--no-evidence")
+    assert res.returncode == 3, res.stderr
+    assert "GPUs" in res.stdout and "gpu-node3:0000:3b:00" in res.stdout and "fell off the bus" in res.stdout
+    code, doc = run_json("gpu", FX / "journal-k.txt")
+    assert code == 3 and doc["command"] == "gpu" and doc["schema_version"] == 1 and doc["findings"][0]["gpus"]
+    healthy = tmp_path / "n2.dmesg"
+    healthy.write_text("[ 1.0] NVRM: loading NVIDIA UNIX x86_64 Kernel Module  535.104.05\n")
+    res = run_cli("gpu", healthy)
+    assert res.returncode == 0 and "no GPU error" in res.stdout
+
+
+# --- fuzz ------------------------------------------------------------------------------------
+
+_SAMPLES = [ln for p in sorted(FX.iterdir()) for ln in p.read_bytes().decode("utf-8", "replace").splitlines()]
+
+
+@st.composite
+def mutated_line(draw):
+    line = draw(st.sampled_from(_SAMPLES))
+    op = draw(st.sampled_from(["keep", "cut", "insert", "digits", "random"]))
+    if op == "cut":
+        return line[: draw(st.integers(0, len(line)))]
+    if op == "insert":
+        i = draw(st.integers(0, len(line)))
+        return line[:i] + draw(st.text(max_size=8)) + line[i:]
+    if op == "digits":
+        return re.sub(r"\d+", lambda m: str(draw(st.integers(0, 10**12))), line)
+    if op == "random":
+        return draw(st.text(max_size=200))
+    return line
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(mutated_line(), max_size=40))
+def test_fuzz_no_exception_escapes(lines):
+    data = "\n".join(lines).encode("utf-8", "replace")
+    ev = xid.scan(iter_lines_from(io.BytesIO(data)), "fuzz.log", "h")
+    assert 0 <= ev.lines_skipped <= ev.lines_read
+    findings, facts = xid.findings_from(ev)
+    json.dumps(facts)
+    assert all(f.severity in ("suspect", "warning", "info") for f in findings)
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.text(max_size=60).filter(lambda s: "NVRM" not in s and "GPU " not in s and "\n" not in s and "\r" not in s),
+                max_size=20),
+       st.lists(st.sampled_from(["[ 1.0] NVRM: Xid (PCI:0000:3b", "NVRM: Xid (PCI:zz): 79, x", "NVRM: Xid"]), max_size=5),
+       st.randoms())
+def test_fuzz_rejected_lines_counted(noise, garbled, rnd):
+    lines = noise + garbled
+    rnd.shuffle(lines)
+    ev = xid.scan(enumerate(lines, 1), "fuzz.log")
+    assert ev.lines_read == len(lines) and ev.lines_skipped == len(garbled) and not ev.xids
+
+
+def test_skipping_reader_equals_line_reader(tmp_path):
+    noise = b"Jan  5 09:00:00 gpu-node3 kernel: [1.0] IPv6: ADDRCONF(NETDEV_CHANGE): ib0: link becomes ready\n" * 25000
+    data = noise + (FX / "syslog").read_bytes() + noise + (FX / "nvidia-smi-q.gpu-node5.txt").read_bytes() + noise
+    p = tmp_path / "big.log"
+    p.write_bytes(data)
+    fast = xid.findings_from(xid.scan_file(str(p), "big.log", "h"))
+    with open(p, "rb") as f:
+        slow = xid.findings_from(xid.scan(iter_lines_from(f), "big.log", "h"))
+    assert fast == slow and len(fast[0]) > 5
