@@ -18,12 +18,12 @@ __all__ = ["build_verdict", "PRIORITY"]
 
 PRIORITY: dict[str, int] = {
     "gpu-lost": 0, "xid": 1, "ecc": 1,
-    "core-crash": 2, "child-failed": 2,
+    "core-crash": 2, "child-failed": 2, "child-error": 2,
     "nccl-connect-failed": 3, "nccl-init-incomplete": 3, "nccl-setup-differs": 4,
     # the stack analyzer's kinds share one level: it orders its own suspects (stable sort)
     "missing": 5, "different-collective": 5, "deadlock": 5, "outside-collective": 5, "behind": 5, "diverged": 5,
-    "fr-mismatch": 5, "fr-missing-rank": 6, "desync": 6,
-    "seq-lagging": 7, "nccl-lagging": 7, "fr-lagging": 7,
+    "fr-mismatch": 5, "fr-missing-rank": 6, "desync": 6, "desync-report": 6,
+    "seq-lagging": 7, "nccl-lagging": 7, "fr-lagging": 7, "no-timeout": 7,
     "fr-stuck": 8,
     "watchdog-timeout": 9,
 }
@@ -41,13 +41,14 @@ def _corroboration(f: Finding, own: str, named: dict[object, set[str]]) -> int:
 
 
 def _who(f: Finding) -> str:
+    """``rank 3 on node2`` for the verdict's first words; what the summary already says is left out."""
+    low = f.summary.lower()
     parts = []
-    if f.ranks:
+    if f.ranks and not low.startswith("rank"):
         parts.append(("rank " if len(f.ranks) == 1 else "ranks ") + compress(f.ranks))
-    if f.hosts:
-        parts.append("on " + ", ".join(f.hosts[:4]) + (" ..." if len(f.hosts) > 4 else ""))
-    if f.gpus and not f.ranks:
-        parts.append("GPU " + ", ".join(f.gpus[:4]))
+    hosts = [h for h in f.hosts if h.lower() not in low]
+    if hosts:
+        parts.append("on " + ", ".join(hosts[:4]) + (" ..." if len(hosts) > 4 else ""))
     return " ".join(parts)
 
 
@@ -107,7 +108,7 @@ def _text(suspects, warnings, sources, analysis) -> str:
         return f"no suspect in {read} files: nothing abnormal found"
     top = suspects[0]
     who = _who(top)
-    text = f"{who}: {top.summary}" if who and not top.summary.lower().startswith(("rank", "node", "host", "gpu")) else top.summary
+    text = f"{who}: {top.summary}" if who else top.summary
     others = [f for f in suspects[1:] if set(f.ranks) & set(top.ranks) or set(f.hosts) & set(top.hosts)]
     if others:
         kinds = sorted({f.kind for f in others})
