@@ -17,6 +17,7 @@ from ..errors import HangdbgError, UsageError
 from .agent_cmd import AgentCommand
 from .analyze_cmd import AnalyzeCommand
 from .common import EXIT_ERROR, EXIT_USAGE
+from .core_cmd import CoreCommand
 from .demo_cmd import DemoCommand
 from .dump_cmd import DumpCommand
 from .traces_cmd import TracesCommand
@@ -29,6 +30,7 @@ COMMANDS = {
     "demo": DemoCommand,
     "agent": AgentCommand,
     "traces": TracesCommand,
+    "core": CoreCommand,
 }
 
 
