@@ -232,13 +232,13 @@ def read_core(path: str, opts: CoreOptions = CoreOptions(), rank: int | None = N
     world, _ = first_int(env, WORLD_SIZE_VARS)
     local_world, _ = first_int(env, LOCAL_WORLD_SIZE_VARS)
     host = next((env[k] for k in HOST_VARS if env.get(k)), "")
-    sig = signal_name(info.signal)
-    if info.signal and info.si_code is not None and info.si_code > 0:
-        how = "crash"
-    elif info.signal:
-        how = "self" if info.sender_pid in (None, info.pid) or info.sender_pid == 0 else "killed"
-    else:
+    sig = None if info.on_demand else signal_name(info.signal)
+    if info.on_demand:
         how = "on demand"
+    elif info.si_code is not None and info.si_code > 0:
+        how = "crash"
+    else:
+        how = "self" if info.sender_pid in (None, 0, info.pid) else "killed"
     crashing = info.crashing_tid
     threads = _merge(gdb, py, info.pid, crashing)
     if not threads and not gdb.error and not py.error:

@@ -26,7 +26,7 @@ import re
 import struct
 from dataclasses import dataclass, field
 
-__all__ = ["CoreInfo", "CoreFileError", "is_core", "read_core_info", "ENV_LIMIT"]
+__all__ = ["CoreInfo", "CoreFileError", "is_core", "read_core_info", "ENV_LIMIT", "CORE_SIGNALS"]
 
 ENV_LIMIT = 4 << 20
 """At most this many bytes below the executable name are scanned for environment strings."""
@@ -35,6 +35,10 @@ _ELF_MAGIC = b"\x7fELF"
 _ET_CORE = 4
 _AT_EXECFN = 31
 _ENV_RE = re.compile(rb"^[A-Za-z_][A-Za-z0-9_]*=")
+CORE_SIGNALS = frozenset({3, 4, 5, 6, 7, 8, 11, 24, 25, 31})
+"""Signals whose default action is to dump core (signal(7), "Core"): SIGQUIT SIGILL SIGTRAP SIGABRT
+SIGBUS SIGFPE SIGSEGV SIGXCPU SIGXFSZ SIGSYS (x86-64/aarch64 numbers). A core that names another
+signal (gcore records the SIGSTOP of its attach) was taken on demand."""
 
 
 class CoreFileError(Exception):
@@ -93,9 +97,14 @@ class CoreInfo:
     expected_size: int = 0
 
     @property
+    def on_demand(self) -> bool:
+        """True for a core written while the process lived on (``gcore``): no core-dumping signal."""
+        return self.signal not in CORE_SIGNALS
+
+    @property
     def crashing_tid(self) -> int | None:
         """The thread that took the fatal signal (None for a core taken on demand)."""
-        return self.tids[0] if self.signal and self.tids else None
+        return self.tids[0] if not self.on_demand and self.tids else None
 
 
 def _cstr(raw: bytes) -> str:
