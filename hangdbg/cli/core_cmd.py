@@ -35,7 +35,8 @@ class CoreCommand(Command):
         "Read ELF core files (from a crash, kill -ABRT or gcore): the signal and the crashing thread, every "
         "thread's native backtrace (gdb) merged with its Python frames (pystack, else py-spy), and the rank and "
         "host from the environment saved in the core. Several cores are clustered as `dump` clusters live "
-        "ranks. Exit status: 3 a core shows a crash or the analysis names suspects, 0 otherwise, 1 when no "
+        "ranks. Exit status: 3 a core shows a crash or the analysis names suspects (other than ranks without "
+        "a core), 0 otherwise, 1 when no "
         "core could be read, 2 usage."
     )
 
@@ -79,7 +80,8 @@ class CoreCommand(Command):
             self.out.out(dumps_json(doc), highlight=False)
         else:
             self._render(readings, report, analysis, args)
-        if any(f.severity == "suspect" for f in report.findings) or analysis.found_hang:
+        # ranks without a core are "missing" to the analyzer; that alone is not a finding about the cores
+        if any(f.severity == "suspect" for f in report.findings) or any(s.kind != "missing" for s in analysis.suspects):
             return EXIT_FOUND
         return EXIT_OK if any(d.threads for d in dumps) else EXIT_ERROR
 

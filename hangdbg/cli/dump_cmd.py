@@ -11,7 +11,7 @@ from pathlib import Path
 
 from ..analyze import analyze
 from ..collect.local import CollectOptions, collect
-from ..collect.gcore import plan_cores, write_cores
+from ..collect.gcore import human_size, plan_cores, write_cores
 from ..collect.procs import RankProcess, find_ranks
 from ..collect.pyspy import PySpyOptions, find_pyspy
 from ..errors import HangdbgError, UsageError
@@ -91,12 +91,12 @@ def write_rank_cores(cmd: Command, args: argparse.Namespace, ranks: list[RankPro
     """``--core``: warn about the cores' size, refuse when they do not fit (unless ``--force``),
     then gcore every rank (after the stacks were taken, so the pause does not disturb them)."""
     plan = plan_cores(ranks, out)
-    gb = 1 << 30
-    cmd.err.print(f"[yellow]writing {len(ranks)} core files of about {plan.needed / gb:.1f} GiB in all "
-                  f"(sum of the ranks' RSS) to {out} ({plan.free / gb:.1f} GiB free)[/yellow]", highlight=False)
+    need, free = human_size(plan.needed), human_size(plan.free)
+    cmd.err.print(f"[yellow]writing {len(ranks)} core files of about {need} in all (sum of the ranks' RSS) to {out} "
+                  f"({free} free)[/yellow]", highlight=False)
     if not plan.fits and not args.force:
         raise HangdbgError(
-            f"the core files would not fit: about {plan.needed / gb:.1f} GiB needed, {plan.free / gb:.1f} GiB free in {out}",
+            f"the core files would not fit: about {need} needed, {free} free in {out}",
             help="write them elsewhere with -o DIR on a larger file system, or pass --force to try anyway")
     results = write_cores(ranks, out, timeout=args.timeout * 15)
     for r in results:

@@ -24,7 +24,7 @@ import psutil
 from ..errors import ptrace_remedy
 from .procs import RankProcess
 
-__all__ = ["CorePlan", "GcoreResult", "plan_cores", "gcore_argv", "write_core", "write_cores", "find_gcore"]
+__all__ = ["CorePlan", "GcoreResult", "plan_cores", "gcore_argv", "write_core", "write_cores", "find_gcore", "human_size"]
 
 HEADROOM = 1.1
 """The cores must fit in the free space with 10 % to spare (RSS is an estimate)."""
@@ -106,19 +106,45 @@ def write_core(rank: RankProcess, out: Path, timeout: float = 300.0, gcore: str 
                            error=f"gcore took longer than {timeout:g} s and was stopped (the rank was resumed)")
     dt = time.monotonic() - t0
     out_text = text.decode("utf-8", "replace")
-    if proc.returncode == 0 and path.is_file():
-        return GcoreResult(rank.rank, rank.pid, str(path), path.stat().st_size, dt)
     low = out_text.lower()
-    if "operation not permitted" in low or "permission denied" in low:
+    short = _short_core(path)
+    if proc.returncode == 0 and path.is_file() and not short and "no space left" not in low:
+        return GcoreResult(rank.rank, rank.pid, str(path), path.stat().st_size, dt)
+    if "no space left" in low or short:
+        # a cut core fills the disk and is of little use: remove it so the rest of the dump can be written
+        path.unlink(missing_ok=True)
+        why = (f"no space left on the file system of {out}: the partial core was removed" if "no space left" in low or
+               shutil.disk_usage(out).free < 1 << 20 else "gcore wrote a truncated core (removed)")
+    elif "operation not permitted" in low or "permission denied" in low:
         why = f"permission denied attaching to pid {rank.pid}; fix: {ptrace_remedy()}"
     elif not psutil.pid_exists(rank.pid):
         why = f"process {rank.pid} is gone"
-    elif "no space left" in low:
-        why = f"no space left on the file system of {out}"
     else:
         last = [ln for ln in out_text.strip().splitlines() if ln.strip()][-1:] or [f"exit status {proc.returncode}"]
         why = f"gcore failed (exit status {proc.returncode}): {last[0][:200]}"
     return GcoreResult(rank.rank, rank.pid, None, seconds=dt, error=why)
+
+
+def _short_core(path: Path) -> bool:
+    """True when the core at ``path`` is shorter than its segments say (or unreadable)."""
+    from ..parse.elfcore import CoreFileError, read_core_info
+
+    if not path.is_file():
+        return False
+    try:
+        return read_core_info(str(path)).truncated
+    except CoreFileError:
+        return True
+
+
+def human_size(n: int) -> str:
+    """``1536`` -> ``"1.5 KiB"``; binary units up to TiB."""
+    size = float(n)
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if size < 1024:
+            return f"{size:.0f} {unit}" if unit == "B" else f"{size:.1f} {unit}"
+        size /= 1024
+    return f"{size:.1f} TiB"
 
 
 def _resume(pid: int) -> None:

@@ -70,7 +70,7 @@ _PY_NOISE = ("(unable to read python frame information)", "(frame information op
 _FH_INFO = re.compile(r"^(Extension modules: |Garbage-collecting$|Python runtime state: |Thread 0x[0-9a-fA-F]+ \(most recent call first\):)")
 _LIBRARY = re.compile(r"/(?:site-packages|dist-packages)/|/lib(?:64)?/python\d[\d.]*/")
 _EVAL = re.compile(r"^_?PyEval_EvalFrame(?:Default|Ex)$")
-_WAITS = ("futex", "poll", "epoll", "select", "nanosleep", "clock_nanosleep", "pthread_cond", "sem_wait", "sem_timedwait",
+_WAITS = ("futex", "poll", "epoll", "select", "sleep", "pthread_cond", "sem_wait", "sem_timedwait",
           "__GI___poll", "recv", "read", "accept", "wait4", "waitpid", "pause", "sigwait", "sched_yield", "do_futex_wait",
           "__lll_lock_wait", "___pthread_cond_wait", "__pthread_clockjoin_ex")
 
@@ -308,6 +308,14 @@ def _line(st: _State, n: int, raw: str, text: str, rank: int | None) -> None:
         st.open(n, "torch-cpp", st.torch_index, rank, title=f"Exception raised from {m.group(1)} at {m.group(2)}:{m.group(3)}")
         st.evidence.append((n, raw, rank))
         return
+    m = _LLDB_FRAME.match(text)
+    if m:
+        if cur is None or cur["format"] != "lldb":
+            st.open(n, "lldb", 0, rank)
+        func, _ = _split_function(m.group(4).strip())
+        func = func.split("(")[0] if "(" in func and not func.startswith("operator") else func
+        st.cur["frames"].append(Frame(func or "??", m.group(5) or m.group(3) or "", int(m.group(6)) if m.group(6) else None, native=True))
+        return
     m = _TORCH_FRAME.match(text)
     if m:
         if cur is None or cur["format"] != "torch-cpp" or (rank is not None and cur.get("rank") not in (None, rank)):
@@ -328,14 +336,6 @@ def _line(st: _State, n: int, raw: str, text: str, rank: int | None) -> None:
                 title=f"signal {stop.group(1)}" if stop else "")
         if stop:
             st.signal = st.signal or stop.group(1)
-        return
-    m = _LLDB_FRAME.match(text)
-    if m:
-        if cur is None or cur["format"] != "lldb":
-            st.open(n, "lldb", 0, rank)
-        func, _ = _split_function(m.group(4).strip())
-        func = func.split("(")[0] if "(" in func and not func.startswith("operator") else func
-        st.cur["frames"].append(Frame(func or "??", m.group(5) or m.group(3) or "", int(m.group(6)) if m.group(6) else None, native=True))
         return
     m = _GDB_CORE.match(text)
     if m:
@@ -362,7 +362,7 @@ def _line(st: _State, n: int, raw: str, text: str, rank: int | None) -> None:
 _SNIFF = re.compile(
     r"^(?:Fatal Python error: |(?:Current thread|Thread) 0x[0-9a-fA-F]+ .*\(most recent call first\):"
     r"|Traceback \(most recent call first\):|Exception raised from \S+ at \S+ \(most recent call first\):"
-    r"|frame #\d+: .*\(0x[0-9a-fA-F]+ in |#\d+\s+0x[0-9a-fA-F]+ in \S|\*?\s*frame #\d+: 0x[0-9a-fA-F]+ \S+`"
+    r"|frame #\d+: .*\(0x[0-9a-fA-F]+ in |#\d+\s+0x[0-9a-fA-F]+ \S|TID \d+:$|\*?\s*frame #\d+: 0x[0-9a-fA-F]+ \S+`"
     r"|Thread \d+ \((?:Thread 0x[0-9a-fA-F]+ \()?LWP \d+)"
 )
 
