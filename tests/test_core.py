@@ -285,7 +285,7 @@ def test_dump_core_writes_cores_that_read_back(hung_ranks, tmp_path):
     assert "writing 2 core files of about" in " ".join(res.stderr.split()) and "iB free" in res.stderr
     written = sorted(doc["cores"], key=lambda c: c["rank"])
     assert [(c["rank"], c["error"]) for c in written] == [(0, None), (1, None)]
-    for c, p in zip(written, hung_ranks):
+    for c, p in zip(written, hung_ranks, strict=True):
         assert Path(c["path"]).name == f"core.rank{c['rank']}.{p.pid}" and Path(c["path"]).stat().st_size == c["size"] > 0
         assert p.poll() is None and psutil.Process(p.pid).status() != psutil.STATUS_STOPPED
     rc, back = run_json("core", *(c["path"] for c in written))
@@ -428,3 +428,21 @@ def test_stack_texts_go_through_the_analyzer():
 def test_unreadable_file_is_reported(tmp_path):
     rep = native_stacks.read([str(tmp_path / "missing.txt")])
     assert rep.errors and rep.errors[0][0].endswith("missing.txt")
+
+
+def test_fuzzed_stack_lines_never_raise():
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    seeds = [ln for p in sorted(STACKS.iterdir()) for ln in p.read_text(errors="replace").splitlines()]
+
+    @settings(max_examples=100, deadline=None)
+    @given(st.lists(st.one_of(st.text(max_size=80), st.sampled_from(seeds),
+                              st.tuples(st.sampled_from(seeds), st.integers(0, 200), st.text(max_size=5))
+                              .map(lambda t: t[0][: t[1]] + t[2] + t[0][t[1]:])), max_size=40))
+    def check(lines):
+        blocks, skipped, facts = native_stacks.parse_stacks(enumerate(lines, 1), "fuzz")
+        assert skipped <= len(lines)
+        assert all(b.frames and all(isinstance(f, native_stacks.Frame) for f in b.frames) for b in blocks)
+
+    check()

@@ -125,6 +125,7 @@ def read_core_info(path: str) -> CoreInfo:
             unreadable (a core cut before its program headers).
     """
     from elftools.common.exceptions import ELFError
+    from elftools.construct import ConstructError
     from elftools.elf.elffile import ELFFile
 
     try:
@@ -148,7 +149,7 @@ def read_core_info(path: str) -> CoreInfo:
                     notes.append(seg)
             expected = max((o + n for _v, _m, o, n in loads), default=0)
             facts = _notes(notes, elf.little_endian and elf.elfclass == 64)
-        except (ELFError, struct.error, ValueError, OSError) as exc:
+        except (ELFError, ConstructError, struct.error, ValueError, OSError, KeyError, IndexError, TypeError) as exc:
             raise CoreFileError(f"unreadable ELF core headers ({exc}); the file is probably truncated") from None
         execfn_addr = facts.pop("execfn_addr", None)
         executable = ""
@@ -187,7 +188,7 @@ def _notes(segments, le64: bool) -> dict:
                         out["execfn_addr"] = a_val
             elif kind == "NT_FILE":
                 try:
-                    entries = sorted(zip(desc["Elf_Nt_File_Entry"], desc["filename"]), key=lambda e: e[0]["vm_start"])
+                    entries = sorted(zip(desc["Elf_Nt_File_Entry"], desc["filename"], strict=False), key=lambda e: e[0]["vm_start"])
                     out["files"] = [n.decode("utf-8", "replace") if isinstance(n, bytes) else str(n) for _e, n in entries]
                 except (KeyError, TypeError):
                     pass
