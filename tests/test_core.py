@@ -53,6 +53,16 @@ wait_for_peers()
 """
 WAIT_LINE = 5
 
+SETENV = """\
+import os, signal
+os.environ["RANK"] = "7"
+os.environ["HOSTNAME"] = "node-late"
+def crash():
+    os.kill(os.getpid(), signal.SIGSEGV)
+crash()
+"""
+SETENV_LINE = 5
+
 TORCH = """\
 import ctypes, sys
 import torch
@@ -121,6 +131,7 @@ def cores(tmp_path_factory):
     segv = _start(SEGV, base / "segv", _env(RANK="3", LOCAL_RANK="1", WORLD_SIZE="4", HOSTNAME="node-a"))
     abrt = _start(WAIT, base / "abrt", _env(SLURM_PROCID="6", SLURMD_NODENAME="node-b"))
     live = _start(WAIT, base / "live", _env(RANK="0", WORLD_SIZE="4", HOSTNAME="node-c"))
+    late = _start(SETENV, base / "late", _env())
     try:
         assert abrt.stdout.readline().strip() == "ready"
         time.sleep(0.3)  # into the wait loop
@@ -131,9 +142,9 @@ def cores(tmp_path_factory):
         assert got.error is None, got.error
         yield {"segv": _core_of(segv, base / "segv"), "segv_pid": segv.pid,
                "abrt": _core_of(abrt, base / "abrt"), "abrt_pid": abrt.pid,
-               "gcore": Path(got.path), "live": live, "dir": base}
+               "gcore": Path(got.path), "live": live, "dir": base, "late": _core_of(late, base / "late")}
     finally:
-        for p in (segv, abrt, live):
+        for p in (segv, abrt, live, late):
             if p.poll() is None:
                 p.kill()
                 p.wait()
@@ -197,6 +208,20 @@ def test_gcore_of_a_live_process(cores):
     main = next(t for t in c["threads"] if t["name"] == "MainThread")
     assert [f["function"] for f in main["frames"] if not f.get("native")] == ["wait_for_peers", "<module>"]
     assert rc == 0
+
+
+def test_rank_set_at_run_time_comes_from_gdb_environ(cores):
+    """os.environ[...] = ... (putenv) is not in the initial environment block on the stack; gdb's view
+    of ``environ`` has it. A SIGSEGV the process sent itself is a crash too."""
+    info = read_core_info(str(cores["late"]))
+    assert "RANK" not in info.environ and info.signal == signal.SIGSEGV and info.si_code <= 0
+    c = read_core(str(cores["late"]), CoreOptions(timeout=60))
+    assert (c.dump.rank, c.dump.rank_source, c.dump.host, c.how) == (7, "RANK", "node-late", "self")
+    from hangdbg.collect.core import finding_of
+
+    f = finding_of(c)
+    assert f.severity == "suspect" and f.summary.startswith("rank 7 on node-late crashed with SIGSEGV in ")
+    assert f.summary.endswith(f"prog.py:{SETENV_LINE} crash()")
 
 
 def test_several_cores_are_clustered_and_rendered(cores):
