@@ -92,7 +92,7 @@ def write_rank_cores(cmd: Command, args: argparse.Namespace, ranks: list[RankPro
     then gcore every rank (after the stacks were taken, so the pause does not disturb them)."""
     plan = plan_cores(ranks, out)
     need, free = human_size(plan.needed), human_size(plan.free)
-    cmd.err.print(f"[yellow]writing {len(ranks)} core files of about {need} in all (sum of the ranks' RSS) to {out} "
+    cmd.err.print(f"[yellow]writing {len(ranks)} core files of about {need} in all (the ranks' readable memory) to {out} "
                   f"({free} free)[/yellow]", highlight=False)
     if not plan.fits and not args.force:
         raise HangdbgError(
