@@ -471,3 +471,12 @@ def test_fuzzed_stack_lines_never_raise():
         assert all(b.frames and all(isinstance(f, native_stacks.Frame) for f in b.frames) for b in blocks)
 
     check()
+
+
+def test_two_ranks_fatal_errors_in_one_log():
+    rep, dumps = _load("faulthandler_two_ranks.txt")
+    assert [(d.rank, d.rank_source) for d in dumps] == [(0, "prefix"), (2, "prefix")]
+    assert [f.summary for f in rep.findings] == [
+        "rank 0: Fatal Python error: Aborted in job/train.py:42 step()",
+        "rank 2: Fatal Python error: Segmentation fault in job/model.py:88 forward()"]
+    assert [f.evidence[0].line for f in rep.findings] == [1, 6]

@@ -67,7 +67,7 @@ _FROM_LIB = re.compile(r" from (\S+)$")
 _ADDR_IN = re.compile(r"^(0x[0-9a-fA-F]+) in (.*)$")
 _ADDR_SP = re.compile(r"^(0x[0-9a-fA-F]+)\s+(.*)$")
 _PY_NOISE = ("(unable to read python frame information)", "(frame information optimized out)", "<no Python frame>", "...")
-_FH_INFO = re.compile(r"^(Extension modules: |Garbage-collecting$|Python runtime state: |Thread 0x[0-9a-fA-F]+ \(most recent call first\):)")
+_FH_INFO = re.compile(r"^(Extension modules: |Garbage-collecting$|Python runtime state: )")
 _LIBRARY = re.compile(r"/(?:site-packages|dist-packages)/|/lib(?:64)?/python\d[\d.]*/")
 _EVAL = re.compile(r"^_?PyEval_EvalFrame(?:Default|Ex)$")
 _WAITS = ("futex", "poll", "epoll", "select", "sleep", "pthread_cond", "sem_wait", "sem_timedwait",
@@ -200,7 +200,7 @@ class _State:
     cur: dict | None = None
     skipped: int = 0
     after_pyfile: bool = False
-    fatal: tuple[int, str, int | None] | None = None
+    fatal: dict[int | None, tuple[int, str]] = field(default_factory=dict)
     signal: str | None = None
     current_lwp: int | None = None
     cmdline: str = ""
@@ -224,8 +224,9 @@ def parse_stacks(lines, source: str = "") -> tuple[list[StackBlock], int, dict]:
 
     Returns:
         ``(blocks, lines_skipped, facts)``: the thread stacks in file order, the lines inside a
-        stack that could not be read, and file facts (``signal``, ``cmdline``, ``fatal_error``
-        with its line, ``current_lwp``).
+        stack that could not be read, and file facts (``signal``, ``cmdline``, ``current_lwp``,
+        ``fatal``: the ``Fatal Python error`` line per launcher-prefix rank (None without prefix)
+        as ``(line_number, text)``).
     """
     st = _State(source)
     for n, raw in lines:
@@ -243,8 +244,7 @@ def parse_stacks(lines, source: str = "") -> tuple[list[StackBlock], int, dict]:
     if st.current_lwp is not None:
         blocks = [replace(b, current=True) if b.format == "gdb" and b.thread_id == st.current_lwp else b for b in blocks]
     facts = {"signal": st.signal, "cmdline": st.cmdline, "current_lwp": st.current_lwp,
-             "fatal_error": st.fatal[1] if st.fatal else None, "fatal_line": st.fatal[0] if st.fatal else None,
-             "fatal_rank": st.fatal[2] if st.fatal else None, "evidence": st.evidence}
+             "fatal": st.fatal, "evidence": st.evidence}
     return blocks, st.skipped, facts
 
 
@@ -276,7 +276,7 @@ def _line(st: _State, n: int, raw: str, text: str, rank: int | None) -> None:
     m = _FH_THREAD.match(text)
     if m:
         st.open(n, "faulthandler", int(m.group(2), 16), rank, name=m.group(3) or None, current=m.group(1) == "Current thread",
-                title=st.fatal[1] if st.fatal and m.group(1) == "Current thread" else "")
+                title=st.fatal.get(rank, (0, ""))[1] if m.group(1) == "Current thread" else "")
         return
     m = _PY_FILE.match(text)
     if m:
@@ -299,7 +299,7 @@ def _line(st: _State, n: int, raw: str, text: str, rank: int | None) -> None:
     m = _FH_FATAL.match(text)
     if m:
         st.close()
-        st.fatal = (n, f"Fatal Python error: {m.group(1)}", rank)
+        st.fatal[rank] = (n, f"Fatal Python error: {m.group(1)}")
         st.evidence.append((n, raw, rank))
         return
     m = _TORCH_START.match(text)
@@ -453,15 +453,16 @@ def load(paths: list[str]) -> tuple[SourceReport, list[RankDump]]:
         for b in blocks:
             r = b.rank if b.rank is not None else (next(iter(ranks_in)) if len(ranks_in) == 1 else file_rank)
             by_rank.setdefault(r, []).append(b)
-        if not blocks and (facts["fatal_error"] or facts["signal"]):
-            by_rank.setdefault(facts["fatal_rank"] if facts["fatal_rank"] is not None else file_rank, [])
+        for r in facts["fatal"]:  # a fatal error whose stack was not printed still names its rank
+            by_rank.setdefault(r if r is not None else file_rank, [])
+        if not by_rank and facts["signal"]:
+            by_rank[file_rank] = []
         for r, bl in by_rank.items():
-            entry = {"blocks": bl, "facts": facts, "source": path, "rank_source": "prefix" if r in ranks_in else "file name"}
             if r is None:
                 unranked.append((path, bl, facts))
             else:
-                per_rank.setdefault(r, {"blocks": [], "facts": facts, "source": path, "rank_source": entry["rank_source"]})
-                per_rank[r]["blocks"].extend(bl)
+                how = "prefix" if r in ranks_in or r in facts["fatal"] else "file name"
+                per_rank.setdefault(r, {"blocks": [], "facts": facts, "source": path, "rank_source": how})["blocks"].extend(bl)
     next_rank = max(per_rank, default=-1) + 1
     for path, bl, facts in unranked:
         per_rank[next_rank] = {"blocks": bl, "facts": facts, "source": path, "rank_source": "order"}
@@ -477,10 +478,11 @@ def load(paths: list[str]) -> tuple[SourceReport, list[RankDump]]:
         current = next((t for t in threads if t.status == "active" and _is_current(bl, t)), threads[0] if threads else None)
         ev = [_evidence(src, n, raw) for n, raw, rk in facts["evidence"] if rk in (None, r)][:4]
         where = crash_site(current.frames) if current else ""
-        if facts["fatal_error"] and (facts["fatal_rank"] in (None, r)):
-            findings.append(Finding("fatal-error", f"{_who(r, src)}: {facts['fatal_error']}{where}", (r,), evidence=tuple(ev),
+        fatal = facts["fatal"].get(r) or (facts["fatal"].get(None) if len(facts["fatal"]) == 1 else None)
+        if fatal:
+            findings.append(Finding("fatal-error", f"{_who(r, src)}: {fatal[1]}{where}", (r,), evidence=tuple(ev),
                                     action="read the Python frames of the current thread; a C extension or a library it called crashed"))
-            states.append(RankState(r, state=facts["fatal_error"].removeprefix("Fatal Python error: "), source=KIND))
+            states.append(RankState(r, state=fatal[1].removeprefix("Fatal Python error: "), source=KIND))
         elif facts["signal"]:
             findings.append(Finding("crash", f"{_who(r, src)} crashed with {facts['signal']}{where}", (r,), evidence=tuple(ev)))
             states.append(RankState(r, state=facts["signal"], source=KIND))
