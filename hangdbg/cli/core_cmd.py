@@ -22,6 +22,13 @@ from .common import EXIT_ERROR, EXIT_FOUND, EXIT_OK, Command, write_json
 _SHOWN_FRAMES = 12
 
 
+def _positive_int(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be >= 1, not {value}")
+    return value
+
+
 def _positive_float(text: str) -> float:
     value = float(text)
     if value <= 0:
@@ -47,7 +54,7 @@ class CoreCommand(Command):
         p.add_argument("--gdb", metavar="PATH", help="the gdb program (default: gdb on PATH)")
         p.add_argument("--timeout", type=_positive_float, default=120.0, metavar="S",
                        help="seconds for each gdb / pystack run (default 120)")
-        p.add_argument("--jobs", type=int, default=2, metavar="N", help="cores read at once (default 2)")
+        p.add_argument("--jobs", type=_positive_int, default=2, metavar="N", help="cores read at once (default 2)")
         p.add_argument("--json", action="store_true", help="print one JSON document instead of the report")
         p.add_argument("-o", "--out", metavar="DIR", type=Path, help="write hangdbg.json and each core's gdb backtrace there")
         p.add_argument("--no-tree", action="store_true", help="leave the merged call tree out of the report")
@@ -58,7 +65,7 @@ class CoreCommand(Command):
             raise UsageError(f"no such core file: {' '.join(missing)}")
         if args.exe and not os.path.isfile(args.exe):
             raise UsageError(f"--exe {args.exe}: no such file")
-        opts = CoreOptions(exe=args.exe, timeout=args.timeout, gdb=args.gdb, jobs=max(1, args.jobs))
+        opts = CoreOptions(exe=args.exe, timeout=args.timeout, gdb=args.gdb, jobs=args.jobs)
         report, dumps, readings = load(args.cores, opts)
         if not dumps:
             reasons = "; ".join(f"{c.path}: {'; '.join(c.diagnoses)}" for c in readings)

@@ -120,7 +120,7 @@ class DumpCommand(Command):
         p.add_argument("--pid", type=int, nargs="+", metavar="PID", help="ranks, or launchers (torchrun, deepspeed, accelerate, mp.spawn parent) whose descendant ranks to dump")
         add_collect_arguments(p)
         g = p.add_argument_group("core files")
-        g.add_argument("--core", action="store_true", help="also write a core file of every rank with gcore (OUT/core.rankR.PID); the ranks keep running")
+        g.add_argument("--core", action="store_true", help="also write a core file of every rank with gcore (OUT/core.rankR.PID) after the stacks; the ranks keep running (each gcore may take 15x --timeout)")
         g.add_argument("--force", action="store_true", help="with --core: write the cores even when they look too big for the free space")
         add_remote_arguments(p)
         add_output_arguments(p)
