@@ -5,7 +5,8 @@ The core is made here: a torch process with a gloo process group (world size 1, 
 segfaults in its training step, with ``ulimit -c unlimited`` and core_pattern ``core`` (the core
 lands in the working directory). Both commands run ``--repeat`` times, alternating; hangdbg's run
 includes what gdb does (it runs gdb with the same command) plus pystack, the environment scan and
-the report. Prints a table and writes bench/results/core_read.json.
+the report (its gdb run uses ``set print frame-arguments none`` and no auto-loading, which is why
+it can come out faster than plain gdb). Prints a table and writes bench/results/core_read.json.
 
     python bench/core_read.py [--repeat 5]
 """
@@ -99,10 +100,12 @@ def main() -> None:
         "gdb_frames": frames_gdb, "hangdbg_frames": sum(len(t["frames"]) for t in c["threads"]),
         "python_frames": sum(1 for t in c["threads"] for f in t["frames"] if not f.get("native")),
         "rank": c["rank"], "host": c["host"], "finding": crash, "rows": rows,
-        "ratio_vs_gdb": round(med["hangdbg"] / med["gdb"], 2), **source_state(),
+        "ratio_vs_gdb": round(med["hangdbg"] / med["gdb"], 2),
+        "ratio_of_fastest_runs": round(min(times["hangdbg"]) / min(times["gdb"]), 2), **source_state(),
     }
     Path(a.json).write_text(json.dumps(res, indent=2) + "\n")
-    print(f"{crash}\nhangdbg core / plain gdb bt: {res['ratio_vs_gdb']:.2f}x  -> {a.json}")
+    print(f"{crash}\nhangdbg core / plain gdb bt: {res['ratio_vs_gdb']:.2f}x (medians), "
+          f"{res['ratio_of_fastest_runs']:.2f}x (fastest runs)  -> {a.json}")
 
 
 if __name__ == "__main__":
