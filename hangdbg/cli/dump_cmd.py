@@ -11,6 +11,7 @@ from pathlib import Path
 
 from ..analyze import analyze
 from ..collect.local import CollectOptions, collect
+from ..collect.gcore import human_size, plan_cores, write_cores
 from ..collect.procs import RankProcess, find_ranks
 from ..collect.pyspy import PySpyOptions, find_pyspy
 from ..errors import HangdbgError, UsageError
@@ -80,7 +81,28 @@ def dump_ranks(cmd: Command, args: argparse.Namespace, ranks: list[RankProcess],
             progress.update(task, advance=1, failed=failed)
 
         dumps = collect(ranks, opts, on_result)
-    return emit(cmd, analyze(dumps), args, command, {"out_dir": str(out)})
+    extra = {"out_dir": str(out)}
+    if getattr(args, "core", False):
+        extra["cores"] = write_rank_cores(cmd, args, ranks, out)
+    return emit(cmd, analyze(dumps), args, command, extra)
+
+
+def write_rank_cores(cmd: Command, args: argparse.Namespace, ranks: list[RankProcess], out: Path) -> list[dict]:
+    """``--core``: warn about the cores' size, refuse when they do not fit (unless ``--force``),
+    then gcore every rank (after the stacks were taken, so the pause does not disturb them)."""
+    plan = plan_cores(ranks, out)
+    need, free = human_size(plan.needed), human_size(plan.free)
+    cmd.err.print(f"[yellow]writing {len(ranks)} core files of about {need} in all (the ranks' readable memory) to {out} "
+                  f"({free} free)[/yellow]", highlight=False)
+    if not plan.fits and not args.force:
+        raise HangdbgError(
+            f"the core files would not fit: about {need} needed, {free} free in {out}",
+            help="write them elsewhere with -o DIR on a larger file system, or pass --force to try anyway")
+    results = write_cores(ranks, out, timeout=args.timeout * 15)
+    for r in results:
+        if r.error:
+            cmd.err.print(f"[yellow]warning:[/yellow] no core of rank {r.rank}: {r.error}", highlight=False)
+    return [asdict(r) for r in results]
 
 
 class DumpCommand(Command):
@@ -97,6 +119,9 @@ class DumpCommand(Command):
     def add_arguments(cls, p: argparse.ArgumentParser) -> None:
         p.add_argument("--pid", type=int, nargs="+", metavar="PID", help="ranks, or launchers (torchrun, deepspeed, accelerate, mp.spawn parent) whose descendant ranks to dump")
         add_collect_arguments(p)
+        g = p.add_argument_group("core files")
+        g.add_argument("--core", action="store_true", help="also write a core file of every rank with gcore (OUT/core.rankR.PID) after the stacks; the ranks keep running (each gcore may take 15x --timeout)")
+        g.add_argument("--force", action="store_true", help="with --core: write the cores even when they look too big for the free space")
         add_remote_arguments(p)
         add_output_arguments(p)
 
@@ -104,6 +129,8 @@ class DumpCommand(Command):
         if wants_remote(args):
             if args.pid:
                 raise UsageError("--pid is for this node; with --jobid/--hosts the agent finds the ranks")
+            if args.core:
+                raise UsageError("--core writes cores of this node's ranks; run `hangdbg dump --core` on the node")
             return dump_remote(self, args)
         if args.pid and any(p <= 0 for p in args.pid):
             raise UsageError("--pid takes positive process ids")

@@ -18,6 +18,7 @@ from .agent_cmd import AgentCommand
 from .analyze_cmd import AnalyzeCommand
 from .collect_cmd import CollectCommand
 from .common import EXIT_ERROR, EXIT_USAGE
+from .core_cmd import CoreCommand
 from .demo_cmd import DemoCommand
 from .dump_cmd import DumpCommand
 from .gpu_cmd import GpuCommand
@@ -33,6 +34,7 @@ COMMANDS = {
     "demo": DemoCommand,
     "agent": AgentCommand,
     "traces": TracesCommand,
+    "core": CoreCommand,
     "logs": LogsCommand,
     "gpu": GpuCommand,
     "report": ReportCommand,

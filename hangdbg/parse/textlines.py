@@ -23,7 +23,7 @@ _CHUNK = 1 << 20
 
 # One decoration at the start of a line. Applied repeatedly: "[rank3]:[2024-...] ..." has two.
 _PREFIXES = re.compile(
-    r"""^(?:
+    r"""(?:
         \s+                                                   # indentation
       | [│┃|]\s?                                              # terminal borders
       | \[rank(?P<rank>\d+)\]:\s?                             # torch: [rank3]:

@@ -1,0 +1,159 @@
+"""``hangdbg core COREFILE...``: what each core file says (signal, crashing thread, rank, host,
+native and Python frames per thread), then the same clustering as live dumps."""
+
+from __future__ import annotations
+
+import argparse
+import os
+from dataclasses import asdict
+from pathlib import Path
+
+from rich.markup import escape
+from rich.panel import Panel
+from rich.table import Table
+
+from ..analyze import analyze
+from ..collect.core import CoreOptions, CoreReading, load
+from ..errors import HangdbgError, UsageError
+from ..report.console import render_analysis
+from ..report.jsonout import analysis_to_dict, dumps_json, frame_to_dict
+from .common import EXIT_ERROR, EXIT_FOUND, EXIT_OK, Command, write_json
+
+_SHOWN_FRAMES = 12
+
+
+def _positive_int(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be >= 1, not {value}")
+    return value
+
+
+def _positive_float(text: str) -> float:
+    value = float(text)
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"must be > 0, not {value}")
+    return value
+
+
+class CoreCommand(Command):
+    help = "read core files: signal, crashing thread, rank and host, native and Python frames of every thread"
+    description = (
+        "Read ELF core files (from a crash, kill -ABRT or gcore): the signal and the crashing thread, every "
+        "thread's native backtrace (gdb) merged with its Python frames (pystack, else py-spy), and the rank and "
+        "host from the environment saved in the core. Several cores are clustered as `dump` clusters live "
+        "ranks. Exit status: 3 a core shows a crash or the analysis names suspects (other than ranks without "
+        "a core), 0 otherwise, 1 when no "
+        "core could be read, 2 usage."
+    )
+
+    @classmethod
+    def add_arguments(cls, p: argparse.ArgumentParser) -> None:
+        p.add_argument("cores", nargs="+", metavar="COREFILE", help="core files")
+        p.add_argument("--exe", metavar="PYTHON", help="the executable the cores came from (default: found in each core)")
+        p.add_argument("--gdb", metavar="PATH", help="the gdb program (default: gdb on PATH)")
+        p.add_argument("--timeout", type=_positive_float, default=120.0, metavar="S",
+                       help="seconds for each gdb / pystack run (default 120)")
+        p.add_argument("--jobs", type=_positive_int, default=2, metavar="N", help="cores read at once (default 2)")
+        p.add_argument("--json", action="store_true", help="print one JSON document instead of the report")
+        p.add_argument("-o", "--out", metavar="DIR", type=Path, help="write hangdbg.json and each core's gdb backtrace there")
+        p.add_argument("--no-tree", action="store_true", help="leave the merged call tree out of the report")
+
+    def run(self, args: argparse.Namespace) -> int:
+        missing = [c for c in args.cores if not os.path.exists(c)]
+        if missing:
+            raise UsageError(f"no such core file: {' '.join(missing)}")
+        if args.exe and not os.path.isfile(args.exe):
+            raise UsageError(f"--exe {args.exe}: no such file")
+        opts = CoreOptions(exe=args.exe, timeout=args.timeout, gdb=args.gdb, jobs=args.jobs)
+        report, dumps, readings = load(args.cores, opts)
+        if not dumps:
+            reasons = "; ".join(f"{c.path}: {'; '.join(c.diagnoses)}" for c in readings)
+            raise HangdbgError(f"no core file could be read ({reasons})",
+                               help="pass ELF core files (`file CORE` says 'core file'); systemd-coredump keeps them "
+                                    "compressed: `coredumpctl dump PID -o core`")
+        analysis = analyze(dumps)
+        doc = analysis_to_dict(analysis, "core", {
+            "cores": [_core_dict(c) for c in readings],
+            "report": asdict(report),
+        })
+        if args.out is not None:
+            args.out.mkdir(parents=True, exist_ok=True)
+            for i, c in enumerate(readings):
+                if c.gdb_text:
+                    (args.out / f"{Path(c.path).name}.{i}.gdb.txt").write_text(c.gdb_text)
+            write_json(args.out / "hangdbg.json", doc)
+        if args.json:
+            self.out.out(dumps_json(doc), highlight=False)
+        else:
+            self._render(readings, report, analysis, args)
+        # ranks without a core are "missing" to the analyzer; that alone is not a finding about the cores
+        if any(f.severity == "suspect" for f in report.findings) or any(s.kind != "missing" for s in analysis.suspects):
+            return EXIT_FOUND
+        return EXIT_OK if any(d.threads for d in dumps) else EXIT_ERROR
+
+    def _render(self, readings: list[CoreReading], report, analysis, args) -> None:
+        for c in readings:
+            self.out.print(_core_panel(c))
+        if report.findings:
+            t = Table(title="Findings", title_justify="left", expand=True)
+            t.add_column("severity", no_wrap=True)
+            t.add_column("finding", ratio=1, overflow="fold")
+            for f in report.findings:
+                style = {"suspect": "bold red", "warning": "yellow"}.get(f.severity, "dim")
+                t.add_row(f"[{style}]{f.severity}[/{style}]", escape(f.summary))
+            self.out.print(t)
+        if len([d for d in analysis.ranks if d.threads]) > 1:
+            self.out.print(render_analysis(analysis, tree=not args.no_tree))
+        if args.out is not None:
+            self.err.print(f"[dim]backtraces and hangdbg.json kept in {args.out}[/dim]", highlight=False)
+
+
+def _core_dict(c: CoreReading) -> dict:
+    d = c.dump
+    return {
+        "file": c.path, "rank": d.rank, "rank_source": d.rank_source, "host": d.host, "pid": d.pid,
+        "local_rank": d.local_rank, "world_size": d.world_size, "signal": c.signal, "how": c.how,
+        "crashing_tid": c.crashing_tid, "executable": c.executable, "executable_source": c.exe_source,
+        "python": d.python, "cmdline": d.cmdline, "environ": c.environ, "diagnoses": list(c.diagnoses),
+        "truncated": bool(c.info and c.info.truncated), "error": d.error,
+        "threads": [{"thread_id": t.thread_id, "name": t.name, "status": t.status, "crashed": t.thread_id == c.crashing_tid,
+                     "frames": [frame_to_dict(f) for f in t.frames]} for t in d.threads],
+    }
+
+
+def _core_panel(c: CoreReading) -> Panel:
+    d = c.dump
+    lines = []
+    who = f"rank {d.rank}" + (f" (from {d.rank_source})" if d.rank_source else "")
+    if d.host:
+        who += f" on {d.host}"
+    lines.append(f"[bold]{escape(who)}[/bold], pid {d.pid}" + (f", world size {d.world_size}" if d.world_size else ""))
+    if c.signal:
+        how = {"crash": "a fault, raised by the kernel", "self": "raised by the process itself, e.g. abort()", "killed": "sent by another process"}.get(c.how, c.how)
+        lines.append(f"signal [bold red]{c.signal}[/bold red] ({how}), crashing thread {c.crashing_tid}")
+    elif c.info is not None:
+        lines.append("no signal: a core taken on demand (gcore)")
+    if d.cmdline:
+        lines.append(f"command: {escape(d.cmdline)}")
+    if c.executable:
+        lines.append(f"[dim]executable {escape(c.executable)} (from {c.exe_source}); {len(d.threads)} threads[/dim]")
+    t = c.crash_thread or (d.threads[0] if d.threads else None)
+    if t is not None:
+        label = "crashing thread" if c.crash_thread is not None else "first thread"
+        lines.append(f"{label} {t.thread_id}{' ' + escape(t.name) if t.name else ''}:")
+        first_py = next((i for i, f in enumerate(t.frames) if not f.native), len(t.frames))
+        top = t.frames[:min(first_py, 4)]
+        python = [f for f in t.frames if not f.native][:_SHOWN_FRAMES]
+        for f in top:
+            lines.append(f"  [dim]{escape(str(f))}[/dim]")
+        if first_py > len(top) and python:
+            lines.append(f"  [dim]... {first_py - len(top)} native frames[/dim]")
+        for f in python:
+            lines.append(f"  [bold]{escape(str(f))}[/bold]")
+        if len(t.frames) > len(top) + len(python):
+            lines.append(f"  [dim]({len(t.frames)} frames in all; --json shows them)[/dim]")
+    for msg in c.diagnoses:
+        lines.append(f"[yellow]! {escape(msg)}[/yellow]")
+    style = "red" if c.signal else ("yellow" if c.info is None else "green")
+    return Panel("\n".join(lines), title=escape(f"core {c.path}"), title_align="left", border_style=style)

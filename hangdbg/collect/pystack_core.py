@@ -1,0 +1,107 @@
+"""The Python frames of every thread of a core file, from pystack (bloomberg/pystack >= 1.3), read
+in a child process.
+
+pystack's core mode (``pystack core CORE EXE``; Python API
+``pystack.engine.get_process_threads_for_core``) finds the interpreter state in the core's memory
+and walks each thread's frame chain; it is a C++ extension, so it runs in a child process with a
+timeout (a damaged core must not take hangdbg down with it). The child prints one JSON document:
+``{"python": [3, 11], "threads": [{"tid", "gil", "frames": [{"file", "function", "line",
+"entry"}]}], "error": null}`` with frames outermost first as pystack gives them; ``entry`` marks a
+frame that began a new C-level call of the interpreter loop (``PyFrame.is_entry``). pystack's
+errors (``pystack.errors``: ``NotEnoughInformation``, ``CoreExecutableNotFound``,
+``InvalidExecutable``, ``MissingExecutableMaps``, ``EngineError``) become ``error`` with the first
+paragraph of their help text. When pystack is missing, ``py-spy dump --core`` is the fallback.
+
+Run as ``python -m hangdbg.collect.pystack_core CORE EXE``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+from dataclasses import dataclass
+
+__all__ = ["PystackResult", "run_pystack_core", "main"]
+
+
+@dataclass(frozen=True, slots=True)
+class PystackResult:
+    """pystack's view of a core: ``threads`` as in the module docstring, ``python`` the
+    interpreter version (``"3.11"``), ``error`` why there are no Python frames (None on success),
+    ``missing`` True when pystack is not installed."""
+
+    threads: tuple[dict, ...] = ()
+    python: str | None = None
+    error: str | None = None
+    missing: bool = False
+
+
+def run_pystack_core(core: str, exe: str, timeout: float = 60.0) -> PystackResult:
+    """Run the pystack child on ``core`` with ``exe``; never raises (``error`` says why)."""
+    argv = [sys.executable, "-m", "hangdbg.collect.pystack_core", os.path.abspath(core), os.path.abspath(exe)]
+    env = dict(os.environ)
+    pkg_root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    env["PYTHONPATH"] = pkg_root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+    proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            env=env, start_new_session=True)
+    try:
+        out, err = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except OSError:
+            pass
+        proc.wait()
+        return PystackResult(error=f"pystack took longer than {timeout:g} s and was stopped; retry with a larger --timeout")
+    try:
+        doc = json.loads(out.decode("utf-8", "replace"))
+    except ValueError:
+        last = err.decode("utf-8", "replace").strip().splitlines()[-1:] or [f"exit status {proc.returncode}"]
+        how = f"killed by signal {-proc.returncode}" if proc.returncode and proc.returncode < 0 else last[0]
+        return PystackResult(error=f"pystack failed on this core ({how})")
+    python = doc.get("python")
+    return PystackResult(tuple(doc.get("threads") or ()), ".".join(map(str, python)) if python else None,
+                         doc.get("error"), bool(doc.get("missing")))
+
+
+def _first_paragraph(text: str) -> str:
+    return " ".join(text.strip().split("\n\n")[0].split())
+
+
+def _inspect(core: str, exe: str) -> dict:
+    try:
+        from pystack import errors
+        from pystack.engine import NativeReportingMode, StackMethod, get_process_threads_for_core
+    except ImportError:
+        return {"missing": True, "error": "pystack is not installed (pip install pystack)"}
+    try:
+        threads = get_process_threads_for_core(core, exe, None, NativeReportingMode.OFF, False, StackMethod.AUTO)
+    except errors.PystackError as exc:
+        help_text = getattr(exc, "HELP_TEXT", "")
+        why = f"pystack: {type(exc).__name__}: {exc}"
+        return {"error": why + (f" ({_first_paragraph(help_text)})" if help_text else "")}
+    except (RuntimeError, OSError, ValueError) as exc:
+        return {"error": f"pystack: {exc}"}
+    out, version = [], None
+    for t in threads:
+        version = version or t.python_version
+        frames = [{"file": f.code.filename, "function": f.code.scope, "line": f.code.location.lineno, "entry": bool(f.is_entry)}
+                  for f in t.frames]
+        out.append({"tid": t.tid, "gil": bool(t.holds_the_gil), "gc": bool(t.is_gc_collecting), "frames": frames})
+    return {"threads": out, "python": list(version) if version else None, "error": None}
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = sys.argv[1:] if argv is None else argv
+    if len(args) != 2:
+        print(json.dumps({"error": "usage: python -m hangdbg.collect.pystack_core CORE EXE"}))
+        return 2
+    print(json.dumps(_inspect(args[0], args[1])))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
