@@ -18,6 +18,7 @@ import psutil
 import pytest
 
 from conftest import FIXTURES, run_cli, run_json
+from infra.cores import SEGV, SEGV_LINE, SETENV, SETENV_LINE, TORCH, TORCH_LINE, WAIT, WAIT_LINE, core_of as _core_of, core_pattern as _core_pattern, env as _env, start as _start, unlimited_cores as _unlimited_cores
 
 from hangdbg.collect.core import CoreOptions, read_core
 from hangdbg.collect.gcore import plan_cores, write_core
@@ -28,94 +29,9 @@ from hangdbg.parse.textlines import read_head
 
 STACKS = FIXTURES / "stacks"
 
-SEGV = """\
-import ctypes, sys, threading, time
-ready = threading.Event()
-def worker():
-    ready.set()
-    time.sleep(300)
-threading.Thread(target=worker, name="loader", daemon=True).start()
-ready.wait()
-time.sleep(0.3)  # let the loader thread reach its sleep
-def step():
-    ctypes.string_at(0)
-step()
-"""
-SEGV_LINE = 10  # ctypes.string_at(0) in step()
-
-WAIT = """\
-import sys, time
-def wait_for_peers():
-    sys.stdout.write("ready\\n"); sys.stdout.flush()
-    while True:
-        time.sleep(0.05)
-wait_for_peers()
-"""
-WAIT_LINE = 5
-
-SETENV = """\
-import os, signal
-os.environ["RANK"] = "7"
-os.environ["HOSTNAME"] = "node-late"
-def crash():
-    os.kill(os.getpid(), signal.SIGSEGV)
-crash()
-"""
-SETENV_LINE = 5
-
-TORCH = """\
-import ctypes, sys
-import torch
-import torch.distributed as dist
-
-def train_step(x):
-    dist.all_reduce(x)
-    ctypes.string_at(0)
-
-dist.init_process_group("gloo", store=dist.FileStore(sys.argv[1], 1), rank=0, world_size=1)
-train_step(torch.ones(4))
-"""
-TORCH_LINE = 7
-
-
-def _core_pattern() -> str:
-    try:
-        return Path("/proc/sys/kernel/core_pattern").read_text().strip()
-    except OSError:
-        return ""
-
-
-def _unlimited_cores() -> None:
-    resource.setrlimit(resource.RLIMIT_CORE, (resource.RLIM_INFINITY, resource.RLIM_INFINITY))
-
-
-def _env(**kw: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items()
-           if k not in ("RANK", "LOCAL_RANK", "WORLD_SIZE", "SLURM_PROCID", "SLURMD_NODENAME", "HOSTNAME", "HOST")}
-    env.update(kw)
-    return env
-
-
-def _start(script: str, cwd: Path, env: dict[str, str], *args: str) -> subprocess.Popen:
-    cwd.mkdir(parents=True, exist_ok=True)
-    (cwd / "prog.py").write_text(script)
-    return subprocess.Popen([sys.executable, str(cwd / "prog.py"), *args], cwd=cwd, env=env, preexec_fn=_unlimited_cores,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-
-
 def _rank_process(pid: int, rank: int) -> RankProcess:
     return RankProcess(pid=pid, rank=rank, host="", local_rank=None, world_size=None, local_world_size=None,
                        rank_source="RANK", cmdline="")
-
-
-def _core_of(proc: subprocess.Popen, cwd: Path) -> Path:
-    """Wait for ``proc`` to die and return the core the kernel wrote into its cwd (core_pattern
-    ``core``: ``core`` or ``core.PID`` with core_uses_pid)."""
-    proc.wait(timeout=60)
-    for name in (f"core.{proc.pid}", "core"):
-        if (cwd / name).is_file():
-            return cwd / name
-    pytest.fail(f"no core in {cwd} (core_pattern {_core_pattern()!r}, exit {proc.returncode}, stderr {proc.stderr.read()[-300:]})")
 
 
 @pytest.fixture(scope="module")
@@ -307,7 +223,8 @@ def test_dump_core_writes_cores_that_read_back(hung_ranks, tmp_path):
     pids = [str(p.pid) for p in hung_ranks]
     res = run_cli("dump", "--pid", *pids, "--core", "--json", "-o", tmp_path)
     doc = json.loads(res.stdout)
-    assert "writing 2 core files of about" in " ".join(res.stderr.split()) and "iB free" in res.stderr
+    stderr = " ".join(res.stderr.split())  # rich wraps long lines
+    assert "writing 2 core files of about" in stderr and "iB free" in stderr
     written = sorted(doc["cores"], key=lambda c: c["rank"])
     assert [(c["rank"], c["error"]) for c in written] == [(0, None), (1, None)]
     for c, p in zip(written, hung_ranks, strict=True):

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import argparse
 import os
-from dataclasses import asdict
 from pathlib import Path
 
 from rich.markup import escape
@@ -16,7 +15,8 @@ from ..analyze import analyze
 from ..collect.core import CoreOptions, CoreReading, load
 from ..errors import HangdbgError, UsageError
 from ..report.console import render_analysis
-from ..report.jsonout import analysis_to_dict, dumps_json, frame_to_dict
+from ..report.core_json import core_document
+from ..report.jsonout import dumps_json
 from .common import EXIT_ERROR, EXIT_FOUND, EXIT_OK, Command, write_json
 
 _SHOWN_FRAMES = 12
@@ -73,10 +73,7 @@ class CoreCommand(Command):
                                help="pass ELF core files (`file CORE` says 'core file'); systemd-coredump keeps them "
                                     "compressed: `coredumpctl dump PID -o core`")
         analysis = analyze(dumps)
-        doc = analysis_to_dict(analysis, "core", {
-            "cores": [_core_dict(c) for c in readings],
-            "report": asdict(report),
-        })
+        doc = core_document(readings, report, analysis)
         if args.out is not None:
             args.out.mkdir(parents=True, exist_ok=True)
             for i, c in enumerate(readings):
@@ -107,19 +104,6 @@ class CoreCommand(Command):
             self.out.print(render_analysis(analysis, tree=not args.no_tree))
         if args.out is not None:
             self.err.print(f"[dim]backtraces and hangdbg.json kept in {args.out}[/dim]", highlight=False)
-
-
-def _core_dict(c: CoreReading) -> dict:
-    d = c.dump
-    return {
-        "file": c.path, "rank": d.rank, "rank_source": d.rank_source, "host": d.host, "pid": d.pid,
-        "local_rank": d.local_rank, "world_size": d.world_size, "signal": c.signal, "how": c.how,
-        "crashing_tid": c.crashing_tid, "executable": c.executable, "executable_source": c.exe_source,
-        "python": d.python, "cmdline": d.cmdline, "environ": c.environ, "diagnoses": list(c.diagnoses),
-        "truncated": bool(c.info and c.info.truncated), "error": d.error,
-        "threads": [{"thread_id": t.thread_id, "name": t.name, "status": t.status, "crashed": t.thread_id == c.crashing_tid,
-                     "frames": [frame_to_dict(f) for f in t.frames]} for t in d.threads],
-    }
 
 
 def _core_panel(c: CoreReading) -> Panel:

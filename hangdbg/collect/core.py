@@ -330,6 +330,13 @@ def load(paths: list[str], opts: CoreOptions = CoreOptions()) -> tuple[SourceRep
     return report, dumps, readings
 
 
+def read_dumps(paths: list[str]) -> tuple[SourceReport, list[RankDump]]:
+    """:func:`load` with default options: the report and the dumps (the stack-reader interface of
+    ``hangdbg report``, whose joint analysis takes the dumps)."""
+    report, dumps, _ = load(paths)
+    return report, dumps
+
+
 def read(paths: list[str]) -> SourceReport:
     """:func:`load` with default options, the report only (the reader interface of ``hangdbg report``)."""
     return load(paths)[0]

@@ -199,15 +199,23 @@ def _send_nccl(s: _Sender, logs: list[str], used: set[str]) -> None:
 
 
 def _send_core(s: _Sender, core: str, exe: str | None, used: set[str]) -> None:
-    """Read a core file here (backtraces, Python frames, rank); send the small result only."""
+    """Read a core file here (signal, threads, Python frames, rank from its environment) and send
+    only the ``hangdbg core`` JSON document and gdb's backtrace text, never the core itself."""
+    from ..analyze import analyze  # noqa: PLC0415 - the agent imports the core reader only when asked
+    from ..report.core_json import core_document  # noqa: PLC0415
+    from ..report.jsonout import dumps_json  # noqa: PLC0415
+    from .core import CoreOptions, load  # noqa: PLC0415
+
     try:
-        from ..parse.core import core_summary_text  # noqa: PLC0415
-    except ImportError:
-        s.problem(core, "this hangdbg cannot read core files")
+        report, dumps, readings = load([core], CoreOptions(exe=exe))
+    except Exception as exc:  # a reader bug must not stop the other files
+        s.problem(core, f"cannot read the core file: {exc!r}")
         return
-    try:
-        text = core_summary_text(core, exe)
-    except Exception as exc:
-        s.problem(core, f"cannot read the core file: {exc}")
+    if not dumps:
+        s.problem(core, "; ".join(d for c in readings for d in c.diagnoses) or "not a readable core file")
         return
-    s.text(_unique(f"cores/{os.path.basename(core)}.txt", used), text, core)
+    name = os.path.basename(core)
+    s.text(_unique(f"cores/{name}.json", used), dumps_json(core_document(readings, report, analyze(dumps))) + "\n", core)
+    for c in readings:
+        if c.gdb_text:
+            s.text(_unique(f"cores/{name}.gdb.txt", used), c.gdb_text, core)

@@ -520,6 +520,10 @@ def _threads(blocks: list[StackBlock]) -> tuple[Thread, ...]:
     return tuple(out)
 
 
+read_dumps = load
+"""The stack-reader interface of ``hangdbg report``: the report and the dumps for the joint analysis."""
+
+
 def read(paths: list[str]) -> SourceReport:
     """:func:`load` without the dumps (the reader interface of ``hangdbg report``)."""
     return load(paths)[0]

@@ -22,7 +22,8 @@ READERS: dict[str, str] = {
     # kind -> module with sniff(head: bytes) -> bool and read(paths: list[str]) -> SourceReport.
     # Order matters only for display.
     "stacks": "hangdbg.parse.stacks_source",
-    "core": "hangdbg.parse.core",
+    "core": "hangdbg.collect.core",
+    "core-json": "hangdbg.parse.core_json",
     "stacks-text": "hangdbg.parse.native_stacks",
     "nccl": "hangdbg.parse.nccl",
     "torch-log": "hangdbg.parse.torch_log",
@@ -72,8 +73,6 @@ def classify(path: str, mods: dict[str, ModuleType] | None = None) -> Classified
         mods: the reader modules (default: all available).
     """
     name = os.path.basename(path)
-    if name in _OWN_OUTPUT or (name.endswith(".json") and os.path.basename(os.path.dirname(path)) == "nodes"):
-        return Classified(path, (), "hangdbg's own summary (its inputs are read instead)")
     try:
         head = read_head(path)
     except OSError as exc:
@@ -90,6 +89,8 @@ def classify(path: str, mods: dict[str, ModuleType] | None = None) -> Classified
             return Classified(path, tuple(kinds), f"sniffing as {kind} failed: {exc!r}")
     if kinds:
         return Classified(path, tuple(kinds))
+    if name in _OWN_OUTPUT or (name.endswith(".json") and os.path.basename(os.path.dirname(path)) == "nodes"):
+        return Classified(path, (), "hangdbg's own summary (its inputs are read instead)")
     binary = b"\x00" in head[:8192]
     return Classified(path, (), "binary file of unknown kind" if binary else "no reader recognised its content")
 
