@@ -26,7 +26,7 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass
 
 from ..model import Analysis, Evidence, Finding, RankState, SourceReport, MAX_EVIDENCE_TEXT
-from ..parse.flight_recorder import FrDump, FrDumpError, FrEntry, load_dump, sniff
+from ..parse.flight_recorder import FrDump, FrDumpError, FrEntry, load_dump, rank_from_path, sniff
 from .rankset import compress
 
 __all__ = ["analyze", "read", "sniff", "cross_check", "effective_state", "user_frames", "KIND"]
@@ -137,12 +137,12 @@ def _short(e: FrEntry, state: str) -> str:
     return f"{e.describe()} ({state})"
 
 
-def analyze(dumps: list[FrDump], unreadable: dict[int, str] | None = None) -> tuple[list[Finding], list[RankState], dict]:
+def analyze(dumps: list[FrDump], unreadable: dict[int, tuple[str, str]] | None = None) -> tuple[list[Finding], list[RankState], dict]:
     """Match the ranks' records.
 
     Args:
         dumps: one :class:`FrDump` per rank (a rank given twice keeps its first dump).
-        unreadable: rank -> reason for dump files that exist but could not be read.
+        unreadable: rank -> (file, reason) for dump files that exist but could not be read.
 
     Returns:
         ``(findings, rank rows, facts)``: findings ``fr-missing-rank`` (no dump, or the record
@@ -164,7 +164,9 @@ def analyze(dumps: list[FrDump], unreadable: dict[int, str] | None = None) -> tu
     # 1. ranks without a (readable) dump
     no_dump = sorted(world - set(by_rank))
     if no_dump and by_rank:
-        how = "from the ranks in pg_config and the numbering of the dump files"
+        cfg_ranks = {r for d in by_rank.values() for _, (_, m) in d.pg_config.items() for r in m}
+        how = ("from the member ranks in pg_config" if set(no_dump) <= cfg_ranks
+               else f"from the numbering of the dump files: {_ranks_text(sorted(set(by_rank) | set(unreadable)))} exist")
         bad = [r for r in no_dump if r in unreadable]
         absent = [r for r in no_dump if r not in unreadable]
         parts = []
@@ -173,10 +175,11 @@ def analyze(dumps: list[FrDump], unreadable: dict[int, str] | None = None) -> tu
         if bad:
             parts.append(f"the dump of {_ranks_text(bad)} could not be read")
         ev = []
-        src = next((d for d in by_rank.values() if d.pg_config), next(iter(by_rank.values())))
-        for name, (desc, members) in list(src.pg_config.items())[:3]:
-            ev.append(_ev(src.path, f"pg_config {name!r} desc={desc!r} ranks={list(members)}"))
-        ev += [_ev(f"rank {r}", f"unreadable: {unreadable[r]}") for r in bad[:3]]
+        src = next((d for d in by_rank.values() if any(m for _, m in d.pg_config.values())), None)
+        for name, (desc, members) in list(src.pg_config.items() if src else ())[:3]:
+            if members:
+                ev.append(_ev(src.path, f"pg_config {name!r} desc={desc!r} ranks={list(members)}"))
+        ev += [_ev(unreadable[r][0], f"rank {r} unreadable: {unreadable[r][1]}") for r in bad[:3]]
         findings.append(Finding(
             "fr-missing-rank",
             f"{'; '.join(parts)} (expected {how}, {len(by_rank)} of {len(world)} dumps read): "
@@ -363,17 +366,15 @@ def read(paths: list[str]) -> SourceReport:
     """
     dumps: list[FrDump] = []
     errors: list[tuple[str, str]] = []
-    unreadable: dict[int, str] = {}
+    unreadable: dict[int, tuple[str, str]] = {}
     for p in paths:
         try:
             dumps.append(load_dump(p))
         except FrDumpError as exc:
             errors.append((p, str(exc)))
-            from ..parse.flight_recorder import rank_from_path
-
             r = rank_from_path(p)
             if r is not None:
-                unreadable[r] = str(exc)
+                unreadable[r] = (p, str(exc))
     findings, rows, facts = analyze(dumps, unreadable) if dumps else ([], [], {"dumps": 0})
     return SourceReport(
         kind=KIND, files=tuple(paths), findings=tuple(findings), ranks=tuple(rows),

@@ -362,7 +362,8 @@ def _decode(data: bytes, path: str) -> tuple[dict, str]:
         try:
             doc = restricted_loads(data)
         except pickle.UnpicklingError as exc:
-            raise FrDumpError(str(exc) if str(exc).startswith("refused") else f"not a readable pickle: {exc}") from None
+            raise FrDumpError(str(exc) if str(exc).startswith("refused")
+                              else f"not a readable pickle (truncated or garbled?): {exc}") from None
         except (EOFError, ValueError, TypeError, IndexError, KeyError, AttributeError, OverflowError,
                 MemoryError, RecursionError) as exc:
             raise FrDumpError(f"not a readable pickle (truncated or garbled?): {type(exc).__name__}: {exc}") from None
