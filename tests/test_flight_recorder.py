@@ -316,3 +316,29 @@ def test_cross_check_with_stack_places(tmp_path):
     assert set(contra) == {(2,), (3,)} and all(f.severity == "warning" for f in contra.values())
     assert "in barrier" in contra[(2,)].summary and "all_reduce seq 2" in contra[(2,)].summary
     assert "broadcast seq 2" in contra[(3,)].summary and "outside any collective" in contra[(3,)].summary
+
+
+def _p2p(record_id, p2p_seq, name, size=16, state="completed"):
+    e = _entry(record_id, 0, name, sizes=((size,),), state=state)
+    e.update(collective_seq_id=0, p2p_seq_id=p2p_seq, is_p2p=True)
+    return e
+
+
+def test_p2p_matched_per_pair_in_order(tmp_path):
+    """NCCL send/recv (gloo records none in torch 2.13): rank 0 sends twice to rank 1, rank 1
+    posts one recv; ranks 2 and 3 both send to each other (neither receives)."""
+    per_rank = {
+        0: [_p2p(0, 1, "send 0->1"), _p2p(1, 2, "send 0->1", state="started")],
+        1: [_p2p(0, 1, "recv 1<-0")],
+        2: [_p2p(0, 1, "send 2->3", state="started")],
+        3: [_p2p(0, 1, "send 3->2", state="started")],
+    }
+    _write(tmp_path, "2.10", per_rank, "json")
+    rep = read(_files(tmp_path))
+    miss = _one(rep, "fr-missing-rank")
+    assert miss.ranks == (1,) and "rank 0's send #2 with rank 1 (p2p seq 2" in miss.summary
+    assert "no matching recv on rank 1, which recorded 1 p2p op(s) with rank 0" in miss.summary
+    mm = _one(rep, "fr-mismatch")
+    assert mm.ranks == (2, 3) and "both ranks send (neither receives)" in mm.summary
+    rows = {r.rank: r for r in rep.ranks}
+    assert rows[0].group == "0:default_pg (p2p)" and rows[0].seq == 2 and rows[0].last_collective == "send"

@@ -328,6 +328,8 @@ def analyze(dumps: list[FrDump], unreadable: dict[int, tuple[str, str]] | None =
             findings.append(Finding("fr-stuck", text, ranks=tuple(pending), severity="warning", evidence=tuple(ev)))
             break
 
+        findings += _match_p2p(g, label, present, by_rank)
+
         # p2p: the last op of each rank that did not complete
         for r in present:
             p2p = g.p2p.get(r, [])
@@ -354,6 +356,60 @@ def analyze(dumps: list[FrDump], unreadable: dict[int, tuple[str, str]] | None =
         "table": table,
     }
     return findings, rows, facts
+
+
+_PEER = re.compile(r"^(send|recv)\s+(\d+)\s*(->|<-)\s*(\d+)")
+
+
+def _peer(e: FrEntry, members: list[int]) -> tuple[str, int, int] | None:
+    """(op, this side, other side) in global ranks from ``nccl:send 0->1`` / ``nccl:recv 1<-0``
+    (group ranks, FlightRecorder profiling names; mapped through the sorted member list)."""
+    m = _PEER.match(e.profiling_name.split(":", 1)[-1])
+    if not m:
+        return None
+    op, a, arrow, b = m.group(1), int(m.group(2)), m.group(3), int(m.group(4))
+    g2g = (lambda x: members[x] if x < len(members) else x)
+    return op, g2g(a), g2g(b)
+
+
+def _match_p2p(g: _Group, label: str, present: list[int], by_rank: dict[int, FrDump]) -> list[Finding]:
+    """Match send/recv between each pair of ranks in order (the k-th send a->b with the k-th recv
+    on b from a; ``p2p_seq_id`` counts all of a rank's p2p ops in the group, so it is shown, not
+    compared). Reports the first pair whose ops are not complementary or differ in size/dtype, and
+    sends whose peer (which left a dump) never posted the receive."""
+    members = sorted(g.members)
+    streams: dict[tuple[int, int], list[tuple[str, FrEntry]]] = defaultdict(list)
+    for r in present:
+        for e in g.p2p.get(r, []):
+            pe = _peer(e, members)
+            if pe is not None and pe[1] == r:
+                streams[(r, pe[2])].append((pe[0], e))
+    out: list[Finding] = []
+    done: set[tuple[int, int]] = set()
+    for (a, b), mine in sorted(streams.items()):
+        if (b, a) in done or b not in by_rank:
+            continue
+        done.add((a, b))
+        theirs = streams.get((b, a), [])
+        for k, (op, e) in enumerate(mine):
+            if k >= len(theirs):
+                if op == "send" or len(theirs) < len(mine):
+                    out.append(Finding(
+                        "fr-missing-rank",
+                        f"pg {label}: rank {a}'s {op} #{k + 1} with rank {b} (p2p seq {e.p2p_seq_id}, {e.describe()}) has no "
+                        f"matching {'recv' if op == 'send' else 'send'} on rank {b}, which recorded {len(theirs)} p2p op(s) with rank {a}",
+                        ranks=(b,), evidence=(_ev(by_rank[a].path, f"rank {a}: {e.render()}"),),
+                        action=f"see where rank {b} is: it did not reach this point-to-point exchange"))
+                break
+            op2, e2 = theirs[k]
+            if {op, op2} != {"send", "recv"} or e.input_sizes != e2.input_sizes or e.input_dtypes != e2.input_dtypes:
+                what = "both ranks " + op + " (neither receives)" if op == op2 else "sizes or dtypes differ"
+                out.append(Finding(
+                    "fr-mismatch", f"pg {label} p2p #{k + 1} between ranks {a} and {b}: rank {a} {e.describe()} vs "
+                                   f"rank {b} {e2.describe()}: {what}", ranks=tuple(sorted((a, b))),
+                    evidence=(_ev(by_rank[a].path, f"rank {a}: {e.render()}"), _ev(by_rank[b].path, f"rank {b}: {e2.render()}"))))
+                break
+    return out
 
 
 def read(paths: list[str]) -> SourceReport:
