@@ -273,14 +273,23 @@ def _strs(v) -> tuple[str, ...]:
     return tuple(_str(x) for x in v) if isinstance(v, (list, tuple)) else ()
 
 
-def _frames(v) -> tuple[Frame, ...]:
+def _frames(v, cache: dict) -> tuple[Frame, ...]:
+    """Stack frames; ``cache`` maps id() of the (shared, memoized) list/dict objects of one
+    document to what was built from them (torch's pickler shares frame dicts between entries)."""
     if not isinstance(v, (list, tuple)):
         return ()
+    hit = cache.get(id(v))
+    if hit is not None:
+        return hit
     out = []
     for f in v:
         if isinstance(f, dict):
-            out.append(Frame(_str(f.get("name")) or "?", _str(f.get("filename")) or "?", _int(f.get("line"))))
-    return tuple(out)
+            fr = cache.get(id(f))
+            if fr is None:
+                fr = cache[id(f)] = Frame(_str(f.get("name")) or "?", _str(f.get("filename")) or "?", _int(f.get("line")))
+            out.append(fr)
+    res = cache[id(v)] = tuple(out)
+    return res
 
 
 def _ranks(v) -> tuple[int, ...]:
@@ -290,7 +299,7 @@ def _ranks(v) -> tuple[int, ...]:
     return tuple(int(x) for x in re.findall(r"\d+", _str(v)))
 
 
-def _entry(i: int, e: dict) -> FrEntry | None:
+def _entry(i: int, e: dict, cache: dict) -> FrEntry | None:
     pg = e.get("process_group")
     if isinstance(pg, (list, tuple)):
         pg_name = _str(pg[0]) if len(pg) > 0 else ""
@@ -322,7 +331,7 @@ def _entry(i: int, e: dict) -> FrEntry | None:
         time_created_ns=_int(e.get("time_created_ns")), time_started_ns=started or None,
         time_completed_ns=completed or None,
         duration_ms=float(duration) if isinstance(duration, (int, float)) and not isinstance(duration, bool) else None,
-        timeout_ms=_int(e.get("timeout_ms")), thread_name=_str(e.get("thread_name")), frames=_frames(e.get("frames")),
+        timeout_ms=_int(e.get("timeout_ms")), thread_name=_str(e.get("thread_name")), frames=_frames(e.get("frames"), cache),
     )
 
 
@@ -407,8 +416,9 @@ def load_dump(path: str, rank: int | None = None, max_bytes: int = MAX_DUMP_BYTE
     doc, fmt = _decode(data, path)
     raw = doc.get("entries")
     entries, skipped = [], 0
+    cache: dict = {}  # ids stay valid: doc keeps every object alive until we return
     for i, e in enumerate(raw if isinstance(raw, (list, tuple)) else ()):
-        fe = _entry(i, e) if isinstance(e, dict) else None
+        fe = _entry(i, e, cache) if isinstance(e, dict) else None
         if fe is None:
             skipped += 1
         else:
