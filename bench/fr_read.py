@@ -3,7 +3,7 @@
 Writes NRANKS pickle dumps of ENTRIES entries each (the torch 2.13 layout, 8-frame stacks, as
 `_dump_fr_trace` writes them; plain data, generated here so that plain pickle.load is safe to run
 as the baseline, which is what torch's torchfrtrace does), then times, in the same process:
-plain `pickle.load` of every file (baseline), hangdbg's RestrictedUnpickler on the same bytes, and
+plain `pickle.load` of every file (baseline), hangdbg's RestrictedUnpickler on the same files, and
 hangdbg's whole `read()` (restricted load + field parsing + cross-rank matching). Prints a table
 and writes bench/results/fr_read.json.
 
@@ -27,7 +27,7 @@ from _common import ROOT, source_state
 
 sys.path.insert(0, str(ROOT))
 from hangdbg.analyze.flight_recorder import read  # noqa: E402
-from hangdbg.parse.flight_recorder import restricted_loads  # noqa: E402
+from hangdbg.parse.flight_recorder import RestrictedUnpickler  # noqa: E402
 
 
 def dump(rank: int, nranks: int, entries: int) -> dict:
@@ -82,7 +82,8 @@ def main() -> None:
 
         def restricted():
             for p in paths:
-                restricted_loads(Path(p).read_bytes())
+                with open(p, "rb") as f:
+                    RestrictedUnpickler(f).load()
 
         rep = read(paths)
         assert not rep.errors and rep.facts["dumps"] == a.ranks

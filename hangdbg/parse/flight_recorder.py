@@ -38,6 +38,7 @@ import os
 import pickle
 import re
 from dataclasses import dataclass, field
+from typing import BinaryIO
 
 from ..model import Frame
 
@@ -237,6 +238,8 @@ def rank_from_path(path: str) -> int | None:
 
 
 def _int(v) -> int | None:
+    if type(v) is int:
+        return v
     if isinstance(v, bool):
         return int(v)
     if isinstance(v, int):
@@ -252,6 +255,8 @@ def _int(v) -> int | None:
 
 
 def _str(v) -> str:
+    if type(v) is str:
+        return v
     if isinstance(v, bytes):
         return v.decode("utf-8", "replace")
     return v if isinstance(v, str) else ("" if v is None else str(v))
@@ -263,7 +268,10 @@ def _sizes(v) -> tuple[tuple[int, ...], ...]:
     out = []
     for s in v:
         if isinstance(s, (list, tuple)):
-            out.append(tuple(x for x in (_int(d) for d in s) if x is not None))
+            t = tuple(s)
+            if not all(type(d) is int for d in t):
+                t = tuple(x for x in (_int(d) for d in s) if x is not None)
+            out.append(t)
         elif _int(s) is not None:  # a flat list of ints: one tensor
             out.append((_int(s),))
     return tuple(out)
@@ -359,17 +367,25 @@ def _pg_status(v) -> dict:
     return out
 
 
-def _decode(data: bytes, path: str) -> tuple[dict, str]:
-    stripped = data.lstrip()
-    if stripped.startswith(b"{"):
+def _decode(f: BinaryIO) -> tuple[dict, str]:
+    """Parse an open dump file: JSON when it starts with ``{``, a pickle when it starts with the
+    protocol opcode ``0x80`` (unpickled from the file object: the C unpickler reads a real file
+    faster than a BytesIO copy)."""
+    first = f.read(1)
+    while first in (b" ", b"\t", b"\r", b"\n"):
+        first = f.read(1)
+    if not first:
+        raise FrDumpError("empty file")
+    f.seek(0)
+    if first == b"{":
         try:
-            doc = json.loads(data.decode("utf-8", "replace"))
+            doc = json.loads(f.read().decode("utf-8", "replace"))
         except ValueError as exc:
             raise FrDumpError(f"not valid JSON (truncated or garbled?): {exc}") from None
         fmt = "json"
-    elif data[:1] == b"\x80":
+    elif first == b"\x80":
         try:
-            doc = restricted_loads(data)
+            doc = RestrictedUnpickler(f).load()
         except pickle.UnpicklingError as exc:
             raise FrDumpError(str(exc) if str(exc).startswith("refused")
                               else f"not a readable pickle (truncated or garbled?): {exc}") from None
@@ -404,16 +420,13 @@ def load_dump(path: str, rank: int | None = None, max_bytes: int = MAX_DUMP_BYTE
             raise FrDumpError("cannot tell the rank: the file name does not end in a number "
                               "(torch names dumps PREFIX<rank>, e.g. nccl_trace_rank_3)")
     try:
-        size = os.path.getsize(path)
-        if size > max_bytes:
-            raise FrDumpError(f"{size} bytes is more than the {max_bytes} bytes a dump may have")
         with open(path, "rb") as f:
-            data = f.read(max_bytes + 1)
+            size = os.fstat(f.fileno()).st_size
+            if size > max_bytes:
+                raise FrDumpError(f"{size} bytes is more than the {max_bytes} bytes a dump may have")
+            doc, fmt = _decode(f)
     except OSError as exc:
         raise FrDumpError(f"cannot read: {exc.strerror or exc}") from None
-    if not data:
-        raise FrDumpError("empty file")
-    doc, fmt = _decode(data, path)
     raw = doc.get("entries")
     entries, skipped = [], 0
     cache: dict = {}  # ids stay valid: doc keeps every object alive until we return
