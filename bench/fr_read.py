@@ -26,8 +26,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import ROOT, source_state
 
 sys.path.insert(0, str(ROOT))
-from hangdbg.analyze.flight_recorder import read  # noqa: E402
-from hangdbg.parse.flight_recorder import RestrictedUnpickler  # noqa: E402
+from hangdbg.analyze.flight_recorder import read
+from hangdbg.parse.flight_recorder import RestrictedUnpickler
 
 
 def dump(rank: int, nranks: int, entries: int) -> dict:

@@ -25,11 +25,25 @@ import re
 from collections import Counter, defaultdict
 from dataclasses import dataclass
 
-from ..model import Analysis, Evidence, Finding, RankState, SourceReport, MAX_EVIDENCE_TEXT
-from ..parse.flight_recorder import FrDump, FrDumpError, FrEntry, load_dump, rank_from_path, sniff
+from ..model import (
+    MAX_EVIDENCE_TEXT,
+    Analysis,
+    Evidence,
+    Finding,
+    RankState,
+    SourceReport,
+)
+from ..parse.flight_recorder import (
+    FrDump,
+    FrDumpError,
+    FrEntry,
+    load_dump,
+    rank_from_path,
+    sniff,
+)
 from .rankset import compress
 
-__all__ = ["analyze", "read", "sniff", "cross_check", "effective_state", "user_frames", "KIND"]
+__all__ = ["KIND", "analyze", "collect_paths", "cross_check", "effective_state", "read", "sniff", "user_frames"]
 
 KIND = "flight-recorder"
 
@@ -90,10 +104,10 @@ class _Group:
 def _world(dumps: list[FrDump], missing_files: set[int]) -> set[int]:
     ranks = {d.rank for d in dumps} | set(missing_files)
     for d in dumps:
-        for _, (_, members) in d.pg_config.items():
+        for (_, members) in d.pg_config.values():
             ranks.update(members)
     if ranks:
-        ranks |= set(range(0, max(ranks) + 1))
+        ranks |= set(range(max(ranks) + 1))
     return ranks
 
 
@@ -319,7 +333,7 @@ def analyze(dumps: list[FrDump], unreadable: dict[int, tuple[str, str]] | None =
             if done:
                 text = f"pg {label} collective seq {seq} ({e.op}) completed on {_ranks_text(done)} but not on {_ranks_text(pending)} ({st})"
             else:
-                where = "everywhere" if set(pending) >= set(present) else f"on every rank that recorded it"
+                where = "everywhere" if set(pending) >= set(present) else "on every rank that recorded it"
                 text = f"pg {label} collective seq {seq} ({e.op}) never completed {where}: {st}"
             timeouts = {x.timeout_ms for x in ents.values() if x.timeout_ms}
             if timeouts:
@@ -367,7 +381,7 @@ def _peer(e: FrEntry, members: list[int]) -> tuple[str, int, int] | None:
     m = _PEER.match(e.profiling_name.split(":", 1)[-1])
     if not m:
         return None
-    op, a, arrow, b = m.group(1), int(m.group(2)), m.group(3), int(m.group(4))
+    op, a, b = m.group(1), int(m.group(2)), int(m.group(4))  # "send ME->PEER", "recv ME<-PEER"
     g2g = (lambda x: members[x] if x < len(members) else x)
     return op, g2g(a), g2g(b)
 

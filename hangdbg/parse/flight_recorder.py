@@ -43,8 +43,16 @@ from typing import BinaryIO
 from ..model import Frame
 
 __all__ = [
-    "FrEntry", "FrDump", "FrDumpError", "RestrictedUnpickler", "load_dump", "rank_from_path",
-    "restricted_loads", "sniff", "read", "MAX_DUMP_BYTES",
+    "MAX_DUMP_BYTES",
+    "FrDump",
+    "FrDumpError",
+    "FrEntry",
+    "RestrictedUnpickler",
+    "load_dump",
+    "rank_from_path",
+    "read",
+    "restricted_loads",
+    "sniff",
 ]
 
 MAX_DUMP_BYTES = 256 * 1024 * 1024
@@ -68,11 +76,11 @@ class RestrictedUnpickler(pickle.Unpickler):
     global.
     """
 
-    def find_class(self, module: str, name: str):  # noqa: D102 - see class docstring
+    def find_class(self, module: str, name: str):
         raise pickle.UnpicklingError(f"refused: the pickle asks for the global {module}.{name} "
                                      "(a flight-recorder dump holds plain data only)")
 
-    def persistent_load(self, pid):  # noqa: D102
+    def persistent_load(self, pid):
         raise pickle.UnpicklingError("refused: the pickle uses a persistent id")
 
 
