@@ -347,3 +347,22 @@ def test_p2p_matched_per_pair_in_order(tmp_path):
     assert mm.ranks == (2, 3) and "both ranks send (neither receives)" in mm.summary
     rows = {r.rank: r for r in rep.ranks}
     assert rows[0].group == "0:default_pg (p2p)" and rows[0].seq == 2 and rows[0].last_collective == "send"
+
+
+def test_pg_status_stands_in_for_entries_left_out(tmp_path):
+    """A dump of active entries only (torch's onlyActive) has no entry for completed collectives:
+    pg_status still tells how far the rank got (JSON form: numbers as strings)."""
+    per_rank = {r: [_entry(i, i + 1, "all_reduce") for i in range(4)] + [_entry(4, 5, "all_reduce", state="started")]
+                for r in (0, 2)}
+    per_rank[1] = []
+    _write(tmp_path, "2.10", per_rank, "json", ranks="[0, 1, 2]")
+    doc = json.loads((tmp_path / "nccl_trace_rank_1").read_text())
+    doc["pg_status"] = {"0": {"last_enqueued_collective": "5", "last_started_collective": "5",
+                              "last_completed_collective": "5"}}
+    (tmp_path / "nccl_trace_rank_1").write_text(json.dumps(doc))
+    rep = read(_files(tmp_path))
+    assert not [f for f in rep.findings if f.kind == "fr-missing-rank"]
+    doc["pg_status"]["0"]["last_enqueued_collective"] = "3"
+    (tmp_path / "nccl_trace_rank_1").write_text(json.dumps(doc))
+    lag = _one(read(_files(tmp_path)), "fr-missing-rank")
+    assert lag.ranks == (1,) and "rank 1 stops at collective seq 3 (pg_status; no entry in the dump)" in lag.summary

@@ -209,14 +209,15 @@ def analyze(dumps: list[FrDump], unreadable: dict[int, tuple[str, str]] | None =
         # per rank: last recorded collective, its state, last completed one
         last: dict[int, FrEntry | None] = {}
         last_seq: dict[int, int] = {}
+        group_pg_ids = {e.pg_id for lst in g.entries.values() for e in lst if e.pg_id is not None}
         for r in present:
             ents = g.entries.get(r, [])
             last[r] = ents[-1] if ents else None
             seq = ents[-1].collective_seq_id if ents else 0
-            pg_ids = {e.pg_id for e in ents} or {None}
-            for pid in pg_ids:
-                st = by_rank[r].pg_status.get(pid) if pid is not None else None
-                if st and st[0] is not None and st[0] > seq and ents:
+            # pg_status counts what a dump of active entries only (or a wrapped ring) leaves out
+            for pid in {e.pg_id for e in ents if e.pg_id is not None} or group_pg_ids:
+                st = by_rank[r].pg_status.get(pid)
+                if st and st[0] is not None and st[0] > seq:
                     seq = st[0]
             last_seq[r] = seq
             d = by_rank[r]
@@ -254,7 +255,8 @@ def analyze(dumps: list[FrDump], unreadable: dict[int, tuple[str, str]] | None =
             lo_ranks = sorted(r for r in behind if last_seq[r] == lo)
             lo_last = last[lo_ranks[0]]
             ahead_e = last[ahead[0]]
-            where = f"seq {lo}" + (f" ({lo_last.op})" if lo_last else " (no collective recorded)")
+            where = f"seq {lo}" + (f" ({lo_last.op})" if lo_last and lo_last.collective_seq_id == lo
+                                   else " (pg_status; no entry in the dump)" if lo else " (none recorded)")
             text = (f"pg {label}: {_ranks_text(lo_ranks)} {'stops' if len(lo_ranks) == 1 else 'stop'} at collective {where} while "
                     f"{_ranks_text(ahead)} went on to seq {top} ({ahead_e.op if ahead_e else '?'})")
             if len(levels) > 1:
