@@ -16,6 +16,7 @@ from conftest import FIXTURES, run_cli, run_json
 
 from hangdbg.analyze.flight_recorder import cross_check, read
 from hangdbg.model import Analysis, Place, TreeNode
+from hangdbg.parse import flight_recorder as fr_reader
 from hangdbg.parse.flight_recorder import (
     FrDumpError,
     load_dump,
@@ -69,6 +70,7 @@ def _one(rep, kind: str, **match):
 @pytest.mark.parametrize("fmt", ["json", "pickle"])
 def test_real_dumps_name_the_mismatch_and_the_rank_that_stopped(real_dumps, fmt):
     rep = read(_files(real_dumps / fmt))
+    assert rep == fr_reader.read(_files(real_dumps / fmt))  # the reader module hangdbg report calls
     assert rep.kind == "flight-recorder" and not rep.errors
     assert rep.facts["formats"] == {fmt: WORLD} and rep.facts["versions"] == ["2.10"]
     assert rep.facts["backends"] == ["gloo"]
@@ -142,6 +144,7 @@ def test_cli_on_real_dumps(real_dumps):
     assert doc["kind"] == "flight-recorder" and doc["findings"][0]["kind"] == "fr-mismatch"
     rows = {(r["rank"], r["group"]): r for r in doc["facts"]["table"]}
     assert rows[(3, "1:side")]["last"]["seq"] == 1 and rows[(3, "1:side")]["last_completed"] == {"seq": 1, "op": "all_reduce"}
+    assert rows[(3, "1:side")]["last_started"] == {"seq": 1, "op": "all_reduce"}
     assert rows[(0, "1:side")]["last"]["seq"] == 2 and rows[(0, "1:side")]["last"]["desc"] == "all_reduce in [[8]] Long"
 
 
@@ -285,6 +288,8 @@ def test_older_layout_24_size_mismatch_and_partial_completion(tmp_path):
     assert "rank 2 called from train_step (/job/train.py:42)" in [e.text for e in mm.evidence]
     stuck = _one(rep, "fr-stuck")
     assert stuck.ranks == (2,) and "seq 4 (all_reduce) completed on ranks 0-1 but not on rank 2 (started on rank 2)" in stuck.summary
+    row2 = next(t for t in rep.facts["table"] if t["rank"] == 2)
+    assert row2["last"]["state"] == "started" and row2["last_started"]["seq"] == 4 and row2["last_completed"]["seq"] == 3
     miss = _one(rep, "fr-missing-rank")
     assert miss.ranks == (3,) and "from the member ranks in pg_config" in miss.summary
     assert any("pg_config '0' desc='default_pg' ranks=[0, 1, 2, 3]" in e.text for e in miss.evidence)

@@ -221,7 +221,9 @@ def analyze(dumps: list[FrDump], unreadable: dict[int, tuple[str, str]] | None =
                     seq = st[0]
             last_seq[r] = seq
             d = by_rank[r]
-            done = [e for e in ents if effective_state(e, d) == "completed"]
+            states = [effective_state(e, d) for e in ents]
+            done = [e for e, st in zip(ents, states) if st == "completed"]
+            begun = [e for e, st in zip(ents, states) if st in ("started", "completed")]
             lc = done[-1] if done else None
             state = effective_state(last[r], d) if last[r] else ""
             p2p = g.p2p.get(r, [])
@@ -230,6 +232,7 @@ def analyze(dumps: list[FrDump], unreadable: dict[int, tuple[str, str]] | None =
                 "last": None if last[r] is None else {"seq": last[r].collective_seq_id, "op": last[r].op,
                                                       "desc": last[r].describe(), "state": state,
                                                       "raw_state": last[r].state, "retired": last[r].retired},
+                "last_started": None if not begun else {"seq": begun[-1].collective_seq_id, "op": begun[-1].op},
                 "last_completed": None if lc is None else {"seq": lc.collective_seq_id, "op": lc.op},
                 "last_p2p": None if not p2p else {"seq": p2p[-1].p2p_seq_id, "op": p2p[-1].profiling_name.split(":", 1)[-1],
                                                   "state": effective_state(p2p[-1], d)},

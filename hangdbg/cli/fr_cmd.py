@@ -79,18 +79,19 @@ class FrCommand(Command):
         bad = any(f.severity == "suspect" for f in rep.findings)
         self.out.print(Panel(escape(verdict), title="flight recorder", border_style="red" if bad else "green"))
         t = Table(title="Ranks (last collective per process group)", title_justify="left", expand=True)
-        for col in ("rank", "group", "last seq", "last collective", "state", "last completed"):
+        for col in ("rank", "group", "last seq", "last collective", "state", "last started", "last completed"):
             t.add_column(col, no_wrap=col != "last collective", overflow="fold")
         for row in rep.facts.get("table", []):
-            last, done = row["last"], row["last_completed"]
+            last, begun, done = row["last"], row["last_started"], row["last_completed"]
             state = last["state"] if last else ""
             style = "" if state == "completed" or not last else "yellow"
             t.add_row(str(row["rank"]), escape(row["group"]), str(last["seq"]) if last else "-",
                       escape(last["desc"]) if last else "(none)", f"[{style}]{state}[/{style}]" if style else state,
+                      f"{begun['seq']} {escape(begun['op'])}" if begun else "-",
                       f"{done['seq']} {escape(done['op'])}" if done else "-")
         for r in rep.ranks:
             if r.state in ("no dump", "dump unreadable"):
-                t.add_row(str(r.rank), "", "-", "", f"[red]{r.state}[/red]", "-")
+                t.add_row(str(r.rank), "", "-", "", f"[red]{r.state}[/red]", "-", "-")
         self.out.print(t)
         if rep.findings:
             self.out.print("[bold]Findings[/bold]")
