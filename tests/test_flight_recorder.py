@@ -371,3 +371,41 @@ def test_pg_status_stands_in_for_entries_left_out(tmp_path):
     (tmp_path / "nccl_trace_rank_1").write_text(json.dumps(doc))
     lag = _one(read(_files(tmp_path)), "fr-missing-rank")
     assert lag.ranks == (1,) and "rank 1 stops at collective seq 3 (pg_status; no entry in the dump)" in lag.summary
+
+
+# --- fuzz: any structure, any bytes: errors are reported, never raised --------------------------
+
+_json = st.recursive(st.none() | st.booleans() | st.integers(-5, 2**40) | st.floats(allow_nan=False) | st.text(max_size=8),
+                     lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=6), inner, max_size=4),
+                     max_leaves=20)
+_keys = st.sampled_from(["record_id", "pg_id", "process_group", "collective_seq_id", "p2p_seq_id", "profiling_name",
+                         "input_sizes", "output_sizes", "input_dtypes", "state", "retired", "is_p2p", "frames",
+                         "time_discovered_completed_ns", "duration_ms", "timeout_ms", "seq_id"])
+_entry_st = st.dictionaries(_keys, _json, max_size=10)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(docs=st.lists(st.fixed_dictionaries({"version": _json, "pg_config": _json, "pg_status": _json,
+                                            "entries": st.lists(_entry_st, max_size=6) | _json}), min_size=1, max_size=3),
+       as_pickle=st.booleans())
+def test_fuzz_structures_never_raise(tmp_path, docs, as_pickle):
+    paths = []
+    for r, doc in enumerate(docs):
+        p = tmp_path / f"fuzz_rank_{r}"
+        p.write_bytes(pickle.dumps(doc, protocol=2) if as_pickle else json.dumps(doc).encode())
+        paths.append(str(p))
+    rep = read(paths)
+    assert rep.facts["dumps"] + len(rep.errors) == len(docs)
+    json.dumps(rep.facts)  # the JSON twin can always be written
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(data=st.binary(max_size=300), prefix=st.sampled_from([b"", b"\x80\x02", b"{", b"\x80\x04\x95"]))
+def test_fuzz_bytes_never_raise(tmp_path, data, prefix):
+    p = tmp_path / "nccl_trace_rank_0"
+    p.write_bytes(prefix + data)
+    sniff(prefix + data)
+    try:
+        load_dump(str(p))
+    except FrDumpError:
+        pass
