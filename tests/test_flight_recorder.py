@@ -13,6 +13,8 @@ from pathlib import Path
 
 import pytest
 from conftest import FIXTURES, run_cli, run_json
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from hangdbg.analyze.flight_recorder import cross_check, read
 from hangdbg.model import Analysis, Place, TreeNode
