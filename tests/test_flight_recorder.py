@@ -123,6 +123,13 @@ def test_torchfrtrace_fails_where_hangdbg_reads(real_dumps, tmp_path):
     assert not read(_files(real_dumps / "pickle")).errors
 
 
+def test_a_second_dump_of_a_rank_is_ignored_with_a_reason(real_dumps):
+    files = _files(real_dumps / "json") + [str(real_dumps / "pickle" / "nccl_trace_rank_3")]
+    rep = read(files)
+    assert rep.facts["dumps"] == WORLD and rep.facts["formats"] == {"json": WORLD}
+    assert rep.errors == ((files[-1], f"a second dump of rank 3 (the first read was {files[3]}): ignored"),)
+
+
 def test_a_rank_without_dump_is_named(real_dumps, tmp_path):
     for p in (real_dumps / "json").iterdir():
         if p.name != "nccl_trace_rank_2.json":

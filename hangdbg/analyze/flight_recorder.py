@@ -248,117 +248,15 @@ def analyze(dumps: list[FrDump], unreadable: dict[int, tuple[str, str]] | None =
         if not present:
             continue
 
-        # 2. records that stop early (lag)
-        top = max(last_seq.values())
-        behind = sorted(r for r in present if last_seq[r] < top)
-        if behind:
-            ahead = sorted(r for r in present if last_seq[r] == top)
-            levels = Counter(last_seq[r] for r in behind)
-            lo = min(levels)
-            lo_ranks = sorted(r for r in behind if last_seq[r] == lo)
-            lo_last = last[lo_ranks[0]]
-            ahead_e = last[ahead[0]]
-            where = f"seq {lo}" + (f" ({lo_last.op})" if lo_last and lo_last.collective_seq_id == lo
-                                   else " (pg_status; no entry in the dump)" if lo else " (none recorded)")
-            text = (f"pg {label}: {_ranks_text(lo_ranks)} {'stops' if len(lo_ranks) == 1 else 'stop'} at collective {where} while "
-                    f"{_ranks_text(ahead)} went on to seq {top} ({ahead_e.op if ahead_e else '?'})")
-            if len(levels) > 1:
-                text += "; " + ", ".join(f"{_ranks_text([r for r in behind if last_seq[r] == s])} at seq {s}"
-                                         for s in sorted(levels)[1:])
-            if len(behind) > len(ahead):
-                text += (f": most ranks ({len(behind)} of {len(present)}) are behind, so the stragglers are the "
-                         f"many ({_ranks_text(behind)}), not the {len(ahead)} that ran ahead")
-            else:
-                text += f": {_ranks_text(behind)} never called seq {lo + 1}"
-            ev = []
-            for r in (lo_ranks[0], ahead[0]):
-                e = last[r]
-                if e is not None:
-                    ev.append(_ev(by_rank[r].path, f"rank {r} last: {e.render()}"))
-                    ev += [_ev(by_rank[r].path, f"rank {r} called from {f}") for f in user_frames(e, 2)]
-            findings.append(Finding("fr-missing-rank", text, ranks=tuple(behind), evidence=tuple(ev),
-                                    action="see where the ranks behind are (stacks): they did not reach the next collective"))
-
-        # 3. first mismatch among ranks that recorded the same seq
+        findings += _lagging(label, present, last, last_seq, by_rank)
         by_seq: dict[int, dict[int, FrEntry]] = defaultdict(dict)
         for r in present:
             for e in g.entries.get(r, []):
                 by_seq[e.collective_seq_id].setdefault(r, e)
-        mismatches = 0
-        first = None
-        for seq in sorted(by_seq):
-            ents = by_seq[seq]
-            sigs = defaultdict(list)
-            for r, e in ents.items():
-                sigs[e.signature()].append(r)
-            if len(sigs) > 1:
-                mismatches += 1
-                if first is None:
-                    first = (seq, ents, sigs)
-        if first is not None:
-            seq, ents, sigs = first
-            classes = sorted(sigs.values(), key=lambda rs: (-len(rs), rs[0]))
-            major = classes[0]
-            tie = len(classes[1]) == len(major)
-            blamed = sorted(r for rs in (classes if tie else classes[1:]) for r in rs)
-            a, b = ents[major[0]], ents[classes[1][0]]
-            what = [w for w, x, y in (("collective type", a.op, b.op), ("input sizes", a.input_sizes, b.input_sizes),
-                                      ("output sizes", a.output_sizes, b.output_sizes),
-                                      ("dtypes", (a.input_dtypes, a.output_dtypes), (b.input_dtypes, b.output_dtypes)))
-                    if x != y]
-            sides = " vs ".join(f"{_ranks_text(rs)} {_short(ents[rs[0]], effective_state(ents[rs[0]], by_rank[rs[0]]))}"
-                                for rs in classes)
-            text = f"pg {label} collective seq {seq}: {sides}: {' and '.join(what) or 'signature'} differ"
-            text += "s" if len(what) <= 1 else ""
-            text += " (no majority)" if tie else ""
-            if mismatches > 1:
-                text += f"; {mismatches - 1} later seq(s) differ too"
-            ev = []
-            for rs in classes:
-                e = ents[rs[0]]
-                ev.append(_ev(by_rank[rs[0]].path, f"rank {rs[0]}: {e.render()}"))
-                ev += [_ev(by_rank[rs[0]].path, f"rank {rs[0]} called from {f}") for f in user_frames(e)]
-            findings.append(Finding("fr-mismatch", text, ranks=tuple(blamed), evidence=tuple(ev),
-                                    action="the ranks must call the same collectives in the same order with the same "
-                                           "shapes: look at the call sites in the evidence"))
-
-        # 4. the first collective not completed everywhere
-        for seq in sorted(by_seq):
-            ents = by_seq[seq]
-            states = {r: effective_state(e, by_rank[r]) for r, e in ents.items()}
-            pending = sorted(r for r, s in states.items() if s != "completed")
-            if not pending:
-                continue
-            done = sorted(r for r, s in states.items() if s == "completed")
-            e = ents[pending[0]]
-            by_state = defaultdict(list)
-            for r in pending:
-                by_state[states[r]].append(r)
-            st = ", ".join(f"{s} on {_ranks_text(rs)}" for s, rs in sorted(by_state.items()))
-            if done:
-                text = f"pg {label} collective seq {seq} ({e.op}) completed on {_ranks_text(done)} but not on {_ranks_text(pending)} ({st})"
-            else:
-                where = "everywhere" if set(pending) >= set(present) else "on every rank that recorded it"
-                text = f"pg {label} collective seq {seq} ({e.op}) never completed {where}: {st}"
-            timeouts = {x.timeout_ms for x in ents.values() if x.timeout_ms}
-            if timeouts:
-                text += f"; timeout {max(timeouts)} ms"
-            ev = [_ev(by_rank[r].path, f"rank {r}: {ents[r].render()}") for r in pending[:2]]
-            findings.append(Finding("fr-stuck", text, ranks=tuple(pending), severity="warning", evidence=tuple(ev)))
-            break
-
+        findings += _first_mismatch(label, by_seq, by_rank)
+        findings += _first_stuck(label, present, by_seq, by_rank)
         findings += _match_p2p(g, label, present, by_rank)
-
-        # p2p: the last op of each rank that did not complete
-        for r in present:
-            p2p = g.p2p.get(r, [])
-            stuck = [e for e in p2p if effective_state(e, by_rank[r]) != "completed" and not e.retired]
-            if stuck:
-                e = stuck[0]
-                findings.append(Finding(
-                    "fr-stuck", f"pg {label} rank {r}: {e.profiling_name.split(':', 1)[-1]} (p2p seq {e.p2p_seq_id}) "
-                                f"{effective_state(e, by_rank[r])}, not completed",
-                    ranks=(r,), severity="warning", evidence=(_ev(by_rank[r].path, f"rank {r}: {e.render()}"),)))
+        findings += _stuck_p2p(g, label, present, by_rank)
 
     order = {"suspect": 0, "warning": 1, "info": 2}
     kinds = {"fr-mismatch": 0, "fr-missing-rank": 1, "fr-stuck": 2}
@@ -375,6 +273,136 @@ def analyze(dumps: list[FrDump], unreadable: dict[int, tuple[str, str]] | None =
         "table": table,
     }
     return findings, rows, facts
+
+
+def _lagging(label: str, present: list[int], last: dict, last_seq: dict[int, int],
+             by_rank: dict[int, FrDump]) -> list[Finding]:
+    """Member ranks whose last collective seq in the group is below the others' (all of them,
+    with the direction: when most ranks are behind, the stragglers are the many)."""
+    findings: list[Finding] = []
+    top = max(last_seq.values())
+    behind = sorted(r for r in present if last_seq[r] < top)
+    if not behind:
+        return findings
+    ahead = sorted(r for r in present if last_seq[r] == top)
+    levels = Counter(last_seq[r] for r in behind)
+    lo = min(levels)
+    lo_ranks = sorted(r for r in behind if last_seq[r] == lo)
+    lo_last = last[lo_ranks[0]]
+    ahead_e = last[ahead[0]]
+    where = f"seq {lo}" + (f" ({lo_last.op})" if lo_last and lo_last.collective_seq_id == lo
+                           else " (pg_status; no entry in the dump)" if lo else " (none recorded)")
+    text = (f"pg {label}: {_ranks_text(lo_ranks)} {'stops' if len(lo_ranks) == 1 else 'stop'} at collective {where} while "
+            f"{_ranks_text(ahead)} went on to seq {top} ({ahead_e.op if ahead_e else '?'})")
+    if len(levels) > 1:
+        text += "; " + ", ".join(f"{_ranks_text([r for r in behind if last_seq[r] == s])} at seq {s}"
+                                 for s in sorted(levels)[1:])
+    if len(behind) > len(ahead):
+        text += (f": most ranks ({len(behind)} of {len(present)}) are behind, so the stragglers are the "
+                 f"many ({_ranks_text(behind)}), not the {len(ahead)} that ran ahead")
+    elif len(levels) == 1:
+        text += f": {_ranks_text(behind)} never called seq {lo + 1}"
+    else:
+        text += ": each rank behind stopped before the next collective the others called"
+    ev = []
+    for r in (lo_ranks[0], ahead[0]):
+        e = last[r]
+        if e is not None:
+            ev.append(_ev(by_rank[r].path, f"rank {r} last: {e.render()}"))
+            ev += [_ev(by_rank[r].path, f"rank {r} called from {f}") for f in user_frames(e, 2)]
+    findings.append(Finding("fr-missing-rank", text, ranks=tuple(behind), evidence=tuple(ev),
+                            action="see where the ranks behind are (stacks): they did not reach the next collective"))
+    return findings
+
+
+def _first_mismatch(label: str, by_seq: dict[int, dict[int, FrEntry]], by_rank: dict[int, FrDump]) -> list[Finding]:
+    """The first seq whose entries differ across ranks in type, sizes or dtypes; the ranks
+    outside the largest agreeing set are blamed (all of them when there is no majority)."""
+    findings: list[Finding] = []
+    mismatches = 0
+    first = None
+    for seq in sorted(by_seq):
+        ents = by_seq[seq]
+        sigs = defaultdict(list)
+        for r, e in ents.items():
+            sigs[e.signature()].append(r)
+        if len(sigs) > 1:
+            mismatches += 1
+            if first is None:
+                first = (seq, ents, sigs)
+    if first is not None:
+        seq, ents, sigs = first
+        classes = sorted(sigs.values(), key=lambda rs: (-len(rs), rs[0]))
+        major = classes[0]
+        tie = len(classes[1]) == len(major)
+        blamed = sorted(r for rs in (classes if tie else classes[1:]) for r in rs)
+        a, b = ents[major[0]], ents[classes[1][0]]
+        what = [w for w, x, y in (("collective type", a.op, b.op), ("input sizes", a.input_sizes, b.input_sizes),
+                                  ("output sizes", a.output_sizes, b.output_sizes),
+                                  ("dtypes", (a.input_dtypes, a.output_dtypes), (b.input_dtypes, b.output_dtypes)))
+                if x != y]
+        sides = " vs ".join(f"{_ranks_text(rs)} {_short(ents[rs[0]], effective_state(ents[rs[0]], by_rank[rs[0]]))}"
+                            for rs in classes)
+        text = f"pg {label} collective seq {seq}: {sides}: {' and '.join(what) or 'signature'} differ"
+        text += "s" if len(what) <= 1 else ""
+        text += " (no majority)" if tie else ""
+        if mismatches > 1:
+            text += f"; {mismatches - 1} later seq(s) differ too"
+        ev = []
+        for rs in classes:
+            e = ents[rs[0]]
+            ev.append(_ev(by_rank[rs[0]].path, f"rank {rs[0]}: {e.render()}"))
+            ev += [_ev(by_rank[rs[0]].path, f"rank {rs[0]} called from {f}") for f in user_frames(e)]
+        findings.append(Finding("fr-mismatch", text, ranks=tuple(blamed), evidence=tuple(ev),
+                                action="the ranks must call the same collectives in the same order with the same "
+                                       "shapes: look at the call sites in the evidence"))
+    return findings
+
+
+def _first_stuck(label: str, present: list[int], by_seq: dict[int, dict[int, FrEntry]],
+                 by_rank: dict[int, FrDump]) -> list[Finding]:
+    """The first collective of the group that is not completed on every rank that recorded it."""
+    findings: list[Finding] = []
+    for seq in sorted(by_seq):
+        ents = by_seq[seq]
+        states = {r: effective_state(e, by_rank[r]) for r, e in ents.items()}
+        pending = sorted(r for r, s in states.items() if s != "completed")
+        if not pending:
+            continue
+        done = sorted(r for r, s in states.items() if s == "completed")
+        e = ents[pending[0]]
+        by_state = defaultdict(list)
+        for r in pending:
+            by_state[states[r]].append(r)
+        st = ", ".join(f"{s} on {_ranks_text(rs)}" for s, rs in sorted(by_state.items()))
+        if done:
+            text = f"pg {label} collective seq {seq} ({e.op}) completed on {_ranks_text(done)} but not on {_ranks_text(pending)} ({st})"
+        else:
+            where = "everywhere" if set(pending) >= set(present) else "on every rank that recorded it"
+            text = f"pg {label} collective seq {seq} ({e.op}) never completed {where}: {st}"
+        timeouts = {x.timeout_ms for x in ents.values() if x.timeout_ms}
+        if timeouts:
+            text += f"; timeout {max(timeouts)} ms"
+        ev = [_ev(by_rank[r].path, f"rank {r}: {ents[r].render()}") for r in pending[:2]]
+        ev += [_ev(by_rank[pending[0]].path, f"rank {pending[0]} called from {f}") for f in user_frames(e, 2)]
+        findings.append(Finding("fr-stuck", text, ranks=tuple(pending), severity="warning", evidence=tuple(ev)))
+        break
+    return findings
+
+
+def _stuck_p2p(g: _Group, label: str, present: list[int], by_rank: dict[int, FrDump]) -> list[Finding]:
+    """Per rank, the first send/recv still in the work list and not completed."""
+    findings: list[Finding] = []
+    for r in present:
+        p2p = g.p2p.get(r, [])
+        stuck = [e for e in p2p if effective_state(e, by_rank[r]) != "completed" and not e.retired]
+        if stuck:
+            e = stuck[0]
+            findings.append(Finding(
+                "fr-stuck", f"pg {label} rank {r}: {e.profiling_name.split(':', 1)[-1]} (p2p seq {e.p2p_seq_id}) "
+                            f"{effective_state(e, by_rank[r])}, not completed",
+                ranks=(r,), severity="warning", evidence=(_ev(by_rank[r].path, f"rank {r}: {e.render()}"),)))
+    return findings
 
 
 _PEER = re.compile(r"^(send|recv)\s+(\d+)\s*(->|<-)\s*(\d+)")
@@ -442,9 +470,15 @@ def read(paths: list[str]) -> SourceReport:
     dumps: list[FrDump] = []
     errors: list[tuple[str, str]] = []
     unreadable: dict[int, tuple[str, str]] = {}
+    first_of: dict[int, str] = {}
     for p in paths:
         try:
-            dumps.append(load_dump(p))
+            d = load_dump(p)
+            if d.rank in first_of:
+                errors.append((p, f"a second dump of rank {d.rank} (the first read was {first_of[d.rank]}): ignored"))
+                continue
+            first_of[d.rank] = p
+            dumps.append(d)
         except FrDumpError as exc:
             errors.append((p, str(exc)))
             r = rank_from_path(p)
