@@ -20,14 +20,12 @@ the first differing seq is taken as the expected one and the other ranks are bla
 
 from __future__ import annotations
 
-import os
 import re
 from collections import Counter, defaultdict
 from dataclasses import dataclass
 
 from ..model import (
     MAX_EVIDENCE_TEXT,
-    Analysis,
     Evidence,
     Finding,
     RankState,
@@ -37,10 +35,12 @@ from ..parse.flight_recorder import (
     FrDump,
     FrDumpError,
     FrEntry,
+    collect_paths,
     load_dump,
     rank_from_path,
     sniff,
 )
+from .fr_crosscheck import cross_check
 from .rankset import compress
 
 __all__ = ["KIND", "analyze", "collect_paths", "cross_check", "effective_state", "read", "sniff", "user_frames"]
@@ -490,95 +490,3 @@ def read(paths: list[str]) -> SourceReport:
         lines_read=sum(len(d.entries) + d.skipped for d in dumps), lines_skipped=sum(d.skipped for d in dumps),
         errors=tuple(errors), facts=facts,
     )
-
-
-def _norm(op: str | None) -> str:
-    op = (op or "").lower().lstrip("_")
-    for a, b in (("allreduce", "all_reduce"), ("allgather", "all_gather"), ("reducescatter", "reduce_scatter"),
-                 ("_into_tensor", ""), ("_base", ""), ("_oop", ""), ("_coalesced", ""), ("_single", "")):
-        op = op.replace(a, b)
-    return op.replace("isend", "send").replace("irecv", "recv")
-
-
-def cross_check(fr: SourceReport, stacks: Analysis) -> tuple[Finding, ...]:
-    """Compare where the stacks say each rank is with the flight recorder's pending collective.
-
-    Args:
-        fr: a ``flight-recorder`` :class:`SourceReport` (its per-rank rows).
-        stacks: the stack :class:`Analysis` of the same job (``places`` per rank).
-
-    Returns:
-        ``fr-agrees`` (info: ranks whose stack is in the collective the recorder has pending) and
-        ``fr-contradicts`` findings (warning: the stack is in another collective, or in one while
-        the recorder has nothing pending, or outside collectives while one is pending). Empty
-        when no rank is in both.
-    """
-    pending: dict[int, list[RankState]] = defaultdict(list)
-    known: set[int] = set()
-    for row in fr.ranks:
-        if row.last_collective is None:
-            continue
-        known.add(row.rank)
-        if not row.state.startswith("completed"):
-            pending[row.rank].append(row)
-    agree: list[int] = []
-    agree_what: set[str] = set()
-    out: list[Finding] = []
-    for rank, place in sorted(stacks.places.items()):
-        if rank not in known:
-            continue
-        rows = pending.get(rank, [])
-        fr_text = ", ".join(f"{r.last_collective} seq {r.seq} in pg {r.group} ({r.state.split(';')[0]})" for r in rows)
-        if place.kind == "collective":
-            if any(_norm(r.last_collective) == _norm(place.collective) for r in rows):
-                agree.append(rank)
-                agree_what.add(place.collective or "?")
-            elif rows:
-                out.append(Finding("fr-contradicts", f"rank {rank}: the stack is {place.describe()} but the flight "
-                                   f"recorder's pending collective is {fr_text}", ranks=(rank,), severity="warning"))
-            else:
-                out.append(Finding("fr-contradicts", f"rank {rank}: the stack is {place.describe()} but the flight "
-                                   "recorder has every recorded collective completed (the call did not reach the "
-                                   "process group, or the dump is older than the stack)", ranks=(rank,), severity="warning"))
-        elif place.kind == "outside" and rows:
-            out.append(Finding("fr-contradicts", f"rank {rank}: the flight recorder has {fr_text} pending but the "
-                               f"stack is outside any collective ({place.describe()}): an async op not waited for, "
-                               "or the rank went on without it", ranks=(rank,), severity="warning"))
-    if agree:
-        out.insert(0, Finding("fr-agrees", f"stacks and flight recorder agree for {_ranks_text(agree)}: in "
-                              f"{', '.join(sorted(agree_what))}, which the recorder has pending", ranks=tuple(agree),
-                              severity="info"))
-    return tuple(out)
-
-
-def collect_paths(paths: list[str]) -> tuple[list[str], list[tuple[str, str]]]:
-    """Expand directories into the flight-recorder dumps they hold.
-
-    Files given by name are kept as they are; in a directory (walked recursively) a file is
-    taken when :func:`sniff` accepts its head or its name looks like a per-rank dump
-    (``..._rank_3``, ``nccl_trace_rank_3``), so a garbled dump is reported, not skipped silently.
-
-    Returns:
-        ``(files, problems)``; problems are ``(path, reason)`` for paths that do not exist.
-    """
-    files: list[str] = []
-    problems: list[tuple[str, str]] = []
-    name_like = re.compile(r"(trace|rank|fr|flight)[\w.-]*?_?\d+(\.(json|pkl|pickle))?$", re.IGNORECASE)
-    for p in paths:
-        if os.path.isdir(p):
-            for root, dirs, names in os.walk(p):
-                dirs.sort()
-                for n in sorted(names):
-                    f = os.path.join(root, n)
-                    try:
-                        with open(f, "rb") as fh:
-                            head = fh.read(64 * 1024)
-                    except OSError:
-                        continue
-                    if sniff(head) or name_like.search(n):
-                        files.append(f)
-        elif os.path.exists(p):
-            files.append(p)
-        else:
-            problems.append((p, "no such file or directory"))
-    return files, problems

@@ -16,9 +16,10 @@ from rich.markup import escape
 from rich.panel import Panel
 from rich.table import Table
 
-from ..analyze.flight_recorder import collect_paths, read
+from ..analyze.flight_recorder import read
 from ..errors import HangdbgError, UsageError
 from ..model import SCHEMA_VERSION, SourceReport
+from ..parse.flight_recorder import collect_paths
 from ..report.jsonout import dumps_json
 from .common import EXIT_FOUND, EXIT_OK, Command, write_json
 
