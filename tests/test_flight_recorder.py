@@ -148,7 +148,8 @@ def test_cli_on_real_dumps(real_dumps):
     assert "Ranks (last collective per process group)" in out
     assert "fr-mismatch" in out and "rank 3 broadcast in [[1024]] Float" in out
     assert "1:side" in out and "4 dumps (4 pickle), version 2.10" in out
-    code, doc = run_json("fr", real_dumps / "json")
+    code, doc = run_json("fr", real_dumps / "json", "-o", real_dumps / "report")
+    assert json.loads((real_dumps / "report" / "fr.json").read_text())["findings"] == doc["findings"]
     assert code == 3 and doc["command"] == "fr" and doc["schema_version"] == 1 and doc["found_suspects"]
     assert doc["kind"] == "flight-recorder" and doc["findings"][0]["kind"] == "fr-mismatch"
     rows = {(r["rank"], r["group"]): r for r in doc["facts"]["table"]}
