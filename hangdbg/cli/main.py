@@ -21,6 +21,7 @@ from .common import EXIT_ERROR, EXIT_USAGE
 from .core_cmd import CoreCommand
 from .demo_cmd import DemoCommand
 from .dump_cmd import DumpCommand
+from .fr_cmd import FrCommand
 from .gpu_cmd import GpuCommand
 from .logs_cmd import LogsCommand
 from .report_cmd import ReportCommand
@@ -36,6 +37,7 @@ COMMANDS = {
     "traces": TracesCommand,
     "core": CoreCommand,
     "logs": LogsCommand,
+    "fr": FrCommand,
     "gpu": GpuCommand,
     "report": ReportCommand,
     "collect": CollectCommand,
