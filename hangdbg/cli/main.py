@@ -19,6 +19,7 @@ from .analyze_cmd import AnalyzeCommand
 from .common import EXIT_ERROR, EXIT_USAGE
 from .demo_cmd import DemoCommand
 from .dump_cmd import DumpCommand
+from .nccl_cmd import NcclCommand
 from .traces_cmd import TracesCommand
 
 __all__ = ["main", "COMMANDS"]
@@ -29,6 +30,7 @@ COMMANDS = {
     "demo": DemoCommand,
     "agent": AgentCommand,
     "traces": TracesCommand,
+    "nccl": NcclCommand,
 }
 
 
