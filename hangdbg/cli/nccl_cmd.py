@@ -139,7 +139,7 @@ class NcclCommand(Command):
         types = sorted({k for p in procs for k in p["collectives"]})
         t = Table(title=f"Ranks ({len(shown)} of {len(procs)} shown)", title_justify="left")
         for col in ("rank", "host", "pid", "init", "version", "net / plugin", "interfaces"):
-            t.add_column(col, overflow="fold")
+            t.add_column(col, overflow="fold", no_wrap=col in ("rank", "pid", "init"))
         for ty in types:
             t.add_column(ty, justify="right")
         t.add_column("last opCount per comm", overflow="fold")

@@ -104,11 +104,13 @@ _CHAIN = re.compile(r"^[\w./+-]+\.(?:cc|cu|cpp|c|h):\d+ -> \d+")
 _HEAD = re.compile(r"^(?P<host>[^\s:\[\]()<>]+):(?P<pid>\d+):(?P<tid>\d+) \[(?P<dev>-?\d+)\] NCCL INFO (?P<name>[A-Za-z]+)$")
 
 # The fast scan: one match per physical line (every match starts at a "\n"). Alternative 1 is a
-# standard collective line (head ending in the collective's name, opCount, comm pointer);
-# alternative 2 captures any other line whole, for the per-line parser.
+# standard collective line (head ending in the collective's name, opCount, comm pointer), whole
+# up to the line end (a second record spliced onto it fails here); alternative 2 captures any
+# other line whole, for the per-line parser.
 _FAST = re.compile(
     rb"\n(?:([^\s:\[\]()<>]+:\d+:\d+ \[\d+\] NCCL INFO [A-Z][A-Za-z]+): opCount ([0-9a-fA-F]+) sendbuff \S+ "
-    rb"recvbuff \S+ count \d+ datatype \d+ op \d+ root -?\d+ comm (0x[0-9a-fA-F]+)|([^\n]*))"
+    rb"recvbuff \S+ count \d+ datatype \d+ op \d+ root -?\d+ comm (0x[0-9a-fA-F]+ \[nranks=\d+\]) "
+    rb"stream (?:0x[0-9a-fA-F]+|\(nil\))\r?(?=\n|\Z)|([^\n]*))"
 )
 _MARKERS = (b"NCCL", b"INFO", b"WARN", b"TRACE")
 
@@ -341,6 +343,8 @@ class NcclLog:
             self.collective(p, cm.group("name"), int(cm.group("op"), 16), ptr.group(1),
                             int(nr.group(1)) if nr else None, (fi, lineno), raw[:MAX_EVIDENCE_TEXT], 1)
             return True
+        if ": opCount " in msg:
+            return False  # a collective line whose fields do not parse
         im = _INIT.match(msg)
         if im:
             self._count_record(p)
@@ -484,6 +488,7 @@ class NcclLog:
                 targets = [self.procs[key]]
         elif pre.rank is not None:
             targets = [p for p in self.procs.values() if p.launcher_rank == pre.rank]
+            targets = targets or [p for p in self.procs.values() if p.rank == pre.rank]
         if not targets:
             targets = [self.procs[k] for k in self._file_procs.get(fi, ())]
         for p in targets:
@@ -708,11 +713,16 @@ def scan(paths: list[str], split_on: re.Pattern[str] | None = None, workers: int
 def _merge(log: NcclLog, fi: int, first: int, res: dict) -> None:
     """Feed one chunk's result into ``log``: other lines through the per-line parser, in order,
     then the aggregated collective lines."""
+    heads = {}
+    for head, _ in res["coll"]:  # register the processes first: spliced lines need their host names
+        hm = heads[head] = _HEAD.match(head.decode("utf-8", "replace"))
+        if hm is not None:
+            log.proc(hm.group("host"), int(hm.group("pid")), fi)
     for i, t in res["other"]:
         log.line(fi, first + i, t.decode("utf-8", "replace").rstrip("\r"))
     log.flush()
     for (head, ptr), (n, idx, op) in res["coll"].items():
-        hm = _HEAD.match(head.decode("utf-8", "replace"))
+        hm = heads[head]
         if hm is None:
             log.lines_skipped += n
             continue
@@ -720,7 +730,8 @@ def _merge(log: NcclLog, fi: int, first: int, res: dict) -> None:
         p.devs.add(int(hm.group("dev")))
         p.records += n
         log.records += n
-        log.collective(p, hm.group("name"), int(op, 16), ptr.decode(), None, (fi, first + idx), None, n)
+        ptr, _, nr = ptr.decode().partition(" [nranks=")
+        log.collective(p, hm.group("name"), int(op, 16), ptr, int(nr[:-1]), (fi, first + idx), None, n)
 
 
 def _scan_lines(log: NcclLog, path: str) -> None:
