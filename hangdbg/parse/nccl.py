@@ -281,7 +281,8 @@ class NcclLog:
         if pend is not None:
             self._pending = None
             pfi, plineno, praw, pm, pmsg, prank = pend
-            if pfi == fi and plineno == lineno - 1 and raw.strip() and not RECORD.search(raw):
+            if (pfi == fi and plineno == lineno - 1 and raw.strip() and not RECORD.search(raw)
+                    and not _SHAPE.search(raw) and not _VERSION.search(raw)):
                 for joined in (pmsg + raw, pmsg.rstrip() + " " + raw.lstrip()):
                     if self._record(fi, plineno, praw + raw, pm, joined, prank, strict=True):
                         return
@@ -626,7 +627,7 @@ def _scan_chunk(path: str, start: int, end: int) -> dict:
     prev = -2
     for i in compress(count(), map(itemgetter(3), rows)):
         t = rows[i][3]
-        if i == prev + 1 or b"NCCL" in t or b"INFO" in t or b"WARN" in t or b"TRACE" in t:
+        if i == prev + 1 or i == 0 or b"NCCL" in t or b"INFO" in t or b"WARN" in t or b"TRACE" in t:
             other.append((i, t))
             prev = i
     return {"nlines": nlines, "coll": coll, "other": other}
@@ -720,7 +721,6 @@ def _merge(log: NcclLog, fi: int, first: int, res: dict) -> None:
             log.proc(hm.group("host"), int(hm.group("pid")), fi)
     for i, t in res["other"]:
         log.line(fi, first + i, t.decode("utf-8", "replace").rstrip("\r"))
-    log.flush()
     for (head, ptr), (n, idx, op) in res["coll"].items():
         hm = heads[head]
         if hm is None:
