@@ -43,6 +43,7 @@ big files are spread over worker processes. Only the other lines go through the 
 from __future__ import annotations
 
 import bisect
+import mmap
 import os
 import re
 from collections import Counter
@@ -604,22 +605,27 @@ def _ranges(size: int, path: str) -> list[tuple[int, int]]:
 def _scan_chunk(path: str, start: int, end: int) -> dict:
     """Scan one newline-aligned byte range: aggregated standard collective lines + other lines.
 
-    Runs in a worker process for big inputs; returns small picklable data.
+    Runs in a worker process for big inputs; returns small picklable data. The file is mapped
+    (no copy); every line of the range is one ``_FAST`` match starting at the newline before it.
     """
     with open(path, "rb") as f:
-        f.seek(start)
-        raw = f.read(end - start)
-    nlines = raw.count(b"\n")
-    if raw.endswith(b"\n"):
-        data = b"\n" + raw[:-1]
-    else:
-        data = b"\n" + raw
-        nlines += 1
-    rows = _FAST.findall(data)
-    del data, raw
-    keys = list(map(itemgetter(0, 2), rows))
+        if start == 0:
+            data = b"\n" + f.read(end)
+            pos, stop = 0, len(data)
+        else:
+            data = mmap.mmap(f.fileno(), end, access=mmap.ACCESS_READ)
+            pos, stop = start - 1, end
+        try:
+            if stop > pos + 1 and data[stop - 1] == 10:  # the range's last newline ends its last line
+                stop -= 1
+            rows = _FAST.findall(data, pos, stop)
+        finally:
+            if isinstance(data, mmap.mmap):
+                data.close()
+    keys = list(zip(map(itemgetter(0), rows), map(itemgetter(2), rows)))
     counts = Counter(keys)
     last = dict(zip(keys, count()))
+    del keys
     counts.pop((b"", b""), None)
     last.pop((b"", b""), None)
     coll = {k: (n, last[k], rows[last[k]][1]) for k, n in counts.items()}
@@ -630,7 +636,7 @@ def _scan_chunk(path: str, start: int, end: int) -> dict:
         if i == prev + 1 or i == 0 or b"NCCL" in t or b"INFO" in t or b"WARN" in t or b"TRACE" in t:
             other.append((i, t))
             prev = i
-    return {"nlines": nlines, "coll": coll, "other": other}
+    return {"nlines": len(rows), "coll": coll, "other": other}
 
 
 def _scan_chunk_args(args: tuple) -> dict:
