@@ -65,11 +65,13 @@ def build(path: Path, size: int, nranks: int) -> dict:
     return {"bytes": n, "block_bytes": len(block)}
 
 
-def timed(cmd: list[str], env: dict | None = None) -> tuple[float, int, int, str]:
-    """Run ``cmd``: (seconds, peak RSS of the process tree, peak RSS of one process, stdout)."""
+def timed(cmd: list[str], env: dict | None = None) -> tuple[float, int, int, str, float]:
+    """Run ``cmd``: (seconds, peak RSS of the process tree, peak RSS of one process, stdout,
+    CPU seconds of the process and its children)."""
     wrapper = ("import resource, subprocess, sys; r = subprocess.run(sys.argv[1:], stdout=subprocess.PIPE); "
                "sys.stdout.buffer.write(r.stdout); "
-               "sys.stderr.write(str(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss))")
+               "u = resource.getrusage(resource.RUSAGE_CHILDREN); "
+               "sys.stderr.write(f'{u.ru_maxrss} {u.ru_utime + u.ru_stime}')")
     t0 = time.perf_counter()
     p = subprocess.Popen([sys.executable, "-c", wrapper, *cmd], stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
     peak_tree = 0
@@ -92,8 +94,8 @@ def timed(cmd: list[str], env: dict | None = None) -> tuple[float, int, int, str
             pass
         th.join(0.02)
     dt = time.perf_counter() - t0
-    one = int(out["stderr"].decode().strip().splitlines()[-1]) * 1024
-    return dt, peak_tree, one, out["stdout"].decode()
+    rss, cpu = out["stderr"].decode().strip().splitlines()[-1].split()
+    return dt, peak_tree, int(rss) * 1024, out["stdout"].decode(), float(cpu)
 
 
 def main() -> None:
@@ -125,7 +127,11 @@ def main() -> None:
         res = {
             "benchmark": "nccl_summary", "cpus": len(os.sched_getaffinity(0)), "bytes": info["bytes"],
             "ranks": a.ranks, "nccl_info_lines": lines, "grep_seconds": round(g, 3), "hangdbg_seconds": round(h, 3),
-            "ratio_vs_grep": round(h / g, 2), "hangdbg_mb_per_s": round(info["bytes"] / 2**20 / h, 1),
+            "ratio_vs_grep": round(h / g, 2),
+            "grep_cpu_seconds": round(min(x[4] for x in grep), 3),
+            "hangdbg_cpu_seconds": round(min(x[4] for x in hd), 3),
+            "cpu_ratio_vs_grep": round(min(x[4] for x in hd) / min(x[4] for x in grep), 2),
+            "load_average_1min": round(os.getloadavg()[0], 2), "hangdbg_mb_per_s": round(info["bytes"] / 2**20 / h, 1),
             "peak_rss_tree_mb": round(max(x[1] for x in hd) / 2**20, 1),
             "peak_rss_largest_process_mb": round(max(x[2] for x in hd) / 2**20, 1),
             "lines_read": doc["lines_read"], "records": doc["facts"]["records"], "suspects": found,
@@ -138,6 +144,8 @@ def main() -> None:
     Path(a.json).write_text(json.dumps(res, indent=2) + "\n")
     print(f"grep -c 'NCCL INFO': {g:.3f}s ({lines} lines)   hangdbg nccl summary: {h:.3f}s "
           f"({res['hangdbg_mb_per_s']} MiB/s)   ratio {res['ratio_vs_grep']}x")
+    print(f"CPU seconds: grep {res['grep_cpu_seconds']}, hangdbg {res['hangdbg_cpu_seconds']} "
+          f"(ratio {res['cpu_ratio_vs_grep']}x); load average {res['load_average_1min']} on {res['cpus']} CPUs")
     print(f"peak RSS: process tree {res['peak_rss_tree_mb']} MB, largest process {res['peak_rss_largest_process_mb']} MB")
     print(f"suspects found: {found}  -> {a.json}")
 

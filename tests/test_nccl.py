@@ -215,6 +215,14 @@ def test_worker_processes_give_the_same_result():
     assert signature(scan(paths, workers=2, chunk=8192)) == signature(scan(paths, workers=1))
 
 
+def test_unreadable_and_empty_files(tmp_path):
+    empty = tmp_path / "empty.log"
+    empty.write_bytes(b"")
+    rep = read([str(tmp_path / "gone.log"), str(empty), fx("lagging.log")])
+    assert [e[0] for e in rep.errors] == [str(tmp_path / "gone.log")]
+    assert [f.ranks for f in suspects(rep)] == [(5,)]  # the rest is still read
+
+
 def test_sniff():
     for p in LOGS:
         assert sniff(Path(p).read_bytes()[:65536]), p

@@ -115,8 +115,6 @@ _FAST = re.compile(
 )
 _MARKERS = (b"NCCL", b"INFO", b"WARN", b"TRACE")
 
-TRANSPORT_NAMES = ("P2P", "SHM", "NET", "COLLNET", "NVLS")
-
 
 def sniff(head: bytes) -> bool:
     """True when the first bytes of a file look like NCCL_DEBUG output.
@@ -203,10 +201,6 @@ class Proc:
     @property
     def label(self) -> str:
         return f"{self.host}.{self.pid}"
-
-    def comm_list(self) -> list[Comm]:
-        """Every communicator of the process (pointer reuse included), in creation order."""
-        return list(self.all_comms)
 
     @property
     def rank(self) -> int | None:
@@ -580,13 +574,13 @@ def _transport(t: str) -> str:
 
 
 # --- the fast scan ----------------------------------------------------------------------------
-def _ranges(size: int, path: str) -> list[tuple[int, int]]:
-    """Newline-aligned byte ranges of about :data:`CHUNK` bytes covering a file."""
+def _ranges(size: int, path: str, chunk: int) -> list[tuple[int, int]]:
+    """Newline-aligned byte ranges of about ``chunk`` bytes covering a file."""
     out = []
     start = 0
     with open(path, "rb") as f:
         while start < size:
-            end = min(size, start + CHUNK)
+            end = min(size, start + chunk)
             if end < size:
                 f.seek(end)
                 tail = f.read(1 << 16)
@@ -640,7 +634,10 @@ def _scan_chunk(path: str, start: int, end: int) -> dict:
 
 
 def _scan_chunk_args(args: tuple) -> dict:
-    return _scan_chunk(*args)
+    try:
+        return _scan_chunk(*args)
+    except (OSError, ValueError) as exc:  # the file shrank or vanished while being read
+        return {"error": getattr(exc, "strerror", None) or str(exc)}
 
 
 def scan(paths: list[str], split_on: re.Pattern[str] | None = None, workers: int | None = None,
@@ -680,39 +677,37 @@ def scan(paths: list[str], split_on: re.Pattern[str] | None = None, workers: int
             workers = os.cpu_count() or 1
         if total < PARALLEL_MIN:
             workers = 1
-    global CHUNK
-    saved = CHUNK
-    if chunk:
-        CHUNK = chunk
-    try:
-        tasks = []
-        for path, size in zip(paths, sizes):
-            if size < 0:
-                continue
-            fi = len(log.files)
-            log.files.append(path)
-            try:
-                for s, e in _ranges(size, path):
-                    tasks.append((fi, path, s, e))
-            except OSError as exc:
-                log.errors.append((path, exc.strerror or str(exc)))
-        ex = ProcessPoolExecutor(workers) if workers > 1 and len(tasks) > 1 else None
+    chunk = chunk or CHUNK
+    tasks = []
+    for path, size in zip(paths, sizes):
+        if size < 0:
+            continue
+        fi = len(log.files)
+        log.files.append(path)
         try:
-            results = ex.map(_scan_chunk_args, [t[1:] for t in tasks]) if ex else map(_scan_chunk_args, (t[1:] for t in tasks))
-            line0 = {}
-            for (fi, path, s, e), res in zip(tasks, results):
-                first = line0.get(fi, 1)
-                log._chunks.setdefault(fi, []).append((first, s))
-                _merge(log, fi, first, res)
-                line0[fi] = first + res["nlines"]
-                log.lines_read += res["nlines"]
+            tasks.extend((fi, path, s, e) for s, e in _ranges(size, path, chunk))
         except OSError as exc:
             log.errors.append((path, exc.strerror or str(exc)))
-        finally:
-            if ex:
-                ex.shutdown()
+    ex = ProcessPoolExecutor(workers) if workers > 1 and len(tasks) > 1 else None
+    try:
+        args = [t[1:] for t in tasks]
+        results = ex.map(_scan_chunk_args, args) if ex else map(_scan_chunk_args, args)
+        line0: dict[int, int] = {}
+        failed: set[int] = set()
+        for (fi, path, s, _e), res in zip(tasks, results):
+            if "error" in res or fi in failed:
+                if fi not in failed:
+                    log.errors.append((path, res["error"]))
+                    failed.add(fi)
+                continue
+            first = line0.get(fi, 1)
+            log._chunks.setdefault(fi, []).append((first, s))
+            _merge(log, fi, first, res)
+            line0[fi] = first + res["nlines"]
+            log.lines_read += res["nlines"]
     finally:
-        CHUNK = saved
+        if ex:
+            ex.shutdown()
     log.finish()
     return log
 
