@@ -79,6 +79,10 @@ def test_spliced_line_has_two_record_starts():
     log = scan_text(a + "\n" + b + "\n" + a + b + "\n")
     assert sorted(log.procs) == [("node-1", 10), ("node-2", 20)]  # the known host name is recovered
     assert [sum(c.counts.values()) for p in log.procs.values() for c in p.all_comms] == [2, 2]
+    # a new host whose name ends like a known one is not merged into it ("210.0.0.5" vs "10.0.0.5")
+    c = a.replace("node-1:10:11", "10.0.0.5:10:11")
+    log = scan_text(c + "\n" + c.replace("10.0.0.5:10:11", "210.0.0.5:30:31") + "\n")
+    assert sorted(log.procs) == [("10.0.0.5", 10), ("210.0.0.5", 30)]
 
 
 def test_hand_written_formats():

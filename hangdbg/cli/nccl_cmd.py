@@ -257,7 +257,7 @@ class NcclCommand(Command):
 def _key(log, m) -> tuple[str, int]:
     key = (m.group("host"), int(m.group("pid")))
     if key not in log.procs:
-        key = (log._unsplice_host(key[0]), key[1])
+        key = (log._unsplice_host(key[0], key[1]), key[1])
     return key
 
 

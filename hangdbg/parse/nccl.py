@@ -253,7 +253,7 @@ class NcclLog:
         p = self.procs.get(key)
         if p is None:
             if host not in self._hosts and self._hosts:
-                host = self._unsplice_host(host)
+                host = self._unsplice_host(host, pid)
                 key = (host, pid)
                 p = self.procs.get(key)
             if p is None:
@@ -263,11 +263,12 @@ class NcclLog:
         self._file_procs.setdefault(fi, set()).add(key)
         return p
 
-    def _unsplice_host(self, host: str) -> str:
-        """``sendbunode-004`` (a record spliced after a cut one) -> ``node-004`` when known."""
+    def _unsplice_host(self, host: str, pid: int) -> str:
+        """``sendbunode-004`` (a record spliced after a cut one) -> ``node-004`` when process
+        ``node-004:pid`` is known (the pid check keeps ``210.0.0.5`` apart from ``10.0.0.5``)."""
         best = ""
         for h in self._hosts:
-            if len(h) > len(best) and host.endswith(h):
+            if len(h) > len(best) and host.endswith(h) and (h, pid) in self.procs:
                 best = h
         return best or host
 
