@@ -214,6 +214,16 @@ def test_fast_scan_equals_line_parser(path):
     assert fast == whole == lines
 
 
+def test_last_opcount_window_widens(monkeypatch):
+    """The last opCount of a rank that stopped early lies before the end window of its chunk."""
+    import hangdbg.parse.nccl as mod
+
+    paths = [fx("lagging.log"), fx("subcomm.log"), fx("messy.log")]
+    want = signature(scan(paths, workers=1))
+    monkeypatch.setattr(mod, "TAIL_WINDOW", 300)
+    assert signature(scan(paths, workers=1, chunk=30000)) == want
+
+
 def test_worker_processes_give_the_same_result():
     paths = [fx("clean.log"), fx("lagging.log")]
     assert signature(scan(paths, workers=2, chunk=8192)) == signature(scan(paths, workers=1))

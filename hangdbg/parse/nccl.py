@@ -51,7 +51,7 @@ from collections import Counter
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from itertools import compress, count
-from operator import itemgetter
+from operator import itemgetter, not_
 
 from ..model import MAX_EVIDENCE_TEXT, Evidence
 from .textlines import strip_prefix
@@ -60,6 +60,8 @@ __all__ = ["NcclLog", "Proc", "Comm", "ConnectFailure", "scan", "sniff", "record
 
 CHUNK = 16 << 20
 """Bytes per chunk of the fast scan."""
+TAIL_WINDOW = 1 << 20
+"""Bytes at the end of a chunk searched first for each key's last opCount (widened x4 as needed)."""
 PARALLEL_MIN = 64 << 20
 """Files (in total) at least this big are scanned by worker processes."""
 MAX_EVIDENCE = 6
@@ -103,17 +105,20 @@ _CONNECT = re.compile(r"Connect to (?P<peer>[^\s<>]+)<(?P<port>\d+)> failed\s*:?
 _PEER = re.compile(r"\b(?:from peer|remote peer|peer)\s+(?P<peer>[^\s<>]+)<(?P<port>\d+)>")
 _CHAIN = re.compile(r"^[\w./+-]+\.(?:cc|cu|cpp|c|h):\d+ -> \d+")
 
+_PREFIX = re.compile(r"^(?P<host>[^\s:\[\]()<>]+):(?P<pid>\d+):(?P<tid>\d+) \[(?P<dev>-?\d+)\]$")
 _HEAD = re.compile(r"^(?P<host>[^\s:\[\]()<>]+):(?P<pid>\d+):(?P<tid>\d+) \[(?P<dev>-?\d+)\] NCCL INFO (?P<name>[A-Za-z]+)$")
 
 # The fast scan: one match per physical line (every match starts at a "\n"). Alternative 1 is a
 # standard collective line (head ending in the collective's name, opCount, comm pointer), whole
 # up to the line end (a second record spliced onto it fails here); alternative 2 captures any
 # other line whole, for the per-line parser.
-_FAST = re.compile(
-    rb"\n(?:([^\s:\[\]()<>]+:\d+:\d+ \[\d+\] NCCL INFO [A-Z][A-Za-z]+): opCount ([0-9a-fA-F]+) sendbuff \S+ "
-    rb"recvbuff \S+ count \d+ datatype \d+ op \d+ root -?\d+ comm (0x[0-9a-fA-F]+ \[nranks=\d+\]) "
-    rb"stream (?:0x[0-9a-fA-F]+|\(nil\))\r?(?=\n|\Z)|([^\n]*))"
-)
+_COLL_HEAD = rb"([^\s:\[\]()<>]+:\d+:\d+ \[\d+\] NCCL INFO [A-Z][A-Za-z]+): opCount "
+_COLL_BODY = (rb" sendbuff \S+ recvbuff \S+ count \d+ datatype \d+ op \d+ root -?\d+ comm (0x[0-9a-fA-F]+ \[nranks=\d+\]) "
+              rb"stream (?:0x[0-9a-fA-F]+|\(nil\))\r?(?=\n|\Z)")
+# (head, comm) per line, ("", "") for any other line: what the counts need.
+_FAST = re.compile(rb"\n(?:" + _COLL_HEAD + rb"[0-9a-fA-F]+" + _COLL_BODY + rb"|[^\n]*)")
+# (head, opCount, comm): run on the end of a chunk only, for the last opCount of each key.
+_FAST_OP = re.compile(rb"\n(?:" + _COLL_HEAD + rb"([0-9a-fA-F]+)" + _COLL_BODY + rb"|[^\n]*)")
 _MARKERS = (b"NCCL", b"INFO", b"WARN", b"TRACE")
 
 
@@ -461,16 +466,22 @@ class NcclLog:
         elif c.init_ev is None:
             c.init_ev = ev
 
-    def collective(self, p: Proc, name: str, op: int, ptr: str, nranks: int | None, where: tuple[int, int],
-                   text: str | None, n: int) -> None:
-        """Count ``n`` collectives of type ``name`` on communicator ``ptr`` of ``p``; the last is
-        at ``where`` with opCount ``op``."""
+    def collective(self, p: Proc, name: str, op: int | None, ptr: str, nranks: int | None,
+                   where: tuple[int, int] | None, text: str | None, n: int) -> None:
+        """Count ``n`` collectives of type ``name`` on communicator ``ptr`` of ``p``; when ``where``
+        is given, the last of them is there with opCount ``op``."""
         c = self._comm(p, ptr)
         if c.nranks is None and nranks is not None:
             c.nranks = nranks
         c.counts[name] += n
         if self.split_on is not None:
             c.slices.setdefault(p.slice, Counter())[name] += n
+        if where is not None:
+            self.last_collective(p, name, op, ptr, where, text)
+
+    def last_collective(self, p: Proc, name: str, op: int, ptr: str, where: tuple[int, int], text: str | None) -> None:
+        """Record a collective at ``where`` as the communicator's last one if nothing later was seen."""
+        c = self._comm(p, ptr)
         if c.last_where is None or where >= c.last_where:
             c.last_where, c.last_op, c.last_coll, c.last_text = where, op, name, text
 
@@ -603,6 +614,8 @@ def _scan_chunk(path: str, start: int, end: int) -> dict:
 
     Runs in a worker process for big inputs; returns small picklable data. The file is mapped
     (no copy); every line of the range is one ``_FAST`` match starting at the newline before it.
+    Counts come from ``Counter`` over the ``(head, comm)`` pairs; the last opCount of each pair
+    from a second match over the end of the range only (widened until every pair is seen).
     """
     with open(path, "rb") as f:
         if start == 0:
@@ -615,24 +628,56 @@ def _scan_chunk(path: str, start: int, end: int) -> dict:
             if stop > pos + 1 and data[stop - 1] == 10:  # the range's last newline ends its last line
                 stop -= 1
             rows = _FAST.findall(data, pos, stop)
+            nlines = len(rows)
+            counts = Counter(rows)
+            nother = counts.pop((b"", b""), 0)
+            lasts = _lasts(data, pos, stop, nlines, counts)
+            other = []
+            if nother:
+                lines = data[pos + 1:stop].split(b"\n")
+                prev = -2
+                for i in compress(count(), map(not_, map(itemgetter(0), rows))):
+                    t = lines[i]
+                    if i == prev + 1 or i == 0 or b"NCCL" in t or b"INFO" in t or b"WARN" in t or b"TRACE" in t:
+                        other.append((i, t))
+                        prev = i
+                del lines
         finally:
             if isinstance(data, mmap.mmap):
                 data.close()
-    keys = list(zip(map(itemgetter(0), rows), map(itemgetter(2), rows)))
-    counts = Counter(keys)
-    last = dict(zip(keys, count()))
-    del keys
-    counts.pop((b"", b""), None)
-    last.pop((b"", b""), None)
-    coll = {k: (n, last[k], rows[last[k]][1]) for k, n in counts.items()}
-    other = []
-    prev = -2
-    for i in compress(count(), map(itemgetter(3), rows)):
-        t = rows[i][3]
-        if i == prev + 1 or i == 0 or b"NCCL" in t or b"INFO" in t or b"WARN" in t or b"TRACE" in t:
-            other.append((i, t))
-            prev = i
-    return {"nlines": len(rows), "coll": coll, "other": other}
+    return {"nlines": nlines, "coll": dict(counts), "lasts": lasts, "other": other}
+
+
+def _lasts(data, pos: int, stop: int, nlines: int, counts: Counter) -> dict:
+    """``(record prefix "host:pid:tid [dev]", comm) -> (index of its last line, opCount, collective)``.
+
+    Matches only the end of the range (widened x4 until every pair of ``counts`` was seen), walking
+    back from the last line: with hundreds of ranks interleaved, each one's last line is near the end.
+    """
+    need = {(h.rpartition(b" NCCL INFO ")[0], c) for h, c in counts}
+    if not need:
+        return {}
+    window = TAIL_WINDOW
+    while True:
+        wpos = max(pos, stop - window)
+        if wpos > pos:
+            wpos = data.rfind(b"\n", pos, wpos)
+            wpos = pos if wpos < 0 else wpos
+        rows = _FAST_OP.findall(data, wpos, stop)
+        base = nlines - len(rows)
+        found: dict = {}
+        for j in range(len(rows) - 1, -1, -1):
+            h, op, c = rows[j]
+            if not h:
+                continue
+            prefix, _, name = h.rpartition(b" NCCL INFO ")
+            if (prefix, c) not in found:
+                found[(prefix, c)] = (base + j, op, name)
+                if len(found) == len(need):
+                    return found
+        if wpos == pos:
+            return found
+        window *= 4
 
 
 def _scan_chunk_args(args: tuple) -> dict:
@@ -729,7 +774,7 @@ def _merge(log: NcclLog, fi: int, first: int, res: dict) -> None:
             log.proc(hm.group("host"), int(hm.group("pid")), fi)
     for i, t in res["other"]:
         log.line(fi, first + i, t.decode("utf-8", "replace").rstrip("\r"))
-    for (head, ptr), (n, idx, op) in res["coll"].items():
+    for (head, comm), n in res["coll"].items():
         hm = heads[head]
         if hm is None:
             log.lines_skipped += n
@@ -738,8 +783,15 @@ def _merge(log: NcclLog, fi: int, first: int, res: dict) -> None:
         p.devs.add(int(hm.group("dev")))
         p.records += n
         log.records += n
-        ptr, _, nr = ptr.decode().partition(" [nranks=")
-        log.collective(p, hm.group("name"), int(op, 16), ptr, int(nr[:-1]), (fi, first + idx), None, n)
+        ptr, _, nr = comm.decode().partition(" [nranks=")
+        log.collective(p, hm.group("name"), None, ptr, int(nr[:-1]), None, None, n)
+    for (prefix, comm), (idx, op, name) in res["lasts"].items():
+        pm = _PREFIX.match(prefix.decode("utf-8", "replace"))
+        if pm is None:
+            continue
+        p = log.proc(pm.group("host"), int(pm.group("pid")), fi)
+        ptr = comm.decode().partition(" [nranks=")[0]
+        log.last_collective(p, name.decode(), int(op, 16), ptr, (fi, first + idx), None)
 
 
 def _scan_lines(log: NcclLog, path: str) -> None:
