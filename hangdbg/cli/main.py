@@ -24,6 +24,7 @@ from .dump_cmd import DumpCommand
 from .fr_cmd import FrCommand
 from .gpu_cmd import GpuCommand
 from .logs_cmd import LogsCommand
+from .nccl_cmd import NcclCommand
 from .report_cmd import ReportCommand
 from .traces_cmd import TracesCommand
 
@@ -36,6 +37,7 @@ COMMANDS = {
     "agent": AgentCommand,
     "traces": TracesCommand,
     "core": CoreCommand,
+    "nccl": NcclCommand,
     "logs": LogsCommand,
     "fr": FrCommand,
     "gpu": GpuCommand,

@@ -9,9 +9,11 @@ Exit 3 when suspects were named.
 from __future__ import annotations
 
 import argparse
+from dataclasses import replace
 from pathlib import Path
 
 from ..analyze import analyze
+from ..analyze.fr_crosscheck import cross_check
 from ..analyze.verdict import build_verdict
 from ..errors import HangdbgError, UsageError
 from ..model import Analysis, SourceReport
@@ -66,8 +68,14 @@ def read_sources(paths: list[str], progress=None) -> tuple[list[SourceReport], A
             sources.append(with_analysis(SourceReport(kind="stacks"), analysis))
         else:
             sources[sources.index(stacks)] = with_analysis(stacks, analysis)
+        sources = [_cross_checked(s, analysis) if s.kind == "flight-recorder" else s for s in sources]
     files = [(c.path, c.kinds) for c in classified]
     return sources, analysis, unparsed, files
+
+
+def _cross_checked(fr: SourceReport, analysis: Analysis) -> SourceReport:
+    """The flight recorder's report with its agreement or contradiction with the stacks added."""
+    return replace(fr, findings=fr.findings + tuple(cross_check(fr, analysis)))
 
 
 class ReportCommand(Command):

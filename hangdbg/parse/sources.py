@@ -25,7 +25,7 @@ READERS: dict[str, str] = {
     "core": "hangdbg.collect.core",
     "core-json": "hangdbg.parse.core_json",
     "stacks-text": "hangdbg.parse.native_stacks",
-    "nccl": "hangdbg.parse.nccl",
+    "nccl": "hangdbg.analyze.nccl",
     "torch-log": "hangdbg.parse.torch_log",
     "flight-recorder": "hangdbg.parse.flight_recorder",
     "gpu": "hangdbg.parse.xid",

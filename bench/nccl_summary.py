@@ -1,0 +1,154 @@
+"""``hangdbg nccl summary`` over a big interleaved NCCL_DEBUG log vs ``LC_ALL=C grep -c 'NCCL INFO'``.
+
+Builds an interleaved log of NRANKS ranks (64 hosts x 8 GPUs for 512) in the documented format
+(tests/fixtures/nccl/nccl_gen.py: init, interface, plugin and channel lines, then collective lines
+``AllReduce: opCount ...``), repeated until SIZE bytes (default 1 GB, in /dev/shm when it exists),
+then times in the same run: ``LC_ALL=C grep -c 'NCCL INFO' FILE`` and the real command
+``python -m hangdbg nccl summary FILE --json`` (best of --repeat runs each), with the peak RSS of
+the hangdbg process tree (main process + scan workers, sampled with psutil) and of its largest
+process (``getrusage``). Goal (issue 4): within 3x of grep, memory under 200 MB.
+
+    python bench/nccl_summary.py [--size 1G] [--ranks 512] [--repeat 2] [--keep]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import psutil
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _common import ROOT, source_state  # noqa: E402
+
+sys.path.insert(0, str(ROOT / "tests" / "fixtures" / "nccl"))
+import nccl_gen  # noqa: E402
+
+
+def parse_size(text: str) -> int:
+    units = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
+    t = text.strip().upper().rstrip("B")
+    return int(float(t[:-1]) * units[t[-1]]) if t and t[-1] in units else int(t)
+
+
+def build(path: Path, size: int, nranks: int) -> dict:
+    """Header (every rank's init) once, then a steady-state block of collectives repeated; the last
+    block lets rank 7 stop early so that the summary has a suspect to find."""
+    per_host = 8
+    job = nccl_gen.Job(hosts=max(1, nranks // per_host), per_host=min(per_host, nranks), ops=24)
+    per_rank = job.per_rank()
+    head, body = {}, {}
+    for r, lines in per_rank.items():
+        k = next(i for i, ln in enumerate(lines) if ": opCount " in ln)
+        head[r], body[r] = lines[:k], lines[k:]
+    header = nccl_gen.text(nccl_gen.interleave(head, seed=1)).encode()
+    block = nccl_gen.text(nccl_gen.interleave(body, seed=2)).encode()
+    last = dict(body)
+    last[7] = body[7][:12]
+    tail = nccl_gen.text(nccl_gen.interleave(last, seed=3)).encode()
+    n = 0
+    with open(path, "wb") as f:
+        f.write(header)
+        n += len(header)
+        while n + len(block) + len(tail) < size:
+            f.write(block)
+            n += len(block)
+        f.write(tail)
+        n += len(tail)
+    return {"bytes": n, "block_bytes": len(block)}
+
+
+def timed(cmd: list[str], env: dict | None = None) -> tuple[float, int, int, str, float]:
+    """Run ``cmd``: (seconds, peak RSS of the process tree, peak RSS of one process, stdout,
+    CPU seconds of the process and its children)."""
+    wrapper = ("import resource, subprocess, sys; r = subprocess.run(sys.argv[1:], stdout=subprocess.PIPE); "
+               "sys.stdout.buffer.write(r.stdout); "
+               "u = resource.getrusage(resource.RUSAGE_CHILDREN); "
+               "sys.stderr.write(f'{u.ru_maxrss} {u.ru_utime + u.ru_stime}')")
+    t0 = time.perf_counter()
+    p = subprocess.Popen([sys.executable, "-c", wrapper, *cmd], stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+    peak_tree = 0
+    proc = psutil.Process(p.pid)
+    import threading
+
+    out: dict = {}
+
+    def reader():
+        out["stdout"], out["stderr"] = p.communicate()
+
+    th = threading.Thread(target=reader)
+    th.start()
+    while th.is_alive():
+        try:
+            kids = proc.children(recursive=True)
+            rss = sum(k.memory_info().rss for k in kids)
+            peak_tree = max(peak_tree, rss)
+        except psutil.Error:
+            pass
+        th.join(0.02)
+    dt = time.perf_counter() - t0
+    rss, cpu = out["stderr"].decode().strip().splitlines()[-1].split()
+    return dt, peak_tree, int(rss) * 1024, out["stdout"].decode(), float(cpu)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--size", default="1G", help="log size (1G, 256M...)")
+    ap.add_argument("--ranks", type=int, default=512)
+    ap.add_argument("--repeat", type=int, default=2)
+    ap.add_argument("--keep", action="store_true", help="keep the generated log")
+    ap.add_argument("--json", default=str(ROOT / "bench" / "results" / "nccl_summary.json"))
+    a = ap.parse_args()
+    size = parse_size(a.size)
+    tmpdir = "/dev/shm" if os.path.isdir("/dev/shm") else None
+    fd, name = tempfile.mkstemp(prefix="hangdbg-nccl-bench-", suffix=".log", dir=tmpdir)
+    os.close(fd)
+    path = Path(name)
+    try:
+        t0 = time.perf_counter()
+        info = build(path, size, a.ranks)
+        print(f"built {path} ({info['bytes'] / 2**20:.0f} MiB, {a.ranks} ranks) in {time.perf_counter() - t0:.1f}s")
+        genv = dict(os.environ, LC_ALL="C")
+        grep = [timed(["grep", "-c", "NCCL INFO", str(path)], env=genv) for _ in range(a.repeat)]
+        env = dict(os.environ, PYTHONPATH=str(ROOT), NO_COLOR="1")
+        hd = [timed([sys.executable, "-m", "hangdbg", "nccl", "summary", str(path), "--json"], env=env)
+              for _ in range(a.repeat)]
+        lines = int(grep[0][3].strip())
+        doc = json.loads(hd[0][3])
+        found = [f["kind"] + ":" + ",".join(map(str, f["ranks"])) for f in doc["findings"] if f["severity"] == "suspect"]
+        g, h = min(x[0] for x in grep), min(x[0] for x in hd)
+        res = {
+            "benchmark": "nccl_summary", "cpus": len(os.sched_getaffinity(0)), "bytes": info["bytes"],
+            "ranks": a.ranks, "nccl_info_lines": lines, "grep_seconds": round(g, 3), "hangdbg_seconds": round(h, 3),
+            "ratio_vs_grep": round(h / g, 2),
+            "grep_cpu_seconds": round(min(x[4] for x in grep), 3),
+            "hangdbg_cpu_seconds": round(min(x[4] for x in hd), 3),
+            "cpu_ratio_vs_grep": round(min(x[4] for x in hd) / min(x[4] for x in grep), 2),
+            "load_average_1min": round(os.getloadavg()[0], 2), "hangdbg_mb_per_s": round(info["bytes"] / 2**20 / h, 1),
+            "peak_rss_tree_mb": round(max(x[1] for x in hd) / 2**20, 1),
+            "peak_rss_largest_process_mb": round(max(x[2] for x in hd) / 2**20, 1),
+            "lines_read": doc["lines_read"], "records": doc["facts"]["records"], "suspects": found,
+            "goal": "ratio <= 3, peak RSS < 200 MB", **source_state(),
+        }
+    finally:
+        if not a.keep:
+            path.unlink(missing_ok=True)
+    Path(a.json).parent.mkdir(parents=True, exist_ok=True)
+    Path(a.json).write_text(json.dumps(res, indent=2) + "\n")
+    print(f"grep -c 'NCCL INFO': {g:.3f}s ({lines} lines)   hangdbg nccl summary: {h:.3f}s "
+          f"({res['hangdbg_mb_per_s']} MiB/s)   ratio {res['ratio_vs_grep']}x")
+    print(f"CPU seconds: grep {res['grep_cpu_seconds']}, hangdbg {res['hangdbg_cpu_seconds']} "
+          f"(ratio {res['cpu_ratio_vs_grep']}x); load average {res['load_average_1min']} on {res['cpus']} CPUs")
+    print(f"peak RSS: process tree {res['peak_rss_tree_mb']} MB, largest process {res['peak_rss_largest_process_mb']} MB")
+    print(f"suspects found: {found}  -> {a.json}")
+
+
+if __name__ == "__main__":
+    main()

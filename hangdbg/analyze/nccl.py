@@ -1,0 +1,396 @@
+"""Suspects from NCCL_DEBUG logs: the reader ``read(paths) -> SourceReport(kind="nccl")``.
+
+Heuristics (each finding carries the raw lines behind it):
+
+* ``nccl-init-incomplete``: a rank logged ``Init START`` for a communicator but never ``Init
+  COMPLETE`` (NCCL 2.x ``init.cc``), or a rank of ``0..nranks-1`` of a communicator wrote no line
+  at all while the others did.
+* ``nccl-lagging``: per communicator, ranks whose last ``opCount`` (``enqueue.cc`` prints one per
+  collective, ``%lx``) is lower than the highest. Direction is reported: when a few ranks are
+  ahead and most are behind, the stragglers are the many (the few ahead already entered the next
+  collective and wait for the others).
+* ``nccl-connect-failed``: ``Connect to IP<port> failed : ...`` WARNs (``misc/socket.cc``) and
+  errors naming ``peer IP<port>`` (``net_ib.cc`` completion errors, ``net_socket.cc``); the peer's
+  host comes from the same logs' own ``Bootstrap``/``NET/Socket``/``NET/IB ... OOB`` lines.
+* ``nccl-setup-differs``: hosts whose NCCL version, net plugin (found or not), network,
+  interfaces or transports differ from the majority of hosts; a net plugin present on only some
+  hosts is a known cause of hangs (NCCL then mixes ``IB`` and ``Socket`` transports).
+* ``nccl-warn`` / ``nccl-aborted`` (warnings): other WARN lines, error chains, ``Abort COMPLETE``.
+* ``nccl-slice-differs`` (``--split-on``): the slice where a rank's collective counts first differ
+  from the majority.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import re
+from collections import Counter, defaultdict
+
+from ..model import Evidence, Finding, RankState, SourceReport
+from ..parse.nccl import Comm, NcclLog, Proc, scan
+from ..parse.nccl import sniff as _sniff
+from .rankset import compress
+
+__all__ = ["read", "sniff", "analyze", "slice_table", "who"]
+
+MAX_EV = 6
+
+
+def sniff(head: bytes) -> bool:
+    """True when ``head`` (the first 64 KiB of a file) looks like NCCL_DEBUG output."""
+    return _sniff(head)
+
+
+def read(paths: list[str], split_on: re.Pattern[str] | None = None, workers: int | None = None) -> SourceReport:
+    """Read NCCL_DEBUG logs and name the suspects.
+
+    Args:
+        paths: log files (one interleaved file, ``NCCL_DEBUG_FILE=%h.%p`` files, or both).
+        split_on: ``--split-on`` regex (per-iteration slices, see :func:`slice_table`).
+        workers: processes for the fast scan (``None``: automatic).
+
+    Returns:
+        a :class:`SourceReport` of kind ``"nccl"``; never raises for bad content.
+    """
+    return analyze(scan(list(paths), split_on=split_on, workers=workers))
+
+
+def who(p: Proc) -> str:
+    """``rank 3 (node-00 pid 41051)`` or ``node-00 pid 41051``."""
+    r = p.rank
+    return f"rank {r} ({p.host} pid {p.pid})" if r is not None else f"{p.host} pid {p.pid}"
+
+
+def _ranks(procs) -> tuple[int, ...]:
+    return tuple(sorted({p.rank for p in procs if p.rank is not None}))
+
+
+def _names(procs, limit: int = 8) -> str:
+    procs = list(procs)
+    known = _ranks(procs)
+    unknown = [p for p in procs if p.rank is None]
+    parts = []
+    if known:
+        parts.append(("rank " if len(known) == 1 else "ranks ") + compress(known))
+    for p in unknown[:limit]:
+        parts.append(f"{p.host} pid {p.pid}")
+    if len(unknown) > limit:
+        parts.append(f"{len(unknown) - limit} more")
+    return ", ".join(parts)
+
+
+def _hosts(procs) -> tuple[str, ...]:
+    return tuple(sorted({p.host for p in procs}))
+
+
+def groups(log: NcclLog) -> dict[str, list[tuple[Proc, Comm]]]:
+    """Communicator key -> its members ``(process, comm)`` across processes."""
+    out: dict[str, list[tuple[Proc, Comm]]] = defaultdict(list)
+    for p in log.procs.values():
+        for c in p.all_comms:
+            out[c.key].append((p, c))
+    return out
+
+
+def _comm_name(key: str, members) -> str:
+    n = next((c.nranks for _, c in members if c.nranks), None)
+    return f"communicator {key}" + (f" ({n} ranks)" if n else "")
+
+
+def _init_findings(log: NcclLog, grp) -> list[Finding]:
+    out = []
+    for key, members in grp.items():
+        any_complete = any(c.state == "complete" for _, c in members)
+        stuck = [(p, c) for p, c in members if c.state == "start" or (any_complete and c.state == "" and c.rank is not None)]
+        if stuck:
+            procs = [p for p, _ in stuck]
+            done = sum(1 for _, c in members if c.state == "complete")
+            ev = tuple(c.init_ev for _, c in stuck[:MAX_EV] if c.init_ev)
+            out.append(Finding(
+                "nccl-init-incomplete",
+                f"{_names(procs)} never completed init of {_comm_name(key, members)}: Init START without "
+                f"Init COMPLETE ({done} of {len(members)} ranks completed)",
+                ranks=_ranks(procs), hosts=_hosts(procs), evidence=ev,
+                action="look at these ranks' own logs and stacks: they hang in ncclCommInitRank (bootstrap or "
+                       "transport set-up), often waiting for a peer that died or cannot be reached"))
+        nranks = Counter(c.nranks for _, c in members if c.nranks).most_common(1)
+        if nranks and any(c.rank is not None for _, c in members):
+            n = nranks[0][0]
+            present = {c.rank for _, c in members if c.rank is not None}
+            missing = sorted(set(range(n)) - present)
+            if missing and len(missing) < n:
+                world = n == max((c.nranks or 0) for q in log.procs.values() for c in q.all_comms)
+                out.append(Finding(
+                    "nccl-init-incomplete",
+                    f"{_comm_name(key, members)}: rank{'s' if len(missing) > 1 else ''} {compress(missing)} "
+                    f"(of 0-{n - 1}) wrote no init line in these logs: never started, died early, or its log is missing",
+                    ranks=tuple(missing) if world else (), hosts=(),
+                    evidence=tuple(c.init_ev for _, c in members[:2] if c.init_ev),
+                    action="find the processes of these ranks: did they start, and where did their logs go?"))
+    return out
+
+
+def _lag_findings(log: NcclLog, grp) -> list[Finding]:
+    out = []
+    for key, members in grp.items():
+        live = [(p, c) for p, c in members if c.state != "start"]
+        if len(live) < 2 or not any(c.last_op is not None for _, c in live):
+            continue
+        val = {id(c): (c.last_op if c.last_op is not None else -1) for _, c in live}
+        top = max(val.values())
+        if len(set(val.values())) == 1:
+            continue
+        ahead = [(p, c) for p, c in live if val[id(c)] == top]
+        behind = [(p, c) for p, c in live if val[id(c)] < top]
+        by_val: dict[int, list] = defaultdict(list)
+        for p, c in behind:
+            by_val[val[id(c)]].append((p, c))
+        parts = []
+        for v in sorted(by_val, reverse=True):
+            ms = by_val[v]
+            last = Counter(c.last_coll for _, c in ms if c.last_coll).most_common(1)
+            what = f"opCount 0x{v:x} ({last[0][0]})" if v >= 0 and last else "no collective"
+            parts.append(f"{_names(p for p, _ in ms)} at {what}")
+        top_coll = Counter(c.last_coll for _, c in ahead if c.last_coll).most_common(1)
+        top_txt = f"opCount 0x{top:x}" + (f" ({top_coll[0][0]})" if top_coll else "")
+        name = _comm_name(key, members)
+        if len(behind) > len(ahead):
+            summary = (f"{name}: {len(behind)} of {len(live)} ranks are behind - {'; '.join(parts)} - while only "
+                       f"{_names(p for p, _ in ahead)} went on to {top_txt}. The stragglers are the many: the few "
+                       f"ahead already entered the next collective and wait for them")
+        else:
+            summary = (f"{name}: {'; '.join(parts)} - behind the other {len(ahead)} ranks, which reached {top_txt}")
+        ev = [log.evidence_of_last(c) for _, c in behind[:MAX_EV - 1]]
+        ev.append(log.evidence_of_last(ahead[0][1]))
+        procs = [p for p, _ in behind]
+        out.append(Finding("nccl-lagging", summary, ranks=_ranks(procs), hosts=_hosts(procs),
+                           evidence=tuple(e for e in ev if e is not None),
+                           action="look at where these ranks are (stacks, their own logs): they never issued the "
+                                  "collective the others wait in"))
+    return out
+
+
+def _norm_ip(peer: str) -> str:
+    ip = peer.strip("[]").split("%", 1)[0]
+    if ip.lower().startswith("::ffff:") and "." in ip:
+        ip = ip[7:]
+    return ip
+
+
+def _is_ip(text: str) -> bool:
+    try:
+        ipaddress.ip_address(text)
+        return True
+    except ValueError:
+        return False
+
+
+def _connect_findings(log: NcclLog) -> list[Finding]:
+    by_peer: dict[str, list] = defaultdict(list)
+    for p in log.procs.values():
+        for cf in p.connects:
+            by_peer[_norm_ip(cf.peer)].append((p, cf))
+    out = []
+    known_hosts = {p.host for p in log.procs.values()}
+    for peer, items in by_peer.items():
+        host = log.ip_hosts.get(peer) or (peer if not _is_ip(peer) and peer in known_hosts else None)
+        reasons = Counter(cf.reason for _, cf in items if cf.reason).most_common(2)
+        ports = sorted({cf.port for _, cf in items})
+        procs = list({id(p): p for p, _ in items}.values())
+        ptxt = f"{peer}<{ports[0]}>" if len(ports) == 1 else f"{peer} (ports {', '.join(map(str, ports[:4]))})"
+        where = f" = host {host} (from the logs' own interface lines)" if host and host != peer else (
+            "" if host else " (an address no process in these logs announced)")
+        why = f": {reasons[0][0]}" if reasons else ""
+        out.append(Finding(
+            "nccl-connect-failed",
+            f"{_names(procs)} on {', '.join(_hosts(procs))} could not reach peer {ptxt}{where}{why}",
+            ranks=(), hosts=(host,) if host else (), evidence=tuple(cf.evidence for _, cf in items[:MAX_EV]),
+            action=(f"check the NCCL processes on {host}: crashed, never started, or blocked by a firewall/interface "
+                    f"choice (NCCL_SOCKET_IFNAME)" if host else "find which host owns this address")))
+    return out
+
+
+_SETUP = (
+    ("NCCL version", lambda p: {p.version} if p.version else set()),
+    ("net plugin", lambda p: {p.plugin} if p.plugin else set()),
+    ("network", lambda p: set(p.networks)),
+    ("interfaces", lambda p: set(p.ifaces)),
+    ("transports", lambda p: set(p.transports)),
+)
+
+
+def _fmt(v: frozenset) -> str:
+    return ", ".join(sorted(v)) or "-"
+
+
+def setup_by_host(log: NcclLog) -> dict[str, dict[str, frozenset]]:
+    """Host -> attribute -> the values its processes logged (attributes of :data:`_SETUP`)."""
+    per: dict[str, dict[str, set]] = defaultdict(lambda: defaultdict(set))
+    for p in log.procs.values():
+        for name, get in _SETUP:
+            per[p.host][name] |= get(p)
+    return {h: {k: frozenset(v) for k, v in d.items() if v} for h, d in per.items()}
+
+
+def _setup_findings(log: NcclLog) -> list[Finding]:
+    hosts = setup_by_host(log)
+    out = []
+    for name, _ in _SETUP:
+        vals = {h: d[name] for h, d in hosts.items() if name in d}
+        if len(vals) < 2:
+            continue
+        tally = Counter(vals.values())
+        if len(tally) < 2:
+            continue
+        ranked = tally.most_common()
+        if ranked[0][1] > ranked[1][1]:
+            major = ranked[0][0]
+            odd = sorted(h for h, v in vals.items() if v != major)
+            majority = sorted(h for h, v in vals.items() if v == major)
+            detail = "; ".join(f"{h} has {_fmt(vals[h])}" for h in odd[:8])
+            summary = (f"{name} differs on {len(odd)} of {len(vals)} hosts: {detail}, while the other "
+                       f"{len(majority)} hosts have {_fmt(major)}")
+        else:
+            odd = sorted(vals)
+            by: dict[frozenset, list] = defaultdict(list)
+            for h, v in vals.items():
+                by[v].append(h)
+            summary = f"{name} differs between hosts (no majority): " + "; ".join(
+                f"{', '.join(sorted(hs))} have {_fmt(v)}" for v, hs in by.items())
+        if name == "net plugin":
+            summary += " - a net plugin present on only some hosts is a known cause of NCCL hangs"
+        procs = [p for p in log.procs.values() if p.host in odd]
+        ev = []
+        for h in odd[:MAX_EV]:
+            p = next(q for q in procs if q.host == h)
+            if p.first_ev:
+                ev.append(Evidence(p.first_ev.source, None, f"{h}: {name} = {_fmt(vals[h])}"))
+        out.append(Finding("nccl-setup-differs", summary, ranks=_ranks(procs), hosts=tuple(odd), evidence=tuple(ev),
+                           action="make the NCCL installation and environment (NCCL_*, LD_LIBRARY_PATH, "
+                                  "libnccl-net.so) the same on every host"))
+    return out
+
+
+def _warn_findings(log: NcclLog) -> list[Finding]:
+    out = []
+    warned = [p for p in log.procs.values() if p.nwarns or p.nchains]
+    if warned:
+        ev = [e for p in warned for e in (p.warns[:2] + p.chains[:1])][:MAX_EV]
+        n = sum(p.nwarns for p in warned)
+        out.append(Finding("nccl-warn", f"{n} NCCL WARN line{'s' if n != 1 else ''} and "
+                           f"{sum(p.nchains for p in warned)} error-chain lines from {_names(warned)}",
+                           ranks=_ranks(warned), hosts=_hosts(warned), severity="warning", evidence=tuple(ev)))
+    aborted = [(p, c) for p in log.procs.values() for c in p.all_comms if c.state == "aborted"]
+    if aborted:
+        procs = list({id(p): p for p, _ in aborted}.values())
+        out.append(Finding("nccl-aborted", f"{_names(procs)} aborted a communicator (Abort COMPLETE)",
+                           ranks=_ranks(procs), hosts=_hosts(procs), severity="warning",
+                           evidence=tuple(c.init_ev for _, c in aborted[:MAX_EV] if c.init_ev)))
+    return out
+
+
+def slice_table(log: NcclLog) -> dict[str, list[dict[str, int]]]:
+    """``--split-on``: process label -> per slice, collective counts by type (all communicators)."""
+    out = {}
+    for p in sorted(log.procs.values(), key=_order):
+        rows = [Counter() for _ in range(log.nslices)]
+        for c in p.all_comms:
+            for s, cnt in c.slices.items():
+                rows[s].update(cnt)
+        out[_label(p)] = [dict(sorted(r.items())) for r in rows]
+    return out
+
+
+def _slice_findings(log: NcclLog) -> list[Finding]:
+    if log.split_on is None or log.nslices < 2:
+        return []
+    table = {}
+    procs = {}
+    for p in log.procs.values():
+        rows = [Counter() for _ in range(log.nslices)]
+        for c in p.all_comms:
+            for s, cnt in c.slices.items():
+                rows[s].update(cnt)
+        table[id(p)] = rows
+        procs[id(p)] = p
+    first: dict[int, list] = defaultdict(list)
+    for s in range(log.nslices):
+        major = Counter(tuple(sorted(rows[s].items())) for rows in table.values()).most_common(1)[0][0]
+        for k, rows in table.items():
+            if tuple(sorted(rows[s].items())) != major and not any(k in v for v in first.values()):
+                first[s].append(k)
+    out = []
+    for s, ks in sorted(first.items()):
+        ps = [procs[k] for k in ks]
+        last = s == log.nslices - 1
+        out.append(Finding("nccl-slice-differs",
+                           f"{_names(ps)}: collective counts first differ from the majority in slice {s}"
+                           + (" (the last slice: where the run stopped)" if last else ""),
+                           ranks=_ranks(ps), hosts=_hosts(ps), severity="warning" if last else "suspect"))
+    return out
+
+
+def _order(p: Proc):
+    r = p.rank
+    return (r is None, r if r is not None else 0, p.host, p.pid)
+
+
+def _label(p: Proc) -> str:
+    return f"rank {p.rank}" if p.rank is not None else f"{p.host}.{p.pid}"
+
+
+def _state(p: Proc) -> str:
+    if any(c.state == "start" for c in p.all_comms):
+        return "init incomplete"
+    if any(c.state == "aborted" for c in p.all_comms):
+        return "aborted"
+    if any(c.state == "complete" for c in p.all_comms) or any(c.counts for c in p.all_comms):
+        return "ok"
+    return "no init line"
+
+
+def _last(p: Proc) -> Comm | None:
+    cs = [c for c in p.all_comms if c.last_where is not None]
+    return max(cs, key=lambda c: c.last_where) if cs else None
+
+
+def analyze(log: NcclLog) -> SourceReport:
+    """Turn a scanned :class:`NcclLog` into findings, per-rank rows and facts."""
+    grp = groups(log)
+    findings = (_init_findings(log, grp) + _connect_findings(log) + _lag_findings(log, grp) + _setup_findings(log)
+                + _slice_findings(log) + _warn_findings(log))
+    order = {"suspect": 0, "warning": 1, "info": 2}
+    findings.sort(key=lambda f: order.get(f.severity, 3))
+    rows = []
+    procs_json = []
+    for p in sorted(log.procs.values(), key=_order):
+        last = _last(p)
+        if p.rank is not None:
+            rows.append(RankState(p.rank, p.host, p.pid, last.last_coll if last else None,
+                                  last.last_op if last else None, last.key if last else "", _state(p), "nccl"))
+        procs_json.append({
+            "rank": p.rank, "host": p.host, "pid": p.pid, "label": _label(p), "devices": sorted(p.devs),
+            "version": p.version, "plugin": p.plugin, "networks": sorted(p.networks),
+            "interfaces": sorted(p.ifaces), "ips": sorted(p.ips), "transports": sorted(p.transports),
+            "state": _state(p), "records": p.records, "warns": p.nwarns,
+            "collectives": dict(sum((c.counts for c in p.all_comms), Counter())),
+            "comms": [{"comm": c.ptr, "key": c.key, "rank": c.rank, "nranks": c.nranks, "state": c.state or None,
+                       "parent": c.parent, "collectives": dict(c.counts),
+                       "last_op": c.last_op, "last_op_hex": f"{c.last_op:x}" if c.last_op is not None else None,
+                       "last_collective": c.last_coll} for c in p.all_comms],
+        })
+    total = sum((Counter(d["collectives"]) for d in procs_json), Counter())
+    facts = {
+        "processes": procs_json,
+        "hosts": {h: {k: sorted(v) for k, v in d.items()} for h, d in sorted(setup_by_host(log).items())},
+        "ip_hosts": dict(sorted(log.ip_hosts.items())),
+        "collectives": dict(total),
+        "records": log.records,
+        "communicators": {k: {"members": len(m), "nranks": next((c.nranks for _, c in m if c.nranks), None)}
+                          for k, m in grp.items()},
+    }
+    if log.split_on is not None:
+        facts["slices"] = slice_table(log)
+        facts["split_on"] = log.split_on.pattern
+    return SourceReport("nccl", tuple(log.files), tuple(findings), tuple(rows), log.lines_read, log.lines_skipped,
+                        tuple(log.errors), facts)
