@@ -19,12 +19,11 @@ from rich.markup import escape
 from rich.panel import Panel
 from rich.table import Table
 
-from ..analyze.nccl import read, slice_table
+from ..analyze.nccl import read
 from ..analyze.rankset import compress
 from ..errors import HangdbgError, UsageError
 from ..model import SCHEMA_VERSION, SourceReport
-from ..parse.nccl import _looks_cut, record_starts, scan
-from ..parse.textlines import iter_lines, strip_prefix
+from ..parse.nccl_split import split_logs
 from ..report.jsonout import dumps_json
 from .common import EXIT_FOUND, EXIT_OK, Command, write_json
 
@@ -183,64 +182,12 @@ class NcclCommand(Command):
     # -- split -----------------------------------------------------------------------------
     def _split(self, args: argparse.Namespace) -> int:
         paths = _paths(args.paths)
-        pattern = _regex(args.split_on)
-        log = scan(paths)
-        if not log.records:
+        res = split_logs(paths, Path(args.out), _regex(args.split_on))
+        if not res.records:
             raise HangdbgError(f"no NCCL_DEBUG record in {len(paths)} file(s)", help=NO_RECORDS_HELP)
-        out = Path(args.out)
-        out.mkdir(parents=True, exist_ok=True)
-        names = _file_names(log)
-        by_rank = {}
-        for key, p in log.procs.items():
-            for r in (p.launcher_rank, p.rank):
-                if r is not None:
-                    by_rank.setdefault(r, key)
-        writer = _Writer(out)
-        slices: dict[tuple, int] = {}
-        for path in paths:
-            fi_procs = [k for k, p in log.procs.items() if log.files.index(path) in p.files] if path in log.files else []
-            only = fi_procs[0] if len(fi_procs) == 1 else None
-            prev_key, prev_cut = None, False
-            try:
-                for _lineno, raw in iter_lines(path):
-                    pre = strip_prefix(raw)
-                    starts = record_starts(pre.text) if ("NCCL" in raw or "INFO" in raw or "WARN" in raw) else []
-                    if pattern is not None and pattern.search(raw):
-                        targets = ([_key(log, starts[0])] if starts else
-                                   [by_rank[pre.rank]] if pre.rank in by_rank else [only] if only else list(fi_procs))
-                        for k in targets:
-                            if k in log.procs:
-                                slices[k] = slices.get(k, 0) + 1
-                    if starts:
-                        if len(starts) == 1:
-                            k = _key(log, starts[0])
-                            writer.add(_target(names, k, slices, pattern), raw)
-                        else:
-                            for i, m in enumerate(starts):
-                                end = starts[i + 1].start() if i + 1 < len(starts) else len(pre.text)
-                                k = _key(log, m)
-                                writer.add(_target(names, k, slices, pattern), pre.text[m.start():end])
-                        prev_key = _key(log, starts[-1])
-                        prev_cut = _looks_cut(pre.text[starts[-1].end():])
-                        continue
-                    if pre.rank is not None and pre.rank in by_rank:
-                        k = by_rank[pre.rank]
-                    elif only is not None:
-                        k = only
-                    elif prev_cut and raw.strip():
-                        k = prev_key
-                    else:
-                        k = None
-                    prev_cut = False
-                    writer.add(_target(names, k, slices, pattern) if k else "unattributed.log", raw)
-            except OSError as exc:
-                self.err.print(f"[yellow]warning:[/yellow] cannot read {escape(path)}: {escape(str(exc))}")
-        written = writer.close()
-        rows = []
-        for key, p in sorted(log.procs.items(), key=lambda kv: (kv[1].rank is None, kv[1].rank or 0, kv[0])):
-            files = sorted(f for f in written if f == names[key] + ".log" or f.startswith(names[key] + ".slice"))
-            rows.append({"rank": p.rank, "host": p.host, "pid": p.pid, "files": files,
-                         "lines": sum(written[f] for f in files)})
+        for path, why in res.errors:
+            self.err.print(f"[yellow]warning:[/yellow] cannot read {escape(path)}: {escape(why)}")
+        rows, written, out = res.rows, res.written, Path(args.out)
         doc = {"schema_version": SCHEMA_VERSION, "command": "nccl split", "out": str(out), "ranks": rows,
                "unattributed_lines": written.get("unattributed.log", 0)}
         if args.json:
@@ -252,73 +199,6 @@ class NcclCommand(Command):
                            + (f", {written['unattributed.log']} unattributed lines" if "unattributed.log" in written else ""),
                            highlight=False)
         return EXIT_OK
-
-
-def _key(log, m) -> tuple[str, int]:
-    key = (m.group("host"), int(m.group("pid")))
-    if key not in log.procs:
-        key = (log._unsplice_host(key[0], key[1]), key[1])
-    return key
-
-
-def _file_names(log) -> dict:
-    """Process key -> file stem: ``rank0003`` (zero-padded), ``HOST.PID`` when the rank is unknown."""
-    width = max((len(str(p.rank)) for p in log.procs.values() if p.rank is not None), default=1)
-    names, used = {}, set()
-    for key, p in sorted(log.procs.items(), key=lambda kv: (kv[1].rank is None, kv[1].rank or 0, kv[0])):
-        stem = f"rank{p.rank:0{width}d}" if p.rank is not None else f"{_safe(p.host)}.{p.pid}"
-        if stem in used:
-            stem = f"{stem}.{_safe(p.host)}.{p.pid}"
-        used.add(stem)
-        names[key] = stem
-    return names
-
-
-def _safe(text: str) -> str:
-    return re.sub(r"[^\w.\-]", "_", text) or "_"
-
-
-def _target(names: dict, key, slices: dict, pattern) -> str:
-    stem = names.get(key)
-    if stem is None:
-        return "unattributed.log"
-    if pattern is None:
-        return stem + ".log"
-    return f"{stem}.slice{slices.get(key, 0):04d}.log"
-
-
-class _Writer:
-    """Buffered appends to many files without keeping them open (512 ranks -> 512 files)."""
-
-    LIMIT = 64 * 1024
-
-    def __init__(self, out: Path) -> None:
-        self.out = out
-        self.buf: dict[str, list[str]] = {}
-        self.size: dict[str, int] = {}
-        self.lines: dict[str, int] = {}
-        self.started: set[str] = set()
-
-    def add(self, name: str, line: str) -> None:
-        self.buf.setdefault(name, []).append(line)
-        self.lines[name] = self.lines.get(name, 0) + 1
-        self.size[name] = self.size.get(name, 0) + len(line) + 1
-        if self.size[name] > self.LIMIT:
-            self._flush(name)
-
-    def _flush(self, name: str) -> None:
-        mode = "a" if name in self.started else "w"
-        with open(self.out / name, mode, encoding="utf-8", errors="replace") as f:
-            f.write("\n".join(self.buf[name]) + "\n")
-        self.started.add(name)
-        self.buf[name] = []
-        self.size[name] = 0
-
-    def close(self) -> dict[str, int]:
-        for name in list(self.buf):
-            if self.buf[name] or name not in self.started:
-                self._flush(name)
-        return dict(self.lines)
 
 
 def _report_dict(rep: SourceReport) -> dict:

@@ -179,21 +179,23 @@ def gather(opts: GatherOptions, host: str, send: Send) -> dict[str, Any]:
 
 
 def _send_nccl(s: _Sender, logs: list[str], used: set[str]) -> None:
-    """Split the node's NCCL logs per rank here, send the per-rank files (raw logs if the split fails)."""
-    try:
-        from ..parse.nccl import split_logs  # noqa: PLC0415 - optional until the NCCL reader exists
-    except ImportError:
-        split_logs = None
-    if split_logs is not None:
-        with tempfile.TemporaryDirectory(prefix="hangdbg-nccl-") as tmp:
-            try:
-                written = split_logs(logs, Path(tmp))
-            except Exception as exc:  # send the raw logs rather than nothing
-                s.problem("nccl split", f"splitting failed ({exc!r}); the raw logs are sent")
-            else:
-                for path in written:
-                    s.file(_unique(f"nccl/{Path(path).name}", used), str(path))
+    """Split the node's NCCL logs per rank here and send the per-rank files (the raw logs when
+    they hold no NCCL record or the split fails)."""
+    from ..parse.nccl_split import split_logs  # noqa: PLC0415
+
+    with tempfile.TemporaryDirectory(prefix="hangdbg-nccl-") as tmp:
+        try:
+            res = split_logs(logs, Path(tmp))
+        except Exception as exc:  # send the raw logs rather than nothing
+            s.problem("nccl split", f"splitting failed ({exc!r}); the raw logs are sent")
+        else:
+            for path, why in res.errors:
+                s.problem(path, f"cannot read: {why}")
+            if res.records:
+                for name in sorted(res.written):
+                    s.file(_unique(f"nccl/{name}", used), os.path.join(tmp, name))
                 return
+            s.problem("nccl split", "no NCCL_DEBUG record in the logs; they are sent as they are")
     for p in logs:
         s.file(_unique(f"nccl/{os.path.basename(p)}", used), p)
 
