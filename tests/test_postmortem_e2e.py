@@ -6,7 +6,7 @@ renders in a real headless Chromium.
 The story: rank 5 on gpu-node-07 segfaulted (its real core file says so, rank and host read from
 the core's own environment) right after its GPU fell off the bus (Xid 79 on gpu-node-07); the other
 ranks' watchdogs time out with rank 5 one SeqNum behind. Separate NCCL logs of the same dead
-allocation show a refused connection to node-02 and a rank that never completed init.
+allocation (another job) show rank 3 on node-00 refused by node-02 and never completing init.
 """
 
 from __future__ import annotations
@@ -43,8 +43,7 @@ def dead_job(tmp_path_factory):
     (d / "logs").mkdir()
     shutil.copy(FIXTURES / "torchlog" / "watchdog_pg_v24.log", d / "logs" / "torchrun.log")
     (d / "nccl").mkdir()
-    shutil.copy(FIXTURES / "nccl" / "refused.log", d / "nccl" / "nccl-refused.log")
-    shutil.copy(FIXTURES / "nccl" / "init_stuck.log", d / "nccl" / "nccl-init.log")
+    shutil.copy(FIXTURES / "nccl" / "refused.log", d / "nccl" / "slurm-4242.out")
     (d / "syslog").mkdir()
     (d / "syslog" / "gpu-node-07.syslog").write_text(SYSLOG)
     (d / "README.txt").write_text("collected by the on-call engineer at 3 a.m.\n")
@@ -67,12 +66,14 @@ def test_report_names_rank_5_on_gpu_node_07(dead_job, tmp_path):
     refused = next(s for s in doc["suspects"] if s["kind"] == "nccl-connect-failed")
     assert refused["hosts"] == ["node-02"] and "Connection refused" in refused["summary"]
     init = next(s for s in doc["suspects"] if s["kind"] == "nccl-init-incomplete")
-    assert init["ranks"] == [9]
+    assert init["ranks"] == [3] and init["hosts"] == ["node-00"]
     # the rank table has the core's and the log's view of rank 5; the core's stacks were analyzed
     assert {s["source"] for s in doc["ranks"]["5"]} >= {"core", "torch-log"}
-    assert doc["stacks"]["ranks"][0]["rank"] == 5
+    stacks = {r["rank"]: r for r in doc["stacks"]["ranks"]}  # the core's, and the C++ frames in the log
+    assert stacks[5]["host"] == "gpu-node-07" and stacks[5]["rank_source"] == "RANK"
+    assert not any(s["kind"] == "missing" for s in doc["suspects"])  # a rank without a core is no finding
     files = {f["file"].rsplit("/", 1)[-1]: f["kinds"] for f in doc["files"]}
-    assert files["torchrun.log"] == ["torch-log"] and files["gpu-node-07.syslog"] == ["gpu"]
+    assert files["torchrun.log"] == ["stacks-text", "torch-log"] and files["gpu-node-07.syslog"] == ["gpu"]
     assert [u["reason"] for u in doc["unparsed"] if u["file"].endswith("README.txt")] == ["no reader recognised its content"]
 
 
@@ -87,6 +88,6 @@ def test_html_report_renders(dead_job, tmp_path):
     verdict = dom.split('id="verdict"', 1)[1].split("</div>", 1)[0]
     assert "Xid 79 on gpu-node-07" in verdict
     suspects = dom.split('id="suspects"', 1)[1].split("</table>", 1)[0]
-    for needle in ("crashed with SIGSEGV", "node-02", "Connection refused", "rank 9", "gpu-lost", "seq-lagging"):
+    for needle in ("crashed with SIGSEGV", "node-02", "Connection refused", "never completed init", "gpu-lost", "seq-lagging"):
         assert needle in suspects, needle
     assert 'id="tree"' in dom and "train_step" in dom.split('id="tree"', 1)[1]

@@ -118,12 +118,14 @@ def lock_wait(thread: Thread) -> bool:
 
 def primary_thread(threads: tuple[Thread, ...], places: list[Place] | None = None) -> int:
     """Index of the thread that speaks for a rank: the one in a collective (or init), else
-    ``MainThread``, else the first thread py-spy printed."""
+    ``MainThread``, else the first thread py-spy printed. A thread without Python frames (a
+    gloo/NCCL worker thread seen in a core file or with ``--native``) never speaks for a rank
+    through its collective: it is the library's, not the caller's."""
     if not threads:
         return -1
     places = places if places is not None else [place_of(t) for t in threads]
     for kind in ("collective", "init"):
-        hits = [i for i, p in enumerate(places) if p.kind == kind]
+        hits = [i for i, p in enumerate(places) if p.kind == kind and any(not f.native for f in threads[i].frames)]
         if hits:
             return next((i for i in hits if threads[i].name == "MainThread"), hits[0])
     for i, t in enumerate(threads):

@@ -64,8 +64,8 @@ def read_sources(paths: list[str], progress=None) -> tuple[list[SourceReport], A
     if dumps:
         analysis = analyze(dumps)
         stacks = next((s for s in sources if s.kind == "stacks"), None)
-        if stacks is None:
-            sources.append(with_analysis(SourceReport(kind="stacks"), analysis))
+        if stacks is None:  # cores and stack texts only
+            sources.append(with_analysis(SourceReport(kind="stacks"), analysis, live=False))
         else:
             sources[sources.index(stacks)] = with_analysis(stacks, analysis)
         sources = [_cross_checked(s, analysis) if s.kind == "flight-recorder" else s for s in sources]

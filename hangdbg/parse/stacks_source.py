@@ -56,8 +56,16 @@ def read_dumps(paths: list[str]) -> tuple[SourceReport, list[RankDump]]:
     return SourceReport(kind="stacks", files=tuple(paths), lines_skipped=stats.garbled_lines, errors=stats.unreadable), dumps
 
 
-def with_analysis(report: SourceReport, a: Analysis) -> SourceReport:
-    """``report`` with the analysis' suspects as findings and one RankState per rank."""
+def with_analysis(report: SourceReport, a: Analysis, live: bool = True) -> SourceReport:
+    """``report`` with the analysis' suspects as findings and one RankState per rank.
+
+    Args:
+        report: the stacks report (files, skipped lines).
+        a: the joint analysis of every stack source.
+        live: the stacks include dumps of live processes (py-spy): a rank without a process is
+            then missing. For core files and saved stack texts alone a rank without one only
+            left no stack, which is not a finding.
+    """
     states = []
     known = set()
     for d in a.ranks:
@@ -72,7 +80,8 @@ def with_analysis(report: SourceReport, a: Analysis) -> SourceReport:
         coll = place.collective if place is not None and place.kind == "collective" else None
         states.append(RankState(rank=d.rank, host=d.host, pid=d.pid, last_collective=coll, state=state, source="stacks"))
     states += [RankState(rank=r, state="missing", source="stacks") for r in a.missing_ranks if r not in known]
-    return replace(report, findings=tuple(suspect_findings(a)), ranks=tuple(sorted(states, key=lambda s: s.rank)),
+    findings = [f for f in suspect_findings(a) if live or f.kind != "missing"]
+    return replace(report, findings=tuple(findings), ranks=tuple(sorted(states, key=lambda s: s.rank)),
                    facts={"ranks": len(a.ranks), "groups": len(a.groups), "verdict": a.verdict})
 
 
