@@ -11,7 +11,8 @@ import os
 
 import pytest
 
-from conftest import run_cli, run_json
+from conftest import FIXTURES, run_cli, run_json
+from infra.cores import SEGV, core_of, core_pattern, env, start
 
 
 @pytest.fixture(scope="module")
@@ -82,3 +83,40 @@ def test_file_sink_rejects_path_escapes(tmp_path):
     assert written == ["out/.._evil/etc/passwd", "out/node1/abs/a"]
     assert sink.bad == 1
     assert not os.path.exists(tmp_path / "etc")
+
+
+@pytest.fixture(scope="module")
+def crashed_node(tmp_path_factory):
+    """node1's disk holds a real core file of a segfaulted rank 3; node2's an NCCL log."""
+    import shutil
+
+    if core_pattern().startswith("|") or shutil.which("gdb") is None:
+        pytest.skip("cores are not written to the process's directory here, or gdb is missing")
+    root = tmp_path_factory.mktemp("crashed")
+    (root / "node1").mkdir()
+    proc = start(SEGV, root / "node1", env(RANK="3", WORLD_SIZE="16", SLURMD_NODENAME="node1"))
+    core = core_of(proc, root / "node1")
+    core.rename(root / "node1" / f"core.{proc.pid}")
+    (root / "node2").mkdir()
+    shutil.copy(FIXTURES / "nccl" / "refused.log", root / "node2" / "nccl.node2.4242")
+    return root
+
+
+def test_collect_reads_cores_and_splits_nccl_logs_on_the_nodes(sshd, crashed_node, tmp_path):
+    out = tmp_path / "out"
+    rc, doc = _collect(sshd, "--hosts", "node[1-2]", "--launcher", "ssh",
+                       "--cores", f"{crashed_node}/{{host}}/core.*", "--nccl-logs", f"{crashed_node}/{{host}}/nccl.*", "-o", out)
+    assert rc == 0, doc
+    nodes = {n["host"]: n for n in doc["nodes"]}
+    core_files = nodes["node1"]["files"]
+    assert [f for f in core_files if f.endswith(".json")] and all(f.startswith("cores/") for f in core_files)
+    assert not [p for p in (out / "node1").rglob("core.*") if not p.name.endswith((".json", ".txt"))]  # no core crossed
+    assert "nccl/rank03.log" in nodes["node2"]["files"] and len(nodes["node2"]["files"]) >= 16  # split per rank
+    rc, rep = run_json("report", out)
+    assert rc == 3
+    crash = next(s for s in rep["suspects"] if s["kind"] == "core-crash")
+    assert crash["ranks"] == [3] and crash["summary"].startswith("rank 3 on node1 crashed with SIGSEGV")
+    assert any(s["kind"] == "nccl-connect-failed" and s["hosts"] == ["node-02"] for s in rep["suspects"])
+    assert any(s["kind"] == "nccl-init-incomplete" and s["ranks"] == [3] for s in rep["suspects"])
+    kinds = {f["file"].rsplit("/", 1)[-1]: f["kinds"] for f in rep["files"]}
+    assert kinds["rank03.log"] == ["nccl"] and any(k == ["core-json"] for k in kinds.values())
