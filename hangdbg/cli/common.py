@@ -17,6 +17,22 @@ from ..report.jsonout import analysis_to_dict, dumps_json
 EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_FOUND = 0, 1, 2, 3
 
 
+def positive_int(text: str) -> int:
+    """argparse type: an integer >= 1."""
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be >= 1, not {value}")
+    return value
+
+
+def positive_float(text: str) -> float:
+    """argparse type: a number > 0 (seconds)."""
+    value = float(text)
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"must be > 0, not {value}")
+    return value
+
+
 class Command:
     """Base of a subcommand: ``add_arguments`` on the parser, ``run(args) -> exit code``."""
 

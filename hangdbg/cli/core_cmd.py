@@ -17,23 +17,10 @@ from ..errors import HangdbgError, UsageError
 from ..report.console import render_analysis
 from ..report.core_json import core_document
 from ..report.jsonout import dumps_json
-from .common import EXIT_ERROR, EXIT_FOUND, EXIT_OK, Command, write_json
+from .common import EXIT_ERROR, EXIT_FOUND, EXIT_OK, Command, positive_float, positive_int, write_json
 
 _SHOWN_FRAMES = 12
 
-
-def _positive_int(text: str) -> int:
-    value = int(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be >= 1, not {value}")
-    return value
-
-
-def _positive_float(text: str) -> float:
-    value = float(text)
-    if value <= 0:
-        raise argparse.ArgumentTypeError(f"must be > 0, not {value}")
-    return value
 
 
 class CoreCommand(Command):
@@ -52,9 +39,9 @@ class CoreCommand(Command):
         p.add_argument("cores", nargs="+", metavar="COREFILE", help="core files")
         p.add_argument("--exe", metavar="PYTHON", help="the executable the cores came from (default: found in each core)")
         p.add_argument("--gdb", metavar="PATH", help="the gdb program (default: gdb on PATH)")
-        p.add_argument("--timeout", type=_positive_float, default=120.0, metavar="S",
+        p.add_argument("--timeout", type=positive_float, default=120.0, metavar="S",
                        help="seconds for each gdb / pystack run (default 120)")
-        p.add_argument("--jobs", type=_positive_int, default=2, metavar="N", help="cores read at once (default 2)")
+        p.add_argument("--jobs", type=positive_int, default=2, metavar="N", help="cores read at once (default 2)")
         p.add_argument("--json", action="store_true", help="print one JSON document instead of the report")
         p.add_argument("-o", "--out", metavar="DIR", type=Path, help="write hangdbg.json and each core's gdb backtrace there")
         p.add_argument("--no-tree", action="store_true", help="leave the merged call tree out of the report")

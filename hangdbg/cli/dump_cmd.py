@@ -16,22 +16,9 @@ from ..collect.procs import RankProcess, find_ranks
 from ..collect.pyspy import PySpyOptions, find_pyspy
 from ..errors import HangdbgError, UsageError
 from ..model import SCHEMA_VERSION
-from .common import Command, add_output_arguments, emit, out_dir, progress_bar, write_json
+from .common import Command, add_output_arguments, emit, out_dir, positive_float, positive_int, progress_bar, write_json
 from .remote import add_remote_arguments, dump_remote, wants_remote
 
-
-def _positive_int(text: str) -> int:
-    value = int(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be >= 1, not {value}")
-    return value
-
-
-def _positive_float(text: str) -> float:
-    value = float(text)
-    if value <= 0:
-        raise argparse.ArgumentTypeError(f"must be > 0, not {value}")
-    return value
 
 
 def add_collect_arguments(p: argparse.ArgumentParser) -> None:
@@ -39,10 +26,10 @@ def add_collect_arguments(p: argparse.ArgumentParser) -> None:
     g.add_argument("--native", action="store_true", help="include C/C++ frames (py-spy --native)")
     g.add_argument("--locals", action="store_true", help="include local variables (py-spy --locals); enables the loop-iteration check")
     g.add_argument("--nonblocking", action="store_true", help="do not pause the ranks while dumping (py-spy --nonblocking)")
-    g.add_argument("--timeout", type=_positive_float, default=20.0, metavar="S", help="seconds before a py-spy run is abandoned (default 20)")
-    g.add_argument("--samples", type=_positive_int, default=1, metavar="N", help="dumps per rank (default 1); ranks whose stacks change are progressing")
-    g.add_argument("--interval", type=_positive_float, default=1.0, metavar="S", help="seconds between samples (default 1)")
-    g.add_argument("--jobs", type=_positive_int, default=None, metavar="N", help="py-spy runs at once (default 8; with --native, the number of CPUs)")
+    g.add_argument("--timeout", type=positive_float, default=20.0, metavar="S", help="seconds before a py-spy run is abandoned (default 20)")
+    g.add_argument("--samples", type=positive_int, default=1, metavar="N", help="dumps per rank (default 1); ranks whose stacks change are progressing")
+    g.add_argument("--interval", type=positive_float, default=1.0, metavar="S", help="seconds between samples (default 1)")
+    g.add_argument("--jobs", type=positive_int, default=None, metavar="N", help="py-spy runs at once (default 8; with --native, the number of CPUs)")
     g.add_argument("--py-spy", dest="py_spy", metavar="PATH", help="the py-spy program to run")
 
 

@@ -25,6 +25,7 @@ import psutil
 
 from ..errors import ptrace_remedy
 from .procs import RankProcess
+from .subproc import communicate_or_kill
 
 __all__ = ["CorePlan", "GcoreResult", "plan_cores", "gcore_argv", "write_core", "write_cores", "find_gcore", "human_size", "core_size_estimate"]
 
@@ -106,19 +107,13 @@ def write_core(rank: RankProcess, out: Path, timeout: float = 300.0, gcore: str 
     t0 = time.monotonic()
     proc = subprocess.Popen(gcore_argv(prog, prefix, rank.pid), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT, start_new_session=True)
-    try:
-        text, _ = proc.communicate(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        try:
-            os.killpg(proc.pid, signal.SIGKILL)
-        except OSError:
-            pass
-        proc.wait()
+    got = communicate_or_kill(proc, timeout)
+    if got is None:
         _resume(rank.pid)
         return GcoreResult(rank.rank, rank.pid, None, seconds=time.monotonic() - t0,
                            error=f"gcore took longer than {timeout:g} s and was stopped (the rank was resumed)")
     dt = time.monotonic() - t0
-    out_text = text.decode("utf-8", "replace")
+    out_text = got[0].decode("utf-8", "replace")
     low = out_text.lower()
     short = _short_core(path)
     if proc.returncode == 0 and path.is_file() and not short and "no space left" not in low:

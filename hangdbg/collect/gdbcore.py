@@ -14,10 +14,11 @@ from __future__ import annotations
 import os
 import re
 import shutil
-import signal
 import subprocess
 import tempfile
 from dataclasses import dataclass, field
+
+from .subproc import communicate_or_kill
 
 __all__ = ["GdbResult", "find_gdb", "gdb_argv", "run_gdb_core", "diagnose_gdb", "ENV_MARK", "BT_MARK"]
 
@@ -104,10 +105,8 @@ def run_gdb_core(core: str, exe: str | None, timeout: float = 60.0, gdb: str | N
         env.pop("DEBUGINFOD_URLS", None)
         proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                 env=env, start_new_session=True)
-        try:
-            out, _ = proc.communicate(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            _kill(proc)
+        got = communicate_or_kill(proc, timeout)
+        if got is None:
             return GdbResult(error=f"gdb took longer than {timeout:g} s on {core} and was stopped; retry with a larger "
                                    "--timeout (a core of many GB with debug symbols takes minutes)", argv=tuple(argv))
     finally:
@@ -115,7 +114,7 @@ def run_gdb_core(core: str, exe: str | None, timeout: float = 60.0, gdb: str | N
             os.unlink(script)
         except OSError:
             pass
-    text = out.decode("utf-8", "replace")
+    text = got[0].decode("utf-8", "replace")
     header, mark, rest = text.partition(BT_MARK + "\n")
     environ: dict[str, str] = {}
     body = []
@@ -128,14 +127,6 @@ def run_gdb_core(core: str, exe: str | None, timeout: float = 60.0, gdb: str | N
             body.append(line)
     error, warnings = diagnose_gdb(text if not mark else header + "\n".join(body), proc.returncode, core, exe)
     return GdbResult("\n".join(body) + "\n" if mark else "", header, environ, error, tuple(warnings), tuple(argv))
-
-
-def _kill(proc: subprocess.Popen) -> None:
-    try:
-        os.killpg(proc.pid, signal.SIGKILL)
-    except OSError:
-        pass
-    proc.wait()
 
 
 _TRUNC = re.compile(r"is truncated: expected core file size >= (\d+), found: (\d+)")

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import signal
 import subprocess
 import sys
 import threading
@@ -18,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import diagnose_pyspy_failure, process_state
+from .subproc import kill_group
 
 __all__ = ["PySpyOptions", "PySpyResult", "find_pyspy", "run_pyspy", "kill_running"]
 
@@ -59,17 +59,7 @@ def kill_running() -> None:
     """Kill every py-spy run still going (on Ctrl-C, so that the worker threads end)."""
     with _LOCK:
         for proc in _RUNNING:
-            _kill_group(proc)
-
-
-def _kill_group(proc: subprocess.Popen) -> None:
-    try:
-        os.killpg(proc.pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        try:
-            proc.kill()
-        except OSError:
-            pass
+            kill_group(proc)
 
 
 def find_pyspy(executable: str | None = None) -> str | None:
@@ -121,7 +111,7 @@ def run_pyspy(pid: int, opts: PySpyOptions) -> PySpyResult:
     try:
         out, err = proc.communicate(timeout=opts.timeout)
     except subprocess.TimeoutExpired:
-        _kill_group(proc)
+        kill_group(proc)
         try:
             out, err = proc.communicate(timeout=5)
         except subprocess.TimeoutExpired:  # py-spy itself stuck in the kernel: abandon it

@@ -19,10 +19,11 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import subprocess
 import sys
 from dataclasses import dataclass
+
+from .subproc import communicate_or_kill
 
 __all__ = ["PystackResult", "run_pystack_core", "main"]
 
@@ -47,15 +48,10 @@ def run_pystack_core(core: str, exe: str, timeout: float = 60.0) -> PystackResul
     env["PYTHONPATH"] = pkg_root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
     proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             env=env, start_new_session=True)
-    try:
-        out, err = proc.communicate(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        try:
-            os.killpg(proc.pid, signal.SIGKILL)
-        except OSError:
-            pass
-        proc.wait()
+    got = communicate_or_kill(proc, timeout)
+    if got is None:
         return PystackResult(error=f"pystack took longer than {timeout:g} s and was stopped; retry with a larger --timeout")
+    out, err = got
     try:
         doc = json.loads(out.decode("utf-8", "replace"))
     except ValueError:
@@ -74,7 +70,11 @@ def _first_paragraph(text: str) -> str:
 def _inspect(core: str, exe: str) -> dict:
     try:
         from pystack import errors
-        from pystack.engine import NativeReportingMode, StackMethod, get_process_threads_for_core
+        from pystack.engine import (
+            NativeReportingMode,
+            StackMethod,
+            get_process_threads_for_core,
+        )
     except ImportError:
         return {"missing": True, "error": "pystack is not installed (pip install pystack)"}
     try:

@@ -9,15 +9,15 @@ lists; the remote command of ssh/pdsh is joined with :func:`shlex.join` (every w
 
 from __future__ import annotations
 
-import os
 import re
 import shlex
-import signal
 import subprocess
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import Callable
+
+from .subproc import kill_group
 
 __all__ = ["Runner", "SrunRunner", "SshRunner", "PdshRunner", "FakeRunner", "remote_command", "ssh_argv", "HOST"]
 
@@ -98,10 +98,7 @@ class Runner:
 
     @staticmethod
     def _kill(proc: subprocess.Popen) -> None:
-        try:
-            os.killpg(proc.pid, signal.SIGKILL)
-        except (ProcessLookupError, PermissionError):
-            pass
+        kill_group(proc)
 
     def stop(self) -> None:
         """Kill every transport process still running (Ctrl-C)."""
