@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import argparse
-import os
 
 from ..errors import UsageError
 from ..parse import torch_log
-from ..parse.textlines import read_head
+from ..parse.textlines import files_where
 from ..report.evidence import render_source_report, source_report_to_dict, suspects_of
 from ..report.jsonout import dumps_json
 from .common import EXIT_ERROR, EXIT_FOUND, EXIT_OK, Command, write_json
@@ -21,23 +20,10 @@ def expand_paths(paths: list[str], sniff) -> list[str]:
     Raises:
         UsageError: a path does not exist.
     """
-    out: list[str] = []
-    for p in paths:
-        if os.path.isdir(p):
-            for root, dirs, files in os.walk(p):
-                dirs.sort()
-                for name in sorted(files):
-                    full = os.path.join(root, name)
-                    try:
-                        if sniff(read_head(full)):
-                            out.append(full)
-                    except OSError:
-                        continue
-        elif os.path.exists(p):
-            out.append(p)
-        else:
-            raise UsageError(f"no such file or directory: {p}")
-    return out
+    try:
+        return files_where(paths, lambda _name, head: sniff(head))
+    except FileNotFoundError as exc:
+        raise UsageError(f"no such file or directory: {exc.filename}") from None
 
 
 class LogsCommand(Command):

@@ -24,6 +24,7 @@ from ..analyze.rankset import compress
 from ..errors import HangdbgError, UsageError
 from ..model import SCHEMA_VERSION, SourceReport
 from ..parse.nccl_split import split_logs
+from ..parse.textlines import iter_files
 from ..report.jsonout import dumps_json
 from .common import EXIT_FOUND, EXIT_OK, Command, write_json
 
@@ -33,15 +34,10 @@ NO_RECORDS_HELP = ("run the job with NCCL_DEBUG=INFO (and NCCL_DEBUG_SUBSYS=INIT
 
 def _paths(items: list[str]) -> list[str]:
     """Files as given; directories expanded to the regular files below them (sorted)."""
-    out = []
-    for item in items:
-        p = Path(item)
-        if p.is_dir():
-            out.extend(str(f) for f in sorted(p.rglob("*")) if f.is_file())
-        elif p.exists():
-            out.append(item)
-        else:
-            raise UsageError(f"no such file or directory: {item}")
+    try:
+        out = [f for item in items for f in iter_files(item)]
+    except FileNotFoundError as exc:
+        raise UsageError(f"no such file or directory: {exc.filename}") from None
     if not out:
         raise UsageError("no files to read in " + " ".join(items))
     return out

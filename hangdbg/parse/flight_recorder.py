@@ -41,6 +41,7 @@ from dataclasses import dataclass, field
 from typing import BinaryIO
 
 from ..model import Frame
+from .textlines import files_where
 
 __all__ = [
     "MAX_DUMP_BYTES",
@@ -468,21 +469,9 @@ def collect_paths(paths: list[str]) -> tuple[list[str], list[tuple[str, str]]]:
     files: list[str] = []
     problems: list[tuple[str, str]] = []
     for p in paths:
-        if os.path.isdir(p):
-            for root, dirs, names in os.walk(p):
-                dirs.sort()
-                for n in sorted(names):
-                    f = os.path.join(root, n)
-                    try:
-                        with open(f, "rb") as fh:
-                            head = fh.read(64 * 1024)
-                    except OSError:
-                        continue
-                    if sniff(head) or _NAME_LIKE.search(n):
-                        files.append(f)
-        elif os.path.exists(p):
-            files.append(p)
-        else:
+        try:
+            files += files_where([p], lambda name, head: sniff(head) or _NAME_LIKE.search(name) is not None)
+        except FileNotFoundError:
             problems.append((p, "no such file or directory"))
     return files, problems
 

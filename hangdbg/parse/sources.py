@@ -11,10 +11,9 @@ from __future__ import annotations
 import importlib
 import os
 from dataclasses import dataclass
-from pathlib import Path
 from types import ModuleType
 
-from .textlines import read_head
+from .textlines import iter_files, read_head
 
 __all__ = ["READERS", "Classified", "classify", "walk", "reader"]
 
@@ -103,19 +102,4 @@ def walk(paths: list[str]) -> list[Classified]:
         FileNotFoundError: a named path does not exist.
     """
     mods = _available()
-    out: list[Classified] = []
-    for p in map(Path, paths):
-        if not p.exists():
-            raise FileNotFoundError(2, "no such file or directory", str(p))
-        if p.is_file():
-            out.append(classify(str(p), mods))
-            continue
-        for root, dirs, files in os.walk(p):
-            dirs[:] = sorted(d for d in dirs if not d.startswith("."))
-            for f in sorted(files):
-                if f.startswith("."):
-                    continue
-                fp = os.path.join(root, f)
-                if os.path.isfile(fp):
-                    out.append(classify(fp, mods))
-    return out
+    return [classify(f, mods) for p in paths for f in iter_files(p)]

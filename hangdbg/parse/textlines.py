@@ -10,11 +10,12 @@ rank they name.
 
 from __future__ import annotations
 
+import os
 import re
 from dataclasses import dataclass
 from typing import BinaryIO, Callable, Iterator
 
-__all__ = ["iter_lines", "iter_lines_from", "iter_lines_where", "strip_prefix", "Prefix", "read_head", "HEAD_BYTES"]
+__all__ = ["iter_files", "files_where", "iter_lines", "iter_lines_from", "iter_lines_where", "strip_prefix", "Prefix", "read_head", "HEAD_BYTES"]
 
 HEAD_BYTES = 64 * 1024
 """How much of a file :func:`read_head` returns (for sniffing a file's kind)."""
@@ -149,6 +150,48 @@ def iter_lines(path: str) -> Iterator[tuple[int, str]]:
     """
     with open(path, "rb") as f:
         yield from iter_lines_from(f)
+
+
+def iter_files(path: str) -> Iterator[str]:
+    """``path`` itself when it is a file, else every regular file below it, recursively, in sorted
+    order; hidden files and directories (``.name``) are skipped, symlinked directories not followed.
+
+    Raises:
+        FileNotFoundError: ``path`` does not exist.
+    """
+    if not os.path.exists(path):
+        raise FileNotFoundError(2, "no such file or directory", path)
+    if not os.path.isdir(path):
+        yield path
+        return
+    for root, dirs, files in os.walk(path):
+        dirs[:] = sorted(d for d in dirs if not d.startswith("."))
+        for name in sorted(files):
+            full = os.path.join(root, name)
+            if not name.startswith(".") and os.path.isfile(full):
+                yield full
+
+
+def files_where(paths: list[str], accept: Callable[[str, bytes], bool]) -> list[str]:
+    """Files named in ``paths`` as they are; in directories (:func:`iter_files`) the files whose
+    name and first 64 KiB ``accept(name, head)`` takes (unreadable ones are left out).
+
+    Raises:
+        FileNotFoundError: a named path does not exist.
+    """
+    out: list[str] = []
+    for p in paths:
+        if not os.path.isdir(p):
+            out.extend(iter_files(p))
+            continue
+        for f in iter_files(p):
+            try:
+                head = read_head(f)
+            except OSError:
+                continue
+            if accept(os.path.basename(f), head):
+                out.append(f)
+    return out
 
 
 def read_head(path: str, size: int = HEAD_BYTES) -> bytes:
