@@ -48,6 +48,14 @@ from .format import (
 
 _OWN_DIR = os.path.dirname(os.path.realpath(__file__)) + os.sep
 _USE_MONITORING = sys.version_info >= (3, 12)
+# The optional C trace function (tracer/_ctrace.c, CPython 3.11 only; setup.py builds it when
+# a compiler is there). Without it, 3.11 uses the pure-Python sys.settrace path.
+_ctrace = None
+if sys.version_info[:2] == (3, 11):
+    try:
+        from . import _ctrace
+    except ImportError:
+        _ctrace = None
 _NOTIME = b"%12s" % b"-"
 _ACTIVE: weakref.WeakSet[NicerTrace] = weakref.WeakSet()
 # The trace file is a MAP_SHARED mapping grown by this much at a time (tests lower it).
@@ -80,6 +88,23 @@ def _reserve(fd: int, offset: int, length: int) -> None:
         os.ftruncate(fd, offset + length)
     except AttributeError:
         os.ftruncate(fd, offset + length)
+
+
+def backend() -> str:
+    """Which tracing path ``NicerTrace.start()`` will use in this process:
+
+    - ``"monitoring"``: Python 3.12+, ``sys.monitoring`` (PEP 669), excluded code disabled.
+    - ``"ctrace"``: Python 3.11 with the C extension ``tracer._ctrace`` built: a C-level trace
+      function (``PyEval_SetTrace``) that answers call events of excluded code without calling
+      Python; traced code goes through the same Python functions as ``"settrace"``.
+    - ``"settrace"``: pure Python ``sys.settrace`` (3.11 without the extension, older Pythons,
+      or ``TRACER_PURE=1`` in the environment, read at each ``start()``).
+    """
+    if _USE_MONITORING:
+        return "monitoring"
+    if _ctrace is not None and os.environ.get("TRACER_PURE", "") in ("", "0"):
+        return "ctrace"
+    return "settrace"
 
 
 def _mod_matches(modname: str, prefixes: tuple[str, ...]) -> bool:
@@ -155,6 +180,9 @@ class NicerTrace:
         self._start_iso = ""
         self._tool_id: int | None = None
         self._prev_threading_trace = None
+        self._prev_trace = None
+        self._ct = None              # the tracer._ctrace.CTracer while the C path runs
+        self.backend: str | None = None   # backend() as of start()
 
     # ------------------------------------------------------------------ decision (once per code)
     def wants(self, filename: str, modname: str | None) -> bool:
@@ -212,21 +240,21 @@ class NicerTrace:
         self._t0 = time.perf_counter()
         self._active = True
         _ACTIVE.add(self)
-        if _USE_MONITORING:
+        self.backend = backend()
+        if self.backend == "monitoring":
             self._start_monitoring()
         else:
-            self._start_settrace(sys._getframe(1))
+            self._start_settrace(sys._getframe(1), self.backend == "ctrace")
         return self
 
     def stop(self) -> None:
         """Stop tracing, write the ``#count`` lines (count mode) and the end line, close."""
         if not self._active:
             return
-        if _USE_MONITORING:
+        if self.backend == "monitoring":
             self._stop_monitoring()
         else:
-            sys.settrace(None)
-            threading.settrace(self._prev_threading_trace)
+            self._stop_settrace()
         self._active = False          # the closures still installed in other threads go quiet
         _ACTIVE.discard(self)
         elapsed = time.perf_counter() - self._t0
@@ -394,7 +422,7 @@ class NicerTrace:
             pass
 
     # ------------------------------------------------------------------ Python <= 3.11: settrace
-    def _start_settrace(self, caller) -> None:
+    def _start_settrace(self, caller, use_c: bool) -> None:
         cache = self._cache
         decide = self._decide
 
@@ -409,8 +437,19 @@ class NicerTrace:
 
         self._global = _global
         self._prev_threading_trace = getattr(threading, "gettrace", lambda: None)()
-        threading.settrace(_global)
-        sys.settrace(_global)
+        self._prev_trace = sys.gettrace()
+        if use_c:
+            # The C function answers call events of excluded code itself (a decision cached
+            # in the code object) and calls _global for the rest, like sys.settrace would.
+            # threading.settrace(ct): a new thread's sys.settrace(ct) calls ct once, which
+            # installs the C function in that thread.
+            ct = _ctrace.CTracer(cache, decide, _global)
+            self._ct = ct
+            threading.settrace(ct)
+            ct.install()
+        else:
+            threading.settrace(_global)
+            sys.settrace(_global)
         # Trace the rest of the frames already running (the caller of start(), and its callers)
         # from their next line, like pdb.set_trace does.
         frame = caller
@@ -421,6 +460,17 @@ class NicerTrace:
                 frame.f_trace_lines = True
                 frame.f_trace = entry.local
             frame = frame.f_back
+
+    def _stop_settrace(self) -> None:
+        """Put back the trace functions that were there at start() (this thread, new threads)."""
+        ct, self._ct = self._ct, None
+        if ct is not None:
+            ct.disable()         # other threads running it drop it at their next event
+        sys.settrace(self._prev_trace)
+        threading.settrace(self._prev_threading_trace)
+        self._prev_trace = self._prev_threading_trace = None
+        if ct is not None:
+            _restore_trace_lines()
 
     # ------------------------------------------------------------------ Python >= 3.12: monitoring
     def _start_monitoring(self) -> None:
@@ -566,6 +616,21 @@ class _Entry:
         self.enter = enter
         self.local = local
         self.line = line
+
+
+def _restore_trace_lines() -> None:
+    """The C path turns line events off (``f_trace_lines = False``) in a frame of excluded code
+    from its call event to its return event; put back the default (True) in every frame still
+    on a thread's stack so that a debugger or tracer installed later sees their lines."""
+    try:
+        frames = list(sys._current_frames().values())
+    except Exception:  # noqa: BLE001 - best effort
+        return
+    for frame in frames:
+        while frame is not None:
+            if not frame.f_trace_lines:
+                frame.f_trace_lines = True
+            frame = frame.f_back
 
 
 def _after_fork() -> None:

@@ -1,0 +1,380 @@
+/* tracer._ctrace: a C-level trace function for NicerTrace on CPython 3.11.
+ *
+ * Optional: tracer/core.py uses it when it imports, else the pure-Python sys.settrace path
+ * (and on 3.12+ sys.monitoring, which needs no C). Standard CPython C API only; built by
+ * setup.py with optional=True, so a machine without a compiler still installs the package.
+ *
+ * What it does (CPython 3.11 PyEval_SetTrace, Include/cpython/ceval.h): the interpreter calls
+ * ctrace() for every call/line/return/exception event of the thread. On PyTrace_CALL it looks
+ * at the code object's decision, cached in the code object's "extra" slot (PEP 523
+ * _PyCode_GetExtra/_PyCode_SetExtra: an index lookup, where a dict lookup would hash the code
+ * object, ~70 ns on 3.11 because code objects do not cache their hash):
+ *   excluded  -> turn off line events for the frame (f_trace_lines = 0, back to 1 at its return
+ *                event) and return 0: no Python call, nothing written;
+ *   unknown   -> look in the Python tracer's per-code-object dict (NicerTrace._cache), and if it
+ *                is not there call the Python decide(code, frame) once; cache the answer;
+ *   included  -> behave like CPython 3.11's own sys.settrace trampoline (Python/sysmodule.c
+ *                trace_trampoline/call_trampoline): call the Python global trace function with
+ *                (frame, "call", arg) and keep a non-None result as frame.f_trace.
+ * Other events go to frame.f_trace (the frame's local trace function), as in CPython. The one
+ * difference from the trampoline: no PyFrame_FastToLocals/LocalsToFast around the call (the
+ * tracer's functions never read or write frame.f_locals; reading f_locals syncs it anyway).
+ *
+ * A CTracer object is also callable as a Python trace function (frame, event, arg): that is how
+ * threading.settrace() (which calls sys.settrace(hook) in each new thread) and a
+ * sys.settrace(sys.gettrace()) round trip put the C function back. After disable() every
+ * thread still running it removes it at its next event.
+ */
+
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+
+#if !defined(PYPY_VERSION) && PY_VERSION_HEX >= 0x030B0000 && PY_VERSION_HEX < 0x030C0000
+/* struct _frame (f_trace, f_trace_lines) and _PyInterpreterFrame (f_code) are only defined in
+ * the internal header in 3.11, as CPython's own trampoline in sysmodule.c uses them. */
+#ifndef Py_BUILD_CORE
+#define Py_BUILD_CORE 1
+#endif
+#include "internal/pycore_frame.h"
+#else
+#error "tracer._ctrace is for CPython 3.11 (3.12+ uses sys.monitoring, older Pythons the pure-Python path)"
+#endif
+
+#include <stdint.h>
+
+#define STATE_UNKNOWN 0
+#define STATE_EXCLUDED 1
+#define STATE_INCLUDED 2
+
+static Py_ssize_t extra_index = -1;     /* our slot in every code object's co_extra */
+static uintptr_t next_generation = 1;   /* one per CTracer: a decision cached by an earlier
+                                           tracer (other options) is not this one's */
+static PyObject *whatstrings[8];        /* "call", "exception", ... indexed by PyTrace_* */
+
+typedef struct {
+    PyObject_HEAD
+    PyObject *cache;      /* dict: code object -> entry (traced) or None (excluded) */
+    PyObject *decide;     /* decide(code, frame) -> entry or None; stores it in cache */
+    PyObject *pyfunc;     /* the Python global trace function for included code */
+    uintptr_t generation;
+    int enabled;
+    int skip_lines;       /* set f_trace_lines = 0 on excluded frames */
+    unsigned long long excluded_calls;  /* call events answered in C (excluded code) */
+    unsigned long long traced_calls;    /* call events passed to the Python global function */
+    unsigned long long decisions;       /* decide() calls */
+} CTracer;
+
+static PyTypeObject CTracer_Type;
+
+/* The decision for this frame's code object: STATE_EXCLUDED/INCLUDED, or -1 with an error. */
+static int
+code_state(CTracer *self, PyFrameObject *frame)
+{
+    PyObject *code = (PyObject *)frame->f_frame->f_code;
+    void *extra = NULL;
+    if (_PyCode_GetExtra(code, extra_index, &extra) < 0) {
+        return -1;
+    }
+    uintptr_t v = (uintptr_t)extra;
+    if ((v >> 2) == self->generation) {
+        return (int)(v & 3);
+    }
+    PyObject *entry = PyDict_GetItemWithError(self->cache, code);   /* borrowed */
+    if (entry == NULL) {
+        if (PyErr_Occurred()) {
+            return -1;
+        }
+        PyObject *args[2] = {code, (PyObject *)frame};
+        entry = PyObject_Vectorcall(self->decide, args, 2, NULL);
+        if (entry == NULL) {
+            return -1;
+        }
+        self->decisions++;
+        Py_DECREF(entry);   /* the cache dict holds it */
+    }
+    int state = (entry == Py_None) ? STATE_EXCLUDED : STATE_INCLUDED;
+    if (_PyCode_SetExtra(code, extra_index, (void *)((self->generation << 2) | (uintptr_t)state)) < 0) {
+        return -1;
+    }
+    return state;
+}
+
+/* The Py_tracefunc installed with PyEval_SetTrace. */
+static int
+ctrace(PyObject *obj, PyFrameObject *frame, int what, PyObject *arg)
+{
+    CTracer *self = (CTracer *)obj;
+    PyObject *callback;
+
+    if (!self->enabled) {
+        /* stopped (in another thread): take ourselves off this thread. This may free self. */
+        PyEval_SetTrace(NULL, NULL);
+        return 0;
+    }
+    if (what == PyTrace_CALL) {
+        int state = code_state(self, frame);
+        if (state < 0) {
+            goto error;
+        }
+        if (state == STATE_EXCLUDED) {
+            self->excluded_calls++;
+            if (self->skip_lines) {
+                frame->f_trace_lines = 0;
+            }
+            return 0;
+        }
+        self->traced_calls++;
+        callback = self->pyfunc;
+    }
+    else {
+        callback = frame->f_trace;
+        if (callback == NULL) {
+            if (what == PyTrace_RETURN && self->skip_lines) {
+                /* leaving (or a generator suspending): put the default back, so no frame
+                 * outlives its call with line events off (running frames: see core.py) */
+                frame->f_trace_lines = 1;
+            }
+            return 0;
+        }
+    }
+    if (what < 0 || what > PyTrace_OPCODE) {
+        return 0;
+    }
+    PyObject *args[3] = {(PyObject *)frame, whatstrings[what], arg != NULL ? arg : Py_None};
+    Py_INCREF(callback);    /* the callback may replace frame.f_trace while it runs */
+    PyObject *result = PyObject_Vectorcall(callback, args, 3, NULL);
+    Py_DECREF(callback);
+    if (result == NULL) {
+        PyTraceBack_Here(frame);
+        goto error;
+    }
+    if (result != Py_None) {
+        Py_XSETREF(frame->f_trace, result);
+    }
+    else {
+        Py_DECREF(result);
+    }
+    return 0;
+
+error:
+    /* as CPython's trampoline: tracing stops in this thread, the exception propagates */
+    PyEval_SetTrace(NULL, NULL);
+    Py_CLEAR(frame->f_trace);
+    return -1;
+}
+
+/* ------------------------------------------------------------------------- the Python type */
+
+static int
+CTracer_init(CTracer *self, PyObject *args, PyObject *kwds)
+{
+    static char *kwlist[] = {"cache", "decide", "pyfunc", "skip_lines", NULL};
+    PyObject *cache, *decide, *pyfunc;
+    int skip_lines = 1;
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "O!OO|p:CTracer", kwlist,
+                                     &PyDict_Type, &cache, &decide, &pyfunc, &skip_lines)) {
+        return -1;
+    }
+    if (!PyCallable_Check(decide) || !PyCallable_Check(pyfunc)) {
+        PyErr_SetString(PyExc_TypeError, "CTracer: decide and pyfunc must be callable");
+        return -1;
+    }
+    Py_INCREF(cache);
+    Py_XSETREF(self->cache, cache);
+    Py_INCREF(decide);
+    Py_XSETREF(self->decide, decide);
+    Py_INCREF(pyfunc);
+    Py_XSETREF(self->pyfunc, pyfunc);
+    self->generation = next_generation++;
+    self->enabled = 1;
+    self->skip_lines = skip_lines;
+    return 0;
+}
+
+static int
+CTracer_traverse(CTracer *self, visitproc visit, void *arg)
+{
+    Py_VISIT(self->cache);
+    Py_VISIT(self->decide);
+    Py_VISIT(self->pyfunc);
+    return 0;
+}
+
+static int
+CTracer_clear(CTracer *self)
+{
+    self->enabled = 0;
+    Py_CLEAR(self->cache);
+    Py_CLEAR(self->decide);
+    Py_CLEAR(self->pyfunc);
+    return 0;
+}
+
+static void
+CTracer_dealloc(CTracer *self)
+{
+    PyObject_GC_UnTrack(self);
+    CTracer_clear(self);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static int
+check_ready(CTracer *self)
+{
+    if (self->cache == NULL) {
+        PyErr_SetString(PyExc_RuntimeError, "CTracer not initialised");
+        return -1;
+    }
+    return 0;
+}
+
+static PyObject *
+CTracer_install(CTracer *self, PyObject *Py_UNUSED(ignored))
+{
+    if (check_ready(self) < 0) {
+        return NULL;
+    }
+    if (!self->enabled) {
+        PyErr_SetString(PyExc_RuntimeError, "CTracer is disabled");
+        return NULL;
+    }
+    PyEval_SetTrace(ctrace, (PyObject *)self);
+    if (PyErr_Occurred()) {     /* an audit hook refused sys.settrace */
+        return NULL;
+    }
+    Py_RETURN_NONE;
+}
+
+static PyObject *
+CTracer_disable(CTracer *self, PyObject *Py_UNUSED(ignored))
+{
+    self->enabled = 0;
+    Py_RETURN_NONE;
+}
+
+static PyObject *
+CTracer_stats(CTracer *self, PyObject *Py_UNUSED(ignored))
+{
+    return Py_BuildValue("{sKsKsKsi}", "excluded_calls", self->excluded_calls,
+                         "traced_calls", self->traced_calls, "decisions", self->decisions,
+                         "enabled", self->enabled);
+}
+
+/* Called as a Python trace function (threading.settrace in a new thread, or
+ * sys.settrace(sys.gettrace())): put the C function in place for this thread, then handle the
+ * event as it would have. The result becomes frame.f_trace in CPython's trampoline. */
+static PyObject *
+CTracer_call(CTracer *self, PyObject *args, PyObject *kwds)
+{
+    PyFrameObject *frame;
+    PyObject *event, *arg;
+    static char *kwlist[] = {"frame", "event", "arg", NULL};
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "O!UO:CTracer", kwlist,
+                                     &PyFrame_Type, &frame, &event, &arg)) {
+        return NULL;
+    }
+    if (check_ready(self) < 0) {
+        return NULL;
+    }
+    if (!self->enabled) {
+        PyEval_SetTrace(NULL, NULL);
+        if (PyErr_Occurred()) {
+            return NULL;
+        }
+        Py_RETURN_NONE;
+    }
+    PyEval_SetTrace(ctrace, (PyObject *)self);
+    if (PyErr_Occurred()) {
+        return NULL;
+    }
+    int what = -1;
+    for (int i = 0; i < 8; i++) {
+        int eq = PyUnicode_Compare(event, whatstrings[i]);
+        if (eq == 0) {
+            what = i;
+            break;
+        }
+        if (eq == -1 && PyErr_Occurred()) {
+            return NULL;
+        }
+    }
+    if (what == PyTrace_CALL) {
+        Py_INCREF(self);
+        int rc = ctrace((PyObject *)self, frame, what, arg == Py_None ? NULL : arg);
+        Py_DECREF(self);
+        if (rc < 0) {
+            return NULL;
+        }
+    }
+    PyObject *f_trace = frame->f_trace;
+    return Py_NewRef(f_trace != NULL ? f_trace : Py_None);
+}
+
+static PyMethodDef CTracer_methods[] = {
+    {"install", (PyCFunction)CTracer_install, METH_NOARGS,
+     "install()\n--\n\nMake this tracer the trace function of the calling thread (PyEval_SetTrace)."},
+    {"disable", (PyCFunction)CTracer_disable, METH_NOARGS,
+     "disable()\n--\n\nStop: every thread still running this tracer removes it at its next event."},
+    {"stats", (PyCFunction)CTracer_stats, METH_NOARGS,
+     "stats()\n--\n\nCounters: excluded_calls (answered in C), traced_calls, decisions, enabled."},
+    {NULL, NULL, 0, NULL}
+};
+
+static PyTypeObject CTracer_Type = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "tracer._ctrace.CTracer",
+    .tp_doc = PyDoc_STR(
+        "CTracer(cache, decide, pyfunc, skip_lines=True)\n--\n\n"
+        "A C trace function for CPython 3.11: excluded code (cache value None) costs no Python\n"
+        "call; included code calls pyfunc(frame, 'call', arg) like sys.settrace's trampoline."),
+    .tp_basicsize = sizeof(CTracer),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
+    .tp_new = PyType_GenericNew,
+    .tp_init = (initproc)CTracer_init,
+    .tp_dealloc = (destructor)CTracer_dealloc,
+    .tp_traverse = (traverseproc)CTracer_traverse,
+    .tp_clear = (inquiry)CTracer_clear,
+    .tp_call = (ternaryfunc)CTracer_call,
+    .tp_methods = CTracer_methods,
+};
+
+static struct PyModuleDef ctrace_module = {
+    PyModuleDef_HEAD_INIT,
+    .m_name = "tracer._ctrace",
+    .m_doc = "C-level trace function for tracer.NicerTrace on CPython 3.11 (optional).",
+    .m_size = -1,
+};
+
+PyMODINIT_FUNC
+PyInit__ctrace(void)
+{
+    static const char *names[8] = {"call", "exception", "line", "return",
+                                   "c_call", "c_exception", "c_return", "opcode"};
+    for (int i = 0; i < 8; i++) {
+        if (whatstrings[i] == NULL) {
+            whatstrings[i] = PyUnicode_InternFromString(names[i]);
+            if (whatstrings[i] == NULL) {
+                return NULL;
+            }
+        }
+    }
+    if (extra_index < 0) {
+        extra_index = _PyEval_RequestCodeExtraIndex(NULL);
+        if (extra_index < 0) {
+            PyErr_SetString(PyExc_ImportError, "tracer._ctrace: no free code-object extra index");
+            return NULL;
+        }
+    }
+    if (PyType_Ready(&CTracer_Type) < 0) {
+        return NULL;
+    }
+    PyObject *m = PyModule_Create(&ctrace_module);
+    if (m == NULL) {
+        return NULL;
+    }
+    if (PyModule_AddObjectRef(m, "CTracer", (PyObject *)&CTracer_Type) < 0) {
+        Py_DECREF(m);
+        return NULL;
+    }
+    return m;
+}
