@@ -1,24 +1,32 @@
 /* tracer._ctrace: a C-level trace function for NicerTrace on CPython 3.11.
  *
  * Optional: tracer/core.py uses it when it imports, else the pure-Python sys.settrace path
- * (and on 3.12+ sys.monitoring, which needs no C). Standard CPython C API only; built by
- * setup.py with optional=True, so a machine without a compiler still installs the package.
+ * (and on 3.12+ sys.monitoring, which needs no C). CPython 3.11 C API only; built by setup.py
+ * with optional=True, so a machine without a compiler still installs the package.
  *
- * What it does (CPython 3.11 PyEval_SetTrace, Include/cpython/ceval.h): the interpreter calls
- * ctrace() for every call/line/return/exception event of the thread. On PyTrace_CALL it looks
- * at the code object's decision, cached in the code object's "extra" slot (PEP 523
- * _PyCode_GetExtra/_PyCode_SetExtra: an index lookup, where a dict lookup would hash the code
- * object, ~70 ns on 3.11 because code objects do not cache their hash):
- *   excluded  -> turn off line events for the frame (f_trace_lines = 0, back to 1 at its return
- *                event) and return 0: no Python call, nothing written;
- *   unknown   -> look in the Python tracer's per-code-object dict (NicerTrace._cache), and if it
- *                is not there call the Python decide(code, frame) once; cache the answer;
- *   included  -> behave like CPython 3.11's own sys.settrace trampoline (Python/sysmodule.c
- *                trace_trampoline/call_trampoline): call the Python global trace function with
- *                (frame, "call", arg) and keep a non-None result as frame.f_trace.
- * Other events go to frame.f_trace (the frame's local trace function), as in CPython. The one
- * difference from the trampoline: no PyFrame_FastToLocals/LocalsToFast around the call (the
- * tracer's functions never read or write frame.f_locals; reading f_locals syncs it anyway).
+ * Two parts:
+ *
+ * 1. ctrace(), the thread's trace function (PyEval_SetTrace, Include/cpython/ceval.h). On
+ *    PyTrace_CALL it looks at the code object's decision, cached in the code object's "extra"
+ *    slot (PEP 523 _PyCode_GetExtra/_PyCode_SetExtra: an index lookup, where a dict lookup
+ *    would hash the code object, ~70 ns on 3.11 because code objects do not cache their hash):
+ *      excluded -> turn off line events for the frame (f_trace_lines = 0, back to 1 at its
+ *                  return event) and return 0: no Python call, nothing written;
+ *      unknown  -> look in the Python tracer's per-code-object dict (NicerTrace._cache), and if
+ *                  it is not there call the Python decide(code, frame globals) once; cache it;
+ *      included -> behave like CPython 3.11's own sys.settrace trampoline (Python/sysmodule.c
+ *                  trace_trampoline/call_trampoline): call the Python global trace function
+ *                  with (frame, "call", arg) and keep a non-None result as frame.f_trace.
+ *    Other events go to frame.f_trace (the frame's local trace function), as in CPython. One
+ *    difference from the trampoline: no PyFrame_FastToLocals/LocalsToFast around the call (the
+ *    tracer's functions never read or write frame.f_locals; reading f_locals syncs it anyway).
+ *
+ * 2. eval_hook(), a PEP 523 frame-evaluation hook, because on 3.11 a trace function alone
+ *    cannot make excluded code cheap: with any trace function set, every frame of the thread
+ *    runs in the interpreter's tracing mode (see the comment at eval_hook). The hook runs the
+ *    frames of excluded code with tracing mode off, so they cost nearly nothing, and every other
+ *    frame with it on. Not taken when another hook is installed (TorchDynamo's, a debugger's):
+ *    then tracing is still correct, excluded code just runs in tracing mode.
  *
  * A CTracer object is also callable as a Python trace function (frame, event, arg): that is how
  * threading.settrace() (which calls sys.settrace(hook) in each new thread) and a
@@ -54,37 +62,160 @@ static PyObject *whatstrings[8];        /* "call", "exception", ... indexed by P
 typedef struct {
     PyObject_HEAD
     PyObject *cache;      /* dict: code object -> entry (traced) or None (excluded) */
-    PyObject *decide;     /* decide(code, frame) -> entry or None; stores it in cache */
+    PyObject *decide;     /* decide(code, globals) -> entry or None; stores it in cache */
     PyObject *pyfunc;     /* the Python global trace function for included code */
     uintptr_t generation;
     int enabled;
     int skip_lines;       /* set f_trace_lines = 0 on excluded frames */
+    int want_hook;        /* run excluded frames untraced through the PEP 523 frame hook */
+    int hooked;           /* this tracer holds a reference on the frame hook */
     unsigned long long excluded_calls;  /* call events answered in C (excluded code) */
     unsigned long long traced_calls;    /* call events passed to the Python global function */
     unsigned long long decisions;       /* decide() calls */
+    unsigned long long untraced_frames; /* frames of excluded code run untraced by the hook */
 } CTracer;
 
 static PyTypeObject CTracer_Type;
 
-/* The decision for this frame's code object: STATE_EXCLUDED/INCLUDED, or -1 with an error. */
-static int
-code_state(CTracer *self, PyFrameObject *frame)
+/* The decision cached in the code object for this tracer, or STATE_UNKNOWN. */
+static inline int
+cached_state(CTracer *self, PyCodeObject *code)
 {
-    PyObject *code = (PyObject *)frame->f_frame->f_code;
     void *extra = NULL;
-    if (_PyCode_GetExtra(code, extra_index, &extra) < 0) {
-        return -1;
+    if (_PyCode_GetExtra((PyObject *)code, extra_index, &extra) < 0) {
+        PyErr_Clear();
+        return STATE_UNKNOWN;
     }
     uintptr_t v = (uintptr_t)extra;
-    if ((v >> 2) == self->generation) {
-        return (int)(v & 3);
+    return ((v >> 2) == self->generation) ? (int)(v & 3) : STATE_UNKNOWN;
+}
+
+static int ctrace(PyObject *obj, PyFrameObject *frame, int what, PyObject *arg);
+
+/* ------------------------------------------------------------------ the PEP 523 frame hook
+ * On 3.11 a thread with a trace function runs *every* frame in the interpreter's tracing mode
+ * (tstate->cframe->use_tracing = 255: each instruction goes through DO_TRACING, unspecialised,
+ * with a line-number lookup), whatever the trace function answers: that alone roughly doubles
+ * the time of excluded code. The frame-evaluation hook (PEP 523,
+ * _PyInterpreterState_SetEvalFrameFunc) sees every frame start (and every generator resume)
+ * before it runs; for a code object already known to be excluded it runs the frame with
+ * use_tracing = 0, so it runs at full speed and produces no events at all; any other frame
+ * (included, or not yet decided) runs with use_tracing = 255 and gets its events as usual.
+ * With a hook installed CPython does not inline Python-to-Python calls, so every frame goes
+ * through here. use_tracing is copied from the caller's _PyCFrame when
+ * _PyEval_EvalFrameDefault starts, so it is set on the caller's and put back after. Threads
+ * that do not run a CTracer (or run a profiler, or are inside a trace callback) are passed
+ * through untouched. */
+static _PyFrameEvalFunction default_eval = NULL;
+static int code_state_in(CTracer *self, PyObject *code, PyObject *globals);
+
+/* Decide a code object seen for the first time before its frame runs (so that a long-running
+ * excluded function called once, e.g. a library's train loop, runs untraced from the start).
+ * The Python decide() runs with tracing suspended and any pending exception saved; an error
+ * is dropped here (the frame then runs traced, and its call event decides again, raising as
+ * CPython's trampoline would). */
+static int
+hook_decide(PyThreadState *tstate, CTracer *ct, struct _PyInterpreterFrame *frame)
+{
+    PyObject *type, *value, *tb;
+    PyErr_Fetch(&type, &value, &tb);
+    Py_INCREF(ct);
+    PyThreadState_EnterTracing(tstate);
+    int state = code_state_in(ct, (PyObject *)frame->f_code, frame->f_globals);
+    PyThreadState_LeaveTracing(tstate);
+    Py_DECREF(ct);
+    if (state < 0) {
+        PyErr_Clear();
+        state = STATE_UNKNOWN;
+    }
+    PyErr_Restore(type, value, tb);
+    return state;
+}
+
+static Py_ssize_t hook_users = 0;
+
+static PyObject *
+eval_hook(PyThreadState *tstate, struct _PyInterpreterFrame *frame, int throwflag)
+{
+    if (tstate->c_tracefunc != ctrace || tstate->tracing || tstate->c_profilefunc != NULL) {
+        return _PyEval_EvalFrameDefault(tstate, frame, throwflag);
+    }
+    CTracer *ct = (CTracer *)tstate->c_traceobj;
+    _PyCFrame *cf = tstate->cframe;
+    uint8_t saved = cf->use_tracing;
+    int state = ct->enabled ? cached_state(ct, frame->f_code) : STATE_INCLUDED;
+    if (state == STATE_UNKNOWN && !throwflag) {
+        state = hook_decide(tstate, ct, frame);
+    }
+    if (state == STATE_EXCLUDED) {
+        cf->use_tracing = 0;
+        ct->untraced_frames++;
+    }
+    else {
+        cf->use_tracing = 255;
+    }
+    PyObject *res = _PyEval_EvalFrameDefault(tstate, frame, throwflag);
+    if (tstate->c_tracefunc == ctrace) {
+        cf->use_tracing = saved;
+    }
+    else {
+        /* the trace function changed while the frame ran (stop(), sys.settrace): what
+         * CPython's _PyThreadState_UpdateTracingState would set */
+        cf->use_tracing = (tstate->tracing == 0 &&
+                           (tstate->c_tracefunc != NULL || tstate->c_profilefunc != NULL)) ? 255 : 0;
+    }
+    return res;
+}
+
+/* Take a reference on the hook: install it if no one else has one. 1 if held, 0 if another
+ * frame hook is installed (then tracing still works, every frame in tracing mode). */
+static int
+hook_acquire(void)
+{
+    PyInterpreterState *interp = PyInterpreterState_Get();
+    _PyFrameEvalFunction cur = _PyInterpreterState_GetEvalFrameFunc(interp);
+    if (hook_users > 0 && cur == eval_hook) {
+        hook_users++;
+        return 1;
+    }
+    if (cur != _PyEval_EvalFrameDefault) {
+        return 0;   /* someone else's hook (e.g. TorchDynamo): leave it alone */
+    }
+    default_eval = cur;
+    _PyInterpreterState_SetEvalFrameFunc(interp, eval_hook);
+    hook_users = 1;
+    return 1;
+}
+
+static void
+hook_release(void)
+{
+    if (hook_users <= 0) {
+        return;
+    }
+    if (--hook_users == 0) {
+        PyInterpreterState *interp = PyInterpreterState_Get();
+        if (_PyInterpreterState_GetEvalFrameFunc(interp) == eval_hook) {
+            _PyInterpreterState_SetEvalFrameFunc(interp, default_eval);
+        }
+    }
+}
+
+/* The decision for a code object (run with these globals): STATE_EXCLUDED/INCLUDED, or -1
+ * with an error. */
+static int
+code_state_in(CTracer *self, PyObject *code, PyObject *globals)
+{
+    int known = cached_state(self, (PyCodeObject *)code);
+    if (known != STATE_UNKNOWN) {
+        return known;
     }
     PyObject *entry = PyDict_GetItemWithError(self->cache, code);   /* borrowed */
     if (entry == NULL) {
         if (PyErr_Occurred()) {
             return -1;
         }
-        PyObject *args[2] = {code, (PyObject *)frame};
+        PyObject *args[2] = {code, globals != NULL ? globals : Py_None};
         entry = PyObject_Vectorcall(self->decide, args, 2, NULL);
         if (entry == NULL) {
             return -1;
@@ -97,6 +228,12 @@ code_state(CTracer *self, PyFrameObject *frame)
         return -1;
     }
     return state;
+}
+
+static inline int
+code_state(CTracer *self, PyFrameObject *frame)
+{
+    return code_state_in(self, (PyObject *)frame->f_frame->f_code, frame->f_frame->f_globals);
 }
 
 /* The Py_tracefunc installed with PyEval_SetTrace. */
@@ -168,11 +305,16 @@ error:
 static int
 CTracer_init(CTracer *self, PyObject *args, PyObject *kwds)
 {
-    static char *kwlist[] = {"cache", "decide", "pyfunc", "skip_lines", NULL};
+    static char *kwlist[] = {"cache", "decide", "pyfunc", "skip_lines", "frame_hook", NULL};
     PyObject *cache, *decide, *pyfunc;
-    int skip_lines = 1;
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "O!OO|p:CTracer", kwlist,
-                                     &PyDict_Type, &cache, &decide, &pyfunc, &skip_lines)) {
+    int skip_lines = 1, frame_hook = 1;
+    if (self->cache != NULL) {
+        PyErr_SetString(PyExc_RuntimeError, "CTracer already initialised");
+        return -1;
+    }
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "O!OO|pp:CTracer", kwlist,
+                                     &PyDict_Type, &cache, &decide, &pyfunc, &skip_lines,
+                                     &frame_hook)) {
         return -1;
     }
     if (!PyCallable_Check(decide) || !PyCallable_Check(pyfunc)) {
@@ -188,6 +330,7 @@ CTracer_init(CTracer *self, PyObject *args, PyObject *kwds)
     self->generation = next_generation++;
     self->enabled = 1;
     self->skip_lines = skip_lines;
+    self->want_hook = frame_hook;
     return 0;
 }
 
@@ -204,6 +347,10 @@ static int
 CTracer_clear(CTracer *self)
 {
     self->enabled = 0;
+    if (self->hooked) {
+        self->hooked = 0;
+        hook_release();
+    }
     Py_CLEAR(self->cache);
     Py_CLEAR(self->decide);
     Py_CLEAR(self->pyfunc);
@@ -242,6 +389,9 @@ CTracer_install(CTracer *self, PyObject *Py_UNUSED(ignored))
     if (PyErr_Occurred()) {     /* an audit hook refused sys.settrace */
         return NULL;
     }
+    if (self->want_hook && !self->hooked) {
+        self->hooked = hook_acquire();
+    }
     Py_RETURN_NONE;
 }
 
@@ -249,15 +399,21 @@ static PyObject *
 CTracer_disable(CTracer *self, PyObject *Py_UNUSED(ignored))
 {
     self->enabled = 0;
+    if (self->hooked) {
+        self->hooked = 0;
+        hook_release();
+    }
     Py_RETURN_NONE;
 }
 
 static PyObject *
 CTracer_stats(CTracer *self, PyObject *Py_UNUSED(ignored))
 {
-    return Py_BuildValue("{sKsKsKsi}", "excluded_calls", self->excluded_calls,
+    return Py_BuildValue("{sKsKsKsKsisisn}", "excluded_calls", self->excluded_calls,
                          "traced_calls", self->traced_calls, "decisions", self->decisions,
-                         "enabled", self->enabled);
+                         "untraced_frames", self->untraced_frames,
+                         "enabled", self->enabled, "frame_hook", self->hooked,
+                         "frame_hook_users", hook_users);
 }
 
 /* Called as a Python trace function (threading.settrace in a new thread, or
@@ -312,11 +468,14 @@ CTracer_call(CTracer *self, PyObject *args, PyObject *kwds)
 
 static PyMethodDef CTracer_methods[] = {
     {"install", (PyCFunction)CTracer_install, METH_NOARGS,
-     "install()\n--\n\nMake this tracer the trace function of the calling thread (PyEval_SetTrace)."},
+     "install()\n--\n\nMake this tracer the trace function of the calling thread (PyEval_SetTrace),\n"
+     "and take the frame hook (once per tracer) unless frame_hook=False or another hook is set."},
     {"disable", (PyCFunction)CTracer_disable, METH_NOARGS,
-     "disable()\n--\n\nStop: every thread still running this tracer removes it at its next event."},
+     "disable()\n--\n\nStop: every thread still running this tracer removes it at its next event;\n"
+     "the frame hook is removed when no tracer holds it."},
     {"stats", (PyCFunction)CTracer_stats, METH_NOARGS,
-     "stats()\n--\n\nCounters: excluded_calls (answered in C), traced_calls, decisions, enabled."},
+     "stats()\n--\n\nCounters: excluded_calls (call events answered in C), traced_calls, decisions,\n"
+     "untraced_frames (excluded frames the hook ran untraced); enabled, frame_hook, frame_hook_users."},
     {NULL, NULL, 0, NULL}
 };
 
@@ -324,7 +483,7 @@ static PyTypeObject CTracer_Type = {
     PyVarObject_HEAD_INIT(NULL, 0)
     .tp_name = "tracer._ctrace.CTracer",
     .tp_doc = PyDoc_STR(
-        "CTracer(cache, decide, pyfunc, skip_lines=True)\n--\n\n"
+        "CTracer(cache, decide, pyfunc, skip_lines=True, frame_hook=True)\n--\n\n"
         "A C trace function for CPython 3.11: excluded code (cache value None) costs no Python\n"
         "call; included code calls pyfunc(frame, 'call', arg) like sys.settrace's trampoline."),
     .tp_basicsize = sizeof(CTracer),
