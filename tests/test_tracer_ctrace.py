@@ -119,6 +119,19 @@ def busy(n, fn):
 def lib_gen(n):
     for i in range(n):
         yield i
+
+
+def call_both(f, x, g, y):
+    f(x)
+    return g(y)
+
+
+def wait_then_call(fn, lock, k):
+    fn(-1)
+    lock.acquire()
+    for i in range(k):
+        fn(i)
+    return k
 '''
 
 SCRIPT = '''\
@@ -279,6 +292,62 @@ def test_trace_state_restored_on_stop(traced_both, variant):
     # stop() sees its lines (without the frame hook the C path turns line events off in excluded
     # frames, from their call event to their return event)
     assert result["lib_gen_lines_after_stop"] == [28, 29]
+
+
+@needs_c
+def test_deep_recursion_gives_up_the_frame_hook(tmp_path):
+    """Past 3000 nested frames (a raised recursion limit) the hook is removed, since every
+    hooked call costs C stack: no crash, and what excluded frames call afterwards (inlined
+    again, in their C frame; here in another thread) is still traced."""
+    site = tmp_path / "site-packages"
+    site.mkdir()
+    (site / "fakelib.py").write_text(LIB)
+    script = tmp_path / "deep.py"
+    script.write_text(textwrap.dedent(f"""\
+        import sys
+        import threading
+        import time
+        sys.path.insert(0, {str(site)!r})
+        import fakelib
+        import tracer
+
+        sys.setrecursionlimit(200000)
+
+        def rec(n):
+            return 0 if n == 0 else 1 + rec(n - 1)
+
+        def cb(x):
+            return x + 1
+
+        seen = []
+
+        def in_thread(x):
+            seen.append(x)
+
+        with tracer.NicerTrace(outdir={str(tmp_path)!r}, filename="d.txt", timing=False) as tr:
+            lock = threading.Lock()
+            lock.acquire()
+            t = threading.Thread(target=fakelib.wait_then_call, args=(in_thread, lock, 300))
+            t.start()
+            while not seen:
+                time.sleep(0.001)
+            time.sleep(0.2)                               # the thread waits in the library frame
+            r = fakelib.call_both(rec, 50000, cb, 5)      # gives up the hook, deep down
+            lock.release()                                # the library frame calls in_thread 300x
+            t.join()
+            stats = tr._ct.stats()
+        print(r, stats["frame_hook_gave_up"], stats["frame_hook_users"], len(seen))
+        """))
+    out = _run([str(script)], tmp_path).stdout.split()
+    assert out == ["6", "1", "1", "301"]
+    text = (tmp_path / "d.txt").read_text()
+    assert text.count("> __main__:10 rec\n") == 50001
+    assert text.count("> __main__:13 cb\n") == 1 and "deep.py:14 | return x + 1\n" in text
+    # the other thread's library frame was waiting when the hook went: its callbacks after that
+    # (inlined again, in that frame's C frame) are traced too
+    assert text.count("> __main__:18 in_thread\n") == 301
+    assert "fakelib" not in text.split("\n", 1)[1].replace("fakelib.call_both", "").replace(
+        "fakelib.wait_then_call", "")
 
 
 @pytest.mark.parametrize("pure", ["0", "1"])

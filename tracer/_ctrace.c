@@ -107,7 +107,38 @@ static int ctrace(PyObject *obj, PyFrameObject *frame, int what, PyObject *arg);
  * that do not run a CTracer (or run a profiler, or are inside a trace callback) are passed
  * through untouched. */
 static _PyFrameEvalFunction default_eval = NULL;
+static int hook_dead = 0;      /* given up (deep recursion) until no tracer holds the hook */
 static int code_state_in(CTracer *self, PyObject *code, PyObject *globals);
+
+/* Without the hook CPython 3.11 runs a Python-to-Python call inside the caller's C frame; with
+ * it, every call is a C-level recursion of roughly half a KiB of C stack. A program that raised
+ * sys.setrecursionlimit and recurses deeper than this would run out of C stack (a segfault at
+ * about 17,000 levels with an 8 MiB stack), so past it the hook is removed for the rest of the
+ * trace: calls are inlined again, every frame runs in tracing mode, still traced correctly. */
+#define HOOK_MAX_DEPTH 3000
+
+static PyObject *eval_hook(PyThreadState *tstate, struct _PyInterpreterFrame *frame, int throwflag);
+
+static void
+hook_give_up(PyThreadState *tstate)
+{
+    PyInterpreterState *interp = tstate->interp;
+    if (_PyInterpreterState_GetEvalFrameFunc(interp) == eval_hook) {
+        _PyInterpreterState_SetEvalFrameFunc(interp, default_eval);
+    }
+    hook_dead = 1;
+    /* Frames of excluded code run with use_tracing = 0 in their C frame: with the hook gone,
+     * what they call would inherit that and go untraced. Put every C frame of every thread
+     * running a CTracer back in tracing mode (the other threads hold no GIL: their C frames
+     * are not in use). */
+    for (PyThreadState *t = PyInterpreterState_ThreadHead(interp); t != NULL; t = PyThreadState_Next(t)) {
+        if (t->c_tracefunc == ctrace) {
+            for (_PyCFrame *c = t->cframe; c != NULL; c = c->previous) {
+                c->use_tracing = 255;
+            }
+        }
+    }
+}
 
 /* Decide a code object seen for the first time before its frame runs (so that a long-running
  * excluded function called once, e.g. a library's train loop, runs untraced from the start).
@@ -140,6 +171,10 @@ eval_hook(PyThreadState *tstate, struct _PyInterpreterFrame *frame, int throwfla
     if (tstate->c_tracefunc != ctrace || tstate->tracing || tstate->c_profilefunc != NULL) {
         return _PyEval_EvalFrameDefault(tstate, frame, throwflag);
     }
+    if (tstate->recursion_limit - tstate->recursion_remaining > HOOK_MAX_DEPTH) {
+        hook_give_up(tstate);
+        return _PyEval_EvalFrameDefault(tstate, frame, throwflag);
+    }
     CTracer *ct = (CTracer *)tstate->c_traceobj;
     _PyCFrame *cf = tstate->cframe;
     uint8_t saved = cf->use_tracing;
@@ -155,12 +190,12 @@ eval_hook(PyThreadState *tstate, struct _PyInterpreterFrame *frame, int throwfla
         cf->use_tracing = 255;
     }
     PyObject *res = _PyEval_EvalFrameDefault(tstate, frame, throwflag);
-    if (tstate->c_tracefunc == ctrace) {
+    if (tstate->c_tracefunc == ctrace && !hook_dead) {
         cf->use_tracing = saved;
     }
     else {
-        /* the trace function changed while the frame ran (stop(), sys.settrace): what
-         * CPython's _PyThreadState_UpdateTracingState would set */
+        /* the trace function changed while the frame ran (stop(), sys.settrace), or the hook
+         * gave up: what CPython's _PyThreadState_UpdateTracingState would set */
         cf->use_tracing = (tstate->tracing == 0 &&
                            (tstate->c_tracefunc != NULL || tstate->c_profilefunc != NULL)) ? 255 : 0;
     }
@@ -174,6 +209,9 @@ hook_acquire(void)
 {
     PyInterpreterState *interp = PyInterpreterState_Get();
     _PyFrameEvalFunction cur = _PyInterpreterState_GetEvalFrameFunc(interp);
+    if (hook_dead) {
+        return 0;
+    }
     if (hook_users > 0 && cur == eval_hook) {
         hook_users++;
         return 1;
@@ -194,6 +232,7 @@ hook_release(void)
         return;
     }
     if (--hook_users == 0) {
+        hook_dead = 0;
         PyInterpreterState *interp = PyInterpreterState_Get();
         if (_PyInterpreterState_GetEvalFrameFunc(interp) == eval_hook) {
             _PyInterpreterState_SetEvalFrameFunc(interp, default_eval);
@@ -409,11 +448,11 @@ CTracer_disable(CTracer *self, PyObject *Py_UNUSED(ignored))
 static PyObject *
 CTracer_stats(CTracer *self, PyObject *Py_UNUSED(ignored))
 {
-    return Py_BuildValue("{sKsKsKsKsisisn}", "excluded_calls", self->excluded_calls,
+    return Py_BuildValue("{sKsKsKsKsisisnsi}", "excluded_calls", self->excluded_calls,
                          "traced_calls", self->traced_calls, "decisions", self->decisions,
                          "untraced_frames", self->untraced_frames,
                          "enabled", self->enabled, "frame_hook", self->hooked,
-                         "frame_hook_users", hook_users);
+                         "frame_hook_users", hook_users, "frame_hook_gave_up", hook_dead);
 }
 
 /* Called as a Python trace function (threading.settrace in a new thread, or
@@ -475,7 +514,8 @@ static PyMethodDef CTracer_methods[] = {
      "the frame hook is removed when no tracer holds it."},
     {"stats", (PyCFunction)CTracer_stats, METH_NOARGS,
      "stats()\n--\n\nCounters: excluded_calls (call events answered in C), traced_calls, decisions,\n"
-     "untraced_frames (excluded frames the hook ran untraced); enabled, frame_hook, frame_hook_users."},
+     "untraced_frames (excluded frames the hook ran untraced); enabled, frame_hook, frame_hook_users,\n"
+     "frame_hook_gave_up (deep recursion: the hook was removed)."},
     {NULL, NULL, 0, NULL}
 };
 
