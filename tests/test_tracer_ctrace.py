@@ -7,7 +7,7 @@ the same script. Everything but the backend checks is skipped when the extension
 
 from __future__ import annotations
 
-import importlib.util
+import importlib.machinery
 import json
 import os
 import re
@@ -23,10 +23,10 @@ PY311 = sys.version_info[:2] == (3, 11)
 
 
 def _built() -> bool:
-    """Whether a tracer._ctrace extension file sits in the tracer package (importable or not)."""
-    return PY311 and any((ROOT / "tracer").glob("_ctrace*.so")) or (
-        PY311 and importlib.util.find_spec("tracer._ctrace") is not None
-        and str(ROOT) in (importlib.util.find_spec("tracer._ctrace").origin or ""))
+    """Whether tracer._ctrace is built in this tree (the traced subprocesses import tracer from
+    ROOT): an extension file for this interpreter in tracer/ (importable or not)."""
+    suffixes = importlib.machinery.EXTENSION_SUFFIXES
+    return PY311 and any((ROOT / "tracer" / f"_ctrace{sfx}").exists() for sfx in suffixes)
 
 
 BUILT = _built()

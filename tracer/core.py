@@ -139,10 +139,23 @@ class NicerTrace:
         ``msync`` the mapping (``fsync`` in the os.write fallback) after every line: survives a
         node crash, at a large cost (see module doc).
 
-    Whether a code object is traced is decided once and cached, so excluded code costs one
-    dict lookup per call (Python 3.11: the global trace function returns None, no local
-    tracing; Python 3.12+: ``sys.monitoring`` and ``DISABLE`` for excluded code, which then
-    costs nothing at all).
+    Whether a code object is traced is decided once and cached (:func:`backend` says which
+    path runs):
+
+    - Python 3.12+: ``sys.monitoring`` and ``DISABLE`` for excluded code, which then costs
+      nothing at all.
+    - Python 3.11 with the optional C extension ``tracer._ctrace`` (built by ``pip install``
+      when a compiler is there): a C trace function plus a PEP 523 frame hook that runs the
+      frames of excluded code outside the interpreter's tracing mode, so excluded code costs
+      about 15 ns per call; traced code goes through the same Python functions as below.
+      ``TRACER_FRAME_HOOK=0`` keeps the C trace function but not the hook (excluded code then
+      runs in tracing mode, about 2x slower than bare); while another frame hook is installed
+      (TorchDynamo's, a debugger's) it is not taken, and past 3000 nested frames it is removed.
+    - Python 3.11 without it (or ``TRACER_PURE=1``): ``sys.settrace``; an excluded function
+      still costs a call of the Python global trace function each time it is called, and runs
+      in tracing mode.
+
+    ``stop()`` puts back the trace function that was set before ``start()``.
 
     Use ``start()``/``stop()``, ``with NicerTrace(...):``, or ``NicerTrace(...).run(f, *a)``.
     Threads started after ``start()`` are traced too (all threads on 3.12+). A process forked
