@@ -164,6 +164,7 @@ hook_decide(PyThreadState *tstate, CTracer *ct, struct _PyInterpreterFrame *fram
 }
 
 static Py_ssize_t hook_users = 0;
+static PyInterpreterState *hook_interp = NULL;
 
 static PyObject *
 eval_hook(PyThreadState *tstate, struct _PyInterpreterFrame *frame, int throwflag)
@@ -220,6 +221,7 @@ hook_acquire(void)
         return 0;   /* someone else's hook (e.g. TorchDynamo): leave it alone */
     }
     default_eval = cur;
+    hook_interp = interp;
     _PyInterpreterState_SetEvalFrameFunc(interp, eval_hook);
     hook_users = 1;
     return 1;
@@ -232,10 +234,11 @@ hook_release(void)
         return;
     }
     if (--hook_users == 0) {
+        /* (may run at interpreter shutdown, from a thread state's clear: no
+         * PyInterpreterState_Get() here) */
         hook_dead = 0;
-        PyInterpreterState *interp = PyInterpreterState_Get();
-        if (_PyInterpreterState_GetEvalFrameFunc(interp) == eval_hook) {
-            _PyInterpreterState_SetEvalFrameFunc(interp, default_eval);
+        if (_PyInterpreterState_GetEvalFrameFunc(hook_interp) == eval_hook) {
+            _PyInterpreterState_SetEvalFrameFunc(hook_interp, default_eval);
         }
     }
 }
