@@ -412,3 +412,45 @@ def test_ctrace_object_reinstalls_itself(tmp_path):
         """))
     assert _run([str(script)], tmp_path).stdout.split() == ["CTracer", "True"]
     assert "> __main__:4 work\n" in (tmp_path / "rt.txt").read_text()
+
+
+@needs_c
+def test_torch_compile_chains_to_the_frame_hook(tmp_path):
+    """TorchDynamo installs its own frame hook on top of ours for a compiled call (calling ours
+    for the frames it does not compile, putting ours back after): the trace is the same as on
+    the pure-Python path, and the hook is still held afterwards."""
+    pytest.importorskip("torch")
+    script = tmp_path / "dyn.py"
+    script.write_text(textwrap.dedent(f"""\
+        import sys
+        import warnings
+        import torch
+        import tracer
+
+        warnings.simplefilter("ignore")
+
+        class M(torch.nn.Module):
+            def forward(self, x):
+                y = x * 2
+                return y + 1
+
+        def f(x):
+            z = x.sin()
+            return z * 3
+
+        m = M()
+        cf = torch.compile(f, backend="eager")
+        name = "dyn-" + tracer.backend() + ".txt"
+        with tracer.NicerTrace(outdir={str(tmp_path)!r}, filename=name, timing=False) as tr:
+            a = m(torch.ones(2))
+            b = cf(torch.ones(2))
+            c = m(torch.ones(2))
+            st = tr._ct.stats() if tr._ct else {{}}
+        print(name, st.get("frame_hook"), st.get("frame_hook_users"))
+        """))
+    assert _run([str(script)], tmp_path).stdout.split() == ["dyn-ctrace.txt", "1", "1"]
+    assert _run([str(script)], tmp_path, TRACER_PURE="1").stdout.split() == ["dyn-settrace.txt", "None", "None"]
+    c_body = _body((tmp_path / "dyn-ctrace.txt").read_text())
+    assert c_body == _body((tmp_path / "dyn-settrace.txt").read_text())
+    assert c_body.count("           - > __main__:9 M.forward") == 2
+    assert "           - dyn.py:10 | y = x * 2" in c_body

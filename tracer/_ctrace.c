@@ -213,7 +213,11 @@ hook_acquire(void)
     if (hook_dead) {
         return 0;
     }
-    if (hook_users > 0 && cur == eval_hook) {
+    if (cur == eval_hook) {
+        /* ours already: held by another tracer, or put back by a hook that chained to it
+         * (TorchDynamo saves the hook it replaces, calls it for the frames it does not
+         * compile, and restores it) after our last tracer had released it */
+        hook_interp = interp;
         hook_users++;
         return 1;
     }
