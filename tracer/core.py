@@ -95,8 +95,10 @@ def backend() -> str:
 
     - ``"monitoring"``: Python 3.12+, ``sys.monitoring`` (PEP 669), excluded code disabled.
     - ``"ctrace"``: Python 3.11 with the C extension ``tracer._ctrace`` built: a C-level trace
-      function (``PyEval_SetTrace``) that answers call events of excluded code without calling
-      Python; traced code goes through the same Python functions as ``"settrace"``.
+      function (``PyEval_SetTrace``) that answers excluded code without calling Python, and a
+      PEP 523 frame hook that runs excluded frames outside 3.11's tracing mode
+      (``TRACER_FRAME_HOOK=0`` leaves the hook out); traced code goes through the same Python
+      functions as ``"settrace"``.
     - ``"settrace"``: pure Python ``sys.settrace`` (3.11 without the extension, older Pythons,
       or ``TRACER_PURE=1`` in the environment, read at each ``start()``).
     """
@@ -458,11 +460,11 @@ class NicerTrace:
         self._prev_trace = sys.gettrace()
         if use_c:
             # The C function answers call events of excluded code itself (a decision cached
-            # in the code object) and calls _global for the rest, like sys.settrace would.
+            # in the code object) and calls _global for the rest, like sys.settrace would; its
+            # frame hook runs excluded frames outside the tracing mode. TRACER_FRAME_HOOK=0: no
+            # hook (excluded code then runs in 3.11's tracing mode, about 2x slower than bare).
             # threading.settrace(ct): a new thread's sys.settrace(ct) calls ct once, which
             # installs the C function in that thread.
-            # TRACER_FRAME_HOOK=0: no PEP 523 frame hook (excluded code then runs in 3.11's
-            # tracing mode, about 2x slower, but never conflicts with another frame hook).
             ct = _ctrace.CTracer(cache, self._decide_in, _global,
                                  frame_hook=os.environ.get("TRACER_FRAME_HOOK", "1") != "0")
             self._ct = ct
