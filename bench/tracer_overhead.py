@@ -15,11 +15,21 @@ Variants, all in this one process, run alternately ``--repeat`` times (median re
 - ``nicertrace_excluded``: the same with this file in ``ignoredirs``: the hot code is excluded.
 - ``stdlib_trace_excluded``: the stdlib tracer with this file in ``ignoredirs`` (reference).
 
+On Python 3.11 ``nicertrace*`` use the C path (``tracer.backend() == "ctrace"``: the
+``tracer._ctrace`` trace function and frame hook) when the extension is built, and then the
+same is also measured on the other 3.11 paths, in the same run:
+
+- ``nicertrace_pure``, ``nicertrace_pure_excluded``: ``TRACER_PURE=1``, the pure-Python
+  ``sys.settrace`` path.
+- ``nicertrace_nohook_excluded``: ``TRACER_FRAME_HOOK=0``, the C trace function without the
+  PEP 523 frame hook (what happens when another frame hook, e.g. TorchDynamo's, is installed).
+
 Reported: added seconds over bare for each, the ratio nicertrace_added / stdlib_trace_added
-(goal <= 0.5) and the excluded case's added time relative to bare (goal: near 0).
+(goal <= 0.5) and the excluded case's added time (goal: near 0).
 
 Run from the repository root: ``python bench/tracer_overhead.py`` (``--n``, ``--repeat``,
-``--out``). Writes ``bench/results/tracer_overhead.json``.
+``--out``). Writes ``bench/results/tracer_overhead.json`` on 3.11,
+``bench/results/tracer_overhead_py3XX.json`` on other versions.
 """
 
 from __future__ import annotations
@@ -98,10 +108,11 @@ def workload(n: int) -> int:
     return acc
 
 
-def _time(fn) -> float:
-    t = time.perf_counter()
+def _time(fn) -> tuple[float, float]:
+    """(wall seconds, CPU seconds of this process) for one call of ``fn``."""
+    t, c = time.perf_counter(), time.process_time()
     fn()
-    return time.perf_counter() - t
+    return time.perf_counter() - t, time.process_time() - c
 
 
 def run_variants(n: int, repeat: int, tmp: str) -> dict[str, list[float]]:
@@ -115,8 +126,17 @@ def run_variants(n: int, repeat: int, tmp: str) -> dict[str, list[float]]:
         with open(os.path.join(tmp, name), "w") as f, contextlib.redirect_stdout(f):
             t.runfunc(workload, n)
 
-    def nicer(name, extra=()):
-        tracer.NicerTrace(outdir=tmp, filename=name, ignoredirs=extra).run(workload, n)
+    def nicer(name, extra=(), **env):
+        saved = {k: os.environ.get(k) for k in env}
+        os.environ.update(env)
+        try:
+            tracer.NicerTrace(outdir=tmp, filename=name, ignoredirs=extra).run(workload, n)
+        finally:
+            for k, v in saved.items():
+                if v is None:
+                    os.environ.pop(k, None)
+                else:
+                    os.environ[k] = v
 
     variants = {
         "bare": bare,
@@ -125,40 +145,67 @@ def run_variants(n: int, repeat: int, tmp: str) -> dict[str, list[float]]:
         "nicertrace_excluded": lambda: nicer("nicertrace_excluded", [str(HERE)]),
         "stdlib_trace_excluded": lambda: stdlib_trace("stdlib_trace_excluded", [str(HERE)]),
     }
+    if tracer.backend() == "ctrace":
+        variants["nicertrace_pure"] = lambda: nicer("nicertrace_pure", TRACER_PURE="1")
+        variants["nicertrace_pure_excluded"] = lambda: nicer("nicertrace_pure_excluded", [str(HERE)],
+                                                             TRACER_PURE="1")
+        variants["nicertrace_nohook_excluded"] = lambda: nicer("nicertrace_nohook_excluded", [str(HERE)],
+                                                               TRACER_FRAME_HOOK="0")
     for fn in variants.values():   # warm up (imports, caches)
         fn()
     times: dict[str, list[float]] = {k: [] for k in variants}
+    cpu: dict[str, list[float]] = {k: [] for k in variants}
     for _ in range(repeat):
         for name, fn in variants.items():
-            times[name].append(_time(fn))
+            wall_s, cpu_s = _time(fn)
+            times[name].append(wall_s)
+            cpu[name].append(cpu_s)
     lines = {name: sum(1 for _ in open(os.path.join(tmp, name))) for name in variants if name != "bare"}
-    return times, lines
+    return times, cpu, lines
 
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--n", type=int, default=50000, help="loop iterations (default 50000)")
     ap.add_argument("--repeat", type=int, default=5, help="runs of each variant (median; default 5)")
-    ap.add_argument("--out", default=str(HERE / "results" / "tracer_overhead.json"))
+    suffix = "" if sys.version_info[:2] == (3, 11) else f"_py{sys.version_info[0]}{sys.version_info[1]}"
+    ap.add_argument("--out", default=str(HERE / "results" / f"tracer_overhead{suffix}.json"))
     args = ap.parse_args()
 
     with tempfile.TemporaryDirectory(prefix="tracer-bench-") as tmp:
-        times, lines = run_variants(args.n, args.repeat, tmp)
+        times, cpu, lines = run_variants(args.n, args.repeat, tmp)
     med = {k: statistics.median(v) for k, v in times.items()}
     bare = med["bare"]
     added = {k: med[k] - bare for k in med}
+    # CPU time of the process: the same work, less disturbed by other processes on a busy machine
+    med_cpu = {k: statistics.median(v) for k, v in cpu.items()}
+    added_cpu = {k: med_cpu[k] - med_cpu["bare"] for k in med_cpu}
+    # and the fastest run of each: the least disturbed one
+    best = {k: min(v) for k, v in times.items()}
+    added_best = {k: best[k] - best["bare"] for k in best}
     ratio = added["nicertrace"] / added["stdlib_trace"] if added["stdlib_trace"] > 0 else float("nan")
     excl_rel = added["nicertrace_excluded"] / bare
+    backend = tracer.backend()
+    ratios = {k: added[k] / added["stdlib_trace"] for k in ("nicertrace", "nicertrace_pure") if k in added}
 
-    print(f"workload n={args.n}, median of {args.repeat} (python {platform.python_version()})")
-    print(f"{'variant':<24}{'median s':>10}{'added s':>10}{'x bare':>8}")
+    print(f"workload n={args.n}, median of {args.repeat} (python {platform.python_version()}, "
+          f"tracer backend {backend})")
+    print(f"{'variant':<28}{'median s':>10}{'added s':>10}{'x bare':>8}{'CPU s':>10}{'CPU added':>11}"
+          f"{'min s':>10}{'min added':>11}")
     for k in times:
-        print(f"{k:<24}{med[k]:>10.4f}{added[k]:>10.4f}{med[k] / bare:>8.2f}")
+        print(f"{k:<28}{med[k]:>10.4f}{added[k]:>10.4f}{med[k] / bare:>8.2f}"
+              f"{med_cpu[k]:>10.4f}{added_cpu[k]:>11.4f}{best[k]:>10.4f}{added_best[k]:>11.4f}")
     print("lines written: " + ", ".join(f"{k} {v}" for k, v in lines.items()))
     print(f"ratio nicertrace_added / stdlib_trace_added = {ratio:.3f}  (goal <= 0.5: "
           f"{'met' if ratio <= 0.5 else 'NOT met'})")
+    if "nicertrace_pure" in added:
+        print(f"pure-Python path (TRACER_PURE=1): ratio {ratios['nicertrace_pure']:.3f}")
     print(f"excluded hot code: added {added['nicertrace_excluded']:.4f} s = {excl_rel:+.1%} of bare "
-          f"(goal near 0)")
+          f"(CPU {added_cpu['nicertrace_excluded']:.4f} s, fastest runs {added_best['nicertrace_excluded']:.4f} s; "
+          f"goal near 0: < 0.01 s)")
+    for k in ("nicertrace_pure_excluded", "nicertrace_nohook_excluded"):
+        if k in added:
+            print(f"  {k}: added {added[k]:.4f} s (CPU {added_cpu[k]:.4f} s, fastest runs {added_best[k]:.4f} s)")
 
     try:
         sys.path.insert(0, str(HERE))
@@ -173,9 +220,15 @@ def main() -> int:
                     "loadavg": os.getloadavg() if hasattr(os, "getloadavg") else None},
         "n": args.n, "repeat": args.repeat,
         "median_s": med, "added_s": added, "runs_s": times, "lines_written": lines,
+        "median_cpu_s": med_cpu, "added_cpu_s": added_cpu, "runs_cpu_s": cpu,
+        "min_s": best, "added_min_s": added_best,
+        "backend": backend,
         "ratio_nicertrace_to_stdlib_added": ratio,
+        "ratio_to_stdlib_added": ratios,
         "goal_ratio_met": ratio <= 0.5,
+        "excluded_added_s": added["nicertrace_excluded"],
         "excluded_added_fraction_of_bare": excl_rel,
+        "goal_excluded_met": added["nicertrace_excluded"] < 0.01,
         "source": state,
     }
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)

@@ -54,6 +54,34 @@ def _interpreters() -> list:
 INTERPRETERS = _interpreters()
 
 
+# Every test runs under both 3.11 paths: "default" (the C trace function tracer._ctrace when it
+# is built, see tests/test_tracer_ctrace.py) and "pure" (TRACER_PURE=1: the pure-Python
+# sys.settrace path). The python3.12+/3.13 runs use sys.monitoring either way: once.
+def pytest_generate_tests(metafunc):
+    if "tracer_backend" not in metafunc.fixturenames:
+        return
+    if "python" not in metafunc.fixturenames:
+        metafunc.parametrize("tracer_backend", ["default", "pure"], indirect=True)
+        return
+    combos = []
+    for p in INTERPRETERS:
+        if p.values[0] == sys.executable:
+            combos += [pytest.param(p.values[0], b, id=f"{p.id}-{b}", marks=p.marks) for b in ("default", "pure")]
+        else:
+            combos.append(pytest.param(p.values[0], "default", id=p.id, marks=p.marks))
+    metafunc.parametrize(("python", "tracer_backend"), combos, indirect=["tracer_backend"])
+
+
+@pytest.fixture(autouse=True)
+def tracer_backend(request, monkeypatch):
+    """TRACER_PURE in this process's environment (``_env()`` passes it to the traced process)."""
+    if request.param == "pure":
+        monkeypatch.setenv("TRACER_PURE", "1")
+    else:
+        monkeypatch.delenv("TRACER_PURE", raising=False)
+    return request.param
+
+
 def _mask(text: str) -> str:
     lines = text.splitlines(keepends=True)
     m = HEADER_RE.match(lines[0].rstrip("\n"))
@@ -88,7 +116,6 @@ def _only_file(d: Path) -> Path:
 
 
 # ---------------------------------------------------------------------------------------- format
-@pytest.mark.parametrize("python", INTERPRETERS)
 def test_golden_cli_no_timing(tmp_path, python):
     """``python -m tracer --no-timing script.py`` writes exactly the golden file."""
     res = subprocess.run([python, "-m", "tracer", "--no-timing", "--outdir", str(tmp_path),
@@ -123,7 +150,6 @@ def test_format_line_docstring_examples():
         pytest.fail("format_line docstring lost its examples")
 
 
-@pytest.mark.parametrize("python", INTERPRETERS)
 def test_timing_lines_match_format_line(tmp_path, python):
     """With timing on, every line is format_line(elapsed, ...) with increasing elapsed."""
     res = subprocess.run([python, "-m", "tracer", "--outdir", str(tmp_path), str(FIX / "golden_script.py")],
@@ -189,7 +215,6 @@ def _run_include(python, mode, fake_tree) -> str:
     return (out / f"{mode}.txt").read_text()
 
 
-@pytest.mark.parametrize("python", INTERPRETERS)
 def test_include_exclude(python, fake_tree):
     default = _run_include(python, "default", fake_tree)
     assert "> usermod:6 work\n" in default
@@ -256,7 +281,6 @@ def test_api_run_context_manager_threads(tmp_path):
     assert "threading.py" not in with_txt
 
 
-@pytest.mark.parametrize("python", INTERPRETERS)
 def test_threads_growth_and_fork_whole_lines(tmp_path, python):
     """A tiny mmap chunk (many grows) with 4 threads writing at once: every line is whole, none
     is lost, no NUL padding is left after stop(); a forked child writes its own file."""

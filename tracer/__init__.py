@@ -8,7 +8,7 @@ Standard library only; it never imports hangdbg (it goes into any training scrip
 See ``tracer/README.md`` for the file format (v1), the options and the overhead figures.
 """
 
-from .core import NicerTrace, Tracer, run
+from .core import NicerTrace, Tracer, backend, run
 from .format import FORMAT_VERSION, format_header, format_line
 
-__all__ = ["FORMAT_VERSION", "NicerTrace", "Tracer", "format_header", "format_line", "run"]
+__all__ = ["FORMAT_VERSION", "NicerTrace", "Tracer", "backend", "format_header", "format_line", "run"]
