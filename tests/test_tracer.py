@@ -425,10 +425,17 @@ def test_external_sigkill_in_loop_leaves_whole_lines(tmp_path):
     finally:
         p.kill()
     text = _read_live(tmp_path / "kill.txt")
-    assert text.endswith("\n")
+    if not text.endswith("\n"):
+        # SIGKILL can land while a line is being copied into the mapping (the copy stops at a page
+        # boundary): that one line is cut, every line before it is whole, and readers drop it
+        assert len(text) - len(text[:text.rfind("\n") + 1]) < 200
+        text = text[:text.rfind("\n") + 1]
     last = text.splitlines()[-1]
     loop_lines = {_at("kill_script.py", m) for m in ("while True:", "n += 1", "if n == 2000:", '"LOOPING"')}
     assert last[13:] in loop_lines, last
+    from hangdbg.parse.traces import read_trace
+    t = read_trace(tmp_path / "kill.txt", last=1)
+    assert t.last_lines == (last,) and not t.ended
     assert text.count(_at("kill_script.py", "n += 1") + "\n") > 2000
 
 

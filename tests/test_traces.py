@@ -65,3 +65,12 @@ def test_nul_padding_of_a_dead_process_is_ignored(tmp_path):
         f.write(b"\0" * 4096)
     t = read_trace(p)
     assert t.garbled == 0 and t.events == 2 and t.last_lines[-1].endswith("dist.all_reduce(t)")
+    assert not t.cut
+
+
+def test_line_cut_by_sigkill_is_dropped(tmp_path):
+    p = _write(tmp_path, 0, STEP.format(s=1), ended=False)
+    with open(p, "ab") as f:
+        f.write(b"    0.010002 train.py:22 | loss.back" + b"\0" * 4000)  # the copy stopped at a page boundary
+    t = read_trace(p)
+    assert t.cut and t.garbled == 0 and t.events == 2 and t.last_lines[-1].endswith("dist.all_reduce(t)")

@@ -45,6 +45,8 @@ class RankTrace:
         elapsed: seconds from the end line, else the last event's time (``None`` without timing).
         grep_count: lines matching the ``grep`` pattern, if one was given.
         garbled: lines that matched no form of the format.
+        cut: the file ended in a line without its newline (SIGKILL while the line was being
+            written); that line is left out of ``last_lines``.
     """
 
     path: Path
@@ -60,6 +62,7 @@ class RankTrace:
     elapsed: float | None
     grep_count: int | None
     garbled: int
+    cut: bool = False
 
     @property
     def last_call(self) -> str | None:
@@ -85,7 +88,7 @@ def read_trace(path: str | Path, last: int = 10, grep: re.Pattern[str] | None = 
     calls: list[str] = []
     events = garbled = 0
     grep_count = 0 if grep is not None else None
-    ended, elapsed = False, None
+    ended, elapsed, cut = False, None, False
     with open(path, encoding="utf-8", errors="replace") as f:
         first = f.readline().rstrip("\n")
         m = _HEADER.match(first)
@@ -93,6 +96,12 @@ def read_trace(path: str | Path, last: int = 10, grep: re.Pattern[str] | None = 
             raise ValueError(f"{path}: not a tracer v1 file (first line {first[:80]!r})")
         host, rank_text, pid, start, argv = m.groups()
         for raw in f:
+            if not raw.endswith("\n"):
+                # the file's last bytes without a newline: a line cut by SIGKILL while it was being
+                # copied into the mapped file (the copy can stop at a page boundary), then padding
+                if raw.replace("\0", "").strip():
+                    cut = True
+                break
             line = raw.rstrip("\n")
             if "\0" in line:
                 line = line.replace("\0", "")
@@ -120,7 +129,7 @@ def read_trace(path: str | Path, last: int = 10, grep: re.Pattern[str] | None = 
                 grep_count += 1
     rank = int(rank_text) if rank_text.isdigit() else None
     return RankTrace(path, rank, host, int(pid), start, argv, events, tuple(calls), tuple(tail), ended,
-                     elapsed, grep_count, garbled)
+                     elapsed, grep_count, garbled, cut)
 
 
 def read_trace_dir(paths: list[str | Path], last: int = 10, grep: re.Pattern[str] | None = None) -> tuple[list[RankTrace], list[tuple[str, str]]]:
