@@ -56,7 +56,7 @@ from operator import itemgetter, not_
 from ..model import MAX_EVIDENCE_TEXT, Evidence
 from .textlines import strip_prefix
 
-__all__ = ["NcclLog", "Proc", "Comm", "ConnectFailure", "scan", "sniff", "record_starts", "RECORD"]
+__all__ = ["NcclLog", "Proc", "Comm", "ConnectFailure", "scan", "scan_path", "sniff", "record_starts", "RECORD"]
 
 CHUNK = 16 << 20
 """Bytes per chunk of the fast scan."""
@@ -609,13 +609,47 @@ def _ranges(size: int, path: str, chunk: int) -> list[tuple[int, int]]:
     return out
 
 
+def _load_cscan():
+    """The C scan (``hangdbg/_ncclscan.c``, built by setup.py when a compiler is there), or None
+    when it is not built or ``HANGDBG_PURE=1`` asks for the pure-Python scan."""
+    if os.environ.get("HANGDBG_PURE", "") not in ("", "0"):
+        return None
+    try:
+        from .. import _ncclscan
+    except ImportError:
+        return None
+    return _ncclscan
+
+
+_cscan = _load_cscan()
+
+
+def scan_path() -> str:
+    """Which fast scan :func:`scan` uses: ``"c"`` (the ``hangdbg._ncclscan`` extension) or ``"python"``."""
+    return "c" if _cscan is not None else "python"
+
+
 def _scan_chunk(path: str, start: int, end: int) -> dict:
     """Scan one newline-aligned byte range: aggregated standard collective lines + other lines.
 
-    Runs in a worker process for big inputs; returns small picklable data. The file is mapped
-    (no copy); every line of the range is one ``_FAST`` match starting at the newline before it.
-    Counts come from ``Counter`` over the ``(head, comm)`` pairs; the last opCount of each pair
-    from a second match over the end of the range only (widened until every pair is seen).
+    Runs in a worker process for big inputs; returns small picklable data. With the C extension
+    (:func:`scan_path`), ``_ncclscan.scan`` walks the mapped range once and returns the same data
+    as the Python code below, which it replaces (``tests/test_nccl_cscan.py`` holds them equal).
+    """
+    if _cscan is not None:
+        with open(path, "rb") as f, mmap.mmap(f.fileno(), end, access=mmap.ACCESS_READ) as data:
+            nlines, coll, lasts, other = _cscan.scan(data, start, end)
+        return {"nlines": nlines, "coll": coll, "lasts": lasts, "other": other}
+    return _scan_chunk_py(path, start, end)
+
+
+def _scan_chunk_py(path: str, start: int, end: int) -> dict:
+    """The pure-Python :func:`_scan_chunk`.
+
+    The file is mapped (no copy); every line of the range is one ``_FAST`` match starting at the
+    newline before it. Counts come from ``Counter`` over the ``(head, comm)`` pairs; the last
+    opCount of each pair from a second match over the end of the range only (widened until every
+    pair is seen).
     """
     with open(path, "rb") as f:
         if start == 0:
