@@ -780,6 +780,7 @@ def scan(paths: list[str], split_on: re.Pattern[str] | None = None, workers: int
         results = ex.map(_scan_chunk_args, args) if ex else map(_scan_chunk_args, args)
         line0: dict[int, int] = {}
         failed: set[int] = set()
+        pend = None
         for (fi, path, s, _e), res in zip(tasks, results):
             if "error" in res or fi in failed:
                 if fi not in failed:
@@ -788,9 +789,11 @@ def scan(paths: list[str], split_on: re.Pattern[str] | None = None, workers: int
                 continue
             first = line0.get(fi, 1)
             log._chunks.setdefault(fi, []).append((first, s))
-            _merge(log, fi, first, res)
+            pend = _merge(log, fi, first, res, pend)
             line0[fi] = first + res["nlines"]
             log.lines_read += res["nlines"]
+        if pend is not None:
+            _flush(log, pend)
     finally:
         if ex:
             ex.shutdown()
@@ -798,17 +801,41 @@ def scan(paths: list[str], split_on: re.Pattern[str] | None = None, workers: int
     return log
 
 
-def _merge(log: NcclLog, fi: int, first: int, res: dict) -> None:
-    """Feed one chunk's result into ``log``: other lines through the per-line parser, in order,
-    then the aggregated collective lines."""
+def _merge(log: NcclLog, fi: int, first: int, res: dict, pend: tuple | None) -> tuple:
+    """Feed one chunk's result into ``log``: other lines through the per-line parser, in order;
+    the aggregated collective lines are added to ``pend`` (returned), the running totals of the
+    chunks since the last one with other lines, applied by :func:`_flush` before the next other
+    line is parsed (and at the end): the same sequence of changes to ``log`` as applying each
+    chunk's totals after its other lines, with the per-key work done once for the run of chunks."""
+    if pend is not None and (pend[0] != fi or res["other"]):
+        _flush(log, pend)
+        pend = None
+    if res["other"]:
+        for head, _ in res["coll"]:  # register the processes first: spliced lines need their host names
+            hm = _HEAD.match(head.decode("utf-8", "replace"))
+            if hm is not None:
+                log.proc(hm.group("host"), int(hm.group("pid")), fi)
+        for i, t in res["other"]:
+            log.line(fi, first + i, t.decode("utf-8", "replace").rstrip("\r"))
+    if pend is None:
+        pend = (fi, Counter(), {})
+    pend[1].update(res["coll"])
+    lasts = pend[2]
+    for key, (idx, op, name) in res["lasts"].items():
+        lasts[key] = (first + idx, op, name)  # a later chunk's last line is later
+    return pend
+
+
+def _flush(log: NcclLog, pend: tuple) -> None:
+    """Apply the aggregated collective lines of :func:`_merge`: ``(file index, Counter((head,
+    comm)), {(prefix, comm): (line number, opCount, collective)})``."""
+    fi, coll, lasts = pend
     heads = {}
-    for head, _ in res["coll"]:  # register the processes first: spliced lines need their host names
+    for head, _ in coll:
         hm = heads[head] = _HEAD.match(head.decode("utf-8", "replace"))
         if hm is not None:
             log.proc(hm.group("host"), int(hm.group("pid")), fi)
-    for i, t in res["other"]:
-        log.line(fi, first + i, t.decode("utf-8", "replace").rstrip("\r"))
-    for (head, comm), n in res["coll"].items():
+    for (head, comm), n in coll.items():
         hm = heads[head]
         if hm is None:
             log.lines_skipped += n
@@ -819,13 +846,13 @@ def _merge(log: NcclLog, fi: int, first: int, res: dict) -> None:
         log.records += n
         ptr, _, nr = comm.decode().partition(" [nranks=")
         log.collective(p, hm.group("name"), None, ptr, int(nr[:-1]), None, None, n)
-    for (prefix, comm), (idx, op, name) in res["lasts"].items():
+    for (prefix, comm), (lineno, op, name) in lasts.items():
         pm = _PREFIX.match(prefix.decode("utf-8", "replace"))
         if pm is None:
             continue
         p = log.proc(pm.group("host"), int(pm.group("pid")), fi)
         ptr = comm.decode().partition(" [nranks=")[0]
-        log.last_collective(p, name.decode(), int(op, 16), ptr, (fi, first + idx), None)
+        log.last_collective(p, name.decode(), int(op, 16), ptr, (fi, lineno), None)
 
 
 def _scan_lines(log: NcclLog, path: str) -> None:
