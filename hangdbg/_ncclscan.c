@@ -10,7 +10,7 @@
  *   HOST:PID:TID [DEV] NCCL INFO Name: opCount HEX sendbuff S recvbuff S count N datatype N op N
  *   root [-]N comm 0xHEX [nranks=N] stream (0xHEX|(nil))[\r]
  *
- * with HOST = 1+ bytes other than ASCII whitespace (" \t\n\r\f\v") and ":[]()<>", N = ASCII
+ * with HOST = 1+ ASCII bytes other than whitespace (" \t\n\r\f\v\x1c-\x1f") and ":[]()<>", N = ASCII
  * digits, Name = [A-Z][A-Za-z]+, S = 1+ bytes other than ASCII whitespace. The regex has a single
  * way to match each line (every variable-length field is followed by a byte it cannot contain), so
  * this left-to-right check accepts exactly what the regex accepts.
@@ -65,7 +65,7 @@ static void init_classes(void) {
         unsigned char k = 0;
         int ws = (c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v');
         if (ws) k |= C_WS;
-        if (!ws && !strchr(":[]()<>", c)) k |= C_HOST;
+        if (!ws && !strchr(":[]()<>", c) && !(c >= 0x1c && c <= 0x1f) && c < 0x80) k |= C_HOST;
         if (c == 0) k |= C_HOST;  /* strchr finds the terminator for 0 */
         if (c >= '0' && c <= '9') k |= C_DIGIT | C_HEX;
         if ((c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F')) k |= C_HEX;
@@ -77,13 +77,40 @@ static void init_classes(void) {
 
 #define LIT(s) (s), (sizeof(s) - 1)
 
-static inline int lit(const unsigned char **p, const unsigned char *e, const char *s, size_t n) {
-    if ((size_t)(e - *p) < n || memcmp(*p, s, n) != 0) return 0;
+#if defined(__GNUC__)
+#define INLINE static inline __attribute__((always_inline))
+#else
+#define INLINE static inline
+#endif
+
+/* n bytes equal; inlined word compares (libc memcmp calls were a quarter of the time) */
+INLINE int eq(const unsigned char *p, const unsigned char *s, size_t n) {
+    while (n >= 8) {
+        uint64_t a, b;
+        memcpy(&a, p, 8);
+        memcpy(&b, s, 8);
+        if (a != b) return 0;
+        p += 8, s += 8, n -= 8;
+    }
+    if (n >= 4) {
+        uint32_t a, b;
+        memcpy(&a, p, 4);
+        memcpy(&b, s, 4);
+        if (a != b) return 0;
+        p += 4, s += 4, n -= 4;
+    }
+    while (n--)
+        if (*p++ != *s++) return 0;
+    return 1;
+}
+
+INLINE int lit(const unsigned char **p, const unsigned char *e, const char *s, size_t n) {
+    if ((size_t)(e - *p) < n || !eq(*p, (const unsigned char *)s, n)) return 0;
     *p += n;
     return 1;
 }
 
-static inline int run(const unsigned char **p, const unsigned char *e, unsigned char cls) {
+INLINE int run(const unsigned char **p, const unsigned char *e, unsigned char cls) {
     const unsigned char *q = *p;
     while (q < e && (CLS[*q] & cls)) q++;
     if (q == *p) return 0;
@@ -91,7 +118,7 @@ static inline int run(const unsigned char **p, const unsigned char *e, unsigned 
     return 1;
 }
 
-static inline int nonws(const unsigned char **p, const unsigned char *e) {
+INLINE int nonws(const unsigned char **p, const unsigned char *e) {
     const unsigned char *q = *p;
     while (q < e && !(CLS[*q] & C_WS)) q++;
     if (q == *p) return 0;
@@ -185,7 +212,7 @@ static int add_coll(Table *t, const Coll *m, Py_ssize_t idx) {
     while ((s = t->slots[j]) != 0) {
         Entry *en = &t->entries[s - 1];
         if (en->hash == h && (size_t)en->head_len == hl && (size_t)en->comm_len == cl
-            && memcmp(t->buf + en->head, m->head, hl) == 0 && memcmp(t->buf + en->comm, m->comm, cl) == 0) {
+            && eq(t->buf + en->head, m->head, hl) && eq(t->buf + en->comm, m->comm, cl)) {
             en->count++;
             en->last_idx = idx;
             en->op = m->op - t->buf;

@@ -182,7 +182,8 @@ _HEXV = [b"1f", b"0", b"aBc9"]
 _PTR = [b"0x7f5e2c000000", b"0x1"]
 # (literal before the field, valid values, near misses); fields in the order of _FAST.
 _GRAMMAR = [
-    (b"", [b"node-01", b"10.0.0.5", b"\x85h\xff", b"a.b_c"], [b"", b"n<1", b"a b", b"h(", b"h)", b"x]", b"[h", b"a\tb", b"h\x1c"]),
+    (b"", [b"node-01", b"10.0.0.5", b"a.b_c", b"h\x00"],
+     [b"", b"n<1", b"a b", b"h(", b"h)", b"x]", b"[h", b"a\tb", b"h\x1c", b"h\x1f", b"\x85h\xff", b"\xc2\xa0h", b"\x7fh"]),
     (b":", _DIG, [b"", b"1a", b"-3", b" 1"]),
     (b":", _DIG, [b"", b"1a", b"-3", b"1 "]),
     (b" [", [b"0", b"3", b"12"], [b"-1", b"", b"0x1", b" 3", b"3 "]),

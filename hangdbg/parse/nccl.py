@@ -112,7 +112,9 @@ _HEAD = re.compile(r"^(?P<host>[^\s:\[\]()<>]+):(?P<pid>\d+):(?P<tid>\d+) \[(?P<
 # standard collective line (head ending in the collective's name, opCount, comm pointer), whole
 # up to the line end (a second record spliced onto it fails here); alternative 2 captures any
 # other line whole, for the per-line parser.
-_COLL_HEAD = rb"([^\s:\[\]()<>]+:\d+:\d+ \[\d+\] NCCL INFO [A-Z][A-Za-z]+): opCount "
+# The host excludes what str regexes (_HEAD, RECORD) take for whitespace: \x1c-\x1f and non-ASCII
+# (U+00A0, U+0085...); such lines go to the per-line parser, which finds the record after them.
+_COLL_HEAD = rb"([^\s:\[\]()<>\x1c-\x1f\x80-\xff]+:\d+:\d+ \[\d+\] NCCL INFO [A-Z][A-Za-z]+): opCount "
 _COLL_BODY = (rb" sendbuff \S+ recvbuff \S+ count \d+ datatype \d+ op \d+ root -?\d+ comm (0x[0-9a-fA-F]+ \[nranks=\d+\]) "
               rb"stream (?:0x[0-9a-fA-F]+|\(nil\))\r?(?=\n|\Z)")
 # (head, comm) per line, ("", "") for any other line: what the counts need.
@@ -637,8 +639,11 @@ def _scan_chunk(path: str, start: int, end: int) -> dict:
     as the Python code below, which it replaces (``tests/test_nccl_cscan.py`` holds them equal).
     """
     if _cscan is not None:
-        with open(path, "rb") as f, mmap.mmap(f.fileno(), end, access=mmap.ACCESS_READ) as data:
-            nlines, coll, lasts, other = _cscan.scan(data, start, end)
+        base = start - start % mmap.ALLOCATIONGRANULARITY  # map the range only, read ahead in one go
+        flags = mmap.MAP_SHARED | getattr(mmap, "MAP_POPULATE", 0)
+        with open(path, "rb") as f, mmap.mmap(f.fileno(), end - base, flags=flags, prot=mmap.PROT_READ,
+                                              offset=base) as data:
+            nlines, coll, lasts, other = _cscan.scan(data, start - base, end - base)
         return {"nlines": nlines, "coll": coll, "lasts": lasts, "other": other}
     return _scan_chunk_py(path, start, end)
 
