@@ -36,8 +36,11 @@ cannot be parsed is skipped and counted.
 
 Speed: files are read in newline-aligned chunks of bytes; one compiled bytes regex (``findall``)
 separates the standard collective lines - the bulk of a big log - from the rest, and these are
-aggregated with C-level ``Counter``/``dict`` operations without a Python loop per line. Chunks of
-big files are spread over worker processes. Only the other lines go through the per-line parser.
+aggregated with C-level ``Counter``/``dict`` operations without a Python loop per line. When the
+optional C extension ``hangdbg._ncclscan`` is built (``setup.py``; ``HANGDBG_PURE=1`` turns it
+off), it does that walk instead: same acceptance as the regex, counts kept per distinct key in C.
+Chunks of big files are spread over worker processes. Only the other lines go through the
+per-line parser; the totals of runs of chunks without other lines are applied once.
 """
 
 from __future__ import annotations
