@@ -643,9 +643,11 @@ def _scan_chunk(path: str, start: int, end: int) -> dict:
     """
     if _cscan is not None:
         base = start - start % mmap.ALLOCATIONGRANULARITY  # map the range only, read ahead in one go
-        flags = mmap.MAP_SHARED | getattr(mmap, "MAP_POPULATE", 0)
-        with open(path, "rb") as f, mmap.mmap(f.fileno(), end - base, flags=flags, prot=mmap.PROT_READ,
-                                              offset=base) as data:
+        if hasattr(mmap, "MAP_POPULATE"):  # Linux
+            how = {"flags": mmap.MAP_SHARED | mmap.MAP_POPULATE, "prot": mmap.PROT_READ}
+        else:
+            how = {"access": mmap.ACCESS_READ}
+        with open(path, "rb") as f, mmap.mmap(f.fileno(), end - base, offset=base, **how) as data:
             nlines, coll, lasts, other = _cscan.scan(data, start - base, end - base)
         return {"nlines": nlines, "coll": coll, "lasts": lasts, "other": other}
     return _scan_chunk_py(path, start, end)
