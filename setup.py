@@ -4,6 +4,9 @@ Everything else is declared in pyproject.toml. ``optional=True``: when the exten
 built (no compiler, no Python headers) setuptools prints a warning and installs the package
 without it; ``tracer`` then uses its pure-Python ``sys.settrace`` path. On 3.12+ the tracer uses
 ``sys.monitoring`` and needs no C, so the extension is not even attempted there.
+
+Also the optional C scan of NCCL collective lines ``hangdbg._ncclscan`` (any CPython >= 3.10;
+without it ``hangdbg.parse.nccl`` uses its pure-Python scan; ``HANGDBG_PURE=1`` forces that).
 """
 
 import platform
@@ -14,5 +17,7 @@ from setuptools import Extension, setup
 ext_modules = []
 if sys.version_info[:2] == (3, 11) and platform.python_implementation() == "CPython":
     ext_modules.append(Extension("tracer._ctrace", ["tracer/_ctrace.c"], optional=True))
+if platform.python_implementation() == "CPython":
+    ext_modules.append(Extension("hangdbg._ncclscan", ["hangdbg/_ncclscan.c"], optional=True))
 
 setup(ext_modules=ext_modules)

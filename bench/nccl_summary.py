@@ -8,7 +8,11 @@ then times in the same run: ``LC_ALL=C grep -c 'NCCL INFO' FILE`` and the real c
 the hangdbg process tree (main process + scan workers, sampled with psutil) and of its largest
 process (``getrusage``). Goal (issue 4): within 3x of grep, memory under 200 MB.
 
-    python bench/nccl_summary.py [--size 1G] [--ranks 512] [--repeat 2] [--keep]
+The scan path used is recorded (``scan_path``: ``c`` when the ``hangdbg._ncclscan`` extension is
+built, else ``python``); unless --no-pure, the same command is also timed with ``HANGDBG_PURE=1``
+(the pure-Python scan) in the same run.
+
+    python bench/nccl_summary.py [--size 1G] [--ranks 512] [--repeat 2] [--keep] [--no-pure]
 """
 
 from __future__ import annotations
@@ -104,6 +108,7 @@ def main() -> None:
     ap.add_argument("--ranks", type=int, default=512)
     ap.add_argument("--repeat", type=int, default=2)
     ap.add_argument("--keep", action="store_true", help="keep the generated log")
+    ap.add_argument("--no-pure", action="store_true", help="do not also time the pure-Python scan (HANGDBG_PURE=1)")
     ap.add_argument("--json", default=str(ROOT / "bench" / "results" / "nccl_summary.json"))
     a = ap.parse_args()
     size = parse_size(a.size)
@@ -118,8 +123,13 @@ def main() -> None:
         genv = dict(os.environ, LC_ALL="C")
         grep = [timed(["grep", "-c", "NCCL INFO", str(path)], env=genv) for _ in range(a.repeat)]
         env = dict(os.environ, PYTHONPATH=str(ROOT), NO_COLOR="1")
-        hd = [timed([sys.executable, "-m", "hangdbg", "nccl", "summary", str(path), "--json"], env=env)
-              for _ in range(a.repeat)]
+        cmd = [sys.executable, "-m", "hangdbg", "nccl", "summary", str(path), "--json"]
+        path_used = subprocess.run([sys.executable, "-c", "from hangdbg.parse.nccl import scan_path; print(scan_path())"],
+                                   env=env, capture_output=True, text=True, check=True).stdout.strip()
+        hd = [timed(cmd, env=env) for _ in range(a.repeat)]
+        pure = []
+        if not a.no_pure and path_used != "python":
+            pure = [timed(cmd, env=dict(env, HANGDBG_PURE="1")) for _ in range(a.repeat)]
         lines = int(grep[0][3].strip())
         doc = json.loads(hd[0][3])
         found = [f["kind"] + ":" + ",".join(map(str, f["ranks"])) for f in doc["findings"] if f["severity"] == "suspect"]
@@ -127,7 +137,7 @@ def main() -> None:
         res = {
             "benchmark": "nccl_summary", "cpus": len(os.sched_getaffinity(0)), "bytes": info["bytes"],
             "ranks": a.ranks, "nccl_info_lines": lines, "grep_seconds": round(g, 3), "hangdbg_seconds": round(h, 3),
-            "ratio_vs_grep": round(h / g, 2),
+            "ratio_vs_grep": round(h / g, 2), "scan_path": path_used,
             "grep_cpu_seconds": round(min(x[4] for x in grep), 3),
             "hangdbg_cpu_seconds": round(min(x[4] for x in hd), 3),
             "cpu_ratio_vs_grep": round(min(x[4] for x in hd) / min(x[4] for x in grep), 2),
@@ -137,13 +147,21 @@ def main() -> None:
             "lines_read": doc["lines_read"], "records": doc["facts"]["records"], "suspects": found,
             "goal": "ratio <= 3, peak RSS < 200 MB", **source_state(),
         }
+        if pure:
+            hp = min(x[0] for x in pure)
+            assert json.loads(pure[0][3])["findings"] == doc["findings"], "the two scan paths disagree"
+            res.update({"pure_python_seconds": round(hp, 3), "pure_python_ratio_vs_grep": round(hp / g, 2),
+                        "pure_python_cpu_seconds": round(min(x[4] for x in pure), 3),
+                        "pure_python_peak_rss_tree_mb": round(max(x[1] for x in pure) / 2**20, 1)})
     finally:
         if not a.keep:
             path.unlink(missing_ok=True)
     Path(a.json).parent.mkdir(parents=True, exist_ok=True)
     Path(a.json).write_text(json.dumps(res, indent=2) + "\n")
     print(f"grep -c 'NCCL INFO': {g:.3f}s ({lines} lines)   hangdbg nccl summary: {h:.3f}s "
-          f"({res['hangdbg_mb_per_s']} MiB/s)   ratio {res['ratio_vs_grep']}x")
+          f"({res['hangdbg_mb_per_s']} MiB/s, {path_used} scan)   ratio {res['ratio_vs_grep']}x")
+    if pure:
+        print(f"pure-Python scan (HANGDBG_PURE=1): {res['pure_python_seconds']}s   ratio {res['pure_python_ratio_vs_grep']}x")
     print(f"CPU seconds: grep {res['grep_cpu_seconds']}, hangdbg {res['hangdbg_cpu_seconds']} "
           f"(ratio {res['cpu_ratio_vs_grep']}x); load average {res['load_average_1min']} on {res['cpus']} CPUs")
     print(f"peak RSS: process tree {res['peak_rss_tree_mb']} MB, largest process {res['peak_rss_largest_process_mb']} MB")

@@ -214,6 +214,16 @@ def test_fast_scan_equals_line_parser(path):
     assert fast == whole == lines
 
 
+@pytest.mark.parametrize("lead", ["\u00a0", "\u0085", "\x1c", "\u2003"])
+def test_fast_scan_leaves_unicode_space_before_a_host_to_the_line_parser(lead):
+    """Str regexes take these for whitespace (the record starts after them); the bytes scan must too."""
+    line = (lead + "node-1:2001:2101 [0] NCCL INFO AllReduce: opCount d5f sendbuff 0x7f0000 recvbuff 0x7f0000 "
+            "count 4 datatype 7 op 0 root 0 comm 0x5611a0 [nranks=4] stream 0x1\n")
+    fast = scan_text(line, workers=1)
+    assert fast.records == 1 and ("node-1", 2001) in fast.procs
+    assert signature(fast) == signature(scan_text(line, split_on=re.compile(r"(?!x)x")))
+
+
 def test_last_opcount_window_widens(monkeypatch):
     """The last opCount of a rank that stopped early lies before the end window of its chunk."""
     import hangdbg.parse.nccl as mod

@@ -36,8 +36,11 @@ cannot be parsed is skipped and counted.
 
 Speed: files are read in newline-aligned chunks of bytes; one compiled bytes regex (``findall``)
 separates the standard collective lines - the bulk of a big log - from the rest, and these are
-aggregated with C-level ``Counter``/``dict`` operations without a Python loop per line. Chunks of
-big files are spread over worker processes. Only the other lines go through the per-line parser.
+aggregated with C-level ``Counter``/``dict`` operations without a Python loop per line. When the
+optional C extension ``hangdbg._ncclscan`` is built (``setup.py``; ``HANGDBG_PURE=1`` turns it
+off), it does that walk instead: same acceptance as the regex, counts kept per distinct key in C.
+Chunks of big files are spread over worker processes. Only the other lines go through the
+per-line parser; the totals of runs of chunks without other lines are applied once.
 """
 
 from __future__ import annotations
@@ -56,7 +59,7 @@ from operator import itemgetter, not_
 from ..model import MAX_EVIDENCE_TEXT, Evidence
 from .textlines import strip_prefix
 
-__all__ = ["NcclLog", "Proc", "Comm", "ConnectFailure", "scan", "sniff", "record_starts", "RECORD"]
+__all__ = ["NcclLog", "Proc", "Comm", "ConnectFailure", "scan", "scan_path", "sniff", "record_starts", "RECORD"]
 
 CHUNK = 16 << 20
 """Bytes per chunk of the fast scan."""
@@ -112,7 +115,9 @@ _HEAD = re.compile(r"^(?P<host>[^\s:\[\]()<>]+):(?P<pid>\d+):(?P<tid>\d+) \[(?P<
 # standard collective line (head ending in the collective's name, opCount, comm pointer), whole
 # up to the line end (a second record spliced onto it fails here); alternative 2 captures any
 # other line whole, for the per-line parser.
-_COLL_HEAD = rb"([^\s:\[\]()<>]+:\d+:\d+ \[\d+\] NCCL INFO [A-Z][A-Za-z]+): opCount "
+# The host excludes what str regexes (_HEAD, RECORD) take for whitespace: \x1c-\x1f and non-ASCII
+# (U+00A0, U+0085...); such lines go to the per-line parser, which finds the record after them.
+_COLL_HEAD = rb"([^\s:\[\]()<>\x1c-\x1f\x80-\xff]+:\d+:\d+ \[\d+\] NCCL INFO [A-Z][A-Za-z]+): opCount "
 _COLL_BODY = (rb" sendbuff \S+ recvbuff \S+ count \d+ datatype \d+ op \d+ root -?\d+ comm (0x[0-9a-fA-F]+ \[nranks=\d+\]) "
               rb"stream (?:0x[0-9a-fA-F]+|\(nil\))\r?(?=\n|\Z)")
 # (head, comm) per line, ("", "") for any other line: what the counts need.
@@ -609,13 +614,52 @@ def _ranges(size: int, path: str, chunk: int) -> list[tuple[int, int]]:
     return out
 
 
+def _load_cscan():
+    """The C scan (``hangdbg/_ncclscan.c``, built by setup.py when a compiler is there), or None
+    when it is not built or ``HANGDBG_PURE=1`` asks for the pure-Python scan."""
+    if os.environ.get("HANGDBG_PURE", "") not in ("", "0"):
+        return None
+    try:
+        from .. import _ncclscan
+    except ImportError:
+        return None
+    return _ncclscan
+
+
+_cscan = _load_cscan()
+
+
+def scan_path() -> str:
+    """Which fast scan :func:`scan` uses: ``"c"`` (the ``hangdbg._ncclscan`` extension) or ``"python"``."""
+    return "c" if _cscan is not None else "python"
+
+
 def _scan_chunk(path: str, start: int, end: int) -> dict:
     """Scan one newline-aligned byte range: aggregated standard collective lines + other lines.
 
-    Runs in a worker process for big inputs; returns small picklable data. The file is mapped
-    (no copy); every line of the range is one ``_FAST`` match starting at the newline before it.
-    Counts come from ``Counter`` over the ``(head, comm)`` pairs; the last opCount of each pair
-    from a second match over the end of the range only (widened until every pair is seen).
+    Runs in a worker process for big inputs; returns small picklable data. With the C extension
+    (:func:`scan_path`), ``_ncclscan.scan`` walks the mapped range once and returns the same data
+    as the Python code below, which it replaces (``tests/test_nccl_cscan.py`` holds them equal).
+    """
+    if _cscan is not None:
+        base = start - start % mmap.ALLOCATIONGRANULARITY  # map the range only, read ahead in one go
+        if hasattr(mmap, "MAP_POPULATE"):  # Linux
+            how = {"flags": mmap.MAP_SHARED | mmap.MAP_POPULATE, "prot": mmap.PROT_READ}
+        else:
+            how = {"access": mmap.ACCESS_READ}
+        with open(path, "rb") as f, mmap.mmap(f.fileno(), end - base, offset=base, **how) as data:
+            nlines, coll, lasts, other = _cscan.scan(data, start - base, end - base)
+        return {"nlines": nlines, "coll": coll, "lasts": lasts, "other": other}
+    return _scan_chunk_py(path, start, end)
+
+
+def _scan_chunk_py(path: str, start: int, end: int) -> dict:
+    """The pure-Python :func:`_scan_chunk`.
+
+    The file is mapped (no copy); every line of the range is one ``_FAST`` match starting at the
+    newline before it. Counts come from ``Counter`` over the ``(head, comm)`` pairs; the last
+    opCount of each pair from a second match over the end of the range only (widened until every
+    pair is seen).
     """
     with open(path, "rb") as f:
         if start == 0:
@@ -746,6 +790,7 @@ def scan(paths: list[str], split_on: re.Pattern[str] | None = None, workers: int
         results = ex.map(_scan_chunk_args, args) if ex else map(_scan_chunk_args, args)
         line0: dict[int, int] = {}
         failed: set[int] = set()
+        pend = None
         for (fi, path, s, _e), res in zip(tasks, results):
             if "error" in res or fi in failed:
                 if fi not in failed:
@@ -754,9 +799,11 @@ def scan(paths: list[str], split_on: re.Pattern[str] | None = None, workers: int
                 continue
             first = line0.get(fi, 1)
             log._chunks.setdefault(fi, []).append((first, s))
-            _merge(log, fi, first, res)
+            pend = _merge(log, fi, first, res, pend)
             line0[fi] = first + res["nlines"]
             log.lines_read += res["nlines"]
+        if pend is not None:
+            _flush(log, pend)
     finally:
         if ex:
             ex.shutdown()
@@ -764,17 +811,41 @@ def scan(paths: list[str], split_on: re.Pattern[str] | None = None, workers: int
     return log
 
 
-def _merge(log: NcclLog, fi: int, first: int, res: dict) -> None:
-    """Feed one chunk's result into ``log``: other lines through the per-line parser, in order,
-    then the aggregated collective lines."""
+def _merge(log: NcclLog, fi: int, first: int, res: dict, pend: tuple | None) -> tuple:
+    """Feed one chunk's result into ``log``: other lines through the per-line parser, in order;
+    the aggregated collective lines are added to ``pend`` (returned), the running totals of the
+    chunks since the last one with other lines, applied by :func:`_flush` before the next other
+    line is parsed (and at the end): the same sequence of changes to ``log`` as applying each
+    chunk's totals after its other lines, with the per-key work done once for the run of chunks."""
+    if pend is not None and (pend[0] != fi or res["other"]):
+        _flush(log, pend)
+        pend = None
+    if res["other"]:
+        for head, _ in res["coll"]:  # register the processes first: spliced lines need their host names
+            hm = _HEAD.match(head.decode("utf-8", "replace"))
+            if hm is not None:
+                log.proc(hm.group("host"), int(hm.group("pid")), fi)
+        for i, t in res["other"]:
+            log.line(fi, first + i, t.decode("utf-8", "replace").rstrip("\r"))
+    if pend is None:
+        pend = (fi, Counter(), {})
+    pend[1].update(res["coll"])
+    lasts = pend[2]
+    for key, (idx, op, name) in res["lasts"].items():
+        lasts[key] = (first + idx, op, name)  # a later chunk's last line is later
+    return pend
+
+
+def _flush(log: NcclLog, pend: tuple) -> None:
+    """Apply the aggregated collective lines of :func:`_merge`: ``(file index, Counter((head,
+    comm)), {(prefix, comm): (line number, opCount, collective)})``."""
+    fi, coll, lasts = pend
     heads = {}
-    for head, _ in res["coll"]:  # register the processes first: spliced lines need their host names
+    for head, _ in coll:
         hm = heads[head] = _HEAD.match(head.decode("utf-8", "replace"))
         if hm is not None:
             log.proc(hm.group("host"), int(hm.group("pid")), fi)
-    for i, t in res["other"]:
-        log.line(fi, first + i, t.decode("utf-8", "replace").rstrip("\r"))
-    for (head, comm), n in res["coll"].items():
+    for (head, comm), n in coll.items():
         hm = heads[head]
         if hm is None:
             log.lines_skipped += n
@@ -785,13 +856,13 @@ def _merge(log: NcclLog, fi: int, first: int, res: dict) -> None:
         log.records += n
         ptr, _, nr = comm.decode().partition(" [nranks=")
         log.collective(p, hm.group("name"), None, ptr, int(nr[:-1]), None, None, n)
-    for (prefix, comm), (idx, op, name) in res["lasts"].items():
+    for (prefix, comm), (lineno, op, name) in lasts.items():
         pm = _PREFIX.match(prefix.decode("utf-8", "replace"))
         if pm is None:
             continue
         p = log.proc(pm.group("host"), int(pm.group("pid")), fi)
         ptr = comm.decode().partition(" [nranks=")[0]
-        log.last_collective(p, name.decode(), int(op, 16), ptr, (fi, first + idx), None)
+        log.last_collective(p, name.decode(), int(op, 16), ptr, (fi, lineno), None)
 
 
 def _scan_lines(log: NcclLog, path: str) -> None:
