@@ -15,7 +15,6 @@ from .dump_cmd import add_collect_arguments, collect_options
 
 
 class AgentCommand(Command):
-    help = "collect this node's ranks and print framed results (run by dump --jobid/--hosts)"
     description = (
         "Run the local collection on this node and write every result as HANGDBG1 frame lines "
         "on stdout (safe to interleave with other nodes' output). Exit status 0 when the "

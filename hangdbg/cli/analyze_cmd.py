@@ -11,7 +11,6 @@ from .common import Command, add_output_arguments, emit
 
 
 class AnalyzeCommand(Command):
-    help = "analyze saved py-spy dumps (files or directories) as `dump` would"
     description = (
         "Read py-spy dump texts (a `hangdbg dump -o DIR` directory, or files named rank-N.txt, "
         "or one file with several `Process N:` blocks) and print the same report as `dump`."

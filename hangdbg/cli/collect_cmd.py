@@ -41,7 +41,6 @@ def _agent_args(args: argparse.Namespace, with_host: bool) -> list[str]:
 
 
 class CollectCommand(Command):
-    help = "gather post-mortem evidence (NCCL logs, cores, dmesg, traces) from every node into one directory"
     description = (
         "Run the agent on every node of a SLURM job (--jobid) or a host list (--hosts/--hostfile): "
         "NCCL logs are split per rank on the node, core files are turned into backtraces where they "

@@ -36,7 +36,6 @@ def positive_float(text: str) -> float:
 class Command:
     """Base of a subcommand: ``add_arguments`` on the parser, ``run(args) -> exit code``."""
 
-    help = ""
     description = ""
 
     def __init__(self, out: Console, err: Console) -> None:

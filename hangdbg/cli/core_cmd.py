@@ -24,7 +24,6 @@ _SHOWN_FRAMES = 12
 
 
 class CoreCommand(Command):
-    help = "read core files: signal, crashing thread, rank and host, native and Python frames of every thread"
     description = (
         "Read ELF core files (from a crash, kill -ABRT or gcore): the signal and the crashing thread, every "
         "thread's native backtrace (gdb) merged with its Python frames (pystack, else py-spy), and the rank and "

@@ -12,7 +12,6 @@ from .dump_cmd import add_collect_arguments, dump_ranks
 
 
 class DemoCommand(Command):
-    help = "run a real torchrun/gloo job that hangs in a known way and dump it"
     description = (
         "Launch a CPU torch.distributed job (gloo backend, torchrun) that hangs as SCENARIO says, "
         "wait until it stalls, run `hangdbg dump` on it, print the report and kill the job. "

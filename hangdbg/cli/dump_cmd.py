@@ -93,7 +93,6 @@ def write_rank_cores(cmd: Command, args: argparse.Namespace, ranks: list[RankPro
 
 
 class DumpCommand(Command):
-    help = "dump the stacks of a hung job's ranks (this node, a SLURM job or ssh hosts) and name the suspects"
     description = (
         "Find the training processes of this node (or under --pid; or of every node with "
         "--jobid/--hosts/--hostfile), take py-spy stacks of all ranks in parallel, merge them "

@@ -37,7 +37,6 @@ def _verdict(rep: SourceReport) -> str:
 
 
 class FrCommand(Command):
-    help = "compare PyTorch flight-recorder dumps of all ranks: missing ranks, first mismatch"
     description = (
         "Read flight-recorder dumps (TORCH_FR_BUFFER_SIZE / TORCH_NCCL_TRACE_BUFFER_SIZE; the files "
         "TORCH_NCCL_DUMP_ON_TIMEOUT writes to TORCH_FR_DUMP_TEMP_FILE or TORCH_NCCL_DEBUG_INFO_TEMP_FILE "

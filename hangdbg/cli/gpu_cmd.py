@@ -36,7 +36,6 @@ def _gpu_table(facts: dict) -> Table:
 
 
 class GpuCommand(Command):
-    help = "read dmesg/syslog/journal files and nvidia-smi -q outputs: Xid errors and ECC state per node and GPU"
     description = (
         "Read kernel logs (dmesg, dmesg -T, syslog, journalctl -k) for NVIDIA 'NVRM: Xid' lines and the "
         "'GPU has fallen off the bus' report, and nvidia-smi -q outputs for ECC and remapped-row state. "

@@ -27,7 +27,6 @@ def expand_paths(paths: list[str], sniff) -> list[str]:
 
 
 class LogsCommand(Command):
-    help = "read PyTorch/torchrun logs and error.json files: watchdog timeouts, lagging SeqNum, failed ranks"
     description = (
         "Read text logs of a distributed PyTorch job (any launcher: [rankN]: prefixes, timestamps, "
         "interleaved ranks) and torchelastic error.json files. Reports ProcessGroupNCCL watchdog "

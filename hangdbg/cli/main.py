@@ -7,6 +7,7 @@ This package is the only place that prints or exits.
 from __future__ import annotations
 
 import argparse
+import importlib
 import sys
 from typing import Sequence
 
@@ -14,36 +15,44 @@ from rich.console import Console
 
 from .. import __version__
 from ..errors import HangdbgError, UsageError
-from .agent_cmd import AgentCommand
-from .analyze_cmd import AnalyzeCommand
-from .collect_cmd import CollectCommand
 from .common import EXIT_ERROR, EXIT_USAGE
-from .core_cmd import CoreCommand
-from .demo_cmd import DemoCommand
-from .dump_cmd import DumpCommand
-from .fr_cmd import FrCommand
-from .gpu_cmd import GpuCommand
-from .logs_cmd import LogsCommand
-from .nccl_cmd import NcclCommand
-from .report_cmd import ReportCommand
-from .traces_cmd import TracesCommand
 
-__all__ = ["main", "COMMANDS"]
+__all__ = ["main", "COMMANDS", "command_class"]
 
-COMMANDS = {
-    "dump": DumpCommand,
-    "analyze": AnalyzeCommand,
-    "demo": DemoCommand,
-    "agent": AgentCommand,
-    "traces": TracesCommand,
-    "core": CoreCommand,
-    "nccl": NcclCommand,
-    "logs": LogsCommand,
-    "fr": FrCommand,
-    "gpu": GpuCommand,
-    "report": ReportCommand,
-    "collect": CollectCommand,
+COMMANDS: dict[str, tuple[str, str, str]] = {
+    # name: (module in hangdbg.cli, class, one-line help). A command's module is imported only
+    # when that command runs (startup cost: `nccl summary` on a 1 GB log takes under a second).
+    "dump": ("dump_cmd", "DumpCommand",
+             "dump the stacks of a hung job's ranks (this node, a SLURM job or ssh hosts) and name the suspects"),
+    "analyze": ("analyze_cmd", "AnalyzeCommand",
+             "analyze saved py-spy dumps (files or directories) as `dump` would"),
+    "demo": ("demo_cmd", "DemoCommand",
+             "run a real torchrun/gloo job that hangs in a known way and dump it"),
+    "agent": ("agent_cmd", "AgentCommand",
+             "collect this node's ranks and print framed results (run by dump --jobid/--hosts)"),
+    "traces": ("traces_cmd", "TracesCommand",
+             "compare the per-rank files of the tracer package: where each rank stopped"),
+    "report": ("report_cmd", "ReportCommand",
+             "one verdict from everything a job left: stacks, cores, NCCL/torch logs, flight recorder, Xid"),
+    "collect": ("collect_cmd", "CollectCommand",
+             "gather post-mortem evidence (NCCL logs, cores, dmesg, traces) from every node into one directory"),
+    "core": ("core_cmd", "CoreCommand",
+             "read core files: signal, crashing thread, rank and host, native and Python frames of every thread"),
+    "nccl": ("nccl_cmd", "NcclCommand",
+             "read NCCL_DEBUG logs: per-rank summary and suspects, or split them per rank"),
+    "logs": ("logs_cmd", "LogsCommand",
+             "read PyTorch/torchrun logs and error.json files: watchdog timeouts, lagging SeqNum, failed ranks"),
+    "fr": ("fr_cmd", "FrCommand",
+             "compare PyTorch flight-recorder dumps of all ranks: missing ranks, first mismatch"),
+    "gpu": ("gpu_cmd", "GpuCommand",
+             "read dmesg/syslog/journal files and nvidia-smi -q outputs: Xid errors and ECC state per node and GPU"),
 }
+
+
+def command_class(name: str) -> type:
+    """The class of subcommand ``name`` (its module imported now)."""
+    module, cls, _ = COMMANDS[name]
+    return getattr(importlib.import_module(f"{__package__}.{module}"), cls)
 
 
 class _Parser(argparse.ArgumentParser):
@@ -52,13 +61,21 @@ class _Parser(argparse.ArgumentParser):
         self.exit(EXIT_USAGE, f"hangdbg: error: {message}\n")
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
+    """The argument parser; only the subcommand named in ``argv`` (all of them when ``argv`` is
+    None) gets its options, the others are listed with their help line."""
+    argv = sys.argv[1:] if argv is None else list(argv)
+    chosen = next((a for a in argv if not a.startswith("-")), None)
     parser = _Parser(prog="hangdbg", description="Find out which rank of a distributed PyTorch job is stuck, where, and why.")
     parser.add_argument("--version", action="version", version=f"hangdbg {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     sub.required = True
-    for name, cls in COMMANDS.items():
-        p = sub.add_parser(name, help=cls.help, description=cls.description)
+    for name, (_module, _cls, help_line) in COMMANDS.items():
+        if chosen is not None and name != chosen:
+            sub.add_parser(name, help=help_line)
+            continue
+        cls = command_class(name)
+        p = sub.add_parser(name, help=help_line, description=cls.description)
         cls.add_arguments(p)
         p.set_defaults(command_class=cls)
     return parser
@@ -66,7 +83,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None, out: Console | None = None, err: Console | None = None) -> int:
     """Run one hangdbg command; returns the exit code (never raises for a tool error)."""
-    args = build_parser().parse_args(argv)
+    args = build_parser(argv).parse_args(argv)
     out = out or Console()
     err = err or Console(stderr=True)
     try:

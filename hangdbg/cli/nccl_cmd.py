@@ -53,7 +53,6 @@ def _regex(text: str | None) -> re.Pattern[str] | None:
 
 
 class NcclCommand(Command):
-    help = "read NCCL_DEBUG logs: per-rank summary and suspects, or split them per rank"
     description = (
         "summary: per rank NCCL version, interfaces, plugin, init state, collective counts and last "
         "opCount per communicator, and the suspects. split: one file per rank. Exit status 3 when "

@@ -79,7 +79,6 @@ def _cross_checked(fr: SourceReport, analysis: Analysis) -> SourceReport:
 
 
 class ReportCommand(Command):
-    help = "one verdict from everything a job left: stacks, cores, NCCL/torch logs, flight recorder, Xid"
     description = (
         "Walk directories of collected material (hangdbg dump outputs, py-spy texts, core files, "
         "gdb/faulthandler outputs, NCCL_DEBUG logs, torchrun logs, flight-recorder dumps, "

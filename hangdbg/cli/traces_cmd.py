@@ -35,7 +35,6 @@ def _where(t: RankTrace) -> str:
 
 
 class TracesCommand(Command):
-    help = "compare the per-rank files of the tracer package: where each rank stopped"
     description = (
         "Read trace-HOST-RANK-PID.txt files (tracer package, format v1) and show the last lines "
         "of every rank side by side, the first traced call that not all ranks reached, and "
