@@ -7,6 +7,9 @@ Public API (stable names; everything else is internal)::
     result = analyze_dumps(dumps)          # classes, tree, suspects
     print(result.verdict)
 
+    verdict = read_evidence(["/scratch/job-4242"])   # post-mortem: cores, NCCL/torch logs, FR, Xid
+    print(verdict.text, [(f.kind, f.ranks, f.hosts) for f in verdict.suspects])
+
 (The functions are not named ``collect``/``analyze`` so that they do not shadow the subpackages
 ``hangdbg.collect`` and ``hangdbg.analyze``.) torch is never imported by ``import hangdbg``.
 """
@@ -16,13 +19,15 @@ from __future__ import annotations
 __version__ = "0.1.0"
 
 from .analyze import analyze as analyze_dumps
+from .analyze.evidence import read_evidence
 from .analyze.rankset import compress, expand
 from .collect.local import CollectOptions
 from .collect.local import collect as collect_stacks
 from .collect.procs import RankProcess, find_ranks
 from .collect.pyspy import PySpyOptions
 from .errors import HangdbgError, NoRanksFound, UsageError
-from .model import Analysis, Frame, Group, Place, RankDump, Suspect, Thread, TreeNode
+from .model import (Analysis, Evidence, Finding, Frame, Group, Place, RankDump, RankState, SourceReport, Suspect,
+                    Thread, TreeNode, Verdict)
 from .hooks import rank_logging
 from .hooks.breakpoint import breakpoint
 from .hooks.capture import capture
@@ -48,6 +53,7 @@ def __getattr__(name: str):
 __all__ = [
     "__version__",
     "analyze_dumps",
+    "read_evidence",
     "collect_stacks",
     "find_ranks",
     "load_dumps",
@@ -65,6 +71,11 @@ __all__ = [
     "Suspect",
     "Thread",
     "TreeNode",
+    "Evidence",
+    "Finding",
+    "RankState",
+    "SourceReport",
+    "Verdict",
     "printflock",
     "rank_logging",
     "capture",

@@ -90,7 +90,7 @@ def test_reader_never_raises(kind, doc, end):
 @given(docs=st.lists(documents, min_size=1, max_size=4))
 def test_report_of_random_directory_never_raises(docs):
     from hangdbg.analyze.verdict import build_verdict
-    from hangdbg.cli.report_cmd import read_sources
+    from hangdbg.analyze.evidence import read_sources
 
     with tempfile.TemporaryDirectory() as d:
         for i, doc in enumerate(docs):

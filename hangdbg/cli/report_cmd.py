@@ -1,81 +1,22 @@
 """``hangdbg report DIR...``: every kind of evidence a job left, one verdict.
 
-Walks the directories, detects each file's kind by its content (parse.sources), hands the files
-of each kind to their reader, analyzes stacks (py-spy dumps, core files) together, and merges
-everything into one verdict (analyze.verdict): console, ``--json``, ``--html FILE``.
+The reading and merging is :func:`hangdbg.analyze.evidence.read_evidence`; this prints the
+verdict (console, ``--json``, ``--html FILE``).
 Exit 3 when suspects were named.
 """
 
 from __future__ import annotations
 
 import argparse
-from dataclasses import replace
 from pathlib import Path
 
-from ..analyze import analyze
-from ..analyze.fr_crosscheck import cross_check
-from ..analyze.verdict import build_verdict
+from ..analyze.evidence import read_evidence
 from ..errors import HangdbgError, UsageError
-from ..model import Analysis, SourceReport
-from ..parse.sources import reader, walk
-from ..parse.stacks_source import with_analysis
 from ..report.html import render_html
 from ..report.jsonout import dumps_json
 from ..report.verdict_console import render_verdict
 from ..report.verdict_json import verdict_to_dict
 from .common import EXIT_FOUND, EXIT_OK, Command, progress_bar, write_json
-
-
-def read_sources(paths: list[str], progress=None) -> tuple[list[SourceReport], Analysis | None, list, list]:
-    """Classify and read everything under ``paths``.
-
-    Returns:
-        ``(sources, analysis, unparsed, files)`` as :func:`build_verdict` takes them.
-
-    Raises:
-        FileNotFoundError: a named path does not exist.
-    """
-    classified = walk(paths)
-    by_kind: dict[str, list[str]] = {}
-    unparsed = []
-    for c in classified:
-        for k in c.kinds:
-            by_kind.setdefault(k, []).append(c.path)
-        if not c.kinds:
-            unparsed.append((c.path, c.reason))
-    sources: list[SourceReport] = []
-    dumps = []
-    task = progress.add_task("reading", total=len(by_kind), failed=0) if progress else None
-    for kind, files in by_kind.items():
-        mod = reader(kind)
-        try:
-            if hasattr(mod, "read_dumps"):  # stacks: analyzed together below
-                rep, found = mod.read_dumps(files)
-                dumps.extend(found)
-            else:
-                rep = mod.read(files)
-        except Exception as exc:  # a reader bug must not lose the rest of the report
-            rep = SourceReport(kind=kind, files=tuple(files),
-                               errors=tuple((f, f"{kind} reader failed: {exc!r}") for f in files))
-        sources.append(rep)
-        if progress:
-            progress.advance(task)
-    analysis = None
-    if dumps:
-        analysis = analyze(dumps)
-        stacks = next((s for s in sources if s.kind == "stacks"), None)
-        if stacks is None:  # cores and stack texts only
-            sources.append(with_analysis(SourceReport(kind="stacks"), analysis, live=False))
-        else:
-            sources[sources.index(stacks)] = with_analysis(stacks, analysis)
-        sources = [_cross_checked(s, analysis) if s.kind == "flight-recorder" else s for s in sources]
-    files = [(c.path, c.kinds) for c in classified]
-    return sources, analysis, unparsed, files
-
-
-def _cross_checked(fr: SourceReport, analysis: Analysis) -> SourceReport:
-    """The flight recorder's report with its agreement or contradiction with the stacks added."""
-    return replace(fr, findings=fr.findings + tuple(cross_check(fr, analysis)))
 
 
 class ReportCommand(Command):
@@ -96,13 +37,13 @@ class ReportCommand(Command):
 
     def run(self, args: argparse.Namespace) -> int:
         with progress_bar(self.err, "reading evidence", 2) as progress:
+            task = progress.add_task("reading", total=None, failed=0)
             try:
-                sources, analysis, unparsed, files = read_sources([str(p) for p in args.paths], progress)
+                v = read_evidence([str(p) for p in args.paths], lambda _kind, n: progress.advance(task, n))
             except FileNotFoundError as exc:
                 raise UsageError(f"{exc.filename}: no such file or directory") from None
-        if not files:
+        if not v.files:
             raise UsageError(f"no files under {' '.join(map(str, args.paths))}")
-        v = build_verdict(sources, analysis, unparsed, files)
         doc = verdict_to_dict(v, "report", {"inputs": [str(p) for p in args.paths]})
         html_paths = [args.html] if args.html else []
         if args.out is not None:

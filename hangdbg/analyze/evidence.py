@@ -1,0 +1,87 @@
+"""Everything a dead job left, read and merged into one verdict (``hangdbg report``).
+
+Walks the paths, detects each file's kind by its content (:mod:`hangdbg.parse.sources`), hands the
+files of each kind to their reader (a reader bug becomes an error line, never a lost report),
+analyzes every source of stacks together (py-spy dumps, core files, saved stack texts), checks the
+flight recorder against those stacks, and merges it all with :func:`build_verdict`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Callable
+
+from ..model import Analysis, SourceReport, Verdict
+from ..parse.sources import reader, walk
+from ..parse.stacks_source import with_analysis
+from . import analyze
+from .fr_crosscheck import cross_check
+from .verdict import build_verdict
+
+__all__ = ["read_sources", "read_evidence"]
+
+
+def read_sources(paths: list[str], on_kind: Callable[[str, int], None] | None = None
+                 ) -> tuple[list[SourceReport], Analysis | None, list, list]:
+    """Classify and read everything under ``paths``.
+
+    Args:
+        paths: directories (walked) or files.
+        on_kind: called with each kind and its number of files after they were read (progress).
+
+    Returns:
+        ``(sources, analysis, unparsed, files)`` as :func:`build_verdict` takes them.
+
+    Raises:
+        FileNotFoundError: a named path does not exist.
+    """
+    classified = walk(paths)
+    by_kind: dict[str, list[str]] = {}
+    unparsed = []
+    for c in classified:
+        for k in c.kinds:
+            by_kind.setdefault(k, []).append(c.path)
+        if not c.kinds:
+            unparsed.append((c.path, c.reason))
+    sources: list[SourceReport] = []
+    dumps = []
+    for kind, files in by_kind.items():
+        mod = reader(kind)
+        try:
+            if hasattr(mod, "read_dumps"):  # stacks: analyzed together below
+                rep, found = mod.read_dumps(files)
+                dumps.extend(found)
+            else:
+                rep = mod.read(files)
+        except Exception as exc:  # a reader bug must not lose the rest of the report
+            rep = SourceReport(kind=kind, files=tuple(files),
+                               errors=tuple((f, f"{kind} reader failed: {exc!r}") for f in files))
+        sources.append(rep)
+        if on_kind is not None:
+            on_kind(kind, len(files))
+    analysis = None
+    if dumps:
+        analysis = analyze(dumps)
+        stacks = next((s for s in sources if s.kind == "stacks"), None)
+        if stacks is None:  # cores and stack texts only
+            sources.append(with_analysis(SourceReport(kind="stacks"), analysis, live=False))
+        else:
+            sources[sources.index(stacks)] = with_analysis(stacks, analysis)
+        sources = [_cross_checked(s, analysis) if s.kind == "flight-recorder" else s for s in sources]
+    files = [(c.path, c.kinds) for c in classified]
+    return sources, analysis, unparsed, files
+
+
+def _cross_checked(fr: SourceReport, analysis: Analysis) -> SourceReport:
+    """The flight recorder's report with its agreement or contradiction with the stacks added."""
+    return replace(fr, findings=fr.findings + tuple(cross_check(fr, analysis)))
+
+
+def read_evidence(paths: list[str], on_kind: Callable[[str, int], None] | None = None) -> Verdict:
+    """:func:`read_sources` then :func:`build_verdict`: the verdict on everything under ``paths``.
+
+    Raises:
+        FileNotFoundError: a named path does not exist.
+    """
+    sources, analysis, unparsed, files = read_sources(paths, on_kind)
+    return build_verdict(sources, analysis, unparsed, files)
