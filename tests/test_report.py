@@ -99,3 +99,15 @@ def test_report_usage_errors(tmp_path):
     assert res.returncode == 2 and "no such file or directory" in res.stderr
     res = run_cli("report", tmp_path)
     assert res.returncode == 2 and "no files under" in res.stderr
+
+
+def test_json_is_indented_when_small_and_compact_when_large():
+    import json
+
+    from hangdbg.report.jsonout import PRETTY_LIMIT, dumps_json
+
+    small = {"schema_version": 1, "ranks": [1, 2]}
+    assert dumps_json(small) == json.dumps(small, indent=2)
+    big = {"schema_version": 1, "ranks": ["x" * 1000] * (PRETTY_LIMIT // 1000 + 10)}
+    text = dumps_json(big)
+    assert "\n" not in text and json.loads(text) == big

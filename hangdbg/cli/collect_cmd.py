@@ -17,9 +17,8 @@ from rich.table import Table
 from ..collect.fanout import NodeResult, agent_argv
 from ..errors import HangdbgError, UsageError
 from ..model import SCHEMA_VERSION
-from ..report.jsonout import dumps_json
 from .agent_cmd import add_gather_arguments, gather_options
-from .common import EXIT_ERROR, EXIT_FOUND, EXIT_OK, Command, out_dir, write_json
+from .common import EXIT_ERROR, EXIT_FOUND, EXIT_OK, Command, out_dir, print_json, write_json
 from .remote import FAILED_STATUSES, add_remote_arguments, fan_out_with_progress, remote_runner, wants_remote
 from .report_cmd import ReportCommand
 
@@ -80,7 +79,7 @@ class CollectCommand(Command):
             return ReportCommand(self.out, self.err).run(argparse.Namespace(
                 paths=[out], html=args.html, json=args.json, out=None, no_tree=False))
         if args.json:
-            self.out.out(dumps_json(doc), highlight=False)
+            print_json(self, doc)
         else:
             self.out.print(_table(result.nodes))
             self.out.print(f"evidence in {escape(str(out))}: run [bold]hangdbg report {escape(str(out))}[/bold]", highlight=False)

@@ -74,6 +74,13 @@ def progress_bar(console: Console, label: str, total: int, pending: bool = False
     )
 
 
+def print_json(cmd: Command, doc: dict[str, Any]) -> None:
+    """Print a JSON document on the command's output as it is (not through rich's renderer,
+    which wraps text line by line: minutes for a large document)."""
+    cmd.out.file.write(dumps_json(doc) + "\n")
+    cmd.out.file.flush()
+
+
 def write_json(path: Path, doc: dict[str, Any]) -> None:
     """Write a JSON document atomically (a reader never sees half a file)."""
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -91,7 +98,7 @@ def emit(cmd: Command, a: Analysis, args: argparse.Namespace, command: str, extr
     if getattr(args, "out", None) is not None:
         write_json(args.out / "hangdbg.json", doc)
     if args.json:
-        cmd.out.out(dumps_json(doc), highlight=False)
+        print_json(cmd, doc)
     else:
         cmd.out.print(render_analysis(a, tree=not args.no_tree))
         if getattr(args, "out", None) is not None:

@@ -16,8 +16,7 @@ from ..collect.core import CoreOptions, CoreReading, load
 from ..errors import HangdbgError, UsageError
 from ..report.console import render_analysis
 from ..report.core_json import core_document
-from ..report.jsonout import dumps_json
-from .common import EXIT_ERROR, EXIT_FOUND, EXIT_OK, Command, positive_float, positive_int, write_json
+from .common import EXIT_ERROR, EXIT_FOUND, EXIT_OK, Command, positive_float, positive_int, print_json, write_json
 
 _SHOWN_FRAMES = 12
 
@@ -67,7 +66,7 @@ class CoreCommand(Command):
                     (args.out / f"{Path(c.path).name}.{i}.gdb.txt").write_text(c.gdb_text)
             write_json(args.out / "hangdbg.json", doc)
         if args.json:
-            self.out.out(dumps_json(doc), highlight=False)
+            print_json(self, doc)
         else:
             self._render(readings, report, analysis, args)
         # ranks without a core are "missing" to the analyzer; that alone is not a finding about the cores

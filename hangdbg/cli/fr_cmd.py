@@ -20,8 +20,7 @@ from ..analyze.flight_recorder import read
 from ..errors import HangdbgError, UsageError
 from ..model import SCHEMA_VERSION, SourceReport
 from ..parse.flight_recorder import collect_paths
-from ..report.jsonout import dumps_json
-from .common import EXIT_FOUND, EXIT_OK, Command, write_json
+from .common import EXIT_FOUND, EXIT_OK, Command, print_json, write_json
 
 _STYLE = {"suspect": "red", "warning": "yellow", "info": "dim"}
 
@@ -70,7 +69,7 @@ class FrCommand(Command):
         if args.out:
             write_json(Path(args.out) / "fr.json", doc)
         if args.json:
-            self.out.out(dumps_json(doc), highlight=False)
+            print_json(self, doc)
         else:
             self._render(rep, doc["verdict"])
         return EXIT_FOUND if doc["found_suspects"] else EXIT_OK

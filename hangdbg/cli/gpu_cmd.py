@@ -11,8 +11,7 @@ from rich.table import Table
 from ..errors import UsageError
 from ..parse import xid
 from ..report.evidence import render_source_report, source_report_to_dict, suspects_of
-from ..report.jsonout import dumps_json
-from .common import EXIT_ERROR, EXIT_FOUND, EXIT_OK, Command, write_json
+from .common import EXIT_ERROR, EXIT_FOUND, EXIT_OK, Command, print_json, write_json
 from .logs_cmd import expand_paths
 
 NOTHING = "no GPU error: no fatal Xid, lost GPU or uncorrectable ECC error in these files"
@@ -61,7 +60,7 @@ class GpuCommand(Command):
         if args.out:
             write_json(Path(args.out) / "gpu.json", doc)
         if args.json:
-            self.out.out(dumps_json(doc), highlight=False)
+            print_json(self, doc)
         else:
             extra = [_gpu_table(rep.facts)] if rep.facts.get("gpus") else []
             self.out.print(render_source_report(rep, "GPU errors", NOTHING, extra, evidence=not args.no_evidence))

@@ -8,8 +8,7 @@ from ..errors import UsageError
 from ..parse import torch_log
 from ..parse.textlines import files_where
 from ..report.evidence import render_source_report, source_report_to_dict, suspects_of
-from ..report.jsonout import dumps_json
-from .common import EXIT_ERROR, EXIT_FOUND, EXIT_OK, Command, write_json
+from .common import EXIT_ERROR, EXIT_FOUND, EXIT_OK, Command, print_json, write_json
 
 NOTHING = "no rank stands out: no watchdog timeout, desync report or failed child in these logs"
 
@@ -53,7 +52,7 @@ class LogsCommand(Command):
             from pathlib import Path
             write_json(Path(args.out) / "logs.json", doc)
         if args.json:
-            self.out.out(dumps_json(doc), highlight=False)
+            print_json(self, doc)
         else:
             self.out.print(render_source_report(rep, "torch logs", NOTHING, evidence=not args.no_evidence))
         if suspects_of(rep):

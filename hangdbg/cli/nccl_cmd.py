@@ -25,8 +25,7 @@ from ..errors import HangdbgError, UsageError
 from ..model import SCHEMA_VERSION, SourceReport
 from ..parse.nccl_split import split_logs
 from ..parse.textlines import iter_files
-from ..report.jsonout import dumps_json
-from .common import EXIT_FOUND, EXIT_OK, Command, write_json
+from .common import EXIT_FOUND, EXIT_OK, Command, print_json, write_json
 
 NO_RECORDS_HELP = ("run the job with NCCL_DEBUG=INFO (and NCCL_DEBUG_SUBSYS=INIT,COLL,NET for collective lines), "
                    "optionally NCCL_DEBUG_FILE=/some/dir/nccl.%h.%p, and pass those files")
@@ -99,7 +98,7 @@ class NcclCommand(Command):
             write_json(Path(args.out) / "nccl.json", doc)
         if args.json:
             # written as is: rich's Console.out takes ~0.4 s over the ~1 MB document of 512 ranks
-            self.out.file.write(dumps_json(doc) + "\n")
+            print_json(self, doc)
             self.out.file.flush()
         else:
             self._render(rep, verdict, args)
@@ -188,7 +187,7 @@ class NcclCommand(Command):
         doc = {"schema_version": SCHEMA_VERSION, "command": "nccl split", "out": str(out), "ranks": rows,
                "unattributed_lines": written.get("unattributed.log", 0)}
         if args.json:
-            self.out.out(dumps_json(doc), highlight=False)
+            print_json(self, doc)
         else:
             known = [r["rank"] for r in rows if r["rank"] is not None]
             self.out.print(f"wrote {len(written)} files to {escape(str(out))}: ranks {compress(known) or '-'}"

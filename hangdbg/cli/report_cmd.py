@@ -13,10 +13,9 @@ from pathlib import Path
 from ..analyze.evidence import read_evidence
 from ..errors import HangdbgError, UsageError
 from ..report.html import render_html
-from ..report.jsonout import dumps_json
 from ..report.verdict_console import render_verdict
 from ..report.verdict_json import verdict_to_dict
-from .common import EXIT_FOUND, EXIT_OK, Command, progress_bar, write_json
+from .common import EXIT_FOUND, EXIT_OK, Command, print_json, progress_bar, write_json
 
 
 class ReportCommand(Command):
@@ -57,7 +56,7 @@ class ReportCommand(Command):
             except OSError as exc:
                 raise HangdbgError(f"cannot write {hp}: {exc.strerror or exc}") from None
         if args.json:
-            self.out.out(dumps_json(doc), highlight=False)
+            print_json(self, doc)
         else:
             self.out.print(render_verdict(v, tree=not args.no_tree))
             for hp in html_paths:

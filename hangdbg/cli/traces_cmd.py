@@ -19,8 +19,7 @@ from rich.table import Table
 from ..errors import UsageError
 from ..model import SCHEMA_VERSION
 from ..parse.traces import RankTrace, divergence, read_trace_dir
-from ..report.jsonout import dumps_json
-from .common import EXIT_ERROR, EXIT_FOUND, EXIT_OK, Command, write_json
+from .common import EXIT_ERROR, EXIT_FOUND, EXIT_OK, Command, print_json, write_json
 
 
 def _who(t: RankTrace) -> str:
@@ -86,7 +85,7 @@ class TracesCommand(Command):
         if args.out:
             write_json(Path(args.out) / "traces.json", doc)
         if args.json:
-            self.out.out(dumps_json(doc), highlight=False)
+            print_json(self, doc)
         else:
             self._render(traces, div, verdict, args)
         if stopped or div.diverged:

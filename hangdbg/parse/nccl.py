@@ -133,6 +133,8 @@ def sniff(head: bytes) -> bool:
     Needs one record header with the ``NCCL`` token (NCCL >= 2.3) or an old-style header
     (``host:pid:tid [0] INFO``) together with ``NCCL`` somewhere, or a ``NCCL version`` line.
     """
+    if b"INFO" not in head and b"WARN" not in head and b"TRACE" not in head:
+        return False  # no record of any NCCL version (cheap test first: report sniffs every file)
     text = head.decode("utf-8", "replace")
     for m in RECORD.finditer(text):
         if m.group("level") or "NCCL" in text:

@@ -109,5 +109,12 @@ def analysis_to_dict(a: Analysis, command: str = "analyze", extra: dict[str, Any
     return doc
 
 
+PRETTY_LIMIT = 2 << 20
+"""Documents up to this size (bytes, compact) are indented for people; bigger ones stay compact."""
+
+
 def dumps_json(doc: dict[str, Any]) -> str:
-    return json.dumps(doc, indent=2, sort_keys=False)
+    """The JSON text of ``doc``: indented when small, compact when large (the indenting encoder
+    is pure Python: a 100k-rank document would take tens of seconds)."""
+    text = json.dumps(doc, separators=(",", ":"))
+    return json.dumps(doc, indent=2) if len(text) <= PRETTY_LIMIT else text
