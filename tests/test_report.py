@@ -17,11 +17,11 @@ XSS = "<img src=x onerror=\"document.title='PWNED'\"><script>document.title='PWN
 needs_chromium = pytest.mark.skipif(chromium() is None, reason="chromium is not installed (apt-get install chromium)")
 
 
-def _evil_dump(path):
+def _evil_dump(path, pid=4242):
     """A py-spy dump whose function and thread names carry HTML/JS."""
     path.write_text(
-        "Process 4242: python evil.py\nPython v3.11.7 (/usr/bin/python3.11)\n\n"
-        f"Thread 4242 (idle): \"MainThread\"\n    {XSS} (evil.py:3)\n    <module> (evil.py:9)\n"
+        f"Process {pid}: python evil.py\nPython v3.11.7 (/usr/bin/python3.11)\n\n"
+        f"Thread {pid} (idle): \"MainThread\"\n    {XSS} (evil.py:3)\n    <module> (evil.py:9)\n"
     )
 
 
@@ -65,6 +65,7 @@ def test_html_renders_in_chromium_and_escapes_everything(evidence_dir, tmp_path)
     d = tmp_path / "ev"
     shutil.copytree(evidence_dir, d)
     _evil_dump(d / "evil.txt")
+    _evil_dump(d / "javascript:alert(1).txt", pid=4343)
     (d / "dump" / "raw" / "extra").mkdir()
     html = tmp_path / "report.html"
     res = run_cli("report", d, "--html", html)
@@ -74,7 +75,7 @@ def test_html_renders_in_chromium_and_escapes_everything(evidence_dir, tmp_path)
     assert "PWNED" not in dom.split("<body", 1)[0]  # no script ran: the title is untouched
     assert "<title>hangdbg report:" in dom
     verdict = dom.split('id="verdict"', 1)[1].split("</div>", 1)[0]
-    assert "rank 4" in verdict and "not in any collective" in verdict  # the evil process is rank 4
+    assert "not in any collective" in verdict  # the evil processes (ranks 4 and 5)
     suspects = dom.split('id="suspects"', 1)[1].split("</table>", 1)[0]
     assert "rank 3</span>" in suspects and "broadcast" in suspects
     assert dom.count("<details") >= 3 and 'id="suspects"' in dom and 'id="ranks"' in dom
@@ -82,7 +83,8 @@ def test_html_renders_in_chromium_and_escapes_everything(evidence_dir, tmp_path)
     assert "<img" not in dom and "<script>document" not in dom
     assert htmlmod.escape("<img src=x onerror=", quote=False) in dom
     # raw evidence is linked relative to the report
-    assert 'href="ev/dump/raw/rank-0003.txt"' in dom
+    assert 'href="./ev/dump/raw/rank-0003.txt"' in dom
+    assert 'href="./ev/javascript%3Aalert%281%29.txt"' in dom  # a file name is never a URL scheme
     screenshot(html, tmp_path / "report.png")
     assert (tmp_path / "report.png").stat().st_size > 10_000
 

@@ -12,6 +12,7 @@ from collections import deque
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
+from urllib.parse import quote
 
 import jinja2
 
@@ -75,7 +76,9 @@ def render_html(v: Verdict, html_path: str | os.PathLike) -> str:
     links = {}
     for f, _ in v.files:
         try:
-            links[f] = Path(os.path.relpath(Path(f).resolve(), base)).as_posix()
+            rel = Path(os.path.relpath(Path(f).resolve(), base)).as_posix()
+            # percent-encoded and never scheme-like: a file named "javascript:..." stays a path
+            links[f] = quote(rel if rel.startswith("../") else "./" + rel)
         except ValueError:
             continue
     tmpl = _env().get_template("report.html.j2")
