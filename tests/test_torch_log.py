@@ -14,6 +14,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
+from infra.fuzz import mutated_lines
 from conftest import FIXTURES, run_cli, run_json
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -375,24 +376,10 @@ _SAMPLES = [ln for name in ("watchdog_pg_v24.log", "desync_lagging.log", "watchd
             for ln in (FX / name).read_text().splitlines()] + MULTI.splitlines()
 
 
-@st.composite
-def mutated_line(draw):
-    line = draw(st.sampled_from(_SAMPLES))
-    op = draw(st.sampled_from(["keep", "cut", "insert", "digits", "random"]))
-    if op == "cut":
-        return line[: draw(st.integers(0, len(line)))]
-    if op == "insert":
-        i = draw(st.integers(0, len(line)))
-        return line[:i] + draw(st.text(max_size=8)) + line[i:]
-    if op == "digits":
-        return re.sub(r"\d+", lambda m: str(draw(st.integers(-5, 10**20))), line)
-    if op == "random":
-        return draw(st.text(max_size=200))
-    return line
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(st.lists(mutated_line(), max_size=40))
+@given(st.lists(mutated_lines(_SAMPLES, max_int=10**20, min_int=-5), max_size=40))
 def test_fuzz_no_exception_escapes(lines):
     data = "\n".join(lines).encode("utf-8", "replace")
     ev = torch_log.scan(iter_lines_from(io.BytesIO(data)), "fuzz.log")

@@ -8,6 +8,7 @@ import json
 import re
 
 import pytest
+from infra.fuzz import mutated_lines
 from conftest import FIXTURES, run_cli, run_json
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -135,24 +136,10 @@ def test_cli_gpu_text_json_exit_codes(tmp_path):
 _SAMPLES = [ln for p in sorted(FX.iterdir()) for ln in p.read_bytes().decode("utf-8", "replace").splitlines()]
 
 
-@st.composite
-def mutated_line(draw):
-    line = draw(st.sampled_from(_SAMPLES))
-    op = draw(st.sampled_from(["keep", "cut", "insert", "digits", "random"]))
-    if op == "cut":
-        return line[: draw(st.integers(0, len(line)))]
-    if op == "insert":
-        i = draw(st.integers(0, len(line)))
-        return line[:i] + draw(st.text(max_size=8)) + line[i:]
-    if op == "digits":
-        return re.sub(r"\d+", lambda m: str(draw(st.integers(0, 10**12))), line)
-    if op == "random":
-        return draw(st.text(max_size=200))
-    return line
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(st.lists(mutated_line(), max_size=40))
+@given(st.lists(mutated_lines(_SAMPLES, max_int=10**12), max_size=40))
 def test_fuzz_no_exception_escapes(lines):
     data = "\n".join(lines).encode("utf-8", "replace")
     ev = xid.scan(iter_lines_from(io.BytesIO(data)), "fuzz.log", "h")
