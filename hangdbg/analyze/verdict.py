@@ -87,7 +87,7 @@ def build_verdict(sources: list[SourceReport], analysis: Analysis | None = None,
             states.setdefault(st.rank, []).append(st)
     errors = [e for s in sources for e in s.errors]
     return Verdict(
-        text=_text(suspects, warnings, sources, analysis),
+        text=_text(suspects, warnings, len(files or ()), analysis),
         suspects=suspects,
         warnings=warnings,
         sources=tuple(sources),
@@ -98,8 +98,7 @@ def build_verdict(sources: list[SourceReport], analysis: Analysis | None = None,
     )
 
 
-def _text(suspects, warnings, sources, analysis) -> str:
-    read = sum(len(s.files) for s in sources)
+def _text(suspects, warnings, read: int, analysis) -> str:
     if not suspects:
         if analysis is not None and not warnings:
             return f"no suspect in {read} files: {analysis.verdict}"
