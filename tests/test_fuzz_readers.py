@@ -8,7 +8,6 @@ a SourceReport, and garbled lines are counted rather than raised.
 
 from __future__ import annotations
 
-import importlib
 import tempfile
 from pathlib import Path
 
@@ -18,18 +17,7 @@ from hypothesis import strategies as st
 
 from conftest import FIXTURES
 from hangdbg.model import SourceReport
-from hangdbg.parse.sources import READERS, walk
-
-
-def _available():
-    kinds = []
-    for kind, name in READERS.items():
-        try:
-            importlib.import_module(name)
-        except ModuleNotFoundError:
-            continue
-        kinds.append(kind)
-    return kinds
+from hangdbg.parse.sources import READERS, reader, walk
 
 
 def _corpus() -> list[bytes]:
@@ -70,11 +58,11 @@ documents = st.lists(mutated_line(), min_size=0, max_size=60).map(lambda ls: b"\
 endings = st.sampled_from([b"", b"\n", b"\r\n"])
 
 
-@pytest.mark.parametrize("kind", _available())
+@pytest.mark.parametrize("kind", list(READERS))
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 @given(doc=documents, end=endings)
 def test_reader_never_raises(kind, doc, end):
-    mod = importlib.import_module(READERS[kind])
+    mod = reader(kind)
     with tempfile.TemporaryDirectory() as d:
         path = Path(d) / "evidence.log"
         path.write_bytes(doc.replace(b"\n", end or b"\n") + end)

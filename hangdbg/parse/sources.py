@@ -39,14 +39,7 @@ def reader(kind: str) -> ModuleType:
 
 
 def _available() -> dict[str, ModuleType]:
-    mods = {}
-    for kind, name in READERS.items():
-        try:
-            mods[kind] = importlib.import_module(name)
-        except ModuleNotFoundError as exc:  # a reader not built into this version
-            if exc.name != name:
-                raise
-    return mods
+    return {kind: reader(kind) for kind in READERS}
 
 
 @dataclass(frozen=True, slots=True)
