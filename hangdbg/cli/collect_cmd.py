@@ -16,9 +16,9 @@ from rich.table import Table
 
 from ..collect.fanout import NodeResult, agent_argv
 from ..errors import HangdbgError, UsageError
-from ..model import SCHEMA_VERSION
+from ..report.jsonout import document_header
 from .agent_cmd import add_gather_arguments, gather_options
-from .common import EXIT_ERROR, EXIT_FOUND, EXIT_OK, Command, out_dir, print_json, write_json
+from .common import EXIT_FOUND, EXIT_OK, Command, out_dir, print_json, write_json
 from .remote import FAILED_STATUSES, add_remote_arguments, fan_out_with_progress, remote_runner, wants_remote
 from .report_cmd import ReportCommand
 
@@ -71,8 +71,7 @@ class CollectCommand(Command):
         result = fan_out_with_progress(self, runner, hosts, argv, out, timeout, "collect")
         nodes = [{"host": n.host, "status": n.status, "reason": n.reason, "files": list(n.files), "seconds": n.seconds}
                  for n in result.nodes]
-        doc = {"schema_version": SCHEMA_VERSION, "command": "collect", "out_dir": str(out), "nodes": nodes,
-               "garbled_lines": result.garbled_lines}
+        doc = {**document_header("collect"), "out_dir": str(out), "nodes": nodes, "garbled_lines": result.garbled_lines}
         write_json(out / "collect.json", doc)
         bad = [n for n in result.nodes if n.status in FAILED_STATUSES]
         if args.report:
@@ -83,10 +82,8 @@ class CollectCommand(Command):
         else:
             self.out.print(_table(result.nodes))
             self.out.print(f"evidence in {escape(str(out))}: run [bold]hangdbg report {escape(str(out))}[/bold]", highlight=False)
-        if not any(n.files for n in result.nodes):
-            if bad:
-                raise HangdbgError("no node could be read", help="see the node statuses above")
-            return EXIT_ERROR if bad else EXIT_OK
+        if bad and not any(n.files for n in result.nodes):
+            raise HangdbgError("no node could be read", help="see the node statuses above")
         return EXIT_FOUND if bad else EXIT_OK
 
 

@@ -13,7 +13,7 @@ import json
 import re
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Callable
 
@@ -128,10 +128,7 @@ def fan_out(
         done[result.host] = result
         nodes_dir = out / "nodes"
         nodes_dir.mkdir(parents=True, exist_ok=True)
-        (nodes_dir / f"{_safe(result.host)}.json").write_text(json.dumps({
-            "host": result.host, "status": result.status, "reason": result.reason,
-            "ranks": list(result.ranks), "seconds": result.seconds, "files": list(result.files),
-        }, indent=2) + "\n")
+        (nodes_dir / f"{_safe(result.host)}.json").write_text(json.dumps(asdict(result), indent=2) + "\n")
         if on_node is not None:
             on_node(result)
 

@@ -94,9 +94,7 @@ class _Sender:
                     self.problem(path, f"read failed after {offset} bytes: {exc.strerror or exc}")
                     data, size = b"", start + offset
                 last = len(data) < CHUNK_BYTES or start + offset + len(data) >= size
-                self.send({"type": "file", "host": self.host, "name": name, "offset": offset,
-                           "data": base64.b64encode(data).decode("ascii"), "last": last,
-                           "source": path, "size": size, "skipped_bytes": start})
+                self._chunk(name, offset, data, last, path, size, start)
                 offset += len(data)
                 if last:
                     break
@@ -105,11 +103,14 @@ class _Sender:
     def text(self, name: str, text: str, source: str) -> None:
         data = text.encode()
         for i in range(0, max(1, len(data)), CHUNK_BYTES):
-            chunk = data[i:i + CHUNK_BYTES]
-            self.send({"type": "file", "host": self.host, "name": name, "offset": i,
-                       "data": base64.b64encode(chunk).decode("ascii"), "last": i + CHUNK_BYTES >= len(data),
-                       "source": source, "size": len(data), "skipped_bytes": 0})
+            self._chunk(name, i, data[i:i + CHUNK_BYTES], i + CHUNK_BYTES >= len(data), source, len(data), 0)
         self.files.append(name)
+
+    def _chunk(self, name: str, offset: int, data: bytes, last: bool, source: str, size: int, skipped: int) -> None:
+        """One ``file`` message: ``data`` at ``offset`` of ``name`` (the coordinator's FileSink writes it)."""
+        self.send({"type": "file", "host": self.host, "name": name, "offset": offset,
+                   "data": base64.b64encode(data).decode("ascii"), "last": last,
+                   "source": source, "size": size, "skipped_bytes": skipped})
 
 
 def _unique(name: str, used: set[str]) -> str:
