@@ -86,23 +86,10 @@ def iter_lines_from(stream: BinaryIO) -> Iterator[tuple[int, str]]:
     are replaced with U+FFFD; ``\\r\\n`` and a trailing ``\\r`` are removed; a last line without
     a newline (a truncated file) is yielded too.
     """
-    n = 0
-    rest = b""
-    while True:
-        chunk = stream.read(_CHUNK)
-        if not chunk:
-            break
-        data = rest + chunk
-        lines = data.split(b"\n")
-        rest = lines.pop()
-        for raw in lines:
-            n += 1
-            yield n, raw.decode("utf-8", "replace").rstrip("\r")
-    if rest:
-        yield n + 1, rest.decode("utf-8", "replace").rstrip("\r")
+    return iter_lines_where(stream, None)
 
 
-def iter_lines_where(stream: BinaryIO, needles: tuple[bytes, ...],
+def iter_lines_where(stream: BinaryIO, needles: tuple[bytes, ...] | None,
                      on_skipped: Callable[[int, bytes], None] | None = None,
                      force: Callable[[], bool] | None = None) -> Iterator[tuple[int, str]]:
     """:func:`iter_lines_from`, but 1 MiB runs of whole lines that contain none of ``needles`` are not
@@ -112,7 +99,8 @@ def iter_lines_where(stream: BinaryIO, needles: tuple[bytes, ...],
 
     Args:
         stream: a binary stream.
-        needles: byte strings; a run containing any of them is yielded line by line.
+        needles: byte strings; a run containing any of them is yielded line by line (``None``:
+            every run, which is :func:`iter_lines_from`).
         on_skipped: called with the number of lines and the bytes of each skipped run.
         force: when it returns True, the next run is yielded line by line whatever it holds (a
             reader in the middle of a multi-line block).
@@ -129,7 +117,7 @@ def iter_lines_where(stream: BinaryIO, needles: tuple[bytes, ...],
             rest = data
             continue
         body, rest = data[:cut], data[cut + 1:]
-        if not (force and force()) and not any(k in body for k in needles):
+        if needles is not None and not (force and force()) and not any(k in body for k in needles):
             count = body.count(b"\n") + 1
             n += count
             if on_skipped is not None:
