@@ -247,6 +247,7 @@ def test_dump_core_refuses_when_the_cores_do_not_fit(hung_ranks, tmp_path):
         res = run_cli("dump", "--pid", str(hung_ranks[0].pid), "--core", "-o", mnt)
         assert res.returncode == 1 and "would not fit" in res.stderr and "--force" in res.stderr
         assert not list(mnt.glob("core.rank*"))
+        assert not (mnt / "raw").exists()  # refused before py-spy ran: no stacks taken and then lost
         res = run_cli("dump", "--pid", str(hung_ranks[0].pid), "--core", "--force", "--json", "-o", mnt)
         doc = json.loads(res.stdout)
         assert "no space left" in doc["cores"][0]["error"] and "no core of rank 0" in res.stderr

@@ -56,6 +56,8 @@ def dump_ranks(cmd: Command, args: argparse.Namespace, ranks: list[RankProcess],
         "collector_host": socket.gethostname(),
         "processes": [asdict(r) for r in ranks],
     })
+    if getattr(args, "core", False):
+        check_core_room(cmd, args, ranks, out)  # before the stacks: a refusal then loses nothing taken
     opts = collect_options(args, out)
     total = len(ranks) * opts.samples
     with progress_bar(cmd.err, "py-spy", total) as progress:
@@ -74,9 +76,8 @@ def dump_ranks(cmd: Command, args: argparse.Namespace, ranks: list[RankProcess],
     return emit(cmd, analyze(dumps), args, command, extra)
 
 
-def write_rank_cores(cmd: Command, args: argparse.Namespace, ranks: list[RankProcess], out: Path) -> list[dict]:
-    """``--core``: warn about the cores' size, refuse when they do not fit (unless ``--force``),
-    then gcore every rank (after the stacks were taken, so the pause does not disturb them)."""
+def check_core_room(cmd: Command, args: argparse.Namespace, ranks: list[RankProcess], out: Path) -> None:
+    """``--core``: warn about the cores' size and refuse when they do not fit (unless ``--force``)."""
     plan = plan_cores(ranks, out)
     need, free = human_size(plan.needed), human_size(plan.free)
     cmd.err.print(f"[yellow]writing {len(ranks)} core files of about {need} in all (the ranks' readable memory) to {out} "
@@ -85,6 +86,11 @@ def write_rank_cores(cmd: Command, args: argparse.Namespace, ranks: list[RankPro
         raise HangdbgError(
             f"the core files would not fit: about {need} needed, {free} free in {out}",
             help="write them elsewhere with -o DIR on a larger file system, or pass --force to try anyway")
+
+
+def write_rank_cores(cmd: Command, args: argparse.Namespace, ranks: list[RankProcess], out: Path) -> list[dict]:
+    """``--core``: gcore every rank (after the stacks were taken, so the pause does not disturb them;
+    :func:`check_core_room` ran before the stacks)."""
     results = write_cores(ranks, out, timeout=args.timeout * 15)
     for r in results:
         if r.error:
