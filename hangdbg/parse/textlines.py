@@ -106,17 +106,18 @@ def iter_lines_where(stream: BinaryIO, needles: tuple[bytes, ...] | None,
             reader in the middle of a multi-line block).
     """
     n = 0
-    rest = b""
+    pending: list[bytes] = []  # chunks of a line longer than a chunk: joined once its newline comes
     while True:
         chunk = stream.read(_CHUNK)
         if not chunk:
             break
-        data = rest + chunk
-        cut = data.rfind(b"\n")
+        cut = chunk.rfind(b"\n")
         if cut < 0:
-            rest = data
+            pending.append(chunk)
             continue
-        body, rest = data[:cut], data[cut + 1:]
+        pending.append(chunk[:cut])
+        body = b"".join(pending)
+        pending = [chunk[cut + 1:]]
         if needles is not None and not (force and force()) and not any(k in body for k in needles):
             count = body.count(b"\n") + 1
             n += count
@@ -126,6 +127,7 @@ def iter_lines_where(stream: BinaryIO, needles: tuple[bytes, ...] | None,
         for raw in body.split(b"\n"):
             n += 1
             yield n, raw.decode("utf-8", "replace").rstrip("\r")
+    rest = b"".join(pending)
     if rest:
         yield n + 1, rest.decode("utf-8", "replace").rstrip("\r")
 
