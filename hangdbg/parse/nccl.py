@@ -59,7 +59,8 @@ from operator import itemgetter, not_
 from ..model import MAX_EVIDENCE_TEXT, Evidence
 from .textlines import strip_prefix
 
-__all__ = ["NcclLog", "Proc", "Comm", "ConnectFailure", "scan", "scan_path", "sniff", "record_starts", "RECORD"]
+__all__ = ["NcclLog", "Proc", "Comm", "ConnectFailure", "scan", "scan_path", "sniff", "record_starts", "has_marker",
+           "RECORD"]
 
 CHUNK = 16 << 20
 """Bytes per chunk of the fast scan."""
@@ -124,7 +125,16 @@ _COLL_BODY = (rb" sendbuff \S+ recvbuff \S+ count \d+ datatype \d+ op \d+ root -
 _FAST = re.compile(rb"\n(?:" + _COLL_HEAD + rb"[0-9a-fA-F]+" + _COLL_BODY + rb"|[^\n]*)")
 # (head, opCount, comm): run on the end of a chunk only, for the last opCount of each key.
 _FAST_OP = re.compile(rb"\n(?:" + _COLL_HEAD + rb"([0-9a-fA-F]+)" + _COLL_BODY + rb"|[^\n]*)")
-_MARKERS = (b"NCCL", b"INFO", b"WARN", b"TRACE")
+_MARKERS = ("NCCL", "INFO", "WARN", "TRACE")
+_BMARKERS = tuple(m.encode() for m in _MARKERS)
+
+
+def has_marker(line: str | bytes) -> bool:
+    """The cheap pre-test for a record: ``line`` holds ``NCCL``, ``INFO``, ``WARN`` or ``TRACE``
+    (:data:`RECORD` and :data:`_SHAPE` need one of them: ``NCCL`` levels and old-style levels;
+    ``_ncclscan.c`` keeps its other lines by the same test)."""
+    a, b, c, d = _BMARKERS if isinstance(line, bytes) else _MARKERS
+    return a in line or b in line or c in line or d in line
 
 
 def sniff(head: bytes) -> bool:
@@ -133,8 +143,8 @@ def sniff(head: bytes) -> bool:
     Needs one record header with the ``NCCL`` token (NCCL >= 2.3) or an old-style header
     (``host:pid:tid [0] INFO``) together with ``NCCL`` somewhere, or a ``NCCL version`` line.
     """
-    if b"INFO" not in head and b"WARN" not in head and b"TRACE" not in head:
-        return False  # no record of any NCCL version (cheap test first: report sniffs every file)
+    if not any(m in head for m in _BMARKERS[1:]):  # INFO, WARN, TRACE (cheap test first: report sniffs every file)
+        return False
     text = head.decode("utf-8", "replace")
     for m in RECORD.finditer(text):
         if m.group("level") or "NCCL" in text:
@@ -301,7 +311,7 @@ class NcclLog:
 
     def _text(self, fi: int, lineno: int, raw: str) -> None:
         """Parse the records of one line; a record a hard wrap cut short waits for the next line."""
-        if "NCCL" not in raw and "INFO" not in raw and "WARN" not in raw and "TRACE" not in raw:
+        if not has_marker(raw):
             return
         pre = strip_prefix(raw)
         text = pre.text
@@ -684,7 +694,7 @@ def _scan_chunk_py(path: str, start: int, end: int) -> dict:
                 prev = -2
                 for i in compress(count(), map(not_, map(itemgetter(0), rows))):
                     t = lines[i]
-                    if i == prev + 1 or i == 0 or b"NCCL" in t or b"INFO" in t or b"WARN" in t or b"TRACE" in t:
+                    if i == prev + 1 or i == 0 or has_marker(t):
                         other.append((i, t))
                         prev = i
                 del lines

@@ -14,7 +14,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from .nccl import _looks_cut, record_starts, scan
+from .nccl import _looks_cut, has_marker, record_starts, scan
 from .textlines import iter_lines, strip_prefix
 
 __all__ = ["SplitResult", "split_logs"]
@@ -69,7 +69,7 @@ def split_logs(paths: list[str], out: Path, pattern: re.Pattern[str] | None = No
         try:
             for _lineno, raw in iter_lines(path):
                 pre = strip_prefix(raw)
-                starts = record_starts(pre.text) if ("NCCL" in raw or "INFO" in raw or "WARN" in raw) else []
+                starts = record_starts(pre.text) if has_marker(raw) else []
                 if pattern is not None and pattern.search(raw):
                     targets = ([_key(log, starts[0])] if starts else
                                [by_rank[pre.rank]] if pre.rank in by_rank else [only] if only else list(fi_procs))
