@@ -196,6 +196,40 @@ def test_wrong_exe_and_missing_gdb(cores):
     assert [f.function for f in main.python_frames][:2] == ["string_at", "step"]  # pystack alone still gives Python frames
 
 
+def _core_document_file(paths: list[str], out: Path):
+    from hangdbg.analyze import analyze
+    from hangdbg.collect.core import load
+    from hangdbg.report.core_json import core_document
+
+    report, dumps, readings = load(paths, CoreOptions(timeout=60))
+    out.write_text(json.dumps(core_document(readings, report, analyze(dumps))))
+    return report, dumps
+
+
+def test_core_document_reads_back_without_inventing_ranks(tmp_path):
+    """An unreadable core is an error of the document, not a rank ('core on demand') read back."""
+    from hangdbg.parse import core_json
+
+    bad = tmp_path / "notacore.bin"
+    bad.write_bytes(b"\x00" * 300)
+    report, _ = _core_document_file([str(bad)], tmp_path / "core.json")
+    assert report.ranks == () and report.errors == ((str(bad), "not an ELF core file"),)
+    back, dumps = core_json.read_dumps([str(tmp_path / "core.json")])
+    assert (back.ranks, back.errors, dumps) == ((), report.errors, [])
+
+
+def test_core_document_of_a_crash_and_a_bad_core_reads_back(cores, tmp_path):
+    from hangdbg.parse import core_json
+
+    bad = tmp_path / "notacore.bin"
+    bad.write_bytes(b"\x00" * 300)
+    report, dumps = _core_document_file([str(cores["segv"]), str(bad)], tmp_path / "core.json")
+    back, back_dumps = core_json.read_dumps([str(tmp_path / "core.json")])
+    assert back.ranks == report.ranks and [s.rank for s in back.ranks] == [3]
+    assert back.errors == report.errors == ((str(bad), "not an ELF core file"),)
+    assert [d.rank for d in back_dumps] == [d.rank for d in dumps] == [3]
+
+
 def test_elf_sniffing(cores):
     assert is_core(read_head(str(cores["segv"])))
     assert not is_core(read_head(sys.executable)) and not is_core(b"\x7fELF") and not is_core(b"Fatal Python error")

@@ -76,13 +76,20 @@ def _load(path: str) -> dict:
     return doc
 
 
+def _state(d: dict) -> RankState:
+    return RankState(rank=d["rank"], host=_str(d.get("host")), pid=_int(d.get("pid")),
+                     last_collective=d.get("last_collective") if isinstance(d.get("last_collective"), str) else None,
+                     seq=_int(d.get("seq")), group=_str(d.get("group")), state=_str(d.get("state")),
+                     source=_str(d.get("source")) or "core")
+
+
 def read_dumps(paths: list[str]) -> tuple[SourceReport, list[RankDump]]:
     """Read core documents.
 
     Returns:
-        ``(report, dumps)``: findings, per-rank states and facts of every document (kind
-        ``core``), and one :class:`RankDump` per core that had stacks. A file that is not a
-        readable core document goes to ``report.errors``.
+        ``(report, dumps)``: findings, per-rank states, errors (the document's own: its unreadable
+        cores) and facts of every document (kind ``core``), and one :class:`RankDump` per core that
+        had stacks. A file that is not a readable core document goes to ``report.errors``.
     """
     findings: list[Finding] = []
     states: list[RankState] = []
@@ -97,14 +104,15 @@ def read_dumps(paths: list[str]) -> tuple[SourceReport, list[RankDump]]:
             continue
         rep = doc.get("report") if isinstance(doc.get("report"), dict) else {}
         findings += [_finding(f) for f in rep.get("findings") or () if isinstance(f, dict)]
+        states += [_state(r) for r in rep.get("ranks") or () if isinstance(r, dict) and _int(r.get("rank")) is not None]
+        errors += [(e[0], e[1]) for e in rep.get("errors") or ()
+                   if isinstance(e, (list, tuple)) and len(e) == 2 and all(isinstance(x, str) for x in e)]
         for c in doc.get("cores") or ():
             if not isinstance(c, dict) or _int(c.get("rank")) is None:
                 continue
             cores.append({k: c.get(k) for k in ("file", "rank", "host", "pid", "signal", "how")} | {"document": path})
-            states.append(RankState(rank=c["rank"], host=_str(c.get("host")), pid=_int(c.get("pid")),
-                                    state=_str(c.get("signal")) or "core on demand", source="core"))
             threads = _threads(c)
-            if threads:
+            if threads and not c.get("error"):
                 dumps.append(RankDump(rank=c["rank"], pid=_int(c.get("pid")), host=_str(c.get("host")),
                                       local_rank=_int(c.get("local_rank")), world_size=_int(c.get("world_size")),
                                       threads=threads, samples=(threads,), rank_source=_str(c.get("rank_source")) or "core",
