@@ -328,6 +328,21 @@ def test_cli_summary_split_on(tmp_path):
     assert "Collectives per slice" in table.stdout
 
 
+def test_slice_table_keeps_two_processes_of_one_rank(tmp_path):
+    # two processes with rank 0 (two jobs' logs): one row each, not the second overwriting the first
+    coll = ("{h}:{pid}:1 [0] NCCL INFO {name}: opCount 0 sendbuff 0x1 recvbuff 0x2 count 1 datatype 7 op 0 root 0 "
+            "comm {c} [nranks=1] stream 0x3\n")
+    init = "{h}:{pid}:1 [0] NCCL INFO ncclCommInitRank comm {c} rank 0 nranks 1 cudaDev 0 busId 1000 - Init COMPLETE\n"
+    log = tmp_path / "two.log"
+    log.write_text(init.format(h="node-00", pid=100, c="0x1") + coll.format(h="node-00", pid=100, c="0x1", name="AllReduce")
+                   + "iteration 1\n"
+                   + init.format(h="node-01", pid=200, c="0x2") + coll.format(h="node-01", pid=200, c="0x2", name="Broadcast"))
+    rep = read([str(log)], split_on=re.compile("iteration"))
+    assert rep.facts["slices"] == {"rank 0 (node-00.100)": [{"AllReduce": 1}, {}],
+                                   "rank 0 (node-01.200)": [{"Broadcast": 1}, {}]}  # not seen yet at the mark
+    assert [p["label"] for p in rep.facts["processes"]] == list(rep.facts["slices"])
+
+
 def test_cli_split_interleaved(tmp_path):
     res = run_cli("nccl", "split", fx("lagging.log"), "-o", tmp_path, "--json")
     assert res.returncode == 0, res.stderr

@@ -290,14 +290,16 @@ def _warn_findings(log: NcclLog) -> list[Finding]:
 
 
 def slice_table(log: NcclLog) -> dict[str, list[dict[str, int]]]:
-    """``--split-on``: process label -> per slice, collective counts by type (all communicators)."""
+    """``--split-on``: process label (:func:`_labels`) -> per slice, collective counts by type (all
+    communicators)."""
     out = {}
+    labels = _labels(log)
     for p in sorted(log.procs.values(), key=_order):
         rows = [Counter() for _ in range(log.nslices)]
         for c in p.all_comms:
             for s, cnt in c.slices.items():
                 rows[s].update(cnt)
-        out[_label(p)] = [dict(sorted(r.items())) for r in rows]
+        out[labels[id(p)]] = [dict(sorted(r.items())) for r in rows]
     return out
 
 
@@ -335,8 +337,12 @@ def _order(p: Proc):
     return (r is None, r if r is not None else 0, p.host, p.pid)
 
 
-def _label(p: Proc) -> str:
-    return f"rank {p.rank}" if p.rank is not None else f"{p.host}.{p.pid}"
+def _labels(log: NcclLog) -> dict[int, str]:
+    """``id(process)`` -> a label unique among the processes: ``rank 3``, ``rank 3 (HOST.PID)``
+    when two processes have rank 3 (two jobs' logs, a restarted rank), ``HOST.PID`` without a rank."""
+    ranks = Counter(p.rank for p in log.procs.values() if p.rank is not None)
+    return {id(p): p.label if p.rank is None else f"rank {p.rank}" if ranks[p.rank] == 1 else f"rank {p.rank} ({p.label})"
+            for p in log.procs.values()}
 
 
 def _state(p: Proc) -> str:
@@ -363,13 +369,14 @@ def analyze(log: NcclLog) -> SourceReport:
     findings.sort(key=lambda f: order.get(f.severity, 3))
     rows = []
     procs_json = []
+    labels = _labels(log)
     for p in sorted(log.procs.values(), key=_order):
         last = _last(p)
         if p.rank is not None:
             rows.append(RankState(p.rank, p.host, p.pid, last.last_coll if last else None,
                                   last.last_op if last else None, last.key if last else "", _state(p), "nccl"))
         procs_json.append({
-            "rank": p.rank, "host": p.host, "pid": p.pid, "label": _label(p), "devices": sorted(p.devs),
+            "rank": p.rank, "host": p.host, "pid": p.pid, "label": labels[id(p)], "devices": sorted(p.devs),
             "version": p.version, "plugin": p.plugin, "networks": sorted(p.networks),
             "interfaces": sorted(p.ifaces), "ips": sorted(p.ips), "transports": sorted(p.transports),
             "state": _state(p), "records": p.records, "warns": p.nwarns,
