@@ -230,6 +230,27 @@ def test_core_document_of_a_crash_and_a_bad_core_reads_back(cores, tmp_path):
     assert [d.rank for d in back_dumps] == [d.rank for d in dumps] == [3]
 
 
+def test_garbled_core_documents_are_errors_of_their_own_file(tmp_path):
+    """A document with wrong types or nesting too deep for json is one file's error; the batch goes on."""
+    from hangdbg.parse import core_json
+
+    head = '{"tool": "hangdbg", "command": "core", '
+    good = {"tool": "hangdbg", "command": "core", "report": {"ranks": [{"rank": 1, "state": "SIGSEGV"}]},
+            "cores": [{"rank": 1, "threads": [{"thread_id": 7, "frames": [{"function": "step", "file": "t.py", "line": 3}]}]}]}
+    bad = {"findings.json": head + '"report": {"findings": 5}}', "ranks.json": head + '"report": {"ranks": 5}}',
+           "cores.json": head + '"cores": 5}', "frames.json": head + '"cores": [{"rank": 0, "threads": [{"frames": 5}]}]}',
+           "deep.json": head + '"x": ' + "[" * 100_000 + "]" * 100_000 + "}"}
+    paths = []
+    for name, text in bad.items():
+        (tmp_path / name).write_text(text)
+        paths.append(str(tmp_path / name))
+    (tmp_path / "good.json").write_text(json.dumps(good))
+    rep, dumps = core_json.read_dumps([*paths, str(tmp_path / "good.json")])
+    assert [e[0] for e in rep.errors] == paths and all("cannot read the core document" in e[1] for e in rep.errors)
+    assert [(s.rank, s.state) for s in rep.ranks] == [(1, "SIGSEGV")]
+    assert [(d.rank, d.threads[0].frames[0].function) for d in dumps] == [(1, "step")]
+
+
 def test_elf_sniffing(cores):
     assert is_core(read_head(str(cores["segv"])))
     assert not is_core(read_head(sys.executable)) and not is_core(b"\x7fELF") and not is_core(b"Fatal Python error")

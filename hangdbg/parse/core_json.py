@@ -99,24 +99,32 @@ def read_dumps(paths: list[str]) -> tuple[SourceReport, list[RankDump]]:
     for path in paths:
         try:
             doc = _load(path)
-        except (OSError, ValueError) as exc:
+            rep = doc.get("report") if isinstance(doc.get("report"), dict) else {}
+            got_findings = [_finding(f) for f in rep.get("findings") or () if isinstance(f, dict)]
+            got_states = [_state(r) for r in rep.get("ranks") or () if isinstance(r, dict) and _int(r.get("rank")) is not None]
+            got_errors = [(e[0], e[1]) for e in rep.get("errors") or ()
+                          if isinstance(e, (list, tuple)) and len(e) == 2 and all(isinstance(x, str) for x in e)]
+            got_cores, got_dumps = [], []
+            for c in doc.get("cores") or ():
+                if not isinstance(c, dict) or _int(c.get("rank")) is None:
+                    continue
+                got_cores.append({k: c.get(k) for k in ("file", "rank", "host", "pid", "signal", "how")} | {"document": path})
+                threads = _threads(c)
+                if threads and not c.get("error"):
+                    got_dumps.append(RankDump(rank=c["rank"], pid=_int(c.get("pid")), host=_str(c.get("host")),
+                                              local_rank=_int(c.get("local_rank")), world_size=_int(c.get("world_size")),
+                                              threads=threads, samples=(threads,), rank_source=_str(c.get("rank_source")) or "core",
+                                              cmdline=_str(c.get("cmdline")),
+                                              python=c.get("python") if isinstance(c.get("python"), str) else None))
+        except (OSError, ValueError, TypeError, KeyError, AttributeError, IndexError, RecursionError) as exc:
+            # a garbled document ("findings": 5, nesting too deep for json) is this file's error, not the batch's
             errors.append((path, f"cannot read the core document: {exc}"))
             continue
-        rep = doc.get("report") if isinstance(doc.get("report"), dict) else {}
-        findings += [_finding(f) for f in rep.get("findings") or () if isinstance(f, dict)]
-        states += [_state(r) for r in rep.get("ranks") or () if isinstance(r, dict) and _int(r.get("rank")) is not None]
-        errors += [(e[0], e[1]) for e in rep.get("errors") or ()
-                   if isinstance(e, (list, tuple)) and len(e) == 2 and all(isinstance(x, str) for x in e)]
-        for c in doc.get("cores") or ():
-            if not isinstance(c, dict) or _int(c.get("rank")) is None:
-                continue
-            cores.append({k: c.get(k) for k in ("file", "rank", "host", "pid", "signal", "how")} | {"document": path})
-            threads = _threads(c)
-            if threads and not c.get("error"):
-                dumps.append(RankDump(rank=c["rank"], pid=_int(c.get("pid")), host=_str(c.get("host")),
-                                      local_rank=_int(c.get("local_rank")), world_size=_int(c.get("world_size")),
-                                      threads=threads, samples=(threads,), rank_source=_str(c.get("rank_source")) or "core",
-                                      cmdline=_str(c.get("cmdline")), python=c.get("python") if isinstance(c.get("python"), str) else None))
+        findings += got_findings
+        states += got_states
+        errors += got_errors
+        cores += got_cores
+        dumps += got_dumps
     report = SourceReport(kind="core", files=tuple(paths), findings=tuple(findings), ranks=tuple(states),
                           errors=tuple(errors), facts={"cores": cores})
     return report, dumps
