@@ -343,6 +343,33 @@ def test_slice_table_keeps_two_processes_of_one_rank(tmp_path):
     assert [p["label"] for p in rep.facts["processes"]] == list(rep.facts["slices"])
 
 
+@pytest.mark.parametrize("name", ["AllReduce", "Broadcast", "AllGather", "ReduceScatter", "Reduce"])
+def test_slice_table_marks_the_rank_the_finding_names(tmp_path, name):
+    # a tie (one rank did a collective in slice 1, the other did not): the table marks the rank the
+    # finding names, not whichever the hash order of a set picked
+    import io
+
+    from rich.console import Console
+
+    from hangdbg.cli.nccl_cmd import NcclCommand
+
+    log = tmp_path / "tie.log"
+    log.write_text(
+        "node-00:100:1 [0] NCCL INFO ncclCommInitRank comm 0x1 rank 0 nranks 2 cudaDev 0 busId 1000 - Init COMPLETE\n"
+        "node-01:200:1 [0] NCCL INFO ncclCommInitRank comm 0x2 rank 1 nranks 2 cudaDev 0 busId 1000 - Init COMPLETE\n"
+        "iteration 1\n"
+        f"node-00:100:1 [0] NCCL INFO {name}: opCount 0 sendbuff 0x1 recvbuff 0x2 count 1 datatype 7 op 0 root 0 "
+        "comm 0x1 [nranks=2] stream 0x3\n")
+    rep = read([str(log)], split_on=re.compile("iteration"))
+    assert [f.ranks for f in rep.findings if f.kind == "nccl-slice-differs"] == [(1,)]
+    assert rep.facts["slice_majority"] == [{}, {name: 1}]
+    out = Console(file=io.StringIO(), force_terminal=True, color_system="standard", width=200)
+    NcclCommand(out, out)._render_slices(rep)
+    red = [re.sub(r"\x1b\[[0-9;]*m", "", ln).split("\u2502")[1].strip()
+           for ln in out.file.getvalue().splitlines() if "\x1b[31m" in ln]
+    assert red == ["rank 1"]
+
+
 def test_cli_split_interleaved(tmp_path):
     res = run_cli("nccl", "split", fx("lagging.log"), "-o", tmp_path, "--json")
     assert res.returncode == 0, res.stderr

@@ -289,41 +289,45 @@ def _warn_findings(log: NcclLog) -> list[Finding]:
     return out
 
 
-def slice_table(log: NcclLog) -> dict[str, list[dict[str, int]]]:
-    """``--split-on``: process label (:func:`_labels`) -> per slice, collective counts by type (all
-    communicators)."""
-    out = {}
-    labels = _labels(log)
-    for p in sorted(log.procs.values(), key=_order):
-        rows = [Counter() for _ in range(log.nslices)]
-        for c in p.all_comms:
-            for s, cnt in c.slices.items():
-                rows[s].update(cnt)
-        out[labels[id(p)]] = [dict(sorted(r.items())) for r in rows]
-    return out
-
-
-def _slice_findings(log: NcclLog) -> list[Finding]:
-    if log.split_on is None or log.nslices < 2:
-        return []
-    table = {}
-    procs = {}
+def _slice_rows(log: NcclLog) -> list[tuple[Proc, list[tuple]]]:
+    """``--split-on``: per process (in ``log.procs`` order), per slice its collective counts by
+    type over all communicators, as sorted ``(type, count)`` pairs."""
+    out = []
     for p in log.procs.values():
         rows = [Counter() for _ in range(log.nslices)]
         for c in p.all_comms:
             for s, cnt in c.slices.items():
                 rows[s].update(cnt)
-        table[id(p)] = rows
-        procs[id(p)] = p
+        out.append((p, [tuple(sorted(r.items())) for r in rows]))
+    return out
+
+
+def _slice_majority(log: NcclLog, rows: list[tuple[Proc, list[tuple]]]) -> list[tuple]:
+    """Per slice, the counts most processes have (a tie: those of the first process among them)."""
+    if not rows:
+        return []
+    return [Counter(r[s] for _, r in rows).most_common(1)[0][0] for s in range(log.nslices)]
+
+
+def slice_table(log: NcclLog, rows: list[tuple[Proc, list[tuple]]] | None = None) -> dict[str, list[dict[str, int]]]:
+    """``--split-on``: process label (:func:`_labels`) -> per slice, collective counts by type (all
+    communicators); ``rows``: :func:`_slice_rows` when already built."""
+    labels = _labels(log)
+    rows = _slice_rows(log) if rows is None else rows
+    return {labels[id(p)]: [dict(r) for r in rs] for p, rs in sorted(rows, key=lambda pr: _order(pr[0]))}
+
+
+def _slice_findings(log: NcclLog, rows: list[tuple[Proc, list[tuple]]], major: list[tuple]) -> list[Finding]:
+    if log.split_on is None or log.nslices < 2:
+        return []
     first: dict[int, list] = defaultdict(list)
     for s in range(log.nslices):
-        major = Counter(tuple(sorted(rows[s].items())) for rows in table.values()).most_common(1)[0][0]
-        for k, rows in table.items():
-            if tuple(sorted(rows[s].items())) != major and not any(k in v for v in first.values()):
+        for k, (_, rs) in enumerate(rows):
+            if rs[s] != major[s] and not any(k in v for v in first.values()):
                 first[s].append(k)
     out = []
     for s, ks in sorted(first.items()):
-        ps = [procs[k] for k in ks]
+        ps = [rows[k][0] for k in ks]
         last = s == log.nslices - 1
         out.append(Finding("nccl-slice-differs",
                            f"{_names(ps)}: collective counts first differ from the majority in slice {s}"
@@ -363,8 +367,10 @@ def _last(p: Proc) -> Comm | None:
 def analyze(log: NcclLog) -> SourceReport:
     """Turn a scanned :class:`NcclLog` into findings, per-rank rows and facts."""
     grp = groups(log)
+    srows = _slice_rows(log) if log.split_on is not None else []
+    major = _slice_majority(log, srows)
     findings = (_init_findings(log, grp) + _connect_findings(log) + _lag_findings(log, grp) + _setup_findings(log)
-                + _slice_findings(log) + _warn_findings(log))
+                + _slice_findings(log, srows, major) + _warn_findings(log))
     order = {"suspect": 0, "warning": 1, "info": 2}
     findings.sort(key=lambda f: order.get(f.severity, 3))
     rows = []
@@ -397,7 +403,8 @@ def analyze(log: NcclLog) -> SourceReport:
                           for k, m in grp.items()},
     }
     if log.split_on is not None:
-        facts["slices"] = slice_table(log)
+        facts["slices"] = slice_table(log, srows)
+        facts["slice_majority"] = [dict(m) for m in major]  # what the renderer marks cells against
         facts["split_on"] = log.split_on.pattern
     return SourceReport("nccl", tuple(log.files), tuple(findings), tuple(rows), log.lines_read, log.lines_skipped,
                         tuple(log.errors), facts)

@@ -163,15 +163,12 @@ class NcclCommand(Command):
         t.add_column("rank")
         for s in range(n):
             t.add_column(f"slice {s}", justify="right")
-        majority = []
-        for s in range(n):
-            cells = [tuple(sorted(v[s].items())) for v in table.values() if s < len(v)]
-            majority.append(max(set(cells), key=cells.count) if cells else ())
+        majority = rep.facts["slice_majority"]  # the one the nccl-slice-differs findings used
         for label, rows in table.items():
             cells = []
             for s, c in enumerate(rows):
                 txt = " ".join(f"{k}:{v}" for k, v in c.items()) or "-"
-                cells.append(f"[red]{escape(txt)}[/red]" if tuple(sorted(c.items())) != majority[s] else escape(txt))
+                cells.append(f"[red]{escape(txt)}[/red]" if c != majority[s] else escape(txt))
             t.add_row(escape(label), *cells)
         self.out.print(t)
 
