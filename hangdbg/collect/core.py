@@ -25,7 +25,9 @@ from ..parse.elfcore import CoreFileError, CoreInfo, is_core, read_core_info
 from ..parse.native_stacks import crash_site, merge_native_python, parse_stacks, thread_status
 from ..parse.pyspy_text import parse_pyspy_dump
 from .gdbcore import GdbResult, run_gdb_core
+from .pyspy import find_pyspy
 from .pystack_core import PystackResult, run_pystack_core
+from .subproc import communicate_or_kill
 
 __all__ = ["CoreReading", "CoreOptions", "read_core", "read_cores", "load", "read", "sniff", "signal_name", "KIND",
            "HOST_VARS", "CRASH_SIGNALS"]
@@ -173,17 +175,23 @@ def _merge(gdb: GdbResult, py: PystackResult, pid: int | None, crashing: int | N
 
 
 def _pyspy_fallback(core: str, exe: str, timeout: float) -> PystackResult:
-    prog = shutil.which("py-spy")
+    prog = find_pyspy()
     if prog is None:
         return PystackResult(error="neither pystack nor py-spy is installed: pip install pystack")
     try:
-        res = subprocess.run([prog, "dump", "--core", os.path.abspath(core)], capture_output=True, timeout=timeout)
-    except (subprocess.TimeoutExpired, OSError) as exc:
+        proc = subprocess.Popen([prog, "dump", "--core", os.path.abspath(core)], stdin=subprocess.DEVNULL,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
+    except OSError as exc:
         return PystackResult(error=f"py-spy dump --core failed: {exc}")
-    procs, _ = parse_pyspy_dump(res.stdout.decode("utf-8", "replace"))
+    got = communicate_or_kill(proc, timeout)
+    if got is None:
+        return PystackResult(error=f"py-spy dump --core took longer than {timeout:g} s and was stopped; "
+                                   "retry with a larger --timeout")
+    out, err = got
+    procs, _ = parse_pyspy_dump(out.decode("utf-8", "replace"))
     if not procs or procs[0].error or not procs[0].threads:
         return PystackResult(error="py-spy dump --core found no Python stack: "
-                                   + (res.stderr.decode("utf-8", "replace").strip()[:200] or "no output"))
+                                   + (err.decode("utf-8", "replace").strip()[:200] or "no output"))
     threads = tuple({"tid": t.thread_id, "gil": t.status == "active+gil",
                      "frames": [{"file": f.file, "function": f.function, "line": f.line, "entry": True}
                                 for f in reversed(t.python_frames)]} for t in procs[0].threads)
