@@ -9,14 +9,14 @@ from pathlib import Path
 
 from rich.markup import escape
 from rich.panel import Panel
-from rich.table import Table
 
 from ..analyze import analyze
 from ..collect.core import CoreOptions, CoreReading, load
 from ..errors import HangdbgError, UsageError
 from ..report.console import render_analysis
 from ..report.core_json import core_document
-from .common import EXIT_ERROR, EXIT_FOUND, EXIT_OK, Command, positive_float, positive_int, print_json, write_json
+from ..report.evidence import findings_table, suspects_of
+from .common import EXIT_ERROR, EXIT_FOUND, EXIT_OK, Command, add_output_arguments, positive_float, positive_int, print_json, write_json
 
 _SHOWN_FRAMES = 12
 
@@ -40,9 +40,7 @@ class CoreCommand(Command):
         p.add_argument("--timeout", type=positive_float, default=120.0, metavar="S",
                        help="seconds for each gdb / pystack run (default 120)")
         p.add_argument("--jobs", type=positive_int, default=2, metavar="N", help="cores read at once (default 2)")
-        p.add_argument("--json", action="store_true", help="print one JSON document instead of the report")
-        p.add_argument("-o", "--out", metavar="DIR", type=Path, help="write hangdbg.json and each core's gdb backtrace there")
-        p.add_argument("--no-tree", action="store_true", help="leave the merged call tree out of the report")
+        add_output_arguments(p)
 
     def run(self, args: argparse.Namespace) -> int:
         missing = [c for c in args.cores if not os.path.exists(c)]
@@ -70,7 +68,7 @@ class CoreCommand(Command):
         else:
             self._render(readings, report, analysis, args)
         # ranks without a core are "missing" to the analyzer; that alone is not a finding about the cores
-        if any(f.severity == "suspect" for f in report.findings) or any(s.kind != "missing" for s in analysis.suspects):
+        if suspects_of(report) or any(s.kind != "missing" for s in analysis.suspects):
             return EXIT_FOUND
         return EXIT_OK if any(d.threads for d in dumps) else EXIT_ERROR
 
@@ -78,13 +76,7 @@ class CoreCommand(Command):
         for c in readings:
             self.out.print(_core_panel(c))
         if report.findings:
-            t = Table(title="Findings", title_justify="left", expand=True)
-            t.add_column("severity", no_wrap=True)
-            t.add_column("finding", ratio=1, overflow="fold")
-            for f in report.findings:
-                style = {"suspect": "bold red", "warning": "yellow"}.get(f.severity, "dim")
-                t.add_row(f"[{style}]{f.severity}[/{style}]", escape(f.summary))
-            self.out.print(t)
+            self.out.print(findings_table(report.findings, evidence=False))
         if len([d for d in analysis.ranks if d.threads]) > 1:
             self.out.print(render_analysis(analysis, tree=not args.no_tree))
         if args.out is not None:
