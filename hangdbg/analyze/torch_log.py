@@ -229,7 +229,7 @@ def _failure_findings(ev: TorchLogEvents, timed_out: set[int]) -> tuple[list[Fin
         return bool(_PEER_LOSS.search(msg(f)))
 
     victims = [f for f in fails if not f.root and f.exitcode == -15]
-    active = [f for f in fails if f not in victims]
+    active = [f for f in fails if f.root or f.exitcode != -15]  # the rest (by identity: fails are unique)
     # one root per agent (node) that printed a summary: the earliest is the job's
     torch_root = min((f for f in active if f.root), key=lambda f: f.time, default=None)
     root = torch_root
@@ -321,10 +321,15 @@ def analyze_events(ev: TorchLogEvents) -> tuple[list[Finding], list[RankState], 
                                 "others to dump their flight recorder", ranks=(r,), evidence=(evid,), severity="info"))
 
     rows: dict[tuple[int, str], dict] = {}
+    groups_of: dict[int, list[tuple[int, str]]] = defaultdict(list)  # a rank's row keys, in rows' order
 
     def row(rank: int, group: str) -> dict:
-        return rows.setdefault((rank, group), {"rank": rank, "group": group, "host": "", "pid": None,
-                                               "last_collective": None, "seq": None, "state": []})
+        r = rows.get((rank, group))
+        if r is None:
+            r = rows[(rank, group)] = {"rank": rank, "group": group, "host": "", "pid": None,
+                                       "last_collective": None, "seq": None, "state": []}
+            groups_of[rank].append((rank, group))
+        return r
 
     for t in sorted(timeouts, key=lambda t: t.seq or -1):
         r = row(t.rank, t.group)
@@ -337,14 +342,14 @@ def analyze_events(ev: TorchLogEvents) -> tuple[list[Finding], list[RankState], 
             if r["seq"] is None or seq > r["seq"]:
                 r["seq"] = seq
     for rank in ev.aborted:
-        for key in [k for k in rows if k[0] == rank] or [(rank, "")]:
+        for key in list(groups_of.get(rank, ())) or [(rank, "")]:
             st = row(*key)["state"]
             if "aborted" not in st:
                 st.append("aborted")
     for f in {(f.rank, f.pid): f for f in ev.failures}.values():
         if f.rank is None:
             continue
-        for key in [k for k in rows if k[0] == f.rank] or [(f.rank, "")]:
+        for key in list(groups_of.get(f.rank, ())) or [(f.rank, "")]:
             r = row(*key)
             r["host"], r["pid"] = f.host or r["host"], f.pid
             st = f.state + (" (torchrun root cause)" if f.root else "")
