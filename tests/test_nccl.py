@@ -253,6 +253,10 @@ def test_sniff():
     others = list((Path(__file__).parent / "fixtures" / "pyspy").glob("*.txt"))
     assert others and not any(sniff(p.read_bytes()[:65536]) for p in others)
     assert not sniff(b"[rank3]:[E ProcessGroupNCCL.cpp:563] Watchdog caught collective operation timeout\n")
+    assert sniff(b"node-0:1:2 [0] INFO Bootstrap : Using eth0:10.0.0.1<0>\nNCCL version 2.2.13\n")  # NCCL 2.2
+    assert not sniff(b"node-0:1:2 [0] INFO Bootstrap : Using eth0:10.0.0.1<0>\n")  # no NCCL anywhere
+    assert sniff(b"NCCL version 2.18.1+cuda12.1\nnode-0:1:2 [0] NCCL INFO x\n")
+    assert not sniff(b"node-0:1:2 NCCL CALL ncclAllReduce(0x1)\n")  # levels INFO/WARN/TRACE only
 
 
 # --- fuzz -----------------------------------------------------------------------------------------

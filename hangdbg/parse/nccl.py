@@ -140,16 +140,15 @@ def has_marker(line: str | bytes) -> bool:
 def sniff(head: bytes) -> bool:
     """True when the first bytes of a file look like NCCL_DEBUG output.
 
-    Needs one record header with the ``NCCL`` token (NCCL >= 2.3) or an old-style header
-    (``host:pid:tid [0] INFO``) together with ``NCCL`` somewhere, or a ``NCCL version`` line.
+    Needs ``NCCL`` and one of the levels ``INFO``/``WARN``/``TRACE`` somewhere (cheap tests first:
+    report sniffs every file), then one record header (with the ``NCCL`` token, NCCL >= 2.3, or
+    old-style ``host:pid:tid [0] INFO``) or a ``NCCL version`` line next to a ``NCCL INFO``.
+    A head whose only records are ``NCCL CALL``/``NCCL ABORT`` lines is not taken.
     """
-    if not any(m in head for m in _BMARKERS[1:]):  # INFO, WARN, TRACE (cheap test first: report sniffs every file)
+    if b"NCCL" not in head or not any(m in head for m in _BMARKERS[1:]):
         return False
     text = head.decode("utf-8", "replace")
-    for m in RECORD.finditer(text):
-        if m.group("level") or "NCCL" in text:
-            return True
-    return bool(_VERSION.search(text)) and "NCCL INFO" in text
+    return RECORD.search(text) is not None or (_VERSION.search(text) is not None and "NCCL INFO" in text)
 
 
 def record_starts(text: str) -> list[re.Match]:
