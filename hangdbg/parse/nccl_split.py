@@ -62,8 +62,12 @@ def split_logs(paths: list[str], out: Path, pattern: re.Pattern[str] | None = No
                 by_rank.setdefault(r, key)
     writer = _Writer(out)
     slices: dict[tuple, int] = {}
+    file_index: dict[str, int] = {}
+    for fi, path in enumerate(log.files):
+        file_index.setdefault(path, fi)
     for path in paths:
-        fi_procs = [k for k, p in log.procs.items() if log.files.index(path) in p.files] if path in log.files else []
+        fi = file_index.get(path)
+        fi_procs = list(log._file_procs.get(fi, ())) if fi is not None else []
         only = fi_procs[0] if len(fi_procs) == 1 else None
         prev_key, prev_cut = None, False
         try:
