@@ -29,7 +29,7 @@ from .pyspy import find_pyspy
 from .pystack_core import PystackResult, run_pystack_core
 from .subproc import communicate_or_kill
 
-__all__ = ["CoreReading", "CoreOptions", "read_core", "read_cores", "load", "read", "sniff", "signal_name", "KIND",
+__all__ = ["CoreReading", "CoreOptions", "read_core", "read_cores", "core_facts", "load", "read", "sniff", "signal_name", "KIND",
            "HOST_VARS", "CRASH_SIGNALS"]
 
 KIND = "core"
@@ -315,6 +315,15 @@ def finding_of(c: CoreReading) -> Finding:
                    action="read the crashing thread's native frames; a C/C++ extension or a library it called failed")
 
 
+def core_facts(c: CoreReading) -> dict:
+    """The facts of one core (the reader's ``facts["cores"]`` entry; the JSON document adds the threads)."""
+    d = c.dump
+    return {"file": c.path, "rank": d.rank, "rank_source": d.rank_source, "host": d.host, "pid": d.pid,
+            "signal": c.signal, "how": c.how, "crashing_tid": c.crashing_tid, "executable": c.executable,
+            "executable_source": c.exe_source, "truncated": bool(c.info and c.info.truncated), "environ": c.environ,
+            "diagnoses": list(c.diagnoses)}
+
+
 def load(paths: list[str], opts: CoreOptions = CoreOptions()) -> tuple[SourceReport, list[RankDump], list[CoreReading]]:
     """Read core files into a SourceReport (``kind="core"``), the rank dumps for the analyzer
     (sorted by rank) and the per-core readings. Never raises for a bad file."""
@@ -329,10 +338,7 @@ def load(paths: list[str], opts: CoreOptions = CoreOptions()) -> tuple[SourceRep
         states.append(RankState(d.rank, d.host, d.pid, state=c.signal or "core on demand", source=KIND))
     order = {"suspect": 0, "warning": 1, "info": 2}
     findings.sort(key=lambda f: order.get(f.severity, 3))
-    facts = {"cores": [{"file": c.path, "rank": c.dump.rank, "rank_source": c.dump.rank_source, "host": c.dump.host,
-                        "pid": c.dump.pid, "signal": c.signal, "how": c.how, "crashing_tid": c.crashing_tid,
-                        "executable": c.executable, "executable_source": c.exe_source, "truncated": bool(c.info and c.info.truncated),
-                        "environ": c.environ, "diagnoses": list(c.diagnoses)} for c in readings]}
+    facts = {"cores": [core_facts(c) for c in readings]}
     report = SourceReport(KIND, tuple(c.path for c in readings), tuple(findings), tuple(states), errors=tuple(errors), facts=facts)
     dumps = sorted((c.dump for c in readings if c.info is not None), key=lambda d: d.rank)
     return report, dumps, readings

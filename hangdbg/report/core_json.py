@@ -11,9 +11,9 @@ from __future__ import annotations
 from dataclasses import asdict
 from typing import Any
 
-from ..collect.core import CoreReading
+from ..collect.core import CoreReading, core_facts
 from ..model import Analysis, SourceReport
-from .jsonout import analysis_to_dict, frame_to_dict
+from .jsonout import analysis_to_dict, thread_to_dict
 
 __all__ = ["core_document"]
 
@@ -29,11 +29,7 @@ def core_document(readings: list[CoreReading], report: SourceReport, analysis: A
 def _core_dict(c: CoreReading) -> dict:
     d = c.dump
     return {
-        "file": c.path, "rank": d.rank, "rank_source": d.rank_source, "host": d.host, "pid": d.pid,
-        "local_rank": d.local_rank, "world_size": d.world_size, "signal": c.signal, "how": c.how,
-        "crashing_tid": c.crashing_tid, "executable": c.executable, "executable_source": c.exe_source,
-        "python": d.python, "cmdline": d.cmdline, "environ": c.environ, "diagnoses": list(c.diagnoses),
-        "truncated": bool(c.info and c.info.truncated), "error": d.error,
-        "threads": [{"thread_id": t.thread_id, "name": t.name, "status": t.status, "crashed": t.thread_id == c.crashing_tid,
-                     "frames": [frame_to_dict(f) for f in t.frames]} for t in d.threads],
+        **core_facts(c), "local_rank": d.local_rank, "world_size": d.world_size, "python": d.python,
+        "cmdline": d.cmdline, "error": d.error,
+        "threads": [{**thread_to_dict(t), "crashed": t.thread_id == c.crashing_tid} for t in d.threads],
     }

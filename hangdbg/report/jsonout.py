@@ -11,7 +11,7 @@ from .. import __version__
 from ..analyze.rankset import compress
 from ..model import SCHEMA_VERSION, Analysis, Frame, Place, RankDump, Thread, TreeNode
 
-__all__ = ["analysis_to_dict", "document_header", "dumps_json", "frame_to_dict"]
+__all__ = ["analysis_to_dict", "document_header", "dumps_json", "frame_to_dict", "thread_to_dict"]
 
 
 def frame_to_dict(f: Frame) -> dict[str, Any]:
@@ -23,7 +23,7 @@ def frame_to_dict(f: Frame) -> dict[str, Any]:
     return d
 
 
-def _thread(t: Thread) -> dict[str, Any]:
+def thread_to_dict(t: Thread) -> dict[str, Any]:
     return {
         "thread_id": t.thread_id,
         "name": t.name,
@@ -56,7 +56,7 @@ def _rank(d: RankDump, a: Analysis) -> dict[str, Any]:
         "place": _place(a.places.get(d.rank)),
         "progressing": d.rank in a.progressing,
         "samples": len(d.samples),
-        "threads": [_thread(t) for t in d.threads],
+        "threads": [thread_to_dict(t) for t in d.threads],
     }
 
 
