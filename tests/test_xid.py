@@ -170,3 +170,21 @@ def test_skipping_reader_equals_line_reader(tmp_path):
     with open(p, "rb") as f:
         slow = xid.findings_from(xid.scan(iter_lines_from(f), "big.log", "h"))
     assert fast == slow and len(fast[0]) > 5
+
+
+def test_lost_gpu_reports_of_interleaved_nodes_stay_apart():
+    """A merged syslog interleaves two nodes' "GPU at / serial / fallen off" reports: each serial
+    number and evidence line belongs to its own node's GPU (they were keyed by PCI bus alone)."""
+    lines = [
+        "Jan  5 10:00:00 node-a kernel: NVRM: GPU at PCI:0000:3b:00: GPU-aaaa",
+        "Jan  5 10:00:00 node-b kernel: NVRM: GPU at PCI:0000:5e:00: GPU-bbbb",
+        "Jan  5 10:00:00 node-a kernel: NVRM: GPU Board Serial Number: 111",
+        "Jan  5 10:00:00 node-b kernel: NVRM: GPU Board Serial Number: 222",
+        "Jan  5 10:00:00 node-b kernel: NVRM: GPU at PCI:0000:3b:00: GPU-cccc",
+        "Jan  5 10:00:01 node-a kernel: NVRM: GPU 0000:3b:00.0: GPU has fallen off the bus.",
+        "Jan  5 10:00:01 node-b kernel: NVRM: GPU 0000:5e:00.0: GPU has fallen off the bus.",
+    ]
+    ev = xid.scan(enumerate(lines, 1), "syslog")
+    assert ev.serials == {("node-a", "0000:3b:00"): "111", ("node-b", "0000:5e:00"): "222"}
+    lost = {(g.host, g.bus): [e.line for e in g.evidence] for g in ev.lost}
+    assert lost == {("node-a", "0000:3b:00"): [1, 3, 6], ("node-b", "0000:5e:00"): [2, 4, 7]}

@@ -221,11 +221,13 @@ def _scan(lines, source: str, host: str, ev: GpuLogEvents, smi: _SmiState) -> Gp
 
 
 class _LostState:
-    """The lines of a "fallen off the bus" report seen so far, per GPU."""
+    """The lines of a "fallen off the bus" report seen so far, per GPU ``(host, bus)``; the GPU a
+    node's ``GPU at`` line named last (its serial number line follows it; nodes' lines interleave in a
+    merged syslog)."""
 
     def __init__(self) -> None:
-        self.lines: dict[str, list[Evidence]] = defaultdict(list)
-        self.last_bus: str | None = None
+        self.lines: dict[tuple[str, str], list[Evidence]] = defaultdict(list)
+        self.last_bus: dict[str, str] = {}
         self.reported: set[tuple[str, str]] = set()
 
 
@@ -254,7 +256,7 @@ def _line(ev, smi, lost: _LostState, source, default_host, n, raw) -> None:
         ev.xids.append(XidEvent(host, bus, int(m.group("code")), pid, m.group("name") or "", m.group("msg").strip(),
                                 int(m.group("prev")) if m.group("prev") else None, ts, _ev(source, n, raw)))
         if int(m.group("code")) == 79:
-            lost.lines[bus].append(_ev(source, n, raw))
+            lost.lines[(host, bus)].append(_ev(source, n, raw))
         return
     if _XID_HINT.search(msg):
         ev.lines_skipped += 1
@@ -263,21 +265,22 @@ def _line(ev, smi, lost: _LostState, source, default_host, n, raw) -> None:
     if m:
         bus = norm_bus(m.group("bus"))
         ev.uuids[(host, bus)] = m.group("uuid")
-        lost.lines[bus] = [_ev(source, n, raw)]
-        lost.last_bus = bus
+        lost.lines[(host, bus)] = [_ev(source, n, raw)]
+        lost.last_bus[host] = bus
         return
     m = _SERIAL.search(msg)
     if m:
-        if lost.last_bus is not None:
-            ev.serials[(host, lost.last_bus)] = m.group("serial")
-            lost.lines[lost.last_bus].append(_ev(source, n, raw))
+        bus = lost.last_bus.get(host)
+        if bus is not None:
+            ev.serials[(host, bus)] = m.group("serial")
+            lost.lines[(host, bus)].append(_ev(source, n, raw))
         return
     m = _FELL.search(msg)
     if m:
         bus = norm_bus(m.group("bus"))
         if (host, bus) not in lost.reported:
             lost.reported.add((host, bus))
-            ev.lost.append(GpuLost(host, bus, ts, tuple(lost.lines.get(bus, [])[:3]) + (_ev(source, n, raw),)))
+            ev.lost.append(GpuLost(host, bus, ts, tuple(lost.lines.get((host, bus), [])[:3]) + (_ev(source, n, raw),)))
 
 
 def _smi_line(smi: _SmiState, source: str, n: int, line: str) -> None:
