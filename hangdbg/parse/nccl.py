@@ -267,6 +267,7 @@ class NcclLog:
         self._file_procs: dict[int, set] = {}
         self._hosts: set[str] = set()
         self._pending: tuple | None = None  # hard-wrap candidate: (fi, lineno, raw text, prefix)
+        self._heads: dict[bytes, tuple | None] = {}  # fast-scan head -> (host, pid, dev, name): _parse_head
 
     # -- per-line parsing ------------------------------------------------------------------
     def proc(self, host: str, pid: int, fi: int) -> Proc:
@@ -833,9 +834,9 @@ def _merge(log: NcclLog, fi: int, first: int, res: dict, pend: tuple | None) -> 
         pend = None
     if res["other"]:
         for head, _ in res["coll"]:  # register the processes first: spliced lines need their host names
-            hm = _HEAD.match(head.decode("utf-8", "replace"))
-            if hm is not None:
-                log.proc(hm.group("host"), int(hm.group("pid")), fi)
+            h = _parse_head(log, head)
+            if h is not None:
+                log.proc(h[0], h[1], fi)
         for i, t in res["other"]:
             log.line(fi, first + i, t.decode("utf-8", "replace").rstrip("\r"))
     if pend is None:
@@ -851,22 +852,18 @@ def _flush(log: NcclLog, pend: tuple) -> None:
     """Apply the aggregated collective lines of :func:`_merge`: ``(file index, Counter((head,
     comm)), {(prefix, comm): (line number, opCount, collective)})``."""
     fi, coll, lasts = pend
-    heads = {}
-    for head, _ in coll:
-        hm = heads[head] = _HEAD.match(head.decode("utf-8", "replace"))
-        if hm is not None:
-            log.proc(hm.group("host"), int(hm.group("pid")), fi)
     for (head, comm), n in coll.items():
-        hm = heads[head]
-        if hm is None:
+        h = _parse_head(log, head)
+        if h is None:
             log.lines_skipped += n
             continue
-        p = log.proc(hm.group("host"), int(hm.group("pid")), fi)
-        p.devs.add(int(hm.group("dev")))
+        host, pid, dev, name = h
+        p = log.proc(host, pid, fi)
+        p.devs.add(dev)
         p.records += n
         log.records += n
         ptr, _, nr = comm.decode().partition(" [nranks=")
-        log.collective(p, hm.group("name"), None, ptr, int(nr[:-1]), None, None, n)
+        log.collective(p, name, None, ptr, int(nr[:-1]), None, None, n)
     for (prefix, comm), (lineno, op, name) in lasts.items():
         pm = _PREFIX.match(prefix.decode("utf-8", "replace"))
         if pm is None:
@@ -874,6 +871,17 @@ def _flush(log: NcclLog, pend: tuple) -> None:
         p = log.proc(pm.group("host"), int(pm.group("pid")), fi)
         ptr = comm.decode().partition(" [nranks=")[0]
         log.last_collective(p, name.decode(), int(op, 16), ptr, (fi, lineno), None)
+
+
+def _parse_head(log: NcclLog, head: bytes) -> tuple[str, int, int, str] | None:
+    """``b"host:pid:tid [dev] NCCL INFO Name"`` -> ``(host, pid, dev, Name)``, None when it does
+    not parse; each distinct head is parsed once per scan (``log._heads``)."""
+    try:
+        return log._heads[head]
+    except KeyError:
+        hm = _HEAD.match(head.decode("utf-8", "replace"))
+        h = log._heads[head] = (hm.group("host"), int(hm.group("pid")), int(hm.group("dev")), hm.group("name")) if hm else None
+        return h
 
 
 def _scan_lines(log: NcclLog, path: str) -> None:
