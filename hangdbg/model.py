@@ -305,6 +305,10 @@ class Finding:
     action: str = ""
 
 
+SEVERITY_ORDER = {"suspect": 0, "warning": 1, "info": 2}
+"""Sort key of :attr:`Finding.severity`, most important first (an unknown severity sorts last: ``.get(s, 3)``)."""
+
+
 @dataclass(frozen=True, slots=True)
 class RankState:
     """What one source says about one rank at the end (a row of the report's per-rank table).

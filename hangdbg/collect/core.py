@@ -19,8 +19,8 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from ..launch_env import LOCAL_RANK_VARS, LOCAL_WORLD_SIZE_VARS, RANK_VARS, WORLD_SIZE_VARS, first_int
-from ..model import Evidence, Finding, Frame, RankDump, RankState, SourceReport, Thread
+from ..launch_env import LOCAL_RANK_VARS, LOCAL_WORLD_SIZE_VARS, RANK_VARS, WORLD_SIZE_VARS, first_int, rank_from_environ
+from ..model import MAX_EVIDENCE_TEXT, SEVERITY_ORDER, Evidence, Finding, Frame, RankDump, RankState, SourceReport, Thread
 from ..parse.elfcore import CoreFileError, CoreInfo, is_core, read_core_info
 from ..parse.native_stacks import crash_site, merge_native_python, parse_stacks, thread_status
 from ..parse.pyspy_text import parse_pyspy_dump
@@ -235,7 +235,7 @@ def read_core(path: str, opts: CoreOptions = CoreOptions(), rank: int | None = N
     if py.error:
         diagnoses.append(py.error)
     env = {**gdb.environ, **info.environ}  # the initial environment wins: launchers set the rank before exec
-    r, var = first_int(env, RANK_VARS)
+    r, var = rank_from_environ(env)
     local_rank, _ = first_int(env, LOCAL_RANK_VARS)
     world, _ = first_int(env, WORLD_SIZE_VARS)
     local_world, _ = first_int(env, LOCAL_WORLD_SIZE_VARS)
@@ -293,7 +293,7 @@ def finding_of(c: CoreReading) -> Finding:
     """The ``core-crash`` finding of one core (severity ``suspect`` for a crash or an abort,
     ``warning`` for a process killed by another, ``info`` for a core taken on demand)."""
     d = c.dump
-    ev = (Evidence(c.path, None, f"{c.signal or 'no signal'}; pid {d.pid}; {d.cmdline}"[:500]),)
+    ev = (Evidence(c.path, None, f"{c.signal or 'no signal'}; pid {d.pid}; {d.cmdline}"[:MAX_EVIDENCE_TEXT]),)
     t = c.crash_thread
     where = crash_site(t.frames) if t is not None else ""
     if t is not None and not where and t.frames:
@@ -336,8 +336,7 @@ def load(paths: list[str], opts: CoreOptions = CoreOptions()) -> tuple[SourceRep
         findings.append(finding_of(c))
         d = c.dump
         states.append(RankState(d.rank, d.host, d.pid, state=c.signal or "core on demand", source=KIND))
-    order = {"suspect": 0, "warning": 1, "info": 2}
-    findings.sort(key=lambda f: order.get(f.severity, 3))
+    findings.sort(key=lambda f: SEVERITY_ORDER.get(f.severity, 3))
     facts = {"cores": [core_facts(c) for c in readings]}
     report = SourceReport(KIND, tuple(c.path for c in readings), tuple(findings), tuple(states), errors=tuple(errors), facts=facts)
     dumps = sorted((c.dump for c in readings if c.info is not None), key=lambda d: d.rank)
