@@ -99,6 +99,7 @@ def _comm_name(key: str, members) -> str:
 
 def _init_findings(log: NcclLog, grp) -> list[Finding]:
     out = []
+    world_size = max((c.nranks or 0 for q in log.procs.values() for c in q.all_comms), default=0)
     for key, members in grp.items():
         any_complete = any(c.state == "complete" for _, c in members)
         stuck = [(p, c) for p, c in members if c.state == "start" or (any_complete and c.state == "" and c.rank is not None)]
@@ -119,7 +120,7 @@ def _init_findings(log: NcclLog, grp) -> list[Finding]:
             present = {c.rank for _, c in members if c.rank is not None}
             missing = sorted(set(range(n)) - present)
             if missing and len(missing) < n:
-                world = n == max((c.nranks or 0) for q in log.procs.values() for c in q.all_comms)
+                world = n == world_size
                 out.append(Finding(
                     "nccl-init-incomplete",
                     f"{_comm_name(key, members)}: rank{'s' if len(missing) > 1 else ''} {compress(missing)} "
@@ -259,7 +260,8 @@ def _setup_findings(log: NcclLog) -> list[Finding]:
                 f"{', '.join(sorted(hs))} have {_fmt(v)}" for v, hs in by.items())
         if name == "net plugin":
             summary += " - a net plugin present on only some hosts is a known cause of NCCL hangs"
-        procs = [p for p in log.procs.values() if p.host in odd]
+        odd_hosts = set(odd)
+        procs = [p for p in log.procs.values() if p.host in odd_hosts]
         ev = []
         for h in odd[:MAX_EV]:
             p = next(q for q in procs if q.host == h)
@@ -321,10 +323,12 @@ def _slice_findings(log: NcclLog, rows: list[tuple[Proc, list[tuple]]], major: l
     if log.split_on is None or log.nslices < 2:
         return []
     first: dict[int, list] = defaultdict(list)
+    flagged: set[int] = set()
     for s in range(log.nslices):
         for k, (_, rs) in enumerate(rows):
-            if rs[s] != major[s] and not any(k in v for v in first.values()):
+            if rs[s] != major[s] and k not in flagged:
                 first[s].append(k)
+                flagged.add(k)
     out = []
     for s, ks in sorted(first.items()):
         ps = [rows[k][0] for k in ks]
@@ -378,14 +382,15 @@ def analyze(log: NcclLog) -> SourceReport:
     labels = _labels(log)
     for p in sorted(log.procs.values(), key=_order):
         last = _last(p)
+        state = _state(p)
         if p.rank is not None:
             rows.append(RankState(p.rank, p.host, p.pid, last.last_coll if last else None,
-                                  last.last_op if last else None, last.key if last else "", _state(p), "nccl"))
+                                  last.last_op if last else None, last.key if last else "", state, "nccl"))
         procs_json.append({
             "rank": p.rank, "host": p.host, "pid": p.pid, "label": labels[id(p)], "devices": sorted(p.devs),
             "version": p.version, "plugin": p.plugin, "networks": sorted(p.networks),
             "interfaces": sorted(p.ifaces), "ips": sorted(p.ips), "transports": sorted(p.transports),
-            "state": _state(p), "records": p.records, "warns": p.nwarns,
+            "state": state, "records": p.records, "warns": p.nwarns,
             "collectives": dict(sum((c.counts for c in p.all_comms), Counter())),
             "comms": [{"comm": c.ptr, "key": c.key, "rank": c.rank, "nranks": c.nranks, "state": c.state or None,
                        "parent": c.parent, "collectives": dict(c.counts),
