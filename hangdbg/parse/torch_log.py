@@ -479,13 +479,7 @@ def scan_file(path: str, source: str, events: TorchLogEvents | None = None) -> T
         ev.seen_ranks.update(int(x) for x in set(_RANK_PREFIX_B.findall(data)))
 
     with open(path, "rb") as f:
-        for n, raw in iter_lines_where(f, _NEEDLES, skipped, lambda: sc.cfe is not None):
-            try:
-                sc.line(source, n, raw)
-            except (ValueError, IndexError, KeyError):
-                ev.lines_skipped += 1
-    sc.finish()
-    return ev
+        return _scan(iter_lines_where(f, _NEEDLES, skipped, lambda: sc.cfe is not None), source, ev, sc)
 
 
 def scan(lines: Iterable[tuple[int, str]], source: str, events: TorchLogEvents | None = None) -> TorchLogEvents:
@@ -497,7 +491,10 @@ def scan(lines: Iterable[tuple[int, str]], source: str, events: TorchLogEvents |
         events: add to these (several files of one job), or start new ones.
     """
     ev = events if events is not None else TorchLogEvents()
-    sc = _Scanner(ev)
+    return _scan(lines, source, ev, _Scanner(ev))
+
+
+def _scan(lines: Iterable[tuple[int, str]], source: str, ev: TorchLogEvents, sc: _Scanner) -> TorchLogEvents:
     for n, raw in lines:
         try:
             sc.line(source, n, raw)
