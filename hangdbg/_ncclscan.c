@@ -302,8 +302,7 @@ static Py_ssize_t walk(Table *t, const unsigned char *buf, Py_ssize_t start, Py_
 
 static PyObject *build(Table *t, Py_ssize_t nlines) {
     PyObject *coll = NULL, *lasts = NULL, *other = NULL, *res = NULL;
-    PyObject *lastidx = NULL;  /* (prefix, comm) -> last index as int, to pick the latest name */
-    if (!(coll = PyDict_New()) || !(lasts = PyDict_New()) || !(other = PyList_New(0)) || !(lastidx = PyDict_New()))
+    if (!(coll = PyDict_New()) || !(lasts = PyDict_New()) || !(other = PyList_New(0)))
         goto done;
     for (Py_ssize_t i = 0; i < t->n; i++) {
         Entry *en = &t->entries[i];
@@ -323,14 +322,15 @@ static PyObject *build(Table *t, Py_ssize_t nlines) {
             ok = lkey != NULL;
         }
         if (ok) {
-            old = PyDict_GetItemWithError(lastidx, lkey);
+            /* several heads (collective names) share a (prefix, comm): keep the latest line's */
+            old = PyDict_GetItemWithError(lasts, lkey);
             if (!old && PyErr_Occurred()) ok = 0;
-            else if (!old || PyLong_AsSsize_t(old) < en->last_idx) {
+            else if (!old || PyLong_AsSsize_t(PyTuple_GET_ITEM(old, 0)) < en->last_idx) {
                 PyObject *ix = PyLong_FromSsize_t(en->last_idx);
                 PyObject *op = ix ? bytes_at(en->op, en->op_len) : NULL;
                 PyObject *name = op ? bytes_at(en->head + en->head_len - en->name_len, en->name_len) : NULL;
                 val = name ? PyTuple_Pack(3, ix, op, name) : NULL;
-                ok = val && PyDict_SetItem(lasts, lkey, val) == 0 && PyDict_SetItem(lastidx, lkey, ix) == 0;
+                ok = val && PyDict_SetItem(lasts, lkey, val) == 0;
                 Py_XDECREF(ix);
                 Py_XDECREF(op);
                 Py_XDECREF(name);
@@ -354,7 +354,6 @@ done:
     Py_XDECREF(coll);
     Py_XDECREF(lasts);
     Py_XDECREF(other);
-    Py_XDECREF(lastidx);
     return res;
 }
 
