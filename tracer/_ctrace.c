@@ -66,7 +66,6 @@ typedef struct {
     PyObject *pyfunc;     /* the Python global trace function for included code */
     uintptr_t generation;
     int enabled;
-    int skip_lines;       /* set f_trace_lines = 0 on excluded frames */
     int want_hook;        /* run excluded frames untraced through the PEP 523 frame hook */
     int hooked;           /* this tracer holds a reference on the frame hook */
     unsigned long long excluded_calls;  /* call events answered in C (excluded code) */
@@ -301,9 +300,7 @@ ctrace(PyObject *obj, PyFrameObject *frame, int what, PyObject *arg)
         }
         if (state == STATE_EXCLUDED) {
             self->excluded_calls++;
-            if (self->skip_lines) {
-                frame->f_trace_lines = 0;
-            }
+            frame->f_trace_lines = 0;   /* no line events for excluded frames */
             return 0;
         }
         self->traced_calls++;
@@ -312,7 +309,7 @@ ctrace(PyObject *obj, PyFrameObject *frame, int what, PyObject *arg)
     else {
         callback = frame->f_trace;
         if (callback == NULL) {
-            if (what == PyTrace_RETURN && self->skip_lines) {
+            if (what == PyTrace_RETURN) {
                 /* leaving (or a generator suspending): put the default back, so no frame
                  * outlives its call with line events off (running frames: see core.py) */
                 frame->f_trace_lines = 1;
@@ -351,16 +348,15 @@ error:
 static int
 CTracer_init(CTracer *self, PyObject *args, PyObject *kwds)
 {
-    static char *kwlist[] = {"cache", "decide", "pyfunc", "skip_lines", "frame_hook", NULL};
+    static char *kwlist[] = {"cache", "decide", "pyfunc", "frame_hook", NULL};
     PyObject *cache, *decide, *pyfunc;
-    int skip_lines = 1, frame_hook = 1;
+    int frame_hook = 1;
     if (self->cache != NULL) {
         PyErr_SetString(PyExc_RuntimeError, "CTracer already initialised");
         return -1;
     }
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "O!OO|pp:CTracer", kwlist,
-                                     &PyDict_Type, &cache, &decide, &pyfunc, &skip_lines,
-                                     &frame_hook)) {
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "O!OO|p:CTracer", kwlist,
+                                     &PyDict_Type, &cache, &decide, &pyfunc, &frame_hook)) {
         return -1;
     }
     if (!PyCallable_Check(decide) || !PyCallable_Check(pyfunc)) {
@@ -375,7 +371,6 @@ CTracer_init(CTracer *self, PyObject *args, PyObject *kwds)
     Py_XSETREF(self->pyfunc, pyfunc);
     self->generation = next_generation++;
     self->enabled = 1;
-    self->skip_lines = skip_lines;
     self->want_hook = frame_hook;
     return 0;
 }
@@ -530,7 +525,7 @@ static PyTypeObject CTracer_Type = {
     PyVarObject_HEAD_INIT(NULL, 0)
     .tp_name = "tracer._ctrace.CTracer",
     .tp_doc = PyDoc_STR(
-        "CTracer(cache, decide, pyfunc, skip_lines=True, frame_hook=True)\n--\n\n"
+        "CTracer(cache, decide, pyfunc, frame_hook=True)\n--\n\n"
         "A C trace function for CPython 3.11: excluded code (cache value None) costs no Python\n"
         "call; included code calls pyfunc(frame, 'call', arg) like sys.settrace's trampoline."),
     .tp_basicsize = sizeof(CTracer),

@@ -87,7 +87,7 @@ class CoreReading:
             itself: ``abort()``), ``"killed"`` (another process sent it), ``"on demand"`` (gcore).
         environ: the launcher variables found (rank, local rank, world size, host, job).
         diagnoses: what went wrong or is doubtful, each with the fix.
-        gdb_text: gdb's backtrace output (kept under ``--out``); pystack_threads: pystack's.
+        gdb_text: gdb's backtrace output (kept under ``--out``).
     """
 
     path: str
@@ -101,7 +101,6 @@ class CoreReading:
     environ: dict[str, str] = field(default_factory=dict)
     diagnoses: tuple[str, ...] = ()
     gdb_text: str = ""
-    pystack_threads: tuple[dict, ...] = ()
 
     @property
     def crash_thread(self) -> Thread | None:
@@ -198,13 +197,12 @@ def _pyspy_fallback(core: str, exe: str, timeout: float) -> PystackResult:
     return PystackResult(threads, procs[0].python)
 
 
-def read_core(path: str, opts: CoreOptions = CoreOptions(), rank: int | None = None) -> CoreReading:
+def read_core(path: str, opts: CoreOptions = CoreOptions()) -> CoreReading:
     """Read one core file.
 
     Args:
         path: the core file.
         opts: see :class:`CoreOptions`.
-        rank: the rank to use when the core's environment names none (callers number such cores).
 
     Returns:
         a :class:`CoreReading`; never raises for a bad file (``dump.error`` and ``diagnoses`` say
@@ -213,7 +211,7 @@ def read_core(path: str, opts: CoreOptions = CoreOptions(), rank: int | None = N
     try:
         info = read_core_info(path)
     except CoreFileError as exc:
-        return CoreReading(path, None, RankDump(rank=rank if rank is not None else -1, error=f"{path}: {exc}"),
+        return CoreReading(path, None, RankDump(rank=-1, error=f"{path}: {exc}"),
                            diagnoses=(str(exc),))
     diagnoses: list[str] = []
     if info.truncated:
@@ -252,31 +250,27 @@ def read_core(path: str, opts: CoreOptions = CoreOptions(), rank: int | None = N
     if not threads and not gdb.error and not py.error:
         diagnoses.append("no thread could be read from the core")
     dump = RankDump(
-        rank=r if r is not None else (rank if rank is not None else -1),
+        rank=r if r is not None else -1,
         pid=info.pid, host=host, local_rank=local_rank, world_size=world, local_world_size=local_world,
         threads=threads, samples=(threads,) if threads else (),
         error=None if threads else ("; ".join(diagnoses) or "no stack in the core"),
-        rank_source=var or ("order" if rank is not None else ""), cmdline=info.psargs, python=py.python,
+        rank_source=var or "", cmdline=info.psargs, python=py.python,
     )
     kept = {k: v for k, v in env.items() if k in _RANK_KEYS}
-    return CoreReading(path, info, dump, exe, exe_source, sig, crashing, how, kept, tuple(diagnoses), gdb.text, py.threads)
+    return CoreReading(path, info, dump, exe, exe_source, sig, crashing, how, kept, tuple(diagnoses), gdb.text)
 
 
-def read_cores(paths: list[str], opts: CoreOptions = CoreOptions(), on_done=None) -> list[CoreReading]:
+def read_cores(paths: list[str], opts: CoreOptions = CoreOptions()) -> list[CoreReading]:
     """Read several cores (``opts.jobs`` at once); cores whose environment names no rank are
     numbered after the highest rank found (``rank_source="order"``), in the order given."""
     paths = [str(p) for p in paths]
     with ThreadPoolExecutor(max_workers=max(1, min(opts.jobs, len(paths) or 1))) as pool:
-        readings = []
-        for res in pool.map(lambda p: read_core(p, opts), paths):
-            readings.append(res)
-            if on_done is not None:
-                on_done(res)
-    known = [c.dump.rank for c in readings if c.dump.rank_source not in ("", "order") and c.dump.rank >= 0]
+        readings = list(pool.map(lambda p: read_core(p, opts), paths))
+    known = [c.dump.rank for c in readings if c.dump.rank_source and c.dump.rank >= 0]
     nxt = max(known, default=-1) + 1
     out = []
     for c in readings:
-        if c.dump.rank_source in ("", "order") or c.dump.rank < 0:
+        if not c.dump.rank_source or c.dump.rank < 0:
             c = replace(c, dump=replace(c.dump, rank=nxt, rank_source="order"))
             nxt += 1
         out.append(c)

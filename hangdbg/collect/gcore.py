@@ -162,15 +162,10 @@ def _resume(pid: int) -> None:
         pass
 
 
-def write_cores(ranks: list[RankProcess], out: Path, timeout: float = 300.0, jobs: int = 2,
-                on_result=None) -> list[GcoreResult]:
+def write_cores(ranks: list[RankProcess], out: Path, timeout: float = 300.0, jobs: int = 2) -> list[GcoreResult]:
     """Write a core of every rank (``jobs`` gcore runs at once), sorted by rank."""
     out.mkdir(parents=True, exist_ok=True)
     prog = find_gcore()
-    results = []
     with ThreadPoolExecutor(max_workers=max(1, min(jobs, len(ranks) or 1))) as pool:
-        for res in pool.map(lambda r: write_core(r, out, timeout, prog), ranks):
-            results.append(res)
-            if on_result is not None:
-                on_result(res)
+        results = list(pool.map(lambda r: write_core(r, out, timeout, prog), ranks))
     return sorted(results, key=lambda r: r.rank)

@@ -90,7 +90,7 @@ def _inspect(core: str, exe: str) -> dict:
         version = version or t.python_version
         frames = [{"file": f.code.filename, "function": f.code.scope, "line": f.code.location.lineno, "entry": bool(f.is_entry)}
                   for f in t.frames]
-        out.append({"tid": t.tid, "gil": bool(t.holds_the_gil), "gc": bool(t.is_gc_collecting), "frames": frames})
+        out.append({"tid": t.tid, "gil": bool(t.holds_the_gil), "frames": frames})
     return {"threads": out, "python": list(version) if version else None, "error": None}
 
 
