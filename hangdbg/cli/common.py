@@ -5,13 +5,16 @@ from __future__ import annotations
 import argparse
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from ..model import Analysis
+from ..errors import UsageError
+from ..model import Analysis, SourceReport
+from ..parse.textlines import files_where
 from ..report.console import render_analysis
+from ..report.evidence import render_source_report, source_report_to_dict, suspects_of
 from ..report.jsonout import analysis_to_dict, dumps_json
 
 EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_FOUND = 0, 1, 2, 3
@@ -106,5 +109,39 @@ def emit(cmd: Command, a: Analysis, args: argparse.Namespace, command: str, extr
     if a.found_hang:
         return EXIT_FOUND
     if a.ranks and not a.groups:  # not one stack could be read: the tool failed, not the job
+        return EXIT_ERROR
+    return EXIT_OK
+
+
+def expand_paths(paths: list[str], sniff: Callable[[bytes], bool]) -> list[str]:
+    """Files as given; directories walked for the files whose first 64 KiB ``sniff`` accepts.
+
+    Raises:
+        UsageError: a path does not exist.
+    """
+    try:
+        return files_where(paths, lambda _name, head: sniff(head))
+    except FileNotFoundError as exc:
+        raise UsageError(f"no such file or directory: {exc.filename}") from None
+
+
+def emit_source_report(cmd: Command, rep: SourceReport, args: argparse.Namespace, command: str, title: str,
+                       nothing: str, n_files: int, extra: Callable[[], list] | None = None) -> int:
+    """Print one reader's report (or its JSON), save ``COMMAND.json`` under ``--out``.
+
+    ``extra``: renderables shown above the rank table (built only for the text report).
+    Returns 3 when suspects were found, 1 when none of the ``n_files`` files could be read, else 0.
+    """
+    doc = source_report_to_dict(rep, command, nothing)
+    if args.out:
+        write_json(Path(args.out) / f"{command}.json", doc)
+    if args.json:
+        print_json(cmd, doc)
+    else:
+        cmd.out.print(render_source_report(rep, title, nothing, extra() if extra else None,
+                                           evidence=not args.no_evidence))
+    if suspects_of(rep):
+        return EXIT_FOUND
+    if rep.errors and len(rep.errors) == n_files:
         return EXIT_ERROR
     return EXIT_OK

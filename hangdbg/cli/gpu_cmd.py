@@ -3,16 +3,13 @@
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
 
 from rich.markup import escape
 from rich.table import Table
 
 from ..errors import UsageError
 from ..parse import xid
-from ..report.evidence import render_source_report, source_report_to_dict, suspects_of
-from .common import EXIT_ERROR, EXIT_FOUND, EXIT_OK, Command, print_json, write_json
-from .logs_cmd import expand_paths
+from .common import Command, emit_source_report, expand_paths
 
 NOTHING = "no GPU error: no fatal Xid, lost GPU or uncorrectable ECC error in these files"
 
@@ -56,16 +53,5 @@ class GpuCommand(Command):
         if not files:
             raise UsageError(f"no kernel log with NVRM lines or nvidia-smi -q output found in {' '.join(args.paths)}")
         rep = xid.read(files, host=args.host)
-        doc = source_report_to_dict(rep, "gpu", NOTHING)
-        if args.out:
-            write_json(Path(args.out) / "gpu.json", doc)
-        if args.json:
-            print_json(self, doc)
-        else:
-            extra = [_gpu_table(rep.facts)] if rep.facts.get("gpus") else []
-            self.out.print(render_source_report(rep, "GPU errors", NOTHING, extra, evidence=not args.no_evidence))
-        if suspects_of(rep):
-            return EXIT_FOUND
-        if rep.errors and len(rep.errors) == len(files):
-            return EXIT_ERROR
-        return EXIT_OK
+        return emit_source_report(self, rep, args, "gpu", "GPU errors", NOTHING, len(files),
+                                  lambda: [_gpu_table(rep.facts)] if rep.facts.get("gpus") else [])

@@ -6,23 +6,9 @@ import argparse
 
 from ..errors import UsageError
 from ..parse import torch_log
-from ..parse.textlines import files_where
-from ..report.evidence import render_source_report, source_report_to_dict, suspects_of
-from .common import EXIT_ERROR, EXIT_FOUND, EXIT_OK, Command, print_json, write_json
+from .common import Command, emit_source_report, expand_paths
 
 NOTHING = "no rank stands out: no watchdog timeout, desync report or failed child in these logs"
-
-
-def expand_paths(paths: list[str], sniff) -> list[str]:
-    """Files as given; directories walked for the files whose first 64 KiB ``sniff`` accepts.
-
-    Raises:
-        UsageError: a path does not exist.
-    """
-    try:
-        return files_where(paths, lambda _name, head: sniff(head))
-    except FileNotFoundError as exc:
-        raise UsageError(f"no such file or directory: {exc.filename}") from None
 
 
 class LogsCommand(Command):
@@ -47,16 +33,4 @@ class LogsCommand(Command):
             raise UsageError(f"no PyTorch log or error.json found in {' '.join(args.paths)}",
                              help="name the files explicitly to read them whatever their content")
         rep = torch_log.read(files)
-        doc = source_report_to_dict(rep, "logs", NOTHING)
-        if args.out:
-            from pathlib import Path
-            write_json(Path(args.out) / "logs.json", doc)
-        if args.json:
-            print_json(self, doc)
-        else:
-            self.out.print(render_source_report(rep, "torch logs", NOTHING, evidence=not args.no_evidence))
-        if suspects_of(rep):
-            return EXIT_FOUND
-        if rep.errors and len(rep.errors) == len(files):
-            return EXIT_ERROR
-        return EXIT_OK
+        return emit_source_report(self, rep, args, "logs", "torch logs", NOTHING, len(files))
