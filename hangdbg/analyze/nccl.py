@@ -27,18 +27,12 @@ import re
 from collections import Counter, defaultdict
 
 from ..model import Evidence, Finding, RankState, SourceReport
-from ..parse.nccl import Comm, NcclLog, Proc, scan
-from ..parse.nccl import sniff as _sniff
+from ..parse.nccl import Comm, NcclLog, Proc, scan, sniff
 from .rankset import compress
 
-__all__ = ["read", "sniff", "analyze", "slice_table", "who"]
+__all__ = ["read", "sniff", "analyze", "slice_table"]
 
 MAX_EV = 6
-
-
-def sniff(head: bytes) -> bool:
-    """True when ``head`` (the first 64 KiB of a file) looks like NCCL_DEBUG output."""
-    return _sniff(head)
 
 
 def read(paths: list[str], split_on: re.Pattern[str] | None = None, workers: int | None = None) -> SourceReport:
@@ -53,12 +47,6 @@ def read(paths: list[str], split_on: re.Pattern[str] | None = None, workers: int
         a :class:`SourceReport` of kind ``"nccl"``; never raises for bad content.
     """
     return analyze(scan(list(paths), split_on=split_on, workers=workers))
-
-
-def who(p: Proc) -> str:
-    """``rank 3 (node-00 pid 41051)`` or ``node-00 pid 41051``."""
-    r = p.rank
-    return f"rank {r} ({p.host} pid {p.pid})" if r is not None else f"{p.host} pid {p.pid}"
 
 
 def _ranks(procs) -> tuple[int, ...]:
@@ -316,7 +304,7 @@ def slice_table(log: NcclLog, rows: list[tuple[Proc, list[tuple]]] | None = None
     communicators); ``rows``: :func:`_slice_rows` when already built."""
     labels = _labels(log)
     rows = _slice_rows(log) if rows is None else rows
-    return {labels[id(p)]: [dict(r) for r in rs] for p, rs in sorted(rows, key=lambda pr: _order(pr[0]))}
+    return {labels[id(p)]: [dict(r) for r in rs] for p, rs in sorted(rows, key=lambda pr: pr[0].sort_key)}
 
 
 def _slice_findings(log: NcclLog, rows: list[tuple[Proc, list[tuple]]], major: list[tuple]) -> list[Finding]:
@@ -338,11 +326,6 @@ def _slice_findings(log: NcclLog, rows: list[tuple[Proc, list[tuple]]], major: l
                            + (" (the last slice: where the run stopped)" if last else ""),
                            ranks=_ranks(ps), hosts=_hosts(ps), severity="warning" if last else "suspect"))
     return out
-
-
-def _order(p: Proc):
-    r = p.rank
-    return (r is None, r if r is not None else 0, p.host, p.pid)
 
 
 def _labels(log: NcclLog) -> dict[int, str]:
@@ -380,7 +363,7 @@ def analyze(log: NcclLog) -> SourceReport:
     rows = []
     procs_json = []
     labels = _labels(log)
-    for p in sorted(log.procs.values(), key=_order):
+    for p in sorted(log.procs.values(), key=lambda p: p.sort_key):
         last = _last(p)
         state = _state(p)
         if p.rank is not None:

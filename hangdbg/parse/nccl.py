@@ -51,16 +51,16 @@ import mmap
 import os
 import re
 from collections import Counter
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
+from functools import partial
 from itertools import compress, count
 from operator import itemgetter, not_
 
 from ..model import MAX_EVIDENCE_TEXT, Evidence
-from .textlines import strip_prefix
+from .textlines import iter_lines, strip_prefix
 
-__all__ = ["NcclLog", "Proc", "Comm", "ConnectFailure", "scan", "scan_path", "sniff", "record_starts", "has_marker",
-           "RECORD"]
+__all__ = ["NcclLog", "Proc", "Comm", "ConnectFailure", "scan", "scan_path", "sniff", "record_starts", "records",
+           "has_marker", "RECORD"]
 
 CHUNK = 16 << 20
 """Bytes per chunk of the fast scan."""
@@ -156,6 +156,13 @@ def record_starts(text: str) -> list[re.Match]:
     return list(RECORD.finditer(text))
 
 
+def records(text: str) -> list[tuple[re.Match, int]]:
+    """The records of one line: ``(header, end)`` per record header in ``text``, each record
+    ending where the next begins (concurrent writers spliced them) or at the end of the line."""
+    starts = record_starts(text)
+    return list(zip(starts, [m.start() for m in starts[1:]] + [len(text)]))
+
+
 # --- the state ------------------------------------------------------------------------------
 @dataclass(slots=True)
 class Comm:
@@ -225,6 +232,12 @@ class Proc:
         return f"{self.host}.{self.pid}"
 
     @property
+    def sort_key(self) -> tuple:
+        """Processes in rank order, those without a rank last (by host, pid)."""
+        r = self.rank
+        return (r is None, r if r is not None else 0, self.host, self.pid)
+
+    @property
     def rank(self) -> int | None:
         """The global rank: rank in the largest communicator (first created), else the launcher's."""
         best = None
@@ -248,7 +261,7 @@ class NcclLog:
         errors: ``(path, reason)`` for files that could not be read.
         ip_hosts: IP address -> host, from the logs' own interface lines.
         unattributed_versions: ``NCCL version`` lines without a host prefix, per file index.
-        slice_marks: number of ``--split-on`` slices seen.
+        nslices: number of ``--split-on`` slices (1 + the most slice marks any process got).
     """
 
     def __init__(self, split_on: re.Pattern[str] | None = None) -> None:
@@ -266,7 +279,8 @@ class NcclLog:
         self._chunks: dict[int, list[tuple[int, int]]] = {}  # file -> [(start line, byte offset)]
         self._file_procs: dict[int, set] = {}
         self._hosts: set[str] = set()
-        self._pending: tuple | None = None  # hard-wrap candidate: (fi, lineno, raw text, prefix)
+        # hard-wrap candidate: (fi, lineno, raw text, record header match, message, launcher rank)
+        self._pending: tuple | None = None
         self._heads: dict[bytes, tuple | None] = {}  # fast-scan head -> (host, pid, dev, name): _parse_head
 
     # -- per-line parsing ------------------------------------------------------------------
@@ -315,8 +329,8 @@ class NcclLog:
             return
         pre = strip_prefix(raw)
         text = pre.text
-        starts = record_starts(text)
-        if not starts:
+        recs = records(text)
+        if not recs:
             m = _VERSION.search(text)
             if m:
                 if pre.rank is not None:
@@ -326,10 +340,10 @@ class NcclLog:
             elif _SHAPE.search(text):
                 self.lines_skipped += 1
             return
-        for i, m in enumerate(starts):
-            end = starts[i + 1].start() if i + 1 < len(starts) else len(text)
+        last = recs[-1][0]
+        for m, end in recs:
             msg = text[m.end():end].rstrip()
-            if i + 1 == len(starts) and _looks_cut(msg):
+            if m is last and _looks_cut(msg):
                 self._pending = (fi, lineno, raw, m, msg, pre.rank)
                 return
             if not self._record(fi, lineno, raw, m, msg, pre.rank):
@@ -605,22 +619,23 @@ def _transport(t: str) -> str:
 
 # --- the fast scan ----------------------------------------------------------------------------
 def _ranges(size: int, path: str, chunk: int) -> list[tuple[int, int]]:
-    """Newline-aligned byte ranges of about ``chunk`` bytes covering a file."""
+    """Newline-aligned byte ranges of about ``chunk`` bytes covering a file: each range ends after
+    the first newline at or past ``start + chunk`` (read in pieces of 64 KiB: a line with no end
+    costs no memory), or at ``size``."""
     out = []
     start = 0
     with open(path, "rb") as f:
         while start < size:
-            end = min(size, start + chunk)
+            end = start + chunk
             if end < size:
                 f.seek(end)
-                tail = f.read(1 << 16)
-                nl = tail.find(b"\n")
-                while nl < 0 and tail:
-                    end += len(tail)
-                    more = f.read(1 << 16)
-                    tail = more
-                    nl = tail.find(b"\n")
-                end = min(size, end + nl + 1) if nl >= 0 else size
+                for piece in iter(partial(f.readline, 1 << 16), b""):
+                    end += len(piece)
+                    if piece.endswith(b"\n"):
+                        break
+                else:
+                    end = size
+            end = min(size, end)
             out.append((start, end))
             start = end
     return out
@@ -785,6 +800,8 @@ def scan(paths: list[str], split_on: re.Pattern[str] | None = None, workers: int
             workers = os.cpu_count() or 1
         if total < PARALLEL_MIN:
             workers = 1
+    from concurrent.futures import ProcessPoolExecutor  # noqa: PLC0415 - only big inputs need it
+
     chunk = chunk or CHUNK
     tasks = []
     for path, size in zip(paths, sizes):
@@ -886,15 +903,13 @@ def _parse_head(log: NcclLog, head: bytes) -> tuple[str, int, int, str] | None:
 
 def _scan_lines(log: NcclLog, path: str) -> None:
     """The per-line path (``--split-on``): every line through :meth:`NcclLog.line`."""
-    from .textlines import iter_lines
-
     fi = len(log.files)
     log.files.append(path)
     pat = log.split_on
     try:
         for lineno, text in iter_lines(path):
             log.lines_read += 1
-            if pat is not None and pat.search(text):
+            if pat.search(text):
                 log.flush()
                 log.mark_slice(fi, text)
             log.line(fi, lineno, text)

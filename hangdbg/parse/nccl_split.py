@@ -14,7 +14,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from .nccl import _looks_cut, has_marker, record_starts, scan
+from .nccl import _looks_cut, has_marker, records, scan
 from .textlines import iter_lines, strip_prefix
 
 __all__ = ["SplitResult", "split_logs"]
@@ -73,24 +73,23 @@ def split_logs(paths: list[str], out: Path, pattern: re.Pattern[str] | None = No
         try:
             for _lineno, raw in iter_lines(path):
                 pre = strip_prefix(raw)
-                starts = record_starts(pre.text) if has_marker(raw) else []
+                recs = records(pre.text) if has_marker(raw) else []
                 if pattern is not None and pattern.search(raw):
-                    targets = ([_key(log, starts[0])] if starts else
+                    targets = ([_key(log, recs[0][0])] if recs else
                                [by_rank[pre.rank]] if pre.rank in by_rank else [only] if only else list(fi_procs))
                     for k in targets:
                         if k in log.procs:
                             slices[k] = slices.get(k, 0) + 1
-                if starts:
-                    if len(starts) == 1:
-                        k = _key(log, starts[0])
+                if recs:
+                    if len(recs) == 1:
+                        k = _key(log, recs[0][0])
                         writer.add(_target(names, k, slices, pattern), raw)
                     else:
-                        for i, m in enumerate(starts):
-                            end = starts[i + 1].start() if i + 1 < len(starts) else len(pre.text)
-                            k = _key(log, m)
-                            writer.add(_target(names, k, slices, pattern), pre.text[m.start():end])
-                    prev_key = _key(log, starts[-1])
-                    prev_cut = _looks_cut(pre.text[starts[-1].end():])
+                        for m, end in recs:
+                            writer.add(_target(names, _key(log, m), slices, pattern), pre.text[m.start():end])
+                    last = recs[-1][0]
+                    prev_key = _key(log, last)
+                    prev_cut = _looks_cut(pre.text[last.end():])
                     continue
                 if pre.rank is not None and pre.rank in by_rank:
                     k = by_rank[pre.rank]
@@ -106,7 +105,7 @@ def split_logs(paths: list[str], out: Path, pattern: re.Pattern[str] | None = No
             errors.append((path, exc.strerror or str(exc)))
     written = writer.close()
     rows = []
-    for key, p in sorted(log.procs.items(), key=lambda kv: (kv[1].rank is None, kv[1].rank or 0, kv[0])):
+    for key, p in sorted(log.procs.items(), key=lambda kv: kv[1].sort_key):
         files = sorted(f for f in written if f == names[key] + ".log" or f.startswith(names[key] + ".slice"))
         rows.append({"rank": p.rank, "host": p.host, "pid": p.pid, "files": files,
                      "lines": sum(written[f] for f in files)})
@@ -124,7 +123,7 @@ def _file_names(log) -> dict:
     """Process key -> file stem: ``rank0003`` (zero-padded), ``HOST.PID`` when the rank is unknown."""
     width = max((len(str(p.rank)) for p in log.procs.values() if p.rank is not None), default=1)
     names, used = {}, set()
-    for key, p in sorted(log.procs.items(), key=lambda kv: (kv[1].rank is None, kv[1].rank or 0, kv[0])):
+    for key, p in sorted(log.procs.items(), key=lambda kv: kv[1].sort_key):
         stem = f"rank{p.rank:0{width}d}" if p.rank is not None else f"{_safe(p.host)}.{p.pid}"
         if stem in used:
             stem = f"{stem}.{_safe(p.host)}.{p.pid}"
