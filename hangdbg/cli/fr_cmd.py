@@ -9,7 +9,6 @@ suspects were found.
 from __future__ import annotations
 
 import argparse
-import dataclasses
 from pathlib import Path
 
 from rich.markup import escape
@@ -18,15 +17,15 @@ from rich.table import Table
 
 from ..analyze.flight_recorder import read
 from ..errors import HangdbgError, UsageError
-from ..model import SCHEMA_VERSION, SourceReport
+from ..model import SourceReport
 from ..parse.flight_recorder import collect_paths
+from ..report.evidence import SEVERITY_STYLE, source_report_dict, suspects_of
+from ..report.jsonout import document_header
 from .common import EXIT_FOUND, EXIT_OK, Command, print_json, write_json
-
-_STYLE = {"suspect": "red", "warning": "yellow", "info": "dim"}
 
 
 def _verdict(rep: SourceReport) -> str:
-    suspects = [f for f in rep.findings if f.severity == "suspect"]
+    suspects = suspects_of(rep)
     if suspects:
         return suspects[0].summary
     if rep.findings:
@@ -64,8 +63,8 @@ class FrCommand(Command):
         if not rep.facts.get("dumps"):
             raise HangdbgError(f"none of the {len(files)} files could be read as a flight-recorder dump: "
                                + "; ".join(f"{p}: {r}" for p, r in rep.errors[:5]))
-        doc = {"schema_version": SCHEMA_VERSION, "command": "fr", "verdict": _verdict(rep),
-               "found_suspects": any(f.severity == "suspect" for f in rep.findings), **dataclasses.asdict(rep)}
+        doc = {**document_header("fr"), "verdict": _verdict(rep), "found_suspects": bool(suspects_of(rep)),
+               **source_report_dict(rep)}
         if args.out:
             write_json(Path(args.out) / "fr.json", doc)
         if args.json:
@@ -75,7 +74,7 @@ class FrCommand(Command):
         return EXIT_FOUND if doc["found_suspects"] else EXIT_OK
 
     def _render(self, rep: SourceReport, verdict: str) -> None:
-        bad = any(f.severity == "suspect" for f in rep.findings)
+        bad = bool(suspects_of(rep))
         self.out.print(Panel(escape(verdict), title="flight recorder", border_style="red" if bad else "green"))
         t = Table(title="Ranks (last collective per process group)", title_justify="left", expand=True)
         for col in ("rank", "group", "last seq", "last collective", "state", "last started", "last completed"):
@@ -95,7 +94,7 @@ class FrCommand(Command):
         if rep.findings:
             self.out.print("[bold]Findings[/bold]")
             for f in rep.findings:
-                style = _STYLE.get(f.severity, "")
+                style = SEVERITY_STYLE.get(f.severity, "")
                 self.out.print(f"[{style}]{f.severity}[/{style}] [bold]{f.kind}[/bold]: {escape(f.summary)}", highlight=False)
                 for ev in f.evidence:
                     self.out.print(f"    [dim]{escape(Path(ev.source).name)}:[/dim] {escape(ev.text)}", highlight=False)

@@ -16,12 +16,13 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
-from .. import __version__
-from ..model import SCHEMA_VERSION, Finding, RankState, SourceReport
+from ..model import Finding, RankState, SourceReport
+from .jsonout import document_header
 
-__all__ = ["findings_table", "ranks_table", "render_source_report", "source_report_to_dict", "suspects_of", "verdict_of"]
+__all__ = ["SEVERITY_STYLE", "findings_table", "ranks_table", "render_source_report", "source_report_dict",
+           "source_report_to_dict", "suspects_of", "verdict_of"]
 
-_STYLE = {"suspect": "bold red", "warning": "yellow", "info": "dim"}
+SEVERITY_STYLE = {"suspect": "bold red", "warning": "yellow", "info": "dim"}
 
 
 def suspects_of(rep: SourceReport) -> list[Finding]:
@@ -50,7 +51,7 @@ def findings_table(findings: tuple[Finding, ...] | list[Finding], evidence: bool
             for e in f.evidence[:3]:
                 where = f"{e.source}:{e.line}" if e.line is not None else e.source
                 body.append(f"\n  {where}: {e.text[:240]}", style="dim")
-        t.add_row(Text(f.severity, style=_STYLE.get(f.severity, "")), f.kind, body)
+        t.add_row(Text(f.severity, style=SEVERITY_STYLE.get(f.severity, "")), f.kind, body)
     return t
 
 
@@ -83,15 +84,21 @@ def render_source_report(rep: SourceReport, title: str, nothing: str, extra: lis
     return RGroup(*parts)
 
 
+def source_report_dict(rep: SourceReport) -> dict[str, Any]:
+    """``dataclasses.asdict(rep)``, but ``facts`` passed through as it is (JSON-ready by the model's
+    contract; deep-copying it cost 1.9 s for 8,192 ranks)."""
+    d = dataclasses.asdict(dataclasses.replace(rep, facts={}))
+    d["facts"] = rep.facts
+    return d
+
+
 def source_report_to_dict(rep: SourceReport, command: str, nothing: str) -> dict[str, Any]:
-    """The JSON twin: ``schema_version``, ``command``, ``verdict``, ``found_suspects`` and the
-    SourceReport itself (``dataclasses.asdict``)."""
+    """The JSON twin: the common document header (``schema_version``, ``tool``, ``version``,
+    ``command``, ``created``), ``verdict``, ``found_suspects`` and the SourceReport itself
+    (:func:`source_report_dict`)."""
     return {
-        "schema_version": SCHEMA_VERSION,
-        "tool": "hangdbg",
-        "version": __version__,
-        "command": command,
+        **document_header(command),
         "verdict": verdict_of(rep, nothing),
         "found_suspects": bool(suspects_of(rep)),
-        **dataclasses.asdict(rep),
+        **source_report_dict(rep),
     }
