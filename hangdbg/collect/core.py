@@ -38,8 +38,9 @@ HOST_VARS = ("SLURMD_NODENAME", "HOSTNAME", "HOST")
 CRASH_SIGNALS = frozenset({"SIGSEGV", "SIGBUS", "SIGFPE", "SIGILL", "SIGABRT", "SIGTRAP", "SIGSYS"})
 _RANK_KEYS = RANK_VARS + LOCAL_RANK_VARS + WORLD_SIZE_VARS + LOCAL_WORLD_SIZE_VARS + HOST_VARS + (
     "MASTER_ADDR", "MASTER_PORT", "GROUP_RANK", "SLURM_JOB_ID", "TORCHELASTIC_RUN_ID")
-_CPYTHON_INTERNAL = ("_Py", "PyEval_", "PyObject_Call", "PyObject_Vectorcall", "PyVectorcall", "method_vectorcall",
-                     "cfunction_", "do_call_core", "slot_tp_call", "vectorcall")
+_CPYTHON_INTERNAL = ("_Py", "PyEval_", "PyObject_Call", "PyObject_Vectorcall", "PyVectorcall", "cfunction_", "do_call_core",
+                     "slot_tp_call")
+"""Prefixes of the interpreter's own C functions (any name containing ``vectorcall`` is one too)."""
 
 
 def signal_name(signo: int | None) -> str | None:

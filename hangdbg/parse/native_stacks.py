@@ -70,9 +70,10 @@ _PY_NOISE = ("(unable to read python frame information)", "(frame information op
 _FH_INFO = re.compile(r"^(Extension modules: |Garbage-collecting$|Python runtime state: )")
 _LIBRARY = re.compile(r"/(?:site-packages|dist-packages)/|/lib(?:64)?/python\d[\d.]*/")
 _EVAL = re.compile(r"^_?PyEval_EvalFrame(?:Default|Ex)$")
-_WAITS = ("futex", "poll", "epoll", "select", "sleep", "pthread_cond", "sem_wait", "sem_timedwait",
-          "__GI___poll", "recv", "read", "accept", "wait4", "waitpid", "pause", "sigwait", "sched_yield", "do_futex_wait",
-          "__lll_lock_wait", "___pthread_cond_wait", "__pthread_clockjoin_ex")
+_WAITS = ("futex", "poll", "select", "sleep", "pthread_cond", "sem_wait", "sem_timedwait", "recv", "read", "accept",
+          "wait4", "waitpid", "pause", "sigwait", "sched_yield", "lll_lock_wait", "pthread_clockjoin_ex")
+"""Substrings of the innermost native function of a waiting thread (epoll_wait, __GI___poll,
+do_futex_wait, ___pthread_cond_wait... contain one of them)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -157,11 +158,10 @@ def thread_status(frames: tuple[Frame, ...], current: bool = False, gil: bool = 
         return "active+gil"
     if current:
         return "active"
-    native = next((f for f in frames if f.native), None)
-    if native is None or not frames[0].native:
+    if not frames or not frames[0].native:
         return "unknown"
-    name = native.function.lstrip("_")
-    return "idle" if any(w.lstrip("_") in name for w in _WAITS) else "active"
+    name = frames[0].function
+    return "idle" if any(w in name for w in _WAITS) else "active"
 
 
 def merge_native_python(native: tuple[Frame, ...], python_groups: list[tuple[Frame, ...]]) -> tuple[Frame, ...]:
@@ -226,9 +226,10 @@ def parse_stacks(lines, source: str = "") -> tuple[list[StackBlock], int, dict]:
         ``(blocks, lines_skipped, facts)``: the thread stacks in file order, the lines inside a
         stack that could not be read, and file facts (``signal``, ``cmdline``, ``current_lwp``,
         ``fatal``: the ``Fatal Python error`` line per launcher-prefix rank (None without prefix)
-        as ``(line_number, text)``).
+        as ``(line_number, text)``; ``lines``: the last line number, the lines read).
     """
     st = _State(source)
+    n = 0
     for n, raw in lines:
         p = strip_prefix(raw)
         text = p.text.rstrip()
@@ -244,7 +245,7 @@ def parse_stacks(lines, source: str = "") -> tuple[list[StackBlock], int, dict]:
     if st.current_lwp is not None:
         blocks = [replace(b, current=True) if b.format == "gdb" and b.thread_id == st.current_lwp else b for b in blocks]
     facts = {"signal": st.signal, "cmdline": st.cmdline, "current_lwp": st.current_lwp,
-             "fatal": st.fatal, "evidence": st.evidence}
+             "fatal": st.fatal, "evidence": st.evidence, "lines": n}
     return blocks, st.skipped, facts
 
 
@@ -433,19 +434,12 @@ def load(paths: list[str]) -> tuple[SourceReport, list[RankDump]]:
     unranked: list[tuple[str, list[StackBlock], dict]] = []
     for path in paths:
         path = str(path)
-        counter = [0]
-
-        def counted(it, c=counter):
-            for item in it:
-                c[0] += 1
-                yield item
-
         try:
-            blocks, bad, facts = parse_stacks(counted(iter_lines(path)), path)
+            blocks, bad, facts = parse_stacks(iter_lines(path), path)
         except OSError as exc:
             errors.append((path, exc.strerror or str(exc)))
             continue
-        read += counter[0]
+        read += facts["lines"]
         skipped += bad
         file_rank = rank_from_filename(path)
         ranks_in = {b.rank for b in blocks if b.rank is not None}
@@ -475,7 +469,7 @@ def load(paths: list[str]) -> tuple[SourceReport, list[RankDump]]:
         threads = _threads(bl)
         dumps.append(RankDump(rank=r, threads=threads, samples=(threads,) if threads else (), rank_source=e["rank_source"],
                               cmdline=facts.get("cmdline") or "", error=None if threads else "no stack in the text"))
-        current = next((t for t in threads if t.status == "active" and _is_current(bl, t)), threads[0] if threads else None)
+        current = next((t for t in threads if _is_current(bl, t)), threads[0] if threads else None)
         ev = [_evidence(src, n, raw) for n, raw, rk in facts["evidence"] if rk in (None, r)][:4]
         where = crash_site(current.frames) if current else ""
         fatal = facts["fatal"].get(r) or (facts["fatal"].get(None) if len(facts["fatal"]) == 1 else None)
