@@ -507,6 +507,18 @@ CTracer_call(CTracer *self, PyObject *args, PyObject *kwds)
     return Py_NewRef(f_trace != NULL ? f_trace : Py_None);
 }
 
+static PyObject *
+CTracer_get_enabled(CTracer *self, void *Py_UNUSED(closure))
+{
+    return PyBool_FromLong(self->enabled);
+}
+
+static PyGetSetDef CTracer_getset[] = {
+    {"enabled", (getter)CTracer_get_enabled, NULL,
+     "True until disable() (read-only).", NULL},
+    {NULL, NULL, NULL, NULL, NULL}
+};
+
 static PyMethodDef CTracer_methods[] = {
     {"install", (PyCFunction)CTracer_install, METH_NOARGS,
      "install()\n--\n\nMake this tracer the trace function of the calling thread (PyEval_SetTrace),\n"
@@ -537,6 +549,7 @@ static PyTypeObject CTracer_Type = {
     .tp_clear = (inquiry)CTracer_clear,
     .tp_call = (ternaryfunc)CTracer_call,
     .tp_methods = CTracer_methods,
+    .tp_getset = CTracer_getset,
 };
 
 static struct PyModuleDef ctrace_module = {

@@ -55,7 +55,7 @@ if sys.version_info[:2] == (3, 11):
     try:
         from . import _ctrace
     except ImportError:
-        _ctrace = None
+        pass
 _NOTIME = b"%12s" % b"-"
 _ACTIVE: weakref.WeakSet[NicerTrace] = weakref.WeakSet()
 # The trace file is a MAP_SHARED mapping grown by this much at a time (tests lower it).
@@ -493,7 +493,7 @@ class NicerTrace:
         if ct is not None:
             ct.disable()         # other threads running it drop it at their next event
         prev = self._prev_trace
-        if _ctrace is not None and isinstance(prev, _ctrace.CTracer) and prev.stats()["enabled"]:
+        if _ctrace is not None and isinstance(prev, _ctrace.CTracer) and prev.enabled:
             prev.install()       # an enclosing NicerTrace on the C path: its C function again
         else:
             sys.settrace(prev)
