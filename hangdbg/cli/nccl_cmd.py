@@ -25,7 +25,7 @@ from ..errors import HangdbgError, UsageError
 from ..model import SCHEMA_VERSION, SourceReport
 from ..parse.nccl_split import split_logs
 from ..parse.textlines import iter_files
-from ..report.evidence import suspects_of
+from ..report.evidence import source_report_dict, suspects_of
 from .common import EXIT_FOUND, EXIT_OK, Command, print_json, write_json
 
 NO_RECORDS_HELP = ("run the job with NCCL_DEBUG=INFO (and NCCL_DEBUG_SUBSYS=INIT,COLL,NET for collective lines), "
@@ -94,7 +94,7 @@ class NcclCommand(Command):
         suspects = suspects_of(rep)
         verdict = self._verdict(rep, suspects)
         doc = {"schema_version": SCHEMA_VERSION, "command": "nccl summary", "verdict": verdict,
-               "found_suspects": bool(suspects), **_report_dict(rep)}
+               "found_suspects": bool(suspects), **source_report_dict(rep)}
         if args.out:
             write_json(Path(args.out) / "nccl.json", doc)
         if args.json:
@@ -192,16 +192,3 @@ class NcclCommand(Command):
                            highlight=False)
         return EXIT_OK
 
-
-def _report_dict(rep: SourceReport) -> dict:
-    return {
-        "kind": rep.kind, "files": list(rep.files), "lines_read": rep.lines_read, "lines_skipped": rep.lines_skipped,
-        "errors": [list(e) for e in rep.errors],
-        "findings": [{"kind": f.kind, "severity": f.severity, "summary": f.summary, "ranks": list(f.ranks),
-                      "hosts": list(f.hosts), "action": f.action,
-                      "evidence": [{"source": e.source, "line": e.line, "text": e.text} for e in f.evidence]}
-                     for f in rep.findings],
-        "ranks": [{"rank": r.rank, "host": r.host, "pid": r.pid, "last_collective": r.last_collective, "seq": r.seq,
-                   "group": r.group, "state": r.state} for r in rep.ranks],
-        "facts": rep.facts,
-    }
