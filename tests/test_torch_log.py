@@ -447,3 +447,19 @@ def test_srun_labels_and_one_summary_per_node(tmp_path):
     assert sus[0].ranks == (5,) and sus[0].kind == "child-failed" and sus[0].hosts == ("node3",)  # the earlier root
     assert any(f.kind == "seq-lagging" and f.ranks == (5,) for f in sus)
     assert any(f.ranks == (1,) and f.severity == "warning" for f in rep.findings)  # node1's later root
+
+
+def test_ranks_text_and_victims_without_a_rank():
+    """One ranks_text for every summary; SIGTERM victims whose entries name no rank read "unnamed ranks",
+    not "ranks  stopped by the agent"."""
+    from hangdbg.analyze.rankset import ranks_text
+    from hangdbg.analyze.torch_log import analyze_events
+    from hangdbg.model import Evidence
+    from hangdbg.parse.torch_log import ChildFailure, TorchLogEvents
+
+    assert [ranks_text(r) for r in ([3], [3, 3], [2, 0, 1, 5], ())] == ["rank 3", "rank 3", "ranks 0-2,5", "unnamed ranks"]
+    e = Evidence("log", 1, "x")
+    ev = TorchLogEvents(failures=[ChildFailure(0, 0, "h", -11, 10, "", "", "t", "", True, (e,)),
+                                  ChildFailure(None, 1, "h", -15, 11, "", "", "t", "", False, (e,))])
+    victims = [f for f in analyze_events(ev)[0] if "SIGTERM" in f.summary]
+    assert victims[0].summary.startswith("unnamed ranks stopped by the agent")

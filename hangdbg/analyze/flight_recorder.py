@@ -41,7 +41,7 @@ from ..parse.flight_recorder import (
     sniff,
 )
 from .fr_crosscheck import cross_check
-from .rankset import compress
+from .rankset import ranks_text
 
 __all__ = ["KIND", "analyze", "collect_paths", "cross_check", "effective_state", "read", "sniff", "user_frames"]
 
@@ -52,10 +52,6 @@ _NOT_USER = re.compile(
     r"(^|/)(threading|runpy|concurrent/futures/\w+)\.py$|^<frozen |^<string>$"
 )
 
-
-def _ranks_text(ranks) -> str:
-    ranks = sorted(set(ranks))
-    return f"{'rank' if len(ranks) == 1 else 'ranks'} {compress(ranks)}"
 
 
 def _ev(source: str, text: str) -> Evidence:
@@ -180,14 +176,14 @@ def analyze(dumps: list[FrDump], unreadable: dict[int, tuple[str, str]] | None =
     if no_dump and by_rank:
         cfg_ranks = {r for d in by_rank.values() for _, (_, m) in d.pg_config.items() for r in m}
         how = ("from the member ranks in pg_config" if set(no_dump) <= cfg_ranks
-               else f"from the numbering of the dump files: {_ranks_text(sorted(set(by_rank) | set(unreadable)))} exist")
+               else f"from the numbering of the dump files: {ranks_text(sorted(set(by_rank) | set(unreadable)))} exist")
         bad = [r for r in no_dump if r in unreadable]
         absent = [r for r in no_dump if r not in unreadable]
         parts = []
         if absent:
-            parts.append(f"{_ranks_text(absent)} left no flight-recorder dump")
+            parts.append(f"{ranks_text(absent)} left no flight-recorder dump")
         if bad:
-            parts.append(f"the dump of {_ranks_text(bad)} could not be read")
+            parts.append(f"the dump of {ranks_text(bad)} could not be read")
         ev = []
         src = next((d for d in by_rank.values() if any(m for _, m in d.pg_config.values())), None)
         for name, (desc, members) in list(src.pg_config.items() if src else ())[:3]:
@@ -292,16 +288,16 @@ def _lagging(label: str, present: list[int], last: dict, last_seq: dict[int, int
     ahead_e = last[ahead[0]]
     where = f"seq {lo}" + (f" ({lo_last.op})" if lo_last and lo_last.collective_seq_id == lo
                            else " (pg_status; no entry in the dump)" if lo else " (none recorded)")
-    text = (f"pg {label}: {_ranks_text(lo_ranks)} {'stops' if len(lo_ranks) == 1 else 'stop'} at collective {where} while "
-            f"{_ranks_text(ahead)} went on to seq {top} ({ahead_e.op if ahead_e else '?'})")
+    text = (f"pg {label}: {ranks_text(lo_ranks)} {'stops' if len(lo_ranks) == 1 else 'stop'} at collective {where} while "
+            f"{ranks_text(ahead)} went on to seq {top} ({ahead_e.op if ahead_e else '?'})")
     if len(levels) > 1:
-        text += "; " + ", ".join(f"{_ranks_text([r for r in behind if last_seq[r] == s])} at seq {s}"
+        text += "; " + ", ".join(f"{ranks_text([r for r in behind if last_seq[r] == s])} at seq {s}"
                                  for s in sorted(levels)[1:])
     if len(behind) > len(ahead):
         text += (f": most ranks ({len(behind)} of {len(present)}) are behind, so the stragglers are the "
-                 f"many ({_ranks_text(behind)}), not the {len(ahead)} that ran ahead")
+                 f"many ({ranks_text(behind)}), not the {len(ahead)} that ran ahead")
     elif len(levels) == 1:
-        text += f": {_ranks_text(behind)} never called seq {lo + 1}"
+        text += f": {ranks_text(behind)} never called seq {lo + 1}"
     else:
         text += ": each rank behind stopped before the next collective the others called"
     ev = []
@@ -341,7 +337,7 @@ def _first_mismatch(label: str, by_seq: dict[int, dict[int, FrEntry]], by_rank: 
                                   ("output sizes", a.output_sizes, b.output_sizes),
                                   ("dtypes", (a.input_dtypes, a.output_dtypes), (b.input_dtypes, b.output_dtypes)))
                 if x != y]
-        sides = " vs ".join(f"{_ranks_text(rs)} {_short(ents[rs[0]], effective_state(ents[rs[0]], by_rank[rs[0]]))}"
+        sides = " vs ".join(f"{ranks_text(rs)} {_short(ents[rs[0]], effective_state(ents[rs[0]], by_rank[rs[0]]))}"
                             for rs in classes)
         text = f"pg {label} collective seq {seq}: {sides}: {' and '.join(what) or 'signature'} differ"
         text += "s" if len(what) <= 1 else ""
@@ -374,9 +370,9 @@ def _first_stuck(label: str, present: list[int], by_seq: dict[int, dict[int, FrE
         by_state = defaultdict(list)
         for r in pending:
             by_state[states[r]].append(r)
-        st = ", ".join(f"{s} on {_ranks_text(rs)}" for s, rs in sorted(by_state.items()))
+        st = ", ".join(f"{s} on {ranks_text(rs)}" for s, rs in sorted(by_state.items()))
         if done:
-            text = f"pg {label} collective seq {seq} ({e.op}) completed on {_ranks_text(done)} but not on {_ranks_text(pending)} ({st})"
+            text = f"pg {label} collective seq {seq} ({e.op}) completed on {ranks_text(done)} but not on {ranks_text(pending)} ({st})"
         else:
             where = "everywhere" if set(pending) >= set(present) else "on every rank that recorded it"
             text = f"pg {label} collective seq {seq} ({e.op}) never completed {where}: {st}"

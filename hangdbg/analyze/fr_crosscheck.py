@@ -13,14 +13,10 @@ from __future__ import annotations
 from collections import defaultdict
 
 from ..model import Analysis, Finding, RankState, SourceReport
-from .rankset import compress
+from .rankset import ranks_text
 
 __all__ = ["cross_check"]
 
-
-def _ranks_text(ranks) -> str:
-    ranks = sorted(set(ranks))
-    return f"{'rank' if len(ranks) == 1 else 'ranks'} {compress(ranks)}"
 
 
 def _norm(op: str | None) -> str:
@@ -76,7 +72,7 @@ def cross_check(fr: SourceReport, stacks: Analysis) -> tuple[Finding, ...]:
                                f"stack is outside any collective ({place.describe()}): an async op not waited for, "
                                "or the rank went on without it", ranks=(rank,), severity="warning"))
     if agree:
-        out.insert(0, Finding("fr-agrees", f"stacks and flight recorder agree for {_ranks_text(agree)}: in "
+        out.insert(0, Finding("fr-agrees", f"stacks and flight recorder agree for {ranks_text(agree)}: in "
                               f"{', '.join(sorted(agree_what))}, which the recorder has pending", ranks=tuple(agree),
                               severity="info"))
     return tuple(out)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Iterable
 
-__all__ = ["compress", "expand"]
+__all__ = ["compress", "expand", "ranks_text"]
 
 
 def compress(ranks: Iterable[int]) -> str:
@@ -22,6 +22,14 @@ def compress(ranks: Iterable[int]) -> str:
         start = prev = r
     parts.append(str(start) if start == prev else f"{start}-{prev}")
     return ",".join(parts)
+
+
+def ranks_text(ranks: Iterable[int]) -> str:
+    """``"rank 3"``, ``"ranks 0-2,5"`` (duplicates ignored), ``"unnamed ranks"`` for none (e.g. failures whose rank was not printed)."""
+    items = sorted(set(ranks))
+    if not items:
+        return "unnamed ranks"
+    return f"rank {items[0]}" if len(items) == 1 else f"ranks {compress(items)}"
 
 
 def expand(text: str) -> list[int]:

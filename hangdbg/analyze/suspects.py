@@ -22,7 +22,7 @@ from __future__ import annotations
 from ..model import Frame, RankDump, Suspect, Thread
 from .places import read_source
 from .classes import RankView
-from .rankset import compress
+from .rankset import ranks_text
 
 __all__ = ["find_suspects", "expected_ranks", "progressing_ranks", "LOOP_VARIABLES"]
 
@@ -33,8 +33,7 @@ LOOP_VARIABLES = (
 
 
 def _ranks_text(ranks) -> str:
-    ranks = sorted(ranks)
-    return f"rank {ranks[0]}" if len(ranks) == 1 else f"ranks {compress(ranks)}"
+    return ranks_text(ranks)
 
 
 def expected_ranks(dumps: list[RankDump], whole_job: bool = False) -> tuple[set[int], int]:

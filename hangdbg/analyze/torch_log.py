@@ -31,7 +31,7 @@ from ..parse.torch_log import (
     WorkStatus,
     signal_name,
 )
-from .rankset import compress
+from .rankset import compress, ranks_text
 
 __all__ = ["analyze_events"]
 
@@ -40,10 +40,6 @@ SOURCE = "torch-log"
 _PEER_LOSS = re.compile(r"Connection closed by peer|Connection reset by peer|remote worker crashing|"
                         r"communicator was aborted|Broken pipe|DistNetworkError", re.IGNORECASE)
 
-
-def _who(ranks) -> str:
-    ranks = sorted(set(ranks))
-    return f"rank {ranks[0]}" if len(ranks) == 1 else f"ranks {compress(ranks)}"
 
 
 def _pg(group: str) -> str:
@@ -108,7 +104,7 @@ def _lag_findings(pos: dict[str, dict[int, tuple[int, Evidence]]]) -> list[Findi
             even = " (the ranks split evenly: direction uncertain)" if counts[norm] * 2 <= total and not ahead else ""
             out.append(Finding(
                 kind="seq-lagging",
-                summary=(f"{_who(behind)} lag{'s' if len(behind) == 1 else ''} in {_pg(group)}: last {where} while "
+                summary=(f"{ranks_text(behind)} lag{'s' if len(behind) == 1 else ''} in {_pg(group)}: last {where} while "
                          f"{len(at_norm)} other rank{'s' if len(at_norm) != 1 else ''} reached SeqNum {norm}; "
                          f"{'it' if len(behind) == 1 else 'they'} never got past collective #{vals[-1] + 1}{even}"),
                 ranks=tuple(behind), evidence=ev, severity="suspect"))
@@ -118,9 +114,9 @@ def _lag_findings(pos: dict[str, dict[int, tuple[int, Evidence]]]) -> list[Findi
             out.append(Finding(
                 kind="seq-lagging",
                 summary=(f"most ranks ({len(at_norm)} of {total}: {compress(at_norm)}) are behind in {_pg(group)} at "
-                         f"SeqNum {norm} while {_who(ahead)} {'is' if len(ahead) == 1 else 'are'} ahead at SeqNum "
+                         f"SeqNum {norm} while {ranks_text(ahead)} {'is' if len(ahead) == 1 else 'are'} ahead at SeqNum "
                          f"{', '.join(map(str, vals))}: the many never called collective #{norm + 1} "
-                         f"(or {_who(ahead)} issued one the others did not)"),
+                         f"(or {ranks_text(ahead)} issued one the others did not)"),
                 ranks=tuple(at_norm), evidence=ev, severity="suspect"))
     return out
 
@@ -136,7 +132,7 @@ def _timeout_findings(timeouts: list[Timeout]) -> list[Finding]:
         seqtxt = f"SeqNum {seq}" if seq is not None else "no SeqNum (old PyTorch)"
         out.append(Finding(
             kind="watchdog-timeout",
-            summary=(f"{_who(ranks)} timed out in {op} ({seqtxt}, {_pg(group)})"
+            summary=(f"{ranks_text(ranks)} timed out in {op} ({seqtxt}, {_pg(group)})"
                      + (f" after {ran} ms" if ran is not None else "") + f" (timeout {ts[0].timeout_ms} ms)"),
             ranks=tuple(ranks), evidence=tuple(t.evidence for t in ts[:4]), severity="warning"))
     return out
@@ -152,7 +148,7 @@ def _silent_findings(ev: TorchLogEvents, timeouts: list[Timeout], exclude: set[i
     t0 = min(timeouts, key=lambda t: (t.seq is None, t.seq or 0))
     return [Finding(
         kind="no-timeout",
-        summary=(f"{_who(silent)} printed no watchdog timeout while {_who(active)} timed out "
+        summary=(f"{ranks_text(silent)} printed no watchdog timeout while {ranks_text(active)} timed out "
                  f"({t0.op}{f' SeqNum {t0.seq}' if t0.seq is not None else ''}, {_pg(t0.group)}): "
                  f"{'it' if len(silent) == 1 else 'they'} likely never entered that collective "
                  f"(if a member of that group)"),
@@ -168,13 +164,13 @@ def _desync_findings(ev: TorchLogEvents) -> list[Finding]:
         seen.add(key)
         parts, ranks = [], set()
         if d.missing:
-            parts.append(f"{_who(d.missing)} never joined any collective")
+            parts.append(f"{ranks_text(d.missing)} never joined any collective")
             ranks |= set(d.missing)
         if d.joined_not_finished:
-            parts.append(f"{_who(d.joined_not_finished)} joined but did not finish collective #{d.lag_seq}")
+            parts.append(f"{ranks_text(d.joined_not_finished)} joined but did not finish collective #{d.lag_seq}")
             ranks |= set(d.joined_not_finished)
         if d.finished_not_joined:
-            parts.append(f"{_who(d.finished_not_joined)} finished collective #{d.lag_seq} but did not join #{(d.lag_seq or 0) + 1}")
+            parts.append(f"{ranks_text(d.finished_not_joined)} finished collective #{d.lag_seq} but did not join #{(d.lag_seq or 0) + 1}")
             ranks |= set(d.finished_not_joined)
         if not parts:
             continue
@@ -267,7 +263,7 @@ def _failure_findings(ev: TorchLogEvents, timed_out: set[int]) -> tuple[list[Fin
         vr = [f.rank for f in victims if f.rank is not None]
         out.append(Finding(
             kind="child-failed",
-            summary=f"{_who(vr)} stopped by the agent (SIGTERM) after the failure: victims, not causes",
+            summary=f"{ranks_text(vr)} stopped by the agent (SIGTERM) after the failure: victims, not causes",
             ranks=tuple(sorted(vr)), hosts=tuple(sorted({f.host for f in victims if f.host})),
             evidence=tuple(x for f in victims[:2] for x in f.evidence[:1]), severity="info"))
     known_pids = {f.pid for f in fails}
