@@ -268,12 +268,17 @@ class Evidence:
     Attributes:
         source: the file it came from, as given to the reader.
         line: 1-based line number in that file, ``None`` for a fact about the whole file.
-        text: the raw line (at most :data:`MAX_EVIDENCE_TEXT` characters, decoding errors replaced).
+        text: the raw line, cut to :data:`MAX_EVIDENCE_TEXT` characters here (decoding errors
+            replaced by the reader).
     """
 
     source: str
     line: int | None
     text: str
+
+    def __post_init__(self) -> None:
+        if len(self.text) > MAX_EVIDENCE_TEXT:
+            object.__setattr__(self, "text", self.text[:MAX_EVIDENCE_TEXT])
 
 
 @dataclass(frozen=True, slots=True)

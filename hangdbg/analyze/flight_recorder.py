@@ -25,7 +25,7 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass
 
 from ..model import (
-    MAX_EVIDENCE_TEXT,
+    SEVERITY_ORDER,
     Evidence,
     Finding,
     RankState,
@@ -52,10 +52,6 @@ _NOT_USER = re.compile(
     r"(^|/)(threading|runpy|concurrent/futures/\w+)\.py$|^<frozen |^<string>$"
 )
 
-
-
-def _ev(source: str, text: str) -> Evidence:
-    return Evidence(source, None, text[:MAX_EVIDENCE_TEXT])
 
 
 def effective_state(e: FrEntry, dump: FrDump) -> str:
@@ -188,8 +184,8 @@ def analyze(dumps: list[FrDump], unreadable: dict[int, tuple[str, str]] | None =
         src = next((d for d in by_rank.values() if any(m for _, m in d.pg_config.values())), None)
         for name, (desc, members) in list(src.pg_config.items() if src else ())[:3]:
             if members:
-                ev.append(_ev(src.path, f"pg_config {name!r} desc={desc!r} ranks={list(members)}"))
-        ev += [_ev(unreadable[r][0], f"rank {r} unreadable: {unreadable[r][1]}") for r in bad[:3]]
+                ev.append(Evidence(src.path, None, f"pg_config {name!r} desc={desc!r} ranks={list(members)}"))
+        ev += [Evidence(unreadable[r][0], None, f"rank {r} unreadable: {unreadable[r][1]}") for r in bad[:3]]
         findings.append(Finding(
             "fr-missing-rank",
             f"{'; '.join(parts)} (expected {how}, {len(by_rank)} of {len(world)} dumps read): "
@@ -254,9 +250,8 @@ def analyze(dumps: list[FrDump], unreadable: dict[int, tuple[str, str]] | None =
         findings += _match_p2p(g, label, present, by_rank)
         findings += _stuck_p2p(g, label, present, by_rank)
 
-    order = {"suspect": 0, "warning": 1, "info": 2}
     kinds = {"fr-mismatch": 0, "fr-missing-rank": 1, "fr-stuck": 2}
-    findings.sort(key=lambda f: (order.get(f.severity, 3), kinds.get(f.kind, 3)))
+    findings.sort(key=lambda f: (SEVERITY_ORDER.get(f.severity, 3), kinds.get(f.kind, 3)))
     versions = sorted({d.version for d in by_rank.values() if d.version})
     facts = {
         "dumps": len(by_rank),
@@ -304,8 +299,8 @@ def _lagging(label: str, present: list[int], last: dict, last_seq: dict[int, int
     for r in (lo_ranks[0], ahead[0]):
         e = last[r]
         if e is not None:
-            ev.append(_ev(by_rank[r].path, f"rank {r} last: {e.render()}"))
-            ev += [_ev(by_rank[r].path, f"rank {r} called from {f}") for f in user_frames(e, 2)]
+            ev.append(Evidence(by_rank[r].path, None, f"rank {r} last: {e.render()}"))
+            ev += [Evidence(by_rank[r].path, None, f"rank {r} called from {f}") for f in user_frames(e, 2)]
     findings.append(Finding("fr-missing-rank", text, ranks=tuple(behind), evidence=tuple(ev),
                             action="see where the ranks behind are (stacks): they did not reach the next collective"))
     return findings
@@ -347,8 +342,8 @@ def _first_mismatch(label: str, by_seq: dict[int, dict[int, FrEntry]], by_rank: 
         ev = []
         for rs in classes:
             e = ents[rs[0]]
-            ev.append(_ev(by_rank[rs[0]].path, f"rank {rs[0]}: {e.render()}"))
-            ev += [_ev(by_rank[rs[0]].path, f"rank {rs[0]} called from {f}") for f in user_frames(e)]
+            ev.append(Evidence(by_rank[rs[0]].path, None, f"rank {rs[0]}: {e.render()}"))
+            ev += [Evidence(by_rank[rs[0]].path, None, f"rank {rs[0]} called from {f}") for f in user_frames(e)]
         findings.append(Finding("fr-mismatch", text, ranks=tuple(blamed), evidence=tuple(ev),
                                 action="the ranks must call the same collectives in the same order with the same "
                                        "shapes: look at the call sites in the evidence"))
@@ -379,8 +374,8 @@ def _first_stuck(label: str, present: list[int], by_seq: dict[int, dict[int, FrE
         timeouts = {x.timeout_ms for x in ents.values() if x.timeout_ms}
         if timeouts:
             text += f"; timeout {max(timeouts)} ms"
-        ev = [_ev(by_rank[r].path, f"rank {r}: {ents[r].render()}") for r in pending[:2]]
-        ev += [_ev(by_rank[pending[0]].path, f"rank {pending[0]} called from {f}") for f in user_frames(e, 2)]
+        ev = [Evidence(by_rank[r].path, None, f"rank {r}: {ents[r].render()}") for r in pending[:2]]
+        ev += [Evidence(by_rank[pending[0]].path, None, f"rank {pending[0]} called from {f}") for f in user_frames(e, 2)]
         findings.append(Finding("fr-stuck", text, ranks=tuple(pending), severity="warning", evidence=tuple(ev)))
         break
     return findings
@@ -397,7 +392,7 @@ def _stuck_p2p(g: _Group, label: str, present: list[int], by_rank: dict[int, FrD
             findings.append(Finding(
                 "fr-stuck", f"pg {label} rank {r}: {e.profiling_name.split(':', 1)[-1]} (p2p seq {e.p2p_seq_id}) "
                             f"{effective_state(e, by_rank[r])}, not completed",
-                ranks=(r,), severity="warning", evidence=(_ev(by_rank[r].path, f"rank {r}: {e.render()}"),)))
+                ranks=(r,), severity="warning", evidence=(Evidence(by_rank[r].path, None, f"rank {r}: {e.render()}"),)))
     return findings
 
 
@@ -441,7 +436,7 @@ def _match_p2p(g: _Group, label: str, present: list[int], by_rank: dict[int, FrD
                         "fr-missing-rank",
                         f"pg {label}: rank {a}'s {op} #{k + 1} with rank {b} (p2p seq {e.p2p_seq_id}, {e.describe()}) has no "
                         f"matching {'recv' if op == 'send' else 'send'} on rank {b}, which recorded {len(theirs)} p2p op(s) with rank {a}",
-                        ranks=(b,), evidence=(_ev(by_rank[a].path, f"rank {a}: {e.render()}"),),
+                        ranks=(b,), evidence=(Evidence(by_rank[a].path, None, f"rank {a}: {e.render()}"),),
                         action=f"see where rank {b} is: it did not reach this point-to-point exchange"))
                 break
             op2, e2 = theirs[k]
@@ -450,7 +445,7 @@ def _match_p2p(g: _Group, label: str, present: list[int], by_rank: dict[int, FrD
                 out.append(Finding(
                     "fr-mismatch", f"pg {label} p2p #{k + 1} between ranks {a} and {b}: rank {a} {e.describe()} vs "
                                    f"rank {b} {e2.describe()}: {what}", ranks=tuple(sorted((a, b))),
-                    evidence=(_ev(by_rank[a].path, f"rank {a}: {e.render()}"), _ev(by_rank[b].path, f"rank {b}: {e2.render()}"))))
+                    evidence=(Evidence(by_rank[a].path, None, f"rank {a}: {e.render()}"), Evidence(by_rank[b].path, None, f"rank {b}: {e2.render()}"))))
                 break
     return out
 

@@ -26,7 +26,7 @@ import ipaddress
 import re
 from collections import Counter, defaultdict
 
-from ..model import Evidence, Finding, RankState, SourceReport
+from ..model import SEVERITY_ORDER, Evidence, Finding, RankState, SourceReport
 from ..parse.nccl import Comm, NcclLog, Proc, scan, sniff
 from .rankset import compress
 
@@ -358,8 +358,7 @@ def analyze(log: NcclLog) -> SourceReport:
     major = _slice_majority(log, srows)
     findings = (_init_findings(log, grp) + _connect_findings(log) + _lag_findings(log, grp) + _setup_findings(log)
                 + _slice_findings(log, srows, major) + _warn_findings(log))
-    order = {"suspect": 0, "warning": 1, "info": 2}
-    findings.sort(key=lambda f: order.get(f.severity, 3))
+    findings.sort(key=lambda f: SEVERITY_ORDER.get(f.severity, 3))
     rows = []
     procs_json = []
     labels = _labels(log)

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from ..launch_env import LOCAL_RANK_VARS, LOCAL_WORLD_SIZE_VARS, RANK_VARS, WORLD_SIZE_VARS, first_int, rank_from_environ
-from ..model import MAX_EVIDENCE_TEXT, SEVERITY_ORDER, Evidence, Finding, Frame, RankDump, RankState, SourceReport, Thread
+from ..model import SEVERITY_ORDER, Evidence, Finding, Frame, RankDump, RankState, SourceReport, Thread
 from ..parse.elfcore import CoreFileError, CoreInfo, is_core, read_core_info
 from ..parse.native_stacks import crash_site, merge_native_python, parse_stacks, thread_status
 from ..parse.pyspy_text import parse_pyspy_dump
@@ -288,7 +288,7 @@ def finding_of(c: CoreReading) -> Finding:
     """The ``core-crash`` finding of one core (severity ``suspect`` for a crash or an abort,
     ``warning`` for a process killed by another, ``info`` for a core taken on demand)."""
     d = c.dump
-    ev = (Evidence(c.path, None, f"{c.signal or 'no signal'}; pid {d.pid}; {d.cmdline}"[:MAX_EVIDENCE_TEXT]),)
+    ev = (Evidence(c.path, None, f"{c.signal or 'no signal'}; pid {d.pid}; {d.cmdline}"),)
     t = c.crash_thread
     where = crash_site(t.frames) if t is not None else ""
     if t is not None and not where and t.frames:

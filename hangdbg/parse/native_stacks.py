@@ -34,7 +34,7 @@ import re
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from ..model import MAX_EVIDENCE_TEXT, Evidence, Finding, Frame, RankDump, RankState, SourceReport, Thread
+from ..model import Evidence, Finding, Frame, RankDump, RankState, SourceReport, Thread
 from .pyspy_text import rank_from_filename
 from .textlines import iter_lines, strip_prefix
 
@@ -386,7 +386,7 @@ def sniff(head: bytes) -> bool:
 
 
 def _evidence(source: str, n: int, raw: str) -> Evidence:
-    return Evidence(source, n, raw[:MAX_EVIDENCE_TEXT])
+    return Evidence(source, n, raw)
 
 
 def _site(f: Frame) -> str:
@@ -483,7 +483,7 @@ def load(paths: list[str]) -> tuple[SourceReport, list[RankDump]]:
         for b in bl:
             if b.format == "torch-cpp" and b.title:
                 findings.append(Finding("cpp-exception", f"{_who(r, src)}: C++ {b.title}", (r,), severity="warning",
-                                        evidence=(Evidence(src, b.line, b.title[:MAX_EVIDENCE_TEXT]),)))
+                                        evidence=(Evidence(src, b.line, b.title),)))
                 if not any(s.rank == r for s in states):
                     states.append(RankState(r, state="C++ exception", source=KIND))
     report = SourceReport(KIND, tuple(str(p) for p in paths), tuple(findings), tuple(states), read, skipped, tuple(errors),

@@ -358,7 +358,7 @@ class NcclLog:
         if m.group("dev") is not None:
             p.devs.add(int(m.group("dev")))
         level = m.group("level") or m.group("old")
-        ev = Evidence(self.files[fi], lineno, raw[:MAX_EVIDENCE_TEXT])
+        ev = Evidence(self.files[fi], lineno, raw)
         if p.first_ev is None:
             p.first_ev = ev
         if level == "WARN":

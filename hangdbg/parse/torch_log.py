@@ -46,7 +46,7 @@ import signal as _signal
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from ..model import MAX_EVIDENCE_TEXT, Evidence, SourceReport
+from ..model import Evidence, SourceReport
 from .textlines import iter_lines_where, read_head, strip_prefix
 
 __all__ = [
@@ -109,10 +109,6 @@ _MARKERS = (b"Watchdog caught collective operation timeout", b"Caught collective
             b"Some NCCL operations have failed or timed out", b"ProcessGroupNCCL.cpp",
             b"torch.distributed.elastic", b"Timeout at collective: ")
 _JSON_HEAD = re.compile(rb'^\s*\{\s*"message"\s*:')
-
-
-def _ev(source: str, line: int | None, text: str) -> Evidence:
-    return Evidence(source, line, text[:MAX_EVIDENCE_TEXT])
 
 
 def _ranks(text: str) -> tuple[int, ...]:
@@ -296,7 +292,7 @@ class _Scanner:
         m = _CFE_ENTRY.match(stripped)
         if m:
             self._close_entry()
-            self.cur = {"root": self.cfe_root, "ev": [_ev(source, n, raw)], "tb": []}
+            self.cur = {"root": self.cfe_root, "ev": [Evidence(source, n, raw)], "tb": []}
             return True
         if self.cur is None:
             if not stripped:
@@ -315,7 +311,7 @@ class _Scanner:
             else:
                 self.cur[k] = v
             if k in ("rank", "exitcode", "host"):
-                self.cur["ev"].append(_ev(source, n, raw))
+                self.cur["ev"].append(Evidence(source, n, raw))
             return True
         self.ev.lines_skipped += 1
         return True
@@ -360,7 +356,7 @@ class _Scanner:
             rank, _ = _tag(text, len(text))
             rank = p.rank if p.rank is not None else rank
             if rank is not None:
-                ev.aborted.setdefault(rank, _ev(source, n, raw))
+                ev.aborted.setdefault(rank, Evidence(source, n, raw))
                 ev.seen_ranks.add(rank)
             return
         if text.startswith("frame #"):
@@ -372,7 +368,7 @@ class _Scanner:
             return
         m = _AGENT_FAILED.search(text)
         if m:
-            ev.agent_failures.append((int(m.group("l")), int(m.group("p")), int(m.group("c")), _ev(source, n, raw)))
+            ev.agent_failures.append((int(m.group("l")), int(m.group("p")), int(m.group("c")), Evidence(source, n, raw)))
             return
         if _TIMEOUT_HINT.search(text):
             ev.lines_skipped += 1  # looked like a watchdog line but did not parse
@@ -387,7 +383,7 @@ class _Scanner:
         self.ev.seen_ranks.add(rank)
         self.ev.timeouts.append(Timeout(rank, group, _int(m.group("seq")), m.group("op"), int(m.group("tmo")),
                                         _int(m.group("ran")), _int(m.group("nin")), _int(m.group("nout")),
-                                        _ev(source, n, raw)))
+                                        Evidence(source, n, raw)))
 
     def _status(self, source, n, raw, text, m, prefix_rank) -> None:
         rank, group = _tag(text, m.start())
@@ -399,12 +395,12 @@ class _Scanner:
             return
         self.ev.seen_ranks.add(rank)
         if fm and fm.group("r") is not None:
-            self.ev.dump_from.setdefault(int(fm.group("r")), _ev(source, n, raw))
+            self.ev.dump_from.setdefault(int(fm.group("r")), Evidence(source, n, raw))
         enq, done = int(m.group("enq")), int(m.group("done"))
         w = _AT_WORK.search(text)
         self.ev.statuses.append(WorkStatus(
             rank, group, int(w.group("w")) if w else None, enq if enq >= 0 else None,
-            done if 0 <= done <= max(enq, 0) else None, _ev(source, n, raw)))
+            done if 0 <= done <= max(enq, 0) else None, Evidence(source, n, raw)))
 
     # desync report -----------------------------------------------------------------------------
     def _close_desync(self) -> None:
@@ -420,7 +416,7 @@ class _Scanner:
             self._close_desync()
             reporter = prefix_rank if prefix_rank is not None else int(m.group("r"))
             self.desync = {"reporter": reporter, "op": m.group("op"), "seq": int(m.group("seq")),
-                           "missing": (), "joined": (), "finished": (), "ev": [_ev(source, n, raw)], "lag": None}
+                           "missing": (), "joined": (), "finished": (), "ev": [Evidence(source, n, raw)], "lag": None}
             return True
         for rx, key in ((_DESYNC_MISSING, "missing"), (_DESYNC_JOINED, "joined"), (_DESYNC_FINISHED, "finished")):
             m = rx.search(text)
@@ -431,7 +427,7 @@ class _Scanner:
                 self.desync[key] = _ranks(m.group("ranks"))
                 if key != "missing":
                     self.desync["lag"] = int(m.group("seq"))
-                self.desync["ev"].append(_ev(source, n, raw))
+                self.desync["ev"].append(Evidence(source, n, raw))
                 return True
         return bool(_DESYNC_OTHER.search(text.strip()))
 

@@ -36,7 +36,7 @@ import re
 from collections import defaultdict
 from dataclasses import dataclass, field
 
-from ..model import MAX_EVIDENCE_TEXT, Evidence, Finding, SourceReport
+from ..model import SEVERITY_ORDER, Evidence, Finding, SourceReport
 from .textlines import iter_lines_where
 from .xid_codes import xid_info
 
@@ -92,10 +92,6 @@ def host_from_path(path: str) -> str:
         return base
     parent = os.path.basename(os.path.normpath(os.path.dirname(path)))  # only a directory named in the path
     return "" if parent.lower() in _GENERIC_DIRS or parent == ".." else parent
-
-
-def _ev(source: str, n: int | None, text: str) -> Evidence:
-    return Evidence(source, n, text[:MAX_EVIDENCE_TEXT])
 
 
 @dataclass(frozen=True, slots=True)
@@ -254,9 +250,9 @@ def _line(ev, smi, lost: _LostState, source, default_host, n, raw) -> None:
         bus = norm_bus(m.group("bus"))
         pid = (m.group("pid") or "").strip("'")
         ev.xids.append(XidEvent(host, bus, int(m.group("code")), pid, m.group("name") or "", m.group("msg").strip(),
-                                int(m.group("prev")) if m.group("prev") else None, ts, _ev(source, n, raw)))
+                                int(m.group("prev")) if m.group("prev") else None, ts, Evidence(source, n, raw)))
         if int(m.group("code")) == 79:
-            lost.lines[(host, bus)].append(_ev(source, n, raw))
+            lost.lines[(host, bus)].append(Evidence(source, n, raw))
         return
     if _XID_HINT.search(msg):
         ev.lines_skipped += 1
@@ -265,7 +261,7 @@ def _line(ev, smi, lost: _LostState, source, default_host, n, raw) -> None:
     if m:
         bus = norm_bus(m.group("bus"))
         ev.uuids[(host, bus)] = m.group("uuid")
-        lost.lines[(host, bus)] = [_ev(source, n, raw)]
+        lost.lines[(host, bus)] = [Evidence(source, n, raw)]
         lost.last_bus[host] = bus
         return
     m = _SERIAL.search(msg)
@@ -273,14 +269,14 @@ def _line(ev, smi, lost: _LostState, source, default_host, n, raw) -> None:
         bus = lost.last_bus.get(host)
         if bus is not None:
             ev.serials[(host, bus)] = m.group("serial")
-            lost.lines[(host, bus)].append(_ev(source, n, raw))
+            lost.lines[(host, bus)].append(Evidence(source, n, raw))
         return
     m = _FELL.search(msg)
     if m:
         bus = norm_bus(m.group("bus"))
         if (host, bus) not in lost.reported:
             lost.reported.add((host, bus))
-            ev.lost.append(GpuLost(host, bus, ts, tuple(lost.lines.get((host, bus), [])[:3]) + (_ev(source, n, raw),)))
+            ev.lost.append(GpuLost(host, bus, ts, tuple(lost.lines.get((host, bus), [])[:3]) + (Evidence(source, n, raw),)))
 
 
 def _smi_line(smi: _SmiState, source: str, n: int, line: str) -> None:
@@ -312,21 +308,21 @@ def _smi_line(smi: _SmiState, source: str, n: int, line: str) -> None:
                 attr = "volatile_uncorrectable" if scope == "Volatile" else "aggregate_uncorrectable"
                 setattr(cur, attr, (getattr(cur, attr) or 0) + v)
                 if v:
-                    cur.evidence.append(_ev(source, n, f"{scope} {key}: {val}"))
+                    cur.evidence.append(Evidence(source, n, f"{scope} {key}: {val}"))
         return
     if "Remapped Rows" in path:
         if key == "Uncorrectable Error":
             cur.remapped_uncorrectable = _int_or_none(val)
         elif key == "Pending" and val.lower() == "yes":
             cur.remap_pending = True
-            cur.evidence.append(_ev(source, n, "Remapped Rows Pending: Yes"))
+            cur.evidence.append(Evidence(source, n, "Remapped Rows Pending: Yes"))
         elif key.startswith("Remapping Failure") and val.lower() == "yes":
             cur.remap_failed = True
-            cur.evidence.append(_ev(source, n, "Remapping Failure Occurred: Yes"))
+            cur.evidence.append(Evidence(source, n, "Remapping Failure Occurred: Yes"))
         return
     if "Retired Pages" in path and key.startswith("Pending") and val.lower() == "yes":
         cur.retired_pending = True
-        cur.evidence.append(_ev(source, n, "Retired Pages Pending: Yes"))
+        cur.evidence.append(Evidence(source, n, "Retired Pages Pending: Yes"))
 
 
 # --- findings ---------------------------------------------------------------------------------
@@ -397,8 +393,7 @@ def findings_from(ev: GpuLogEvents) -> tuple[list[Finding], dict]:
             out.append(Finding(kind="ecc", summary=f"GPU {gpu}: a row remapping / page retirement is pending",
                                hosts=(e.host,) if e.host else (), gpus=(gpu,), severity="warning",
                                action="reset the GPU (or reboot) to apply it", evidence=tuple(e.evidence[:4])))
-    rank = {"suspect": 0, "warning": 1, "info": 2}
-    out.sort(key=lambda f: (rank.get(f.severity, 3), f.kind != "gpu-lost"))
+    out.sort(key=lambda f: (SEVERITY_ORDER.get(f.severity, 3), f.kind != "gpu-lost"))
     gpus: dict[str, dict] = {}
     for x in ev.xids:
         d = gpus.setdefault(_gpu(x.host, x.bus), {"xids": {}})
