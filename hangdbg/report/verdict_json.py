@@ -6,6 +6,7 @@ import dataclasses
 from typing import Any
 
 from ..model import Finding, SourceReport, Verdict
+from .evidence import source_report_dict
 from .jsonout import analysis_to_dict, document_header
 
 __all__ = ["verdict_to_dict", "finding_to_dict", "source_to_dict"]
@@ -16,7 +17,7 @@ def finding_to_dict(f: Finding) -> dict[str, Any]:
 
 
 def source_to_dict(s: SourceReport) -> dict[str, Any]:
-    d = dataclasses.asdict(s)
+    d = source_report_dict(s)
     d["errors"] = [{"file": f, "reason": r} for f, r in s.errors]
     return d
 
