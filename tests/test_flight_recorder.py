@@ -16,7 +16,8 @@ from conftest import FIXTURES, run_cli, run_json
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from hangdbg.analyze.flight_recorder import cross_check, read
+from hangdbg.analyze.flight_recorder import read
+from hangdbg.analyze.fr_crosscheck import cross_check
 from hangdbg.model import Analysis, Place, TreeNode
 from hangdbg.parse import flight_recorder as fr_reader
 from hangdbg.parse.flight_recorder import (

@@ -35,15 +35,13 @@ from ..parse.flight_recorder import (
     FrDump,
     FrDumpError,
     FrEntry,
-    collect_paths,
     load_dump,
+    pg_label,
     rank_from_path,
-    sniff,
 )
-from .fr_crosscheck import cross_check
 from .rankset import ranks_text
 
-__all__ = ["KIND", "analyze", "collect_paths", "cross_check", "effective_state", "read", "sniff", "user_frames"]
+__all__ = ["KIND", "analyze", "effective_state", "read", "user_frames"]
 
 KIND = "flight-recorder"
 
@@ -136,7 +134,7 @@ def _groups(dumps: list[FrDump], world: set[int]) -> dict[str, _Group]:
 
 
 def _label(g: _Group) -> str:
-    return f"{g.name}:{g.desc}" if g.desc and g.desc != "undefined" else g.name
+    return pg_label(g.name, g.desc)
 
 
 def _short(e: FrEntry, state: str) -> str:
@@ -217,7 +215,7 @@ def analyze(dumps: list[FrDump], unreadable: dict[int, tuple[str, str]] | None =
             done = [e for e, st in zip(ents, states) if st == "completed"]
             begun = [e for e, st in zip(ents, states) if st in ("started", "completed")]
             lc = done[-1] if done else None
-            state = effective_state(last[r], d) if last[r] else ""
+            state = states[-1] if states else ""
             p2p = g.p2p.get(r, [])
             table.append({
                 "rank": r, "group": label, "file": d.path,

@@ -51,6 +51,7 @@ __all__ = [
     "RestrictedUnpickler",
     "collect_paths",
     "load_dump",
+    "pg_label",
     "rank_from_path",
     "read",
     "restricted_loads",
@@ -168,7 +169,7 @@ class FrEntry:
     @property
     def group(self) -> str:
         """``name:desc`` of the process group (``0:default_pg``), the name alone without a desc."""
-        return f"{self.pg_name}:{self.pg_desc}" if self.pg_desc and self.pg_desc != "undefined" else self.pg_name
+        return pg_label(self.pg_name, self.pg_desc)
 
     @property
     def seq(self) -> int | None:
@@ -229,6 +230,11 @@ class FrDump:
     entries: tuple[FrEntry, ...] = ()
     skipped: int = 0
     comm_lib_version: str = ""
+
+
+def pg_label(name: str, desc: str | None) -> str:
+    """``name:desc`` of a process group (``0:default_pg``), the name alone without a desc."""
+    return f"{name}:{desc}" if desc and desc != "undefined" else name
 
 
 def rank_from_path(path: str) -> int | None:
