@@ -1,9 +1,17 @@
-"""The data of hangdbg: frozen dataclasses, no I/O.
+"""The data of hangdbg: frozen dataclasses and enums, no I/O (ground floor: imports nothing from
+the project).
 
-Everything above this module (collectors, parsers, the analyzer, reporters) speaks in these types.
-A py-spy dump becomes :class:`Thread` objects made of :class:`Frame` objects; one process of a
-job becomes a :class:`RankDump`; the analyzer turns a list of ``RankDump`` into an
-:class:`Analysis` (equivalence classes, the merged call tree and the suspects).
+Everything above this module (parsers, the analyzer, the readers, reporters, collectors) speaks in
+these types. A py-spy dump becomes :class:`Thread` objects made of :class:`Frame` objects; one
+process of a job becomes a :class:`RankDump`; the analyzer turns a list of ``RankDump`` into an
+:class:`Analysis` (equivalence classes, the merged call tree and the findings). What a dead job
+left is read by one reader per kind of evidence (:class:`SourceKind`) into a :class:`SourceReport`;
+``hangdbg report`` merges those into a :class:`Verdict`.
+
+Blame has one shape everywhere: a :class:`Finding`, whose ``kind`` is a :class:`Kind` and whose
+``severity`` is a :class:`Severity` (both documented here, in one place). A finding that names the
+cause of a hang or failure has severity ``suspect``; ranks that only wait for others carry
+``waiting`` and say for whom (``waits_for``).
 
 Frame order follows py-spy: ``Thread.frames[0]`` is the innermost frame (where the thread is),
 ``Thread.frames[-1]`` the outermost (``<module>``).
@@ -11,10 +19,116 @@ Frame order follows py-spy: ``Thread.frames[0]`` is the innermost frame (where t
 
 from __future__ import annotations
 
+import enum
 from dataclasses import dataclass, field
+from typing import Generic, TypeVar
 
-SCHEMA_VERSION = 1
-"""Version of the JSON documents written by ``--json`` and ``-o/--out`` (bumped on incompatible changes)."""
+SCHEMA_VERSION = 2
+"""Version of the JSON documents written by ``--json`` and ``-o/--out`` (bumped on incompatible
+changes; ``hangdbg schema`` prints their JSON Schema)."""
+
+
+class _DocumentedEnum(str, enum.Enum):
+    """A string enum whose members carry a one-line description (``member.doc``).
+
+    Members compare equal to their string value and serialise to it in JSON.
+    """
+
+    doc: str
+
+    def __new__(cls, value: str, doc: str = "") -> "_DocumentedEnum":
+        member = str.__new__(cls, value)
+        member._value_ = value
+        member.doc = doc
+        return member
+
+    def __str__(self) -> str:
+        return str(self.value)
+
+    def __format__(self, spec: str) -> str:
+        return format(str(self.value), spec)
+
+
+class Severity(_DocumentedEnum):
+    """How a :class:`Finding` bears on the verdict. The order of the members is the order of
+    importance (:data:`SEVERITY_ORDER`)."""
+
+    SUSPECT = ("suspect", "names the cause of the hang or failure; the command exits 3")
+    WARNING = ("warning", "abnormal and maybe related: a symptom, a timeout every rank printed, a node not read")
+    WAITING = ("waiting", "ranks that only wait for others (waits_for says for whom): never the cause")
+    INFO = ("info", "notable, not abnormal")
+
+
+SEVERITY_ORDER: dict[Severity, int] = {s: i for i, s in enumerate(Severity)}
+"""Sort key of :attr:`Finding.severity`, most important first."""
+
+
+class SourceKind(_DocumentedEnum):
+    """The kinds of evidence, one reader each (``hangdbg.sources``)."""
+
+    STACKS = ("stacks", "py-spy dump texts and `hangdbg dump -o` directories (and the joint analysis of all stacks)")
+    CORE = ("core", "ELF core files, read with gdb and pystack")
+    CORE_JSON = ("core-json", "the JSON document of `hangdbg core` (what `hangdbg collect` brings back per core)")
+    STACK_TEXT = ("stack-text", "gdb / pstack / eu-stack / lldb / py-bt / faulthandler / PyTorch `frame #N:` texts")
+    NCCL = ("nccl", "NCCL_DEBUG logs")
+    TORCH_LOG = ("torch-log", "PyTorch watchdog / desync / torchrun logs and torchelastic error.json files")
+    FLIGHT_RECORDER = ("flight-recorder", "PyTorch flight-recorder dumps (JSON or pickle)")
+    GPU = ("gpu", "kernel logs with NVIDIA Xid lines and nvidia-smi -q outputs")
+    TRACES = ("traces", "per-rank files of the `tracer` package (trace-HOST-RANK-PID.txt)")
+    NODES = ("nodes", "the fan-out itself: nodes of `dump --jobid/--hosts` or `collect` that could not be read")
+
+
+class Kind(_DocumentedEnum):
+    """What a :class:`Finding` says. ``hangdbg schema`` lists these with their descriptions."""
+
+    # the stack analysis (dump, analyze, demo, core, report)
+    MISSING = ("missing", "ranks expected on the examined nodes that have no process (never started, or exited)")
+    DEADLOCK = ("deadlock", "a rank whose thread waits for a lock that another of its threads waits on too")
+    OUTSIDE_COLLECTIVE = ("outside-collective", "ranks in no collective while other ranks wait in one")
+    DIFFERENT_COLLECTIVE = ("different-collective",
+                            "ranks in another collective, or the same one from another call site, than the majority")
+    BEHIND = ("behind", "ranks in the same place as others but at a lower loop counter (--locals)")
+    AHEAD = ("ahead", "a few ranks at a higher loop counter than the majority in the same place (--locals)")
+    WAITING = ("waiting", "ranks that wait in a collective or rendezvous for the ranks in waits_for")
+    UNREADABLE = ("unreadable", "ranks whose stack could not be taken (the error says why and how to fix it)")
+    NODE_FAILED = ("node-failed", "a node of the fan-out that could not be read (unreachable, error, timeout)")
+    # stack texts and core files
+    CRASH = ("crash", "a backtrace text (gdb, lldb) shows a process stopped by a fatal signal")
+    FATAL_ERROR = ("fatal-error", "faulthandler printed `Fatal Python error` for a rank")
+    CPP_EXCEPTION = ("cpp-exception", "a PyTorch C++ exception trace (`frame #N:` lines)")
+    CORE_CRASH = ("core-crash", "a core file of a process that crashed or aborted (SIGSEGV, SIGABRT, ...)")
+    CORE_KILLED = ("core-killed", "a core file of a process that another process killed with a core-dumping signal")
+    CORE_ON_DEMAND = ("core-on-demand", "a core file taken on demand (gcore): the process did not crash")
+    CORE_UNREADABLE = ("core-unreadable", "a core file that could not be read (truncated, wrong executable, ...)")
+    # NCCL_DEBUG logs
+    NCCL_INIT_INCOMPLETE = ("nccl-init-incomplete", "ranks whose communicator init started but never completed")
+    NCCL_CONNECT_FAILED = ("nccl-connect-failed", "a peer NCCL could not connect to, named by host")
+    NCCL_SETUP_DIFFERS = ("nccl-setup-differs", "hosts whose NCCL set-up (version, plugin, interfaces) differs")
+    NCCL_LAGGING = ("nccl-lagging", "ranks whose last opCount in a communicator lags (or leads) the others")
+    NCCL_SLICE_DIFFERS = ("nccl-slice-differs", "the --split-on slice where a rank's collective counts first differ")
+    NCCL_WARN = ("nccl-warn", "NCCL WARN lines")
+    NCCL_ABORTED = ("nccl-aborted", "ranks that aborted a communicator")
+    # PyTorch and torchrun logs
+    CHILD_FAILED = ("child-failed", "torchrun's first failed rank (ChildFailedError), with its exit code or signal")
+    CHILD_ERROR = ("child-error", "the earliest torchelastic error.json that no torchrun summary names")
+    DESYNC_REPORT = ("desync-report", "ranks named by PyTorch's desync debug report")
+    SEQ_LAGGING = ("seq-lagging", "ranks whose last SeqNum in a process group lags (or leads) the others")
+    NO_TIMEOUT = ("no-timeout", "ranks that printed no watchdog timeout while the others did")
+    DUMP_SIGNAL = ("dump-signal", "the rank that detected a timeout first and signalled the others to dump")
+    WATCHDOG_TIMEOUT = ("watchdog-timeout", "ranks whose collective watchdog timed out (usually a symptom)")
+    # flight recorder
+    FR_MISMATCH = ("fr-mismatch", "the first collective or p2p exchange whose type, sizes or dtypes differ across ranks")
+    FR_MISSING_RANK = ("fr-missing-rank", "ranks with no dump, whose record stops early, or that never posted a p2p op")
+    FR_STUCK = ("fr-stuck", "collectives recorded but not completed")
+    FR_CONTRADICTS = ("fr-contradicts", "the flight recorder and the stacks disagree about a rank")
+    FR_AGREES = ("fr-agrees", "the flight recorder and the stacks agree")
+    # kernel logs
+    GPU_LOST = ("gpu-lost", "a GPU fell off the bus (Xid 79 or the driver's report without a number)")
+    XID = ("xid", "an NVIDIA Xid error, with its meaning and the action that clears it")
+    ECC = ("ecc", "uncorrectable ECC errors, failed or pending row remapping (nvidia-smi -q)")
+    # tracer files
+    TRACE_STOPPED = ("trace-stopped", "trace files without the tracer's end line: stopped, killed or still running")
+    TRACE_DIVERGED = ("trace-diverged", "the first traced call that not all ranks made, or ranks whose trace stops elsewhere")
 
 _PY_SUFFIXES = (".py", ".pyx", ".pyw", ".pyi")
 
@@ -203,60 +317,7 @@ class Group:
     thread: str | None = None
 
 
-@dataclass(frozen=True, slots=True)
-class Suspect:
-    """Ranks the analyzer blames, with a one-line reason and a machine-readable kind.
-
-    Kinds: ``missing``, ``different-collective``, ``outside-collective``, ``deadlock``,
-    ``behind``, ``diverged``.
-    """
-
-    ranks: tuple[int, ...]
-    reason: str
-    kind: str
-    hosts: tuple[str, ...] = ()
-    """The nodes of those ranks (sorted, distinct), when known."""
-
-
-@dataclass(frozen=True, slots=True)
-class Analysis:
-    """The result of analyzing one job.
-
-    Attributes:
-        ranks: the dumps analyzed, sorted by rank.
-        groups: equivalence classes, largest first.
-        tree: the merged call-prefix tree of the chosen threads.
-        suspects: the ranks blamed, most important first; empty when no rank stands out.
-        missing_ranks: ranks expected on the examined nodes that have no process.
-        verdict: one sentence for a human.
-        places: where each rank is (rank -> Place).
-        progressing: ranks whose stacks changed between samples.
-        unreadable: ranks whose stack could not be taken.
-    """
-
-    ranks: tuple[RankDump, ...]
-    groups: tuple[Group, ...]
-    tree: TreeNode
-    suspects: tuple[Suspect, ...]
-    missing_ranks: tuple[int, ...]
-    verdict: str
-    places: dict[int, Place] = field(default_factory=dict)
-    progressing: tuple[int, ...] = ()
-    unreadable: tuple[int, ...] = ()
-
-    @property
-    def found_hang(self) -> bool:
-        """True when suspects were named (the CLI exits 3)."""
-        return bool(self.suspects)
-
-
-# --- Post-mortem evidence -------------------------------------------------------------------
-# What a dead job left behind (core files, NCCL_DEBUG logs, PyTorch watchdog / torchrun logs,
-# flight-recorder dumps, kernel Xid lines) is read by one reader per kind of file. Every reader
-# returns a SourceReport: per-rank facts (RankState) and conclusions (Finding), each finding
-# carrying the raw lines behind it (Evidence). ``hangdbg report`` merges the SourceReports of all
-# files with the stack analysis into one verdict.
-
+# --- Blame ------------------------------------------------------------------------------------
 MAX_EVIDENCE_TEXT = 500
 """Raw evidence lines are cut to this many characters."""
 
@@ -266,7 +327,8 @@ class Evidence:
     """The raw text behind a finding.
 
     Attributes:
-        source: the file it came from, as given to the reader.
+        source: the file it came from, as given to the reader (``"stacks"`` for the joint stack
+            analysis of several files).
         line: 1-based line number in that file, ``None`` for a fact about the whole file.
         text: the raw line, cut to :data:`MAX_EVIDENCE_TEXT` characters here (decoding errors
             replaced by the reader).
@@ -283,35 +345,99 @@ class Evidence:
 
 @dataclass(frozen=True, slots=True)
 class Finding:
-    """One conclusion of a reader: who is to blame (or what is notable) and why.
+    """One conclusion: who is to blame (or what is notable, or who waits for whom) and why.
+
+    The one blame object of hangdbg: the live stack analysis, every post-mortem reader and the
+    fan-out all produce these.
 
     Attributes:
-        kind: machine-readable, e.g. ``nccl-init-incomplete``, ``nccl-lagging``,
-            ``nccl-connect-failed``, ``nccl-setup-differs``, ``watchdog-timeout``, ``seq-lagging``,
-            ``child-failed``, ``fr-missing-rank``, ``fr-mismatch``, ``xid``, ``gpu-lost``,
-            ``core-crash``, or a stack :class:`Suspect` kind.
+        kind: what it says (:class:`Kind`).
         summary: one line for a human, naming ranks/hosts and the direction of a difference.
-        ranks: the global ranks blamed (sorted), empty when only hosts/GPUs are known.
-        hosts: the nodes blamed (sorted, distinct).
-        gpus: GPUs blamed as ``host:PCI-bus-id`` or ``host:index``.
-        severity: ``"suspect"`` (explains the failure), ``"warning"`` (abnormal, maybe related) or
-            ``"info"``.
+        ranks: the global ranks concerned (sorted), empty when only hosts/GPUs are known.
+        hosts: the nodes concerned (sorted, distinct).
+        gpus: GPUs concerned as ``host:PCI-bus-id`` or ``host:index``.
+        severity: :class:`Severity`; ``suspect`` only for the cause of a hang or failure.
         evidence: the raw lines it rests on (a few, not all).
         action: what to do about it (``"drain the node"``, ``"reset the GPU"``), or ``""``.
+        source: the kind of evidence it came from (set by the reader), ``None`` when not known.
+        waits_for: for ranks that wait (severity ``waiting``): the ranks they wait for.
     """
 
-    kind: str
+    kind: Kind
     summary: str
     ranks: tuple[int, ...] = ()
     hosts: tuple[str, ...] = ()
     gpus: tuple[str, ...] = ()
-    severity: str = "suspect"
+    severity: Severity = Severity.SUSPECT
     evidence: tuple[Evidence, ...] = ()
     action: str = ""
+    source: SourceKind | None = None
+    waits_for: tuple[int, ...] = ()
+
+    @property
+    def is_suspect(self) -> bool:
+        return self.severity is Severity.SUSPECT
 
 
-SEVERITY_ORDER = {"suspect": 0, "warning": 1, "info": 2}
-"""Sort key of :attr:`Finding.severity`, most important first (an unknown severity sorts last: ``.get(s, 3)``)."""
+def suspects_of(findings: "tuple[Finding, ...] | list[Finding]") -> tuple[Finding, ...]:
+    """The findings of severity ``suspect``, in their order."""
+    return tuple(f for f in findings if f.severity is Severity.SUSPECT)
+
+
+def by_severity(findings: "tuple[Finding, ...] | list[Finding]") -> list[Finding]:
+    """``findings`` sorted by severity, most important first (stable within a severity)."""
+    return sorted(findings, key=lambda f: SEVERITY_ORDER[f.severity])
+
+
+@dataclass(frozen=True, slots=True)
+class Analysis:
+    """The result of analyzing the stacks of one job.
+
+    Attributes:
+        ranks: the dumps analyzed, sorted by rank.
+        groups: equivalence classes, largest first.
+        tree: the merged call-prefix tree of the chosen threads.
+        findings: the suspects, most important first, then the ranks that wait for them and the
+            ranks that could not be read; no suspect when no rank stands out.
+        missing_ranks: ranks expected on the examined nodes that have no process.
+        headline: one sentence for a human (``hangdbg.analyze.headline``).
+        places: where each rank is (rank -> Place).
+        progressing: ranks whose stacks changed between samples.
+        unreadable: ranks whose stack could not be taken.
+    """
+
+    ranks: tuple[RankDump, ...]
+    groups: tuple[Group, ...]
+    tree: TreeNode
+    findings: tuple[Finding, ...]
+    missing_ranks: tuple[int, ...]
+    headline: str
+    places: dict[int, Place] = field(default_factory=dict)
+    progressing: tuple[int, ...] = ()
+    unreadable: tuple[int, ...] = ()
+
+    @property
+    def suspects(self) -> tuple[Finding, ...]:
+        """The findings of severity ``suspect``."""
+        return suspects_of(self.findings)
+
+    @property
+    def found(self) -> bool:
+        """True when a suspect was named (the CLI exits 3)."""
+        return any(f.severity is Severity.SUSPECT for f in self.findings)
+
+    @property
+    def readable(self) -> bool:
+        """False when ranks were given but not one stack could be read (the CLI exits 1)."""
+        return bool(self.groups) or not self.ranks
+
+
+# --- Post-mortem evidence -------------------------------------------------------------------
+# What a dead job left behind (core files, NCCL_DEBUG logs, PyTorch watchdog / torchrun logs,
+# flight-recorder dumps, kernel Xid lines, tracer files) is read by one reader per kind of
+# evidence. Every reader returns a SourceReport: per-rank facts (RankState), conclusions (Finding)
+# and typed facts of its own. ``hangdbg report`` merges the SourceReports of all files with the
+# stack analysis into one Verdict.
 
 
 @dataclass(frozen=True, slots=True)
@@ -326,7 +452,7 @@ class RankState:
         seq: its sequence number (NCCL opCount / c10d SeqNum / flight-recorder seq id).
         group: the communicator or process group the ``seq`` belongs to, ``""`` for the default.
         state: short text: ``"init incomplete"``, ``"timed out"``, ``"exit 1"``, ``"SIGSEGV"``...
-        source: the kind of file this came from (``"nccl"``, ``"torch-log"``...).
+        source: the kind of evidence this came from.
     """
 
     rank: int
@@ -336,34 +462,72 @@ class RankState:
     seq: int | None = None
     group: str = ""
     state: str = ""
-    source: str = ""
+    source: SourceKind = SourceKind.STACKS
 
 
 @dataclass(frozen=True, slots=True)
-class SourceReport:
+class FileError:
+    """A file that could not be read, or that no reader took, with the reason."""
+
+    file: str
+    reason: str
+
+
+F = TypeVar("F")
+"""The type of a reader's own facts (``NcclFacts``, ``GpuFacts``...)."""
+
+
+@dataclass(frozen=True, slots=True)
+class SourceReport(Generic[F]):
     """What one reader made of its files.
 
     Attributes:
-        kind: the reader (``"nccl"``, ``"torch-log"``, ``"flight-recorder"``, ``"xid"``,
-            ``"core"``, ``"stacks"``).
+        kind: the reader.
         files: the files read.
         findings: conclusions, most important first.
         ranks: per-rank facts.
-        lines_read: lines looked at.
+        records: records of this kind found (NCCL records, log events, dumps, cores, stacks,
+            trace files...): 0 means no file was recognised as this kind.
+        lines_read: lines (or entries) looked at.
         lines_skipped: lines that looked like this kind but could not be parsed (counted, never
             raised).
-        errors: ``(file, reason)`` for files that could not be read at all.
-        facts: small extra data for the JSON twin (counts, versions), JSON-serialisable.
+        errors: files that could not be read at all, with the reason.
+        facts: the reader's own typed facts (a frozen dataclass), ``None`` when nothing was read.
     """
 
-    kind: str
+    kind: SourceKind
     files: tuple[str, ...] = ()
     findings: tuple[Finding, ...] = ()
     ranks: tuple[RankState, ...] = ()
+    records: int = 0
     lines_read: int = 0
     lines_skipped: int = 0
-    errors: tuple[tuple[str, str], ...] = ()
-    facts: dict = field(default_factory=dict)
+    errors: tuple[FileError, ...] = ()
+    facts: F | None = None
+
+    @property
+    def suspects(self) -> tuple[Finding, ...]:
+        return suspects_of(self.findings)
+
+    @property
+    def found(self) -> bool:
+        """True when a suspect was named (the CLI exits 3)."""
+        return any(f.severity is Severity.SUSPECT for f in self.findings)
+
+
+@dataclass(frozen=True, slots=True)
+class ClassifiedFile:
+    """One file looked at by ``hangdbg report`` and the readers that took it.
+
+    Attributes:
+        file: the path.
+        kinds: the readers that recognised its content (empty when none did).
+        reason: why no reader took it (or why it was skipped), ``""`` otherwise.
+    """
+
+    file: str
+    kinds: tuple[SourceKind, ...]
+    reason: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -371,27 +535,38 @@ class Verdict:
     """``hangdbg report``: all evidence of one job merged into one verdict.
 
     Attributes:
-        text: one or two sentences for a human: who is to blame and why.
-        suspects: the findings of severity ``"suspect"``, most important first (a rank named
-            by several kinds of evidence ranks higher).
-        warnings: findings of severity ``"warning"``.
+        headline: one or two sentences for a human: who is to blame and why.
+        findings: every finding of every source, the suspects first (most likely cause first: a
+            rank named by several kinds of evidence ranks higher), then the others by severity.
         sources: every reader's report, in the order read.
         analysis: the stack analysis when stacks (py-spy dumps, cores) were among the inputs.
-        rank_states: per rank, what each source says (rank -> states, one per source).
-        unparsed: ``(file, reason)`` for files that no reader took or that could not be read.
-        files: ``(file, kinds)`` for every file looked at.
+        rank_states: what each source says about each rank, sorted by rank.
+        unparsed: files that no reader took or that could not be read.
+        files: every file looked at, with the readers that took it.
     """
 
-    text: str
-    suspects: tuple[Finding, ...] = ()
-    warnings: tuple[Finding, ...] = ()
+    headline: str
+    findings: tuple[Finding, ...] = ()
     sources: tuple[SourceReport, ...] = ()
     analysis: Analysis | None = None
-    rank_states: dict[int, tuple[RankState, ...]] = field(default_factory=dict)
-    unparsed: tuple[tuple[str, str], ...] = ()
-    files: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    rank_states: tuple[RankState, ...] = ()
+    unparsed: tuple[FileError, ...] = ()
+    files: tuple[ClassifiedFile, ...] = ()
 
     @property
-    def found_failure(self) -> bool:
-        """True when suspects were named (the CLI exits 3)."""
-        return bool(self.suspects)
+    def suspects(self) -> tuple[Finding, ...]:
+        return suspects_of(self.findings)
+
+    @property
+    def warnings(self) -> tuple[Finding, ...]:
+        return tuple(f for f in self.findings if f.severity is Severity.WARNING)
+
+    @property
+    def found(self) -> bool:
+        """True when a suspect was named (the CLI exits 3)."""
+        return any(f.severity is Severity.SUSPECT for f in self.findings)
+
+    @property
+    def recognised(self) -> bool:
+        """True when at least one file was recognised by a reader and read."""
+        return any(s.records for s in self.sources)

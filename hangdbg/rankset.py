@@ -1,4 +1,7 @@
-"""Compressed rank sets: ``[0, 1, 2, 3, 5, 8, 9]`` <-> ``"0-3,5,8-9"`` (the form STAT and SLURM print)."""
+"""Rank sets as text: ``[0, 1, 2, 3, 5, 8, 9]`` <-> ``"0-3,5,8-9"`` (the form STAT and SLURM print).
+
+Display only: every JSON document carries ranks as lists of ints (ground floor: imports nothing).
+"""
 
 from __future__ import annotations
 
@@ -25,7 +28,8 @@ def compress(ranks: Iterable[int]) -> str:
 
 
 def ranks_text(ranks: Iterable[int]) -> str:
-    """``"rank 3"``, ``"ranks 0-2,5"`` (duplicates ignored), ``"unnamed ranks"`` for none (e.g. failures whose rank was not printed)."""
+    """``"rank 3"``, ``"ranks 0-2,5"`` (duplicates ignored), ``"unnamed ranks"`` for none (e.g.
+    failures whose rank was not printed)."""
     items = sorted(set(ranks))
     if not items:
         return "unnamed ranks"

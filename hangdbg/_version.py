@@ -1,0 +1,3 @@
+"""The version of hangdbg (ground floor: imports nothing)."""
+
+__version__ = "0.2.0"
