@@ -25,7 +25,7 @@ import psutil
 
 from ..errors import ptrace_remedy
 from .procs import RankProcess
-from .subproc import communicate_or_kill
+from ..tools.subproc import Popen, communicate_or_kill
 
 __all__ = ["CorePlan", "GcoreResult", "plan_cores", "gcore_argv", "write_core", "write_cores", "find_gcore", "human_size", "core_size_estimate"]
 
@@ -105,7 +105,7 @@ def write_core(rank: RankProcess, out: Path, timeout: float = 300.0, gcore: str 
     prefix = out / f"core.rank{rank.rank}"
     path = Path(f"{prefix}.{rank.pid}")
     t0 = time.monotonic()
-    proc = subprocess.Popen(gcore_argv(prog, prefix, rank.pid), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+    proc = Popen(gcore_argv(prog, prefix, rank.pid), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT, start_new_session=True)
     got = communicate_or_kill(proc, timeout)
     if got is None:

@@ -17,7 +17,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import Callable
 
-from .subproc import kill_group
+from ..tools.subproc import Popen, kill_group
 
 __all__ = ["Runner", "SrunRunner", "SshRunner", "PdshRunner", "FakeRunner", "remote_command", "ssh_argv", "HOST"]
 
@@ -64,7 +64,7 @@ class Runner:
         raise NotImplementedError
 
     def _spawn(self, argv: list[str], env: dict[str, str] | None = None) -> subprocess.Popen:
-        proc = subprocess.Popen(
+        proc = Popen(
             argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
             text=True, errors="replace", env=env, start_new_session=True, bufsize=1,
         )

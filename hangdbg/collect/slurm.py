@@ -12,6 +12,7 @@ import subprocess
 from dataclasses import dataclass
 
 from ..errors import HangdbgError, UsageError
+from ..tools.subproc import run
 from .hosts import expand_hosts
 
 __all__ = ["SlurmJob", "show_job", "parse_show_job"]
@@ -43,7 +44,7 @@ def show_job(jobid: str, env: dict[str, str] | None = None) -> SlurmJob:
     if not re.fullmatch(r"\d+(_\d+)?", jobid):
         raise UsageError(f"--jobid takes a SLURM job id (digits), not {jobid!r}")
     try:
-        res = subprocess.run(["scontrol", "show", "job", jobid], capture_output=True, text=True, timeout=30, env=env)
+        res = run(["scontrol", "show", "job", jobid], timeout=30, text=True, env=env)
     except FileNotFoundError:
         raise HangdbgError("scontrol not found", help="run dump --jobid on a SLURM login node (or use --hosts)") from None
     except subprocess.TimeoutExpired:

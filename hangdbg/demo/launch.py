@@ -17,6 +17,7 @@ import time
 from pathlib import Path
 
 from ..errors import HangdbgError
+from ..tools.subproc import Popen
 
 __all__ = ["DemoJob", "JOB_SCRIPT"]
 
@@ -64,7 +65,7 @@ class DemoJob:
         ]
         env = dict(os.environ, OMP_NUM_THREADS="1", PYTHONUNBUFFERED="1")
         with open(self.log_path, "wb") as log:
-            self.proc = subprocess.Popen(
+            self.proc = Popen(
                 argv, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
                 env=env, start_new_session=True, cwd=self.workdir,
             )

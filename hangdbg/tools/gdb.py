@@ -18,7 +18,7 @@ import subprocess
 import tempfile
 from dataclasses import dataclass, field
 
-from .subproc import communicate_or_kill
+from .subproc import Popen, communicate_or_kill
 
 __all__ = ["GdbResult", "find_gdb", "gdb_argv", "run_gdb_core", "diagnose_gdb", "ENV_MARK", "BT_MARK"]
 
@@ -99,7 +99,7 @@ def run_gdb_core(core: str, exe: str | None, timeout: float = 60.0, gdb: str | N
         argv = gdb_argv(prog, core, exe, script)
         env = dict(os.environ, LC_ALL="C", TERM="dumb")
         env.pop("DEBUGINFOD_URLS", None)
-        proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+        proc = Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                 env=env, start_new_session=True)
         got = communicate_or_kill(proc, timeout)
         if got is None:

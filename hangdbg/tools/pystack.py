@@ -12,7 +12,7 @@ errors (``pystack.errors``: ``NotEnoughInformation``, ``CoreExecutableNotFound``
 ``InvalidExecutable``, ``MissingExecutableMaps``, ``EngineError``) become ``error`` with the first
 paragraph of their help text. When pystack is missing, ``py-spy dump --core`` is the fallback.
 
-Run as ``python -m hangdbg.collect.pystack_core CORE EXE``.
+Run as ``python -m hangdbg.tools.pystack CORE EXE``.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ import subprocess
 import sys
 from dataclasses import dataclass
 
-from .subproc import communicate_or_kill
+from .subproc import Popen, communicate_or_kill
 
 __all__ = ["PystackResult", "run_pystack_core", "main"]
 
@@ -42,11 +42,11 @@ class PystackResult:
 
 def run_pystack_core(core: str, exe: str, timeout: float = 60.0) -> PystackResult:
     """Run the pystack child on ``core`` with ``exe``; never raises (``error`` says why)."""
-    argv = [sys.executable, "-m", "hangdbg.collect.pystack_core", os.path.abspath(core), os.path.abspath(exe)]
+    argv = [sys.executable, "-m", "hangdbg.tools.pystack", os.path.abspath(core), os.path.abspath(exe)]
     env = dict(os.environ)
     pkg_root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     env["PYTHONPATH"] = pkg_root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
-    proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+    proc = Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             env=env, start_new_session=True)
     got = communicate_or_kill(proc, timeout)
     if got is None:
@@ -97,7 +97,7 @@ def _inspect(core: str, exe: str) -> dict:
 def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
     if len(args) != 2:
-        print(json.dumps({"error": "usage: python -m hangdbg.collect.pystack_core CORE EXE"}))
+        print(json.dumps({"error": "usage: python -m hangdbg.tools.pystack CORE EXE"}))
         return 2
     print(json.dumps(_inspect(args[0], args[1])))
     return 0

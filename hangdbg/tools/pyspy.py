@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import diagnose_pyspy_failure, process_state
-from .subproc import kill_group
+from .subproc import Popen, kill_group
 
 __all__ = ["PySpyOptions", "PySpyResult", "find_pyspy", "run_pyspy", "kill_running"]
 
@@ -95,7 +95,7 @@ def run_pyspy(pid: int, opts: PySpyOptions) -> PySpyResult:
     if exe is None:
         return PySpyResult(pid, "", "py-spy not found; fix: `pip install py-spy` (or pass --py-spy PATH)", 0.0)
     try:
-        proc = subprocess.Popen(
+        proc = Popen(
             pyspy_argv(exe, pid, opts),
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,

@@ -1,0 +1,110 @@
+"""Child processes that must never hang hangdbg: started in their own session, killed as a group,
+and logged.
+
+gdb, gcore, pystack, py-spy, scontrol and the ssh/pdsh/srun transports all run this way: a child
+stuck in the kernel or waiting on a stopped process is killed with its whole process group when
+its time is up. Every child is started through :class:`Popen` (or :func:`run`), which logs its
+argv when it starts and its exit status and duration when it ends, on the ``hangdbg.commands``
+logger: ``hangdbg -v`` shows those lines on stderr.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import shlex
+import signal
+import subprocess
+import time
+from typing import Any, Sequence
+
+__all__ = ["Popen", "run", "kill_group", "communicate_or_kill", "LOG"]
+
+LOG = logging.getLogger("hangdbg.commands")
+"""Where the external commands are logged (INFO: started; INFO: ended with status and seconds)."""
+
+
+def _describe(status: int | None) -> str:
+    if status is None:
+        return "still running"
+    if status < 0:
+        try:
+            return f"killed by {signal.Signals(-status).name}"
+        except ValueError:
+            return f"killed by signal {-status}"
+    return f"exit {status}"
+
+
+class Popen(subprocess.Popen):
+    """:class:`subprocess.Popen` that logs its command line when started and its exit status and
+    duration (seconds) when the status becomes known, however it is reaped (``wait``,
+    ``communicate``, ``poll``): ``returncode`` is watched, not the reaping call."""
+
+    def __init__(self, args: Sequence[str], **kwargs: Any) -> None:
+        self.__dict__["_hangdbg_argv"] = shlex.join(str(a) for a in args)
+        self.__dict__["_hangdbg_start"] = time.monotonic()
+        super().__init__(args, **kwargs)
+        LOG.info("$ %s  [pid %d]", self._hangdbg_argv, self.pid)
+
+    @property  # type: ignore[override]
+    def returncode(self) -> int | None:
+        return self.__dict__.get("_hangdbg_rc")
+
+    @returncode.setter
+    def returncode(self, value: int | None) -> None:
+        before = self.__dict__.get("_hangdbg_rc")
+        self.__dict__["_hangdbg_rc"] = value
+        if value is not None and before is None and "_hangdbg_start" in self.__dict__:
+            LOG.info("%s after %.2f s: %s", _describe(value), time.monotonic() - self._hangdbg_start, self._hangdbg_argv)
+
+
+def run(argv: Sequence[str], timeout: float, **kwargs: Any) -> subprocess.CompletedProcess:
+    """:func:`subprocess.run` with captured output, through :class:`Popen` (logged), in its own
+    session; on timeout the process group is killed.
+
+    Args:
+        argv: the command (an argv list, never a shell string).
+        timeout: seconds.
+        kwargs: ``text``, ``errors``, ``env``... as for :class:`subprocess.Popen`.
+
+    Raises:
+        OSError: the program cannot be started.
+        subprocess.TimeoutExpired: it ran longer than ``timeout`` (it was killed).
+    """
+    with Popen(list(argv), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+               start_new_session=True, **kwargs) as proc:
+        try:
+            out, err = proc.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            kill_group(proc, wait=True)
+            raise
+        return subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
+
+
+def kill_group(proc: subprocess.Popen, wait: bool = False) -> None:
+    """SIGKILL ``proc``'s process group (it was started with ``start_new_session=True``), or the
+    process alone when the group is gone or not ours; optionally reap it."""
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        try:
+            proc.kill()
+        except OSError:
+            pass
+    if wait:
+        proc.wait()
+
+
+def communicate_or_kill(proc: subprocess.Popen, timeout: float) -> tuple[bytes, bytes] | None:
+    """``proc.communicate(timeout)``; on timeout kill the process group, reap it, return None.
+
+    Args:
+        proc: a child started with ``start_new_session=True`` and piped output.
+        timeout: seconds.
+    """
+    try:
+        out, err = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        kill_group(proc, wait=True)
+        return None
+    return out or b"", err or b""
