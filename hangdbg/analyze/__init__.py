@@ -1,8 +1,14 @@
-"""The analyzer: from per-rank stacks to equivalence classes, a merged tree and suspects.
+"""The analysis layer: pure computation on :mod:`hangdbg.model` objects.
 
-Pure computation on :mod:`hangdbg.model` objects (the only I/O is reading a source line of a
-local file to recognise ``with lock:`` waits). Cost grows with the number of ranks times the
-number of threads, plus the number of distinct stacks times their depth.
+:func:`analyze` turns per-rank stacks into equivalence classes, a merged tree and findings; the
+modules beside it analyze one kind of post-mortem evidence each (``nccl``, ``torch_log``,
+``flight_recorder``, ``xid``), cross-check the flight recorder with the stacks
+(``fr_crosscheck``), merge every source into one verdict (``verdict``) and make every headline
+(``headline``). Reading files is the readers' job (:mod:`hangdbg.sources`), not this layer's (the
+only I/O here is reading a source line of a local file to recognise ``with lock:`` waits).
+
+Cost of :func:`analyze` grows with the number of ranks times the number of threads, plus the
+number of distinct stacks times their depth.
 """
 
 from __future__ import annotations
@@ -10,16 +16,18 @@ from __future__ import annotations
 import re
 from dataclasses import replace
 
-from ..model import Analysis, Group, RankDump
+from ..model import Analysis, Evidence, Finding, Group, Kind, RankDump, Severity
+from ..rankset import ranks_text
 from .classes import classify_ranks, group_ranks
+from .headline import stacks_headline
 from .places import place_of
-from .rankset import compress, expand
-from .suspects import expected_ranks, find_suspects, progressing_ranks
+from .suspects import expected_ranks, find_suspects, progressing_ranks, waiting_findings
 from .tree import build_tree
 
-__all__ = ["analyze", "compress", "expand", "place_of", "build_tree"]
+__all__ = ["analyze", "left_stacks_findings", "place_of", "build_tree"]
 
 _GONE = re.compile(r"^process \d+ is gone")
+_EVIDENCE_RANKS = 3
 
 
 def analyze(dumps: list[RankDump] | tuple[RankDump, ...], whole_job: bool = False) -> Analysis:
@@ -32,7 +40,7 @@ def analyze(dumps: list[RankDump] | tuple[RankDump, ...], whole_job: bool = Fals
             never answered.
 
     Returns:
-        An :class:`Analysis` whose ``suspects`` is empty when no rank stands out.
+        An :class:`Analysis` with no ``suspect`` finding when no rank stands out.
     """
     seen: dict[int, RankDump] = {}
     for d in dumps:
@@ -52,48 +60,45 @@ def analyze(dumps: list[RankDump] | tuple[RankDump, ...], whole_job: bool = Fals
 
     all_progress = bool(views) and len(progressing) == len(views) and not missing
     suspects = [] if all_progress else find_suspects(views, missing, progressing)
+    findings = suspects + waiting_findings(views, suspects)
     host_of = {d.rank: d.host for d in dumps if d.host}
-    suspects = [replace(s, hosts=tuple(sorted({host_of[r] for r in s.ranks if r in host_of}))) for s in suspects]
+    places = {v.rank: v.place for v in views}
+    findings = [_with_hosts_and_evidence(f, host_of, places) for f in findings]
+    if unreadable:
+        findings.append(_unreadable(unreadable, seen, host_of))
     multi_node = len(set(host_of.values())) > 1
-    verdict = _verdict(groups, suspects, missing, progressing, all_progress, unreadable, elsewhere, multi_node)
     return Analysis(
         ranks=tuple(dumps),
         groups=groups,
         tree=tree,
-        suspects=tuple(suspects),
+        findings=tuple(findings),
         missing_ranks=tuple(missing),
-        verdict=verdict,
-        places={v.rank: v.place for v in views},
+        headline=stacks_headline(groups, findings, all_progress, unreadable, elsewhere, multi_node),
+        places=places,
         progressing=tuple(sorted(progressing)),
         unreadable=unreadable,
     )
 
 
-def _verdict(groups, suspects, missing, progressing, all_progress, unreadable, elsewhere, multi_node=False) -> str:
-    notes = []
-    if unreadable:
-        notes.append(f"could not read the stacks of ranks {compress(unreadable)}")
-    if elsewhere:
-        notes.append(f"{elsewhere} ranks live on nodes not examined")
-    tail = (" (" + "; ".join(notes) + ")") if notes else ""
-    if all_progress:
-        return f"no hang: every rank's stack changed between samples, the job is making progress{tail}"
-    if suspects and len({s.reason for s in suspects}) == 1 and len(suspects) > 1:
-        # one finding that names several groups (a collective split with no majority)
-        return f"suspect ranks {compress(r for s in suspects for r in s.ranks)}: {suspects[0].reason}{tail}"
-    if suspects:
-        first = suspects[0]
-        who = f"rank {first.ranks[0]}" if len(first.ranks) == 1 else f"ranks {compress(first.ranks)}"
-        if multi_node and first.hosts:
-            who += f" on {', '.join(first.hosts[:4])}{' ...' if len(first.hosts) > 4 else ''}"
-        more = f" (+{len(suspects) - 1} more suspect group{'s' if len(suspects) > 2 else ''})" if len(suspects) > 1 else ""
-        return f"suspect {who}: {first.reason}{more}{tail}"
-    if not groups:
-        return f"no stack could be read{tail}"
-    if len(groups) == 1:
-        g = groups[0]
-        return f"all {len(g.ranks)} ranks are in the same place ({g.place.describe()}); no single rank stands out{tail}"
-    kinds = {g.place.kind for g in groups}
-    if kinds <= {"init"}:
-        return f"all ranks wait in rendezvous/init; no single rank stands out{tail}"
-    return f"no rank waits in a collective; the ranks are in {len(groups)} places{tail}"
+def _with_hosts_and_evidence(f: Finding, host_of: dict[int, str], places: dict) -> Finding:
+    """``f`` with the nodes of its ranks and, as evidence, where its first ranks are."""
+    hosts = tuple(sorted({host_of[r] for r in f.ranks if r in host_of}))
+    ev = tuple(Evidence("stacks", None, f"rank {r}: {places[r].describe()}") for r in f.ranks[:_EVIDENCE_RANKS] if r in places)
+    return replace(f, hosts=hosts, evidence=ev)
+
+
+def _unreadable(ranks: tuple[int, ...], seen: dict[int, RankDump], host_of: dict[int, str]) -> Finding:
+    """One ``unreadable`` warning for the ranks whose stack could not be taken, with their errors."""
+    ev = tuple(Evidence("stacks", None, f"rank {r}: {seen[r].error or 'no stack'}") for r in ranks[:_EVIDENCE_RANKS])
+    first = seen[ranks[0]].error or "no stack"
+    return Finding(Kind.UNREADABLE, f"could not read the stacks of {ranks_text(ranks)}: {first}", ranks,
+                   tuple(sorted({host_of[r] for r in ranks if r in host_of})), severity=Severity.WARNING, evidence=ev)
+
+
+def left_stacks_findings(a: Analysis) -> tuple[Finding, ...]:
+    """The findings of an analysis of stacks that processes left behind (core files, saved
+    backtraces), not of live processes: a rank without such a stack is not missing, it only left
+    none, so neither it nor anyone waiting for it is a finding."""
+    missing = set(a.missing_ranks)
+    return tuple(f for f in a.findings if f.kind is not Kind.MISSING
+                 and not (f.kind is Kind.WAITING and set(f.waits_for) <= missing))

@@ -24,32 +24,19 @@ import re
 from collections import Counter, defaultdict
 from dataclasses import dataclass
 
-from ..model import (
-    SEVERITY_ORDER,
-    Evidence,
-    Finding,
-    RankState,
-    SourceReport,
-)
-from ..parse.flight_recorder import (
-    FrDump,
-    FrDumpError,
-    FrEntry,
-    load_dump,
-    pg_label,
-    rank_from_path,
-)
-from .rankset import ranks_text
+from ..facts import FrFacts, FrGroup, FrLast, FrOp, FrRow
+from ..model import SEVERITY_ORDER, Evidence, Finding, Kind, RankState, Severity, SourceKind
+from ..parse.flight_recorder import FrDump, FrEntry, pg_label
+from ..rankset import ranks_text
 
-__all__ = ["KIND", "analyze", "effective_state", "read", "user_frames"]
+__all__ = ["analyze", "effective_state", "user_frames"]
 
-KIND = "flight-recorder"
+KIND = SourceKind.FLIGHT_RECORDER
 
 _NOT_USER = re.compile(
     r"(^|/)torch/(distributed|multiprocessing|nn/parallel|utils/_contextlib)|(^|/)multiprocessing/|"
     r"(^|/)(threading|runpy|concurrent/futures/\w+)\.py$|^<frozen |^<string>$"
 )
-
 
 
 def effective_state(e: FrEntry, dump: FrDump) -> str:
@@ -141,7 +128,8 @@ def _short(e: FrEntry, state: str) -> str:
     return f"{e.describe()} ({state})"
 
 
-def analyze(dumps: list[FrDump], unreadable: dict[int, tuple[str, str]] | None = None) -> tuple[list[Finding], list[RankState], dict]:
+def analyze(dumps: list[FrDump], unreadable: dict[int, tuple[str, str]] | None = None
+            ) -> tuple[list[Finding], list[RankState], FrFacts]:
     """Match the ranks' records.
 
     Args:
@@ -152,7 +140,7 @@ def analyze(dumps: list[FrDump], unreadable: dict[int, tuple[str, str]] | None =
         ``(findings, rank rows, facts)``: findings ``fr-missing-rank`` (no dump, or the record
         stops before the others'), ``fr-mismatch`` (first differing collective per group),
         ``fr-stuck`` (a collective not completed everywhere); rows per rank and process group;
-        facts with the per-group table (JSON-serialisable).
+        :class:`FrFacts` with the per-group table.
     """
     unreadable = dict(unreadable or {})
     seen: dict[int, FrDump] = {}
@@ -163,7 +151,7 @@ def analyze(dumps: list[FrDump], unreadable: dict[int, tuple[str, str]] | None =
     groups = _groups(list(by_rank.values()), world)
     findings: list[Finding] = []
     rows: list[RankState] = []
-    table: list[dict] = []
+    table: list[FrRow] = []
 
     # 1. ranks without a (readable) dump
     no_dump = sorted(world - set(by_rank))
@@ -185,7 +173,7 @@ def analyze(dumps: list[FrDump], unreadable: dict[int, tuple[str, str]] | None =
                 ev.append(Evidence(src.path, None, f"pg_config {name!r} desc={desc!r} ranks={list(members)}"))
         ev += [Evidence(unreadable[r][0], None, f"rank {r} unreadable: {unreadable[r][1]}") for r in bad[:3]]
         findings.append(Finding(
-            "fr-missing-rank",
+            Kind.FR_MISSING_RANK,
             f"{'; '.join(parts)} (expected {how}, {len(by_rank)} of {len(world)} dumps read): "
             "such a rank died, was killed before dumping, or its file was not collected",
             ranks=tuple(no_dump), evidence=tuple(ev),
@@ -217,16 +205,15 @@ def analyze(dumps: list[FrDump], unreadable: dict[int, tuple[str, str]] | None =
             lc = done[-1] if done else None
             state = states[-1] if states else ""
             p2p = g.p2p.get(r, [])
-            table.append({
-                "rank": r, "group": label, "file": d.path,
-                "last": None if last[r] is None else {"seq": last[r].collective_seq_id, "op": last[r].op,
-                                                      "desc": last[r].describe(), "state": state,
-                                                      "raw_state": last[r].state, "retired": last[r].retired},
-                "last_started": None if not begun else {"seq": begun[-1].collective_seq_id, "op": begun[-1].op},
-                "last_completed": None if lc is None else {"seq": lc.collective_seq_id, "op": lc.op},
-                "last_p2p": None if not p2p else {"seq": p2p[-1].p2p_seq_id, "op": p2p[-1].profiling_name.split(":", 1)[-1],
-                                                  "state": effective_state(p2p[-1], d)},
-            })
+            le = last[r]
+            table.append(FrRow(
+                rank=r, group=label, file=d.path,
+                last=None if le is None else FrLast(le.collective_seq_id, le.op, le.describe(), state, le.state, le.retired),
+                last_started=None if not begun else FrOp(begun[-1].collective_seq_id, begun[-1].op),
+                last_completed=None if lc is None else FrOp(lc.collective_seq_id, lc.op),
+                last_p2p=None if not p2p else FrOp(p2p[-1].p2p_seq_id, p2p[-1].profiling_name.split(":", 1)[-1],
+                                                   effective_state(p2p[-1], d)),
+            ))
             if last[r] is not None:
                 st_text = state + (f"; completed up to seq {lc.collective_seq_id} ({lc.op})" if lc and lc is not last[r]
                                    else "" if lc else "; none completed")
@@ -248,19 +235,19 @@ def analyze(dumps: list[FrDump], unreadable: dict[int, tuple[str, str]] | None =
         findings += _match_p2p(g, label, present, by_rank)
         findings += _stuck_p2p(g, label, present, by_rank)
 
-    kinds = {"fr-mismatch": 0, "fr-missing-rank": 1, "fr-stuck": 2}
-    findings.sort(key=lambda f: (SEVERITY_ORDER.get(f.severity, 3), kinds.get(f.kind, 3)))
+    kinds = {Kind.FR_MISMATCH: 0, Kind.FR_MISSING_RANK: 1, Kind.FR_STUCK: 2}
+    findings.sort(key=lambda f: (SEVERITY_ORDER[f.severity], kinds.get(f.kind, 3)))
     versions = sorted({d.version for d in by_rank.values() if d.version})
-    facts = {
-        "dumps": len(by_rank),
-        "world": sorted(world),
-        "versions": versions,
-        "formats": dict(Counter(d.fmt for d in by_rank.values())),
-        "backends": sorted({e.backend for d in by_rank.values() for e in d.entries if e.backend}),
-        "groups": {_label(g): {"members": sorted(g.members), "members_from": "pg_config" if g.members_known else "dumps"}
-                   for g in groups.values()},
-        "table": table,
-    }
+    facts = FrFacts(
+        dumps=len(by_rank),
+        world=tuple(sorted(world)),
+        versions=tuple(versions),
+        formats=dict(Counter(d.fmt for d in by_rank.values())),
+        backends=tuple(sorted({e.backend for d in by_rank.values() for e in d.entries if e.backend})),
+        groups={_label(g): FrGroup(tuple(sorted(g.members)), "pg_config" if g.members_known else "dumps")
+                for g in groups.values()},
+        table=tuple(table),
+    )
     return findings, rows, facts
 
 
@@ -299,7 +286,7 @@ def _lagging(label: str, present: list[int], last: dict, last_seq: dict[int, int
         if e is not None:
             ev.append(Evidence(by_rank[r].path, None, f"rank {r} last: {e.render()}"))
             ev += [Evidence(by_rank[r].path, None, f"rank {r} called from {f}") for f in user_frames(e, 2)]
-    findings.append(Finding("fr-missing-rank", text, ranks=tuple(behind), evidence=tuple(ev),
+    findings.append(Finding(Kind.FR_MISSING_RANK, text, ranks=tuple(behind), evidence=tuple(ev),
                             action="see where the ranks behind are (stacks): they did not reach the next collective"))
     return findings
 
@@ -342,7 +329,7 @@ def _first_mismatch(label: str, by_seq: dict[int, dict[int, FrEntry]], by_rank: 
             e = ents[rs[0]]
             ev.append(Evidence(by_rank[rs[0]].path, None, f"rank {rs[0]}: {e.render()}"))
             ev += [Evidence(by_rank[rs[0]].path, None, f"rank {rs[0]} called from {f}") for f in user_frames(e)]
-        findings.append(Finding("fr-mismatch", text, ranks=tuple(blamed), evidence=tuple(ev),
+        findings.append(Finding(Kind.FR_MISMATCH, text, ranks=tuple(blamed), evidence=tuple(ev),
                                 action="the ranks must call the same collectives in the same order with the same "
                                        "shapes: look at the call sites in the evidence"))
     return findings
@@ -374,7 +361,7 @@ def _first_stuck(label: str, present: list[int], by_seq: dict[int, dict[int, FrE
             text += f"; timeout {max(timeouts)} ms"
         ev = [Evidence(by_rank[r].path, None, f"rank {r}: {ents[r].render()}") for r in pending[:2]]
         ev += [Evidence(by_rank[pending[0]].path, None, f"rank {pending[0]} called from {f}") for f in user_frames(e, 2)]
-        findings.append(Finding("fr-stuck", text, ranks=tuple(pending), severity="warning", evidence=tuple(ev)))
+        findings.append(Finding(Kind.FR_STUCK, text, ranks=tuple(pending), severity=Severity.WARNING, evidence=tuple(ev)))
         break
     return findings
 
@@ -388,9 +375,9 @@ def _stuck_p2p(g: _Group, label: str, present: list[int], by_rank: dict[int, FrD
         if stuck:
             e = stuck[0]
             findings.append(Finding(
-                "fr-stuck", f"pg {label} rank {r}: {e.profiling_name.split(':', 1)[-1]} (p2p seq {e.p2p_seq_id}) "
+                Kind.FR_STUCK, f"pg {label} rank {r}: {e.profiling_name.split(':', 1)[-1]} (p2p seq {e.p2p_seq_id}) "
                             f"{effective_state(e, by_rank[r])}, not completed",
-                ranks=(r,), severity="warning", evidence=(Evidence(by_rank[r].path, None, f"rank {r}: {e.render()}"),)))
+                ranks=(r,), severity=Severity.WARNING, evidence=(Evidence(by_rank[r].path, None, f"rank {r}: {e.render()}"),)))
     return findings
 
 
@@ -431,7 +418,7 @@ def _match_p2p(g: _Group, label: str, present: list[int], by_rank: dict[int, FrD
             if k >= len(theirs):
                 if op == "send" or len(theirs) < len(mine):
                     out.append(Finding(
-                        "fr-missing-rank",
+                        Kind.FR_MISSING_RANK,
                         f"pg {label}: rank {a}'s {op} #{k + 1} with rank {b} (p2p seq {e.p2p_seq_id}, {e.describe()}) has no "
                         f"matching {'recv' if op == 'send' else 'send'} on rank {b}, which recorded {len(theirs)} p2p op(s) with rank {a}",
                         ranks=(b,), evidence=(Evidence(by_rank[a].path, None, f"rank {a}: {e.render()}"),),
@@ -441,41 +428,8 @@ def _match_p2p(g: _Group, label: str, present: list[int], by_rank: dict[int, FrD
             if {op, op2} != {"send", "recv"} or e.input_sizes != e2.input_sizes or e.input_dtypes != e2.input_dtypes:
                 what = "both ranks " + op + " (neither receives)" if op == op2 else "sizes or dtypes differ"
                 out.append(Finding(
-                    "fr-mismatch", f"pg {label} p2p #{k + 1} between ranks {a} and {b}: rank {a} {e.describe()} vs "
+                    Kind.FR_MISMATCH, f"pg {label} p2p #{k + 1} between ranks {a} and {b}: rank {a} {e.describe()} vs "
                                    f"rank {b} {e2.describe()}: {what}", ranks=tuple(sorted((a, b))),
                     evidence=(Evidence(by_rank[a].path, None, f"rank {a}: {e.render()}"), Evidence(by_rank[b].path, None, f"rank {b}: {e2.render()}"))))
                 break
     return out
-
-
-def read(paths: list[str]) -> SourceReport:
-    """Read flight-recorder dumps (one per rank; files, not directories) and analyze them.
-
-    Never raises for bad content: a file that cannot be read (truncated, garbled, too large, a
-    pickle asking for a global, no rank in its name) goes into ``errors`` with the reason and the
-    rest is analyzed. ``lines_read`` counts entries read, ``lines_skipped`` entries that could not
-    be used.
-    """
-    dumps: list[FrDump] = []
-    errors: list[tuple[str, str]] = []
-    unreadable: dict[int, tuple[str, str]] = {}
-    first_of: dict[int, str] = {}
-    for p in paths:
-        try:
-            d = load_dump(p)
-            if d.rank in first_of:
-                errors.append((p, f"a second dump of rank {d.rank} (the first read was {first_of[d.rank]}): ignored"))
-                continue
-            first_of[d.rank] = p
-            dumps.append(d)
-        except FrDumpError as exc:
-            errors.append((p, str(exc)))
-            r = rank_from_path(p)
-            if r is not None:
-                unreadable[r] = (p, str(exc))
-    findings, rows, facts = analyze(dumps, unreadable) if dumps else ([], [], {"dumps": 0})
-    return SourceReport(
-        kind=KIND, files=tuple(paths), findings=tuple(findings), ranks=tuple(rows),
-        lines_read=sum(len(d.entries) + d.skipped for d in dumps), lines_skipped=sum(d.skipped for d in dumps),
-        errors=tuple(errors), facts=facts,
-    )

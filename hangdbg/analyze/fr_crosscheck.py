@@ -12,8 +12,8 @@ from __future__ import annotations
 
 from collections import defaultdict
 
-from ..model import Analysis, Finding, RankState, SourceReport
-from .rankset import ranks_text
+from ..model import Analysis, Finding, Kind, RankState, Severity, SourceReport
+from ..rankset import ranks_text
 
 __all__ = ["cross_check"]
 
@@ -61,18 +61,18 @@ def cross_check(fr: SourceReport, stacks: Analysis) -> tuple[Finding, ...]:
                 agree.append(rank)
                 agree_what.add(place.collective or "?")
             elif rows:
-                out.append(Finding("fr-contradicts", f"rank {rank}: the stack is {place.describe()} but the flight "
-                                   f"recorder's pending collective is {fr_text}", ranks=(rank,), severity="warning"))
+                out.append(Finding(Kind.FR_CONTRADICTS, f"rank {rank}: the stack is {place.describe()} but the flight "
+                                   f"recorder's pending collective is {fr_text}", ranks=(rank,), severity=Severity.WARNING))
             else:
-                out.append(Finding("fr-contradicts", f"rank {rank}: the stack is {place.describe()} but the flight "
+                out.append(Finding(Kind.FR_CONTRADICTS, f"rank {rank}: the stack is {place.describe()} but the flight "
                                    "recorder has every recorded collective completed (the call did not reach the "
-                                   "process group, or the dump is older than the stack)", ranks=(rank,), severity="warning"))
+                                   "process group, or the dump is older than the stack)", ranks=(rank,), severity=Severity.WARNING))
         elif place.kind == "outside" and rows:
-            out.append(Finding("fr-contradicts", f"rank {rank}: the flight recorder has {fr_text} pending but the "
+            out.append(Finding(Kind.FR_CONTRADICTS, f"rank {rank}: the flight recorder has {fr_text} pending but the "
                                f"stack is outside any collective ({place.describe()}): an async op not waited for, "
-                               "or the rank went on without it", ranks=(rank,), severity="warning"))
+                               "or the rank went on without it", ranks=(rank,), severity=Severity.WARNING))
     if agree:
-        out.insert(0, Finding("fr-agrees", f"stacks and flight recorder agree for {ranks_text(agree)}: in "
+        out.insert(0, Finding(Kind.FR_AGREES, f"stacks and flight recorder agree for {ranks_text(agree)}: in "
                               f"{', '.join(sorted(agree_what))}, which the recorder has pending", ranks=tuple(agree),
-                              severity="info"))
+                              severity=Severity.INFO))
     return tuple(out)

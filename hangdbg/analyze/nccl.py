@@ -1,4 +1,4 @@
-"""Suspects from NCCL_DEBUG logs: the reader ``read(paths) -> SourceReport(kind="nccl")``.
+"""Suspects from NCCL_DEBUG logs: a scanned :class:`~hangdbg.parse.nccl.NcclLog` -> findings, per-rank rows and :class:`NcclFacts`.
 
 Heuristics (each finding carries the raw lines behind it):
 
@@ -23,30 +23,17 @@ Heuristics (each finding carries the raw lines behind it):
 from __future__ import annotations
 
 import ipaddress
-import re
 from collections import Counter, defaultdict
+from dataclasses import replace
 
-from ..model import SEVERITY_ORDER, Evidence, Finding, RankState, SourceReport
-from ..parse.nccl import Comm, NcclLog, Proc, scan, sniff
-from .rankset import compress
+from ..facts import NcclComm, NcclCommunicator, NcclFacts, NcclProcess
+from ..model import SEVERITY_ORDER, Evidence, Finding, Kind, RankState, Severity, SourceKind
+from ..parse.nccl import Comm, NcclLog, Proc
+from ..rankset import compress
 
-__all__ = ["read", "sniff", "analyze", "slice_table"]
+__all__ = ["analyze", "slice_table"]
 
 MAX_EV = 6
-
-
-def read(paths: list[str], split_on: re.Pattern[str] | None = None, workers: int | None = None) -> SourceReport:
-    """Read NCCL_DEBUG logs and name the suspects.
-
-    Args:
-        paths: log files (one interleaved file, ``NCCL_DEBUG_FILE=%h.%p`` files, or both).
-        split_on: ``--split-on`` regex (per-iteration slices, see :func:`slice_table`).
-        workers: processes for the fast scan (``None``: automatic).
-
-    Returns:
-        a :class:`SourceReport` of kind ``"nccl"``; never raises for bad content.
-    """
-    return analyze(scan(list(paths), split_on=split_on, workers=workers))
 
 
 def _ranks(procs) -> tuple[int, ...]:
@@ -96,7 +83,7 @@ def _init_findings(log: NcclLog, grp) -> list[Finding]:
             done = sum(1 for _, c in members if c.state == "complete")
             ev = tuple(c.init_ev for _, c in stuck[:MAX_EV] if c.init_ev)
             out.append(Finding(
-                "nccl-init-incomplete",
+                Kind.NCCL_INIT_INCOMPLETE,
                 f"{_names(procs)} never completed init of {_comm_name(key, members)}: Init START without "
                 f"Init COMPLETE ({done} of {len(members)} ranks completed)",
                 ranks=_ranks(procs), hosts=_hosts(procs), evidence=ev,
@@ -110,7 +97,7 @@ def _init_findings(log: NcclLog, grp) -> list[Finding]:
             if missing and len(missing) < n:
                 world = n == world_size
                 out.append(Finding(
-                    "nccl-init-incomplete",
+                    Kind.NCCL_INIT_INCOMPLETE,
                     f"{_comm_name(key, members)}: rank{'s' if len(missing) > 1 else ''} {compress(missing)} "
                     f"(of 0-{n - 1}) wrote no init line in these logs: never started, died early, or its log is missing",
                     ranks=tuple(missing) if world else (), hosts=(),
@@ -152,7 +139,7 @@ def _lag_findings(log: NcclLog, grp) -> list[Finding]:
         ev = [log.evidence_of_last(c) for _, c in behind[:MAX_EV - 1]]
         ev.append(log.evidence_of_last(ahead[0][1]))
         procs = [p for p, _ in behind]
-        out.append(Finding("nccl-lagging", summary, ranks=_ranks(procs), hosts=_hosts(procs),
+        out.append(Finding(Kind.NCCL_LAGGING, summary, ranks=_ranks(procs), hosts=_hosts(procs),
                            evidence=tuple(e for e in ev if e is not None),
                            action="look at where these ranks are (stacks, their own logs): they never issued the "
                                   "collective the others wait in"))
@@ -191,7 +178,7 @@ def _connect_findings(log: NcclLog) -> list[Finding]:
             "" if host else " (an address no process in these logs announced)")
         why = f": {reasons[0][0]}" if reasons else ""
         out.append(Finding(
-            "nccl-connect-failed",
+            Kind.NCCL_CONNECT_FAILED,
             f"{_names(procs)} on {', '.join(_hosts(procs))} could not reach peer {ptxt}{where}{why}",
             ranks=(), hosts=(host,) if host else (), evidence=tuple(cf.evidence for _, cf in items[:MAX_EV]),
             action=(f"check the NCCL processes on {host}: crashed, never started, or blocked by a firewall/interface "
@@ -255,7 +242,7 @@ def _setup_findings(log: NcclLog) -> list[Finding]:
             p = next(q for q in procs if q.host == h)
             if p.first_ev:
                 ev.append(Evidence(p.first_ev.source, None, f"{h}: {name} = {_fmt(vals[h])}"))
-        out.append(Finding("nccl-setup-differs", summary, ranks=_ranks(procs), hosts=tuple(odd), evidence=tuple(ev),
+        out.append(Finding(Kind.NCCL_SETUP_DIFFERS, summary, ranks=_ranks(procs), hosts=tuple(odd), evidence=tuple(ev),
                            action="make the NCCL installation and environment (NCCL_*, LD_LIBRARY_PATH, "
                                   "libnccl-net.so) the same on every host"))
     return out
@@ -267,14 +254,14 @@ def _warn_findings(log: NcclLog) -> list[Finding]:
     if warned:
         ev = [e for p in warned for e in (p.warns[:2] + p.chains[:1])][:MAX_EV]
         n = sum(p.nwarns for p in warned)
-        out.append(Finding("nccl-warn", f"{n} NCCL WARN line{'s' if n != 1 else ''} and "
+        out.append(Finding(Kind.NCCL_WARN, f"{n} NCCL WARN line{'s' if n != 1 else ''} and "
                            f"{sum(p.nchains for p in warned)} error-chain lines from {_names(warned)}",
-                           ranks=_ranks(warned), hosts=_hosts(warned), severity="warning", evidence=tuple(ev)))
+                           ranks=_ranks(warned), hosts=_hosts(warned), severity=Severity.WARNING, evidence=tuple(ev)))
     aborted = [(p, c) for p in log.procs.values() for c in p.all_comms if c.state == "aborted"]
     if aborted:
         procs = list({id(p): p for p, _ in aborted}.values())
-        out.append(Finding("nccl-aborted", f"{_names(procs)} aborted a communicator (Abort COMPLETE)",
-                           ranks=_ranks(procs), hosts=_hosts(procs), severity="warning",
+        out.append(Finding(Kind.NCCL_ABORTED, f"{_names(procs)} aborted a communicator (Abort COMPLETE)",
+                           ranks=_ranks(procs), hosts=_hosts(procs), severity=Severity.WARNING,
                            evidence=tuple(c.init_ev for _, c in aborted[:MAX_EV] if c.init_ev)))
     return out
 
@@ -321,10 +308,10 @@ def _slice_findings(log: NcclLog, rows: list[tuple[Proc, list[tuple]]], major: l
     for s, ks in sorted(first.items()):
         ps = [rows[k][0] for k in ks]
         last = s == log.nslices - 1
-        out.append(Finding("nccl-slice-differs",
+        out.append(Finding(Kind.NCCL_SLICE_DIFFERS,
                            f"{_names(ps)}: collective counts first differ from the majority in slice {s}"
                            + (" (the last slice: where the run stopped)" if last else ""),
-                           ranks=_ranks(ps), hosts=_hosts(ps), severity="warning" if last else "suspect"))
+                           ranks=_ranks(ps), hosts=_hosts(ps), severity=Severity.WARNING if last else Severity.SUSPECT))
     return out
 
 
@@ -351,47 +338,43 @@ def _last(p: Proc) -> Comm | None:
     return max(cs, key=lambda c: c.last_where) if cs else None
 
 
-def analyze(log: NcclLog) -> SourceReport:
-    """Turn a scanned :class:`NcclLog` into findings, per-rank rows and facts."""
+def analyze(log: NcclLog) -> tuple[list[Finding], list[RankState], NcclFacts]:
+    """Turn a scanned :class:`NcclLog` into findings (most important first), per-rank rows and facts."""
     grp = groups(log)
     srows = _slice_rows(log) if log.split_on is not None else []
     major = _slice_majority(log, srows)
     findings = (_init_findings(log, grp) + _connect_findings(log) + _lag_findings(log, grp) + _setup_findings(log)
                 + _slice_findings(log, srows, major) + _warn_findings(log))
-    findings.sort(key=lambda f: SEVERITY_ORDER.get(f.severity, 3))
+    findings.sort(key=lambda f: SEVERITY_ORDER[f.severity])
     rows = []
-    procs_json = []
+    procs = []
     labels = _labels(log)
     for p in sorted(log.procs.values(), key=lambda p: p.sort_key):
         last = _last(p)
         state = _state(p)
         if p.rank is not None:
             rows.append(RankState(p.rank, p.host, p.pid, last.last_coll if last else None,
-                                  last.last_op if last else None, last.key if last else "", state, "nccl"))
-        procs_json.append({
-            "rank": p.rank, "host": p.host, "pid": p.pid, "label": labels[id(p)], "devices": sorted(p.devs),
-            "version": p.version, "plugin": p.plugin, "networks": sorted(p.networks),
-            "interfaces": sorted(p.ifaces), "ips": sorted(p.ips), "transports": sorted(p.transports),
-            "state": state, "records": p.records, "warns": p.nwarns,
-            "collectives": dict(sum((c.counts for c in p.all_comms), Counter())),
-            "comms": [{"comm": c.ptr, "key": c.key, "rank": c.rank, "nranks": c.nranks, "state": c.state or None,
-                       "parent": c.parent, "collectives": dict(c.counts),
-                       "last_op": c.last_op, "last_op_hex": f"{c.last_op:x}" if c.last_op is not None else None,
-                       "last_collective": c.last_coll} for c in p.all_comms],
-        })
-    total = sum((Counter(d["collectives"]) for d in procs_json), Counter())
-    facts = {
-        "processes": procs_json,
-        "hosts": {h: {k: sorted(v) for k, v in d.items()} for h, d in sorted(setup_by_host(log).items())},
-        "ip_hosts": dict(sorted(log.ip_hosts.items())),
-        "collectives": dict(total),
-        "records": log.records,
-        "communicators": {k: {"members": len(m), "nranks": next((c.nranks for _, c in m if c.nranks), None)}
-                          for k, m in grp.items()},
-    }
+                                  last.last_op if last else None, last.key if last else "", state, SourceKind.NCCL))
+        procs.append(NcclProcess(
+            rank=p.rank, host=p.host, pid=p.pid, label=labels[id(p)], devices=tuple(sorted(p.devs)),
+            version=p.version, plugin=p.plugin, networks=tuple(sorted(p.networks)),
+            interfaces=tuple(sorted(p.ifaces)), ips=tuple(sorted(p.ips)), transports=tuple(sorted(p.transports)),
+            state=state, records=p.records, warns=p.nwarns,
+            collectives=dict(sum((c.counts for c in p.all_comms), Counter())),
+            comms=tuple(NcclComm(comm=c.ptr, key=c.key, rank=c.rank, nranks=c.nranks, state=c.state or None,
+                                 parent=c.parent, collectives=dict(c.counts), last_op=c.last_op,
+                                 last_op_hex=f"{c.last_op:x}" if c.last_op is not None else None,
+                                 last_collective=c.last_coll) for c in p.all_comms),
+        ))
+    total = sum((Counter(p.collectives) for p in procs), Counter())
+    facts = NcclFacts(
+        processes=tuple(procs),
+        hosts={h: {k: tuple(sorted(v)) for k, v in d.items()} for h, d in sorted(setup_by_host(log).items())},
+        ip_hosts=dict(sorted(log.ip_hosts.items())),
+        collectives=dict(total),
+        communicators={k: NcclCommunicator(len(m), next((c.nranks for _, c in m if c.nranks), None)) for k, m in grp.items()},
+    )
     if log.split_on is not None:
-        facts["slices"] = slice_table(log, srows)
-        facts["slice_majority"] = [dict(m) for m in major]  # what the renderer marks cells against
-        facts["split_on"] = log.split_on.pattern
-    return SourceReport("nccl", tuple(log.files), tuple(findings), tuple(rows), log.lines_read, log.lines_skipped,
-                        tuple(log.errors), facts)
+        facts = replace(facts, slices={k: tuple(v) for k, v in slice_table(log, srows).items()},
+                        slice_majority=tuple(dict(m) for m in major), split_on=log.split_on.pattern)
+    return findings, rows, facts

@@ -1,4 +1,5 @@
-"""Name the suspects: the ranks that the others are waiting for, each with a one-line reason.
+"""Name the suspects of a hang from the ranks' stacks: the ranks the others wait for, each with a
+one-line reason, as :class:`~hangdbg.model.Finding` objects of severity ``suspect``.
 
 Rules, in order (a rank named by an earlier rule is not named again):
 
@@ -14,17 +15,18 @@ Rules, in order (a rank named by an earlier rule is not named again):
    are named instead (kind ``ahead``) and the reason says which way they differ.
 
 When every rank is in the same place, or every rank is still making progress between samples,
-no rank is named.
+no rank is named. The ranks that only wait (in a collective or a rendezvous) are never suspects:
+:func:`waiting_findings` says whom they wait for.
 """
 
 from __future__ import annotations
 
-from ..model import Frame, RankDump, Suspect, Thread
+from ..model import Finding, Frame, Kind, RankDump, Severity, Thread
 from .places import read_source
 from .classes import RankView
-from .rankset import ranks_text
+from ..rankset import ranks_text
 
-__all__ = ["find_suspects", "expected_ranks", "progressing_ranks", "LOOP_VARIABLES"]
+__all__ = ["find_suspects", "waiting_findings", "expected_ranks", "progressing_ranks", "LOOP_VARIABLES"]
 
 LOOP_VARIABLES = (
     "epoch", "global_step", "step", "steps", "completed_steps", "iteration", "iter", "itr", "it",
@@ -108,21 +110,22 @@ def find_suspects(
     views: list[RankView],
     missing: list[int],
     progressing: set[int],
-) -> list[Suspect]:
-    """Apply the rules of this module; see the module docstring."""
-    suspects: list[Suspect] = []
+) -> list[Finding]:
+    """Apply the rules of this module (see the module docstring): the suspects, most important
+    first, without hosts or evidence (the caller adds them)."""
+    suspects: list[Finding] = []
     named: set[int] = set()
 
-    def name(ranks, reason: str, kind: str) -> None:
+    def name(ranks, reason: str, kind: Kind) -> None:
         ranks = tuple(sorted(r for r in ranks if r not in named))
         if ranks:
             named.update(ranks)
-            suspects.append(Suspect(ranks, reason, kind))
+            suspects.append(Finding(kind, reason, ranks, severity=Severity.SUSPECT))
 
     if missing:
         waiting = [v for v in views if v.place.kind != "outside"]
         where = _where(waiting) if waiting else "the others are elsewhere"
-        name(missing, f"no process for {_ranks_text(missing)} (never started or exited); {where}", "missing")
+        name(missing, f"no process for {_ranks_text(missing)} (never started or exited); {where}", Kind.MISSING)
 
     for v in views:
         if v.lock_waiters:
@@ -132,7 +135,7 @@ def find_suspects(
                 f"thread deadlock: {v.thread.name or 'a thread'} waits for a lock in {_top(v)} while thread "
                 f"{other.name or other.thread_id} waits for a lock in "
                 f"{_frame_text(other.python_frames[0]) if other.python_frames else '?'}",
-                "deadlock",
+                Kind.DEADLOCK,
             )
     if missing:
         return suspects
@@ -149,7 +152,7 @@ def find_suspects(
                 name(
                     [v.rank],
                     f"not in any collective while {_where(majority)}: {v.place.describe()}{_code(v.place.call_site)}{lock}{state}",
-                    "outside-collective",
+                    Kind.OUTSIDE_COLLECTIVE,
                 )
         _collective_splits(in_coll, name)
 
@@ -187,12 +190,12 @@ def _collective_splits(in_coll: list[RankView], name) -> None:
                 [v.rank for v in b],
                 f"{what}: {p.describe()} while {_ranks_text(v.rank for v in top)} "
                 f"{'waits' if len(top) == 1 else 'wait'} {ref.describe()}",
-                "different-collective",
+                Kind.DIFFERENT_COLLECTIVE,
             )
         return
     desc = "; ".join(f"{_ranks_text(v.rank for v in b)} {b[0].place.describe()}" for b in buckets)
     for b in buckets:
-        name([v.rank for v in b], f"collective mismatch with no majority: {desc}", "different-collective")
+        name([v.rank for v in b], f"collective mismatch with no majority: {desc}", Kind.DIFFERENT_COLLECTIVE)
 
 
 def _behind(views: list[RankView], name) -> None:
@@ -224,10 +227,29 @@ def _behind(views: list[RankView], name) -> None:
             # repeated work); the stragglers are the many, so say which way they differ
             name(front, f"ahead of the others in the same place ({where}): {fmt(ahead)} while "
                  f"{_ranks_text(behind)} {'is' if len(behind) == 1 else 'are'} at "
-                 f"{fmt(min(keyed[r] for r in behind))}", "ahead")
+                 f"{fmt(min(keyed[r] for r in behind))}", Kind.AHEAD)
             continue
         for value in sorted({keyed[r] for r in behind}):
             rs = [r for r in behind if keyed[r] == value]
             name(rs, f"behind in the same place ({where}): {fmt(value)} while "
-                 f"{_ranks_text(front)} {'is' if len(front) == 1 else 'are'} at {fmt(ahead)}", "behind")
+                 f"{_ranks_text(front)} {'is' if len(front) == 1 else 'are'} at {fmt(ahead)}", Kind.BEHIND)
+
+
+
+def waiting_findings(views: list[RankView], suspects: list[Finding]) -> list[Finding]:
+    """The ranks that wait while suspects were named: one ``waiting`` finding per place (a
+    collective, or init/rendezvous) of the ranks that are not suspects, with ``waits_for`` the
+    suspect ranks. Empty when no suspect was named."""
+    blamed = sorted({r for f in suspects for r in f.ranks})
+    if not blamed:
+        return []
+    named = set(blamed)
+    waiting = [v for v in views if v.rank not in named and v.place.kind in ("collective", "init")]
+    out = []
+    for b in _buckets(waiting):
+        ranks = tuple(sorted(v.rank for v in b))
+        verb = "waits" if len(ranks) == 1 else "wait"
+        out.append(Finding(Kind.WAITING, f"{_ranks_text(ranks)} {verb} {b[0].place.describe()} for {_ranks_text(blamed)}",
+                           ranks, severity=Severity.WAITING, waits_for=tuple(blamed)))
+    return out
 

@@ -22,7 +22,8 @@ from __future__ import annotations
 import re
 from collections import Counter, defaultdict
 
-from ..model import Evidence, Finding, RankState
+from ..facts import CppFrames, RankSeq, TorchLogFacts
+from ..model import Evidence, Finding, Kind, RankState, Severity, SourceKind
 from ..parse.torch_log import (
     ChildFailure,
     ErrorFile,
@@ -31,15 +32,14 @@ from ..parse.torch_log import (
     WorkStatus,
     signal_name,
 )
-from .rankset import compress, ranks_text
+from ..rankset import compress, ranks_text
 
 __all__ = ["analyze_events"]
 
-SOURCE = "torch-log"
+SOURCE = SourceKind.TORCH_LOG
 
 _PEER_LOSS = re.compile(r"Connection closed by peer|Connection reset by peer|remote worker crashing|"
                         r"communicator was aborted|Broken pipe|DistNetworkError", re.IGNORECASE)
-
 
 
 def _pg(group: str) -> str:
@@ -103,21 +103,21 @@ def _lag_findings(pos: dict[str, dict[int, tuple[int, Evidence]]]) -> list[Findi
             ev = tuple(by_rank[r][1] for r in behind[:3]) + (by_rank[at_norm[0]][1],)
             even = " (the ranks split evenly: direction uncertain)" if counts[norm] * 2 <= total and not ahead else ""
             out.append(Finding(
-                kind="seq-lagging",
+                kind=Kind.SEQ_LAGGING,
                 summary=(f"{ranks_text(behind)} lag{'s' if len(behind) == 1 else ''} in {_pg(group)}: last {where} while "
                          f"{len(at_norm)} other rank{'s' if len(at_norm) != 1 else ''} reached SeqNum {norm}; "
                          f"{'it' if len(behind) == 1 else 'they'} never got past collective #{vals[-1] + 1}{even}"),
-                ranks=tuple(behind), evidence=ev, severity="suspect"))
+                ranks=tuple(behind), evidence=ev, severity=Severity.SUSPECT))
         if ahead:
             vals = sorted({by_rank[r][0] for r in ahead})
             ev = tuple(by_rank[r][1] for r in ahead[:3]) + (by_rank[at_norm[0]][1],)
             out.append(Finding(
-                kind="seq-lagging",
+                kind=Kind.SEQ_LAGGING,
                 summary=(f"most ranks ({len(at_norm)} of {total}: {compress(at_norm)}) are behind in {_pg(group)} at "
                          f"SeqNum {norm} while {ranks_text(ahead)} {'is' if len(ahead) == 1 else 'are'} ahead at SeqNum "
                          f"{', '.join(map(str, vals))}: the many never called collective #{norm + 1} "
                          f"(or {ranks_text(ahead)} issued one the others did not)"),
-                ranks=tuple(at_norm), evidence=ev, severity="suspect"))
+                ranks=tuple(at_norm), evidence=ev, severity=Severity.SUSPECT))
     return out
 
 
@@ -131,10 +131,10 @@ def _timeout_findings(timeouts: list[Timeout]) -> list[Finding]:
         ran = max((t.ran_ms for t in ts if t.ran_ms is not None), default=None)
         seqtxt = f"SeqNum {seq}" if seq is not None else "no SeqNum (old PyTorch)"
         out.append(Finding(
-            kind="watchdog-timeout",
+            kind=Kind.WATCHDOG_TIMEOUT,
             summary=(f"{ranks_text(ranks)} timed out in {op} ({seqtxt}, {_pg(group)})"
                      + (f" after {ran} ms" if ran is not None else "") + f" (timeout {ts[0].timeout_ms} ms)"),
-            ranks=tuple(ranks), evidence=tuple(t.evidence for t in ts[:4]), severity="warning"))
+            ranks=tuple(ranks), evidence=tuple(t.evidence for t in ts[:4]), severity=Severity.WARNING))
     return out
 
 
@@ -147,12 +147,12 @@ def _silent_findings(ev: TorchLogEvents, timeouts: list[Timeout], exclude: set[i
         return []
     t0 = min(timeouts, key=lambda t: (t.seq is None, t.seq or 0))
     return [Finding(
-        kind="no-timeout",
+        kind=Kind.NO_TIMEOUT,
         summary=(f"{ranks_text(silent)} printed no watchdog timeout while {ranks_text(active)} timed out "
                  f"({t0.op}{f' SeqNum {t0.seq}' if t0.seq is not None else ''}, {_pg(t0.group)}): "
                  f"{'it' if len(silent) == 1 else 'they'} likely never entered that collective "
                  f"(if a member of that group)"),
-        ranks=tuple(silent), evidence=(t0.evidence,), severity="suspect")]
+        ranks=tuple(silent), evidence=(t0.evidence,), severity=Severity.SUSPECT)]
 
 
 def _desync_findings(ev: TorchLogEvents) -> list[Finding]:
@@ -176,8 +176,8 @@ def _desync_findings(ev: TorchLogEvents) -> list[Finding]:
             continue
         at = f" at {d.op} #{d.seq}" if d.op else ""
         by = f" (reported by rank {d.reporter})" if d.reporter is not None else ""
-        out.append(Finding(kind="desync-report", summary=f"desync debug{at}{by}: " + "; ".join(parts),
-                           ranks=tuple(sorted(ranks)), evidence=d.evidence, severity="suspect"))
+        out.append(Finding(kind=Kind.DESYNC_REPORT, summary=f"desync debug{at}{by}: " + "; ".join(parts),
+                           ranks=tuple(sorted(ranks)), evidence=d.evidence, severity=Severity.SUSPECT))
     return out
 
 
@@ -253,19 +253,19 @@ def _failure_findings(ev: TorchLogEvents, timed_out: set[int]) -> tuple[list[Fin
         if consequence:
             note += " - after its own watchdog timeout: a consequence of the hang, not its cause"
         out.append(Finding(
-            kind="child-failed",
+            kind=Kind.CHILD_FAILED,
             summary=(f"rank {f.rank}{local}{where} {first}: {f.state}" + (f", pid {f.pid}" if f.pid is not None else "")
                      + (f": {m}" if m else "") + note),
             ranks=(f.rank,) if f.rank is not None else (), hosts=(f.host,) if f.host else (),
             evidence=f.evidence + ((Evidence(e.path, None, e.message[:500]),) if e is not None else ()),
-            severity="warning" if consequence else "suspect" if f is root or root is None else "warning"))
+            severity=Severity.WARNING if consequence else Severity.SUSPECT if f is root or root is None else Severity.WARNING))
     if victims:
         vr = [f.rank for f in victims if f.rank is not None]
         out.append(Finding(
-            kind="child-failed",
+            kind=Kind.CHILD_FAILED,
             summary=f"{ranks_text(vr)} stopped by the agent (SIGTERM) after the failure: victims, not causes",
             ranks=tuple(sorted(vr)), hosts=tuple(sorted({f.host for f in victims if f.host})),
-            evidence=tuple(x for f in victims[:2] for x in f.evidence[:1]), severity="info"))
+            evidence=tuple(x for f in victims[:2] for x in f.evidence[:1]), severity=Severity.INFO))
     known_pids = {f.pid for f in fails}
     for local, pid, code, evid in ev.agent_failures:
         if pid in known_pids:
@@ -273,10 +273,10 @@ def _failure_findings(ev: TorchLogEvents, timed_out: set[int]) -> tuple[list[Fin
         known_pids.add(pid)
         sig = signal_name(code)
         out.append(Finding(
-            kind="child-failed",
+            kind=Kind.CHILD_FAILED,
             summary=f"local_rank {local} (pid {pid}) failed: exit {code}" + (f" ({sig})" if sig else "")
             + " (torchrun agent line; the global rank is not printed)",
-            evidence=(evid,), severity="suspect" if root is None else "warning"))
+            evidence=(evid,), severity=Severity.SUSPECT if root is None else Severity.WARNING))
     return out, {f.rank for f in active if f.rank is not None}, used_files
 
 
@@ -291,30 +291,30 @@ def _error_file_findings(ev: TorchLogEvents, used: set[str]) -> list[Finding]:
         tb = [ln for ln in e.traceback.splitlines() if ln.strip()]
         where = next((ln.strip() for ln in reversed(tb) if ln.strip().startswith("File ")), "")
         out.append(Finding(
-            kind="child-error",
+            kind=Kind.CHILD_ERROR,
             summary=(f"{who} recorded {'the earliest' if i == 0 and len(rest) > 1 else 'an'} error"
                      + (f" at {e.timestamp}" if e.timestamp else "") + f": {e.message.splitlines()[0] if e.message else '?'}"
                      + (f" ({where})" if where else "")),
             evidence=(Evidence(e.path, None, e.message[:500]),),
-            severity="suspect" if i == 0 else "warning"))
+            severity=Severity.SUSPECT if i == 0 else Severity.WARNING))
     return out
 
 
-def analyze_events(ev: TorchLogEvents) -> tuple[list[Finding], list[RankState], dict]:
-    """Findings (most important first), per-rank rows and facts for the JSON twin."""
+def analyze_events(ev: TorchLogEvents) -> tuple[list[Finding], list[RankState], TorchLogFacts]:
+    """Findings (most important first), per-rank rows and the facts."""
     timeouts = _assign_groups(ev)
     pos = _positions(timeouts, ev.statuses)
     fail_findings, failed_ranks, used = _failure_findings(ev, {t.rank for t in timeouts} | set(ev.aborted))
-    findings = [f for f in fail_findings if f.severity == "suspect"]
+    findings = [f for f in fail_findings if f.severity is Severity.SUSPECT]
     findings += _desync_findings(ev)
     findings += _lag_findings(pos)
     findings += _silent_findings(ev, timeouts, failed_ranks)
     findings += _error_file_findings(ev, used)
-    findings += [f for f in fail_findings if f.severity != "suspect"]
+    findings += [f for f in fail_findings if f.severity is not Severity.SUSPECT]
     findings += _timeout_findings(timeouts)
     for r, evid in sorted(ev.dump_from.items())[:1]:
-        findings.append(Finding(kind="dump-signal", summary=f"rank {r} detected the timeout first and signalled the "
-                                "others to dump their flight recorder", ranks=(r,), evidence=(evid,), severity="info"))
+        findings.append(Finding(kind=Kind.DUMP_SIGNAL, summary=f"rank {r} detected the timeout first and signalled the "
+                                "others to dump their flight recorder", ranks=(r,), evidence=(evid,), severity=Severity.INFO))
 
     rows: dict[tuple[int, str], dict] = {}
     groups_of: dict[int, list[tuple[int, str]]] = defaultdict(list)  # a rank's row keys, in rows' order
@@ -354,13 +354,13 @@ def analyze_events(ev: TorchLogEvents) -> tuple[list[Finding], list[RankState], 
     ranks = [RankState(rank=r["rank"], host=r["host"], pid=r["pid"], last_collective=r["last_collective"],
                        seq=r["seq"], group=r["group"], state="; ".join(r["state"]), source=SOURCE)
              for r in sorted(rows.values(), key=lambda r: (r["rank"], r["group"]))]
-    facts = {
-        "timeouts": len(timeouts),
-        "groups": {g: {str(r): v for r, (v, _) in sorted(by.items())} for g, by in sorted(pos.items())},
-        "desync_reports": len(ev.desyncs),
-        "child_failures": len(ev.failures),
-        "error_files": len(ev.error_files),
-        "cpp_frames": {str(k) if k is not None else "?": v[:12] for k, v in sorted(ev.frames.items(), key=lambda kv: (kv[0] is None, kv[0] or 0))},
-        "ranks_seen": sorted(ev.seen_ranks),
-    }
+    facts = TorchLogFacts(
+        timeouts=len(timeouts),
+        seqs={g: tuple(RankSeq(r, v) for r, (v, _) in sorted(by.items())) for g, by in sorted(pos.items())},
+        desync_reports=len(ev.desyncs),
+        child_failures=len(ev.failures),
+        error_files=len(ev.error_files),
+        cpp_frames=tuple(CppFrames(k, tuple(v[:12])) for k, v in sorted(ev.frames.items(), key=lambda kv: (kv[0] is None, kv[0] or 0))),
+        ranks_seen=tuple(sorted(ev.seen_ranks)),
+    )
     return findings, ranks, facts

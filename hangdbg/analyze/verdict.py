@@ -11,110 +11,76 @@ evidence also name comes first.
 
 from __future__ import annotations
 
-from ..model import Analysis, Finding, RankState, SourceReport, Verdict
-from .rankset import compress
+from typing import Sequence
+
+from ..model import SEVERITY_ORDER, Analysis, ClassifiedFile, FileError, Finding, Kind, Severity, SourceReport, Verdict
+from .headline import headline, unread_headline, verdict_all_clear
 
 __all__ = ["build_verdict", "PRIORITY"]
 
-PRIORITY: dict[str, int] = {
-    "gpu-lost": 0, "xid": 1, "ecc": 1,
-    "core-crash": 2, "child-failed": 2, "child-error": 2,
-    "nccl-connect-failed": 3, "nccl-init-incomplete": 3, "nccl-setup-differs": 4,
+PRIORITY: dict[Kind, int] = {
+    Kind.GPU_LOST: 0, Kind.XID: 1, Kind.ECC: 1,
+    Kind.CORE_CRASH: 2, Kind.CHILD_FAILED: 2, Kind.CHILD_ERROR: 2, Kind.CRASH: 2, Kind.FATAL_ERROR: 2,
+    Kind.NCCL_CONNECT_FAILED: 3, Kind.NCCL_INIT_INCOMPLETE: 3, Kind.NODE_FAILED: 3, Kind.NCCL_SETUP_DIFFERS: 4,
     # the stack analyzer's kinds share one level: it orders its own suspects (stable sort)
-    "missing": 5, "different-collective": 5, "deadlock": 5, "outside-collective": 5, "behind": 5, "diverged": 5,
-    "fr-mismatch": 5, "fr-missing-rank": 6, "desync": 6, "desync-report": 6,
-    "seq-lagging": 7, "nccl-lagging": 7, "fr-lagging": 7, "no-timeout": 7,
-    "fr-stuck": 8,
-    "watchdog-timeout": 9,
+    Kind.MISSING: 5, Kind.DIFFERENT_COLLECTIVE: 5, Kind.DEADLOCK: 5, Kind.OUTSIDE_COLLECTIVE: 5, Kind.BEHIND: 5,
+    Kind.AHEAD: 5, Kind.FR_MISMATCH: 5, Kind.TRACE_DIVERGED: 5,
+    Kind.FR_MISSING_RANK: 6, Kind.DESYNC_REPORT: 6, Kind.TRACE_STOPPED: 6, Kind.NCCL_SLICE_DIFFERS: 6,
+    Kind.SEQ_LAGGING: 7, Kind.NCCL_LAGGING: 7, Kind.NO_TIMEOUT: 7, Kind.DUMP_SIGNAL: 7,
+    Kind.FR_STUCK: 8, Kind.FR_CONTRADICTS: 8, Kind.CPP_EXCEPTION: 8, Kind.CORE_KILLED: 8, Kind.NCCL_ABORTED: 8,
+    Kind.UNREADABLE: 8, Kind.NCCL_WARN: 8, Kind.CORE_UNREADABLE: 8,
+    Kind.WATCHDOG_TIMEOUT: 9, Kind.WAITING: 9, Kind.FR_AGREES: 9, Kind.CORE_ON_DEMAND: 9,
 }
-_DEFAULT_PRIORITY = 8
+"""Root cause before symptom: lower first. Every :class:`Kind` has a level (a test checks)."""
 
 
-def _corroboration(f: Finding, own: str, named: dict[object, set[str]]) -> int:
+def _corroboration(f: Finding, named: dict[object, set[str]]) -> int:
+    """How many other kinds of evidence name the same ranks or hosts as a suspect."""
     kinds: set[str] = set()
     for r in f.ranks:
         kinds |= named.get(("rank", r), set())
     for h in f.hosts:
         kinds |= named.get(("host", h), set())
-    kinds.discard(own)
+    kinds.discard(str(f.source))
     return len(kinds)
 
 
-def _who(f: Finding) -> str:
-    """``rank 3 on node2`` for the verdict's first words; what the summary already says is left out."""
-    low = f.summary.lower()
-    parts = []
-    if f.ranks and not low.startswith("rank"):
-        parts.append(("rank " if len(f.ranks) == 1 else "ranks ") + compress(f.ranks))
-    hosts = [h for h in f.hosts if h.lower() not in low]
-    if hosts:
-        parts.append("on " + ", ".join(hosts[:4]) + (" ..." if len(hosts) > 4 else ""))
-    return " ".join(parts)
-
-
-def build_verdict(sources: list[SourceReport], analysis: Analysis | None = None,
-                  unparsed: list[tuple[str, str]] | None = None,
-                  files: list[tuple[str, tuple[str, ...]]] | None = None) -> Verdict:
+def build_verdict(sources: Sequence[SourceReport], analysis: Analysis | None = None,
+                  unparsed: Sequence[FileError] = (), files: Sequence[ClassifiedFile] = ()) -> Verdict:
     """Merge the readers' reports into one :class:`Verdict`.
 
     Args:
-        sources: one report per reader that found files.
-        analysis: the stack analysis, when stacks were read.
-        unparsed: ``(file, reason)`` for files no reader took.
-        files: ``(file, kinds)`` for every file looked at.
+        sources: one report per reader that found files (each finding's ``source`` set).
+        analysis: the joint stack analysis, when stacks were read.
+        unparsed: files no reader took.
+        files: every file looked at.
     """
     named: dict[object, set[str]] = {}
-    tagged: list[tuple[Finding, str]] = []
-    for s in sources:
-        for f in s.findings:
-            tagged.append((f, s.kind))
-            if f.severity == "suspect":
-                for r in f.ranks:
-                    named.setdefault(("rank", r), set()).add(s.kind)
-                for h in f.hosts:
-                    named.setdefault(("host", h), set()).add(s.kind)
+    every = [f for s in sources for f in s.findings]
+    for f in every:
+        if f.severity is Severity.SUSPECT:
+            for r in f.ranks:
+                named.setdefault(("rank", r), set()).add(str(f.source))
+            for h in f.hosts:
+                named.setdefault(("host", h), set()).add(str(f.source))
 
-    def order(item: tuple[Finding, str]) -> tuple:
-        f, kind = item
-        return (PRIORITY.get(f.kind, _DEFAULT_PRIORITY), -_corroboration(f, kind, named), len(f.ranks) or 10**9)
+    def order(f: Finding) -> tuple:
+        return (SEVERITY_ORDER[f.severity], PRIORITY.get(f.kind, 8), -_corroboration(f, named), len(f.ranks) or 10**9)
 
-    suspects = tuple(f for f, _ in sorted((t for t in tagged if t[0].severity == "suspect"), key=order))
-    warnings = tuple(f for f, _ in sorted((t for t in tagged if t[0].severity == "warning"), key=order))
-
-    states: dict[int, list[RankState]] = {}
-    for s in sources:
-        for st in s.ranks:
-            states.setdefault(st.rank, []).append(st)
+    findings = tuple(sorted(every, key=order))
+    states = sorted((st for s in sources for st in s.ranks), key=lambda st: st.rank)
     errors = [e for s in sources for e in s.errors]
+    n_files = len(files)
+    if not any(s.records for s in sources):
+        text = unread_headline(n_files)
+    else:
+        text = headline(findings, verdict_all_clear(n_files, analysis.headline if analysis is not None else None))
     return Verdict(
-        text=_text(suspects, warnings, len(files or ()), analysis),
-        suspects=suspects,
-        warnings=warnings,
+        headline=text,
+        findings=findings,
         sources=tuple(sources),
         analysis=analysis,
-        rank_states={r: tuple(v) for r, v in sorted(states.items())},
-        unparsed=tuple((unparsed or []) + errors),
-        files=tuple(files or ()),
+        rank_states=tuple(states),
+        unparsed=tuple(unparsed) + tuple(errors),
+        files=tuple(files),
     )
-
-
-def _text(suspects, warnings, read: int, analysis) -> str:
-    if not suspects:
-        if analysis is not None and not warnings:
-            return f"no suspect in {read} files: {analysis.verdict}"
-        if warnings:
-            return f"no suspect in {read} files, but {len(warnings)} warnings: first: {warnings[0].summary}"
-        return f"no suspect in {read} files: nothing abnormal found"
-    top = suspects[0]
-    who = _who(top)
-    text = f"{who}: {top.summary}" if who else top.summary
-    others = [f for f in suspects[1:] if set(f.ranks) & set(top.ranks) or set(f.hosts) & set(top.hosts)]
-    if others:
-        kinds = sorted({f.kind for f in others})
-        text += f" (also pointed at by: {', '.join(kinds)})"
-    rest = len(suspects) - 1 - len(others)
-    if rest > 0:
-        text += f"; {rest} more suspect finding{'s' if rest > 1 else ''}"
-    if top.action:
-        text += f". Action: {top.action}"
-    return text

@@ -16,7 +16,7 @@ decoded here from the kernel's definitions (x86-64 and aarch64, 64-bit little-en
   name to the top of the stack (fs/binfmt_elf.c ``create_elf_tables``, fs/exec.c). The strings just
   below ``AT_EXECFN`` are therefore ``KEY=VALUE`` strings, read back from the dumped stack
   segment. Changes the program made later (``os.environ[...] = ...``) are not there; the
-  debugger's view of ``environ`` (:mod:`hangdbg.collect.gdbcore`) covers those.
+  debugger's view of ``environ`` (:mod:`hangdbg.tools.gdb`) covers those.
 """
 
 from __future__ import annotations

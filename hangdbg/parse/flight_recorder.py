@@ -41,7 +41,6 @@ from dataclasses import dataclass, field
 from typing import BinaryIO
 
 from ..model import Frame
-from .textlines import files_where
 
 __all__ = [
     "MAX_DUMP_BYTES",
@@ -49,11 +48,9 @@ __all__ = [
     "FrDumpError",
     "FrEntry",
     "RestrictedUnpickler",
-    "collect_paths",
     "load_dump",
     "pg_label",
     "rank_from_path",
-    "read",
     "restricted_loads",
     "sniff",
 ]
@@ -457,33 +454,3 @@ def load_dump(path: str, rank: int | None = None, max_bytes: int = MAX_DUMP_BYTE
     return FrDump(path=path, rank=rank, fmt=fmt, version=_str(doc.get("version")),
                   pg_config=_pg_config(doc.get("pg_config")), pg_status=_pg_status(doc.get("pg_status")),
                   entries=tuple(entries), skipped=skipped, comm_lib_version=_str(doc.get("comm_lib_version")))
-
-
-_NAME_LIKE = re.compile(r"(trace|rank|fr|flight)[\w.-]*?_?\d+(\.(json|pkl|pickle))?$", re.IGNORECASE)
-
-
-def collect_paths(paths: list[str]) -> tuple[list[str], list[tuple[str, str]]]:
-    """Expand directories into the flight-recorder dumps they hold.
-
-    Files given by name are kept as they are; in a directory (walked recursively) a file is
-    taken when :func:`sniff` accepts its head or its name looks like a per-rank dump
-    (``..._rank_3``, ``nccl_trace_rank_3``), so a garbled dump is reported, not skipped silently.
-
-    Returns:
-        ``(files, problems)``; problems are ``(path, reason)`` for paths that do not exist.
-    """
-    files: list[str] = []
-    problems: list[tuple[str, str]] = []
-    for p in paths:
-        try:
-            files += files_where([p], lambda name, head: sniff(head) or _NAME_LIKE.search(name) is not None)
-        except FileNotFoundError:
-            problems.append((p, "no such file or directory"))
-    return files, problems
-
-
-def read(paths: list[str]):
-    """The reader entry point: see :func:`hangdbg.analyze.flight_recorder.read`."""
-    from ..analyze.flight_recorder import read as _read
-
-    return _read(paths)

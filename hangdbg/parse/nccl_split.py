@@ -14,7 +14,8 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from .nccl import _looks_cut, has_marker, records, scan
+from .nccl import _looks_cut, has_marker, records
+from .nccl_scan import scan
 from .textlines import iter_lines, strip_prefix
 
 __all__ = ["SplitResult", "split_logs"]

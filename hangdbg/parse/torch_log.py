@@ -34,20 +34,20 @@ Formats (PyTorch source, ``torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp`` an
 * ``error.json``: ``{"message": {"message": "T: msg", "extraInfo": {"py_callstack": "...",
   "timestamp": "1700000000"}, "errorCode": N}}`` or the older ``{"message": "msg", "timestamp": T}``.
 
-:func:`scan` is pure text parsing into :class:`TorchLogEvents`; :func:`read` reads files and hands
-the events to :mod:`hangdbg.analyze.torch_log` for the findings.
+:func:`scan` is pure text parsing into :class:`TorchLogEvents`; the reader
+(:mod:`hangdbg.sources.torch_log`) reads files and hands the events to
+:mod:`hangdbg.analyze.torch_log` for the findings.
 """
 
 from __future__ import annotations
 
-import json
 import re
 import signal as _signal
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from ..model import Evidence, SourceReport
-from .textlines import iter_lines_where, read_head, strip_prefix
+from ..model import Evidence
+from .textlines import iter_lines_where, strip_prefix
 
 __all__ = [
     "ChildFailure",
@@ -57,12 +57,11 @@ __all__ = [
     "TorchLogEvents",
     "WorkStatus",
     "parse_error_json",
-    "read",
+    "is_error_json",
     "scan",
     "sniff",
 ]
 
-KIND = "torch-log"
 
 # --- regular expressions (formats in the module docstring) ---------------------------------------
 _PG_TAG = re.compile(
@@ -220,6 +219,14 @@ class TorchLogEvents:
     seen_ranks: set[int] = field(default_factory=set)
     lines_read: int = 0
     lines_skipped: int = 0
+
+    @property
+    def records(self) -> int:
+        """Events recognised (timeouts, status lines, desync reports, failures, error files,
+        abort and dump lines, C++ frames)."""
+        return (len(self.timeouts) + len(self.statuses) + len(self.desyncs) + len(self.failures) + len(self.error_files)
+                + len(self.aborted) + len(self.dump_from) + len(self.agent_failures)
+                + sum(len(v) for v in self.frames.values()))
 
 
 def _tag(text: str, end: int) -> tuple[int | None, str]:
@@ -540,37 +547,6 @@ def sniff(head: bytes) -> bool:
     return any(m in head for m in _MARKERS)
 
 
-def _is_json(path: str) -> bool:
-    try:
-        return bool(_JSON_HEAD.match(read_head(path, 4096)))
-    except OSError:
-        return False
-
-
-def read(paths: list[str]) -> SourceReport:
-    """Read logs and ``error.json`` files of one job into a ``SourceReport(kind="torch-log")``.
-
-    Never raises for bad content: unreadable files and invalid JSON go into ``errors``; lines that
-    look like watchdog / ChildFailedError lines but do not parse are counted in ``lines_skipped``.
-    """
-    from ..analyze.torch_log import analyze_events
-
-    ev = TorchLogEvents()
-    errors: list[tuple[str, str]] = []
-    for path in paths:
-        try:
-            if _is_json(path):
-                with open(path, "rb") as f:
-                    raw = f.read(64 << 20)
-                ev.lines_read += raw.count(b"\n") + 1
-                try:
-                    ev.error_files.append(parse_error_json(json.loads(raw.decode("utf-8", "replace")), path))
-                except ValueError as exc:
-                    errors.append((path, f"invalid error file: {exc}"))
-                continue
-            scan_file(path, path, ev)
-        except OSError as exc:
-            errors.append((path, exc.strerror or str(exc)))
-    findings, ranks, facts = analyze_events(ev)
-    return SourceReport(kind=KIND, files=tuple(paths), findings=tuple(findings), ranks=tuple(ranks),
-                        lines_read=ev.lines_read, lines_skipped=ev.lines_skipped, errors=tuple(errors), facts=facts)
+def is_error_json(head: bytes) -> bool:
+    """True when ``head`` starts a torchelastic ``error.json`` document (``{"message": ...``)."""
+    return bool(_JSON_HEAD.match(head))

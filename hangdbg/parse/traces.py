@@ -22,7 +22,7 @@ from collections import deque
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["RankTrace", "Divergence", "read_trace", "read_trace_dir", "divergence"]
+__all__ = ["RankTrace", "Divergence", "read_trace", "divergence"]
 
 _HEADER = re.compile(r"^# tracer v1 host=(\S*) rank=(\S*) pid=(\d+) start=(\S*) argv=(.*)$")
 _CALL = re.compile(r"^\s*(\S+) > (\S+):(\d+) (.+)$")
@@ -130,30 +130,6 @@ def read_trace(path: str | Path, last: int = 10, grep: re.Pattern[str] | None = 
     rank = int(rank_text) if rank_text.isdigit() else None
     return RankTrace(path, rank, host, int(pid), start, argv, events, tuple(calls), tuple(tail), ended,
                      elapsed, grep_count, garbled, cut)
-
-
-def read_trace_dir(paths: list[str | Path], last: int = 10, grep: re.Pattern[str] | None = None) -> tuple[list[RankTrace], list[tuple[str, str]]]:
-    """Read every ``trace-*.txt`` of the given directories (and the files named directly).
-
-    Returns the traces sorted by rank (then host, pid) and the files that could not be read,
-    with the reason.
-
-    Raises:
-        FileNotFoundError: a named path does not exist.
-    """
-    files: list[Path] = []
-    for p in map(Path, paths):
-        if not p.exists():
-            raise FileNotFoundError(f"no such file or directory: {p}")
-        files.extend(sorted(p.glob("trace-*.txt")) if p.is_dir() else [p])
-    traces, bad = [], []
-    for f in files:
-        try:
-            traces.append(read_trace(f, last, grep))
-        except (OSError, ValueError) as exc:
-            bad.append((str(f), str(exc)))
-    traces.sort(key=lambda t: (t.rank is None, t.rank if t.rank is not None else 0, t.host, t.pid or 0))
-    return traces, bad
 
 
 @dataclass(frozen=True, slots=True)

@@ -36,13 +36,10 @@ import re
 from collections import defaultdict
 from dataclasses import dataclass, field
 
-from ..model import SEVERITY_ORDER, Evidence, Finding, SourceReport
+from ..model import Evidence
 from .textlines import iter_lines_where
-from .xid_codes import xid_info
 
-__all__ = ["EccState", "GpuLogEvents", "GpuLost", "XidEvent", "host_from_path", "norm_bus", "read", "scan", "sniff"]
-
-KIND = "gpu"
+__all__ = ["EccState", "GpuLogEvents", "GpuLost", "XidEvent", "host_from_path", "norm_bus", "scan", "scan_file", "sniff"]
 
 _SYSLOG = re.compile(
     r"^(?P<ts>[A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d|\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?)"
@@ -145,6 +142,12 @@ class GpuLogEvents:
     serials: dict[tuple[str, str], str] = field(default_factory=dict)
     lines_read: int = 0
     lines_skipped: int = 0
+    nvrm_lines: int = 0
+
+    @property
+    def records(self) -> int:
+        """Records recognised: the NVIDIA driver's kernel-log lines (``NVRM``) and nvidia-smi GPU blocks."""
+        return self.nvrm_lines + len(self.ecc)
 
 
 def _split(line: str) -> tuple[str, str, str]:
@@ -243,6 +246,7 @@ def _line(ev, smi, lost: _LostState, source, default_host, n, raw) -> None:
         smi.cur = None
     if "NVRM" not in line:
         return
+    ev.nvrm_lines += 1
     ts, host, msg = _split(line)
     host = host or default_host
     m = _XID.search(msg)
@@ -325,119 +329,7 @@ def _smi_line(smi: _SmiState, source: str, n: int, line: str) -> None:
         cur.evidence.append(Evidence(source, n, "Retired Pages Pending: Yes"))
 
 
-# --- findings ---------------------------------------------------------------------------------
-def _gpu(host: str, bus: str) -> str:
-    return f"{host}:{bus}" if host else bus
-
-
-def findings_from(ev: GpuLogEvents) -> tuple[list[Finding], dict]:
-    """Findings per node and GPU (most severe first) and facts for the JSON twin."""
-    out: list[Finding] = []
-    by: dict[tuple[str, str, int], list[XidEvent]] = defaultdict(list)
-    secondary: dict[tuple[str, str, int], list[XidEvent]] = defaultdict(list)
-    for x in ev.xids:
-        (secondary if x.secondary else by)[(x.host, x.bus, x.previous if x.secondary else x.code)].append(x)
-    for (host, bus, code), xs in by.items():
-        info = xid_info(code)
-        sec = secondary.pop((host, bus, code), [])
-        severity, action = info.severity, info.action
-        if code == 154:
-            m = _RECOVERY.search(xs[-1].message)
-            if m:
-                action = f"recovery action: {m.group('to')}"
-                severity = "info" if m.group("to").strip().lower() == "none" else "suspect"
-        procs = sorted({f"{x.process} (pid {x.pid})" for x in xs if x.process and x.pid and not x.pid.startswith("<")})
-        when = f", first at {xs[0].time}" if xs[0].time else ""
-        extra = f"; +{len(sec)} secondary Xid {', '.join(sorted({str(s.code) for s in sec}))} caused by it" if sec else ""
-        out.append(Finding(
-            kind="gpu-lost" if code == 79 else "xid",
-            summary=(f"Xid {code} on {_gpu(host, bus)}" + (f" x{len(xs)}" if len(xs) > 1 else "") + f"{when}: {info.meaning}"
-                     + (f" ({xs[0].message})" if xs[0].message and code not in (79,) else "")
-                     + (f"; process {', '.join(procs[:3])}" if procs else "") + extra),
-            hosts=(host,) if host else (), gpus=(_gpu(host, bus),), severity=severity, action=action,
-            evidence=tuple(x.evidence for x in xs[:3]) + tuple(s.evidence for s in sec[:1])))
-    for (host, bus, prev), xs in secondary.items():  # fallout whose primary Xid is not in these files
-        out.append(Finding(
-            kind="xid",
-            summary=(f"Xid {', '.join(sorted({str(x.code) for x in xs}))} on {_gpu(host, bus)} x{len(xs)} caused by a "
-                     f"previous Xid {prev} ({xid_info(prev).meaning}) that is not in these logs"),
-            hosts=(host,) if host else (), gpus=(_gpu(host, bus),), severity=xid_info(prev).severity,
-            action=xid_info(prev).action, evidence=tuple(x.evidence for x in xs[:2])))
-    xid79 = {(x.host, x.bus) for x in ev.xids if x.code == 79}
-    for g in ev.lost:
-        if (g.host, g.bus) in xid79:
-            continue
-        uuid = ev.uuids.get((g.host, g.bus), "")
-        out.append(Finding(
-            kind="gpu-lost",
-            summary=f"GPU {_gpu(g.host, g.bus)}{f' ({uuid})' if uuid else ''} has fallen off the bus"
-                    + (f" at {g.time}" if g.time else "") + " (driver report without an Xid number)",
-            hosts=(g.host,) if g.host else (), gpus=(_gpu(g.host, g.bus),), severity="suspect",
-            action=xid_info(79).action, evidence=g.evidence))
-    for e in ev.ecc:
-        gpu = _gpu(e.host, e.bus)
-        if e.remap_failed:
-            out.append(Finding(kind="ecc", summary=f"GPU {gpu}: row remapping failed (nvidia-smi -q Remapped Rows)",
-                               hosts=(e.host,) if e.host else (), gpus=(gpu,), severity="suspect",
-                               action="drain the node; RMA the GPU", evidence=tuple(e.evidence[:4])))
-        if e.volatile_uncorrectable:
-            out.append(Finding(kind="ecc", summary=f"GPU {gpu}: {e.volatile_uncorrectable} uncorrectable ECC errors since "
-                               "the last driver load (volatile)", hosts=(e.host,) if e.host else (), gpus=(gpu,),
-                               severity="suspect", action=xid_info(48).action, evidence=tuple(e.evidence[:4])))
-        elif e.aggregate_uncorrectable:
-            out.append(Finding(kind="ecc", summary=f"GPU {gpu}: {e.aggregate_uncorrectable} uncorrectable ECC errors over "
-                               "its lifetime (aggregate), none since the last driver load", hosts=(e.host,) if e.host else (),
-                               gpus=(gpu,), severity="warning", action="watch the GPU; RMA if the count grows",
-                               evidence=tuple(e.evidence[:4])))
-        if e.remap_pending or e.retired_pending:
-            out.append(Finding(kind="ecc", summary=f"GPU {gpu}: a row remapping / page retirement is pending",
-                               hosts=(e.host,) if e.host else (), gpus=(gpu,), severity="warning",
-                               action="reset the GPU (or reboot) to apply it", evidence=tuple(e.evidence[:4])))
-    out.sort(key=lambda f: (SEVERITY_ORDER.get(f.severity, 3), f.kind != "gpu-lost"))
-    gpus: dict[str, dict] = {}
-    for x in ev.xids:
-        d = gpus.setdefault(_gpu(x.host, x.bus), {"xids": {}})
-        d["xids"][str(x.code)] = d["xids"].get(str(x.code), 0) + 1
-    for (h, b), u in ev.uuids.items():
-        gpus.setdefault(_gpu(h, b), {"xids": {}})["uuid"] = u
-    for (h, b), s in ev.serials.items():
-        gpus.setdefault(_gpu(h, b), {"xids": {}})["serial"] = s
-    for g in ev.lost:
-        gpus.setdefault(_gpu(g.host, g.bus), {"xids": {}})["fallen_off_bus"] = True
-    for e in ev.ecc:
-        d = gpus.setdefault(_gpu(e.host, e.bus), {"xids": {}})
-        d["ecc"] = {"volatile_uncorrectable": e.volatile_uncorrectable, "aggregate_uncorrectable": e.aggregate_uncorrectable,
-                    "remapped_uncorrectable": e.remapped_uncorrectable, "remap_pending": e.remap_pending,
-                    "remap_failed": e.remap_failed, "retired_pending": e.retired_pending}
-        if e.uuid:
-            d["uuid"] = e.uuid
-    return out, {"gpus": gpus, "xid_events": len(ev.xids), "hosts": sorted({g.split(":")[0] for g in gpus if g.count(":") > 2})}
-
-
 def sniff(head: bytes) -> bool:
     """True for kernel logs with NVIDIA driver (``NVRM:``) lines and ``nvidia-smi -q`` texts."""
     return b"NVRM:" in head or b"==============NVSMI LOG==============" in head or (
         b"ECC Errors" in head and b"Attached GPUs" in head)
-
-
-def read(paths: list[str], host: str | None = None) -> SourceReport:
-    """Read dmesg / syslog / journal files and ``nvidia-smi -q`` outputs into ``SourceReport(kind="gpu")``.
-
-    Args:
-        paths: the files.
-        host: node name for lines that name none (default: from each file's name, see
-            :func:`host_from_path`).
-
-    Never raises for bad content: unreadable files go into ``errors``; ``NVRM: Xid`` lines that do
-    not parse are counted in ``lines_skipped``.
-    """
-    ev = GpuLogEvents()
-    errors: list[tuple[str, str]] = []
-    for path in paths:
-        try:
-            scan_file(path, path, host if host is not None else host_from_path(path), ev)
-        except OSError as exc:
-            errors.append((path, exc.strerror or str(exc)))
-    findings, facts = findings_from(ev)
-    return SourceReport(kind=KIND, files=tuple(paths), findings=tuple(findings), lines_read=ev.lines_read,
-                        lines_skipped=ev.lines_skipped, errors=tuple(errors), facts=facts)

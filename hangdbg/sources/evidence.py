@@ -1,6 +1,6 @@
 """Everything a dead job left, read and merged into one verdict (``hangdbg report``).
 
-Walks the paths, detects each file's kind by its content (:mod:`hangdbg.parse.sources`), hands the
+Walks the paths, detects each file's kind by its content (:mod:`hangdbg.sources.walk`), hands the
 files of each kind to their reader (a reader bug becomes an error line, never a lost report),
 analyzes every source of stacks together (py-spy dumps, core files, saved stack texts), checks the
 flight recorder against those stacks, and merges it all with :func:`build_verdict`.
@@ -9,20 +9,22 @@ flight recorder against those stacks, and merges it all with :func:`build_verdic
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Callable
+from typing import Callable, Sequence
 
-from ..model import Analysis, SourceReport, Verdict
-from ..parse.sources import reader, walk
-from ..parse.stacks_source import with_analysis
-from . import analyze
-from .fr_crosscheck import cross_check
-from .verdict import build_verdict
+from ..analyze import analyze
+from ..analyze.fr_crosscheck import cross_check
+from ..analyze.verdict import build_verdict
+from ..model import Analysis, ClassifiedFile, FileError, RankDump, SourceKind, SourceReport, Verdict
+from .base import StackReader, with_source
+from .pyspy import with_analysis
+from .registry import reader_for
+from .walk import walk
 
 __all__ = ["read_sources", "read_evidence"]
 
 
-def read_sources(paths: list[str], on_kind: Callable[[str, int], None] | None = None
-                 ) -> tuple[list[SourceReport], Analysis | None, list, list]:
+def read_sources(paths: Sequence[str], on_kind: Callable[[SourceKind, int], None] | None = None
+                 ) -> tuple[list[SourceReport], Analysis | None, list[FileError], list[ClassifiedFile]]:
     """Classify and read everything under ``paths``.
 
     Args:
@@ -36,48 +38,47 @@ def read_sources(paths: list[str], on_kind: Callable[[str, int], None] | None = 
         FileNotFoundError: a named path does not exist.
     """
     classified = walk(paths)
-    by_kind: dict[str, list[str]] = {}
+    by_kind: dict[SourceKind, list[str]] = {}
     unparsed = []
     for c in classified:
         for k in c.kinds:
-            by_kind.setdefault(k, []).append(c.path)
+            by_kind.setdefault(k, []).append(c.file)
         if not c.kinds:
-            unparsed.append((c.path, c.reason))
+            unparsed.append(FileError(c.file, c.reason))
     sources: list[SourceReport] = []
-    dumps = []
+    dumps: list[RankDump] = []
     for kind, files in by_kind.items():
-        mod = reader(kind)
+        reader = reader_for(kind)
         try:
-            if hasattr(mod, "read_dumps"):  # stacks: analyzed together below
-                rep, found = mod.read_dumps(files)
+            if isinstance(reader, StackReader):  # stacks: analyzed together below
+                rep, found = reader.read_dumps(files)
                 dumps.extend(found)
             else:
-                rep = mod.read(files)
+                rep = reader.read(files)
         except Exception as exc:  # a reader bug must not lose the rest of the report
             rep = SourceReport(kind=kind, files=tuple(files),
-                               errors=tuple((f, f"{kind} reader failed: {exc!r}") for f in files))
-        sources.append(rep)
+                               errors=tuple(FileError(f, f"{kind} reader failed: {exc!r}") for f in files))
+        sources.append(with_source(rep))
         if on_kind is not None:
             on_kind(kind, len(files))
     analysis = None
     if dumps:
         analysis = analyze(dumps)
-        stacks = next((s for s in sources if s.kind == "stacks"), None)
+        stacks = next((s for s in sources if s.kind is SourceKind.STACKS), None)
         if stacks is None:  # cores and stack texts only
-            sources.append(with_analysis(SourceReport(kind="stacks"), analysis, live=False))
+            sources.append(with_analysis(SourceReport(kind=SourceKind.STACKS), analysis, live=False))
         else:
             sources[sources.index(stacks)] = with_analysis(stacks, analysis)
-        sources = [_cross_checked(s, analysis) if s.kind == "flight-recorder" else s for s in sources]
-    files = [(c.path, c.kinds) for c in classified]
-    return sources, analysis, unparsed, files
+        sources = [_cross_checked(s, analysis) if s.kind is SourceKind.FLIGHT_RECORDER else s for s in sources]
+    return sources, analysis, unparsed, classified
 
 
 def _cross_checked(fr: SourceReport, analysis: Analysis) -> SourceReport:
     """The flight recorder's report with its agreement or contradiction with the stacks added."""
-    return replace(fr, findings=fr.findings + tuple(cross_check(fr, analysis)))
+    return with_source(replace(fr, findings=fr.findings + tuple(cross_check(fr, analysis))))
 
 
-def read_evidence(paths: list[str], on_kind: Callable[[str, int], None] | None = None) -> Verdict:
+def read_evidence(paths: Sequence[str], on_kind: Callable[[SourceKind, int], None] | None = None) -> Verdict:
     """:func:`read_sources` then :func:`build_verdict`: the verdict on everything under ``paths``.
 
     Raises:

@@ -1,0 +1,162 @@
+"""Every headline of hangdbg: the one sentence a command puts on top, made here and only here.
+
+* :func:`stacks_headline`: the stack analysis of ``dump``, ``analyze``, ``demo``, ``core``;
+* :func:`headline`: findings of any kind (``report``, ``nccl``, ``logs``, ``fr``, ``gpu``,
+  ``traces``, ``collect``): the most likely cause first, what else points at it, how many more
+  suspects, the action; with no suspect, the first warning; else the reader's all-clear, which
+  says what was read (never an all-clear when nothing was);
+* :func:`source_headline`: :func:`headline` with the all-clear sentence of one reader;
+* :func:`unread_headline`: nothing could be read.
+
+The command line only renders these sentences.
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+from ..facts import NcclFacts
+from ..model import Finding, Group, Severity, SourceKind, SourceReport
+from ..rankset import compress, ranks_text
+
+__all__ = ["headline", "source_headline", "stacks_headline", "unread_headline", "who", "nodes_note", "cores_headline",
+           "verdict_all_clear"]
+
+
+def who(f: Finding) -> str:
+    """``rank 3 on node2`` for a headline's first words; what the summary already says is left out."""
+    low = f.summary.lower()
+    parts = []
+    if f.ranks and not low.startswith("rank"):
+        parts.append(ranks_text(f.ranks))
+    hosts = [h for h in f.hosts if h.lower() not in low]
+    if hosts:
+        parts.append("on " + ", ".join(hosts[:4]) + (" ..." if len(hosts) > 4 else ""))
+    return " ".join(parts)
+
+
+def headline(findings: Sequence[Finding], all_clear: str) -> str:
+    """The sentence for ``findings`` ordered most likely cause first.
+
+    Args:
+        findings: suspects first (as :func:`hangdbg.analyze.verdict.build_verdict` or a reader
+            orders them), then the others.
+        all_clear: what to say when there is neither a suspect nor a warning; it must say what was
+            read (``"no suspect in 12 NCCL records of 8 processes: ..."``).
+    """
+    suspects = [f for f in findings if f.severity is Severity.SUSPECT]
+    if not suspects:
+        warnings = [f for f in findings if f.severity is Severity.WARNING]
+        if warnings:
+            n = len(warnings)
+            return f"no suspect, but {n} warning{'s' if n != 1 else ''}; first: {warnings[0].summary}"
+        return all_clear
+    top = suspects[0]
+    lead = who(top)
+    text = f"{lead}: {top.summary}" if lead else top.summary
+    others = [f for f in suspects[1:] if set(f.ranks) & set(top.ranks) or set(f.hosts) & set(top.hosts)]
+    if others:
+        text += f" (also pointed at by: {', '.join(sorted({str(f.kind) for f in others}))})"
+    rest = len(suspects) - 1 - len(others)
+    if rest > 0:
+        text += f"; {rest} more suspect finding{'s' if rest > 1 else ''}"
+    if top.action:
+        text += f". Action: {top.action}"
+    return text
+
+
+def _all_clear(rep: SourceReport) -> str:
+    """The all-clear sentence of one reader: what it read and that nothing stands out."""
+    n = rep.records
+    kind = rep.kind
+    if isinstance(rep.facts, NcclFacts):
+        procs = rep.facts.processes
+        hosts = len({p.host for p in procs})
+        return (f"no suspect in {n} NCCL records of {len(procs)} processes on {hosts} host{'s' if hosts != 1 else ''}: "
+                "init completed, opCounts agree, set-up the same on every host")
+    texts = {
+        SourceKind.STACKS: f"no suspect in the stacks of {n} ranks",
+        SourceKind.CORE: f"no crash in {n} core file{'s' if n != 1 else ''}",
+        SourceKind.CORE_JSON: f"no crash in {n} core document{'s' if n != 1 else ''}",
+        SourceKind.STACK_TEXT: f"no crash, fatal error or C++ exception in the stack texts of {n} ranks",
+        SourceKind.TORCH_LOG: f"no rank stands out in {n} log events: no watchdog timeout, desync report or failed child",
+        SourceKind.FLIGHT_RECORDER: f"{n} dumps read: every rank recorded the same collectives and none is pending",
+        SourceKind.GPU: f"no GPU error in {n} kernel-log / nvidia-smi records: no fatal Xid, lost GPU or uncorrectable ECC error",
+        SourceKind.TRACES: f"all {n} traces ended normally and made the same calls",
+    }
+    return texts.get(kind, f"nothing abnormal in {n} {kind} records")
+
+
+def source_headline(rep: SourceReport) -> str:
+    """The headline of a command that reads one kind of evidence (``nccl summary``, ``logs``,
+    ``fr``, ``gpu``, ``traces``, ``core``)."""
+    if not rep.records:
+        return unread_headline(len(rep.files), str(rep.kind))
+    return headline(rep.findings, _all_clear(rep))
+
+
+def unread_headline(n_files: int, what: str = "") -> str:
+    """Nothing could be read: no file was recognised (the command exits 1)."""
+    kind = f" as {what}" if what else " by any reader"
+    return f"nothing could be read: none of the {n_files} file{'s' if n_files != 1 else ''} was recognised{kind}"
+
+
+def verdict_all_clear(n_files: int, stacks_headline_text: str | None) -> str:
+    """``hangdbg report``'s all-clear: how many files, and the stack analysis' own sentence."""
+    tail = stacks_headline_text or "nothing abnormal found"
+    return f"no suspect in {n_files} files: {tail}"
+
+
+def cores_headline(findings: Sequence[Finding], n_cores: int, stacks_headline_text: str) -> str:
+    """``hangdbg core``: the cores' findings and their joint stack analysis."""
+    return headline(findings, f"no crash in {n_cores} core file{'s' if n_cores != 1 else ''}: {stacks_headline_text}")
+
+
+def nodes_note(failed: Sequence[tuple[str, str]]) -> str:
+    """`` (2 nodes could not be read: node3 unreachable, node4 timeout)`` for a fan-out headline."""
+    if not failed:
+        return ""
+    shown = ", ".join(f"{h} {status}" for h, status in failed[:4]) + (" ..." if len(failed) > 4 else "")
+    return f" ({len(failed)} node{'s' if len(failed) != 1 else ''} could not be read: {shown})"
+
+
+def stacks_headline(groups: Sequence[Group], findings: Sequence[Finding], all_progress: bool,
+                    unreadable: Sequence[int], elsewhere: int, multi_node: bool = False) -> str:
+    """The sentence of a stack analysis.
+
+    Args:
+        groups: the equivalence classes.
+        findings: the analysis' findings (suspects first).
+        all_progress: every rank's stack changed between samples.
+        unreadable: ranks whose stack could not be taken.
+        elsewhere: ranks of the job on nodes that were not examined.
+        multi_node: the ranks are on several nodes (name the suspects' hosts).
+    """
+    notes = []
+    if unreadable:
+        notes.append(f"could not read the stacks of {ranks_text(unreadable)}")
+    if elsewhere:
+        notes.append(f"{elsewhere} ranks live on nodes not examined")
+    tail = (" (" + "; ".join(notes) + ")") if notes else ""
+    suspects = [f for f in findings if f.severity is Severity.SUSPECT]
+    if all_progress:
+        return f"no hang: every rank's stack changed between samples, the job is making progress{tail}"
+    if suspects and len({s.summary for s in suspects}) == 1 and len(suspects) > 1:
+        # one finding that names several groups (a collective split with no majority)
+        return f"suspect ranks {compress(r for s in suspects for r in s.ranks)}: {suspects[0].summary}{tail}"
+    if suspects:
+        first = suspects[0]
+        lead = ranks_text(first.ranks)
+        if multi_node and first.hosts:
+            lead += f" on {', '.join(first.hosts[:4])}{' ...' if len(first.hosts) > 4 else ''}"
+        n = len(suspects) - 1
+        more = f" (+{n} more suspect group{'s' if n > 1 else ''})" if n else ""
+        return f"suspect {lead}: {first.summary}{more}{tail}"
+    if not groups:
+        return f"no stack could be read{tail}"
+    if len(groups) == 1:
+        g = groups[0]
+        return f"all {len(g.ranks)} ranks are in the same place ({g.place.describe()}); no single rank stands out{tail}"
+    if {g.place.kind for g in groups} <= {"init"}:
+        return f"all ranks wait in rendezvous/init; no single rank stands out{tail}"
+    return f"no rank waits in a collective; the ranks are in {len(groups)} places{tail}"
