@@ -1,4 +1,5 @@
-"""The terminal report: verdict first, then suspects, equivalence classes, the merged tree.
+"""The terminal report of a stack analysis: headline first, then the findings, the ranks that
+could not be read, equivalence classes, the merged tree.
 
 Renders with rich onto any :class:`rich.console.Console` (tests use a fixed-width in-memory one);
 builds renderables only, never prints on its own.
@@ -16,32 +17,25 @@ from rich.table import Table
 from rich.text import Text
 from rich.tree import Tree
 
-from ..analyze.rankset import compress
 from ..model import Analysis, TreeNode
+from ..rankset import compress
+from .evidence import findings_table
 
-__all__ = ["render_analysis"]
+__all__ = ["render_analysis", "headline_title"]
 
 _COLLAPSE = 3  # chains of single-child nodes with unchanged ranks longer than this are folded
 
 
-def _verdict(a: Analysis) -> Panel:
-    style = "bold red" if a.suspects else "bold green"
-    title = "hang found" if a.suspects else "no single rank stands out"
-    return Panel(Text(a.verdict), title=title, border_style=style, expand=True)
+def headline_title(a: Analysis) -> str:
+    """``hang found`` / ``no single rank stands out`` / ``nothing could be read``."""
+    if a.found:
+        return "hang found"
+    return "no single rank stands out" if a.readable else "nothing could be read"
 
 
-def _suspects(a: Analysis) -> Table:
-    t = Table(title="Suspects", title_justify="left", expand=True)
-    multi_node = len({d.host for d in a.ranks if d.host}) > 1
-    t.add_column("ranks", style="bold red", no_wrap=True)
-    if multi_node:
-        t.add_column("nodes", style="bold", no_wrap=True)
-    t.add_column("why", ratio=1)
-    t.add_column("kind", style="dim", no_wrap=True)
-    for s in a.suspects:
-        nodes = [", ".join(s.hosts)] if multi_node else []
-        t.add_row(compress(s.ranks), *nodes, escape(s.reason), s.kind)
-    return t
+def _headline(a: Analysis) -> Panel:
+    style = "bold red" if a.found else ("bold green" if a.readable else "bold yellow")
+    return Panel(Text(a.headline), title=headline_title(a), border_style=style, expand=True)
 
 
 def _groups(a: Analysis) -> Table:
@@ -97,11 +91,11 @@ def _errors(a: Analysis) -> Iterator[RenderableType]:
         yield Text(f"Progressing ranks (stack changed between samples): {compress(a.progressing)}", style="yellow")
 
 
-def render_analysis(a: Analysis, tree: bool = True) -> RenderableType:
-    """All parts of the report as one renderable (verdict, suspects, problems, classes, tree)."""
-    parts: list[RenderableType] = [_verdict(a)]
-    if a.suspects:
-        parts.append(_suspects(a))
+def render_analysis(a: Analysis, tree: bool = True, evidence: bool = True) -> RenderableType:
+    """All parts of the report as one renderable (headline, findings, problems, classes, tree)."""
+    parts: list[RenderableType] = [_headline(a)]
+    if a.findings:
+        parts.append(findings_table(a.findings, evidence, title="Findings (suspects first)"))
     parts.extend(_errors(a))
     if a.groups:
         parts.append(_groups(a))

@@ -1,13 +1,13 @@
-"""Terminal and JSON forms of a post-mortem :class:`~hangdbg.model.SourceReport` (findings with
-their evidence, per-rank rows), shared by the commands that read one kind of evidence file.
+"""Terminal views of findings and of a post-mortem :class:`~hangdbg.model.SourceReport` (findings
+with their evidence, per-rank rows), shared by the commands that read one kind of evidence.
 
-Builds rich renderables only; never prints. Every string from a log is escaped (``rich.markup``).
+Builds rich renderables only; never prints. Every string from a log is escaped (``rich.markup``)
+or passed as :class:`rich.text.Text`.
 """
 
 from __future__ import annotations
 
-import dataclasses
-from typing import Any
+from typing import Sequence
 
 from rich.console import Group as RGroup
 from rich.console import RenderableType
@@ -16,89 +16,83 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
-from ..model import Finding, RankState, SourceReport
-from .jsonout import document_header
+from ..model import Finding, RankState, Severity, SourceReport
+from ..rankset import compress
 
-__all__ = ["SEVERITY_STYLE", "findings_table", "ranks_table", "render_source_report", "source_report_dict",
-           "source_report_to_dict", "suspects_of", "verdict_of"]
+__all__ = ["SEVERITY_STYLE", "findings_table", "ranks_table", "render_source_report", "headline_panel", "who_text"]
 
-SEVERITY_STYLE = {"suspect": "bold red", "warning": "yellow", "info": "dim"}
-
-
-def suspects_of(rep: SourceReport) -> list[Finding]:
-    return [f for f in rep.findings if f.severity == "suspect"]
+SEVERITY_STYLE = {Severity.SUSPECT: "bold red", Severity.WARNING: "yellow", Severity.WAITING: "cyan", Severity.INFO: "dim"}
 
 
-def verdict_of(rep: SourceReport, nothing: str) -> str:
-    """One sentence: the first suspect finding (and how many more), else ``nothing``."""
-    sus = suspects_of(rep)
-    if not sus:
-        return nothing
-    more = f" (+{len(sus) - 1} more suspect finding{'s' if len(sus) > 2 else ''})" if len(sus) > 1 else ""
-    return sus[0].summary + more
+def headline_panel(headline: str, title: str, found: bool, read: bool = True) -> Panel:
+    """The headline in a panel: red when a suspect was named, yellow when nothing could be read."""
+    style = "bold red" if found else ("bold green" if read else "bold yellow")
+    return Panel(Text(headline), title=escape(title), border_style=style, expand=True)
 
 
-def findings_table(findings: tuple[Finding, ...] | list[Finding], evidence: bool = True) -> Table:
-    t = Table(title="Findings", title_justify="left", expand=True, show_lines=evidence)
+def who_text(f: Finding) -> str:
+    """Ranks, hosts and GPUs of a finding, one per line (plain text)."""
+    who = []
+    if f.ranks:
+        who.append("rank " + compress(f.ranks))
+    if f.hosts:
+        who.append(", ".join(f.hosts[:3]) + (" ..." if len(f.hosts) > 3 else ""))
+    if f.gpus:
+        who.append(", ".join(f.gpus[:2]))
+    return "\n".join(who)
+
+
+def findings_table(findings: Sequence[Finding], evidence: bool = True, title: str = "Findings") -> Table:
+    """Severity, kind, who, what (with the action and, unless ``evidence`` is False, a few raw lines)."""
+    t = Table(title=title, title_justify="left", expand=True, show_lines=evidence)
     t.add_column("severity", no_wrap=True)
     t.add_column("kind", style="dim", no_wrap=True)
+    t.add_column("who", no_wrap=True)
     t.add_column("what", ratio=1, overflow="fold")
     for f in findings:
         body = Text(f.summary)
+        if f.waits_for:
+            body.append(f"\nwaits for rank {compress(f.waits_for)}", style="cyan")
         if f.action:
             body.append(f"\naction: {f.action}", style="bold")
         if evidence:
             for e in f.evidence[:3]:
                 where = f"{e.source}:{e.line}" if e.line is not None else e.source
                 body.append(f"\n  {where}: {e.text[:240]}", style="dim")
-        t.add_row(Text(f.severity, style=SEVERITY_STYLE.get(f.severity, "")), f.kind, body)
+        t.add_row(Text(str(f.severity), style=SEVERITY_STYLE.get(f.severity, "")), str(f.kind), Text(who_text(f)), body)
     return t
 
 
-def ranks_table(rows: tuple[RankState, ...], title: str = "Ranks") -> Table:
+def ranks_table(rows: Sequence[RankState], title: str = "Ranks", limit: int | None = None,
+                suspects: frozenset[int] = frozenset()) -> Table:
+    """One row per rank and source: host, pid, group, last collective, seq, state."""
     t = Table(title=title, title_justify="left", expand=True)
-    for col in ("rank", "host", "pid", "group", "last collective", "SeqNum"):
+    for col in ("rank", "host", "pid", "source", "group", "last collective", "seq"):
         t.add_column(col, no_wrap=True)
     t.add_column("state", ratio=1, overflow="fold")
-    for r in rows:
-        t.add_row(str(r.rank), escape(r.host), "" if r.pid is None else str(r.pid), escape(r.group or "-"),
-                  escape(r.last_collective or ""), "" if r.seq is None else str(r.seq), escape(r.state))
+    for i, r in enumerate(rows):
+        if limit is not None and i == limit:
+            t.add_row("...", "", "", "", "", f"{len(rows) - i} more rows (see --json)", "", "")
+            break
+        t.add_row(str(r.rank), Text(r.host), "" if r.pid is None else str(r.pid), str(r.source), Text(r.group or "-"),
+                  Text(r.last_collective or ""), "" if r.seq is None else str(r.seq), Text(r.state),
+                  style="red" if r.rank in suspects else "")
     return t
 
 
-def render_source_report(rep: SourceReport, title: str, nothing: str, extra: list[RenderableType] | None = None,
-                         evidence: bool = True) -> RenderableType:
-    """Verdict panel, ``extra`` tables, per-rank table, findings, and a footer with counts/errors."""
-    sus = suspects_of(rep)
-    parts: list[RenderableType] = [Panel(Text(verdict_of(rep, nothing)), title=title,
-                                         border_style="bold red" if sus else "bold green", expand=True)]
+def render_source_report(rep: SourceReport, headline: str, title: str, extra: list[RenderableType] | None = None,
+                         evidence: bool = True, rank_rows: int | None = 256) -> RenderableType:
+    """Headline panel, ``extra`` views, per-rank table (at most ``rank_rows`` rows, none for 0),
+    findings, and a footer with counts/errors."""
+    parts: list[RenderableType] = [headline_panel(headline, title, rep.found, rep.records > 0)]
     parts += extra or []
-    if rep.ranks:
-        parts.append(ranks_table(rep.ranks))
+    if rep.ranks and rank_rows != 0:
+        parts.append(ranks_table(rep.ranks, limit=rank_rows, suspects=frozenset(r for f in rep.suspects for r in f.ranks)))
     if rep.findings:
         parts.append(findings_table(rep.findings, evidence))
-    foot = f"{len(rep.files)} file(s), {rep.lines_read} lines read, {rep.lines_skipped} garbled line(s) skipped"
+    foot = (f"{len(rep.files)} file(s), {rep.records} {rep.kind} record(s), {rep.lines_read} lines read, "
+            f"{rep.lines_skipped} garbled line(s) skipped")
     parts.append(Text(foot, style="dim"))
-    for path, reason in rep.errors:
-        parts.append(Text(f"could not read {path}: {reason}", style="yellow"))
+    for e in rep.errors:
+        parts.append(Text(f"could not read {e.file}: {e.reason}", style="yellow"))
     return RGroup(*parts)
-
-
-def source_report_dict(rep: SourceReport) -> dict[str, Any]:
-    """``dataclasses.asdict(rep)``, but ``facts`` passed through as it is (JSON-ready by the model's
-    contract; deep-copying it cost 1.9 s for 8,192 ranks)."""
-    d = dataclasses.asdict(dataclasses.replace(rep, facts={}))
-    d["facts"] = rep.facts
-    return d
-
-
-def source_report_to_dict(rep: SourceReport, command: str, nothing: str) -> dict[str, Any]:
-    """The JSON twin: the common document header (``schema_version``, ``tool``, ``version``,
-    ``command``, ``created``), ``verdict``, ``found_suspects`` and the SourceReport itself
-    (:func:`source_report_dict`)."""
-    return {
-        **document_header(command),
-        "verdict": verdict_of(rep, nothing),
-        "found_suspects": bool(suspects_of(rep)),
-        **source_report_dict(rep),
-    }

@@ -7,6 +7,7 @@ JavaScript); evidence links point to the raw files, relative to the HTML file.
 
 from __future__ import annotations
 
+import json
 import os
 from collections import deque
 from dataclasses import dataclass
@@ -16,8 +17,9 @@ from urllib.parse import quote
 
 import jinja2
 
-from ..analyze.rankset import compress
-from ..model import TreeNode, Verdict
+from ..rankset import compress
+from ..model import Severity, TreeNode, Verdict
+from .schema import to_jsonable
 
 __all__ = ["render_html"]
 
@@ -53,6 +55,14 @@ def _tree_views(root: TreeNode) -> list[_View]:
     return out
 
 
+def _facts_text(facts: object) -> str:
+    """A reader's facts as indented JSON, cut to 2,000 characters (escaped by the template)."""
+    if facts is None:
+        return ""
+    text = json.dumps(to_jsonable(facts), indent=1)
+    return text if len(text) <= 2000 else text[:2000] + " ..."
+
+
 def _env() -> jinja2.Environment:
     env = jinja2.Environment(
         loader=jinja2.PackageLoader("hangdbg.report", "templates"),
@@ -74,7 +84,8 @@ def render_html(v: Verdict, html_path: str | os.PathLike) -> str:
     """
     base = Path(html_path).resolve().parent
     links = {}
-    for f, _ in v.files:
+    for c in v.files:
+        f = c.file
         try:
             rel = Path(os.path.relpath(Path(f).resolve(), base)).as_posix()
             # percent-encoded and never scheme-like: a file named "javascript:..." stays a path
@@ -85,6 +96,8 @@ def render_html(v: Verdict, html_path: str | os.PathLike) -> str:
     return tmpl.render(
         v=v, a=v.analysis, tree=_tree_views(v.analysis.tree) if v.analysis is not None else [],
         links=links, ranks_text=compress, suspect_ranks={r for f in v.suspects for r in f.ranks},
+        others=[f for f in v.findings if f.severity is not Severity.SUSPECT],
+        facts_text=[_facts_text(s.facts) for s in v.sources],
         created=datetime.now(timezone.utc).isoformat(timespec="seconds"), nfiles=len(v.files),
-        title=v.text[:80],
+        title=v.headline[:80],
     )

@@ -10,8 +10,8 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
-from ..analyze.rankset import compress
-from ..model import Finding, Verdict
+from ..model import Finding, Severity, Verdict
+from ..rankset import compress
 from .console import render_analysis
 
 __all__ = ["render_verdict"]
@@ -19,11 +19,12 @@ __all__ = ["render_verdict"]
 _MAX_RANK_ROWS = 64
 
 
-def _findings(title: str, findings: tuple[Finding, ...], style: str) -> Table:
+def _findings(title: str, findings: tuple[Finding, ...], style: str, evidence: bool = True) -> Table:
     t = Table(title=title, title_justify="left", expand=True)
     t.add_column("who", style=style, no_wrap=True)
     t.add_column("what", ratio=2)
-    t.add_column("evidence", ratio=2)
+    if evidence:
+        t.add_column("evidence", ratio=2)
     t.add_column("kind", style="dim", no_wrap=True)
     for f in findings:
         who = []
@@ -34,8 +35,10 @@ def _findings(title: str, findings: tuple[Finding, ...], style: str) -> Table:
         if f.gpus:
             who.append(", ".join(f.gpus[:2]))
         what = escape(f.summary) + (f"\n[bold]action:[/bold] {escape(f.action)}" if f.action else "")
-        ev = "\n".join(escape(f"{_loc(e.source, e.line)} {e.text[:160]}") for e in f.evidence[:3])
-        t.add_row(escape("\n".join(who)), what, ev, f.kind)
+        cells = [escape("\n".join(who)), what]
+        if evidence:
+            cells.append("\n".join(escape(f"{_loc(e.source, e.line)} {e.text[:160]}") for e in f.evidence[:3]))
+        t.add_row(*cells, f"{f.kind}\n{f.source}" if f.source else str(f.kind))
     return t
 
 
@@ -53,41 +56,43 @@ def _ranks(v: Verdict) -> Table:
     t.add_column("seq", justify="right", no_wrap=True)
     t.add_column("state", ratio=1)
     suspects = {r for f in v.suspects for r in f.ranks}
-    for i, (rank, states) in enumerate(v.rank_states.items()):
-        if i == _MAX_RANK_ROWS:
-            t.add_row("...", "", "", f"{len(v.rank_states) - i} more ranks (see --json / --html)", "", "")
-            break
-        for s in states:
-            grp = f" [{s.group}]" if s.group else ""
-            t.add_row(str(rank), escape(s.host), s.source, escape((s.last_collective or "") + grp),
-                      "" if s.seq is None else str(s.seq), escape(s.state), style="red" if rank in suspects else "")
+    ranks = sorted({s.rank for s in v.rank_states})
+    shown = set(ranks[:_MAX_RANK_ROWS])
+    for s in v.rank_states:
+        if s.rank not in shown:
+            continue
+        grp = f" [{s.group}]" if s.group else ""
+        t.add_row(str(s.rank), escape(s.host), str(s.source), escape((s.last_collective or "") + grp),
+                  "" if s.seq is None else str(s.seq), escape(s.state), style="red" if s.rank in suspects else "")
+    if len(ranks) > _MAX_RANK_ROWS:
+        t.add_row("...", "", "", f"{len(ranks) - _MAX_RANK_ROWS} more ranks (see --json / --html)", "", "")
     return t
 
 
-def render_verdict(v: Verdict, tree: bool = True) -> RenderableType:
+def render_verdict(v: Verdict, tree: bool = True, evidence: bool = True) -> RenderableType:
     """All parts of the report as one renderable."""
-    style = "bold red" if v.suspects else "bold green"
-    parts: list[RenderableType] = [
-        Panel(Text(v.text), title="failure found" if v.suspects else "no suspect", border_style=style, expand=True)
-    ]
+    style = "bold red" if v.found else ("bold green" if v.recognised else "bold yellow")
+    title = "failure found" if v.found else ("no suspect" if v.recognised else "nothing could be read")
+    parts: list[RenderableType] = [Panel(Text(v.headline), title=title, border_style=style, expand=True)]
     if v.suspects:
-        parts.append(_findings("Suspects (most likely cause first)", v.suspects, "bold red"))
-    if v.warnings:
-        parts.append(_findings("Warnings", v.warnings, "yellow"))
+        parts.append(_findings("Suspects (most likely cause first)", v.suspects, "bold red", evidence))
+    others = tuple(f for f in v.findings if f.severity is not Severity.SUSPECT)
+    if others:
+        parts.append(_findings("Other findings (warnings, waiting ranks, notes)", others, "yellow", evidence))
     if v.rank_states:
         parts.append(_ranks(v))
     if v.analysis is not None:
         parts.append(Text("Stacks", style="bold"))
-        parts.append(render_analysis(v.analysis, tree=tree))
-    counts = ", ".join(f"{s.kind}: {len(s.files)} files" + (f" ({s.lines_skipped} lines skipped)" if s.lines_skipped else "")
-                       for s in v.sources)
+        parts.append(render_analysis(v.analysis, tree=tree, evidence=evidence))
+    counts = ", ".join(f"{s.kind}: {len(s.files)} files, {s.records} records"
+                       + (f" ({s.lines_skipped} lines skipped)" if s.lines_skipped else "") for s in v.sources)
     if counts:
         parts.append(Text(f"Read: {counts}", style="dim"))
     if v.unparsed:
         t = Table(title="Files not used", title_justify="left", expand=True)
         t.add_column("file", no_wrap=True)
         t.add_column("why", ratio=1)
-        for f, why in v.unparsed:
-            t.add_row(escape(f), escape(why))
+        for e in v.unparsed:
+            t.add_row(escape(e.file), escape(e.reason))
         parts.append(t)
     return RGroup(*parts)

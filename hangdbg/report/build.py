@@ -1,0 +1,139 @@
+"""From the model to the documents of :mod:`hangdbg.report.document` (the JSON twin of every view).
+
+Builders only: no I/O, no printing. The headline of each document comes from
+:mod:`hangdbg.analyze.headline` (through the analysis, the verdict or :func:`source_headline`).
+"""
+
+from __future__ import annotations
+
+import socket
+from dataclasses import fields
+from datetime import datetime, timezone
+from typing import Any, Sequence
+
+from .._version import __version__
+from ..analyze import left_stacks_findings
+from ..analyze.headline import cores_headline, source_headline
+from ..model import SCHEMA_VERSION, Analysis, Finding, Place, SourceReport, TreeNode, Verdict, by_severity
+from ..sources.core import CoreReading, core_fact
+from .document import (CollectDocument, CoreDocument, CoreEntry, CoreWritten, FrDocument, GpuDocument, GroupEntry,
+                       LogsDocument, NcclDocument, NodeEntry, PlaceEntry, ProcessEntry, ProcessList, RankEntry,
+                       ReportDocument, SourceSection, SplitDocument, SplitRow, StacksDocument, StacksSection,
+                       TracesDocument, TreeEntry)
+
+__all__ = ["header", "stacks_section", "source_section", "stacks_document", "report_document", "source_document",
+           "core_document", "collect_document", "split_document", "process_list"]
+
+_SOURCE_DOCUMENTS = {"nccl summary": NcclDocument, "logs": LogsDocument, "fr": FrDocument, "gpu": GpuDocument,
+                     "traces": TracesDocument}
+
+
+def header(command: str, findings: Sequence[Finding], headline: str) -> dict[str, Any]:
+    """The fields every document starts with (``found`` from the findings)."""
+    return {
+        "schema_version": SCHEMA_VERSION, "tool": "hangdbg", "version": __version__,
+        "created": datetime.now(timezone.utc).isoformat(timespec="seconds"), "command": command,
+        "found": any(f.is_suspect for f in findings), "headline": headline, "findings": tuple(findings),
+    }
+
+
+def _place(p: Place | None) -> PlaceEntry | None:
+    if p is None:
+        return None
+    kind = p.kind if p.kind in ("collective", "init", "outside") else "unknown"
+    return PlaceEntry(kind, p.collective, p.call_site, p.thread, p.describe())  # type: ignore[arg-type]
+
+
+def _tree(root: TreeNode) -> tuple[TreeEntry, ...]:
+    """The tree as a flat list in depth-first order (iterative: stacks can be thousands deep)."""
+    out: list[TreeEntry] = []
+    todo: list[tuple[TreeNode, int | None, int]] = [(root, None, 0)]
+    while todo:
+        n, parent, depth = todo.pop()
+        me = len(out)
+        out.append(TreeEntry(me, parent, depth, tuple(sorted(n.ranks)), len(n.ranks), n.frame))
+        todo.extend((c, me, depth + 1) for c in reversed(n.children))
+    return tuple(out)
+
+
+def stacks_section(a: Analysis) -> StacksSection:
+    """The stack analysis as a document section."""
+    progressing = set(a.progressing)
+    ranks = tuple(RankEntry(d.rank, d.host, d.pid, d.local_rank, d.world_size, d.rank_source, d.error,
+                            _place(a.places.get(d.rank)), d.rank in progressing, len(d.samples), d.threads)
+                  for d in a.ranks)
+    groups = tuple(GroupEntry(g.ranks, len(g.ranks), g.thread, _place(g.place), g.frames)  # type: ignore[arg-type]
+                   for g in a.groups)
+    return StacksSection(a.headline, a.missing_ranks, a.progressing, a.unreadable, groups, ranks, _tree(a.tree))
+
+
+def stacks_document(a: Analysis, command: str, *, out_dir: str | None = None, inputs: Sequence[str] = (),
+                    garbled_lines: int = 0, nodes: Sequence[NodeEntry] = (), cores: Sequence[CoreWritten] = (),
+                    findings: Sequence[Finding] | None = None, headline: str | None = None) -> StacksDocument:
+    """The document of ``dump``, ``analyze`` or ``demo``.
+
+    Args:
+        findings, headline: those of the analysis unless given (the fan-out adds its nodes').
+    """
+    findings = a.findings if findings is None else findings
+    return StacksDocument(**header(command, findings, a.headline if headline is None else headline),
+                          collector_host=socket.gethostname(), out_dir=out_dir, inputs=tuple(inputs),
+                          garbled_lines=garbled_lines, stacks=stacks_section(a), nodes=tuple(nodes), cores=tuple(cores))
+
+
+def source_section(rep: SourceReport) -> SourceSection:
+    """A reader's report without its findings (those are the document's)."""
+    return SourceSection(rep.kind, rep.files, rep.records, rep.lines_read, rep.lines_skipped, rep.errors, rep.ranks,
+                         rep.facts)
+
+
+def source_document(rep: SourceReport, command: str, inputs: Sequence[str]) -> Any:
+    """The document of a command that reads one kind of evidence (``nccl summary``, ``logs``,
+    ``fr``, ``gpu``, ``traces``)."""
+    cls = _SOURCE_DOCUMENTS[command]
+    return cls(**header(command, rep.findings, source_headline(rep)), inputs=tuple(inputs), source=source_section(rep))
+
+
+def report_document(v: Verdict, inputs: Sequence[str], out_dir: str | None = None) -> ReportDocument:
+    """The document of ``hangdbg report``."""
+    return ReportDocument(**header("report", v.findings, v.headline), inputs=tuple(inputs), out_dir=out_dir,
+                          sources=tuple(source_section(s) for s in v.sources), ranks=v.rank_states, files=v.files,
+                          unparsed=v.unparsed, stacks=stacks_section(v.analysis) if v.analysis is not None else None)
+
+
+def core_document(readings: Sequence[CoreReading], report: SourceReport, analysis: Analysis,
+                  inputs: Sequence[str]) -> CoreDocument:
+    """The document of ``hangdbg core`` (what ``collect`` brings back per core file): the cores'
+    own findings and those of their joint stack analysis (a rank without a core is not missing:
+    it left no core), most important first."""
+    findings = by_severity(list(report.findings) + list(left_stacks_findings(analysis)))
+    headline = cores_headline(findings, report.records, analysis.headline)
+    cores = []
+    for c in readings:
+        d, fact = c.dump, core_fact(c)
+        cores.append(CoreEntry(**{f.name: getattr(fact, f.name) for f in fields(fact)},
+                               local_rank=d.local_rank, world_size=d.world_size, python=d.python, cmdline=d.cmdline,
+                               error=d.error, threads=d.threads))
+    return CoreDocument(**header("core", findings, headline), inputs=tuple(inputs), source=source_section(report),
+                        cores=tuple(cores), stacks=stacks_section(analysis))
+
+
+def collect_document(out_dir: str, nodes: Sequence[NodeEntry], garbled_lines: int, findings: Sequence[Finding],
+                     headline: str) -> CollectDocument:
+    """The document of ``hangdbg collect``."""
+    return CollectDocument(**header("collect", findings, headline), out_dir=out_dir, nodes=tuple(nodes),
+                           garbled_lines=garbled_lines)
+
+
+def split_document(inputs: Sequence[str], out_dir: str, files: Sequence[SplitRow], unattributed: int,
+                   headline: str) -> SplitDocument:
+    """The document of ``hangdbg nccl split``."""
+    return SplitDocument(**header("nccl split", (), headline), inputs=tuple(inputs), out_dir=out_dir,
+                         files=tuple(files), unattributed_lines=unattributed)
+
+
+def process_list(command: str, processes: Sequence[ProcessEntry]) -> ProcessList:
+    """``OUT/processes.json``."""
+    h = header(command, (), "")
+    return ProcessList(schema_version=h["schema_version"], tool=h["tool"], version=h["version"], created=h["created"],
+                       command=command, collector_host=socket.gethostname(), processes=tuple(processes))  # type: ignore[arg-type]

@@ -1,0 +1,352 @@
+"""The JSON contract of hangdbg (``schema_version`` 2): one document type per command.
+
+Every document starts with the same fields (:class:`Document`): ``schema_version``, ``tool``,
+``version``, ``created``, ``command``, ``found`` (a suspect was named: the command exits 3),
+``headline`` (the one sentence) and ``findings`` (every :class:`~hangdbg.model.Finding`, the
+suspects first). Each command adds its own typed sections. These frozen dataclasses are the
+only definition of the documents: :mod:`hangdbg.report.schema` serialises them (field by field,
+in order) and derives the JSON Schema (draft 2020-12) that ``hangdbg schema`` prints from the
+very same types; the tests validate every command's real output against that schema. Ranks are
+always lists of ints; nothing nests deeper than a few levels (the call tree is a flat list).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Generic, Literal, TypeVar, Union
+
+from ..facts import (CoreFact, CoreFacts, CoreJsonFacts, FrFacts, GpuFacts, NcclFacts, StacksFacts, StackTextFacts,
+                     TorchLogFacts, TracesFacts)
+from ..model import ClassifiedFile, FileError, Finding, Frame, RankState, SourceKind, Thread
+
+__all__ = [
+    "Document", "StacksDocument", "ReportDocument", "NcclDocument", "LogsDocument", "FrDocument", "GpuDocument",
+    "TracesDocument", "CoreDocument", "CollectDocument", "SplitDocument", "ProcessList", "DOCUMENTS",
+    "StacksSection", "RankEntry", "GroupEntry", "PlaceEntry", "TreeEntry", "SourceSection", "NodeEntry",
+    "CoreEntry", "CoreWritten", "ProcessEntry", "SplitRow", "AnyFacts",
+]
+
+F = TypeVar("F")
+
+AnyFacts = Union[NcclFacts, TorchLogFacts, FrFacts, GpuFacts, CoreFacts, CoreJsonFacts, StackTextFacts, StacksFacts,
+                 TracesFacts]
+"""The facts of any reader (the ``sources`` of ``hangdbg report``)."""
+
+
+# --- the stack analysis ----------------------------------------------------------------------
+@dataclass(frozen=True, slots=True)
+class PlaceEntry:
+    """Where a rank's chosen thread is (:class:`hangdbg.model.Place`), with ``text`` for people."""
+
+    kind: Literal["collective", "init", "outside", "unknown"]
+    collective: str | None
+    call_site: Frame | None
+    thread: str | None
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class GroupEntry:
+    """An equivalence class: ranks whose chosen thread has the same Python stack (innermost first)."""
+
+    ranks: tuple[int, ...]
+    count: int
+    thread: str | None
+    place: PlaceEntry
+    frames: tuple[Frame, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class RankEntry:
+    """One rank: where it ran, where it is, and every thread of its last sample."""
+
+    rank: int
+    host: str
+    pid: int | None
+    local_rank: int | None
+    world_size: int | None
+    rank_source: str
+    error: str | None
+    place: PlaceEntry | None
+    progressing: bool
+    samples: int
+    threads: tuple[Thread, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class TreeEntry:
+    """A node of the merged call-prefix tree (as LLNL STAT draws it): the ranks whose stack passes
+    through ``frame`` (``None`` at the root, ``id`` 0). The tree is a flat list in depth-first
+    order: a node's ``parent`` is the ``id`` of the node it hangs from (``None`` for the root), and
+    siblings come in the order of their lowest rank. Flat, so that no JSON reader meets a nesting
+    as deep as the deepest stack."""
+
+    id: int
+    parent: int | None
+    depth: int
+    ranks: tuple[int, ...]
+    count: int
+    frame: Frame | None
+
+
+@dataclass(frozen=True, slots=True)
+class StacksSection:
+    """The stack analysis: its headline, the ranks missing, progressing and unreadable, the
+    equivalence classes (largest first), every rank, and the merged tree (nodes, root first)."""
+
+    headline: str
+    missing_ranks: tuple[int, ...]
+    progressing_ranks: tuple[int, ...]
+    unreadable_ranks: tuple[int, ...]
+    groups: tuple[GroupEntry, ...]
+    ranks: tuple[RankEntry, ...]
+    tree: tuple[TreeEntry, ...]
+
+
+# --- post-mortem sources -----------------------------------------------------------------------
+@dataclass(frozen=True, slots=True)
+class SourceSection(Generic[F]):
+    """What one reader read (its findings are in the document's ``findings``, each with its
+    ``source``): files, records of its kind found, lines read and skipped, unreadable files,
+    per-rank states and its own typed facts."""
+
+    kind: SourceKind
+    files: tuple[str, ...]
+    records: int
+    lines_read: int
+    lines_skipped: int
+    errors: tuple[FileError, ...]
+    ranks: tuple[RankState, ...]
+    facts: F | None
+
+
+# --- fan-out and collection --------------------------------------------------------------------
+@dataclass(frozen=True, slots=True)
+class NodeEntry:
+    """What became of one node of ``dump --jobid/--hosts`` or ``collect``.
+
+    ``status``: ``ok``, ``no-ranks`` (the agent found none), ``error``, ``unreachable``,
+    ``no-hangdbg``, ``timeout``, ``no-answer``; ``reason`` says why; ``ranks`` the ranks dumped,
+    ``files`` the files sent (``collect``); ``seconds`` how long it took.
+    """
+
+    host: str
+    status: Literal["ok", "no-ranks", "error", "unreachable", "no-hangdbg", "timeout", "no-answer"]
+    reason: str | None
+    ranks: tuple[int, ...]
+    files: tuple[str, ...]
+    seconds: float | None
+
+
+@dataclass(frozen=True, slots=True)
+class CoreWritten:
+    """A core file ``dump --core`` wrote with gcore (``path`` is ``None`` and ``error`` says why
+    when it could not); ``size`` in bytes, ``seconds`` taken."""
+
+    rank: int
+    pid: int
+    path: str | None
+    size: int
+    seconds: float
+    error: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class CoreEntry(CoreFact):
+    """One core file read by ``hangdbg core``: its facts, the rank's details and every thread
+    (native and Python frames merged, innermost first)."""
+
+    local_rank: int | None
+    world_size: int | None
+    python: str | None
+    cmdline: str
+    error: str | None
+    threads: tuple[Thread, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class ProcessEntry:
+    """A process ``dump`` took for a rank (``OUT/processes.json``)."""
+
+    pid: int
+    rank: int
+    host: str
+    local_rank: int | None
+    world_size: int | None
+    local_world_size: int | None
+    rank_source: str
+    cmdline: str
+    job: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class SplitRow:
+    """One process ``nccl split`` wrote: its rank (``None`` when unknown), host and pid, the files
+    (``rankN.log``, ``HOST.PID.log``; per slice with ``--split-on``) and the lines written."""
+
+    rank: int | None
+    host: str
+    pid: int
+    files: tuple[str, ...]
+    lines: int
+
+
+# --- documents -------------------------------------------------------------------------------------
+@dataclass(frozen=True, slots=True)
+class Document:
+    """The fields every command's document starts with.
+
+    Attributes:
+        schema_version: 2.
+        tool: ``"hangdbg"``.
+        version: hangdbg's version.
+        created: when (ISO 8601, UTC).
+        command: the command (``"dump"``, ``"nccl summary"``...).
+        found: a suspect was named (the command exits 3).
+        headline: the one sentence.
+        findings: every finding, the suspects first (most likely cause first).
+    """
+
+    schema_version: Literal[2]
+    tool: Literal["hangdbg"]
+    version: str
+    created: str
+    command: str
+    found: bool
+    headline: str
+    findings: tuple[Finding, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class StacksDocument(Document):
+    """``dump``, ``analyze``, ``demo``: the stack analysis of a job.
+
+    ``out_dir``: where the raw outputs are (``dump``, ``demo``); ``inputs``: the paths read
+    (``analyze``); ``garbled_lines``: lines of the inputs (or of the agents' output) skipped;
+    ``nodes``: every node asked (``--jobid/--hosts/--hostfile``); ``cores``: ``dump --core``.
+    """
+
+    command: Literal["dump", "analyze", "demo"]
+    collector_host: str
+    out_dir: str | None
+    inputs: tuple[str, ...]
+    garbled_lines: int
+    stacks: StacksSection
+    nodes: tuple[NodeEntry, ...]
+    cores: tuple[CoreWritten, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class ReportDocument(Document):
+    """``report``: one verdict from every kind of evidence.
+
+    ``sources``: what each reader read; ``ranks``: what each source says about each rank;
+    ``files``: every file looked at and the readers that took it; ``unparsed``: files no reader
+    took or that could not be read; ``stacks``: the joint stack analysis, when stacks were read.
+    """
+
+    command: Literal["report"]
+    inputs: tuple[str, ...]
+    out_dir: str | None
+    sources: tuple[SourceSection[AnyFacts], ...]
+    ranks: tuple[RankState, ...]
+    files: tuple[ClassifiedFile, ...]
+    unparsed: tuple[FileError, ...]
+    stacks: StacksSection | None
+
+
+@dataclass(frozen=True, slots=True)
+class NcclDocument(Document):
+    """``nccl summary``: NCCL_DEBUG logs."""
+
+    command: Literal["nccl summary"]
+    inputs: tuple[str, ...]
+    source: SourceSection[NcclFacts]
+
+
+@dataclass(frozen=True, slots=True)
+class LogsDocument(Document):
+    """``logs``: PyTorch watchdog / desync / torchrun logs and ``error.json`` files."""
+
+    command: Literal["logs"]
+    inputs: tuple[str, ...]
+    source: SourceSection[TorchLogFacts]
+
+
+@dataclass(frozen=True, slots=True)
+class FrDocument(Document):
+    """``fr``: flight-recorder dumps."""
+
+    command: Literal["fr"]
+    inputs: tuple[str, ...]
+    source: SourceSection[FrFacts]
+
+
+@dataclass(frozen=True, slots=True)
+class GpuDocument(Document):
+    """``gpu``: kernel logs (Xid) and ``nvidia-smi -q`` outputs."""
+
+    command: Literal["gpu"]
+    inputs: tuple[str, ...]
+    source: SourceSection[GpuFacts]
+
+
+@dataclass(frozen=True, slots=True)
+class TracesDocument(Document):
+    """``traces``: the files of the ``tracer`` package."""
+
+    command: Literal["traces"]
+    inputs: tuple[str, ...]
+    source: SourceSection[TracesFacts]
+
+
+@dataclass(frozen=True, slots=True)
+class CoreDocument(Document):
+    """``core``: core files, each with every thread, and their joint stack analysis (also what
+    ``collect`` brings back per core file, read again by ``report``)."""
+
+    command: Literal["core"]
+    inputs: tuple[str, ...]
+    source: SourceSection[CoreFacts]
+    cores: tuple[CoreEntry, ...]
+    stacks: StacksSection
+
+
+@dataclass(frozen=True, slots=True)
+class CollectDocument(Document):
+    """``collect``: what every node sent, under ``out_dir/<host>/``."""
+
+    command: Literal["collect"]
+    out_dir: str
+    nodes: tuple[NodeEntry, ...]
+    garbled_lines: int
+
+
+@dataclass(frozen=True, slots=True)
+class SplitDocument(Document):
+    """``nccl split``: the per-rank files written to ``out_dir``."""
+
+    command: Literal["nccl split"]
+    inputs: tuple[str, ...]
+    out_dir: str
+    files: tuple[SplitRow, ...]
+    unattributed_lines: int
+
+
+@dataclass(frozen=True, slots=True)
+class ProcessList:
+    """``OUT/processes.json`` of ``dump``: the processes taken for ranks, written before their
+    stacks are taken."""
+
+    schema_version: Literal[2]
+    tool: Literal["hangdbg"]
+    version: str
+    created: str
+    command: Literal["dump", "demo"]
+    collector_host: str
+    processes: tuple[ProcessEntry, ...]
+
+
+DOCUMENTS: tuple[type, ...] = (StacksDocument, ReportDocument, NcclDocument, LogsDocument, FrDocument, GpuDocument,
+                               TracesDocument, CoreDocument, CollectDocument, SplitDocument, ProcessList)
+"""Every document hangdbg writes; ``hangdbg schema`` describes their union."""

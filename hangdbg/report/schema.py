@@ -1,0 +1,114 @@
+"""Serialise the documents of :mod:`hangdbg.report.document`, and describe them as a JSON Schema.
+
+Serialising is field by field, in declaration order (:func:`to_jsonable`): dataclasses become
+objects, enums their value, tuples lists; a frozen object met twice in one document (the frames
+shared by thousands of ranks) is converted once. The JSON Schema (draft 2020-12) that ``hangdbg
+schema`` prints is derived from the very same dataclasses by pydantic (imported only for that);
+the tests validate every command's real output against it. The enums (finding kinds, severities,
+evidence kinds) carry their one-line descriptions from :mod:`hangdbg.model` into the schema.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+import functools
+import json
+from typing import Any, Union
+
+from .._version import __version__
+from ..model import SCHEMA_VERSION, Kind, Severity, SourceKind
+from .document import DOCUMENTS
+
+__all__ = ["to_json", "to_jsonable", "json_schema", "schema_text", "PRETTY_LIMIT", "SCHEMA_ID"]
+
+PRETTY_LIMIT = 2 << 20
+"""Documents up to this size (bytes, compact) are indented for people; bigger ones stay compact."""
+
+SCHEMA_ID = f"https://hangdbg.invalid/schema/v{SCHEMA_VERSION}.json"
+"""The schema's ``$id`` (an identifier, not a location: the schema is what ``hangdbg schema`` prints)."""
+
+_FIELDS: dict[type, tuple[str, ...]] = {}
+_PLAIN = (str, int, float, bool, type(None))
+
+
+def _fields(cls: type) -> tuple[str, ...]:
+    names = _FIELDS.get(cls)
+    if names is None:
+        names = _FIELDS[cls] = tuple(f.name for f in dataclasses.fields(cls))
+    return names
+
+
+def to_jsonable(obj: Any) -> Any:
+    """A document (or any part of one) as plain JSON data: dicts, lists, strings, numbers, None."""
+    memo: dict[int, Any] = {}
+
+    def conv(x: Any) -> Any:
+        t = type(x)
+        if t in _PLAIN:
+            return x
+        if isinstance(x, enum.Enum):
+            return x.value
+        if t is tuple or t is list:
+            return [conv(v) for v in x]
+        if t is dict:
+            return {(k.value if isinstance(k, enum.Enum) else k): conv(v) for k, v in x.items()}
+        if dataclasses.is_dataclass(x):
+            got = memo.get(id(x))
+            if got is None:
+                got = memo[id(x)] = {n: conv(getattr(x, n)) for n in _fields(t)}
+            return got
+        if isinstance(x, (str, int, float)):  # subclasses (a str enum is handled above)
+            return x
+        raise TypeError(f"not JSON data: {t.__name__}")
+
+    return conv(obj)
+
+
+def to_json(doc: Any, pretty: bool | None = None) -> str:
+    """The JSON text of a document: indented when small (``pretty=None``: up to
+    :data:`PRETTY_LIMIT` bytes), compact when large (the indenting encoder is pure Python)."""
+    data = to_jsonable(doc)
+    text = json.dumps(data, separators=(",", ":"))
+    if pretty or (pretty is None and len(text) <= PRETTY_LIMIT):
+        return json.dumps(data, indent=2)
+    return text
+
+
+def _describe(enum_cls: type, title: str) -> dict[str, Any]:
+    return {"title": title, "type": "string",
+            "oneOf": [{"const": m.value, "description": m.doc} for m in enum_cls]}  # type: ignore[attr-defined]
+
+
+@functools.lru_cache(maxsize=1)
+def json_schema() -> dict[str, Any]:
+    """The JSON Schema (draft 2020-12) of every document hangdbg writes (``hangdbg schema``)."""
+    from pydantic import TypeAdapter
+
+    union: Any = Union[tuple(DOCUMENTS)]
+    schema: dict[str, Any] = TypeAdapter(union).json_schema(mode="serialization", ref_template="#/$defs/{model}")
+    defs = schema.setdefault("$defs", {})
+    for enum_cls, title in ((Kind, "Kind"), (Severity, "Severity"), (SourceKind, "SourceKind")):
+        if title in defs:
+            defs[title] = _describe(enum_cls, title)
+    for d in defs.values():
+        if "properties" in d:  # every field is always written, and nothing else
+            d["required"] = list(d["properties"])
+            d["additionalProperties"] = False
+    long = next((k for k in defs if k.startswith("SourceSection_Union_")), None)
+    if long is not None:  # the sources of `report`: name the union of every reader's facts
+        defs["SourceSection_AnyFacts_"] = defs.pop(long)
+        schema = json.loads(json.dumps(schema).replace(f'"#/$defs/{long}"', '"#/$defs/SourceSection_AnyFacts_"'))
+    return {
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "$id": SCHEMA_ID,
+        "title": f"hangdbg documents, schema_version {SCHEMA_VERSION} (hangdbg {__version__})",
+        "description": ("Every JSON document hangdbg writes (--json, -o DIR): one of these, told apart by `command` "
+                        "(and `processes`, OUT/processes.json of dump)."),
+        **schema,
+    }
+
+
+def schema_text() -> str:
+    """:func:`json_schema` as indented JSON text."""
+    return json.dumps(json_schema(), indent=2)
