@@ -2,53 +2,64 @@
 
 Public API (stable names; everything else is internal)::
 
-    from hangdbg import find_ranks, collect_stacks, analyze_dumps, load_dumps
+    from hangdbg import find_ranks, collect_stacks, analyze_dumps
     dumps = collect_stacks(find_ranks())   # py-spy every rank of this node's job
-    result = analyze_dumps(dumps)          # classes, tree, suspects
-    print(result.verdict)
+    result = analyze_dumps(dumps)          # classes, tree, findings
+    print(result.headline, [(f.kind, f.ranks) for f in result.suspects])
 
-    verdict = read_evidence(["/scratch/job-4242"])   # post-mortem: cores, NCCL/torch logs, FR, Xid
-    print(verdict.text, [(f.kind, f.ranks, f.hosts) for f in verdict.suspects])
+    verdict = read_evidence(["/scratch/job-4242"])   # post-mortem: cores, NCCL/torch logs, FR, Xid, traces
+    print(verdict.headline, [(f.kind, f.ranks, f.hosts) for f in verdict.suspects])
 
+Every conclusion is a :class:`Finding` (``kind``: :class:`Kind`, ``severity``: :class:`Severity`).
 (The functions are not named ``collect``/``analyze`` so that they do not shadow the subpackages
 ``hangdbg.collect`` and ``hangdbg.analyze``.) torch is never imported by ``import hangdbg``.
 """
 
 from __future__ import annotations
 
-__version__ = "0.1.0"
-
-from .analyze import analyze as analyze_dumps
-from .analyze.evidence import read_evidence
-from .analyze.rankset import compress, expand
-from .collect.local import CollectOptions
-from .collect.local import collect as collect_stacks
-from .collect.procs import RankProcess, find_ranks
-from .collect.pyspy import PySpyOptions
+from ._version import __version__
 from .errors import HangdbgError, NoRanksFound, UsageError
-from .model import (Analysis, Evidence, Finding, Frame, Group, Place, RankDump, RankState, SourceReport, Suspect,
-                    Thread, TreeNode, Verdict)
-from .hooks import rank_logging
-from .hooks.breakpoint import breakpoint
-from .hooks.capture import capture
-from .hooks.printflock import printflock
-from .hooks.rankinfo import RankInfo, rank_info
-from .parse import load_dumps, parse_pyspy_dump
+from .model import (Analysis, Evidence, Finding, Frame, Group, Kind, Place, RankDump, RankState, Severity, SourceKind,
+                    SourceReport, Thread, TreeNode, Verdict)
+from .rankset import compress, expand
 
-_LAZY = {  # these import torch: loaded on first use, so `import hangdbg` never imports torch
-    "DebugUnderflowOverflow": "hangdbg.hooks.overflow",
-    "detect_overflow": "hangdbg.hooks.overflow",
-    "OverflowDetected": "hangdbg.hooks.overflow",
+_LAZY = {  # loaded on first use: `import hangdbg` stays cheap (the CLI starts faster) and never imports torch
+    "analyze_dumps": ("hangdbg.analyze", "analyze"),
+    "read_evidence": ("hangdbg.sources.evidence", "read_evidence"),
+    "collect_stacks": ("hangdbg.collect.local", "collect"),
+    "CollectOptions": ("hangdbg.collect.local", "CollectOptions"),
+    "find_ranks": ("hangdbg.collect.procs", "find_ranks"),
+    "RankProcess": ("hangdbg.collect.procs", "RankProcess"),
+    "PySpyOptions": ("hangdbg.tools.pyspy", "PySpyOptions"),
+    "load_dumps": ("hangdbg.parse", "load_dumps"),
+    "parse_pyspy_dump": ("hangdbg.parse", "parse_pyspy_dump"),
+    "rank_logging": ("hangdbg.hooks.rank_logging", None),
+    "breakpoint": ("hangdbg.hooks.breakpoint", "breakpoint"),
+    "capture": ("hangdbg.hooks.capture", "capture"),
+    "printflock": ("hangdbg.hooks.printflock", "printflock"),
+    "rank_info": ("hangdbg.hooks.rankinfo", "rank_info"),
+    "RankInfo": ("hangdbg.hooks.rankinfo", "RankInfo"),
+    "DebugUnderflowOverflow": ("hangdbg.hooks.overflow", "DebugUnderflowOverflow"),  # these import torch
+    "detect_overflow": ("hangdbg.hooks.overflow", "detect_overflow"),
+    "OverflowDetected": ("hangdbg.hooks.overflow", "OverflowDetected"),
 }
 
 
 def __getattr__(name: str):
-    module = _LAZY.get(name)
-    if module is None:
+    where = _LAZY.get(name)
+    if where is None:
         raise AttributeError(f"module 'hangdbg' has no attribute {name!r}")
     import importlib
 
-    return getattr(importlib.import_module(module), name)
+    module = importlib.import_module(where[0])
+    value = module if where[1] is None else getattr(module, where[1])
+    globals()[name] = value  # once loaded, a plain attribute
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY))
+
 
 __all__ = [
     "__version__",
@@ -68,11 +79,13 @@ __all__ = [
     "Group",
     "Place",
     "RankDump",
-    "Suspect",
     "Thread",
     "TreeNode",
     "Evidence",
     "Finding",
+    "Kind",
+    "Severity",
+    "SourceKind",
     "RankState",
     "SourceReport",
     "Verdict",

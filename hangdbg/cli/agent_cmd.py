@@ -27,7 +27,7 @@ class AgentCommand(Command):
         p.add_argument("--pid", type=int, nargs="+", metavar="PID", help="ranks or launchers to dump")
         p.add_argument("--node-name", help="the name the coordinator knows this node by")
         p.add_argument("--match-env", action="append", default=[], metavar="KEY=VALUE", help="keep only ranks whose environment has KEY=VALUE (repeatable)")
-        p.add_argument("-o", "--out", type=Path, metavar="DIR", help="also keep the raw dumps in DIR/<node>/raw (a shared directory)")
+        p.add_argument("-o", "--out", type=Path, metavar="DIR", help="write the raw dumps into DIR/<node>/raw as well (a shared directory)")
         add_collect_arguments(p)
         add_gather_arguments(p)
 

@@ -7,19 +7,20 @@ import argparse
 from ..analyze import analyze
 from ..errors import UsageError
 from ..parse import load_dumps
-from .common import Command, add_output_arguments, emit
+from .common import Command, add_output_arguments, emit_stacks
 
 
 class AnalyzeCommand(Command):
     description = (
         "Read py-spy dump texts (a `hangdbg dump -o DIR` directory, or files named rank-N.txt, "
-        "or one file with several `Process N:` blocks) and print the same report as `dump`."
+        "or one file with several `Process N:` blocks) and print the same report as `dump`. Exit status "
+        "3 when suspects are named, 1 when no py-spy dump could be read."
     )
 
     @classmethod
     def add_arguments(cls, p: argparse.ArgumentParser) -> None:
         p.add_argument("paths", nargs="+", metavar="PATH", help="files or directories of py-spy dump output")
-        add_output_arguments(p)
+        add_output_arguments(p, "hangdbg.json", tree=True)
 
     def run(self, args: argparse.Namespace) -> int:
         try:
@@ -27,12 +28,10 @@ class AnalyzeCommand(Command):
         except FileNotFoundError as exc:
             raise UsageError(str(exc)) from None
         for path, reason in stats.unreadable:
-            self.err.print(f"[yellow]warning:[/yellow] skipped {path}: {reason}", highlight=False)
+            self.warn(f"skipped {path}: {reason}")
         if stats.garbled_lines:
             self.err.print(f"[dim]{stats.garbled_lines} unrecognised lines skipped[/dim]", highlight=False)
         if not dumps:
-            raise UsageError(f"no py-spy dump found in {' '.join(map(str, args.paths))}")
-        return emit(self, analyze(dumps), args, "analyze", {
-            "inputs": [str(p) for p in args.paths],
-            "garbled_lines": stats.garbled_lines,
-        })
+            self.warn(f"no py-spy dump found in {' '.join(map(str, args.paths))}")
+        return emit_stacks(self, analyze(dumps), args, "analyze", inputs=[str(p) for p in args.paths],
+                           garbled_lines=stats.garbled_lines)

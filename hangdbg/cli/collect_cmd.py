@@ -14,12 +14,14 @@ from pathlib import Path
 from rich.markup import escape
 from rich.table import Table
 
+from ..analyze.headline import headline
 from ..collect.fanout import NodeResult, agent_argv
-from ..errors import HangdbgError, UsageError
-from ..report.jsonout import document_header
+from ..errors import UsageError
+from ..report.build import collect_document
+from ..sources.evidence import read_evidence
 from .agent_cmd import add_gather_arguments, gather_options
-from .common import EXIT_FOUND, EXIT_OK, Command, out_dir, print_json, write_json
-from .remote import FAILED_STATUSES, add_remote_arguments, fan_out_with_progress, remote_runner, wants_remote
+from .common import EXIT_ERROR, EXIT_OK, Command, add_output_arguments, out_dir, write_json
+from .remote import FAILED_STATUSES, add_remote_arguments, fan_out_with_progress, node_entries, node_findings, remote_runner, wants_remote
 from .report_cmd import ReportCommand
 
 
@@ -45,17 +47,19 @@ class CollectCommand(Command):
         "NCCL logs are split per rank on the node, core files are turned into backtraces where they "
         "lie (only the backtraces cross the network), kernel logs and tracer files are sent as they "
         "are; results land in DIR/<host>/. Then run `hangdbg report DIR` (or pass --report). "
-        "Exit status 3 when a node could not be read."
+        "Exit status 1 when a node could not be read (what the others sent is kept); with --report, "
+        "the report's status (3 when it names a suspect)."
     )
 
     @classmethod
     def add_arguments(cls, p: argparse.ArgumentParser) -> None:
         add_remote_arguments(p)
         add_gather_arguments(p)
-        p.add_argument("-o", "--out", metavar="DIR", type=Path, help="where the evidence goes (default ./hangdbg-collect-DATE)")
-        p.add_argument("--report", action="store_true", help="print the report of DIR once collected")
-        p.add_argument("--html", metavar="FILE", type=Path, help="with --report: also write the HTML report")
-        p.add_argument("--json", action="store_true", help="print one JSON document instead of the table")
+        p.add_argument("--report", action="store_true",
+                       help="then read DIR as `hangdbg report DIR -o DIR` does (report.json, report.html) and print it")
+        p.add_argument("--html", metavar="FILE", type=Path, help="with --report: also write the HTML report to FILE")
+        add_output_arguments(p, "DIR/<host>/..., collect.json, with --report report.json and report.html; "
+                                "default ./hangdbg-collect-DATE", tree=True)
 
     def run(self, args: argparse.Namespace) -> int:
         if not wants_remote(args):
@@ -69,22 +73,25 @@ class CollectCommand(Command):
         argv = agent_argv(args.remote_python, _agent_args(args, with_host=not args.jobid))
         timeout = args.node_timeout or 600.0
         result = fan_out_with_progress(self, runner, hosts, argv, out, timeout, "collect")
-        nodes = [{"host": n.host, "status": n.status, "reason": n.reason, "files": list(n.files), "seconds": n.seconds}
-                 for n in result.nodes]
-        doc = {**document_header("collect"), "out_dir": str(out), "nodes": nodes, "garbled_lines": result.garbled_lines}
+        failed = node_findings(result.nodes)
+        sent = sum(len(n.files) for n in result.nodes)
+        text = headline(failed, f"{sent} files from {len(result.nodes)} nodes in {out}")
+        doc = collect_document(str(out), node_entries(result.nodes), result.garbled_lines, failed, text)
         write_json(out / "collect.json", doc)
-        bad = [n for n in result.nodes if n.status in FAILED_STATUSES]
+        for f in failed:
+            self.warn(f.summary)
         if args.report:
-            return ReportCommand(self.out, self.err).run(argparse.Namespace(
-                paths=[out], html=args.html, json=args.json, out=None, no_tree=False))
-        if args.json:
-            print_json(self, doc)
+            args.paths = [str(out)]
+            code = ReportCommand(self.out, self.err).show(read_evidence(args.paths), args)
         else:
-            self.out.print(_table(result.nodes))
-            self.out.print(f"evidence in {escape(str(out))}: run [bold]hangdbg report {escape(str(out))}[/bold]", highlight=False)
-        if bad and not any(n.files for n in result.nodes):
-            raise HangdbgError("no node could be read", help="see the node statuses above")
-        return EXIT_FOUND if bad else EXIT_OK
+            if args.json:
+                self.print_json(doc)
+            else:
+                self.out.print(_table(result.nodes))
+                self.out.print(f"evidence in {escape(str(out))}: run [bold]hangdbg report {escape(str(out))}[/bold]",
+                               highlight=False)
+            code = EXIT_OK if sent else EXIT_ERROR
+        return EXIT_ERROR if failed and code == EXIT_OK else code
 
 
 def _table(nodes: list[NodeResult]) -> Table:

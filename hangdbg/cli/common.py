@@ -1,23 +1,45 @@
-"""What the subcommands share: output options, printing an analysis, writing the JSON."""
+"""What the subcommands share: output options, the exit status, writing and printing documents,
+and the base of the commands that read one kind of evidence.
+
+One meaning per flag and per exit status, for every command:
+
+* ``--json``: print the command's document (``hangdbg schema`` describes it) instead of the report;
+* ``-o/--out DIR``: write everything the command produces into DIR (raw outputs, its JSON
+  document, HTML); created when missing;
+* ``--no-evidence``: leave the raw evidence lines out of the terminal report;
+* exit status :data:`EXIT_OK` (0) read, nothing abnormal; :data:`EXIT_FOUND` (3) a suspect was
+  named; :data:`EXIT_ERROR` (1) nothing could be read or the tool failed; :data:`EXIT_USAGE` (2)
+  usage (bad options, a path that does not exist).
+"""
 
 from __future__ import annotations
 
 import argparse
+import os
+from dataclasses import replace
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, ClassVar, Sequence
 
-from rich.console import Console
+from rich.console import Console, RenderableType
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from ..errors import UsageError
+from ..errors import HangdbgError, UsageError
 from ..model import Analysis, SourceReport
 from ..parse.textlines import files_where
-from ..report.console import render_analysis
-from ..report.evidence import render_source_report, source_report_to_dict, suspects_of
-from ..report.jsonout import analysis_to_dict, dumps_json
+from ..sources.base import Reader
+
+# The report layer (documents, pydantic, rich views) is imported where it is used: a command
+# starts in a tenth of a second (`nccl summary` of a 1 GB log takes under a second in all).
 
 EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_FOUND = 0, 1, 2, 3
+
+
+def exit_status(found: bool, read_anything: bool) -> int:
+    """The one rule: 3 when a suspect was named, else 0 when something was read, else 1."""
+    if found:
+        return EXIT_FOUND
+    return EXIT_OK if read_anything else EXIT_ERROR
 
 
 def positive_int(text: str) -> int:
@@ -37,7 +59,7 @@ def positive_float(text: str) -> float:
 
 
 class Command:
-    """Base of a subcommand: ``add_arguments`` on the parser, ``run(args) -> exit code``."""
+    """Base of a subcommand: ``add_arguments`` on the parser, ``run(args) -> exit status``."""
 
     description = ""
 
@@ -52,18 +74,66 @@ class Command:
     def run(self, args: argparse.Namespace) -> int:  # pragma: no cover - abstract
         raise NotImplementedError
 
+    # -- output -------------------------------------------------------------------------------
+    def print_json(self, doc: Any) -> None:
+        """Print a document as it is (not through rich's renderer, which wraps text line by line:
+        minutes for a large document)."""
+        from ..report.schema import to_json
 
-def add_output_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--json", action="store_true", help="print one JSON document instead of the report")
-    parser.add_argument("-o", "--out", metavar="DIR", type=Path, help="directory for raw outputs and hangdbg.json")
-    parser.add_argument("--no-tree", action="store_true", help="leave the merged call tree out of the report")
+        self.out.file.write(to_json(doc) + "\n")
+        self.out.file.flush()
+
+    def warn(self, text: str) -> None:
+        """A warning line on stderr (``text`` is plain text, never markup)."""
+        self.err.print(f"[yellow]warning:[/yellow] {_escape(text)}", highlight=False)
+
+    def emit(self, doc: Any, args: argparse.Namespace, name: str, render: Callable[[], RenderableType | None]) -> None:
+        """Write ``doc`` to ``--out``/``name`` when asked, then print it (``--json``) or its report."""
+        out = getattr(args, "out", None)
+        if out is not None:
+            write_json(Path(out) / name, doc)
+        if args.json:
+            self.print_json(doc)
+            return
+        view = render()
+        if view is not None:
+            self.out.print(view)
+        if out is not None:
+            self.err.print(f"[dim]written to {_escape(str(out))}[/dim]", highlight=False)
+
+
+def _escape(text: str) -> str:
+    from rich.markup import escape
+
+    return escape(text)
+
+
+def add_output_arguments(parser: argparse.ArgumentParser, name: str, tree: bool = False, evidence: bool = True,
+                         out_help: str | None = None) -> None:
+    """``--json``, ``-o/--out DIR`` (and ``--no-tree``, ``--no-evidence`` where they apply)."""
+    g = parser.add_argument_group("output")
+    g.add_argument("--json", action="store_true", help="print the JSON document (see `hangdbg schema`) instead of the report")
+    g.add_argument("-o", "--out", metavar="DIR", type=Path,
+                   help=out_help or f"write everything this command produces into DIR ({name})")
+    if tree:
+        g.add_argument("--no-tree", action="store_true", help="leave the merged call tree out of the report")
+    if evidence:
+        g.add_argument("--no-evidence", action="store_true", help="leave the raw evidence lines out of the report")
 
 
 def out_dir(args: argparse.Namespace, prefix: str = "hangdbg-dump") -> Path:
-    """``--out``, or ``./PREFIX-YYYYmmdd-HHMMSS``: created, and stored back into ``args.out``."""
+    """``--out``, or ``./PREFIX-YYYYmmdd-HHMMSS``: created, and stored back into ``args.out``.
+
+    Raises:
+        HangdbgError: the directory cannot be created (read-only, a file in the way...).
+    """
     if args.out is None:
         args.out = Path(f"{prefix}-{datetime.now().strftime('%Y%m%d-%H%M%S')}")
-    args.out.mkdir(parents=True, exist_ok=True)
+    try:
+        args.out.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise HangdbgError(f"cannot create the output directory {args.out}: {exc.strerror or exc}",
+                           help="pass -o DIR on a writable file system") from None
     return args.out
 
 
@@ -77,71 +147,130 @@ def progress_bar(console: Console, label: str, total: int, pending: bool = False
     )
 
 
-def print_json(cmd: Command, doc: dict[str, Any]) -> None:
-    """Print a JSON document on the command's output as it is (not through rich's renderer,
-    which wraps text line by line: minutes for a large document)."""
-    cmd.out.file.write(dumps_json(doc) + "\n")
-    cmd.out.file.flush()
+def write_json(path: Path, doc: Any) -> None:
+    """Write a document atomically (a reader never sees half a file).
 
-
-def write_json(path: Path, doc: dict[str, Any]) -> None:
-    """Write a JSON document atomically (a reader never sees half a file)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".json.part")
-    tmp.write_text(dumps_json(doc) + "\n")
-    tmp.replace(path)
-
-
-def emit(cmd: Command, a: Analysis, args: argparse.Namespace, command: str, extra: dict[str, Any] | None = None) -> int:
-    """Print the report (or JSON), save ``hangdbg.json`` under ``--out``.
-
-    Returns 3 when suspects were named, 1 when no stack at all could be read, else 0.
+    Raises:
+        HangdbgError: it cannot be written (the message names the file and why).
     """
-    doc = analysis_to_dict(a, command, extra)
-    if getattr(args, "out", None) is not None:
-        write_json(args.out / "hangdbg.json", doc)
-    if args.json:
-        print_json(cmd, doc)
-    else:
-        cmd.out.print(render_analysis(a, tree=not args.no_tree))
-        if getattr(args, "out", None) is not None:
-            cmd.err.print(f"[dim]raw outputs and hangdbg.json kept in {args.out}[/dim]", highlight=False)
-    if a.found_hang:
-        return EXIT_FOUND
-    if a.ranks and not a.groups:  # not one stack could be read: the tool failed, not the job
-        return EXIT_ERROR
-    return EXIT_OK
+    from ..report.schema import to_json
+
+    write_text(path, to_json(doc) + "\n")
 
 
-def expand_paths(paths: list[str], sniff: Callable[[bytes], bool]) -> list[str]:
-    """Files as given; directories walked for the files whose first 64 KiB ``sniff`` accepts.
+def write_text(path: Path, text: str) -> None:
+    """Write a file atomically (``path.part``, then renamed).
+
+    Raises:
+        HangdbgError: it cannot be written (the message names the file and why).
+    """
+    tmp = path.with_name(path.name + ".part")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp.write_text(text)
+        tmp.replace(path)
+    except OSError as exc:
+        try:
+            tmp.unlink()
+        except OSError:
+            pass
+        raise HangdbgError(f"cannot write {path}: {exc.strerror or exc}") from None
+
+
+def expand_paths(paths: Sequence[str], takes: Callable[[str, bytes], bool]) -> list[str]:
+    """Files as given (read whatever their content); directories walked for the files ``takes``
+    accepts (name, first 64 KiB).
 
     Raises:
         UsageError: a path does not exist.
     """
+    missing = [p for p in paths if not os.path.lexists(p)]
+    if missing:
+        raise UsageError(f"no such file or directory: {', '.join(missing)}")
     try:
-        return files_where(paths, lambda _name, head: sniff(head))
+        return files_where(list(paths), takes)
     except FileNotFoundError as exc:
         raise UsageError(f"no such file or directory: {exc.filename}") from None
 
 
-def emit_source_report(cmd: Command, rep: SourceReport, args: argparse.Namespace, command: str, title: str,
-                       nothing: str, n_files: int, extra: Callable[[], list] | None = None) -> int:
-    """Print one reader's report (or its JSON), save ``COMMAND.json`` under ``--out``.
+class ReaderCommand(Command):
+    """Base of the commands that read one kind of evidence (``logs``, ``gpu``, ``fr``, ``nccl
+    summary``, ``traces``): paths, the output options, reading, the document, the exit status.
 
-    ``extra``: renderables shown above the rank table (built only for the text report).
-    Returns 3 when suspects were found, 1 when none of the ``n_files`` files could be read, else 0.
+    Subclasses set :attr:`name` (the document's command), :attr:`json_name`, :attr:`title`,
+    :attr:`paths_help`, and implement :meth:`reader`; they may add options
+    (:meth:`add_reader_arguments`) and views above the generic report (:meth:`extra_views`).
     """
-    doc = source_report_to_dict(rep, command, nothing)
-    if args.out:
-        write_json(Path(args.out) / f"{command}.json", doc)
-    if args.json:
-        print_json(cmd, doc)
-    else:
-        cmd.out.print(render_source_report(rep, title, nothing, extra() if extra else None,
-                                           evidence=not args.no_evidence))
-    if suspects_of(rep):
-        return EXIT_FOUND
-    if rep.errors and len(rep.errors) == n_files:
-        return EXIT_ERROR
-    return EXIT_OK
+
+    name: ClassVar[str]
+    json_name: ClassVar[str]
+    title: ClassVar[str]
+    paths_help: ClassVar[str] = "files, or directories holding them"
+    metavar: ClassVar[str] = "PATH"
+    rank_table: ClassVar[bool] = True
+    """Show the generic per-rank table (commands with a table of their own do not)."""
+    nothing_help: ClassVar[str] = ""
+    """What to do when no file holds this kind of evidence (shown with the error)."""
+
+    @classmethod
+    def add_arguments(cls, p: argparse.ArgumentParser) -> None:
+        p.add_argument("paths", nargs="+", metavar=cls.metavar, help=cls.paths_help)
+        cls.add_reader_arguments(p)
+        add_output_arguments(p, cls.json_name)
+
+    @classmethod
+    def add_reader_arguments(cls, p: argparse.ArgumentParser) -> None:
+        """Options of this reader (none by default)."""
+
+    def reader(self, args: argparse.Namespace) -> Reader:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def takes(self, reader: Reader) -> Callable[[str, bytes], bool]:
+        """Which files of a directory to read: those the reader takes (by default)."""
+        return reader.takes
+
+    def read(self, reader: Reader, files: list[str], args: argparse.Namespace) -> SourceReport:
+        return reader.read(files)
+
+    def extra_views(self, rep: SourceReport, args: argparse.Namespace) -> list[RenderableType]:
+        """Tables shown above the per-rank table (none by default)."""
+        return []
+
+    def run(self, args: argparse.Namespace) -> int:
+        from ..report.build import source_document
+        from ..report.evidence import render_source_report
+
+        reader = self.reader(args)
+        files = expand_paths(args.paths, self.takes(reader))
+        rep = self.read(reader, files, args)
+        for e in rep.errors:
+            self.warn(f"cannot read {e.file}: {e.reason}")
+        doc = source_document(rep, self.name, [str(p) for p in args.paths])
+        if not rep.records:
+            self.err.print(f"[bold red]hangdbg: error:[/bold red] {_escape(doc.headline)}", highlight=False)
+            if self.nothing_help:
+                self.err.print(f"[yellow]help:[/yellow] {_escape(self.nothing_help)}", highlight=False)
+        self.emit(doc, args, self.json_name, lambda: render_source_report(
+            rep, doc.headline, self.title, self.extra_views(rep, args) if rep.records else [],
+            evidence=not args.no_evidence, rank_rows=None if self.rank_table else 0))
+        return exit_status(doc.found, rep.records > 0)
+
+
+def emit_stacks(cmd: Command, a: Analysis, args: argparse.Namespace, command: str, **doc: Any) -> int:
+    """Print a stack analysis (or its document), save ``hangdbg.json`` under ``--out``.
+
+    Args:
+        doc: more fields of :func:`hangdbg.report.build.stacks_document` (``out_dir``, ``inputs``,
+            ``nodes``, ``findings``, ``headline``...).
+
+    Returns:
+        3 when a suspect was named, 1 when not one stack could be read, else 0.
+    """
+    from ..report.build import stacks_document
+    from ..report.console import render_analysis
+
+    document = stacks_document(a, command, **doc)
+    view = replace(a, headline=document.headline, findings=document.findings)
+    cmd.emit(document, args, "hangdbg.json",
+             lambda: render_analysis(view, tree=not args.no_tree, evidence=not getattr(args, "no_evidence", False)))
+    return exit_status(document.found, a.readable and bool(a.ranks))

@@ -7,16 +7,18 @@ import argparse
 import os
 from pathlib import Path
 
+from rich.console import Group as RGroup
 from rich.markup import escape
 from rich.panel import Panel
 
 from ..analyze import analyze
-from ..collect.core import CoreOptions, CoreReading, load
 from ..errors import HangdbgError, UsageError
+from ..model import Severity
+from ..report.build import core_document
 from ..report.console import render_analysis
-from ..report.core_json import core_document
-from ..report.evidence import findings_table, suspects_of
-from .common import EXIT_ERROR, EXIT_FOUND, EXIT_OK, Command, add_output_arguments, positive_float, positive_int, print_json, write_json
+from ..report.evidence import findings_table, headline_panel
+from ..sources.core import CoreOptions, CoreReading, load
+from .common import Command, add_output_arguments, exit_status, positive_float, positive_int
 
 _SHOWN_FRAMES = 12
 
@@ -28,8 +30,7 @@ class CoreCommand(Command):
         "thread's native backtrace (gdb) merged with its Python frames (pystack, else py-spy), and the rank and "
         "host from the environment saved in the core. Several cores are clustered as `dump` clusters live "
         "ranks. Exit status: 3 a core shows a crash or the analysis names suspects (other than ranks without "
-        "a core), 0 otherwise, 1 when no "
-        "core could be read, 2 usage."
+        "a core), 0 otherwise, 1 when no core could be read, 2 usage."
     )
 
     @classmethod
@@ -40,7 +41,7 @@ class CoreCommand(Command):
         p.add_argument("--timeout", type=positive_float, default=120.0, metavar="S",
                        help="seconds for each gdb / pystack run (default 120)")
         p.add_argument("--jobs", type=positive_int, default=2, metavar="N", help="cores read at once (default 2)")
-        add_output_arguments(p)
+        add_output_arguments(p, "hangdbg.json and gdb's backtrace of each core", tree=True)
 
     def run(self, args: argparse.Namespace) -> int:
         missing = [c for c in args.cores if not os.path.exists(c)]
@@ -56,31 +57,30 @@ class CoreCommand(Command):
                                help="pass ELF core files (`file CORE` says 'core file'); systemd-coredump keeps them "
                                     "compressed: `coredumpctl dump PID -o core`")
         analysis = analyze(dumps)
-        doc = core_document(readings, report, analysis)
+        doc = core_document(readings, report, analysis, args.cores)
         if args.out is not None:
-            args.out.mkdir(parents=True, exist_ok=True)
+            self._write_backtraces(readings, args.out)
+        self.emit(doc, args, "hangdbg.json", lambda: self._render(readings, analysis, doc.findings, doc.headline, args))
+        return exit_status(doc.found, any(d.threads for d in dumps))
+
+    @staticmethod
+    def _write_backtraces(readings: list[CoreReading], out: Path) -> None:
+        try:
+            out.mkdir(parents=True, exist_ok=True)
             for i, c in enumerate(readings):
                 if c.gdb_text:
-                    (args.out / f"{Path(c.path).name}.{i}.gdb.txt").write_text(c.gdb_text)
-            write_json(args.out / "hangdbg.json", doc)
-        if args.json:
-            print_json(self, doc)
-        else:
-            self._render(readings, report, analysis, args)
-        # ranks without a core are "missing" to the analyzer; that alone is not a finding about the cores
-        if suspects_of(report) or any(s.kind != "missing" for s in analysis.suspects):
-            return EXIT_FOUND
-        return EXIT_OK if any(d.threads for d in dumps) else EXIT_ERROR
+                    (out / f"{Path(c.path).name}.{i}.gdb.txt").write_text(c.gdb_text)
+        except OSError as exc:
+            raise HangdbgError(f"cannot write to {out}: {exc.strerror or exc}") from None
 
-    def _render(self, readings: list[CoreReading], report, analysis, args) -> None:
-        for c in readings:
-            self.out.print(_core_panel(c))
-        if report.findings:
-            self.out.print(findings_table(report.findings, evidence=False))
+    def _render(self, readings: list[CoreReading], analysis, findings, text: str, args):
+        parts: list = [headline_panel(text, "core files", any(f.severity is Severity.SUSPECT for f in findings))]
+        parts += [_core_panel(c) for c in readings]
+        if findings:
+            parts.append(findings_table(findings, evidence=not args.no_evidence))
         if len([d for d in analysis.ranks if d.threads]) > 1:
-            self.out.print(render_analysis(analysis, tree=not args.no_tree))
-        if args.out is not None:
-            self.err.print(f"[dim]backtraces and hangdbg.json kept in {args.out}[/dim]", highlight=False)
+            parts.append(render_analysis(analysis, tree=not args.no_tree, evidence=not args.no_evidence))
+        return RGroup(*parts)
 
 
 def _core_panel(c: CoreReading) -> Panel:

@@ -23,7 +23,7 @@ class DemoCommand(Command):
         p.add_argument("scenario", nargs="?", default="mismatch", choices=SCENARIOS, help="how the job hangs (default: mismatch, rank 3 calls broadcast while the others call all_reduce)")
         p.add_argument("--nproc", type=int, default=4, help="ranks to start (default 4)")
         add_collect_arguments(p)
-        add_output_arguments(p)
+        add_output_arguments(p, "raw/, processes.json, hangdbg.json; default ./hangdbg-dump-DATE", tree=True)
 
     def run(self, args: argparse.Namespace) -> int:
         if args.scenario == "behind":

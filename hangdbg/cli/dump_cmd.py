@@ -4,19 +4,18 @@ from __future__ import annotations
 
 import argparse
 import os
-import socket
-from dataclasses import asdict
 from pathlib import Path
 
-
 from ..analyze import analyze
-from ..collect.local import CollectOptions, collect
 from ..collect.gcore import human_size, plan_cores, write_cores
+from ..collect.local import CollectOptions, collect
 from ..collect.procs import RankProcess, find_ranks
-from ..collect.pyspy import PySpyOptions, find_pyspy
 from ..errors import HangdbgError, UsageError
-from ..model import SCHEMA_VERSION
-from .common import Command, add_output_arguments, emit, out_dir, positive_float, positive_int, progress_bar, write_json
+from ..report.build import process_list
+from ..report.document import CoreWritten, ProcessEntry
+from ..tools.pyspy import PySpyOptions, find_pyspy
+from .common import (Command, add_output_arguments, emit_stacks, out_dir, positive_float, positive_int, progress_bar,
+                     write_json)
 from .remote import add_remote_arguments, dump_remote, wants_remote
 
 
@@ -51,11 +50,9 @@ def dump_ranks(cmd: Command, args: argparse.Namespace, ranks: list[RankProcess],
     if find_pyspy(args.py_spy) is None:
         raise HangdbgError("py-spy not found", help="pip install py-spy (or pass --py-spy PATH)")
     out = out_dir(args)
-    write_json(out / "processes.json", {
-        "schema_version": SCHEMA_VERSION,
-        "collector_host": socket.gethostname(),
-        "processes": [asdict(r) for r in ranks],
-    })
+    write_json(out / "processes.json", process_list(command, [
+        ProcessEntry(r.pid, r.rank, r.host, r.local_rank, r.world_size, r.local_world_size, r.rank_source, r.cmdline,
+                     tuple(r.job)) for r in ranks]))
     if getattr(args, "core", False):
         check_core_room(cmd, args, ranks, out)  # before the stacks: a refusal then loses nothing taken
     opts = collect_options(args, out)
@@ -70,41 +67,38 @@ def dump_ranks(cmd: Command, args: argparse.Namespace, ranks: list[RankProcess],
             progress.update(task, advance=1, failed=failed)
 
         dumps = collect(ranks, opts, on_result)
-    extra = {"out_dir": str(out)}
-    if getattr(args, "core", False):
-        extra["cores"] = write_rank_cores(cmd, args, ranks, out)
-    return emit(cmd, analyze(dumps), args, command, extra)
+    cores = write_rank_cores(cmd, args, ranks, out) if getattr(args, "core", False) else []
+    return emit_stacks(cmd, analyze(dumps), args, command, out_dir=str(out), cores=cores)
 
 
 def check_core_room(cmd: Command, args: argparse.Namespace, ranks: list[RankProcess], out: Path) -> None:
     """``--core``: warn about the cores' size and refuse when they do not fit (unless ``--force``)."""
     plan = plan_cores(ranks, out)
     need, free = human_size(plan.needed), human_size(plan.free)
-    cmd.err.print(f"[yellow]writing {len(ranks)} core files of about {need} in all (the ranks' readable memory) to {out} "
-                  f"({free} free)[/yellow]", highlight=False)
+    cmd.warn(f"writing {len(ranks)} core files of about {need} in all (the ranks' readable memory) to {out} ({free} free)")
     if not plan.fits and not args.force:
         raise HangdbgError(
             f"the core files would not fit: about {need} needed, {free} free in {out}",
             help="write them elsewhere with -o DIR on a larger file system, or pass --force to try anyway")
 
 
-def write_rank_cores(cmd: Command, args: argparse.Namespace, ranks: list[RankProcess], out: Path) -> list[dict]:
+def write_rank_cores(cmd: Command, args: argparse.Namespace, ranks: list[RankProcess], out: Path) -> list[CoreWritten]:
     """``--core``: gcore every rank (after the stacks were taken, so the pause does not disturb them;
     :func:`check_core_room` ran before the stacks)."""
     results = write_cores(ranks, out, timeout=args.timeout * 15)
     for r in results:
         if r.error:
-            cmd.err.print(f"[yellow]warning:[/yellow] no core of rank {r.rank}: {r.error}", highlight=False)
-    return [asdict(r) for r in results]
+            cmd.warn(f"no core of rank {r.rank}: {r.error}")
+    return [CoreWritten(r.rank, r.pid, r.path, r.size, r.seconds, r.error) for r in results]
 
 
 class DumpCommand(Command):
     description = (
         "Find the training processes of this node (or under --pid; or of every node with "
         "--jobid/--hosts/--hostfile), take py-spy stacks of all ranks in parallel, merge them "
-        "and name the ranks the others wait for. Raw outputs are "
+        "and name the ranks the others wait for. Raw outputs, processes.json and hangdbg.json are "
         "kept under --out (default ./hangdbg-dump-TIMESTAMP). Exit status: 0 nothing stands "
-        "out, 3 suspects found, 1 tool error, 2 usage."
+        "out, 3 suspects found, 1 nothing could be read or tool error (a node not read included), 2 usage."
     )
 
     @classmethod
@@ -115,7 +109,7 @@ class DumpCommand(Command):
         g.add_argument("--core", action="store_true", help="also write a core file of every rank with gcore (OUT/core.rankR.PID) after the stacks; the ranks keep running (each gcore may take 15x --timeout)")
         g.add_argument("--force", action="store_true", help="with --core: write the cores even when they look too big for the free space")
         add_remote_arguments(p)
-        add_output_arguments(p)
+        add_output_arguments(p, "raw/, processes.json, hangdbg.json, core files; default ./hangdbg-dump-DATE", tree=True)
 
     def run(self, args: argparse.Namespace) -> int:
         if wants_remote(args):
@@ -131,7 +125,7 @@ class DumpCommand(Command):
             mine = os.getuid()
             others = [r.pid for r in ranks if _owner(r.pid) not in (None, mine)]
             if others:
-                self.err.print(f"[yellow]warning:[/yellow] {len(others)} ranks belong to another user; py-spy will need sudo", highlight=False)
+                self.warn(f"{len(others)} ranks belong to another user; py-spy will need sudo")
         return dump_ranks(self, args, ranks)
 
 

@@ -1,20 +1,24 @@
 """``hangdbg`` command line: one class per subcommand, ``main(argv) -> int``.
 
-Exit codes: 0 no hang found, 3 suspects found (a hang or failure), 1 tool error, 2 usage.
-This package is the only place that prints or exits.
+Exit status, for every command: 0 read, nothing abnormal; 3 a suspect was named (a hang or a
+failure); 1 nothing could be read, or the tool failed; 2 usage. ``-v`` logs every external
+command (py-spy, gdb, pystack, srun, ssh, pdsh, scontrol...) to stderr with its argv, exit
+status and duration. This package is the only place that prints or exits.
 """
 
 from __future__ import annotations
 
 import argparse
 import importlib
+import logging
 import sys
 from typing import Sequence
 
 from rich.console import Console
 
-from .. import __version__
+from .._version import __version__
 from ..errors import HangdbgError, UsageError
+from ..tools.subproc import LOG
 from .common import EXIT_ERROR, EXIT_USAGE
 
 __all__ = ["main", "COMMANDS", "command_class"]
@@ -28,8 +32,7 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
              "analyze saved py-spy dumps (files or directories) as `dump` would"),
     "demo": ("demo_cmd", "DemoCommand",
              "run a real torchrun/gloo job that hangs in a known way and dump it"),
-    "agent": ("agent_cmd", "AgentCommand",
-             "collect this node's ranks and print framed results (run by dump --jobid/--hosts)"),
+    "agent": ("agent_cmd", "AgentCommand", ""),  # internal: run on every node by dump/collect; not listed
     "traces": ("traces_cmd", "TracesCommand",
              "compare the per-rank files of the tracer package: where each rank stopped"),
     "report": ("report_cmd", "ReportCommand",
@@ -46,6 +49,8 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
              "compare PyTorch flight-recorder dumps of all ranks: missing ranks, first mismatch"),
     "gpu": ("gpu_cmd", "GpuCommand",
              "read dmesg/syslog/journal files and nvidia-smi -q outputs: Xid errors and ECC state per node and GPU"),
+    "schema": ("schema_cmd", "SchemaCommand",
+               "print the JSON Schema of every --json document, or (--kinds) the finding kinds and severities"),
 }
 
 
@@ -66,19 +71,40 @@ def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
     None) gets its options, the others are listed with their help line."""
     argv = sys.argv[1:] if argv is None else list(argv)
     chosen = next((a for a in argv if not a.startswith("-")), None)
-    parser = _Parser(prog="hangdbg", description="Find out which rank of a distributed PyTorch job is stuck, where, and why.")
+    parser = _Parser(prog="hangdbg", description="Find out which rank of a distributed PyTorch job is stuck, where, and why.",
+                     epilog="exit status: 0 nothing abnormal, 3 a suspect was named, 1 nothing could be read or tool "
+                            "error, 2 usage. `hangdbg schema` describes every --json document.")
     parser.add_argument("--version", action="version", version=f"hangdbg {__version__}")
+    parser.add_argument("-v", "--verbose", action="store_true", help="log every external command run (argv, exit status, seconds) to stderr")
+    verbose = argparse.ArgumentParser(add_help=False)
+    verbose.add_argument("-v", "--verbose", action="store_true", default=argparse.SUPPRESS,
+                         help="log every external command run (argv, exit status, seconds) to stderr")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     sub.required = True
     for name, (_module, _cls, help_line) in COMMANDS.items():
+        listed = {"help": help_line} if help_line else {}  # a parser without help is not listed
         if chosen is not None and name != chosen:
-            sub.add_parser(name, help=help_line)
+            sub.add_parser(name, **listed)
             continue
         cls = command_class(name)
-        p = sub.add_parser(name, help=help_line, description=cls.description)
+        p = sub.add_parser(name, description=cls.description, parents=[verbose], **listed)
         cls.add_arguments(p)
         p.set_defaults(command_class=cls)
     return parser
+
+
+class _ConsoleHandler(logging.Handler):
+    """Log records as dim lines on a rich console (stderr), never read as markup."""
+
+    def __init__(self, console: Console) -> None:
+        super().__init__(logging.INFO)
+        self.console = console
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            self.console.print(f"hangdbg: {record.getMessage()}", style="dim", markup=False, highlight=False)
+        except Exception:  # logging must never break the command
+            self.handleError(record)
 
 
 def main(argv: Sequence[str] | None = None, out: Console | None = None, err: Console | None = None) -> int:
@@ -86,6 +112,11 @@ def main(argv: Sequence[str] | None = None, out: Console | None = None, err: Con
     args = build_parser(argv).parse_args(argv)
     out = out or Console()
     err = err or Console(stderr=True)
+    handler = None
+    if args.verbose:
+        handler = _ConsoleHandler(err)
+        LOG.addHandler(handler)
+        LOG.setLevel(logging.INFO)
     try:
         return args.command_class(out, err).run(args)
     except UsageError as exc:
@@ -97,6 +128,9 @@ def main(argv: Sequence[str] | None = None, out: Console | None = None, err: Con
     except KeyboardInterrupt:
         err.print("[yellow]interrupted[/yellow]: what was collected so far is kept in the output directory")
         return EXIT_ERROR
+    finally:
+        if handler is not None:
+            LOG.removeHandler(handler)
 
 
 def _print_error(err: Console, exc: HangdbgError) -> None:

@@ -8,14 +8,18 @@ import shutil
 import sys
 
 from ..analyze import analyze
+from ..analyze.headline import nodes_note
 from ..collect.fanout import FanoutResult, NodeResult, agent_argv, fan_out
 from ..collect.hosts import expand_hosts, read_hostfile
 from ..collect.runners import HOST, PdshRunner, Runner, SrunRunner, SshRunner
 from ..collect.slurm import show_job
 from ..errors import UsageError
-from .common import EXIT_ERROR, EXIT_FOUND, EXIT_OK, Command, emit, out_dir, progress_bar
+from ..model import Evidence, Finding, Kind, Severity, SourceKind
+from ..report.document import NodeEntry
+from .common import EXIT_ERROR, EXIT_FOUND, Command, emit_stacks, out_dir, progress_bar
 
-__all__ = ["add_remote_arguments", "wants_remote", "dump_remote", "remote_runner", "fan_out_with_progress", "FAILED_STATUSES"]
+__all__ = ["add_remote_arguments", "wants_remote", "dump_remote", "remote_runner", "fan_out_with_progress", "FAILED_STATUSES",
+           "node_entries", "node_findings"]
 
 FAILED_STATUSES = frozenset({"error", "unreachable", "no-hangdbg", "timeout", "no-answer"})
 """Node statuses that mean the node could not be read."""
@@ -103,24 +107,39 @@ def fan_out_with_progress(cmd: Command, runner: Runner, hosts: list[str], argv: 
         return fan_out(runner, hosts, argv, out, timeout, on_node)
 
 
+def node_entries(nodes: list[NodeResult]) -> list[NodeEntry]:
+    """The nodes as document entries."""
+    return [NodeEntry(n.host, n.status, n.reason, tuple(n.ranks), tuple(n.files), n.seconds)  # type: ignore[arg-type]
+            for n in nodes]
+
+
+def node_findings(nodes: list[NodeResult]) -> list[Finding]:
+    """One ``node-failed`` warning per node that could not be read, with the transport's reason."""
+    return [Finding(Kind.NODE_FAILED, f"node {n.host} could not be read: {n.status}" + (f": {n.reason}" if n.reason else ""),
+                    hosts=(n.host,), severity=Severity.WARNING, source=SourceKind.NODES,
+                    evidence=(Evidence(f"nodes/{n.host}.json", None, n.reason or n.status),),
+                    action="check the node (is it up, is hangdbg installed there, can this host ssh/srun to it?)")
+            for n in nodes if n.status in FAILED_STATUSES]
+
+
 def dump_remote(cmd: Command, args: argparse.Namespace) -> int:
-    """Fan out, merge, analyze and report; see the module docstring."""
+    """Fan out, merge, analyze and report; see the module docstring.
+
+    Exit status: 3 when a suspect is named; else 1 when a node could not be read (the rest is
+    kept and reported: never an all-clear for a job not seen whole) or no stack came back; else 0.
+    """
     runner, hosts, whole = remote_runner(args)
     out = out_dir(args)
     timeout = args.node_timeout or (2 * args.timeout + args.samples * args.interval + 30)
     argv = agent_argv(args.remote_python, _agent_args(args, with_host=not args.jobid))
     result = fan_out_with_progress(cmd, runner, hosts, argv, out, timeout, "fan-out")
-    for n in result.nodes:
-        if n.status in FAILED_STATUSES:
-            cmd.err.print(f"[yellow]node {n.host}: {n.status}[/yellow]: {n.reason}", highlight=False)
     analysis = analyze(result.dumps, whole_job=whole)
-    nodes = [
-        {"host": n.host, "status": n.status, "reason": n.reason, "ranks": list(n.ranks), "seconds": n.seconds}
-        for n in result.nodes
-    ]
-    code = emit(cmd, analysis, args, "dump", {"out_dir": str(out), "nodes": nodes, "garbled_lines": result.garbled_lines})
-    if not result.dumps:
-        return EXIT_ERROR  # not one node gave a stack: the tool could not do its job
-    if code == EXIT_OK and any(n.status in FAILED_STATUSES for n in result.nodes):
-        return EXIT_FOUND  # a dead node is a failure of the job even when the stacks look alike
+    failed = node_findings(result.nodes)
+    for f in failed:
+        cmd.warn(f.summary)
+    headline = analysis.headline + nodes_note([(n.host, n.status) for n in result.nodes if n.status in FAILED_STATUSES])
+    code = emit_stacks(cmd, analysis, args, "dump", out_dir=str(out), nodes=node_entries(result.nodes),
+                       garbled_lines=result.garbled_lines, findings=analysis.findings + tuple(failed), headline=headline)
+    if code != EXIT_FOUND and failed:
+        return EXIT_ERROR  # a node not read: the job was not seen whole, so no all-clear
     return code

@@ -13,7 +13,7 @@ import time
 from dataclasses import asdict, replace
 from typing import Any, Callable
 
-from .. import __version__
+from .._version import __version__
 from ..errors import HangdbgError, UsageError
 from ..launch_env import host_from_environ
 from ..model import SCHEMA_VERSION

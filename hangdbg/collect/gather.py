@@ -21,6 +21,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
+from ..tools.subproc import run
+
 __all__ = ["GatherOptions", "gather", "CHUNK_BYTES", "expand_globs"]
 
 CHUNK_BYTES = 1 << 20
@@ -130,7 +132,7 @@ def _kernel_log() -> tuple[str | None, str, str]:
             tried.append(f"{argv[0]}: not installed")
             continue
         try:
-            res = subprocess.run(argv, capture_output=True, text=True, errors="replace", timeout=60)
+            res = run(argv, timeout=60, text=True, errors="replace")
         except (OSError, subprocess.TimeoutExpired) as exc:
             tried.append(f"{' '.join(argv)}: {exc}")
             continue
@@ -205,9 +207,9 @@ def _send_core(s: _Sender, core: str, exe: str | None, used: set[str]) -> None:
     """Read a core file here (signal, threads, Python frames, rank from its environment) and send
     only the ``hangdbg core`` JSON document and gdb's backtrace text, never the core itself."""
     from ..analyze import analyze  # noqa: PLC0415 - the agent imports the core reader only when asked
-    from ..report.core_json import core_document  # noqa: PLC0415
-    from ..report.jsonout import dumps_json  # noqa: PLC0415
-    from .core import CoreOptions, load  # noqa: PLC0415
+    from ..report.build import core_document  # noqa: PLC0415
+    from ..report.schema import to_json  # noqa: PLC0415
+    from ..sources.core import CoreOptions, load  # noqa: PLC0415
 
     try:
         report, dumps, readings = load([core], CoreOptions(exe=exe))
@@ -218,7 +220,7 @@ def _send_core(s: _Sender, core: str, exe: str | None, used: set[str]) -> None:
         s.problem(core, "; ".join(d for c in readings for d in c.diagnoses) or "not a readable core file")
         return
     name = os.path.basename(core)
-    s.text(_unique(f"cores/{name}.json", used), dumps_json(core_document(readings, report, analyze(dumps))) + "\n", core)
+    s.text(_unique(f"cores/{name}.json", used), to_json(core_document(readings, report, analyze(dumps), [core])) + "\n", core)
     for c in readings:
         if c.gdb_text:
             s.text(_unique(f"cores/{name}.gdb.txt", used), c.gdb_text, core)

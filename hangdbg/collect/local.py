@@ -17,7 +17,7 @@ from typing import Callable
 from ..model import RankDump, Thread
 from ..parse.pyspy_text import parse_pyspy_dump
 from .procs import RankProcess
-from .pyspy import PySpyOptions, PySpyResult, kill_running, run_pyspy
+from ..tools.pyspy import PySpyOptions, PySpyResult, kill_running, run_pyspy
 
 __all__ = ["CollectOptions", "collect", "raw_name", "raw_text", "write_raw", "header_line"]
 

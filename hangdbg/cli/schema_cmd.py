@@ -1,0 +1,42 @@
+"""``hangdbg schema``: the JSON Schema of every document hangdbg writes, or the finding kinds."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from rich.table import Table
+
+from ..model import SCHEMA_VERSION, Kind, Severity, SourceKind
+from ..report.schema import schema_text
+from .common import EXIT_OK, Command, write_text
+
+
+class SchemaCommand(Command):
+    description = (
+        f"Print the JSON Schema (draft 2020-12) of the documents that --json prints and -o DIR writes "
+        f"(schema_version {SCHEMA_VERSION}), or with --kinds the finding kinds, severities and evidence kinds."
+    )
+
+    @classmethod
+    def add_arguments(cls, p: argparse.ArgumentParser) -> None:
+        p.add_argument("--kinds", action="store_true", help="print the finding kinds, severities and evidence kinds as tables")
+        p.add_argument("-o", "--out", metavar="DIR", type=Path, help=f"write DIR/hangdbg-schema-v{SCHEMA_VERSION}.json")
+
+    def run(self, args: argparse.Namespace) -> int:
+        if args.kinds:
+            for enum, title in ((Kind, "finding kinds"), (Severity, "severities (most important first)"),
+                                (SourceKind, "evidence kinds")):
+                t = Table(title=title, title_justify="left", expand=True)
+                t.add_column("value", no_wrap=True, style="bold")
+                t.add_column("meaning", ratio=1)
+                for m in enum:
+                    t.add_row(m.value, m.doc)  # type: ignore[attr-defined]
+                self.out.print(t)
+            return EXIT_OK
+        text = schema_text()
+        if args.out is not None:
+            write_text(Path(args.out) / f"hangdbg-schema-v{SCHEMA_VERSION}.json", text + "\n")
+        self.out.file.write(text + "\n")
+        self.out.file.flush()
+        return EXIT_OK
