@@ -69,7 +69,7 @@ from _common import source_state  # noqa: E402
 from hangdbg.analyze import analyze
 from hangdbg.collect.local import CollectOptions, collect
 from hangdbg.collect.procs import find_ranks
-from hangdbg.collect.pyspy import PySpyOptions, find_pyspy, pyspy_argv
+from hangdbg.tools.pyspy import PySpyOptions, find_pyspy, pyspy_argv
 from hangdbg.demo.launch import DemoJob
 
 HERE = Path(__file__).resolve().parent

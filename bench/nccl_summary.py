@@ -124,7 +124,7 @@ def main() -> None:
         grep = [timed(["grep", "-c", "NCCL INFO", str(path)], env=genv) for _ in range(a.repeat)]
         env = dict(os.environ, PYTHONPATH=str(ROOT), NO_COLOR="1")
         cmd = [sys.executable, "-m", "hangdbg", "nccl", "summary", str(path), "--json"]
-        path_used = subprocess.run([sys.executable, "-c", "from hangdbg.parse.nccl import scan_path; print(scan_path())"],
+        path_used = subprocess.run([sys.executable, "-c", "from hangdbg.parse.nccl_scan import scan_path; print(scan_path())"],
                                    env=env, capture_output=True, text=True, check=True).stdout.strip()
         hd = [timed(cmd, env=env) for _ in range(a.repeat)]
         pure = []

@@ -1,7 +1,10 @@
-"""Shared fixtures: real hung torchrun/gloo jobs (started once per module) and a CLI runner."""
+"""Shared fixtures: real hung torchrun/gloo jobs (started once per module), a CLI runner, and the
+JSON contract: every document a test reads (``run_json``, ``read_json``) is validated against the
+schema ``hangdbg schema`` prints."""
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import subprocess
@@ -24,10 +27,45 @@ def run_cli(*args: str, timeout: float = 180, prefix: list[str] | None = None,
     )
 
 
+@functools.lru_cache(maxsize=1)
+def schema_validator():
+    """A draft 2020-12 validator of the schema that ``hangdbg schema`` prints (run once per process)."""
+    import jsonschema
+
+    res = subprocess.run([sys.executable, "-m", "hangdbg", "schema"], capture_output=True, text=True, timeout=120, cwd=ROOT)
+    assert res.returncode == 0, res.stderr
+    schema = json.loads(res.stdout)
+    jsonschema.Draft202012Validator.check_schema(schema)
+    return jsonschema.Draft202012Validator(schema)
+
+
+def validate(doc: dict) -> dict:
+    """Assert that ``doc`` follows the schema (with the path of the first error); returns it."""
+    errors = sorted(schema_validator().iter_errors(doc), key=lambda e: list(e.absolute_path))
+    assert not errors, f"{doc.get('command')} document breaks the schema at {list(errors[0].absolute_path)}: {errors[0].message[:500]}"
+    return doc
+
+
+def read_json(path) -> dict:
+    """A document written under ``-o DIR``, validated."""
+    return validate(json.loads(Path(path).read_text()))
+
+
 def run_json(*args: str, **kw) -> tuple[int, dict]:
+    """Run a command with ``--json``; its exit status and its document (validated against the schema)."""
     res = run_cli(*args, "--json", **kw)
     assert res.stdout.strip(), f"no JSON printed; stderr:\n{res.stderr}"
-    return res.returncode, json.loads(res.stdout)
+    return res.returncode, validate(json.loads(res.stdout))
+
+
+def suspects(doc: dict) -> list[dict]:
+    """The findings of severity ``suspect`` of a document, in its order."""
+    return [f for f in doc["findings"] if f["severity"] == "suspect"]
+
+
+def of_kind(doc: dict, kind: str) -> list[dict]:
+    """The findings of one kind."""
+    return [f for f in doc["findings"] if f["kind"] == kind]
 
 
 @pytest.fixture(scope="module")

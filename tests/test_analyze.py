@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from hangdbg.analyze import analyze, compress, expand
+from hangdbg.analyze import analyze
+from hangdbg.rankset import compress, expand
 from hangdbg.analyze.places import place_of
 from hangdbg.model import Frame, RankDump, Thread
 
@@ -45,41 +46,41 @@ def test_minority_collective_is_the_suspect():
     dumps = [rank(r, coll("all_reduce", 0, 120), world=16) for r in range(15)] + [rank(15, coll("broadcast", 0, 118), world=16)]
     a = analyze(dumps)
     assert [(s.ranks, s.kind) for s in a.suspects] == [((15,), "different-collective")]
-    assert a.suspects[0].reason == (
+    assert a.suspects[0].summary == (
         "different collective: in broadcast at job/train.py:118 while ranks 0-14 wait in all_reduce at job/train.py:120"
     )
     assert [g.ranks for g in a.groups] == [tuple(range(15)), (15,)]
-    assert a.found_hang
+    assert a.found
 
 
 def test_same_collective_other_call_site():
     dumps = [rank(r, coll("all_reduce", 0, 120)) for r in range(3)] + [rank(3, coll("all_reduce", 0, 130))]
     a = analyze(dumps)
     assert [(s.ranks, s.kind) for s in a.suspects] == [((3,), "different-collective")]
-    assert a.suspects[0].reason.startswith("same collective from a different call site")
+    assert a.suspects[0].summary.startswith("same collective from a different call site")
 
 
 def test_no_majority_names_every_split():
     dumps = [rank(r, coll("all_reduce", 0, 120)) for r in range(2)] + [rank(r, coll("broadcast", 0, 118)) for r in (2, 3)]
     a = analyze(dumps)
     assert sorted(s.ranks for s in a.suspects) == [(0, 1), (2, 3)]
-    assert all("no majority" in s.reason for s in a.suspects)
-    assert a.verdict.startswith("suspect ranks 0-3: collective mismatch with no majority")
+    assert all("no majority" in s.summary for s in a.suspects)
+    assert a.headline.startswith("suspect ranks 0-3: collective mismatch with no majority")
 
 
 def test_rank_outside_collectives_with_its_top_frame():
     dumps = [rank(r, coll("all_reduce", 0, 120)) for r in (0, 2, 3)] + [rank(1, outside("read_shard", 44))]
     a = analyze(dumps)
     assert [(s.ranks, s.kind) for s in a.suspects] == [((1,), "outside-collective")]
-    assert "read_shard (job/train.py:44)" in a.suspects[0].reason
-    assert "ranks 0,2-3 wait in all_reduce" in a.suspects[0].reason
+    assert "read_shard (job/train.py:44)" in a.suspects[0].summary
+    assert "ranks 0,2-3 wait in all_reduce" in a.suspects[0].summary
 
 
 def test_all_in_same_place_names_nobody():
     a = analyze([rank(r, coll("all_reduce", 0, 120)) for r in range(4)])
     assert a.suspects == ()
-    assert "same place" in a.verdict and "no single rank" in a.verdict
-    assert not a.found_hang
+    assert "same place" in a.headline and "no single rank" in a.headline
+    assert not a.found
 
 
 def test_missing_rank_and_init_waiters_not_blamed():
@@ -89,14 +90,14 @@ def test_missing_rank_and_init_waiters_not_blamed():
     a = analyze([rank(0, store_host), rank(1, init), rank(3, init)])
     assert a.missing_ranks == (2,)
     assert [(s.ranks, s.kind) for s in a.suspects] == [((2,), "missing")]
-    assert "init_process_group" in a.suspects[0].reason
+    assert "init_process_group" in a.suspects[0].summary
 
 
 def test_multi_node_job_seen_from_one_node_is_not_missing_ranks():
     dumps = [rank(r, coll("all_reduce", 0, 120), world=16, local_world_size=8) for r in range(8, 16)]
     a = analyze(dumps)
     assert a.missing_ranks == ()
-    assert "8 ranks live on nodes not examined" in a.verdict
+    assert "8 ranks live on nodes not examined" in a.headline
     dumps = dumps[:-1]
     assert analyze(dumps).missing_ranks == (15,)
 
@@ -109,7 +110,7 @@ def test_deadlock_from_native_lock_frames():
     dumps = [rank(r, coll("all_reduce", 0, 120)) for r in (0, 2, 3)] + [rank(1, main, threads=(other,))]
     a = analyze(dumps)
     assert [(s.ranks, s.kind) for s in a.suspects] == [((1,), "deadlock")]
-    assert "data prefetcher" in a.suspects[0].reason
+    assert "data prefetcher" in a.suspects[0].summary
 
 
 def test_collective_in_a_non_main_thread_is_seen():
@@ -134,7 +135,7 @@ def test_loop_counters_find_rank_behind_and_direction():
 
     a = analyze([at(0, 5), at(1, 5), at(2, 4), at(3, 5)])
     assert [(s.ranks, s.kind) for s in a.suspects] == [((2,), "behind")]
-    assert "step=4" in a.suspects[0].reason and "ranks 0-1,3 are at step=5" in a.suspects[0].reason
+    assert "step=4" in a.suspects[0].summary and "ranks 0-1,3 are at step=5" in a.suspects[0].summary
     # one rank ahead of three: the three are behind, but the odd one is the one that differs
     a = analyze([at(0, 4), at(1, 4), at(2, 5), at(3, 4)])
     assert [(s.ranks, s.kind) for s in a.suspects] == [((2,), "ahead")]
@@ -150,9 +151,9 @@ def test_progress_between_samples():
     a = analyze([sampled(0, stuck), sampled(1, busy), sampled(2, stuck), sampled(3, stuck)])
     assert a.progressing == (1,)
     assert [(s.ranks, s.kind) for s in a.suspects] == [((1,), "outside-collective")]
-    assert "still running" in a.suspects[0].reason
+    assert "still running" in a.suspects[0].summary
     a = analyze([sampled(r, busy) for r in range(4)])
-    assert a.suspects == () and a.verdict.startswith("no hang")
+    assert a.suspects == () and a.headline.startswith("no hang")
 
 
 def test_unreadable_and_gone_ranks():
@@ -163,7 +164,12 @@ def test_unreadable_and_gone_ranks():
     assert a.unreadable == (2,)
     assert a.missing_ranks == (3,)
     assert [(s.ranks, s.kind) for s in a.suspects] == [((3,), "missing")]
-    assert "could not read the stacks of ranks 2" in a.verdict
+    assert "could not read the stacks of rank 2" in a.headline
+    # the ranks that only wait are never suspects: they say whom they wait for
+    waiting = [f for f in a.findings if f.kind == "waiting"]
+    assert [(f.ranks, f.waits_for, f.severity) for f in waiting] == [((0, 1), (3,), "waiting")]
+    unreadable = [f for f in a.findings if f.kind == "unreadable"]
+    assert [(f.ranks, f.severity) for f in unreadable] == [((2,), "warning")] and "permission denied" in unreadable[0].summary
 
 
 def test_tree_carries_rank_sets_and_deep_stacks():

@@ -13,7 +13,7 @@ import time
 import pytest
 from rich.console import Console
 
-from conftest import FIXTURES, run_cli, run_json
+from conftest import FIXTURES, read_json, run_cli, run_json, suspects
 from hangdbg.cli.main import main
 
 
@@ -70,7 +70,7 @@ def test_hung_pyspy_is_abandoned_after_timeout(fake_rank, tmp_path):
     rc, doc = run_json("dump", "--pid", fake_rank.pid, "--py-spy", slow, "--timeout", "1", "-o", tmp_path / "o")
     assert time.monotonic() - t0 < 30
     assert rc == 1
-    err = doc["ranks"][0]["error"]
+    err = doc["stacks"]["ranks"][0]["error"]
     assert "timed out after 1 s" in err and "--nonblocking" in err
     raw = (tmp_path / "o" / "raw" / "rank-0000.txt").read_text()
     assert raw.startswith("# hangdbg rank=0") and "timed out" in raw
@@ -84,17 +84,22 @@ def test_missing_pyspy_names_the_fix(fake_rank, tmp_path):
 def test_single_process_dump_and_json_schema(fake_rank, tmp_path):
     rc, doc = run_json("dump", "--pid", fake_rank.pid, "-o", tmp_path)
     assert rc == 0
-    assert doc["schema_version"] == 1 and doc["command"] == "dump"
-    (r,) = doc["ranks"]
+    assert doc["schema_version"] == 2 and doc["command"] == "dump"
+    (r,) = doc["stacks"]["ranks"]
     assert (r["rank"], r["pid"], r["world_size"], r["error"]) == (0, fake_rank.pid, 1, None)
     assert [f["function"] for f in r["threads"][0]["frames"]] == ["wait", "<module>"]
     assert r["threads"][0]["frames"][0]["file"] == "<string>"
-    assert doc["suspects"] == [] and doc["missing_ranks"] == []
-    assert set(doc) >= {"ranks", "groups", "suspects", "missing_ranks", "verdict", "tree"}
+    assert suspects(doc) == [] and doc["stacks"]["missing_ranks"] == []
+    assert set(doc) >= {"schema_version", "tool", "version", "created", "command", "found", "headline", "findings", "stacks"}
+    assert not doc["found"] and doc["headline"] == doc["stacks"]["headline"]
+    assert set(doc["stacks"]) >= {"ranks", "groups", "missing_ranks", "tree"} and "suspects" not in doc
+    procs = read_json(tmp_path / "processes.json")  # written before the stacks, with the same header
+    assert (procs["tool"], procs["command"], [p["pid"] for p in procs["processes"]]) == ("hangdbg", "dump", [fake_rank.pid])
+    assert read_json(tmp_path / "hangdbg.json")["stacks"]["ranks"][0]["pid"] == fake_rank.pid
 
 
 def test_gone_process_is_reported_not_raised(tmp_path):
-    from hangdbg.collect.pyspy import PySpyOptions, run_pyspy
+    from hangdbg.tools.pyspy import PySpyOptions, run_pyspy
 
     proc = subprocess.Popen([sys.executable, "-c", "pass"])
     proc.wait()
@@ -109,7 +114,7 @@ def test_analyze_saved_fixture_files_in_process():
     doc = json.loads(buf.getvalue())
     assert rc == 3
     assert doc["command"] == "analyze"
-    assert len(doc["suspects"]) == 2  # two ranks, two collectives: no majority
+    assert len(suspects(doc)) == 2  # two ranks, two collectives: no majority
 
 
 def test_report_renders_in_fixed_width_console_without_color():
@@ -191,8 +196,8 @@ def test_ctrl_c_keeps_what_arrived_in_a_real_terminal(tmp_path):
         assert sorted(p.name for p in (out / "raw").glob("rank-*.txt")) == ["rank-0000.txt", "rank-0001.txt"]
         assert (out / "processes.json").exists()
         rc, doc = run_json("analyze", out)
-        assert sorted(r["rank"] for r in doc["ranks"]) == [0, 1]
-        assert doc["missing_ranks"] == [2]
+        assert sorted(r["rank"] for r in doc["stacks"]["ranks"]) == [0, 1]
+        assert doc["stacks"]["missing_ranks"] == [2]
     finally:
         for p in ranks:
             p.kill()
@@ -219,7 +224,7 @@ def test_every_subpackage_is_packaged_and_not_shadowed():
     found = set(find_packages(str(root), include=["hangdbg*", "tracer*"]))
     dirs = {".".join(p.parent.relative_to(root).parts) for p in root.glob("hangdbg/**/*.py")}
     assert dirs <= found, dirs - found
-    import hangdbg.analyze.rankset as rankset
+    import hangdbg.rankset as rankset
     import hangdbg.collect.procs as procs
 
     assert rankset.compress([1, 2]) == "1-2" and procs.find_ranks

@@ -6,12 +6,11 @@ Both "nodes" are this machine: each node's files live under ROOT/<host>/ and the
 
 from __future__ import annotations
 
-import json
 import os
 
 import pytest
 
-from conftest import FIXTURES, run_cli, run_json
+from conftest import FIXTURES, read_json, run_cli, run_json, suspects
 from infra.cores import SEGV, core_of, core_pattern, env, start
 
 
@@ -47,16 +46,20 @@ def test_collect_writes_each_nodes_files(sshd, node_disks, tmp_path, launcher):
     assert (out / "node2" / "logs" / "big.bin").read_bytes() == (node_disks / "node2" / "big.bin").read_bytes()
     assert (out / "node1" / "dmesg" / "kernel-node1.log").stat().st_size > 0
     assert not list(out.rglob("*.part"))
-    assert json.loads((out / "collect.json").read_text())["nodes"] == doc["nodes"]
+    assert read_json(out / "collect.json")["nodes"] == doc["nodes"]
+    assert not doc["found"] and doc["findings"] == []
 
 
 def test_collect_cuts_big_files_and_reports_dead_nodes(sshd, node_disks, tmp_path):
     out = tmp_path / "out"
     rc, doc = _collect(sshd, "--hosts", "node2,deadnode", "--launcher", "ssh", "--logs", f"{node_disks}/{{host}}/big.bin",
                        "--logs", "/nonexistent/{host}/x.log", "--max-bytes", "1500000", "-o", out)
-    assert rc == 3
+    assert rc == 1  # a node not read: the tool could not do all of its job (never 3: it is no finding about the job)
     nodes = {n["host"]: n for n in doc["nodes"]}
     assert nodes["deadnode"]["status"] == "unreachable"
+    (dead,) = doc["findings"]
+    assert (dead["kind"], dead["severity"], dead["hosts"], dead["source"]) == ("node-failed", "warning", ["deadnode"], "nodes")
+    assert not doc["found"] and "deadnode" in doc["headline"]
     assert nodes["node2"]["status"] == "ok"
     got = (out / "node2" / "logs" / "big.bin").read_bytes()
     assert got == (node_disks / "node2" / "big.bin").read_bytes()[-1500000:]
@@ -114,9 +117,9 @@ def test_collect_reads_cores_and_splits_nccl_logs_on_the_nodes(sshd, crashed_nod
     assert "nccl/rank03.log" in nodes["node2"]["files"] and len(nodes["node2"]["files"]) >= 16  # split per rank
     rc, rep = run_json("report", out)
     assert rc == 3
-    crash = next(s for s in rep["suspects"] if s["kind"] == "core-crash")
+    crash = next(s for s in suspects(rep) if s["kind"] == "core-crash")
     assert crash["ranks"] == [3] and crash["summary"].startswith("rank 3 on node1 crashed with SIGSEGV")
-    assert any(s["kind"] == "nccl-connect-failed" and s["hosts"] == ["node-02"] for s in rep["suspects"])
-    assert any(s["kind"] == "nccl-init-incomplete" and s["ranks"] == [3] for s in rep["suspects"])
+    assert any(s["kind"] == "nccl-connect-failed" and s["hosts"] == ["node-02"] for s in suspects(rep))
+    assert any(s["kind"] == "nccl-init-incomplete" and s["ranks"] == [3] for s in suspects(rep))
     kinds = {f["file"].rsplit("/", 1)[-1]: f["kinds"] for f in rep["files"]}
     assert kinds["rank03.log"] == ["nccl"] and any(k == ["core-json"] for k in kinds.values())

@@ -17,15 +17,18 @@ from pathlib import Path
 import psutil
 import pytest
 
-from conftest import FIXTURES, run_cli, run_json
+from conftest import FIXTURES, read_json, run_cli, run_json
 from infra.cores import SEGV, SEGV_LINE, SETENV, SETENV_LINE, TORCH, TORCH_LINE, WAIT, WAIT_LINE, core_of as _core_of, core_pattern as _core_pattern, env as _env, start as _start, unlimited_cores as _unlimited_cores
 
-from hangdbg.collect.core import CoreOptions, read_core
+from hangdbg.model import FileError
+from hangdbg.sources.core import CoreOptions, read_core
 from hangdbg.collect.gcore import plan_cores, write_core
 from hangdbg.collect.procs import RankProcess
 from hangdbg.parse import native_stacks
 from hangdbg.parse.elfcore import is_core, read_core_info
 from hangdbg.parse.textlines import read_head
+from hangdbg.sources import stack_text
+from hangdbg.sources.core_json import read_documents
 
 STACKS = FIXTURES / "stacks"
 
@@ -82,21 +85,21 @@ def torch_core(tmp_path_factory):
 def test_segv_core_rank_host_signal_and_python_frame(cores):
     rc, doc = run_json("core", cores["segv"])
     assert rc == 3
-    assert doc["command"] == "core" and doc["schema_version"] == 1
+    assert doc["command"] == "core" and doc["schema_version"] == 2
     c = doc["cores"][0]
     assert (c["rank"], c["rank_source"], c["host"], c["local_rank"], c["world_size"]) == (3, "RANK", "node-a", 1, 4)
     assert (c["signal"], c["how"], c["pid"]) == ("SIGSEGV", "crash", cores["segv_pid"])
     assert c["crashing_tid"] == c["pid"] and c["diagnoses"] == []
-    crashed = next(t for t in c["threads"] if t["crashed"])
+    crashed = next(t for t in c["threads"] if t["thread_id"] == c["crashing_tid"])
     assert crashed["name"] == "MainThread"
     frames = crashed["frames"]
     assert frames[0].get("native")  # the fault is in C (strlen), under ctypes
     py = [f for f in frames if not f.get("native")]
     assert [(f["function"], f["line"]) for f in py][:3] == [("string_at", py[0]["line"]), ("step", SEGV_LINE), ("<module>", SEGV_LINE + 1)]
     assert frames.index(py[0]) > 0 and frames[-1].get("native")  # Python frames sit inside the native stack
-    loader = next(t for t in c["threads"] if not t["crashed"])
+    loader = next(t for t in c["threads"] if t["thread_id"] != c["crashing_tid"])
     assert [f["function"] for f in loader["frames"] if not f.get("native")][0] == "worker" and loader["status"] == "idle"
-    (finding,) = doc["report"]["findings"]
+    (finding,) = doc["findings"]
     assert finding["kind"] == "core-crash" and finding["severity"] == "suspect" and finding["ranks"] == [3]
     assert finding["summary"].startswith("rank 3 on node-a crashed with SIGSEGV in ctypes/__init__.py:")
     assert f"prog.py:{SEGV_LINE} step()" in finding["summary"]
@@ -106,7 +109,7 @@ def test_abort_from_another_process_and_slurm_rank(cores):
     rc, doc = run_json("core", cores["abrt"])
     c = doc["cores"][0]
     assert (c["rank"], c["rank_source"], c["host"], c["signal"], c["how"]) == (6, "SLURM_PROCID", "node-b", "SIGABRT", "killed")
-    (finding,) = doc["report"]["findings"]
+    (finding,) = doc["findings"]
     assert finding["severity"] == "warning" and f"sent by pid {os.getpid()}" in finding["summary"]
     assert f"prog.py:{WAIT_LINE} wait_for_peers()" in finding["summary"]
     assert rc == 0  # killed from outside is not a crash of the rank
@@ -120,7 +123,7 @@ def test_gcore_of_a_live_process(cores):
     rc, doc = run_json("core", cores["gcore"])
     c = doc["cores"][0]
     assert (c["rank"], c["host"], c["signal"], c["how"]) == (0, "node-c", None, "on demand")
-    assert doc["report"]["findings"][0]["severity"] == "info"
+    assert doc["findings"][0]["severity"] == "info"
     main = next(t for t in c["threads"] if t["name"] == "MainThread")
     assert [f["function"] for f in main["frames"] if not f.get("native")] == ["wait_for_peers", "<module>"]
     assert rc == 0
@@ -133,7 +136,7 @@ def test_rank_set_at_run_time_comes_from_gdb_environ(cores):
     assert "RANK" not in info.environ and info.signal == signal.SIGSEGV and info.si_code <= 0
     c = read_core(str(cores["late"]), CoreOptions(timeout=60))
     assert (c.dump.rank, c.dump.rank_source, c.dump.host, c.how) == (7, "RANK", "node-late", "self")
-    from hangdbg.collect.core import finding_of
+    from hangdbg.sources.core import finding_of
 
     f = finding_of(c)
     assert f.severity == "suspect" and f.summary.startswith("rank 7 on node-late crashed with SIGSEGV in ")
@@ -148,9 +151,9 @@ def test_several_cores_are_clustered_and_rendered(cores):
     assert "core taken on demand (gcore)" in text
     assert "Equivalence classes" in text  # the analyzer's report of the three ranks
     rc, doc = run_json("core", cores["segv"], cores["abrt"], cores["gcore"])
-    assert sorted(r["rank"] for r in doc["ranks"]) == [0, 3, 6]
-    assert sorted(r for g in doc["groups"] for r in g["ranks"]) == [0, 3, 6]
-    assert [f["severity"] for f in doc["report"]["findings"]] == ["suspect", "warning", "info"]
+    assert sorted(r["rank"] for r in doc["stacks"]["ranks"]) == [0, 3, 6]
+    assert sorted(r for g in doc["stacks"]["groups"] for r in g["ranks"]) == [0, 3, 6]
+    assert [f["severity"] for f in doc["findings"]] == ["suspect", "warning", "info"]
 
 
 def test_torch_gloo_core_rank_and_crash_frame(torch_core, tmp_path):
@@ -160,7 +163,7 @@ def test_torch_gloo_core_rank_and_crash_frame(torch_core, tmp_path):
     c = doc["cores"][0]
     assert (c["rank"], c["local_rank"], c["world_size"], c["host"], c["pid"]) == (5, 1, 8, "gpu-node-07", pid)
     assert c["signal"] == "SIGSEGV" and len(c["threads"]) > 1  # gloo and torch threads too
-    summary = doc["report"]["findings"][0]["summary"]
+    summary = doc["findings"][0]["summary"]
     assert summary.startswith("rank 5 on gpu-node-07 crashed with SIGSEGV")
     assert f"prog.py:{TORCH_LINE} train_step()" in summary
     assert json.loads((tmp_path / "hangdbg.json").read_text())["cores"][0]["rank"] == 5
@@ -198,46 +201,45 @@ def test_wrong_exe_and_missing_gdb(cores):
 
 def _core_document_file(paths: list[str], out: Path):
     from hangdbg.analyze import analyze
-    from hangdbg.collect.core import load
-    from hangdbg.report.core_json import core_document
+    from hangdbg.report.build import core_document
+    from hangdbg.report.schema import to_json
+    from hangdbg.sources.core import load
 
     report, dumps, readings = load(paths, CoreOptions(timeout=60))
-    out.write_text(json.dumps(core_document(readings, report, analyze(dumps))))
+    out.write_text(to_json(core_document(readings, report, analyze(dumps), paths)))
     return report, dumps
 
 
 def test_core_document_reads_back_without_inventing_ranks(tmp_path):
     """An unreadable core is an error of the document, not a rank ('core on demand') read back."""
-    from hangdbg.parse import core_json
-
     bad = tmp_path / "notacore.bin"
     bad.write_bytes(b"\x00" * 300)
     report, _ = _core_document_file([str(bad)], tmp_path / "core.json")
-    assert report.ranks == () and report.errors == ((str(bad), "not an ELF core file"),)
-    back, dumps = core_json.read_dumps([str(tmp_path / "core.json")])
+    assert report.ranks == () and report.errors == (FileError(str(bad), "not an ELF core file"),)
+    back, dumps = read_documents([str(tmp_path / "core.json")])
     assert (back.ranks, back.errors, dumps) == ((), report.errors, [])
 
 
 def test_core_document_of_a_crash_and_a_bad_core_reads_back(cores, tmp_path):
-    from hangdbg.parse import core_json
-
     bad = tmp_path / "notacore.bin"
     bad.write_bytes(b"\x00" * 300)
     report, dumps = _core_document_file([str(cores["segv"]), str(bad)], tmp_path / "core.json")
-    back, back_dumps = core_json.read_dumps([str(tmp_path / "core.json")])
+    doc = read_json(tmp_path / "core.json")  # what collect brings back follows the schema too
+    assert doc["cores"][1]["diagnoses"] == ["not an ELF core file"] and doc["findings"][0]["kind"] == "core-crash"
+    back, back_dumps = read_documents([str(tmp_path / "core.json")])
     assert back.ranks == report.ranks and [s.rank for s in back.ranks] == [3]
-    assert back.errors == report.errors == ((str(bad), "not an ELF core file"),)
+    assert back.errors == report.errors == (FileError(str(bad), "not an ELF core file"),)
+    assert [(f.kind, f.source, f.ranks) for f in back.findings] == [("core-crash", "core", (3,))]
     assert [d.rank for d in back_dumps] == [d.rank for d in dumps] == [3]
 
 
 def test_garbled_core_documents_are_errors_of_their_own_file(tmp_path):
     """A document with wrong types or nesting too deep for json is one file's error; the batch goes on."""
-    from hangdbg.parse import core_json
-
-    head = '{"tool": "hangdbg", "command": "core", '
-    good = {"tool": "hangdbg", "command": "core", "report": {"ranks": [{"rank": 1, "state": "SIGSEGV"}]},
+    head = '{"schema_version": 2, "tool": "hangdbg", "command": "core", '
+    good = {"schema_version": 2, "tool": "hangdbg", "command": "core", "source": {"ranks": [{"rank": 1, "state": "SIGSEGV"}]},
             "cores": [{"rank": 1, "threads": [{"thread_id": 7, "frames": [{"function": "step", "file": "t.py", "line": 3}]}]}]}
-    bad = {"findings.json": head + '"report": {"findings": 5}}', "ranks.json": head + '"report": {"ranks": 5}}',
+    bad = {"findings.json": head + '"findings": 5}', "ranks.json": head + '"source": {"ranks": 5}}',
+           "v1.json": '{"schema_version": 1, "tool": "hangdbg", "command": "core", "cores": []}',
            "cores.json": head + '"cores": 5}', "frames.json": head + '"cores": [{"rank": 0, "threads": [{"frames": 5}]}]}',
            "deep.json": head + '"x": ' + "[" * 100_000 + "]" * 100_000 + "}"}
     paths = []
@@ -245,8 +247,9 @@ def test_garbled_core_documents_are_errors_of_their_own_file(tmp_path):
         (tmp_path / name).write_text(text)
         paths.append(str(tmp_path / name))
     (tmp_path / "good.json").write_text(json.dumps(good))
-    rep, dumps = core_json.read_dumps([*paths, str(tmp_path / "good.json")])
-    assert [e[0] for e in rep.errors] == paths and all("cannot read the core document" in e[1] for e in rep.errors)
+    rep, dumps = read_documents([*paths, str(tmp_path / "good.json")])
+    assert [e.file for e in rep.errors] == paths and all("cannot read the core document" in e.reason for e in rep.errors)
+    assert any("schema_version 1" in e.reason for e in rep.errors) and rep.records == 1
     assert [(s.rank, s.state) for s in rep.ranks] == [(1, "SIGSEGV")]
     assert [(d.rank, d.threads[0].frames[0].function) for d in dumps] == [(1, "step")]
 
@@ -287,8 +290,8 @@ def test_dump_core_writes_cores_that_read_back(hung_ranks, tmp_path):
         assert p.poll() is None and psutil.Process(p.pid).status() != psutil.STATUS_STOPPED
     rc, back = run_json("core", *(c["path"] for c in written))
     assert [(c["rank"], c["host"], c["how"]) for c in back["cores"]] == [(0, "node-h", "on demand"), (1, "node-h", "on demand")]
-    assert [g["ranks"] for g in back["groups"]] == [[0, 1]]  # same stack: one class, as the live dump
-    assert back["groups"][0]["frames"][0]["function"] == "wait_for_peers"
+    assert [g["ranks"] for g in back["stacks"]["groups"]] == [[0, 1]]  # same stack: one class, as the live dump
+    assert back["stacks"]["groups"][0]["frames"][0]["function"] == "wait_for_peers"
 
 
 def test_dump_core_refuses_when_the_cores_do_not_fit(hung_ranks, tmp_path):
@@ -315,7 +318,7 @@ def test_dump_core_refuses_when_the_cores_do_not_fit(hung_ranks, tmp_path):
 # --- text backtraces ------------------------------------------------------------------------------
 
 def _load(*names: str):
-    return native_stacks.load([str(STACKS / n) for n in names])
+    return stack_text.load([str(STACKS / n) for n in names])
 
 
 def test_every_fixture_is_sniffed_and_pyspy_is_not():
@@ -328,7 +331,7 @@ def test_every_fixture_is_sniffed_and_pyspy_is_not():
 
 def test_gdb_thread_apply_all_bt():
     rep, (d,) = _load("gdb_threads.txt")
-    assert rep.kind == "stacks-text" and rep.lines_skipped == 0 and rep.lines_read == 29
+    assert rep.kind == "stack-text" and rep.lines_skipped == 0 and rep.lines_read == 29
     assert d.cmdline == "/usr/bin/python3 train.py --epochs 3"
     main, other = d.threads
     assert (main.thread_id, main.status) == (4242, "active")  # [Current thread is 1 (... (LWP 4242))]
@@ -342,7 +345,7 @@ def test_gdb_thread_apply_all_bt():
 def test_gdb_bt_and_py_bt_merge_per_thread(tmp_path):
     both = tmp_path / "rank2.gdb.txt"
     both.write_text((STACKS / "gdb_threads.txt").read_text() + (STACKS / "pybt.txt").read_text())
-    rep, (d,) = native_stacks.load([str(both)])
+    rep, (d,) = stack_text.load([str(both)])
     assert d.rank == 2 and d.rank_source == "file name"
     main = next(t for t in d.threads if t.thread_id == 4242)
     fns = [f.function for f in main.frames]
@@ -382,7 +385,7 @@ def test_real_faulthandler_dump(tmp_path):
     log = tmp_path / "rank4.log"
     log.write_text(res.stderr)
     assert native_stacks.sniff(read_head(str(log)))
-    rep, (d,) = native_stacks.load([str(log)])
+    rep, (d,) = stack_text.load([str(log)])
     assert d.rank == 4 and [f.function for f in d.threads[0].frames] == ["step", "<module>"]
     assert rep.findings[0].summary == "rank 4: Fatal Python error: Segmentation fault in fh.py:4 step()".replace(
         "fh.py", f"{tmp_path.name}/fh.py")
@@ -424,8 +427,8 @@ def test_stack_texts_go_through_the_analyzer():
 
 
 def test_unreadable_file_is_reported(tmp_path):
-    rep = native_stacks.read([str(tmp_path / "missing.txt")])
-    assert rep.errors and rep.errors[0][0].endswith("missing.txt")
+    rep = stack_text.READER.read([str(tmp_path / "missing.txt")])
+    assert rep.errors and rep.errors[0].file.endswith("missing.txt")
 
 
 def test_fuzzed_stack_lines_never_raise():

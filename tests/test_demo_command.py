@@ -6,7 +6,7 @@ import re
 import psutil
 import pytest
 
-from conftest import run_cli
+from conftest import run_cli, suspects
 
 pytest.importorskip("torch")
 
@@ -18,8 +18,8 @@ def test_demo_names_rank3_in_broadcast_and_cleans_up(tmp_path):
     assert "suspect rank 3: different collective: in broadcast at demo/job.py" in verdict
     assert "ranks 0-2 wait in all_reduce" in verdict
     doc = json.loads((tmp_path / "hangdbg.json").read_text())
-    assert doc["command"] == "demo" and [s["ranks"] for s in doc["suspects"]] == [[3]]
+    assert doc["command"] == "demo" and [s["ranks"] for s in suspects(doc)] == [[3]]
     # the job was torn down: launcher and ranks are gone
     launcher = int(re.search(r"torchrun pid (\d+)", res.stderr).group(1))
-    for pid in [launcher] + [r["pid"] for r in doc["ranks"]]:
+    for pid in [launcher] + [r["pid"] for r in doc["stacks"]["ranks"]]:
         assert not psutil.pid_exists(pid) or psutil.Process(pid).status() == psutil.STATUS_ZOMBIE

@@ -12,14 +12,15 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import FIXTURES, run_cli, run_json
+from conftest import FIXTURES, read_json, run_cli, run_json
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from hangdbg.analyze.flight_recorder import read
+from hangdbg.model import FileError
+from hangdbg.report.schema import to_jsonable
+from hangdbg.sources.flight_recorder import READER
 from hangdbg.analyze.fr_crosscheck import cross_check
 from hangdbg.model import Analysis, Place, TreeNode
-from hangdbg.parse import flight_recorder as fr_reader
 from hangdbg.parse.flight_recorder import (
     FrDumpError,
     load_dump,
@@ -72,11 +73,11 @@ def _one(rep, kind: str, **match):
 
 @pytest.mark.parametrize("fmt", ["json", "pickle"])
 def test_real_dumps_name_the_mismatch_and_the_rank_that_stopped(real_dumps, fmt):
-    rep = read(_files(real_dumps / fmt))
-    assert rep == fr_reader.read(_files(real_dumps / fmt))  # the reader module hangdbg report calls
+    rep = READER.read(_files(real_dumps / fmt))
+    assert rep == READER.read(_files(real_dumps / fmt))  # the same reader object hangdbg report calls
     assert rep.kind == "flight-recorder" and not rep.errors
-    assert rep.facts["formats"] == {fmt: WORLD} and rep.facts["versions"] == ["2.10"]
-    assert rep.facts["backends"] == ["gloo"]
+    assert rep.facts.formats == {fmt: WORLD} and rep.facts.versions == ("2.10",)
+    assert rep.facts.backends == ("gloo",)
     mm = _one(rep, "fr-mismatch")
     assert mm.ranks == (3,) and mm.severity == "suspect"
     assert "0:default_pg collective seq 4" in mm.summary
@@ -121,21 +122,21 @@ def test_torchfrtrace_fails_where_hangdbg_reads(real_dumps, tmp_path):
     res = subprocess.run([sys.executable, "-m", "torch.distributed.flight_recorder.fr_trace", str(real_dumps / "pickle")],
                          capture_output=True, text=True, timeout=120, cwd=tmp_path, check=False)
     assert res.returncode != 0 and "KeyError: ('0', 0)" in res.stderr
-    assert not read(_files(real_dumps / "pickle")).errors
+    assert not READER.read(_files(real_dumps / "pickle")).errors
 
 
 def test_a_second_dump_of_a_rank_is_ignored_with_a_reason(real_dumps):
     files = _files(real_dumps / "json") + [str(real_dumps / "pickle" / "nccl_trace_rank_3")]
-    rep = read(files)
-    assert rep.facts["dumps"] == WORLD and rep.facts["formats"] == {"json": WORLD}
-    assert rep.errors == ((files[-1], f"a second dump of rank 3 (the first read was {files[3]}): ignored"),)
+    rep = READER.read(files)
+    assert rep.facts.dumps == WORLD and rep.facts.formats == {"json": WORLD}
+    assert rep.errors == (FileError(files[-1], f"a second dump of rank 3 (the first read was {files[3]}): ignored"),)
 
 
 def test_a_rank_without_dump_is_named(real_dumps, tmp_path):
     for p in (real_dumps / "json").iterdir():
         if p.name != "nccl_trace_rank_2.json":
             shutil.copy(p, tmp_path / p.name)
-    rep = read(_files(tmp_path))
+    rep = READER.read(_files(tmp_path))
     miss = _one(rep, "fr-missing-rank", ranks=(2,))
     assert "rank 2 left no flight-recorder dump" in miss.summary and "3 of 4 dumps read" in miss.summary
     assert any(r.rank == 2 and r.state == "no dump" for r in rep.ranks)
@@ -150,12 +151,12 @@ def test_cli_on_real_dumps(real_dumps):
     assert "fr-mismatch" in out and "rank 3 broadcast in [[1024]] Float" in out
     assert "1:side" in out and "4 dumps (4 pickle), version 2.10" in out
     code, doc = run_json("fr", real_dumps / "json", "-o", real_dumps / "report")
-    assert json.loads((real_dumps / "report" / "fr.json").read_text())["findings"] == doc["findings"]
-    assert code == 3 and doc["command"] == "fr" and doc["schema_version"] == 1 and doc["found_suspects"]
-    assert doc["kind"] == "flight-recorder" and doc["findings"][0]["kind"] == "fr-mismatch"
-    rows = {(r["rank"], r["group"]): r for r in doc["facts"]["table"]}
-    assert rows[(3, "1:side")]["last"]["seq"] == 1 and rows[(3, "1:side")]["last_completed"] == {"seq": 1, "op": "all_reduce"}
-    assert rows[(3, "1:side")]["last_started"] == {"seq": 1, "op": "all_reduce"}
+    assert read_json(real_dumps / "report" / "fr.json")["findings"] == doc["findings"]
+    assert code == 3 and doc["command"] == "fr" and doc["schema_version"] == 2 and doc["found"]
+    assert doc["source"]["kind"] == "flight-recorder" and doc["findings"][0]["kind"] == "fr-mismatch"
+    rows = {(r["rank"], r["group"]): r for r in doc["source"]["facts"]["table"]}
+    assert rows[(3, "1:side")]["last"]["seq"] == 1 and rows[(3, "1:side")]["last_completed"] == {"seq": 1, "op": "all_reduce", "state": None}
+    assert rows[(3, "1:side")]["last_started"] == {"seq": 1, "op": "all_reduce", "state": None}
     assert rows[(0, "1:side")]["last"]["seq"] == 2 and rows[(0, "1:side")]["last"]["desc"] == "all_reduce in [[8]] Long"
 
 
@@ -180,10 +181,10 @@ def test_restricted_unpickler_refuses_a_malicious_pickle(real_dumps, tmp_path):
     d.mkdir()
     (d / "nccl_trace_rank_1").write_bytes(data)
     shutil.copy(real_dumps / "pickle" / "nccl_trace_rank_0", d / "nccl_trace_rank_0")
-    rep = read(_files(d))
-    assert rep.errors and rep.errors[0][0].endswith("nccl_trace_rank_1") and "refused" in rep.errors[0][1]
-    assert "system" in rep.errors[0][1]
-    assert rep.facts["dumps"] == 1 and any(r.rank == 1 and r.state == "dump unreadable" for r in rep.ranks)
+    rep = READER.read(_files(d))
+    assert rep.errors and rep.errors[0].file.endswith("nccl_trace_rank_1") and "refused" in rep.errors[0].reason
+    assert "system" in rep.errors[0].reason
+    assert rep.facts.dumps == 1 and any(r.rank == 1 and r.state == "dump unreadable" for r in rep.ranks)
     assert not marker.exists(), "the pickle's code ran"
     res = run_cli("fr", d)
     assert "unreadable" in res.stdout and "refused" in res.stdout and not marker.exists()
@@ -199,24 +200,24 @@ def test_truncated_and_garbled_files_are_reported_and_the_rest_is_read(real_dump
     (tmp_path / "nccl_trace_rank_3").write_bytes(js[: len(js) - 40])             # truncated JSON
     (tmp_path / "nccl_trace_rank_4").write_bytes(b"")                              # empty
     assert sniff(full[: len(full) // 2]) and sniff(js[: len(js) - 40])
-    rep = read(_files(tmp_path))
-    bad = {Path(p).name: why for p, why in rep.errors}
+    rep = READER.read(_files(tmp_path))
+    bad = {Path(e.file).name: e.reason for e in rep.errors}
     assert set(bad) == {"nccl_trace_rank_1", "nccl_trace_rank_2", "nccl_trace_rank_3", "nccl_trace_rank_4"}
     assert "truncated or garbled" in bad["nccl_trace_rank_1"] and "JSON" in bad["nccl_trace_rank_3"]
     assert bad["nccl_trace_rank_4"] == "empty file"
-    assert rep.facts["dumps"] == 1 and rep.lines_read > 0
+    assert rep.facts.dumps == 1 and rep.lines_read > 0
     miss = _one(rep, "fr-missing-rank", ranks=(1, 2, 3, 4))
     assert "could not be read" in miss.summary
     res = run_cli("fr", tmp_path)  # the CLI walks the directory, lists the bad files, exits 3
-    assert res.returncode == 3 and sum(line.startswith("unreadable ") for line in res.stdout.splitlines()) == 4
+    assert res.returncode == 3 and sum(line.startswith("could not read ") for line in res.stdout.splitlines()) == 4
 
 
 def test_no_readable_dump_is_a_clear_error(tmp_path):
     (tmp_path / "nccl_trace_rank_0").write_bytes(b"{\"entries\": [")
     res = run_cli("fr", tmp_path / "nccl_trace_rank_0")
-    assert res.returncode == 1 and "could be read" in res.stderr and "Traceback" not in res.stderr
+    assert res.returncode == 1 and "nothing could be read" in res.stderr and "Traceback" not in res.stderr
     res = run_cli("fr", tmp_path / "nowhere")
-    assert res.returncode == 2 and "no flight-recorder dump" in res.stderr
+    assert res.returncode == 2 and "no such file or directory" in res.stderr
 
 
 def test_sniff_accepts_dumps_only(real_dumps):
@@ -268,14 +269,14 @@ def test_older_layout_22_many_behind_are_the_stragglers(tmp_path, fmt):
     for r in (1, 2, 3):
         per_rank[r] = [_entry(i, i + 1, "all_reduce", version="2.2") for i in range(5)]
     _write(tmp_path, "2.2", per_rank, fmt)
-    rep = read(_files(tmp_path))
-    assert not rep.errors and rep.facts["versions"] == ["2.2"]
+    rep = READER.read(_files(tmp_path))
+    assert not rep.errors and rep.facts.versions == ("2.2",)
     lag = _one(rep, "fr-missing-rank")
     assert lag.ranks == (1, 2, 3)
     assert "ranks 1-3 stop at collective seq 5 (all_reduce) while rank 0 went on to seq 6 (all_gather)" in lag.summary
     assert "stragglers are the many (ranks 1-3), not the 1 that ran ahead" in lag.summary
     assert not [f for f in rep.findings if f.kind == "fr-mismatch"]
-    assert rep.facts["groups"]["0:default_pg"] == {"members": [0, 1, 2, 3], "members_from": "pg_config"}
+    assert (rep.facts.groups["0:default_pg"].members, rep.facts.groups["0:default_pg"].members_from) == ((0, 1, 2, 3), "pg_config")
 
 
 def test_older_layout_24_size_mismatch_and_partial_completion(tmp_path):
@@ -291,7 +292,7 @@ def test_older_layout_24_size_mismatch_and_partial_completion(tmp_path):
                 _entry(3, 4, "all_reduce", state="completed" if r < 2 else "started")]
         per_rank[r] = ents
     _write(tmp_path, "2.4", per_rank, "pickle")
-    rep = read(_files(tmp_path))
+    rep = READER.read(_files(tmp_path))
     mm = _one(rep, "fr-mismatch")
     assert mm.ranks == (2,)
     assert "seq 3: ranks 0-1 all_reduce in [[1024]] Float (completed) vs rank 2 all_reduce in [[512]] Float" in mm.summary
@@ -299,8 +300,8 @@ def test_older_layout_24_size_mismatch_and_partial_completion(tmp_path):
     assert "rank 2 called from train_step (/job/train.py:42)" in [e.text for e in mm.evidence]
     stuck = _one(rep, "fr-stuck")
     assert stuck.ranks == (2,) and "seq 4 (all_reduce) completed on ranks 0-1 but not on rank 2 (started on rank 2)" in stuck.summary
-    row2 = next(t for t in rep.facts["table"] if t["rank"] == 2)
-    assert row2["last"]["state"] == "started" and row2["last_started"]["seq"] == 4 and row2["last_completed"]["seq"] == 3
+    row2 = next(t for t in rep.facts.table if t.rank == 2)
+    assert row2.last.state == "started" and row2.last_started.seq == 4 and row2.last_completed.seq == 3
     miss = _one(rep, "fr-missing-rank")
     assert miss.ranks == (3,) and "from the member ranks in pg_config" in miss.summary
     assert any("pg_config '0' desc='default_pg' ranks=[0, 1, 2, 3]" in e.text for e in miss.evidence)
@@ -325,11 +326,11 @@ def test_cross_check_with_stack_places(tmp_path):
     per_rank = {r: [_entry(0, 1, "all_reduce"), _entry(1, 2, "broadcast" if r == 3 else "all_reduce", state="started")]
                 for r in range(4)}
     _write(tmp_path, "2.4", per_rank, "json")
-    fr = read(_files(tmp_path))
+    fr = READER.read(_files(tmp_path))
     places = {0: Place("collective", "all_reduce"), 1: Place("collective", "all_reduce"),
               2: Place("collective", "barrier"), 3: Place("outside", None)}
-    a = Analysis(ranks=(), groups=(), tree=TreeNode(None, frozenset()), suspects=(), missing_ranks=(),
-                 verdict="", places=places)
+    a = Analysis(ranks=(), groups=(), tree=TreeNode(None, frozenset()), findings=(), missing_ranks=(),
+                 headline="", places=places)
     found = cross_check(fr, a)
     agree = [f for f in found if f.kind == "fr-agrees"]
     assert len(agree) == 1 and agree[0].ranks == (0, 1) and agree[0].severity == "info"
@@ -355,7 +356,7 @@ def test_p2p_matched_per_pair_in_order(tmp_path):
         3: [_p2p(0, 1, "send 3->2", state="started")],
     }
     _write(tmp_path, "2.10", per_rank, "json")
-    rep = read(_files(tmp_path))
+    rep = READER.read(_files(tmp_path))
     miss = _one(rep, "fr-missing-rank")
     assert miss.ranks == (1,) and "rank 0's send #2 with rank 1 (p2p seq 2" in miss.summary
     assert "no matching recv on rank 1, which recorded 1 p2p op(s) with rank 0" in miss.summary
@@ -376,11 +377,11 @@ def test_pg_status_stands_in_for_entries_left_out(tmp_path):
     doc["pg_status"] = {"0": {"last_enqueued_collective": "5", "last_started_collective": "5",
                               "last_completed_collective": "5"}}
     (tmp_path / "nccl_trace_rank_1").write_text(json.dumps(doc))
-    rep = read(_files(tmp_path))
+    rep = READER.read(_files(tmp_path))
     assert not [f for f in rep.findings if f.kind == "fr-missing-rank"]
     doc["pg_status"]["0"]["last_enqueued_collective"] = "3"
     (tmp_path / "nccl_trace_rank_1").write_text(json.dumps(doc))
-    lag = _one(read(_files(tmp_path)), "fr-missing-rank")
+    lag = _one(READER.read(_files(tmp_path)), "fr-missing-rank")
     assert lag.ranks == (1,) and "rank 1 stops at collective seq 3 (pg_status; no entry in the dump)" in lag.summary
 
 
@@ -405,9 +406,9 @@ def test_fuzz_structures_never_raise(tmp_path, docs, as_pickle):
         p = tmp_path / f"fuzz_rank_{r}"
         p.write_bytes(pickle.dumps(doc, protocol=2) if as_pickle else json.dumps(doc).encode())
         paths.append(str(p))
-    rep = read(paths)
-    assert rep.facts["dumps"] + len(rep.errors) == len(docs)
-    json.dumps(rep.facts)  # the JSON twin can always be written
+    rep = READER.read(paths)
+    assert rep.facts.dumps + len(rep.errors) == len(docs)
+    json.dumps(to_jsonable(rep.facts))  # the JSON twin can always be written
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])

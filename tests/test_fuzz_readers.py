@@ -16,8 +16,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from conftest import FIXTURES
-from hangdbg.model import SourceReport
-from hangdbg.parse.sources import READERS, reader, walk
+from hangdbg.model import Severity, SourceReport
+from hangdbg.sources.registry import READERS
+from hangdbg.sources.walk import walk
 
 
 def _corpus() -> list[bytes]:
@@ -58,27 +59,26 @@ documents = st.lists(mutated_line(), min_size=0, max_size=60).map(lambda ls: b"\
 endings = st.sampled_from([b"", b"\n", b"\r\n"])
 
 
-@pytest.mark.parametrize("kind", list(READERS))
+@pytest.mark.parametrize("reader", READERS, ids=lambda r: str(r.kind))
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 @given(doc=documents, end=endings)
-def test_reader_never_raises(kind, doc, end):
-    mod = reader(kind)
+def test_reader_never_raises(reader, doc, end):
     with tempfile.TemporaryDirectory() as d:
         path = Path(d) / "evidence.log"
         path.write_bytes(doc.replace(b"\n", end or b"\n") + end)
-        mod.sniff(doc[:65536])
-        rep = mod.read([str(path)])
-        assert isinstance(rep, SourceReport)
-        assert rep.lines_skipped >= 0
+        reader.sniff(doc[:65536])
+        rep = reader.read([str(path)])
+        assert isinstance(rep, SourceReport) and rep.kind is reader.kind
+        assert rep.lines_skipped >= 0 and rep.records >= 0
         for f in rep.findings:
-            assert f.severity in ("suspect", "warning", "info")
+            assert isinstance(f.severity, Severity) and f.source is not None
 
 
 @settings(max_examples=25, deadline=None)
 @given(docs=st.lists(documents, min_size=1, max_size=4))
 def test_report_of_random_directory_never_raises(docs):
     from hangdbg.analyze.verdict import build_verdict
-    from hangdbg.analyze.evidence import read_sources
+    from hangdbg.sources.evidence import read_sources
 
     with tempfile.TemporaryDirectory() as d:
         for i, doc in enumerate(docs):
@@ -88,4 +88,4 @@ def test_report_of_random_directory_never_raises(docs):
         v = build_verdict(sources, analysis, unparsed, files)
         assert len(v.files) == len(docs)
         for s in sources:
-            assert not [e for e in s.errors if "reader failed" in e[1]], s.errors
+            assert not [e for e in s.errors if "reader failed" in e.reason], s.errors

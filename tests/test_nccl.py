@@ -16,15 +16,27 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from hangdbg.analyze.nccl import read, sniff
-from hangdbg.parse.nccl import RECORD, _SHAPE, record_starts, scan
+from hangdbg.parse.nccl import RECORD, _SHAPE, record_starts, sniff
+from hangdbg.parse.nccl_scan import scan
+from hangdbg.report.schema import to_jsonable
+from hangdbg.sources.nccl import NcclReader
 from hangdbg.parse.textlines import strip_prefix
 
-from conftest import run_cli
+from conftest import read_json, run_cli, run_json
 
 FIX = Path(__file__).parent / "fixtures" / "nccl"
 sys.path.insert(0, str(FIX))
 import nccl_gen  # noqa: E402
+
+
+def read(paths, **kw):
+    """The NCCL reader (``split_on``, ``workers`` as ``nccl summary`` passes them)."""
+    return NcclReader().read_split(paths, **kw)
+
+
+def facts(rep) -> dict:
+    """The reader's typed facts as their JSON twin."""
+    return to_jsonable(rep.facts)
 
 LOGS = sorted(str(p) for p in FIX.glob("*.log"))
 
@@ -87,7 +99,7 @@ def test_spliced_line_has_two_record_starts():
 
 def test_hand_written_formats():
     rep = read([fx("hand_formats.log")])
-    procs = {p["host"]: p for p in rep.facts["processes"]}
+    procs = {p["host"]: p for p in facts(rep)["processes"]}
     assert set(procs) == {"trainer-pod-7f9c-0", "3f2a9c1b7d4e", "10.0.3.7", "node-9"}
     pod = procs["trainer-pod-7f9c-0"]
     assert pod["version"] == "2.18.1+cuda12.1"  # from the line without host prefix
@@ -114,7 +126,7 @@ def test_clean_run_has_no_suspect():
     assert not suspects(rep) and rep.lines_skipped == 0
     assert [r.rank for r in rep.ranks] == list(range(16))
     assert {r.state for r in rep.ranks} == {"ok"} and len({r.seq for r in rep.ranks}) == 1
-    counts = {json.dumps(p["collectives"], sort_keys=True) for p in rep.facts["processes"]}
+    counts = {json.dumps(p["collectives"], sort_keys=True) for p in facts(rep)["processes"]}
     assert len(counts) == 1
 
 
@@ -160,9 +172,9 @@ def test_plugin_on_one_host():
 def test_split_communicator_is_a_group_of_its_own():
     rep = read([fx("subcomm.log")])
     assert not suspects(rep)
-    comms = rep.facts["communicators"]
+    comms = facts(rep)["communicators"]
     assert sorted(v["nranks"] for v in comms.values()) == [4, 4, 8]
-    p0 = rep.facts["processes"][0]
+    p0 = facts(rep)["processes"][0]
     assert [c["nranks"] for c in p0["comms"]] == [8, 4] and p0["comms"][1]["parent"] == p0["comms"][0]["comm"]
 
 
@@ -176,7 +188,7 @@ def test_launcher_prefixes(name):
 def test_old_nccl_2_2_format():
     rep = read([fx("old_2_2.log")])
     assert rep.lines_skipped == 0
-    assert rep.facts["processes"][0]["version"] == "2.2.13+cuda9.0"
+    assert facts(rep)["processes"][0]["version"] == "2.2.13+cuda9.0"
     kinds = {f.kind: f for f in suspects(rep)}
     assert kinds["nccl-lagging"].ranks == (7,)
     assert kinds["nccl-connect-failed"].hosts == ("node-01",)
@@ -226,7 +238,7 @@ def test_fast_scan_leaves_unicode_space_before_a_host_to_the_line_parser(lead):
 
 def test_last_opcount_window_widens(monkeypatch):
     """The last opCount of a rank that stopped early lies before the end window of its chunk."""
-    import hangdbg.parse.nccl as mod
+    import hangdbg.parse.nccl_scan as mod
 
     paths = [fx("lagging.log"), fx("subcomm.log"), fx("messy.log")]
     want = signature(scan(paths, workers=1))
@@ -243,7 +255,7 @@ def test_unreadable_and_empty_files(tmp_path):
     empty = tmp_path / "empty.log"
     empty.write_bytes(b"")
     rep = read([str(tmp_path / "gone.log"), str(empty), fx("lagging.log")])
-    assert [e[0] for e in rep.errors] == [str(tmp_path / "gone.log")]
+    assert [e.file for e in rep.errors] == [str(tmp_path / "gone.log")]
     assert [f.ranks for f in suspects(rep)] == [(5,)]  # the rest is still read
 
 
@@ -310,20 +322,18 @@ def test_cli_summary_clean_and_suspects():
 
 
 def test_cli_summary_json():
-    res = run_cli("nccl", "summary", "--json", fx("refused.log"), fx("plugin_one_host.log"))
-    doc = json.loads(res.stdout)
-    assert res.returncode == 3 and doc["command"] == "nccl summary" and doc["schema_version"] >= 1
+    code, doc = run_json("nccl", "summary", fx("refused.log"), fx("plugin_one_host.log"))
+    assert code == 3 and doc["command"] == "nccl summary" and doc["schema_version"] == 2
     kinds = {f["kind"]: f for f in doc["findings"]}
     assert kinds["nccl-connect-failed"]["hosts"] == ["node-02"]
-    assert doc["facts"]["ip_hosts"]["10.0.0.7"] == "node-02"
+    assert doc["source"]["facts"]["ip_hosts"]["10.0.0.7"] == "node-02"
 
 
 def test_cli_summary_split_on(tmp_path):
-    res = run_cli("nccl", "summary", fx("iterations.log"), "--split-on", r"iteration \d+", "--json", "-o", tmp_path)
-    doc = json.loads(res.stdout)
-    assert res.returncode == 3
-    assert json.loads((tmp_path / "nccl.json").read_text())["facts"]["slices"] == doc["facts"]["slices"]
-    slices = doc["facts"]["slices"]
+    code, doc = run_json("nccl", "summary", fx("iterations.log"), "--split-on", r"iteration \d+", "-o", tmp_path)
+    assert code == 3
+    assert read_json(tmp_path / "nccl.json")["source"]["facts"]["slices"] == doc["source"]["facts"]["slices"]
+    slices = doc["source"]["facts"]["slices"]
     assert len(slices["rank 0"]) == 5  # before the first print + 4 iterations
     differ = [f for f in doc["findings"] if f["kind"] == "nccl-slice-differs"]
     assert [f["ranks"] for f in differ] == [[6]] and "slice 4" in differ[0]["summary"]
@@ -342,9 +352,9 @@ def test_slice_table_keeps_two_processes_of_one_rank(tmp_path):
                    + "iteration 1\n"
                    + init.format(h="node-01", pid=200, c="0x2") + coll.format(h="node-01", pid=200, c="0x2", name="Broadcast"))
     rep = read([str(log)], split_on=re.compile("iteration"))
-    assert rep.facts["slices"] == {"rank 0 (node-00.100)": [{"AllReduce": 1}, {}],
+    assert facts(rep)["slices"] == {"rank 0 (node-00.100)": [{"AllReduce": 1}, {}],
                                    "rank 0 (node-01.200)": [{"Broadcast": 1}, {}]}  # not seen yet at the mark
-    assert [p["label"] for p in rep.facts["processes"]] == list(rep.facts["slices"])
+    assert [p["label"] for p in facts(rep)["processes"]] == list(facts(rep)["slices"])
 
 
 @pytest.mark.parametrize("name", ["AllReduce", "Broadcast", "AllGather", "ReduceScatter", "Reduce"])
@@ -355,7 +365,7 @@ def test_slice_table_marks_the_rank_the_finding_names(tmp_path, name):
 
     from rich.console import Console
 
-    from hangdbg.cli.nccl_cmd import NcclCommand
+    from hangdbg.cli.nccl_cmd import _slices
 
     log = tmp_path / "tie.log"
     log.write_text(
@@ -366,20 +376,19 @@ def test_slice_table_marks_the_rank_the_finding_names(tmp_path, name):
         "comm 0x1 [nranks=2] stream 0x3\n")
     rep = read([str(log)], split_on=re.compile("iteration"))
     assert [f.ranks for f in rep.findings if f.kind == "nccl-slice-differs"] == [(1,)]
-    assert rep.facts["slice_majority"] == [{}, {name: 1}]
+    assert facts(rep)["slice_majority"] == [{}, {name: 1}]
     out = Console(file=io.StringIO(), force_terminal=True, color_system="standard", width=200)
-    NcclCommand(out, out)._render_slices(rep)
+    out.print(_slices(rep.facts))
     red = [re.sub(r"\x1b\[[0-9;]*m", "", ln).split("\u2502")[1].strip()
            for ln in out.file.getvalue().splitlines() if "\x1b[31m" in ln]
     assert red == ["rank 1"]
 
 
 def test_cli_split_interleaved(tmp_path):
-    res = run_cli("nccl", "split", fx("lagging.log"), "-o", tmp_path, "--json")
-    assert res.returncode == 0, res.stderr
-    doc = json.loads(res.stdout)
-    assert [r["rank"] for r in doc["ranks"]] == list(range(16))
-    for r in doc["ranks"]:
+    code, doc = run_json("nccl", "split", fx("lagging.log"), "-o", tmp_path)
+    assert code == 0 and read_json(tmp_path / "split.json")["files"] == doc["files"]
+    assert [r["rank"] for r in doc["files"]] == list(range(16))
+    for r in doc["files"]:
         text = (tmp_path / r["files"][0]).read_text()
         pids = set(re.findall(r"^[\w.-]+:(\d+):", text, re.M))
         assert pids == {str(r["pid"])}
@@ -391,7 +400,7 @@ def test_cli_split_interleaved(tmp_path):
 def test_cli_split_per_process_files_and_slices(tmp_path):
     res = run_cli("nccl", "split", FIX / "perproc", "-o", tmp_path / "a")
     assert res.returncode == 0, res.stderr
-    assert sorted(p.name for p in (tmp_path / "a").iterdir()) == [f"rank{r}.log" for r in range(8)]
+    assert sorted(p.name for p in (tmp_path / "a").iterdir()) == sorted([f"rank{r}.log" for r in range(8)] + ["split.json"])
     res = run_cli("nccl", "split", fx("iterations.log"), "-o", tmp_path / "b", "--split-on", r"iteration \d+")
     assert res.returncode == 0, res.stderr
     names = {p.name for p in (tmp_path / "b").iterdir()}
@@ -414,6 +423,6 @@ def test_cli_errors(tmp_path):
     other = tmp_path / "app.log"
     other.write_text("Epoch 0: loss=2.3\n")
     res = run_cli("nccl", "summary", other)
-    assert res.returncode == 1 and "no NCCL_DEBUG record" in res.stderr and "NCCL_DEBUG=INFO" in res.stderr
+    assert res.returncode == 1 and "nothing could be read" in res.stderr and "NCCL_DEBUG=INFO" in res.stderr
     assert run_cli("nccl", "summary", tmp_path / "missing.log").returncode == 2
     assert run_cli("nccl", "summary", fx("clean.log"), "--split-on", "(").returncode == 2

@@ -19,8 +19,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from hangdbg.analyze.nccl import read
-from hangdbg.parse import nccl
+from hangdbg.parse import nccl_scan as nccl
+from hangdbg.parse.nccl import NcclLog
+from hangdbg.sources.nccl import NcclReader
 
 try:
     from hangdbg import _ncclscan
@@ -30,6 +31,11 @@ except ImportError:  # pragma: no cover - depends on the build
 pytestmark = pytest.mark.skipif(_ncclscan is None, reason="hangdbg._ncclscan is not built (no C compiler at install)")
 
 FIX = Path(__file__).parent / "fixtures" / "nccl"
+
+
+def read(paths, **kw):
+    return NcclReader().read_split(paths, **kw)
+
 LOGS = sorted(str(p) for p in FIX.rglob("*") if p.is_file() and p.suffix in (".log", ".txt", ""))
 
 
@@ -48,7 +54,7 @@ def pure(monkeypatch):
     return Switch()
 
 
-def everything(log: nccl.NcclLog):
+def everything(log: NcclLog):
     """All the state of a scan, in order (process and communicator order included)."""
     procs = [(k, dataclasses.asdict(p)) for k, p in log.procs.items()]
     return (procs, log.files, log.lines_read, log.lines_skipped, log.records, log.errors, log.ip_hosts,

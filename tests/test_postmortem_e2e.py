@@ -15,7 +15,7 @@ import shutil
 
 import pytest
 
-from conftest import FIXTURES, run_cli, run_json
+from conftest import FIXTURES, run_cli, run_json, suspects
 from infra.chromium import chromium, rendered_dom
 from infra.cores import TORCH, TORCH_LINE, core_of, core_pattern, env, start
 
@@ -53,27 +53,28 @@ def dead_job(tmp_path_factory):
 def test_report_names_rank_5_on_gpu_node_07(dead_job, tmp_path):
     rc, doc = run_json("report", dead_job, "--html", tmp_path / "report.html", timeout=600)
     assert rc == 3
-    kinds = {(s["kind"], tuple(s["ranks"]), tuple(s["hosts"])) for s in doc["suspects"]}
+    kinds = {(s["kind"], tuple(s["ranks"]), tuple(s["hosts"])) for s in suspects(doc)}
     # the GPU that fell off the bus comes first, backed by the rank-5 core on the same node
-    first = doc["suspects"][0]
+    first = suspects(doc)[0]
     assert first["kind"] == "gpu-lost" and first["hosts"] == ["gpu-node-07"]
-    assert doc["verdict"].startswith("Xid 79 on gpu-node-07") and "core-crash" in doc["verdict"]
-    core = next(s for s in doc["suspects"] if s["kind"] == "core-crash")
+    assert doc["headline"].startswith("Xid 79 on gpu-node-07") and "core-crash" in doc["headline"]
+    core = next(s for s in suspects(doc) if s["kind"] == "core-crash")
     assert core["ranks"] == [5] and core["hosts"] == ["gpu-node-07"]
     assert core["summary"].startswith("rank 5 on gpu-node-07 crashed with SIGSEGV")
     assert f"prog.py:{TORCH_LINE} train_step()" in core["summary"]
     assert ("seq-lagging", (5,), ()) in kinds
-    refused = next(s for s in doc["suspects"] if s["kind"] == "nccl-connect-failed")
+    refused = next(s for s in suspects(doc) if s["kind"] == "nccl-connect-failed")
     assert refused["hosts"] == ["node-02"] and "Connection refused" in refused["summary"]
-    init = next(s for s in doc["suspects"] if s["kind"] == "nccl-init-incomplete")
+    init = next(s for s in suspects(doc) if s["kind"] == "nccl-init-incomplete")
     assert init["ranks"] == [3] and init["hosts"] == ["node-00"]
     # the rank table has the core's and the log's view of rank 5; the core's stacks were analyzed
-    assert {s["source"] for s in doc["ranks"]["5"]} >= {"core", "torch-log"}
+    assert {s["source"] for s in doc["ranks"] if s["rank"] == 5} >= {"core", "torch-log"}
+    assert core["source"] == "core" and refused["source"] == "nccl" and first["source"] == "gpu"
     stacks = {r["rank"]: r for r in doc["stacks"]["ranks"]}  # the core's, and the C++ frames in the log
     assert stacks[5]["host"] == "gpu-node-07" and stacks[5]["rank_source"] == "RANK"
-    assert not any(s["kind"] == "missing" for s in doc["suspects"])  # a rank without a core is no finding
+    assert not any(s["kind"] == "missing" for s in suspects(doc))  # a rank without a core is no finding
     files = {f["file"].rsplit("/", 1)[-1]: f["kinds"] for f in doc["files"]}
-    assert files["torchrun.log"] == ["stacks-text", "torch-log"] and files["gpu-node-07.syslog"] == ["gpu"]
+    assert files["torchrun.log"] == ["stack-text", "torch-log"] and files["gpu-node-07.syslog"] == ["gpu"]
     assert [u["reason"] for u in doc["unparsed"] if u["file"].endswith("README.txt")] == ["no reader recognised its content"]
 
 

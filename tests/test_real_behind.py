@@ -1,6 +1,6 @@
 """Real job: rank 2 retries step 4, so it waits in the same all_reduce line one step behind."""
 
-from conftest import run_json
+from conftest import run_json, suspects
 
 SCENARIO = "behind"
 
@@ -8,13 +8,13 @@ SCENARIO = "behind"
 def test_same_place_without_locals(hung_job, tmp_path):
     rc, doc = run_json("dump", "--pid", hung_job.pid, "-o", tmp_path)
     assert rc == 0
-    assert doc["suspects"] == []
-    assert [g["ranks"] for g in doc["groups"]] == [[0, 1, 2, 3]]
-    assert "same place" in doc["verdict"]
+    assert suspects(doc) == []
+    assert [g["ranks"] for g in doc["stacks"]["groups"]] == [[0, 1, 2, 3]]
+    assert "same place" in doc["headline"]
 
 
 def test_loop_variables_find_the_rank_behind(hung_job, tmp_path):
     rc, doc = run_json("dump", "--pid", hung_job.pid, "--locals", "-o", tmp_path)
     assert rc == 3
-    assert [(s["ranks"], s["kind"]) for s in doc["suspects"]] == [([2], "behind")]
-    assert "step=4" in doc["suspects"][0]["reason"] and "step=5" in doc["suspects"][0]["reason"]
+    assert [(s["ranks"], s["kind"]) for s in suspects(doc)] == [([2], "behind")]
+    assert "step=4" in suspects(doc)[0]["summary"] and "step=5" in suspects(doc)[0]["summary"]

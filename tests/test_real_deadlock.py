@@ -1,6 +1,6 @@
 """Real job: rank 1's main thread and its "data prefetcher" thread deadlock on two locks."""
 
-from conftest import run_json
+from conftest import run_json, suspects
 
 SCENARIO = "deadlock"
 
@@ -8,16 +8,16 @@ SCENARIO = "deadlock"
 def test_thread_deadlock_named(hung_job, tmp_path):
     rc, doc = run_json("dump", "--pid", hung_job.pid, "-o", tmp_path)
     assert rc == 3
-    assert [(s["ranks"], s["kind"]) for s in doc["suspects"]] == [([1], "deadlock")]
-    assert "data prefetcher" in doc["suspects"][0]["reason"]
-    r1 = next(r for r in doc["ranks"] if r["rank"] == 1)
+    assert [(s["ranks"], s["kind"]) for s in suspects(doc)] == [([1], "deadlock")]
+    assert "data prefetcher" in suspects(doc)[0]["summary"]
+    r1 = next(r for r in doc["stacks"]["ranks"] if r["rank"] == 1)
     assert {t["name"] for t in r1["threads"]} >= {"MainThread", "data prefetcher"}
 
 
 def test_thread_deadlock_from_native_frames(hung_job, tmp_path):
     rc, doc = run_json("dump", "--pid", hung_job.pid, "--native", "-o", tmp_path)
     assert rc == 3
-    assert [(s["ranks"], s["kind"]) for s in doc["suspects"]] == [([1], "deadlock")]
+    assert [(s["ranks"], s["kind"]) for s in suspects(doc)] == [([1], "deadlock")]
 
 
 def test_deadlock_seen_without_source_files(hung_job, tmp_path):
@@ -27,4 +27,4 @@ def test_deadlock_seen_without_source_files(hung_job, tmp_path):
     for f in raw.iterdir():  # make the paths unreadable, as on a laptop far from the cluster
         f.write_text(f.read_text().replace(" (/", " (/gone/"))
     rc, doc = run_json("analyze", raw)
-    assert [(s["ranks"], s["kind"]) for s in doc["suspects"]] == [([1], "deadlock")]
+    assert [(s["ranks"], s["kind"]) for s in suspects(doc)] == [([1], "deadlock")]

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import ROOT, run_json
+from conftest import ROOT, run_json, suspects
 
 pytest.importorskip("torch")
 JOB = ROOT / "hangdbg" / "demo" / "job.py"
@@ -60,9 +60,9 @@ def _dump(sshd, *args, out: Path):
 @pytest.mark.parametrize("launcher", ["ssh", "pdsh"])
 def test_hosts_names_rank_and_node(sshd, two_node_job, tmp_path, launcher):
     rc, doc = _dump(sshd, "--hosts", "node[1-2]", "--launcher", launcher, out=tmp_path)
-    assert rc == 3, doc.get("verdict")
-    assert [(s["ranks"], s["kind"], s["hosts"]) for s in doc["suspects"]] == [([3], "different-collective", ["node2"])]
-    assert {r["rank"]: r["host"] for r in doc["ranks"]} == {0: "node1", 1: "node1", 2: "node2", 3: "node2"}
+    assert rc == 3, doc.get("headline")
+    assert [(s["ranks"], s["kind"], s["hosts"]) for s in suspects(doc)] == [([3], "different-collective", ["node2"])]
+    assert {r["rank"]: r["host"] for r in doc["stacks"]["ranks"]} == {0: "node1", 1: "node1", 2: "node2", 3: "node2"}
     assert [(n["host"], n["status"], n["ranks"]) for n in doc["nodes"]] == [("node1", "ok", [0, 1]), ("node2", "ok", [2, 3])]
     assert sorted(p.name for p in (tmp_path / "raw" / "node2").iterdir()) == ["rank-0002.txt", "rank-0003.txt"]
     assert (tmp_path / "nodes" / "node1.json").exists()
@@ -77,7 +77,9 @@ def test_hostfile_with_a_dead_node_keeps_the_others(sshd, two_node_job, tmp_path
     nodes = {n["host"]: n for n in doc["nodes"]}
     assert nodes["deadnode"]["status"] == "unreachable" and "Connection refused" in nodes["deadnode"]["reason"]
     assert nodes["node1"]["status"] == nodes["node2"]["status"] == "ok"
-    assert [s["ranks"] for s in doc["suspects"]] == [[3]]
+    assert [s["ranks"] for s in suspects(doc)] == [[3]]
+    (dead,) = [f for f in doc["findings"] if f["kind"] == "node-failed"]  # reported, never blamed
+    assert (dead["hosts"], dead["severity"]) == (["deadnode"], "warning") and "could not be read" in doc["headline"]
 
 
 def test_unreachable_node_over_ssh_pool_and_missing_ranks(sshd, two_node_job, tmp_path):
@@ -85,8 +87,8 @@ def test_unreachable_node_over_ssh_pool_and_missing_ranks(sshd, two_node_job, tm
     assert rc == 3
     nodes = {n["host"]: n["status"] for n in doc["nodes"]}
     assert nodes == {"node1": "ok", "deadnode": "unreachable"}
-    assert doc["missing_ranks"] == [2, 3]  # the ranks of the node that never answered
-    assert [(s["ranks"], s["kind"]) for s in doc["suspects"]][0] == ([2, 3], "missing")
+    assert doc["stacks"]["missing_ranks"] == [2, 3]  # the ranks of the node that never answered
+    assert [(s["ranks"], s["kind"]) for s in suspects(doc)][0] == ([2, 3], "missing")
 
 
 def test_no_hangdbg_on_the_node_is_reported(sshd, two_node_job, tmp_path):
@@ -114,12 +116,12 @@ def test_ctrl_c_keeps_what_arrived(sshd, two_node_job, tmp_path):
     assert proc.returncode == 1 and "interrupted" in stderr
     assert len(list(out.glob("raw/*/rank-*.txt"))) >= 4
     rc, doc = run_json("analyze", *sorted(out.glob("raw/*")))
-    assert [s["ranks"] for s in doc["suspects"]] == [[3]]
+    assert [s["ranks"] for s in suspects(doc)] == [[3]]
 
 
 def test_remote_setup_runs_before_the_agent(sshd, two_node_job, tmp_path):
     rc, doc = _dump(sshd, "--hosts", "node1", "--launcher", "ssh", "--remote-setup", "cd / && export X=1", out=tmp_path / "a")
-    assert doc["nodes"][0]["status"] == "ok" and sorted(r["rank"] for r in doc["ranks"]) == [0, 1]
+    assert doc["nodes"][0]["status"] == "ok" and sorted(r["rank"] for r in doc["stacks"]["ranks"]) == [0, 1]
     rc, doc = _dump(sshd, "--hosts", "node1", "--launcher", "pdsh", "--remote-setup", "false", out=tmp_path / "b")
     assert rc == 1 and doc["nodes"][0]["status"] == "error"
     rc, doc = _dump(sshd, "--hosts", "node1", "--launcher", "ssh", "--remote-setup", "false", out=tmp_path / "c")

@@ -12,7 +12,7 @@ import time
 import psutil
 import pytest
 
-from conftest import run_json
+from conftest import run_json, suspects
 
 pytest.importorskip("torch")
 
@@ -80,14 +80,14 @@ def test_half_of_a_two_node_job_waits_in_rendezvous(tmp_path):
         end = time.monotonic() + 180
         while True:
             rc, doc = run_json("dump", "--pid", *[p.pid for p in procs], "-o", tmp_path / "out")
-            if all((r["place"] or {}).get("kind") == "init" for r in doc["ranks"]) or time.monotonic() > end:
+            if all((r["place"] or {}).get("kind") == "init" for r in doc["stacks"]["ranks"]) or time.monotonic() > end:
                 break
             time.sleep(1)
-        assert rc == 0, doc["verdict"]
-        assert doc["suspects"] == [] and doc["missing_ranks"] == []
-        assert all(r["place"]["kind"] == "init" for r in doc["ranks"])
-        assert "4 ranks live on nodes not examined" in doc["verdict"]
-        assert "no single rank stands out" in doc["verdict"]
+        assert rc == 0, doc["headline"]
+        assert suspects(doc) == [] and doc["stacks"]["missing_ranks"] == []
+        assert all(r["place"]["kind"] == "init" for r in doc["stacks"]["ranks"])
+        assert "4 ranks live on nodes not examined" in doc["headline"]
+        assert "no single rank stands out" in doc["headline"]
     finally:
         _kill(procs)
 
@@ -101,7 +101,7 @@ def test_mp_spawn_children_numbered_by_start_order(tmp_path):
         time.sleep(1.5)
         rc, doc = run_json("dump", "--pid", parent.pid, "-o", tmp_path / "out")
         assert rc == 3
-        assert [r["rank_source"] for r in doc["ranks"]] == ["order"] * 3
-        assert [(s["ranks"], s["kind"]) for s in doc["suspects"]] == [([2], "different-collective")]
+        assert [r["rank_source"] for r in doc["stacks"]["ranks"]] == ["order"] * 3
+        assert [(s["ranks"], s["kind"]) for s in suspects(doc)] == [([2], "different-collective")]
     finally:
         _kill([parent])

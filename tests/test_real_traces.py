@@ -13,7 +13,7 @@ import time
 
 import pytest
 
-from conftest import ROOT, run_json
+from conftest import ROOT, of_kind, run_json
 
 pytest.importorskip("torch")
 
@@ -65,13 +65,17 @@ def test_traces_of_killed_and_frozen_ranks(tmp_path):
         time.sleep(1.0)  # ranks 0 and 3 are now blocked in all_reduce
         rc, doc = run_json("traces", out, "--grep", "all_reduce")
         assert rc == 3
-        ranks = {r["rank"]: r for r in doc["ranks"]}
+        ranks = {r["rank"]: r for r in doc["source"]["facts"]["traces"]}
         assert sorted(ranks) == [0, 1, 2, 3]
         assert ranks[1]["last_lines"][-1].endswith("| os.kill(os.getpid(), signal.SIGKILL)  # rank 1 dies here")
         assert ranks[2]["last_lines"][-1].endswith("| time.sleep(600)  # rank 2 is frozen here (SIGSTOP from outside)")
         for r in (0, 3):
             assert ranks[r]["last_lines"][-1].endswith("| dist.all_reduce(t)")
-        assert doc["stopped_early"] == [0, 1, 2, 3]
+        (elsewhere,) = of_kind(doc, "trace-diverged")  # the same calls; ranks 1 and 2 stop away from all_reduce
+        assert elsewhere["ranks"] == [1, 2] and elsewhere["severity"] == "suspect"
+        assert "while ranks 0,3 are at" in elsewhere["summary"] and "dist.all_reduce(t)" in elsewhere["summary"]
+        (stopped,) = of_kind(doc, "trace-stopped")
+        assert stopped["ranks"] == [0, 1, 2, 3] and stopped["severity"] == "warning"  # none ended: the job hangs
         assert ranks[0]["grep_count"] == ranks[3]["grep_count"] == 3  # steps 0, 1, 2
         assert ranks[1]["grep_count"] == ranks[2]["grep_count"] == 2
     finally:

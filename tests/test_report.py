@@ -7,7 +7,7 @@ import shutil
 
 import pytest
 
-from conftest import FIXTURES, run_cli, run_json
+from conftest import FIXTURES, run_cli, run_json, suspects, validate
 from infra.chromium import chromium, rendered_dom, screenshot
 
 SCENARIO = "mismatch"
@@ -39,12 +39,14 @@ def evidence_dir(hung_job, tmp_path_factory):
 def test_report_names_the_rank_from_a_dump_directory(evidence_dir, tmp_path):
     rc, doc = run_json("report", evidence_dir, "-o", tmp_path / "out")
     assert rc == 3
-    assert doc["schema_version"] == 1 and doc["command"] == "report"
-    assert doc["suspects"][0]["ranks"] == [3] and doc["suspects"][0]["kind"] == "different-collective"
-    assert "rank 3" in doc["verdict"] and "broadcast" in doc["verdict"]
-    assert doc["stacks"]["suspects"][0]["ranks"] == [3]
-    assert sorted(doc["ranks"]) == ["0", "1", "2", "3"]
-    assert doc["ranks"]["3"][0]["last_collective"] == "broadcast"
+    assert doc["schema_version"] == 2 and doc["command"] == "report"
+    assert suspects(doc)[0]["ranks"] == [3] and suspects(doc)[0]["kind"] == "different-collective"
+    assert "rank 3" in doc["headline"] and "broadcast" in doc["headline"]
+    assert doc["stacks"]["headline"].startswith("suspect rank 3")
+    assert sorted({r["rank"] for r in doc["ranks"]}) == [0, 1, 2, 3]
+    assert next(r for r in doc["ranks"] if r["rank"] == 3)["last_collective"] == "broadcast"
+    waiting = [f for f in doc["findings"] if f["kind"] == "waiting"]  # the others wait for rank 3, never suspects
+    assert [(f["ranks"], f["waits_for"], f["severity"], f["source"]) for f in waiting] == [([0, 1, 2], [3], "waiting", "stacks")]
     unparsed = {u["file"].rsplit("/", 1)[-1]: u["reason"] for u in doc["unparsed"]}
     assert unparsed["notes.txt"] == "no reader recognised its content"
     assert unparsed["blob.bin"] == "binary file of unknown kind"
@@ -99,17 +101,26 @@ def test_report_of_fixture_files_without_a_job():
 def test_report_usage_errors(tmp_path):
     res = run_cli("report", tmp_path / "nope")
     assert res.returncode == 2 and "no such file or directory" in res.stderr
-    res = run_cli("report", tmp_path)
-    assert res.returncode == 2 and "no files under" in res.stderr
+    res = run_cli("report", tmp_path)  # nothing to read is no all-clear
+    assert res.returncode == 1 and "nothing could be read" in res.stdout
+    (tmp_path / "notes.txt").write_text("lunch at noon\n")
+    rc, doc = run_json("report", tmp_path)  # the wrong directory handed to a CI gate: exit 1, not 0
+    assert rc == 1 and not doc["found"] and doc["headline"].startswith("nothing could be read")
+    assert [u["reason"] for u in doc["unparsed"]] == ["no reader recognised its content"]
 
 
-def test_json_is_indented_when_small_and_compact_when_large():
+def test_json_is_indented_when_small_and_compact_when_large(monkeypatch):
     import json
 
-    from hangdbg.report.jsonout import PRETTY_LIMIT, dumps_json
+    from hangdbg.analyze import analyze
+    from hangdbg.parse import load_dumps
+    from hangdbg.report import schema
+    from hangdbg.report.build import stacks_document
 
-    small = {"schema_version": 1, "ranks": [1, 2]}
-    assert dumps_json(small) == json.dumps(small, indent=2)
-    big = {"schema_version": 1, "ranks": ["x" * 1000] * (PRETTY_LIMIT // 1000 + 10)}
-    text = dumps_json(big)
-    assert "\n" not in text and json.loads(text) == big
+    dumps, _ = load_dumps([str(FIXTURES / "pyspy" / "torch_xargs.txt")])
+    doc = stacks_document(analyze(dumps), "analyze")
+    small = schema.to_json(doc)
+    assert small.startswith('{\n  "schema_version": 2,') and validate(json.loads(small))
+    monkeypatch.setattr(schema, "PRETTY_LIMIT", 100)
+    big = schema.to_json(doc)
+    assert "\n" not in big and json.loads(big) == json.loads(small)

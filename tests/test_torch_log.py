@@ -22,6 +22,8 @@ from hypothesis import strategies as st
 from hangdbg.analyze.torch_log import analyze_events
 from hangdbg.parse import torch_log
 from hangdbg.parse.textlines import iter_lines_from
+from hangdbg.report.schema import to_jsonable
+from hangdbg.sources.torch_log import READER
 
 FX = FIXTURES / "torchlog"
 
@@ -84,7 +86,7 @@ def test_real_segfault_root_cause(torchrun_runs):
     text = log.read_text(errors="replace")
     assert "ChildFailedError" in text
     pid = int(re.search(r"Signal 11 \(SIGSEGV\) received by PID (\d+)", text).group(1))
-    rep = torch_log.read([str(log)])
+    rep = READER.read([str(log)])
     assert rep.kind == "torch-log" and not rep.errors
     first = rep.findings[0]
     assert (first.kind, first.severity, first.ranks) == ("child-failed", "suspect", (1,))
@@ -104,13 +106,13 @@ def test_real_error_json_joined_to_the_summary(torchrun_runs):
     log, logdir = torchrun_runs["raise"]
     files = sorted(str(p) for p in logdir.rglob("error.json"))
     assert any(f.endswith("/1/error.json") for f in files), files  # rank 0's exists unless SIGTERM came first
-    rep = torch_log.read([str(log), *files])
+    rep = READER.read([str(log), *files])
     first = rep.findings[0]
     assert first.ranks == (1,) and "exit " in first.summary  # exit 1, or -6 when gloo aborts during teardown
     assert "RuntimeError: rank 1 failed on purpose" in first.summary
     assert any(e.source.endswith("/1/error.json") for e in first.evidence)
     assert not [f for f in rep.findings if f.kind == "child-error"]  # both files belong to a failure
-    assert rep.facts["error_files"] == len(files)
+    assert rep.facts.error_files == len(files)
 
 
 def test_real_error_json_alone_and_its_layout(torchrun_runs):
@@ -120,7 +122,7 @@ def test_real_error_json_alone_and_its_layout(torchrun_runs):
     assert set(data["message"]) >= {"message", "extraInfo"} and "py_callstack" in data["message"]["extraInfo"]
     ef = torch_log.parse_error_json(data, str(path))
     assert ef.local_rank == 1 and ef.message == "RuntimeError: rank 1 failed on purpose" and ef.timestamp
-    rep = torch_log.read(sorted(str(p) for p in logdir.rglob("error.json")))
+    rep = READER.read(sorted(str(p) for p in logdir.rglob("error.json")))
     sus = [f for f in rep.findings if f.severity == "suspect"]
     assert len(sus) == 1 and "local_rank 1" in sus[0].summary and "failed on purpose" in sus[0].summary
 
@@ -132,7 +134,7 @@ def test_error_files_tie_prefers_the_rank_that_did_not_lose_its_peer(tmp_path):
         d.mkdir(parents=True)
         (d / "error.json").write_text(json.dumps({"message": {"message": msg, "extraInfo": {
             "py_callstack": "Traceback ...", "timestamp": "1795321458"}}}))
-    rep = torch_log.read(sorted(str(p) for p in tmp_path.rglob("error.json")))
+    rep = READER.read(sorted(str(p) for p in tmp_path.rglob("error.json")))
     assert "local_rank 1" in rep.findings[0].summary and rep.findings[0].severity == "suspect"
     assert rep.findings[1].severity == "warning"
 
@@ -141,9 +143,9 @@ def test_real_cli_on_the_log_directory(torchrun_runs, tmp_path):
     log, logdir = torchrun_runs["raise"]
     code, doc = run_json("logs", str(log), str(logdir))
     assert code == 3
-    assert doc["schema_version"] == 1 and doc["command"] == "logs" and doc["kind"] == "torch-log"
-    assert doc["found_suspects"] and "rank 1" in doc["verdict"]
-    assert sum(f.endswith("error.json") for f in doc["files"]) == len(list(logdir.rglob("error.json"))) >= 1
+    assert doc["schema_version"] == 2 and doc["command"] == "logs" and doc["source"]["kind"] == "torch-log"
+    assert doc["found"] and "rank 1" in doc["headline"]
+    assert sum(f.endswith("error.json") for f in doc["source"]["files"]) == len(list(logdir.rglob("error.json"))) >= 1
 
 
 # --- watchdog fixtures (documented formats, several PyTorch eras) -------------------------------
@@ -153,14 +155,14 @@ def _sus(rep):
 
 
 def test_v24_lagging_rank_per_group():
-    rep = torch_log.read([str(FX / "watchdog_pg_v24.log")])
+    rep = READER.read([str(FX / "watchdog_pg_v24.log")])
     first = rep.findings[0]
     assert (first.kind, first.ranks) == ("seq-lagging", (5,))
     assert "SeqNum 1233" in first.summary and "1234" in first.summary and "0 (default_pg)" in first.summary
     # the SIGABRT of rank 0 came from its own watchdog: demoted to a warning
     cf = next(f for f in rep.findings if f.kind == "child-failed")
     assert cf.severity == "warning" and "consequence" in cf.summary
-    assert rep.facts["groups"]["1 (tp)"] == {"4": 88, "5": 88, "6": 88, "7": 88}  # global ranks, compared apart
+    assert {x.rank: x.seq for x in rep.facts.seqs["1 (tp)"]} == {4: 88, 5: 88, 6: 88, 7: 88}  # global ranks, compared apart
     rows = {(r.rank, r.group): r for r in rep.ranks}
     assert rows[(3, "0 (default_pg)")].last_collective == "ALLREDUCE" and rows[(3, "0 (default_pg)")].seq == 1234
     assert "timed out" in rows[(3, "0 (default_pg)")].state and "aborted" in rows[(3, "0 (default_pg)")].state
@@ -168,33 +170,33 @@ def test_v24_lagging_rank_per_group():
     assert rows[(0, "0 (default_pg)")].host == "gpu-node1" and rows[(0, "0 (default_pg)")].pid == 4240
     wt = next(f for f in rep.findings if f.kind == "watchdog-timeout")
     assert wt.ranks == (0, 1, 2, 3, 4, 6, 7) and wt.severity == "warning"
-    assert "checkTimeout" in " ".join(rep.facts["cpp_frames"]["0"])
+    assert "checkTimeout" in " ".join(next(c.frames for c in rep.facts.cpp_frames if c.rank == 0))
     assert rep.lines_skipped == 0
 
 
 def test_ahead_minority_reports_the_many_as_behind():
-    rep = torch_log.read([str(FX / "watchdog_ahead_v23_crlf.log")])
+    rep = READER.read([str(FX / "watchdog_ahead_v23_crlf.log")])
     f = _sus(rep)[0]
     assert f.kind == "seq-lagging" and f.ranks == tuple(range(1, 8))
     assert "most ranks (7 of 8" in f.summary and "rank 0 is ahead at SeqNum 11" in f.summary
 
 
 def test_old_eras_tensorshape_and_no_seqnum():
-    rep = torch_log.read([str(FX / "watchdog_v111_tensorshape.log")])
+    rep = READER.read([str(FX / "watchdog_v111_tensorshape.log")])
     assert [(f.kind, f.ranks) for f in _sus(rep)] == [("seq-lagging", (2,))]
     assert {r.rank: (r.last_collective, r.seq) for r in rep.ranks} == {
         0: ("ALLREDUCE", 57), 1: ("ALLREDUCE", 57), 2: ("BROADCAST", 56), 3: ("ALLREDUCE", 57)}
-    rep = torch_log.read([str(FX / "watchdog_v18_noseq.log")])
+    rep = READER.read([str(FX / "watchdog_v18_noseq.log")])
     assert not _sus(rep) and [r.seq for r in rep.ranks] == [None, None]
     assert "no SeqNum" in rep.findings[0].summary
 
 
 def test_desync_reports():
-    rep = torch_log.read([str(FX / "desync_lagging.log")])
+    rep = READER.read([str(FX / "desync_lagging.log")])
     d = _sus(rep)[0]
     assert d.kind == "desync-report" and d.ranks == (2,) and "finished collective #19 but did not join #20" in d.summary
     assert len([f for f in rep.findings if f.kind == "desync-report"]) == 1  # three ranks printed the same report
-    rep = torch_log.read([str(FX / "desync_missing.log")])
+    rep = READER.read([str(FX / "desync_missing.log")])
     assert _sus(rep)[0].ranks == (6, 7) and "never joined" in _sus(rep)[0].summary
 
 
@@ -212,7 +214,7 @@ def test_v24_variants_same_verdict(tmp_path, variant):
     body = VARIANTS[variant](lines[:20])  # the watchdog and status lines of all ranks
     p = tmp_path / "v.log"
     p.write_text("\n".join(body) + "\n")
-    rep = torch_log.read([str(p)])
+    rep = READER.read([str(p)])
     assert (rep.findings[0].kind, rep.findings[0].ranks) == ("seq-lagging", (5,))
 
 
@@ -222,7 +224,7 @@ def test_crlf_non_utf8_truncated(tmp_path):
     data = b"\r\n".join(lines)
     p = tmp_path / "v.log"
     p.write_bytes(data[:-40])  # the last line (a rank-7 status line) is cut in the middle
-    rep = torch_log.read([str(p)])
+    rep = READER.read([str(p)])
     assert rep.lines_read == 21
     assert (rep.findings[0].kind, rep.findings[0].ranks) == ("seq-lagging", (5,))
 
@@ -232,7 +234,7 @@ def test_silent_rank_named(tmp_path):
     lines.insert(2, "[rank5]:step 4100 loss 2.31")
     p = tmp_path / "silent.log"
     p.write_text("\n".join(lines) + "\n")
-    rep = torch_log.read([str(p)])
+    rep = READER.read([str(p)])
     f = next(f for f in rep.findings if f.kind == "no-timeout")
     assert f.severity == "suspect" and f.ranks == (5,) and "ALLREDUCE SeqNum 1234" in f.summary
 
@@ -277,7 +279,7 @@ Root Cause (first observed failure):
 def test_multinode_child_failed_summary(tmp_path):
     p = tmp_path / "torchrun.log"
     p.write_text(MULTI)
-    rep = torch_log.read([str(p)])
+    rep = READER.read([str(p)])
     root = rep.findings[0]
     assert (root.kind, root.severity, root.ranks, root.hosts) == ("child-failed", "suspect", (5,), ("node3",))
     assert "exit -11 (SIGSEGV), pid 4242" in root.summary
@@ -323,7 +325,7 @@ def test_root_cause_race(tmp_path):
     printed as the root cause (seen with the real SIGSEGV job under load). hangdbg names the crash."""
     p = tmp_path / "race.log"
     p.write_text(RACE)
-    rep = torch_log.read([str(p)])
+    rep = READER.read([str(p)])
     first, second = rep.findings[0], rep.findings[1]
     assert first.ranks == (1,) and first.severity == "suspect" and "SIGSEGV" in first.summary
     assert "torchrun named rank 0" in first.summary
@@ -335,9 +337,9 @@ def test_old_error_json_invalid_and_missing_files(tmp_path):
     old.write_text('{"message": "ValueError: bad batch", "timestamp": "1700000000"}')
     bad = tmp_path / "bad.json"
     bad.write_text('{"message": ')
-    rep = torch_log.read([str(old), str(bad), str(tmp_path / "missing.log")])
+    rep = READER.read([str(old), str(bad), str(tmp_path / "missing.log")])
     assert [f.kind for f in rep.findings] == ["child-error"] and "ValueError: bad batch" in rep.findings[0].summary
-    assert {Path(p).name for p, _ in rep.errors} == {"bad.json", "missing.log"}
+    assert {Path(e.file).name for e in rep.errors} == {"bad.json", "missing.log"}
 
 
 def test_garbled_watchdog_lines_counted():
@@ -385,7 +387,7 @@ def test_fuzz_no_exception_escapes(lines):
     ev = torch_log.scan(iter_lines_from(io.BytesIO(data)), "fuzz.log")
     assert 0 <= ev.lines_skipped <= ev.lines_read
     findings, _, facts = analyze_events(ev)
-    json.dumps(facts)
+    json.dumps(to_jsonable(facts))
     assert all(f.severity in ("suspect", "warning", "info") for f in findings)
 
 
@@ -408,11 +410,11 @@ def test_committed_real_output_with_collected_error_files():
     """Real torch 2.13 torchrun output kept as a fixture; its error.json copies live elsewhere than
     the paths the summary prints and are matched by their attempt_N/<local_rank>/error.json tail."""
     d = FX / "real_torchrun213_raise"
-    rep = torch_log.read([str(d / "torchrun.log"), *sorted(str(p) for p in d.rglob("error.json"))])
+    rep = READER.read([str(d / "torchrun.log"), *sorted(str(p) for p in d.rglob("error.json"))])
     assert rep.findings[0].ranks == (1,) and "failed on purpose" in rep.findings[0].summary
     assert any(e.source.endswith("attempt_0/1/error.json") for e in rep.findings[0].evidence)
     assert not [f for f in rep.findings if f.kind == "child-error"]
-    rep = torch_log.read([str(FX / "real_torchrun213_segv.log")])
+    rep = READER.read([str(FX / "real_torchrun213_segv.log")])
     assert "SIGSEGV" in rep.findings[0].summary and rep.findings[0].ranks == (1,)
 
 
@@ -442,7 +444,7 @@ def test_srun_labels_and_one_summary_per_node(tmp_path):
     text += "\n" + "\n".join(f"{i % 2}: {x}" for i, x in enumerate(lines)) + "\n"
     p = tmp_path / "srun.log"
     p.write_text(text)
-    rep = torch_log.read([str(p)])
+    rep = READER.read([str(p)])
     sus = [f for f in rep.findings if f.severity == "suspect"]
     assert sus[0].ranks == (5,) and sus[0].kind == "child-failed" and sus[0].hosts == ("node3",)  # the earlier root
     assert any(f.kind == "seq-lagging" and f.ranks == (5,) for f in sus)
@@ -452,7 +454,7 @@ def test_srun_labels_and_one_summary_per_node(tmp_path):
 def test_ranks_text_and_victims_without_a_rank():
     """One ranks_text for every summary; SIGTERM victims whose entries name no rank read "unnamed ranks",
     not "ranks  stopped by the agent"."""
-    from hangdbg.analyze.rankset import ranks_text
+    from hangdbg.rankset import ranks_text
     from hangdbg.analyze.torch_log import analyze_events
     from hangdbg.model import Evidence
     from hangdbg.parse.torch_log import ChildFailure, TorchLogEvents

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import re
 
-from conftest import run_cli, run_json
-from hangdbg.parse.traces import divergence, read_trace, read_trace_dir
+from conftest import of_kind, run_cli, run_json
+from hangdbg.parse.traces import divergence, read_trace
 
 HEAD = "# tracer v1 host=node{n} rank={r} pid={p} start=2026-11-22T03:20:00Z argv=train.py --lr 0.1\n"
 
@@ -32,15 +32,20 @@ def test_divergence_names_the_ranks_that_stopped(tmp_path):
     for r in range(4):
         steps = 2 if r == 1 else 4
         _write(tmp_path, r, "".join(STEP.format(s=s) for s in range(steps)), ended=r != 1)
-    traces, bad = read_trace_dir([tmp_path])
-    assert [t.rank for t in traces] == [0, 1, 2, 3] and bad == []
+    traces = sorted((read_trace(p) for p in tmp_path.glob("trace-*.txt")), key=lambda t: t.rank)
+    assert [t.rank for t in traces] == [0, 1, 2, 3]
     d = divergence(traces)
     assert d.common == 2 and d.diverged and [traces[i].rank for i in d.behind] == [1]
     rc, doc = run_json("traces", tmp_path, "--grep", "all_reduce")
     assert rc == 3
-    assert doc["stopped_early"] == [1]
-    assert "rank 1 stopped at train.py:21 | dist.all_reduce(t) after call #2" in doc["verdict"]
-    assert [r["grep_count"] for r in doc["ranks"]] == [4, 2, 4, 4]
+    (diverged,) = of_kind(doc, "trace-diverged")
+    assert diverged["ranks"] == [1] and diverged["severity"] == "suspect"
+    (stopped,) = of_kind(doc, "trace-stopped")
+    assert stopped["severity"] == "suspect" and "1 of 4 traces end without the tracer's end line" in stopped["summary"]
+    assert stopped["ranks"] == [1]
+    assert "rank 1 stopped at train.py:21 | dist.all_reduce(t) after call #2" in doc["headline"]
+    assert "(also pointed at by: trace-stopped)" in doc["headline"]
+    assert [r["grep_count"] for r in doc["source"]["facts"]["traces"]] == [4, 2, 4, 4]
 
 
 def test_all_ended_same_calls_exit_0(tmp_path):
@@ -53,8 +58,8 @@ def test_all_ended_same_calls_exit_0(tmp_path):
 
 def test_bad_inputs(tmp_path):
     (tmp_path / "trace-x-0-1.txt").write_text("not a header\n")
-    res = run_cli("traces", tmp_path)
-    assert res.returncode == 2 and "not a tracer v1 file" in " ".join(res.stderr.split())
+    res = run_cli("traces", tmp_path)  # a garbled trace is reported, and nothing could be read
+    assert res.returncode == 1 and "not a tracer v1 file" in " ".join(res.stderr.split())
     assert run_cli("traces", tmp_path / "missing").returncode == 2
     assert run_cli("traces", tmp_path, "--grep", "(").returncode == 2
 

@@ -13,7 +13,10 @@ from conftest import FIXTURES, run_cli, run_json
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from hangdbg.analyze.xid import findings_from
 from hangdbg.parse import xid
+from hangdbg.report.schema import to_jsonable
+from hangdbg.sources.xid import READER
 from hangdbg.parse.textlines import iter_lines_from
 from hangdbg.parse.xid_codes import XID_CODES, xid_info
 
@@ -28,8 +31,12 @@ def _by_gpu(rep):
     return out
 
 
+def _gpu(rep, name):
+    return next(g for g in rep.facts.gpus if g.gpu == name)
+
+
 def test_syslog_host_from_line_and_secondary_xids():
-    rep = xid.read([str(FX / "syslog")])
+    rep = READER.read([str(FX / "syslog")])
     assert rep.kind == "gpu" and not rep.errors and rep.lines_skipped == 0
     lost = rep.findings[0]
     assert (lost.kind, lost.severity, lost.gpus, lost.hosts) == ("gpu-lost", "suspect", ("gpu-node3:0000:3b:00",), ("gpu-node3",))
@@ -41,33 +48,33 @@ def test_syslog_host_from_line_and_secondary_xids():
     assert x13.severity == "warning" and "x2" in x13.summary and "restart the app" in x13.action
     x154 = next(f for f in g["gpu-node4:0000:18:00"] if "Xid 154" in f.summary)
     assert x154.severity == "suspect" and x154.action == "recovery action: GPU Reset Required"
-    assert rep.facts["gpus"]["gpu-node3:0000:3b:00"]["xids"] == {"79": 1, "45": 2}
+    assert {x.code: x.count for x in _gpu(rep, "gpu-node3:0000:3b:00").xids} == {79: 1, 45: 2}
 
 
 def test_dmesg_relative_host_from_file_name_and_lost_report_without_number():
-    rep = xid.read([str(FX / "gpu-node7.dmesg.txt")])
+    rep = READER.read([str(FX / "gpu-node7.dmesg.txt")])
     lost = next(f for f in rep.findings if f.kind == "gpu-lost")
     assert lost.gpus == ("gpu-node7:0000:5e:00",) and "GPU-2a3c6f1e" in lost.summary and "without an Xid" in lost.summary
     assert len(lost.evidence) == 3  # GPU at / serial number / fallen off
-    assert rep.facts["gpus"]["gpu-node7:0000:5e:00"]["serial"] == "1324220012345"
+    assert _gpu(rep, "gpu-node7:0000:5e:00").serial == "1324220012345"
     x119 = next(f for f in rep.findings if "Xid 119" in f.summary)
     assert x119.severity == "suspect" and "reset the GPU" in x119.action
     assert rep.lines_skipped == 1  # the Xid line cut by the ring buffer
-    rep = xid.read([str(FX / "gpu-node7.dmesg.txt")], host="override")
+    rep = READER.read_host([str(FX / "gpu-node7.dmesg.txt")], host="override")
     assert all(g.startswith("override:") for f in rep.findings for g in f.gpus)
 
 
 def test_dmesg_T_crlf_non_utf8_truncated_mig():
-    rep = xid.read([str(FX / "node9.dmesg.log")])
-    codes = rep.facts["gpus"]["node9:0000:3b:00"]["xids"]
-    assert codes == {"31": 1, "48": 1, "74": 1, "63": 1, "95": 1}  # incl. the MIG-attributed 31 and the cut last line
+    rep = READER.read([str(FX / "node9.dmesg.log")])
+    codes = {x.code: x.count for x in _gpu(rep, "node9:0000:3b:00").xids}
+    assert codes == {31: 1, 48: 1, 74: 1, 63: 1, 95: 1}  # incl. the MIG-attributed 31 and the cut last line
     sev = {re.search(r"Xid (\d+)", f.summary).group(1): f.severity for f in rep.findings}
     assert sev == {"48": "suspect", "74": "suspect", "95": "suspect", "31": "warning", "63": "warning"}
     assert "Mon Jan  5 10:00:05 2026" in next(f.summary for f in rep.findings if "Xid 48" in f.summary)
 
 
 def test_journal_iso_secondary_folded_into_primary():
-    rep = xid.read([str(FX / "journal-k.txt")])
+    rep = READER.read([str(FX / "journal-k.txt")])
     assert len(rep.findings) == 1
     f = rep.findings[0]
     assert f.hosts == ("gpu-node2",) and "Xid 120" in f.summary and "+1 secondary Xid 45" in f.summary
@@ -76,23 +83,23 @@ def test_journal_iso_secondary_folded_into_primary():
 def test_secondary_without_primary(tmp_path):
     p = tmp_path / "n1.dmesg"
     p.write_text("[ 5.0] NVRM: Xid (PCI:0000:3b:00): 45, pid=1, name=python, Ch 00000010 caused by previous Xid 79\n")
-    rep = xid.read([str(p)])
+    rep = READER.read([str(p)])
     f = rep.findings[0]
     assert f.severity == "suspect" and "previous Xid 79" in f.summary and "not in these logs" in f.summary
     assert f.gpus == ("n1:0000:3b:00",)
 
 
 def test_nvidia_smi_ecc_and_remapping():
-    rep = xid.read([str(FX / "nvidia-smi-q.gpu-node5.txt"), str(FX / "node6.nvidia-smi.txt")])
+    rep = READER.read([str(FX / "nvidia-smi-q.gpu-node5.txt"), str(FX / "node6.nvidia-smi.txt")])
     g = _by_gpu(rep)
     assert "gpu-node5:0000:07:00" not in g  # healthy GPU: no finding
     bad = {f.summary.split(": ", 1)[1] for f in g["gpu-node5:0000:0f:00"]}
     assert bad == {"row remapping failed (nvidia-smi -q Remapped Rows)",
                    "2 uncorrectable ECC errors since the last driver load (volatile)",
                    "a row remapping / page retirement is pending"}
-    assert rep.facts["gpus"]["gpu-node5:0000:0f:00"]["ecc"]["aggregate_uncorrectable"] == 7
-    old = rep.facts["gpus"]["node6:0000:1a:00"]["ecc"]
-    assert (old["volatile_uncorrectable"], old["aggregate_uncorrectable"], old["retired_pending"]) == (1, 1, True)
+    assert _gpu(rep, "gpu-node5:0000:0f:00").ecc.aggregate_uncorrectable == 7
+    old = _gpu(rep, "node6:0000:1a:00").ecc
+    assert (old.volatile_uncorrectable, old.aggregate_uncorrectable, old.retired_pending) == (1, 1, True)
 
 
 def test_xid_table_covers_the_issue_codes():
@@ -124,11 +131,18 @@ def test_cli_gpu_text_json_exit_codes(tmp_path):
     assert res.returncode == 3, res.stderr
     assert "GPUs" in res.stdout and "gpu-node3:0000:3b:00" in res.stdout and "fell off the bus" in res.stdout
     code, doc = run_json("gpu", FX / "journal-k.txt")
-    assert code == 3 and doc["command"] == "gpu" and doc["schema_version"] == 1 and doc["findings"][0]["gpus"]
+    assert code == 3 and doc["command"] == "gpu" and doc["schema_version"] == 2 and doc["findings"][0]["gpus"]
     healthy = tmp_path / "n2.dmesg"
     healthy.write_text("[ 1.0] NVRM: loading NVIDIA UNIX x86_64 Kernel Module  535.104.05\n")
     res = run_cli("gpu", healthy)
     assert res.returncode == 0 and "no GPU error" in res.stdout
+    # a file that is not a kernel log at all: nothing read, exit 1 (never an all-clear); a missing path: usage, 2
+    other = tmp_path / "notes.txt"
+    other.write_text("lunch at noon\n")
+    code, doc = run_json("gpu", other)
+    assert code == 1 and not doc["found"] and doc["headline"].startswith("nothing could be read")
+    res = run_cli("gpu", tmp_path / "nope")
+    assert res.returncode == 2 and "no such file" in res.stderr
 
 
 # --- fuzz ------------------------------------------------------------------------------------
@@ -144,8 +158,8 @@ def test_fuzz_no_exception_escapes(lines):
     data = "\n".join(lines).encode("utf-8", "replace")
     ev = xid.scan(iter_lines_from(io.BytesIO(data)), "fuzz.log", "h")
     assert 0 <= ev.lines_skipped <= ev.lines_read
-    findings, facts = xid.findings_from(ev)
-    json.dumps(facts)
+    findings, facts = findings_from(ev)
+    json.dumps(to_jsonable(facts))
     assert all(f.severity in ("suspect", "warning", "info") for f in findings)
 
 
@@ -166,9 +180,9 @@ def test_skipping_reader_equals_line_reader(tmp_path):
     data = noise + (FX / "syslog").read_bytes() + noise + (FX / "nvidia-smi-q.gpu-node5.txt").read_bytes() + noise
     p = tmp_path / "big.log"
     p.write_bytes(data)
-    fast = xid.findings_from(xid.scan_file(str(p), "big.log", "h"))
+    fast = findings_from(xid.scan_file(str(p), "big.log", "h"))
     with open(p, "rb") as f:
-        slow = xid.findings_from(xid.scan(iter_lines_from(f), "big.log", "h"))
+        slow = findings_from(xid.scan(iter_lines_from(f), "big.log", "h"))
     assert fast == slow and len(fast[0]) > 5
 
 
