@@ -58,6 +58,48 @@ def run_json(*args: str, **kw) -> tuple[int, dict]:
     return res.returncode, validate(json.loads(res.stdout))
 
 
+GOLDEN = Path(__file__).resolve().parent / "golden"
+
+
+def shape(value):
+    """The shape of JSON data: objects keep their keys, lists the merged shape of their items,
+    scalars become their type name (``"int|null"`` when items differ)."""
+    if isinstance(value, dict):
+        return {k: shape(v) for k, v in value.items()}
+    if isinstance(value, list):
+        merged = None
+        for item in value:
+            merged = _merge(merged, shape(item))
+        return [] if merged is None else [merged]
+    return {bool: "bool", int: "int", float: "float", str: "str", type(None): "null"}[type(value)]
+
+
+def _merge(a, b):
+    if a is None or a == b:
+        return b
+    if isinstance(a, dict) and isinstance(b, dict):  # (the facts of several readers: the union of their keys)
+        return {k: _merge(a.get(k), b.get(k)) for k in [*a, *[k for k in b if k not in a]]}
+    if isinstance(a, list) and isinstance(b, list):
+        return b if not a else a if not b else [_merge(a[0], b[0])]
+    names = set(str(a).split("|")) | set(str(b).split("|")) if isinstance(a, str) and isinstance(b, str) else {str(a), str(b)}
+    return "|".join(sorted(names))
+
+
+def check_golden(doc: dict, name: str) -> None:
+    """The document's shape (keys in order, value types) is the one pinned in ``tests/golden/NAME.json``.
+
+    ``HANGDBG_UPDATE_GOLDEN=1`` rewrites the file instead (review the diff before committing it).
+    """
+    got = shape(doc)
+    path = GOLDEN / f"{name}.json"
+    if os.environ.get("HANGDBG_UPDATE_GOLDEN"):
+        GOLDEN.mkdir(exist_ok=True)
+        path.write_text(json.dumps(got, indent=1) + "\n")
+        return
+    want = json.loads(path.read_text())
+    assert got == want, f"the shape of the {name} document changed: compare with {path} (HANGDBG_UPDATE_GOLDEN=1 rewrites it)"
+
+
 def suspects(doc: dict) -> list[dict]:
     """The findings of severity ``suspect`` of a document, in its order."""
     return [f for f in doc["findings"] if f["severity"] == "suspect"]

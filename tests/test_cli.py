@@ -13,7 +13,7 @@ import time
 import pytest
 from rich.console import Console
 
-from conftest import FIXTURES, read_json, run_cli, run_json, suspects
+from conftest import FIXTURES, check_golden, read_json, run_cli, run_json, suspects, validate
 from hangdbg.cli.main import main
 
 
@@ -94,6 +94,7 @@ def test_single_process_dump_and_json_schema(fake_rank, tmp_path):
     assert not doc["found"] and doc["headline"] == doc["stacks"]["headline"]
     assert set(doc["stacks"]) >= {"ranks", "groups", "missing_ranks", "tree"} and "suspects" not in doc
     procs = read_json(tmp_path / "processes.json")  # written before the stacks, with the same header
+    check_golden(procs, "processes")
     assert (procs["tool"], procs["command"], [p["pid"] for p in procs["processes"]]) == ("hangdbg", "dump", [fake_rank.pid])
     assert read_json(tmp_path / "hangdbg.json")["stacks"]["ranks"][0]["pid"] == fake_rank.pid
 
@@ -111,10 +112,11 @@ def test_analyze_saved_fixture_files_in_process():
     out, buf = _console()
     err, _ = _console()
     rc = main(["analyze", str(FIXTURES / "pyspy" / "torch_rank0.txt"), str(FIXTURES / "pyspy" / "torch_rank1.txt"), "--json"], out, err)
-    doc = json.loads(buf.getvalue())
+    doc = validate(json.loads(buf.getvalue()))
     assert rc == 3
     assert doc["command"] == "analyze"
     assert len(suspects(doc)) == 2  # two ranks, two collectives: no majority
+    check_golden(doc, "analyze")
 
 
 def test_report_renders_in_fixed_width_console_without_color():

@@ -10,7 +10,7 @@ import os
 
 import pytest
 
-from conftest import FIXTURES, read_json, run_cli, run_json, suspects
+from conftest import FIXTURES, check_golden, read_json, run_cli, run_json, suspects
 from infra.cores import SEGV, core_of, core_pattern, env, start
 
 
@@ -47,6 +47,7 @@ def test_collect_writes_each_nodes_files(sshd, node_disks, tmp_path, launcher):
     assert (out / "node1" / "dmesg" / "kernel-node1.log").stat().st_size > 0
     assert not list(out.rglob("*.part"))
     assert read_json(out / "collect.json")["nodes"] == doc["nodes"]
+    check_golden(doc, "collect")
     assert not doc["found"] and doc["findings"] == []
 
 

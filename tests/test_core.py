@@ -17,7 +17,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from conftest import FIXTURES, read_json, run_cli, run_json
+from conftest import FIXTURES, check_golden, read_json, run_cli, run_json
 from infra.cores import SEGV, SEGV_LINE, SETENV, SETENV_LINE, TORCH, TORCH_LINE, WAIT, WAIT_LINE, core_of as _core_of, core_pattern as _core_pattern, env as _env, start as _start, unlimited_cores as _unlimited_cores
 
 from hangdbg.model import FileError
@@ -101,6 +101,7 @@ def test_segv_core_rank_host_signal_and_python_frame(cores):
     assert [f["function"] for f in loader["frames"] if not f.get("native")][0] == "worker" and loader["status"] == "idle"
     (finding,) = doc["findings"]
     assert finding["kind"] == "core-crash" and finding["severity"] == "suspect" and finding["ranks"] == [3]
+    check_golden(doc, "core")
     assert finding["summary"].startswith("rank 3 on node-a crashed with SIGSEGV in ctypes/__init__.py:")
     assert f"prog.py:{SEGV_LINE} step()" in finding["summary"]
 

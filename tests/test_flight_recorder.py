@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import FIXTURES, read_json, run_cli, run_json
+from conftest import FIXTURES, check_golden, read_json, run_cli, run_json
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -154,6 +154,7 @@ def test_cli_on_real_dumps(real_dumps):
     assert read_json(real_dumps / "report" / "fr.json")["findings"] == doc["findings"]
     assert code == 3 and doc["command"] == "fr" and doc["schema_version"] == 2 and doc["found"]
     assert doc["source"]["kind"] == "flight-recorder" and doc["findings"][0]["kind"] == "fr-mismatch"
+    check_golden(doc, "fr")
     rows = {(r["rank"], r["group"]): r for r in doc["source"]["facts"]["table"]}
     assert rows[(3, "1:side")]["last"]["seq"] == 1 and rows[(3, "1:side")]["last_completed"] == {"seq": 1, "op": "all_reduce", "state": None}
     assert rows[(3, "1:side")]["last_started"] == {"seq": 1, "op": "all_reduce", "state": None}

@@ -22,7 +22,7 @@ from hangdbg.report.schema import to_jsonable
 from hangdbg.sources.nccl import NcclReader
 from hangdbg.parse.textlines import strip_prefix
 
-from conftest import read_json, run_cli, run_json
+from conftest import check_golden, read_json, run_cli, run_json
 
 FIX = Path(__file__).parent / "fixtures" / "nccl"
 sys.path.insert(0, str(FIX))
@@ -326,6 +326,7 @@ def test_cli_summary_json():
     assert code == 3 and doc["command"] == "nccl summary" and doc["schema_version"] == 2
     kinds = {f["kind"]: f for f in doc["findings"]}
     assert kinds["nccl-connect-failed"]["hosts"] == ["node-02"]
+    check_golden(doc, "nccl-summary")
     assert doc["source"]["facts"]["ip_hosts"]["10.0.0.7"] == "node-02"
 
 
@@ -387,6 +388,7 @@ def test_slice_table_marks_the_rank_the_finding_names(tmp_path, name):
 def test_cli_split_interleaved(tmp_path):
     code, doc = run_json("nccl", "split", fx("lagging.log"), "-o", tmp_path)
     assert code == 0 and read_json(tmp_path / "split.json")["files"] == doc["files"]
+    check_golden(doc, "nccl-split")
     assert [r["rank"] for r in doc["files"]] == list(range(16))
     for r in doc["files"]:
         text = (tmp_path / r["files"][0]).read_text()

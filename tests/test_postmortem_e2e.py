@@ -15,7 +15,7 @@ import shutil
 
 import pytest
 
-from conftest import FIXTURES, run_cli, run_json, suspects
+from conftest import FIXTURES, check_golden, run_cli, run_json, suspects
 from infra.chromium import chromium, rendered_dom
 from infra.cores import TORCH, TORCH_LINE, core_of, core_pattern, env, start
 
@@ -76,6 +76,7 @@ def test_report_names_rank_5_on_gpu_node_07(dead_job, tmp_path):
     files = {f["file"].rsplit("/", 1)[-1]: f["kinds"] for f in doc["files"]}
     assert files["torchrun.log"] == ["stack-text", "torch-log"] and files["gpu-node-07.syslog"] == ["gpu"]
     assert [u["reason"] for u in doc["unparsed"] if u["file"].endswith("README.txt")] == ["no reader recognised its content"]
+    check_golden(doc, "report")
 
 
 @pytest.mark.skipif(chromium() is None, reason="chromium is not installed")

@@ -9,7 +9,7 @@ import time
 
 import psutil
 
-from conftest import read_json, run_cli, run_json, suspects
+from conftest import check_golden, read_json, run_cli, run_json, suspects
 
 SCENARIO = "mismatch"
 
@@ -37,10 +37,12 @@ def test_dump_names_rank3_in_broadcast(hung_job, tmp_path):
     assert raw == [f"rank-000{i}.txt" for i in range(4)]
     assert (out / "raw" / "rank-0003.txt").read_text().startswith("# hangdbg rank=3 pid=")
     assert suspects(read_json(out / "hangdbg.json")) == suspects(doc)
+    check_golden(doc, "dump")
     assert len(read_json(out / "processes.json")["processes"]) == 4
     # the ranks that wait are never suspects: they say whom they wait for
     (waiting,) = [f for f in doc["findings"] if f["kind"] == "waiting"]
     assert (waiting["ranks"], waiting["waits_for"], waiting["severity"]) == ([0, 1, 2], [3], "waiting")
+    assert {f["source"] for f in doc["findings"]} == {"stacks"}
 
     # `analyze` on the saved directory gives the same verdict
     rc2, again = run_json("analyze", out)

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 from infra.fuzz import mutated_lines
-from conftest import FIXTURES, run_cli, run_json
+from conftest import FIXTURES, check_golden, run_cli, run_json
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -144,6 +144,7 @@ def test_real_cli_on_the_log_directory(torchrun_runs, tmp_path):
     code, doc = run_json("logs", str(log), str(logdir))
     assert code == 3
     assert doc["schema_version"] == 2 and doc["command"] == "logs" and doc["source"]["kind"] == "torch-log"
+    check_golden(doc, "logs")
     assert doc["found"] and "rank 1" in doc["headline"]
     assert sum(f.endswith("error.json") for f in doc["source"]["files"]) == len(list(logdir.rglob("error.json"))) >= 1
 

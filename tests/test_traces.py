@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from conftest import of_kind, run_cli, run_json
+from conftest import check_golden, of_kind, run_cli, run_json
 from hangdbg.parse.traces import divergence, read_trace
 
 HEAD = "# tracer v1 host=node{n} rank={r} pid={p} start=2026-11-22T03:20:00Z argv=train.py --lr 0.1\n"
@@ -46,6 +46,7 @@ def test_divergence_names_the_ranks_that_stopped(tmp_path):
     assert "rank 1 stopped at train.py:21 | dist.all_reduce(t) after call #2" in doc["headline"]
     assert "(also pointed at by: trace-stopped)" in doc["headline"]
     assert [r["grep_count"] for r in doc["source"]["facts"]["traces"]] == [4, 2, 4, 4]
+    check_golden(doc, "traces")
 
 
 def test_all_ended_same_calls_exit_0(tmp_path):
@@ -79,3 +80,19 @@ def test_line_cut_by_sigkill_is_dropped(tmp_path):
         f.write(b"    0.010002 train.py:22 | loss.back" + b"\0" * 4000)  # the copy stopped at a page boundary
     t = read_trace(p)
     assert t.cut and t.garbled == 0 and t.events == 2 and t.last_lines[-1].endswith("dist.all_reduce(t)")
+
+
+def test_same_calls_stopped_elsewhere_and_no_blame_without_a_majority(tmp_path):
+    """Every rank made the same calls; traces without an end line are compared by where they end:
+    the ones away from the (unique) most common line are named; with no such line, nobody is."""
+    for r in range(4):
+        text = STEP.format(s=1) + (f"    0.020000 train.py:{30 + r} | other_work()\n" if r == 2 else "")
+        _write(tmp_path, r, text, ended=False)
+    rc, doc = run_json("traces", tmp_path)
+    (odd,) = of_kind(doc, "trace-diverged")
+    assert rc == 3 and odd["ranks"] == [2] and "while ranks 0-1,3 are at train.py:21 | dist.all_reduce(t)" in odd["summary"]
+    for r in range(4):  # a job killed while every rank computed somewhere else: no majority, no blame
+        _write(tmp_path, r, STEP.format(s=1) + f"    0.020000 train.py:{40 + r} | step_{r}()\n", ended=False)
+    rc, doc = run_json("traces", tmp_path)
+    assert rc == 0 and not of_kind(doc, "trace-diverged")
+    assert [f["severity"] for f in of_kind(doc, "trace-stopped")] == ["warning"] and doc["headline"].startswith("no suspect")

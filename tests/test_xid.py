@@ -9,7 +9,7 @@ import re
 
 import pytest
 from infra.fuzz import mutated_lines
-from conftest import FIXTURES, run_cli, run_json
+from conftest import FIXTURES, check_golden, run_cli, run_json
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -132,6 +132,7 @@ def test_cli_gpu_text_json_exit_codes(tmp_path):
     assert "GPUs" in res.stdout and "gpu-node3:0000:3b:00" in res.stdout and "fell off the bus" in res.stdout
     code, doc = run_json("gpu", FX / "journal-k.txt")
     assert code == 3 and doc["command"] == "gpu" and doc["schema_version"] == 2 and doc["findings"][0]["gpus"]
+    check_golden(run_json("gpu", FX)[1], "gpu")
     healthy = tmp_path / "n2.dmesg"
     healthy.write_text("[ 1.0] NVRM: loading NVIDIA UNIX x86_64 Kernel Module  535.104.05\n")
     res = run_cli("gpu", healthy)

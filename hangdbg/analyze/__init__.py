@@ -16,7 +16,7 @@ from __future__ import annotations
 import re
 from dataclasses import replace
 
-from ..model import Analysis, Evidence, Finding, Group, Kind, RankDump, Severity
+from ..model import Analysis, Evidence, Finding, Group, Kind, RankDump, Severity, SourceKind
 from ..rankset import ranks_text
 from .classes import classify_ranks, group_ranks
 from .headline import stacks_headline
@@ -84,7 +84,7 @@ def _with_hosts_and_evidence(f: Finding, host_of: dict[int, str], places: dict) 
     """``f`` with the nodes of its ranks and, as evidence, where its first ranks are."""
     hosts = tuple(sorted({host_of[r] for r in f.ranks if r in host_of}))
     ev = tuple(Evidence("stacks", None, f"rank {r}: {places[r].describe()}") for r in f.ranks[:_EVIDENCE_RANKS] if r in places)
-    return replace(f, hosts=hosts, evidence=ev)
+    return replace(f, hosts=hosts, evidence=ev, source=SourceKind.STACKS)
 
 
 def _unreadable(ranks: tuple[int, ...], seen: dict[int, RankDump], host_of: dict[int, str]) -> Finding:
@@ -92,7 +92,8 @@ def _unreadable(ranks: tuple[int, ...], seen: dict[int, RankDump], host_of: dict
     ev = tuple(Evidence("stacks", None, f"rank {r}: {seen[r].error or 'no stack'}") for r in ranks[:_EVIDENCE_RANKS])
     first = seen[ranks[0]].error or "no stack"
     return Finding(Kind.UNREADABLE, f"could not read the stacks of {ranks_text(ranks)}: {first}", ranks,
-                   tuple(sorted({host_of[r] for r in ranks if r in host_of})), severity=Severity.WARNING, evidence=ev)
+                   tuple(sorted({host_of[r] for r in ranks if r in host_of})), severity=Severity.WARNING, evidence=ev,
+                   source=SourceKind.STACKS)
 
 
 def left_stacks_findings(a: Analysis) -> tuple[Finding, ...]:

@@ -32,9 +32,10 @@ _SAFE = re.compile(r"[^A-Za-z0-9._-]")
 class NodeResult:
     """What became of one node.
 
-    ``status``: ``ok`` (ranks dumped), ``no-ranks`` (agent ran, found none), ``error`` (the agent
-    or the transport failed), ``unreachable``, ``no-hangdbg``, ``timeout``, or ``no-answer``
-    (nothing came back and the transport said nothing either).
+    ``status``: ``ok`` (ranks dumped, or files sent), ``no-ranks`` (agent ran, found none),
+    ``nothing`` (``collect``: none of the files asked for is on the node), ``error`` (the agent or
+    the transport failed), ``unreachable``, ``no-hangdbg``, ``timeout``, or ``no-answer`` (nothing
+    came back and the transport said nothing either). ``seconds``: until the node's result came.
     """
 
     host: str
@@ -147,7 +148,9 @@ def fan_out(
                     ranks = tuple(sorted(int(p["rank"]) for p in msg.get("processes", []) if isinstance(p, dict) and "rank" in p))
                     status = msg.get("status") if msg.get("status") in ("ok", "no-ranks", "error", "nothing") else "error"
                     reason = msg.get("error") or "; ".join(problems.get(host, [])) or None
-                    finish(NodeResult(host, status, reason, ranks, msg.get("seconds"), tuple(msg.get("files") or ())))
+                    took = msg.get("seconds")
+                    took = float(took) if isinstance(took, (int, float)) else time.monotonic() - start
+                    finish(NodeResult(host, status, reason, ranks, took, tuple(msg.get("files") or ())))
 
     try:
         failures = runner.run(argv, on_line, timeout)

@@ -125,13 +125,14 @@ class SourceSection(Generic[F]):
 class NodeEntry:
     """What became of one node of ``dump --jobid/--hosts`` or ``collect``.
 
-    ``status``: ``ok``, ``no-ranks`` (the agent found none), ``error``, ``unreachable``,
-    ``no-hangdbg``, ``timeout``, ``no-answer``; ``reason`` says why; ``ranks`` the ranks dumped,
-    ``files`` the files sent (``collect``); ``seconds`` how long it took.
+    ``status``: ``ok``, ``no-ranks`` (the agent found none), ``nothing`` (``collect``: no file
+    asked for is there), ``error``, ``unreachable``, ``no-hangdbg``, ``timeout``, ``no-answer``;
+    ``reason`` says why; ``ranks`` the ranks dumped, ``files`` the files sent (``collect``);
+    ``seconds`` how long it took.
     """
 
     host: str
-    status: Literal["ok", "no-ranks", "error", "unreachable", "no-hangdbg", "timeout", "no-answer"]
+    status: Literal["ok", "no-ranks", "nothing", "error", "unreachable", "no-hangdbg", "timeout", "no-answer"]
     reason: str | None
     ranks: tuple[int, ...]
     files: tuple[str, ...]

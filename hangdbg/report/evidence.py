@@ -17,7 +17,7 @@ from rich.table import Table
 from rich.text import Text
 
 from ..model import Finding, RankState, Severity, SourceReport
-from ..rankset import compress
+from ..rankset import ranks_text
 
 __all__ = ["SEVERITY_STYLE", "findings_table", "ranks_table", "render_source_report", "headline_panel", "who_text"]
 
@@ -34,7 +34,7 @@ def who_text(f: Finding) -> str:
     """Ranks, hosts and GPUs of a finding, one per line (plain text)."""
     who = []
     if f.ranks:
-        who.append("rank " + compress(f.ranks))
+        who.append(ranks_text(f.ranks))
     if f.hosts:
         who.append(", ".join(f.hosts[:3]) + (" ..." if len(f.hosts) > 3 else ""))
     if f.gpus:
@@ -51,12 +51,10 @@ def findings_table(findings: Sequence[Finding], evidence: bool = True, title: st
     t.add_column("what", ratio=1, overflow="fold")
     for f in findings:
         body = Text(f.summary)
-        if f.waits_for:
-            body.append(f"\nwaits for rank {compress(f.waits_for)}", style="cyan")
         if f.action:
             body.append(f"\naction: {f.action}", style="bold")
-        if evidence:
-            for e in f.evidence[:3]:
+        if evidence:  # raw lines of files (the stack analysis' own "stacks" lines repeat the summary)
+            for e in [e for e in f.evidence if e.source != "stacks"][:3]:
                 where = f"{e.source}:{e.line}" if e.line is not None else e.source
                 body.append(f"\n  {where}: {e.text[:240]}", style="dim")
         t.add_row(Text(str(f.severity), style=SEVERITY_STYLE.get(f.severity, "")), str(f.kind), Text(who_text(f)), body)

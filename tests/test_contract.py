@@ -1,0 +1,138 @@
+"""The contract every command keeps: the JSON Schema that `hangdbg schema` prints, one meaning per
+exit status (a file no reader recognises is 1, a missing path is 2, for every reader command),
+`-v` logging each external command, the hidden agent, and the packaging promises."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+
+import pytest
+
+from conftest import FIXTURES, ROOT, run_cli, run_json, schema_validator
+
+# every command that reads files, with the arguments that precede the paths
+READERS = {
+    "report": ["report"], "analyze": ["analyze"], "logs": ["logs"], "gpu": ["gpu"], "fr": ["fr"],
+    "nccl summary": ["nccl", "summary"], "traces": ["traces"], "core": ["core"],
+}
+
+
+def test_schema_is_draft_2020_12_and_describes_every_command():
+    res = run_cli("schema")
+    assert res.returncode == 0, res.stderr
+    schema = json.loads(res.stdout)
+    assert schema["$schema"] == "https://json-schema.org/draft/2020-12/schema"
+    import jsonschema
+
+    jsonschema.Draft202012Validator.check_schema(schema)
+    commands = set()
+    for ref in schema["anyOf"]:
+        props = schema["$defs"][ref["$ref"].rsplit("/", 1)[1]]["properties"]
+        c = props["command"]
+        commands |= set(c.get("enum") or [c.get("const")])
+        if ref["$ref"].endswith("/ProcessList"):
+            continue
+        # the common header of every command's document, every field required
+        header = ["schema_version", "tool", "version", "created", "command", "found", "headline", "findings"]
+        assert list(props)[:8] == header
+    assert commands >= {"dump", "analyze", "demo", "report", "nccl summary", "nccl split", "logs", "fr", "gpu", "core",
+                        "traces", "collect"}
+    finding = schema["$defs"]["Finding"]
+    assert finding["additionalProperties"] is False
+    assert set(finding["required"]) >= {"kind", "severity", "ranks", "hosts", "gpus", "summary", "evidence", "action"}
+    assert finding["properties"]["ranks"]["items"] == {"type": "integer"}
+    kinds = {k["const"]: k["description"] for k in schema["$defs"]["Kind"]["oneOf"]}
+    assert "different-collective" in kinds and all(kinds.values())
+    assert [s["const"] for s in schema["$defs"]["Severity"]["oneOf"]] == ["suspect", "warning", "waiting", "info"]
+    assert "suspects" not in json.dumps(schema["$defs"]["StacksDocument"]["properties"])
+
+
+def test_schema_kinds_table_and_out_dir(tmp_path):
+    res = run_cli("schema", "--kinds")
+    assert res.returncode == 0 and "different-collective" in res.stdout and "waits_for" in res.stdout
+    res = run_cli("schema", "-o", tmp_path)
+    assert res.returncode == 0 and json.loads((tmp_path / "hangdbg-schema-v2.json").read_text())["$id"]
+
+
+def test_a_document_that_breaks_the_contract_is_caught():
+    """The validator is no rubber stamp: a v1-style document, or a rank given as text, fails."""
+    code, doc = run_json("analyze", FIXTURES / "pyspy" / "torch_xargs.txt")
+    v = schema_validator()
+    assert v.is_valid(doc)
+    assert not v.is_valid({**doc, "suspects": []})  # unknown key
+    bad = json.loads(json.dumps(doc))
+    bad["findings"][0]["ranks"] = ["0-3"]
+    assert not v.is_valid(bad)
+    bad = json.loads(json.dumps(doc))
+    del bad["headline"]
+    assert not v.is_valid(bad)
+
+
+@pytest.mark.parametrize("command", list(READERS))
+def test_unrecognised_file_is_exit_1_and_missing_path_is_exit_2(command, tmp_path):
+    other = tmp_path / "notes.txt"
+    other.write_text("lunch at noon, then the all-hands\n")
+    res = run_cli(*READERS[command], other)
+    assert res.returncode == 1, (res.stdout, res.stderr)
+    assert "Traceback" not in res.stderr
+    res = run_cli(*READERS[command], tmp_path / "nope")
+    assert res.returncode == 2 and "Traceback" not in res.stderr and "no such" in res.stderr.lower()
+
+
+@pytest.mark.parametrize("command", [c for c in READERS if c != "core"])
+def test_unrecognised_file_json_is_a_document_with_nothing_read(command, tmp_path):
+    other = tmp_path / "notes.txt"
+    other.write_text("lunch at noon\n")
+    code, doc = run_json(*READERS[command], other)
+    assert code == 1 and not doc["found"] and doc["command"] == command
+
+
+@pytest.fixture
+def sleeper():
+    proc = subprocess.Popen([sys.executable, "-c", "import sys, time; print('ready', flush=True); time.sleep(600)"],
+                            stdout=subprocess.PIPE, text=True, env=dict(os.environ, RANK="0", WORLD_SIZE="1"))
+    assert proc.stdout.readline().strip() == "ready"
+    yield proc
+    proc.kill()
+    proc.wait()
+
+
+def test_verbose_logs_each_external_command(sleeper, tmp_path):
+    t0 = time.monotonic()
+    res = run_cli("-v", "dump", "--pid", sleeper.pid, "-o", tmp_path)
+    assert res.returncode == 0, res.stderr
+    lines = [ln for ln in res.stderr.splitlines() if ln.startswith("hangdbg: ")]
+    started = [ln for ln in lines if "py-spy dump --pid" in ln and ln.startswith("hangdbg: $ ")]
+    ended = [ln for ln in lines if ln.startswith("hangdbg: exit 0 after ") and "py-spy dump --pid" in ln]
+    assert started and ended, res.stderr
+    seconds = float(ended[0].split("after ", 1)[1].split(" s:", 1)[0])
+    assert 0 <= seconds <= time.monotonic() - t0
+    assert f"--pid {sleeper.pid}" in started[0]
+    quiet = run_cli("dump", "--pid", sleeper.pid, "-o", tmp_path / "q")
+    assert "py-spy dump --pid" not in quiet.stderr  # without -v: nothing
+    after = run_cli("dump", "-v", "--pid", sleeper.pid, "-o", tmp_path / "a")  # after the subcommand too
+    assert "hangdbg: $ " in after.stderr
+
+
+def test_agent_is_hidden_from_help_but_runs():
+    res = run_cli("--help")
+    assert res.returncode == 0 and "schema" in res.stdout and "agent" not in res.stdout
+    res = run_cli("agent", "--help")
+    assert res.returncode == 0 and "HANGDBG1" in " ".join(res.stdout.split())
+
+
+def test_packaging_promises():
+    tomllib = pytest.importorskip("tomllib")
+    meta = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    extras = meta["optional-dependencies"]
+    torch = [d for d in extras["torch"] if d.startswith("torch")]
+    assert torch and all("==" not in d and ">=" in d for d in torch)  # a range: never replaces the user's torch
+    assert not any(d.startswith("pexpect") for d in meta["dependencies"])  # only the tests drive terminals
+    assert any(d.startswith("pexpect") for d in extras["test"])
+    assert not any("==" in d for d in extras["test"])
+    assert meta["license"] == "Apache-2.0" and meta["urls"] and meta["classifiers"]
+    assert (ROOT / "hangdbg" / "py.typed").exists()
