@@ -116,7 +116,7 @@ def check_collected(dumps, nproc: int) -> None:
     a = analyze(dumps)
     got = [(s.ranks, s.kind) for s in a.suspects]
     if got != [((nproc - 1,), "different-collective")]:
-        raise AssertionError(f"analyze named {got}, expected rank {nproc - 1}: {a.verdict}")
+        raise AssertionError(f"analyze named {got}, expected rank {nproc - 1}: {a.headline}")
 
 
 def parallel(ranks, jobs: int, opts: PySpyOptions, nproc: int, seconds: list[float]) -> None:

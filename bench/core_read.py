@@ -88,7 +88,7 @@ def main() -> None:
             doc = json.loads(res.stdout)
         size = core.stat().st_size
     c = doc["cores"][0]
-    crash = doc["report"]["findings"][0]["summary"]
+    crash = doc["findings"][0]["summary"]
     med = {k: statistics.median(v) for k, v in times.items()}
     rows = [{"tool": k, "median_s": round(med[k], 3), "min_s": round(min(v), 3), "runs": len(v)} for k, v in times.items()]
     print(f"core of a torch/gloo process: {size / 2**20:.0f} MiB, {len(c['threads'])} threads")

@@ -26,7 +26,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import ROOT, source_state
 
 sys.path.insert(0, str(ROOT))
-from hangdbg.analyze.flight_recorder import read
+from hangdbg.sources.flight_recorder import READER
 from hangdbg.parse.flight_recorder import RestrictedUnpickler
 
 
@@ -85,11 +85,11 @@ def main() -> None:
                 with open(p, "rb") as f:
                     RestrictedUnpickler(f).load()
 
-        rep = read(paths)
-        assert not rep.errors and rep.facts["dumps"] == a.ranks
+        rep = READER.read(paths)
+        assert not rep.errors and rep.facts.dumps == a.ranks
         del rep  # keep the heap the same size for every mode (the GC scans what is alive)
         modes = (("pickle.load (baseline)", plain), ("restricted unpickler", restricted),
-                 ("hangdbg read()", lambda: read(paths)))
+                 ("hangdbg read()", lambda: READER.read(paths)))
         times: dict[str, list[float]] = {m: [] for m, _ in modes}
         for _ in range(a.repeat):  # interleaved rounds: a load spike on the machine hits every mode
             for m, fn in modes:

@@ -20,7 +20,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import resource
 import subprocess
 import sys
 import tempfile
@@ -144,7 +143,7 @@ def main() -> None:
             "load_average_1min": round(os.getloadavg()[0], 2), "hangdbg_mb_per_s": round(info["bytes"] / 2**20 / h, 1),
             "peak_rss_tree_mb": round(max(x[1] for x in hd) / 2**20, 1),
             "peak_rss_largest_process_mb": round(max(x[2] for x in hd) / 2**20, 1),
-            "lines_read": doc["lines_read"], "records": doc["facts"]["records"], "suspects": found,
+            "lines_read": doc["source"]["lines_read"], "records": doc["source"]["records"], "suspects": found,
             "goal": "ratio <= 3, peak RSS < 200 MB", **source_state(),
         }
         if pure:
