@@ -199,7 +199,7 @@ class FrLast:
         desc: op, sizes and dtypes as text.
         state: ``completed``, ``started`` or ``scheduled``, raised by ``pg_status``.
         raw_state: the state as dumped.
-        retired: the entry was retired.
+        retired: the entry was retired (``None`` when the dump does not say).
     """
 
     seq: int
@@ -207,7 +207,7 @@ class FrLast:
     desc: str
     state: str
     raw_state: str
-    retired: bool
+    retired: bool | None
 
 
 @dataclass(frozen=True, slots=True)

@@ -168,9 +168,10 @@ def analyze(dumps: list[FrDump], unreadable: dict[int, tuple[str, str]] | None =
             parts.append(f"the dump of {ranks_text(bad)} could not be read")
         ev = []
         src = next((d for d in by_rank.values() if any(m for _, m in d.pg_config.values())), None)
-        for name, (desc, members) in list(src.pg_config.items() if src else ())[:3]:
-            if members:
-                ev.append(Evidence(src.path, None, f"pg_config {name!r} desc={desc!r} ranks={list(members)}"))
+        if src is not None:
+            for name, (desc, members) in list(src.pg_config.items())[:3]:
+                if members:
+                    ev.append(Evidence(src.path, None, f"pg_config {name!r} desc={desc!r} ranks={list(members)}"))
         ev += [Evidence(unreadable[r][0], None, f"rank {r} unreadable: {unreadable[r][1]}") for r in bad[:3]]
         findings.append(Finding(
             Kind.FR_MISSING_RANK,
@@ -206,18 +207,21 @@ def analyze(dumps: list[FrDump], unreadable: dict[int, tuple[str, str]] | None =
             state = states[-1] if states else ""
             p2p = g.p2p.get(r, [])
             le = last[r]
+            fr_last: FrLast | None = None
+            if le is not None:
+                assert le.collective_seq_id is not None  # g.entries holds collectives with a seq only
+                fr_last = FrLast(le.collective_seq_id, le.op, le.describe(), state, le.state, le.retired)
             table.append(FrRow(
-                rank=r, group=label, file=d.path,
-                last=None if le is None else FrLast(le.collective_seq_id, le.op, le.describe(), state, le.state, le.retired),
+                rank=r, group=label, file=d.path, last=fr_last,
                 last_started=None if not begun else FrOp(begun[-1].collective_seq_id, begun[-1].op),
                 last_completed=None if lc is None else FrOp(lc.collective_seq_id, lc.op),
                 last_p2p=None if not p2p else FrOp(p2p[-1].p2p_seq_id, p2p[-1].profiling_name.split(":", 1)[-1],
                                                    effective_state(p2p[-1], d)),
             ))
-            if last[r] is not None:
-                st_text = state + (f"; completed up to seq {lc.collective_seq_id} ({lc.op})" if lc and lc is not last[r]
+            if le is not None:
+                st_text = state + (f"; completed up to seq {lc.collective_seq_id} ({lc.op})" if lc and lc is not le
                                    else "" if lc else "; none completed")
-                rows.append(RankState(r, last_collective=last[r].op, seq=last[r].collective_seq_id, group=label,
+                rows.append(RankState(r, last_collective=le.op, seq=le.collective_seq_id, group=label,
                                       state=st_text, source=KIND))
             elif p2p:
                 rows.append(RankState(r, last_collective=p2p[-1].op, seq=p2p[-1].p2p_seq_id, group=label + " (p2p)",

@@ -271,7 +271,7 @@ def _slice_rows(log: NcclLog) -> list[tuple[Proc, list[tuple]]]:
     type over all communicators, as sorted ``(type, count)`` pairs."""
     out = []
     for p in log.procs.values():
-        rows = [Counter() for _ in range(log.nslices)]
+        rows: list[Counter[str]] = [Counter() for _ in range(log.nslices)]
         for c in p.all_comms:
             for s, cnt in c.slices.items():
                 rows[s].update(cnt)

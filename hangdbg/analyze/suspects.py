@@ -52,10 +52,12 @@ def expected_ranks(dumps: list[RankDump], whole_job: bool = False) -> tuple[set[
     world = max(sizes)
     if whole_job:
         return set(range(world)), 0
-    local = [d for d in dumps if d.local_world_size and d.local_rank is not None]
-    if local and max(d.local_world_size for d in local) < world:
+    # (first rank, size) of each seen node, from the dumps that know their local rank
+    nodes = {(d.rank - d.local_rank, d.local_world_size) for d in dumps
+             if d.local_world_size and d.local_rank is not None}
+    if nodes and max(size for _, size in nodes) < world:
         exp: set[int] = set()
-        for base, size in {(d.rank - d.local_rank, d.local_world_size) for d in local}:
+        for base, size in nodes:
             exp.update(range(max(0, base), min(world, base + size)))
         exp.update(d.rank for d in dumps)
         return exp, world - len(exp)

@@ -267,14 +267,14 @@ def _failure_findings(ev: TorchLogEvents, timed_out: set[int]) -> tuple[list[Fin
             ranks=tuple(sorted(vr)), hosts=tuple(sorted({f.host for f in victims if f.host})),
             evidence=tuple(x for f in victims[:2] for x in f.evidence[:1]), severity=Severity.INFO))
     known_pids = {f.pid for f in fails}
-    for local, pid, code, evid in ev.agent_failures:
+    for local_rank, pid, code, evid in ev.agent_failures:
         if pid in known_pids:
             continue
         known_pids.add(pid)
         sig = signal_name(code)
         out.append(Finding(
             kind=Kind.CHILD_FAILED,
-            summary=f"local_rank {local} (pid {pid}) failed: exit {code}" + (f" ({sig})" if sig else "")
+            summary=f"local_rank {local_rank} (pid {pid}) failed: exit {code}" + (f" ({sig})" if sig else "")
             + " (torchrun agent line; the global rank is not printed)",
             evidence=(evid,), severity=Severity.SUSPECT if root is None else Severity.WARNING))
     return out, {f.rank for f in active if f.rank is not None}, used_files
@@ -312,9 +312,10 @@ def analyze_events(ev: TorchLogEvents) -> tuple[list[Finding], list[RankState], 
     findings += _error_file_findings(ev, used)
     findings += [f for f in fail_findings if f.severity is not Severity.SUSPECT]
     findings += _timeout_findings(timeouts)
-    for r, evid in sorted(ev.dump_from.items())[:1]:
-        findings.append(Finding(kind=Kind.DUMP_SIGNAL, summary=f"rank {r} detected the timeout first and signalled the "
-                                "others to dump their flight recorder", ranks=(r,), evidence=(evid,), severity=Severity.INFO))
+    for rank, evid in sorted(ev.dump_from.items())[:1]:
+        findings.append(Finding(kind=Kind.DUMP_SIGNAL, summary=f"rank {rank} detected the timeout first and signalled "
+                                "the others to dump their flight recorder", ranks=(rank,), evidence=(evid,),
+                                severity=Severity.INFO))
 
     rows: dict[tuple[int, str], dict] = {}
     groups_of: dict[int, list[tuple[int, str]]] = defaultdict(list)  # a rank's row keys, in rows' order

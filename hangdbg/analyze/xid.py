@@ -28,7 +28,10 @@ def findings_from(ev: GpuLogEvents) -> tuple[list[Finding], GpuFacts]:
     by: dict[tuple[str, str, int], list[XidEvent]] = defaultdict(list)
     secondary: dict[tuple[str, str, int], list[XidEvent]] = defaultdict(list)
     for x in ev.xids:
-        (secondary if x.secondary else by)[(x.host, x.bus, x.previous if x.secondary else x.code)].append(x)
+        if x.previous is not None:  # x.secondary: filed under the Xid that caused it
+            secondary[(x.host, x.bus, x.previous)].append(x)
+        else:
+            by[(x.host, x.bus, x.code)].append(x)
     for (host, bus, code), xs in by.items():
         info = xid_info(code)
         sec = secondary.pop((host, bus, code), [])

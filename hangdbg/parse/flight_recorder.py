@@ -356,8 +356,8 @@ def _entry(i: int, e: dict, cache: dict) -> FrEntry | None:
     )
 
 
-def _pg_config(v) -> dict:
-    out = {}
+def _pg_config(v) -> dict[str, tuple[str, tuple[int, ...]]]:
+    out: dict[str, tuple[str, tuple[int, ...]]] = {}
     if not isinstance(v, dict):
         return out
     for key, info in v.items():
@@ -367,8 +367,8 @@ def _pg_config(v) -> dict:
     return out
 
 
-def _pg_status(v) -> dict:
-    out = {}
+def _pg_status(v) -> dict[int, tuple[int | None, ...]]:
+    out: dict[int, tuple[int | None, ...]] = {}
     if not isinstance(v, dict):
         return out
     for key, st in v.items():

@@ -232,9 +232,10 @@ class _State:
             self.blocks.append(StackBlock(self.source, c["line"], c["format"], c["tid"], c.get("name"), c.get("rank"),
                                           c.get("current", False), tuple(c["frames"]), c.get("title", "")))
 
-    def open(self, n: int, fmt: str, tid: int, rank: int | None, **kw) -> None:
+    def open(self, n: int, fmt: str, tid: int, rank: int | None, **kw) -> dict:
         self.close()
         self.cur = {"line": n, "format": fmt, "tid": tid, "rank": rank, "frames": [], **kw}
+        return self.cur
 
 
 def parse_stacks(lines, source: str = "") -> tuple[list[StackBlock], int, TextInfo]:
@@ -273,12 +274,12 @@ def _line(st: _State, n: int, raw: str, text: str, rank: int | None) -> None:
     m = _GDB_FRAME.match(text)
     if m and not text.startswith("#!"):
         if cur is None or cur["format"] not in ("gdb", "eu-stack"):
-            st.open(n, "gdb", 0, rank)  # a lone `bt` without a thread header
+            cur = st.open(n, "gdb", 0, rank)  # a lone `bt` without a thread header
         f = parse_gdb_frame(m.group(2))
         if f is None:
             st.skipped += 1
         else:
-            st.cur["frames"].append(f)
+            cur["frames"].append(f)
         return
     m = _GDB_THREAD.match(text)
     if m:
@@ -297,9 +298,9 @@ def _line(st: _State, n: int, raw: str, text: str, rank: int | None) -> None:
     m = _PY_FILE.match(text)
     if m:
         if cur is None or cur["format"] not in ("faulthandler", "py-bt", "gdb"):
-            st.open(n, "py-bt", 0, rank)
-        st.cur["frames"].append(_python_frame(*m.groups()))
-        st.after_pyfile = st.cur["format"] in ("py-bt", "gdb")
+            cur = st.open(n, "py-bt", 0, rank)
+        cur["frames"].append(_python_frame(*m.groups()))
+        st.after_pyfile = cur["format"] in ("py-bt", "gdb")
         return
     if st.after_pyfile:  # py-bt prints the source line under each File line
         st.after_pyfile = False
@@ -327,20 +328,21 @@ def _line(st: _State, n: int, raw: str, text: str, rank: int | None) -> None:
     m = _LLDB_FRAME.match(text)
     if m:
         if cur is None or cur["format"] != "lldb":
-            st.open(n, "lldb", 0, rank)
+            cur = st.open(n, "lldb", 0, rank)
         func, _ = _split_function(m.group(4).strip())
         func = func.split("(")[0] if "(" in func and not func.startswith("operator") else func
-        st.cur["frames"].append(Frame(func or "??", m.group(5) or m.group(3) or "", int(m.group(6)) if m.group(6) else None, native=True))
+        cur["frames"].append(Frame(func or "??", m.group(5) or m.group(3) or "",
+                                   int(m.group(6)) if m.group(6) else None, native=True))
         return
     m = _TORCH_FRAME.match(text)
     if m:
         if cur is None or cur["format"] != "torch-cpp" or (rank is not None and cur.get("rank") not in (None, rank)):
             st.torch_index += 1
-            st.open(n, "torch-cpp", st.torch_index, rank)
+            cur = st.open(n, "torch-cpp", st.torch_index, rank)
         func, lib = m.group(2).strip(), (m.group(3) or "").strip()
         if func.startswith("/") and not lib:  # old form: "frame #10: /usr/bin/python() [0x4f3c6e]"
             func, lib = "??", func.split("(")[0]
-        st.cur["frames"].append(Frame(func or "??", lib, None, native=True))
+        cur["frames"].append(Frame(func or "??", lib, None, native=True))
         return
     m = _LLDB_THREAD.match(text)
     if m:

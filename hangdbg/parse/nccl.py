@@ -98,8 +98,11 @@ def has_marker(line: str | bytes) -> bool:
     """The cheap pre-test for a record: ``line`` holds ``NCCL``, ``INFO``, ``WARN`` or ``TRACE``
     (:data:`RECORD` and :data:`_SHAPE` need one of them: ``NCCL`` levels and old-style levels;
     ``_ncclscan.c`` keeps its other lines by the same test)."""
-    a, b, c, d = _BMARKERS if isinstance(line, bytes) else _MARKERS
-    return a in line or b in line or c in line or d in line
+    if isinstance(line, bytes):
+        a, b, c, d = _BMARKERS
+        return a in line or b in line or c in line or d in line
+    s, t, u, v = _MARKERS
+    return s in line or t in line or u in line or v in line
 
 
 def sniff(head: bytes) -> bool:
@@ -475,7 +478,8 @@ class NcclLog:
         if where is not None:
             self.last_collective(p, name, op, ptr, where, text)
 
-    def last_collective(self, p: Proc, name: str, op: int, ptr: str, where: tuple[int, int], text: str | None) -> None:
+    def last_collective(self, p: Proc, name: str, op: int | None, ptr: str, where: tuple[int, int],
+                        text: str | None) -> None:
         """Record a collective at ``where`` as the communicator's last one if nothing later was seen."""
         c = self._comm(p, ptr)
         if c.last_where is None or where >= c.last_where:

@@ -121,6 +121,7 @@ def _scan_chunk_py(path: str, start: int, end: int) -> dict:
     pair is seen).
     """
     with open(path, "rb") as f:
+        data: bytes | mmap.mmap
         if start == 0:
             data = b"\n" + f.read(end)
             pos, stop = 0, len(data)
@@ -235,7 +236,7 @@ def scan(paths: list[str], split_on: re.Pattern[str] | None = None, workers: int
     from concurrent.futures import ProcessPoolExecutor  # noqa: PLC0415 - only big inputs need it
 
     chunk = chunk or CHUNK
-    tasks = []
+    tasks: list[tuple[int, str, int, int]] = []  # (file index, path, start, end) of each chunk
     for path, size in zip(paths, sizes):
         if size < 0:
             continue
@@ -338,6 +339,7 @@ def _scan_lines(log: NcclLog, path: str) -> None:
     fi = len(log.files)
     log.files.append(path)
     pat = log.split_on
+    assert pat is not None  # the per-line path is taken for --split-on only
     try:
         for lineno, text in iter_lines(path):
             log.lines_read += 1

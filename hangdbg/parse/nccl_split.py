@@ -56,7 +56,7 @@ def split_logs(paths: list[str], out: Path, pattern: re.Pattern[str] | None = No
         return SplitResult([], {}, [], 0)
     out.mkdir(parents=True, exist_ok=True)
     names = _file_names(log)
-    by_rank = {}
+    by_rank: dict[int, tuple[str, int]] = {}  # rank -> (host, pid) of its process
     for key, p in log.procs.items():
         for r in (p.launcher_rank, p.rank):
             if r is not None:
@@ -67,8 +67,8 @@ def split_logs(paths: list[str], out: Path, pattern: re.Pattern[str] | None = No
     for fi, path in enumerate(log.files):
         file_index.setdefault(path, fi)
     for path in paths:
-        fi = file_index.get(path)
-        fi_procs = list(log._file_procs.get(fi, ())) if fi is not None else []
+        path_fi = file_index.get(path)
+        fi_procs = list(log._file_procs.get(path_fi, ())) if path_fi is not None else []
         only = fi_procs[0] if len(fi_procs) == 1 else None
         prev_key, prev_cut = None, False
         try:

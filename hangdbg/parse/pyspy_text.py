@@ -148,6 +148,7 @@ class _Parser:
 
     def indented(self, text: str, indent: int) -> None:
         if self.error_part == "caused":
+            assert self.cur is not None  # an error part is only set with a current process
             self.cur.reasons.append(_CAUSE_NUMBER.sub("", text))
         elif self.error_part is not None:
             pass  # Rust "Stack backtrace:" lines
@@ -170,6 +171,7 @@ class _Parser:
         elif text == "Stack backtrace:":
             self.error_part = "backtrace"
         elif text.startswith("Reason:"):  # py-spy before anyhow (failure crate)
+            assert self.cur is not None  # an error part is only set with a current process
             self.cur.reasons.append(text[len("Reason:"):].strip())
         else:
             return False

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import errno
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -48,11 +49,11 @@ class _Entry:
     sample: int | None
 
 
-def load_dumps(paths: list[str | os.PathLike]) -> tuple[list[RankDump], LoadStats]:
+def load_dumps(paths: Sequence[str | os.PathLike]) -> tuple[list[RankDump], LoadStats]:
     """Read saved py-spy dump text files (py-spy 0.3/0.4 ``dump`` output) into rank dumps.
 
     Args:
-        paths (list[str | os.PathLike]): files, or directories whose regular files are read
+        paths (Sequence[str | os.PathLike]): files, or directories whose regular files are read
             (not recursively, sorted by name, skipping ``*.json`` and hidden files); a directory
             holding a ``raw/`` subdirectory (an ``-o OUT`` directory) is read through ``raw/``.
 

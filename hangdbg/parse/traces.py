@@ -86,8 +86,7 @@ def read_trace(path: str | Path, last: int = 10, grep: re.Pattern[str] | None = 
     path = Path(path)
     tail: deque[str] = deque(maxlen=max(0, last))
     calls: list[str] = []
-    events = garbled = 0
-    grep_count = 0 if grep is not None else None
+    events = garbled = grepped = 0
     ended, elapsed, cut = False, None, False
     with open(path, encoding="utf-8", errors="replace") as f:
         first = f.readline().rstrip("\n")
@@ -126,8 +125,9 @@ def read_trace(path: str | Path, last: int = 10, grep: re.Pattern[str] | None = 
             if not ended:
                 elapsed = _float(stamp) if stamp != "-" else elapsed
             if grep is not None and grep.search(line):
-                grep_count += 1
+                grepped += 1
     rank = int(rank_text) if rank_text.isdigit() else None
+    grep_count = grepped if grep is not None else None
     return RankTrace(path, rank, host, int(pid), start, argv, events, tuple(calls), tuple(tail), ended,
                      elapsed, grep_count, garbled, cut)
 

@@ -270,10 +270,10 @@ def _line(ev, smi, lost: _LostState, source, default_host, n, raw) -> None:
         return
     m = _SERIAL.search(msg)
     if m:
-        bus = lost.last_bus.get(host)
-        if bus is not None:
-            ev.serials[(host, bus)] = m.group("serial")
-            lost.lines[(host, bus)].append(Evidence(source, n, raw))
+        last_bus = lost.last_bus.get(host)
+        if last_bus is not None:
+            ev.serials[(host, last_bus)] = m.group("serial")
+            lost.lines[(host, last_bus)].append(Evidence(source, n, raw))
         return
     m = _FELL.search(msg)
     if m:
@@ -285,6 +285,7 @@ def _line(ev, smi, lost: _LostState, source, default_host, n, raw) -> None:
 
 def _smi_line(smi: _SmiState, source: str, n: int, line: str) -> None:
     cur = smi.cur
+    assert cur is not None  # only called inside an open GPU block
     m = _KV.match(line)
     if m is None:
         m = _SECTION.match(line)

@@ -21,19 +21,18 @@ __all__ = ["Reader", "StackReader", "ReaderBase", "HEAD_BYTES", "with_source"]
 HEAD_BYTES = 64 << 10
 """How much of a file ``sniff`` sees (its first 64 KiB)."""
 
-F_co = TypeVar("F_co", covariant=True)
 F = TypeVar("F")
 
 
 @runtime_checkable
-class Reader(Protocol[F_co]):
+class Reader(Protocol[F]):
     """A reader of one kind of evidence.
 
     Attributes:
         kind: the kind of evidence it reads.
     """
 
-    kind: SourceKind
+    kind: ClassVar[SourceKind]
 
     def sniff(self, head: bytes) -> bool:
         """True when ``head`` (the first :data:`HEAD_BYTES` of a file) is this kind of evidence.
@@ -48,16 +47,16 @@ class Reader(Protocol[F_co]):
         kind is reported rather than skipped)."""
         ...
 
-    def read(self, paths: Sequence[str]) -> SourceReport[F_co]:
+    def read(self, paths: Sequence[str]) -> SourceReport[F]:
         """Read ``paths`` (regular files) into one report; never raises for bad content."""
         ...
 
 
 @runtime_checkable
-class StackReader(Reader[F_co], Protocol[F_co]):
+class StackReader(Reader[F], Protocol[F]):
     """A reader whose evidence holds stacks: it also returns one :class:`RankDump` per rank."""
 
-    def read_dumps(self, paths: Sequence[str]) -> tuple[SourceReport[F_co], list[RankDump]]:
+    def read_dumps(self, paths: Sequence[str]) -> tuple[SourceReport[F], list[RankDump]]:
         """The report (without the findings of the joint stack analysis) and the rank dumps."""
         ...
 

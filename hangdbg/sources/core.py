@@ -117,7 +117,7 @@ class CoreReading:
 def _pick_exe(info: CoreInfo, exe: str | None) -> tuple[str, str, list[str]]:
     if exe:
         return exe, "--exe", []
-    notes = []
+    notes: list[str] = []
     cand = info.executable
     if cand and os.path.isabs(cand) and os.path.isfile(cand):
         return cand, "core", notes

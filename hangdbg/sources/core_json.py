@@ -122,7 +122,8 @@ def read_documents(paths: Sequence[str]) -> tuple[SourceReport[CoreJsonFacts], l
     for path in map(str, paths):
         try:
             doc = _load(path)
-            src = doc.get("source") if isinstance(doc.get("source"), dict) else {}
+            source = doc.get("source")
+            src: dict = source if isinstance(source, dict) else {}
             got_findings = [_finding(f) for f in doc.get("findings") or () if isinstance(f, dict)]
             got_states = [_state(r) for r in src.get("ranks") or () if isinstance(r, dict) and _int(r.get("rank")) is not None]
             got_errors = [FileError(_str(e.get("file")), _str(e.get("reason"))) for e in src.get("errors") or ()

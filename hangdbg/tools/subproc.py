@@ -40,13 +40,16 @@ class Popen(subprocess.Popen):
     duration (seconds) when the status becomes known, however it is reaped (``wait``,
     ``communicate``, ``poll``): ``returncode`` is watched, not the reaping call."""
 
+    _hangdbg_argv: str  # set in ``__dict__`` before ``subprocess.Popen.__init__`` runs
+    _hangdbg_start: float
+
     def __init__(self, args: Sequence[str], **kwargs: Any) -> None:
         self.__dict__["_hangdbg_argv"] = shlex.join(str(a) for a in args)
         self.__dict__["_hangdbg_start"] = time.monotonic()
         super().__init__(args, **kwargs)
         LOG.info("$ %s  [pid %d]", self._hangdbg_argv, self.pid)
 
-    @property  # type: ignore[override]
+    @property
     def returncode(self) -> int | None:
         return self.__dict__.get("_hangdbg_rc")
 
@@ -78,6 +81,7 @@ def run(argv: Sequence[str], timeout: float, **kwargs: Any) -> subprocess.Comple
         except subprocess.TimeoutExpired:
             kill_group(proc, wait=True)
             raise
+        assert proc.returncode is not None  # communicate() returned: the child was reaped
         return subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
 
 
