@@ -12,7 +12,7 @@ import time
 
 import pytest
 
-from conftest import FIXTURES, ROOT, run_cli, run_json, schema_validator
+from conftest import FIXTURES, ROOT, read_json, run_cli, run_json, schema_validator
 
 # every command that reads files, with the arguments that precede the paths
 READERS = {
@@ -136,3 +136,21 @@ def test_packaging_promises():
     assert not any("==" in d for d in extras["test"])
     assert meta["license"] == "Apache-2.0" and meta["urls"] and meta["classifiers"]
     assert (ROOT / "hangdbg" / "py.typed").exists()
+
+
+@pytest.mark.parametrize("command,inputs,name", [
+    (["analyze"], [FIXTURES / "pyspy" / "torch_xargs.txt"], "hangdbg.json"),
+    (["report"], [FIXTURES / "nccl" / "refused.log", FIXTURES / "xid" / "syslog"], "report.json"),
+    (["nccl", "summary"], [FIXTURES / "nccl" / "lagging.log"], "nccl.json"),
+    (["logs"], [FIXTURES / "torchlog" / "watchdog_pg_v24.log"], "logs.json"),
+    (["gpu"], [FIXTURES / "xid" / "syslog"], "gpu.json"),
+])
+def test_out_dir_holds_what_the_command_produces(tmp_path, command, inputs, name):
+    """-o DIR means one thing everywhere: the command's document (and its other products) in DIR,
+    the same document --json prints; DIR is created."""
+    out = tmp_path / "new" / "dir"
+    code, printed = run_json(*command, *inputs, "-o", out)
+    written = read_json(out / name)
+    assert code == 3 and written["command"] == printed["command"] and written["findings"] == printed["findings"]
+    if command == ["report"]:
+        assert (out / "report.html").stat().st_size > 1000

@@ -280,6 +280,17 @@ def test_older_layout_22_many_behind_are_the_stragglers(tmp_path, fmt):
     assert (rep.facts.groups["0:default_pg"].members, rep.facts.groups["0:default_pg"].members_from) == ((0, 1, 2, 3), "pg_config")
 
 
+def test_entries_without_retired_follow_the_schema(tmp_path):
+    """Older dumps have no `retired` key: the table says null (unknown), and the document is valid."""
+    per_rank = {r: [_entry(0, 1, "all_reduce", state="started")] for r in range(2)}
+    for entries in per_rank.values():
+        for e in entries:
+            del e["retired"]
+    _write(tmp_path, "2.4", per_rank, "json")
+    code, doc = run_json("fr", tmp_path)
+    assert [row["last"]["retired"] for row in doc["source"]["facts"]["table"]] == [None, None]
+
+
 def test_older_layout_24_size_mismatch_and_partial_completion(tmp_path):
     """v2.4: rank 2 passes a [512] tensor at seq 3 (size mismatch); seq 4 completed on ranks 0-1
     only; rank 3's dump is missing (pg_config lists it)."""

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import ROOT, run_json, suspects
+from conftest import ROOT, run_cli, run_json, suspects
 
 pytest.importorskip("torch")
 JOB = ROOT / "hangdbg" / "demo" / "job.py"
@@ -96,6 +96,16 @@ def test_no_hangdbg_on_the_node_is_reported(sshd, two_node_job, tmp_path):
     assert doc["nodes"][0]["status"] == "no-hangdbg"
     assert "--remote-python" in doc["nodes"][0]["reason"]
     assert rc == 1
+
+
+@pytest.mark.parametrize("launcher", ["ssh", "pdsh"])
+def test_verbose_logs_the_transport_commands(sshd, tmp_path, launcher):
+    res = run_cli("-v", "dump", "--hosts", "node1", "--launcher", launcher, "--remote-python", "/nonexistent/python3",
+                  "--ssh-config", sshd.config_path, "--connect-timeout", "3", "-o", tmp_path)
+    logged = [ln for ln in res.stderr.splitlines() if ln.startswith("hangdbg: ")]
+    started = [ln for ln in logged if ln.startswith("hangdbg: $ ") and launcher in ln]
+    assert started and "BatchMode=yes" in started[0], res.stderr
+    assert any(ln.split(": ", 1)[1].startswith(("exit ", "killed by ")) and launcher in ln for ln in logged), res.stderr
 
 
 def test_ctrl_c_keeps_what_arrived(sshd, two_node_job, tmp_path):

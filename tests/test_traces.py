@@ -96,3 +96,15 @@ def test_same_calls_stopped_elsewhere_and_no_blame_without_a_majority(tmp_path):
     rc, doc = run_json("traces", tmp_path)
     assert rc == 0 and not of_kind(doc, "trace-diverged")
     assert [f["severity"] for f in of_kind(doc, "trace-stopped")] == ["warning"] and doc["headline"].startswith("no suspect")
+
+
+def test_report_reads_trace_files(tmp_path):
+    for r in range(4):
+        steps = 2 if r == 1 else 4
+        _write(tmp_path, r, "".join(STEP.format(s=s) for s in range(steps)), ended=r != 1)
+    (tmp_path / "notes.txt").write_text("nothing here\n")
+    rc, doc = run_json("report", tmp_path)
+    assert rc == 3 and [s["kind"] for s in doc["sources"]] == ["traces"]
+    assert [(f["kind"], f["ranks"], f["source"]) for f in doc["findings"] if f["severity"] == "suspect"][0] == (
+        "trace-diverged", [1], "traces")
+    assert {f["file"].rsplit("/", 1)[-1]: f["kinds"] for f in doc["files"]}["trace-node1-1-101.txt"] == ["traces"]

@@ -19,8 +19,8 @@ from ..facts import NcclFacts
 from ..model import Finding, Group, Severity, SourceKind, SourceReport
 from ..rankset import compress, ranks_text
 
-__all__ = ["headline", "source_headline", "stacks_headline", "unread_headline", "who", "nodes_note", "cores_headline",
-           "verdict_all_clear"]
+__all__ = ["headline", "source_headline", "stacks_headline", "unread_headline", "who", "cores_headline",
+           "verdict_all_clear", "fanout_headline", "collect_headline", "split_headline"]
 
 
 def who(f: Finding) -> str:
@@ -112,12 +112,34 @@ def cores_headline(findings: Sequence[Finding], n_cores: int, stacks_headline_te
     return headline(findings, f"no crash in {n_cores} core file{'s' if n_cores != 1 else ''}: {stacks_headline_text}")
 
 
-def nodes_note(failed: Sequence[tuple[str, str]]) -> str:
-    """`` (2 nodes could not be read: node3 unreachable, node4 timeout)`` for a fan-out headline."""
+def _nodes_note(failed: Sequence[tuple[str, str]]) -> str:
+    """`` (2 nodes could not be read: node3 unreachable, node4 timeout)``."""
     if not failed:
         return ""
     shown = ", ".join(f"{h} {status}" for h, status in failed[:4]) + (" ..." if len(failed) > 4 else "")
     return f" ({len(failed)} node{'s' if len(failed) != 1 else ''} could not be read: {shown})"
+
+
+def fanout_headline(stacks_headline_text: str, failed: Sequence[tuple[str, str]]) -> str:
+    """``dump --jobid/--hosts``: the stack analysis' sentence and the nodes that could not be read
+    (``(host, status)``): a job not seen whole never reads as an all-clear."""
+    return stacks_headline_text + _nodes_note(failed)
+
+
+def collect_headline(findings: Sequence[Finding], files: int, nodes: int, out: str) -> str:
+    """``collect``: what came back, or the nodes that could not be read."""
+    return headline(findings, f"{files} file{'s' if files != 1 else ''} from {nodes} node{'s' if nodes != 1 else ''} "
+                              f"in {out}")
+
+
+def split_headline(files: int, out: str, ranks: Sequence[int], without_rank: int, unattributed: int) -> str:
+    """``nccl split``: the files written."""
+    text = f"wrote {files} files to {out}: ranks {compress(ranks) or '-'}"
+    if without_rank:
+        text += f", {without_rank} processes without a rank (HOST.PID.log)"
+    if unattributed:
+        text += f", {unattributed} unattributed lines"
+    return text
 
 
 def stacks_headline(groups: Sequence[Group], findings: Sequence[Finding], all_progress: bool,

@@ -14,7 +14,7 @@ from pathlib import Path
 from rich.markup import escape
 from rich.table import Table
 
-from ..analyze.headline import headline
+from ..analyze.headline import collect_headline
 from ..collect.fanout import NodeResult, agent_argv
 from ..errors import UsageError
 from ..report.build import collect_document
@@ -75,7 +75,7 @@ class CollectCommand(Command):
         result = fan_out_with_progress(self, runner, hosts, argv, out, timeout, "collect")
         failed = node_findings(result.nodes)
         sent = sum(len(n.files) for n in result.nodes)
-        text = headline(failed, f"{sent} files from {len(result.nodes)} nodes in {out}")
+        text = collect_headline(failed, sent, len(result.nodes), str(out))
         doc = collect_document(str(out), node_entries(result.nodes), result.garbled_lines, failed, text)
         write_json(out / "collect.json", doc)
         for f in failed:

@@ -17,11 +17,11 @@ from rich.console import RenderableType
 from rich.table import Table
 from rich.text import Text
 
+from ..analyze.headline import split_headline
 from ..errors import HangdbgError, UsageError
 from ..facts import NcclFacts
 from ..model import SourceReport
 from ..parse.nccl_split import split_logs
-from ..rankset import compress
 from ..report.build import split_document
 from ..report.document import SplitRow
 from ..sources.base import Reader
@@ -161,9 +161,7 @@ class NcclCommand(Command):
         rows = [SplitRow(r["rank"], r["host"], r["pid"], tuple(r["files"]), r["lines"]) for r in res.rows]
         known = [r.rank for r in rows if r.rank is not None]
         unattributed = res.written.get("unattributed.log", 0)
-        headline = (f"wrote {len(res.written)} files to {out}: ranks {compress(known) or '-'}"
-                    + (f", {len(rows) - len(known)} processes without a rank (HOST.PID.log)" if len(rows) > len(known) else "")
-                    + (f", {unattributed} unattributed lines" if unattributed else ""))
+        headline = split_headline(len(res.written), str(out), known, len(rows) - len(known), unattributed)
         doc = split_document([str(p) for p in args.paths], str(out), rows, unattributed, headline)
         self.emit(doc, args, "split.json", lambda: Text(headline))
         return EXIT_OK

@@ -8,21 +8,21 @@ import shutil
 import sys
 
 from ..analyze import analyze
-from ..analyze.headline import nodes_note
+from ..analyze.fanout import FAILED_STATUSES
+from ..analyze.fanout import node_findings as failed_node_findings
+from ..analyze.headline import fanout_headline
 from ..collect.fanout import FanoutResult, NodeResult, agent_argv, fan_out
 from ..collect.hosts import expand_hosts, read_hostfile
 from ..collect.runners import HOST, PdshRunner, Runner, SrunRunner, SshRunner
 from ..collect.slurm import show_job
 from ..errors import UsageError
-from ..model import Evidence, Finding, Kind, Severity, SourceKind
+from ..model import Finding
 from ..report.document import NodeEntry
 from .common import EXIT_ERROR, EXIT_FOUND, Command, emit_stacks, out_dir, progress_bar
 
 __all__ = ["add_remote_arguments", "wants_remote", "dump_remote", "remote_runner", "fan_out_with_progress", "FAILED_STATUSES",
            "node_entries", "node_findings"]
 
-FAILED_STATUSES = frozenset({"error", "unreachable", "no-hangdbg", "timeout", "no-answer"})
-"""Node statuses that mean the node could not be read."""
 
 
 def add_remote_arguments(p: argparse.ArgumentParser) -> None:
@@ -114,12 +114,8 @@ def node_entries(nodes: list[NodeResult]) -> list[NodeEntry]:
 
 
 def node_findings(nodes: list[NodeResult]) -> list[Finding]:
-    """One ``node-failed`` warning per node that could not be read, with the transport's reason."""
-    return [Finding(Kind.NODE_FAILED, f"node {n.host} could not be read: {n.status}" + (f": {n.reason}" if n.reason else ""),
-                    hosts=(n.host,), severity=Severity.WARNING, source=SourceKind.NODES,
-                    evidence=(Evidence(f"nodes/{n.host}.json", None, n.reason or n.status),),
-                    action="check the node (is it up, is hangdbg installed there, can this host ssh/srun to it?)")
-            for n in nodes if n.status in FAILED_STATUSES]
+    """The ``node-failed`` warnings of the nodes that could not be read."""
+    return failed_node_findings([(n.host, n.status, n.reason) for n in nodes])
 
 
 def dump_remote(cmd: Command, args: argparse.Namespace) -> int:
@@ -137,7 +133,7 @@ def dump_remote(cmd: Command, args: argparse.Namespace) -> int:
     failed = node_findings(result.nodes)
     for f in failed:
         cmd.warn(f.summary)
-    headline = analysis.headline + nodes_note([(n.host, n.status) for n in result.nodes if n.status in FAILED_STATUSES])
+    headline = fanout_headline(analysis.headline, [(n.host, n.status) for n in result.nodes if n.status in FAILED_STATUSES])
     code = emit_stacks(cmd, analysis, args, "dump", out_dir=str(out), nodes=node_entries(result.nodes),
                        garbled_lines=result.garbled_lines, findings=analysis.findings + tuple(failed), headline=headline)
     if code != EXIT_FOUND and failed:
