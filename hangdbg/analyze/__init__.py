@@ -21,7 +21,7 @@ from ..rankset import ranks_text
 from .classes import classify_ranks, group_ranks
 from .headline import stacks_headline
 from .places import place_of
-from .suspects import expected_ranks, find_suspects, progressing_ranks, waiting_findings
+from .suspects import expected_ranks, find_suspects, place_buckets, progressing_ranks, waiting_findings
 from .tree import build_tree
 
 __all__ = ["analyze", "left_stacks_findings", "place_of", "build_tree"]
@@ -59,8 +59,9 @@ def analyze(dumps: list[RankDump] | tuple[RankDump, ...], whole_job: bool = Fals
     tree = build_tree([(g.frames, frozenset(g.ranks)) for g in groups])
 
     all_progress = bool(views) and len(progressing) == len(views) and not missing
-    suspects = [] if all_progress else find_suspects(views, missing, progressing)
-    findings = suspects + waiting_findings(views, suspects)
+    buckets = place_buckets(views)
+    suspects = [] if all_progress else find_suspects(views, missing, progressing, buckets)
+    findings = suspects + waiting_findings(buckets, suspects)
     host_of = {d.rank: d.host for d in dumps if d.host}
     places = {v.rank: v.place for v in views}
     findings = [_with_hosts_and_evidence(f, host_of, places) for f in findings]

@@ -26,7 +26,7 @@ from .places import read_source
 from .classes import RankView
 from ..rankset import ranks_text
 
-__all__ = ["find_suspects", "waiting_findings", "expected_ranks", "progressing_ranks", "LOOP_VARIABLES"]
+__all__ = ["find_suspects", "waiting_findings", "place_buckets", "expected_ranks", "progressing_ranks", "LOOP_VARIABLES"]
 
 LOOP_VARIABLES = (
     "epoch", "global_step", "step", "steps", "completed_steps", "iteration", "iter", "itr", "it",
@@ -108,13 +108,32 @@ def _code(frame: Frame | None) -> str:
     return f" `{text}`" if text else ""
 
 
+def place_buckets(views: list[RankView]) -> list[list[RankView]]:
+    """The ranks grouped by where they are (kind, collective, call site), largest group first
+    (then lowest rank): computed once per analysis, every rule reads it."""
+    by_place: dict[int, list[RankView]] = {}  # places are shared by the ranks of a stack: group by identity first
+    for v in views:
+        by_place.setdefault(id(v.place), []).append(v)
+    by: dict[tuple, list[RankView]] = {}
+    for members in by_place.values():
+        p = members[0].place
+        by.setdefault((p.kind, p.collective, p.call_site.key if p.call_site else None), []).extend(members)
+    return sorted(by.values(), key=lambda b: (-len(b), min(v.rank for v in b)))
+
+
 def find_suspects(
     views: list[RankView],
     missing: list[int],
     progressing: set[int],
+    buckets: list[list[RankView]] | None = None,
 ) -> list[Finding]:
     """Apply the rules of this module (see the module docstring): the suspects, most important
-    first, without hosts or evidence (the caller adds them)."""
+    first, without hosts or evidence (the caller adds them).
+
+    Args:
+        buckets: :func:`place_buckets` of ``views`` (computed when not given).
+    """
+    buckets = place_buckets(views) if buckets is None else buckets
     suspects: list[Finding] = []
     named: set[int] = set()
 
@@ -125,7 +144,7 @@ def find_suspects(
             suspects.append(Finding(kind, reason, ranks, severity=Severity.SUSPECT))
 
     if missing:
-        waiting = [v for v in views if v.place.kind != "outside"]
+        waiting = [b for b in buckets if b[0].place.kind != "outside"]
         where = _where(waiting) if waiting else "the others are elsewhere"
         name(missing, f"no process for {_ranks_text(missing)} (never started or exited); {where}", Kind.MISSING)
 
@@ -142,18 +161,17 @@ def find_suspects(
     if missing:
         return suspects
 
-    in_coll = [v for v in views if v.place.kind == "collective"]
+    in_coll = [b for b in buckets if b[0].place.kind == "collective"]
     if in_coll:
-        majority = _buckets(in_coll)[0]
-        others = [v for v in views if v.place.kind != "collective"]
+        where = _where(in_coll[:1])
         for kind in ("init", "outside", "unknown"):
-            these = [v for v in others if v.place.kind == kind]
+            these = sorted((v for b in buckets if b[0].place.kind == kind for v in b), key=lambda v: v.rank)
             for v in these:
                 state = " (still running: its stack changed between samples)" if v.rank in progressing else ""
                 lock = " waiting for a lock" if v.lock_wait else ""
                 name(
                     [v.rank],
-                    f"not in any collective while {_where(majority)}: {v.place.describe()}{_code(v.place.call_site)}{lock}{state}",
+                    f"not in any collective while {where}: {v.place.describe()}{_code(v.place.call_site)}{lock}{state}",
                     Kind.OUTSIDE_COLLECTIVE,
                 )
         _collective_splits(in_coll, name)
@@ -162,38 +180,25 @@ def find_suspects(
     return suspects
 
 
-def _buckets(views: list[RankView]) -> list[list[RankView]]:
-    by: dict[tuple, list[RankView]] = {}
-    for v in views:
-        site = v.place.call_site.key if v.place.call_site else None
-        by.setdefault((v.place.kind, v.place.collective, site), []).append(v)
-    return sorted(by.values(), key=lambda b: (-len(b), min(v.rank for v in b)))
-
-
-def _where(views: list[RankView]) -> str:
+def _where(buckets: list[list[RankView]]) -> str:
     parts = []
-    for b in _buckets(views):
+    for b in buckets:
         verb = "waits" if len(b) == 1 else "wait"
         parts.append(f"{_ranks_text(v.rank for v in b)} {verb} {b[0].place.describe()}")
     return "; ".join(parts)
 
 
-def _collective_splits(in_coll: list[RankView], name) -> None:
-    buckets = _buckets(in_coll)
+def _collective_splits(buckets: list[list[RankView]], name) -> None:
     if len(buckets) < 2:
         return
     top = buckets[0]
     if len(top) > len(buckets[1]):
         ref = top[0].place
+        waits = f"{_ranks_text(v.rank for v in top)} {'waits' if len(top) == 1 else 'wait'} {ref.describe()}"
         for b in buckets[1:]:
             p = b[0].place
             what = "different collective" if p.collective != ref.collective else "same collective from a different call site"
-            name(
-                [v.rank for v in b],
-                f"{what}: {p.describe()} while {_ranks_text(v.rank for v in top)} "
-                f"{'waits' if len(top) == 1 else 'wait'} {ref.describe()}",
-                Kind.DIFFERENT_COLLECTIVE,
-            )
+            name([v.rank for v in b], f"{what}: {p.describe()} while {waits}", Kind.DIFFERENT_COLLECTIVE)
         return
     desc = "; ".join(f"{_ranks_text(v.rank for v in b)} {b[0].place.describe()}" for b in buckets)
     for b in buckets:
@@ -238,20 +243,28 @@ def _behind(views: list[RankView], name) -> None:
 
 
 
-def waiting_findings(views: list[RankView], suspects: list[Finding]) -> list[Finding]:
+def waiting_findings(buckets: list[list[RankView]], suspects: list[Finding]) -> list[Finding]:
     """The ranks that wait while suspects were named: one ``waiting`` finding per place (a
     collective, or init/rendezvous) of the ranks that are not suspects, with ``waits_for`` the
-    suspect ranks. Empty when no suspect was named."""
+    suspect ranks. Empty when no suspect was named.
+
+    Args:
+        buckets: :func:`place_buckets` of the analysis.
+        suspects: the findings of :func:`find_suspects`.
+    """
     blamed = sorted({r for f in suspects for r in f.ranks})
     if not blamed:
         return []
     named = set(blamed)
-    waiting = [v for v in views if v.rank not in named and v.place.kind in ("collective", "init")]
+    blamed_text = _ranks_text(blamed)
     out = []
-    for b in _buckets(waiting):
-        ranks = tuple(sorted(v.rank for v in b))
+    for b in buckets:
+        if b[0].place.kind not in ("collective", "init"):
+            continue
+        ranks = tuple(sorted(v.rank for v in b if v.rank not in named))
+        if not ranks:
+            continue
         verb = "waits" if len(ranks) == 1 else "wait"
-        out.append(Finding(Kind.WAITING, f"{_ranks_text(ranks)} {verb} {b[0].place.describe()} for {_ranks_text(blamed)}",
+        out.append(Finding(Kind.WAITING, f"{_ranks_text(ranks)} {verb} {b[0].place.describe()} for {blamed_text}",
                            ranks, severity=Severity.WAITING, waits_for=tuple(blamed)))
     return out
-
