@@ -389,8 +389,25 @@ def by_severity(findings: "tuple[Finding, ...] | list[Finding]") -> list[Finding
     return sorted(findings, key=lambda f: SEVERITY_ORDER[f.severity])
 
 
+class _HasFindings:
+    """What every result with ``findings`` answers: its suspects, and whether one was named."""
+
+    __slots__ = ()
+    findings: tuple[Finding, ...]
+
+    @property
+    def suspects(self) -> tuple[Finding, ...]:
+        """The findings of severity ``suspect``, in their order."""
+        return suspects_of(self.findings)
+
+    @property
+    def found(self) -> bool:
+        """True when a suspect was named (the CLI exits 3)."""
+        return any(f.severity is Severity.SUSPECT for f in self.findings)
+
+
 @dataclass(frozen=True, slots=True)
-class Analysis:
+class Analysis(_HasFindings):
     """The result of analyzing the stacks of one job.
 
     Attributes:
@@ -415,16 +432,6 @@ class Analysis:
     places: dict[int, Place] = field(default_factory=dict)
     progressing: tuple[int, ...] = ()
     unreadable: tuple[int, ...] = ()
-
-    @property
-    def suspects(self) -> tuple[Finding, ...]:
-        """The findings of severity ``suspect``."""
-        return suspects_of(self.findings)
-
-    @property
-    def found(self) -> bool:
-        """True when a suspect was named (the CLI exits 3)."""
-        return any(f.severity is Severity.SUSPECT for f in self.findings)
 
     @property
     def readable(self) -> bool:
@@ -478,7 +485,7 @@ F = TypeVar("F")
 
 
 @dataclass(frozen=True, slots=True)
-class SourceReport(Generic[F]):
+class SourceReport(_HasFindings, Generic[F]):
     """What one reader made of its files.
 
     Attributes:
@@ -505,15 +512,6 @@ class SourceReport(Generic[F]):
     errors: tuple[FileError, ...] = ()
     facts: F | None = None
 
-    @property
-    def suspects(self) -> tuple[Finding, ...]:
-        return suspects_of(self.findings)
-
-    @property
-    def found(self) -> bool:
-        """True when a suspect was named (the CLI exits 3)."""
-        return any(f.severity is Severity.SUSPECT for f in self.findings)
-
 
 @dataclass(frozen=True, slots=True)
 class ClassifiedFile:
@@ -531,7 +529,7 @@ class ClassifiedFile:
 
 
 @dataclass(frozen=True, slots=True)
-class Verdict:
+class Verdict(_HasFindings):
     """``hangdbg report``: all evidence of one job merged into one verdict.
 
     Attributes:
@@ -554,17 +552,8 @@ class Verdict:
     files: tuple[ClassifiedFile, ...] = ()
 
     @property
-    def suspects(self) -> tuple[Finding, ...]:
-        return suspects_of(self.findings)
-
-    @property
     def warnings(self) -> tuple[Finding, ...]:
         return tuple(f for f in self.findings if f.severity is Severity.WARNING)
-
-    @property
-    def found(self) -> bool:
-        """True when a suspect was named (the CLI exits 3)."""
-        return any(f.severity is Severity.SUSPECT for f in self.findings)
 
     @property
     def recognised(self) -> bool:
