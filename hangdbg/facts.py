@@ -349,19 +349,20 @@ class CoreJsonFacts:
 # --- stacks (:mod:`hangdbg.sources.pyspy`, :mod:`hangdbg.sources.stack_text`) -----------------
 @dataclass(frozen=True, slots=True)
 class StacksFacts:
-    """The stacks reader's facts: ranks and equivalence classes of the joint analysis, and its headline."""
+    """The stacks reader's facts: how many ranks and equivalence classes the joint analysis has,
+    and its headline."""
 
-    ranks: int = 0
-    groups: int = 0
+    rank_count: int = 0
+    group_count: int = 0
     headline: str = ""
 
 
 @dataclass(frozen=True, slots=True)
 class StackTextFacts:
-    """The stack-text reader's facts: threads and ranks read."""
+    """The stack-text reader's facts: how many threads and ranks were read."""
 
-    threads: int = 0
-    ranks: int = 0
+    thread_count: int = 0
+    rank_count: int = 0
 
 
 # --- tracer files (:mod:`hangdbg.sources.traces`) ---------------------------------------------
@@ -376,7 +377,8 @@ class TraceEntry:
         ended: the tracer wrote its end line.
         elapsed: seconds traced (``None`` without timing).
         last_call: the last traced call (``module:line qualname``).
-        last_lines: its last lines (raw).
+        last_line: the last traced line (raw), ``None`` when nothing was traced.
+        last_lines: its last lines (raw; as many as ``traces -n`` asks).
         grep_count: lines matching ``--grep``, ``None`` without it.
         garbled_lines: lines that matched no form of the format.
         cut: its last line was cut (a SIGKILL while it was being written) and left out.
@@ -390,6 +392,7 @@ class TraceEntry:
     ended: bool
     elapsed: float | None
     last_call: str | None
+    last_line: str | None
     last_lines: tuple[str, ...]
     grep_count: int | None
     garbled_lines: int

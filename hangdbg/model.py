@@ -552,10 +552,6 @@ class Verdict(_HasFindings):
     files: tuple[ClassifiedFile, ...] = ()
 
     @property
-    def warnings(self) -> tuple[Finding, ...]:
-        return tuple(f for f in self.findings if f.severity is Severity.WARNING)
-
-    @property
     def recognised(self) -> bool:
         """True when at least one file was recognised by a reader and read."""
         return any(s.records for s in self.sources)

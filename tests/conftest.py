@@ -61,22 +61,34 @@ def run_json(*args: str, **kw) -> tuple[int, dict]:
 GOLDEN = Path(__file__).resolve().parent / "golden"
 
 
-def shape(value):
-    """The shape of JSON data: objects keep their keys, lists the merged shape of their items,
-    scalars become their type name (``"int|null"`` when items differ)."""
+MAPS = {"environ", "ip_hosts", "seqs", "hosts", "collectives", "communicators", "formats", "groups", "slices"}
+"""Objects keyed by data (variable names, addresses, group labels...): their shape is one ``"*"``."""
+
+
+def shape(value, key: str = ""):
+    """The shape of JSON data: objects keep their keys (maps keyed by data, :data:`MAPS`, become
+    ``{"*": shape}``), lists the merged shape of their items, scalars their type name (``"int|null"``
+    when items differ)."""
     if isinstance(value, dict):
-        return {k: shape(v) for k, v in value.items()}
+        if key in MAPS:
+            merged = None
+            for v in value.values():
+                merged = _merge(merged, shape(v))
+            return {"*": merged} if merged is not None else {}
+        return {k: shape(v, k) for k, v in value.items()}
     if isinstance(value, list):
         merged = None
         for item in value:
-            merged = _merge(merged, shape(item))
+            merged = _merge(merged, shape(item, key))
         return [] if merged is None else [merged]
     return {bool: "bool", int: "int", float: "float", str: "str", type(None): "null"}[type(value)]
 
 
 def _merge(a, b):
-    if a is None or a == b:
+    if a is None or a == b:  # (None: a key the other object does not have)
         return b
+    if b is None:
+        return a
     if isinstance(a, dict) and isinstance(b, dict):  # (the facts of several readers: the union of their keys)
         return {k: _merge(a.get(k), b.get(k)) for k in [*a, *[k for k in b if k not in a]]}
     if isinstance(a, list) and isinstance(b, list):

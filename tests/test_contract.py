@@ -154,3 +154,35 @@ def test_out_dir_holds_what_the_command_produces(tmp_path, command, inputs, name
     assert code == 3 and written["command"] == printed["command"] and written["findings"] == printed["findings"]
     if command == ["report"]:
         assert (out / "report.html").stat().st_size > 1000
+
+
+def test_json_nested_deeper_than_json_can_read_is_a_file_error(tmp_path):
+    deep = "[" * 200_000 + "]" * 200_000
+    (tmp_path / "fr").mkdir()
+    (tmp_path / "fr" / "nccl_trace_rank_0.json").write_text('{"entries": ' + deep + "}")
+    res = run_cli("fr", tmp_path / "fr")
+    assert res.returncode == 1 and "Traceback" not in res.stderr and "not valid JSON" in res.stderr
+    (tmp_path / "el").mkdir()
+    (tmp_path / "el" / "error.json").write_text('{"message": ' + deep + "}")
+    res = run_cli("logs", tmp_path / "el" / "error.json")
+    assert res.returncode == 1 and "Traceback" not in res.stderr and "invalid error file" in res.stderr
+
+
+def test_brackets_in_paths_and_patterns_are_text_not_markup(tmp_path):
+    d = tmp_path / "m[/x]"  # a directory "m[" with "x]" in it: "[/x]" closes a rich markup tag
+    d.mkdir(parents=True)
+    res = run_cli("core", d / "nope")
+    assert res.returncode == 2 and "Traceback" not in res.stderr and "m[/x]/nope" in res.stderr
+    res = run_cli("report", FIXTURES / "xid" / "syslog", "--html", d / "r.html")
+    assert res.returncode == 3 and "Traceback" not in res.stderr and "m[/x]/r.html" in res.stderr
+    res = run_cli("nccl", "summary", FIXTURES / "nccl" / "iterations.log", "--split-on", "[/a-z]+ iteration")
+    assert res.returncode in (0, 3) and "Traceback" not in res.stderr and "[/a-z]+ iteration" in res.stdout
+
+
+def test_core_and_nccl_split_print_a_document_when_nothing_could_be_read(tmp_path):
+    other = tmp_path / "notes.txt"
+    other.write_text("no core, no NCCL\n")
+    code, doc = run_json("core", other)
+    assert code == 1 and doc["headline"].startswith("nothing could be read") and doc["cores"][0]["diagnoses"]
+    code, doc = run_json("nccl", "split", other, "-o", tmp_path / "split")
+    assert code == 1 and doc["files"] == [] and read_json(tmp_path / "split" / "split.json")["headline"] == doc["headline"]

@@ -125,6 +125,8 @@ def test_gcore_of_a_live_process(cores):
     c = doc["cores"][0]
     assert (c["rank"], c["host"], c["signal"], c["how"]) == (0, "node-c", None, "on demand")
     assert doc["findings"][0]["severity"] == "info"
+    # ranks 1-3 (WORLD_SIZE=4) left no core: not "missing", and the headline does not say they are
+    assert doc["stacks"]["missing_ranks"] == [] and "no process" not in doc["headline"] and not doc["found"]
     main = next(t for t in c["threads"] if t["name"] == "MainThread")
     assert [f["function"] for f in main["frames"] if not f.get("native")] == ["wait_for_peers", "<module>"]
     assert rc == 0
@@ -232,6 +234,19 @@ def test_core_document_of_a_crash_and_a_bad_core_reads_back(cores, tmp_path):
     assert back.errors == report.errors == (FileError(str(bad), "not an ELF core file"),)
     assert [(f.kind, f.source, f.ranks) for f in back.findings] == [("core-crash", "core", (3,))]
     assert [d.rank for d in back_dumps] == [d.rank for d in dumps] == [3]
+
+
+def test_report_of_core_documents_counts_each_stack_finding_once(cores, tmp_path):
+    """A core document carries its own stack analysis; `report` redoes it jointly, so only the core
+    reader's findings come back from the document (they were counted twice, corroborating themselves)."""
+    d = tmp_path / "collected"
+    d.mkdir()
+    _core_document_file([str(cores["segv"]), str(cores["abrt"]), str(cores["gcore"])], d / "cores.json")
+    rc, doc = run_json("report", d)
+    keys = [(f["kind"], tuple(f["ranks"]), f["summary"]) for f in doc["findings"]]
+    assert len(keys) == len(set(keys)), keys
+    assert [f["ranks"] for f in doc["findings"] if f["kind"] == "core-crash"] == [[3]]
+    assert "also pointed at by" not in doc["headline"]
 
 
 def test_garbled_core_documents_are_errors_of_their_own_file(tmp_path):

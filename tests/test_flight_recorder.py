@@ -141,6 +141,8 @@ def test_a_rank_without_dump_is_named(real_dumps, tmp_path):
     assert "rank 2 left no flight-recorder dump" in miss.summary and "3 of 4 dumps read" in miss.summary
     assert any(r.rank == 2 and r.state == "no dump" for r in rep.ranks)
     assert _one(rep, "fr-mismatch").ranks == (3,)  # the rest is still analyzed
+    table = run_cli("fr", tmp_path).stdout  # the rank without a dump keeps its row in the table
+    assert any(line.split()[:4] == ["│", "2", "│", "│"] and "no dump" in line for line in table.splitlines()), table
 
 
 def test_cli_on_real_dumps(real_dumps):

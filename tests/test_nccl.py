@@ -428,3 +428,10 @@ def test_cli_errors(tmp_path):
     assert res.returncode == 1 and "nothing could be read" in res.stderr and "NCCL_DEBUG=INFO" in res.stderr
     assert run_cli("nccl", "summary", tmp_path / "missing.log").returncode == 2
     assert run_cli("nccl", "summary", fx("clean.log"), "--split-on", "(").returncode == 2
+
+
+def test_rows_limit_shows_rows_when_nothing_is_blamed():
+    res = run_cli("nccl", "summary", fx("clean.log"), "--rows", "2")
+    assert res.returncode == 0 and "Ranks (2 of 16 shown)" in res.stdout
+    res = run_cli("nccl", "summary", fx("lagging.log"), "--rows", "3")  # the blamed rank first, then others
+    assert res.returncode == 3 and "Ranks (3 of 16 shown)" in res.stdout

@@ -50,7 +50,7 @@ def test_report_names_the_rank_from_a_dump_directory(evidence_dir, tmp_path):
     unparsed = {u["file"].rsplit("/", 1)[-1]: u["reason"] for u in doc["unparsed"]}
     assert unparsed["notes.txt"] == "no reader recognised its content"
     assert unparsed["blob.bin"] == "binary file of unknown kind"
-    assert unparsed["hangdbg.json"].startswith("hangdbg's own summary")
+    assert unparsed["hangdbg.json"].startswith("hangdbg's own output")
     assert (tmp_path / "out" / "report.json").exists() and (tmp_path / "out" / "report.html").exists()
 
 
@@ -124,3 +124,20 @@ def test_json_is_indented_when_small_and_compact_when_large(monkeypatch):
     monkeypatch.setattr(schema, "PRETTY_LIMIT", 100)
     big = schema.to_json(doc)
     assert "\n" not in big and json.loads(big) == json.loads(small)
+
+
+def test_own_outputs_are_not_read_again(tmp_path):
+    """A directory that holds an earlier run's -o output: report.json, report.html and the per-kind
+    documents quote the evidence they rest on, and must not be read as that evidence again."""
+    d = tmp_path / "job"
+    d.mkdir()
+    shutil.copy(FIXTURES / "nccl" / "refused.log", d / "slurm-1.out")
+    shutil.copy(FIXTURES / "xid" / "syslog", d / "syslog")
+    rc, first = run_json("report", d, "-o", d)
+    assert rc == 3 and (d / "report.json").exists() and (d / "report.html").exists()
+    code, doc = run_json("nccl", "summary", d, "-o", d)
+    assert code == 3 and doc["source"]["files"] == [str(d / "slurm-1.out"), str(d / "syslog")]
+    rc, again = run_json("report", d)
+    assert again["findings"] == first["findings"]
+    own = {u["file"].rsplit("/", 1)[-1]: u["reason"] for u in again["unparsed"]}
+    assert set(own) == {"report.json", "report.html", "nccl.json"} and all("own output" in r for r in own.values())

@@ -44,7 +44,7 @@ def test_divergence_names_the_ranks_that_stopped(tmp_path):
     assert stopped["severity"] == "suspect" and "1 of 4 traces end without the tracer's end line" in stopped["summary"]
     assert stopped["ranks"] == [1]
     assert "rank 1 stopped at train.py:21 | dist.all_reduce(t) after call #2" in doc["headline"]
-    assert "(also pointed at by: trace-stopped)" in doc["headline"]
+    assert "1 more suspect finding" in doc["headline"]  # trace-stopped: the same kind of evidence, no corroboration
     assert [r["grep_count"] for r in doc["source"]["facts"]["traces"]] == [4, 2, 4, 4]
     check_golden(doc, "traces")
 
@@ -108,3 +108,16 @@ def test_report_reads_trace_files(tmp_path):
     assert [(f["kind"], f["ranks"], f["source"]) for f in doc["findings"] if f["severity"] == "suspect"][0] == (
         "trace-diverged", [1], "traces")
     assert {f["file"].rsplit("/", 1)[-1]: f["kinds"] for f in doc["files"]}["trace-node1-1-101.txt"] == ["traces"]
+
+
+def test_display_options_do_not_change_the_findings_and_odd_numbers_stay_json(tmp_path):
+    for r in range(4):
+        text = STEP.format(s=1) + ("    0.020000 train.py:30 | read_shard()\n" if r == 2 else "")
+        _write(tmp_path, r, text, ended=False)
+    with open(tmp_path / "trace-node1-3-103.txt", "a") as f:
+        f.write("# tracer end elapsed=inf\n")  # a garbled end line: no time, and never `Infinity` in JSON
+    full = run_json("traces", tmp_path, "-n", "8")[1]
+    none = run_json("traces", tmp_path, "-n", "0")[1]  # a display option: same findings, same status
+    assert [f["ranks"] for f in of_kind(full, "trace-diverged")] == [[2]] == [f["ranks"] for f in of_kind(none, "trace-diverged")]
+    assert full["findings"] == none["findings"] and none["source"]["facts"]["traces"][2]["last_line"].endswith("read_shard()")
+    assert full["source"]["facts"]["traces"][3]["ended"] and full["source"]["facts"]["traces"][3]["elapsed"] is None

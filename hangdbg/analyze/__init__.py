@@ -24,20 +24,22 @@ from .places import place_of
 from .suspects import expected_ranks, find_suspects, place_buckets, progressing_ranks, waiting_findings
 from .tree import build_tree
 
-__all__ = ["analyze", "left_stacks_findings", "place_of", "build_tree"]
+__all__ = ["analyze", "place_of", "build_tree"]
 
 _GONE = re.compile(r"^process \d+ is gone")
 _EVIDENCE_RANKS = 3
 
 
-def analyze(dumps: list[RankDump] | tuple[RankDump, ...], whole_job: bool = False) -> Analysis:
+def analyze(dumps: list[RankDump] | tuple[RankDump, ...], whole_job: bool = False, live: bool = True) -> Analysis:
     """Analyze the dumps of one job.
 
     Args:
         dumps: one :class:`RankDump` per rank (any order; duplicates of a rank keep the first).
-        whole_job: every node of the job was asked (``dump --jobid/--hosts``): any rank of
-            ``range(world_size)`` without a dump is missing, including those of nodes that
-            never answered.
+        whole_job: every node of the job was read (``dump --jobid/--hosts`` with every node
+            answering): any rank of ``range(world_size)`` without a dump is missing.
+        live: the stacks are of live processes (py-spy). For stacks that processes left behind
+            (core files, saved backtraces) a rank without one only left none: no rank is then
+            missing, and nobody waits for one.
 
     Returns:
         An :class:`Analysis` with no ``suspect`` finding when no rank stands out.
@@ -50,7 +52,7 @@ def analyze(dumps: list[RankDump] | tuple[RankDump, ...], whole_job: bool = Fals
     by_rank = {v.rank: v for v in views}
     gone = [d.rank for d in dumps if d.error and _GONE.match(d.error)]
     unreadable = tuple(d.rank for d in dumps if not d.threads and d.rank not in gone)
-    expected, elsewhere = expected_ranks(dumps, whole_job)
+    expected, elsewhere = expected_ranks(dumps, whole_job) if live else ({d.rank for d in dumps}, 0)
     missing = sorted((expected - set(seen)) | set(gone))
     progressing = progressing_ranks(dumps, by_rank)
 
@@ -96,11 +98,3 @@ def _unreadable(ranks: tuple[int, ...], seen: dict[int, RankDump], host_of: dict
                    tuple(sorted({host_of[r] for r in ranks if r in host_of})), severity=Severity.WARNING, evidence=ev,
                    source=SourceKind.STACKS)
 
-
-def left_stacks_findings(a: Analysis) -> tuple[Finding, ...]:
-    """The findings of an analysis of stacks that processes left behind (core files, saved
-    backtraces), not of live processes: a rank without such a stack is not missing, it only left
-    none, so neither it nor anyone waiting for it is a finding."""
-    missing = set(a.missing_ranks)
-    return tuple(f for f in a.findings if f.kind is not Kind.MISSING
-                 and not (f.kind is Kind.WAITING and set(f.waits_for) <= missing))

@@ -20,7 +20,8 @@ from ..model import Finding, Group, Severity, SourceKind, SourceReport
 from ..rankset import compress, ranks_text
 
 __all__ = ["headline", "source_headline", "stacks_headline", "unread_headline", "who", "cores_headline",
-           "verdict_all_clear", "fanout_headline", "collect_headline", "split_headline"]
+           "verdict_all_clear", "fanout_headline", "collect_headline", "split_headline", "processes_headline",
+           "node_headline"]
 
 
 def who(f: Finding) -> str:
@@ -54,7 +55,9 @@ def headline(findings: Sequence[Finding], all_clear: str) -> str:
     top = suspects[0]
     lead = who(top)
     text = f"{lead}: {top.summary}" if lead else top.summary
-    others = [f for f in suspects[1:] if set(f.ranks) & set(top.ranks) or set(f.hosts) & set(top.hosts)]
+    # other kinds of evidence (another source) that name the same ranks or hosts
+    others = [f for f in suspects[1:] if (set(f.ranks) & set(top.ranks) or set(f.hosts) & set(top.hosts))
+              and (f.source is None or f.source != top.source)]
     if others:
         text += f" (also pointed at by: {', '.join(sorted({str(f.kind) for f in others}))})"
     rest = len(suspects) - 1 - len(others)
@@ -75,10 +78,6 @@ def _all_clear(rep: SourceReport) -> str:
         return (f"no suspect in {n} NCCL records of {len(procs)} processes on {hosts} host{'s' if hosts != 1 else ''}: "
                 "init completed, opCounts agree, set-up the same on every host")
     texts = {
-        SourceKind.STACKS: f"no suspect in the stacks of {n} ranks",
-        SourceKind.CORE: f"no crash in {n} core file{'s' if n != 1 else ''}",
-        SourceKind.CORE_JSON: f"no crash in {n} core document{'s' if n != 1 else ''}",
-        SourceKind.STACK_TEXT: f"no crash, fatal error or C++ exception in the stack texts of {n} ranks",
         SourceKind.TORCH_LOG: f"no rank stands out in {n} log events: no watchdog timeout, desync report or failed child",
         SourceKind.FLIGHT_RECORDER: f"{n} dumps read: every rank recorded the same collectives and none is pending",
         SourceKind.GPU: f"no GPU error in {n} kernel-log / nvidia-smi records: no fatal Xid, lost GPU or uncorrectable ECC error",
@@ -89,7 +88,7 @@ def _all_clear(rep: SourceReport) -> str:
 
 def source_headline(rep: SourceReport) -> str:
     """The headline of a command that reads one kind of evidence (``nccl summary``, ``logs``,
-    ``fr``, ``gpu``, ``traces``, ``core``)."""
+    ``fr``, ``gpu``, ``traces``)."""
     if not rep.records:
         return unread_headline(len(rep.files), str(rep.kind))
     return headline(rep.findings, _all_clear(rep))
@@ -97,6 +96,8 @@ def source_headline(rep: SourceReport) -> str:
 
 def unread_headline(n_files: int, what: str = "") -> str:
     """Nothing could be read: no file was recognised (the command exits 1)."""
+    if not n_files:
+        return "nothing could be read: no file under the paths given"
     kind = f" as {what}" if what else " by any reader"
     return f"nothing could be read: none of the {n_files} file{'s' if n_files != 1 else ''} was recognised{kind}"
 
@@ -107,9 +108,25 @@ def verdict_all_clear(n_files: int, stacks_headline_text: str | None) -> str:
     return f"no suspect in {n_files} files: {tail}"
 
 
-def cores_headline(findings: Sequence[Finding], n_cores: int, stacks_headline_text: str) -> str:
-    """``hangdbg core``: the cores' findings and their joint stack analysis."""
+def cores_headline(findings: Sequence[Finding], n_cores: int, n_files: int, stacks_headline_text: str) -> str:
+    """``hangdbg core``: the cores' findings and their joint stack analysis (``n_cores`` read of
+    ``n_files``)."""
+    if not n_cores:
+        return unread_headline(n_files, "a core file")
     return headline(findings, f"no crash in {n_cores} core file{'s' if n_cores != 1 else ''}: {stacks_headline_text}")
+
+
+def processes_headline(host: str, ranks: Sequence[int]) -> str:
+    """``OUT/processes.json`` of ``dump``: the processes taken for ranks."""
+    return f"{len(ranks)} process{'es' if len(ranks) != 1 else ''} on {host} taken for {ranks_text(ranks)}"
+
+
+def node_headline(host: str, status: str, reason: str | None, ranks: Sequence[int], files: int) -> str:
+    """``OUT/nodes/HOST.json``: what became of one node of the fan-out."""
+    if status == "ok":
+        what = f"{ranks_text(ranks)} dumped" if ranks else f"{files} file{'s' if files != 1 else ''} sent"
+        return f"node {host}: {what}"
+    return f"node {host}: {status}" + (f": {reason}" if reason else "")
 
 
 def _nodes_note(failed: Sequence[tuple[str, str]]) -> str:

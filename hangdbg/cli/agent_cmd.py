@@ -4,14 +4,31 @@ from __future__ import annotations
 
 import argparse
 import itertools
+import logging
 import sys
+import threading
 from pathlib import Path
 
 from ..collect.agent import agent_host, run_agent
 from ..collect.frames import encode_message
 from ..collect.gather import GatherOptions, gather
+from ..tools.subproc import LOG
 from .common import Command
 from .dump_cmd import add_collect_arguments, collect_options
+
+
+class _FrameHandler(logging.Handler):
+    """Log records (the external commands run on this node) as ``log`` frames for the coordinator."""
+
+    def __init__(self, send) -> None:
+        super().__init__(logging.INFO)
+        self.send = send
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            self.send({"type": "log", "text": record.getMessage()})
+        except Exception:  # logging must never break the agent
+            self.handleError(record)
 
 
 class AgentCommand(Command):
@@ -31,14 +48,22 @@ class AgentCommand(Command):
         add_collect_arguments(p)
         add_gather_arguments(p)
 
+    verbose_to_stderr = False  # with -v the agent sends its log lines to the coordinator as frames
+
     def run(self, args: argparse.Namespace) -> int:
         host = agent_host(args.node_name).replace(" ", "_")
         ids = itertools.count(1)
+        lock = threading.Lock()
 
         def send(message: dict) -> None:
-            lines = "\n".join(encode_message(host, next(ids), message)) + "\n"
-            sys.stdout.write(lines)  # one write per message: whole lines even when interleaved
-            sys.stdout.flush()
+            with lock:  # py-spy results arrive from worker threads
+                lines = "\n".join(encode_message(host, next(ids), message)) + "\n"
+                sys.stdout.write(lines)  # one write per message: whole lines even when interleaved
+                sys.stdout.flush()
+
+        if getattr(args, "verbose", False):
+            LOG.addHandler(_FrameHandler(send))
+            LOG.setLevel(logging.INFO)
 
         gopts = gather_options(args)
         if gopts is not None:  # hangdbg collect: evidence from local disks instead of stacks

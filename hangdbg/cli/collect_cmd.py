@@ -36,6 +36,8 @@ def _agent_args(args: argparse.Namespace, with_host: bool) -> list[str]:
     if args.exe:
         out += ["--exe", args.exe]
     out += ["--max-bytes", str(args.max_bytes)]
+    if getattr(args, "verbose", False):
+        out.append("-v")  # the agents send their external commands back as log frames
     if with_host:
         out += ["--node-name", "{host}"]
     return out
@@ -72,7 +74,7 @@ class CollectCommand(Command):
         out = out_dir(args, "hangdbg-collect")
         argv = agent_argv(args.remote_python, _agent_args(args, with_host=not args.jobid))
         timeout = args.node_timeout or 600.0
-        result = fan_out_with_progress(self, runner, hosts, argv, out, timeout, "collect")
+        result = fan_out_with_progress(self, runner, hosts, argv, out, timeout, "collect", "collect")
         failed = node_findings(result.nodes)
         sent = sum(len(n.files) for n in result.nodes)
         text = collect_headline(failed, sent, len(result.nodes), str(out))

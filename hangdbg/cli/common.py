@@ -28,6 +28,7 @@ from ..errors import HangdbgError, UsageError
 from ..model import Analysis, SourceReport
 from ..parse.textlines import files_where
 from ..sources.base import Reader
+from ..sources.own_output import is_own_output
 
 # The report layer (documents, pydantic, rich views) is imported where it is used: a command
 # starts in a tenth of a second (`nccl summary` of a 1 GB log takes under a second in all).
@@ -179,7 +180,7 @@ def write_text(path: Path, text: str) -> None:
 
 def expand_paths(paths: Sequence[str], takes: Callable[[str, bytes], bool]) -> list[str]:
     """Files as given (read whatever their content); directories walked for the files ``takes``
-    accepts (name, first 64 KiB).
+    accepts (name, first 64 KiB), hangdbg's own outputs left out (a ``-o DIR`` of an earlier run).
 
     Raises:
         UsageError: a path does not exist.
@@ -188,7 +189,7 @@ def expand_paths(paths: Sequence[str], takes: Callable[[str, bytes], bool]) -> l
     if missing:
         raise UsageError(f"no such file or directory: {', '.join(missing)}")
     try:
-        return files_where(list(paths), takes)
+        return files_where(list(paths), lambda name, head: not is_own_output(name) and takes(name, head))
     except FileNotFoundError as exc:
         raise UsageError(f"no such file or directory: {exc.filename}") from None
 

@@ -18,6 +18,7 @@ from ..report.build import core_document
 from ..report.console import render_analysis
 from ..report.evidence import findings_table, headline_panel
 from ..sources.core import CoreOptions, CoreReading, load
+from ..sources.own_output import GDB_TEXT_SUFFIX
 from .common import Command, add_output_arguments, exit_status, positive_float, positive_int
 
 _SHOWN_FRAMES = 12
@@ -51,12 +52,13 @@ class CoreCommand(Command):
             raise UsageError(f"--exe {args.exe}: no such file")
         opts = CoreOptions(exe=args.exe, timeout=args.timeout, gdb=args.gdb, jobs=args.jobs)
         report, dumps, readings = load(args.cores, opts)
-        if not dumps:
+        if not dumps:  # the document is still printed (--json) and written (-o): it says nothing was read
             reasons = "; ".join(f"{c.path}: {'; '.join(c.diagnoses)}" for c in readings)
-            raise HangdbgError(f"no core file could be read ({reasons})",
-                               help="pass ELF core files (`file CORE` says 'core file'); systemd-coredump keeps them "
-                                    "compressed: `coredumpctl dump PID -o core`")
-        analysis = analyze(dumps)
+            self.err.print(f"[bold red]hangdbg: error:[/bold red] {escape(f'no core file could be read ({reasons})')}",
+                           highlight=False)
+            self.err.print("[yellow]help:[/yellow] pass ELF core files (`file CORE` says 'core file'); systemd-coredump "
+                           "keeps them compressed: `coredumpctl dump PID -o core`", highlight=False)
+        analysis = analyze(dumps, live=False)  # a rank without a core only left none
         doc = core_document(readings, report, analysis, args.cores)
         if args.out is not None:
             self._write_backtraces(readings, args.out)
@@ -69,7 +71,7 @@ class CoreCommand(Command):
             out.mkdir(parents=True, exist_ok=True)
             for i, c in enumerate(readings):
                 if c.gdb_text:
-                    (out / f"{Path(c.path).name}.{i}.gdb.txt").write_text(c.gdb_text)
+                    (out / f"{Path(c.path).name}.{i}{GDB_TEXT_SUFFIX}").write_text(c.gdb_text)
         except OSError as exc:
             raise HangdbgError(f"cannot write to {out}: {exc.strerror or exc}") from None
 

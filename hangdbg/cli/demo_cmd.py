@@ -33,5 +33,6 @@ class DemoCommand(Command):
         with DemoJob(args.scenario, args.nproc) as job:
             with self.err.status(f"starting a {args.nproc}-rank gloo job ({args.scenario}) under torchrun..."):
                 job.wait_ready()
-            self.err.print(f"[dim]demo job {args.scenario!r} is hung (torchrun pid {job.pid}); dumping it[/dim]", highlight=False)
+            self.err.print(f"demo job {args.scenario!r} is hung (torchrun pid {job.pid}); dumping it", style="dim",
+                           markup=False, highlight=False)
             return dump_ranks(self, args, find_ranks([job.pid]), command="demo")

@@ -8,19 +8,20 @@ type, sizes or dtypes differ across ranks, collectives that never completed.
 from __future__ import annotations
 
 import argparse
+from typing import Sequence
 
 from rich.console import RenderableType
 from rich.table import Table
 from rich.text import Text
 
 from ..facts import FrFacts
-from ..model import SourceReport
+from ..model import RankState, SourceReport
 from ..sources.base import Reader
 from ..sources.flight_recorder import READER
 from .common import ReaderCommand
 
 
-def _table(facts: FrFacts) -> Table:
+def _table(facts: FrFacts, states: Sequence[RankState]) -> Table:
     t = Table(title="Ranks (last collective per process group)", title_justify="left", expand=True)
     for col in ("rank", "group", "last seq", "last collective", "state", "last started", "last completed"):
         t.add_column(col, no_wrap=col != "last collective", overflow="fold")
@@ -31,6 +32,9 @@ def _table(facts: FrFacts) -> Table:
                   Text(last.desc) if last else "(none)",
                   Text(state, style="" if state == "completed" or not last else "yellow"),
                   Text(f"{begun.seq} {begun.op}") if begun else "-", Text(f"{done.seq} {done.op}") if done else "-")
+    for r in states:  # ranks without a (readable) dump have no row of the table
+        if r.state in ("no dump", "dump unreadable"):
+            t.add_row(str(r.rank), "", "-", "", Text(r.state, style="red"), "-", "-")
     return t
 
 
@@ -63,4 +67,4 @@ class FrCommand(ReaderCommand):
         fmts = ", ".join(f"{n} {k}" for k, n in f.formats.items())
         note = Text(f"{f.dumps} dumps ({fmts}), version {', '.join(f.versions) or '?'}, {rep.lines_read} entries",
                     style="dim")
-        return [_table(f), note]
+        return [_table(f, rep.ranks), note]

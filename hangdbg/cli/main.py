@@ -15,6 +15,7 @@ import sys
 from typing import Sequence
 
 from rich.console import Console
+from rich.markup import escape
 
 from .._version import __version__
 from ..errors import HangdbgError, UsageError
@@ -102,7 +103,8 @@ class _ConsoleHandler(logging.Handler):
 
     def emit(self, record: logging.LogRecord) -> None:
         try:
-            self.console.print(f"hangdbg: {record.getMessage()}", style="dim", markup=False, highlight=False)
+            self.console.print(f"hangdbg: {record.getMessage()}", style="dim", markup=False, highlight=False,
+                               soft_wrap=True)
         except Exception:  # logging must never break the command
             self.handleError(record)
 
@@ -113,7 +115,7 @@ def main(argv: Sequence[str] | None = None, out: Console | None = None, err: Con
     out = out or Console()
     err = err or Console(stderr=True)
     handler = None
-    if args.verbose:
+    if args.verbose and getattr(args.command_class, "verbose_to_stderr", True):
         handler = _ConsoleHandler(err)
         LOG.addHandler(handler)
         LOG.setLevel(logging.INFO)
@@ -134,9 +136,9 @@ def main(argv: Sequence[str] | None = None, out: Console | None = None, err: Con
 
 
 def _print_error(err: Console, exc: HangdbgError) -> None:
-    err.print(f"[bold red]hangdbg: error:[/bold red] {exc}", markup=True, highlight=False)
+    err.print(f"[bold red]hangdbg: error:[/bold red] {escape(str(exc))}", highlight=False)
     if exc.help:
-        err.print(f"[yellow]help:[/yellow] {exc.help}", highlight=False)
+        err.print(f"[yellow]help:[/yellow] {escape(exc.help)}", highlight=False)
 
 
 def run() -> None:

@@ -14,11 +14,12 @@ import argparse
 import re
 
 from rich.console import RenderableType
+from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
-from ..analyze.headline import split_headline
-from ..errors import HangdbgError, UsageError
+from ..analyze.headline import split_headline, unread_headline
+from ..errors import UsageError
 from ..facts import NcclFacts
 from ..model import SourceReport
 from ..parse.nccl_split import split_logs
@@ -26,7 +27,7 @@ from ..report.build import split_document
 from ..report.document import SplitRow
 from ..sources.base import Reader
 from ..sources.nccl import NcclReader
-from .common import EXIT_OK, Command, ReaderCommand, add_output_arguments, expand_paths, out_dir
+from .common import EXIT_ERROR, EXIT_OK, Command, ReaderCommand, add_output_arguments, expand_paths, out_dir
 
 NO_RECORDS_HELP = ("run the job with NCCL_DEBUG=INFO (and NCCL_DEBUG_SUBSYS=INIT,COLL,NET for collective lines), "
                    "optionally NCCL_DEBUG_FILE=/some/dir/nccl.%h.%p, and pass those files")
@@ -42,7 +43,8 @@ def _regex(text: str | None) -> re.Pattern[str] | None:
 
 
 def _every_file(name: str, head: bytes) -> bool:
-    return True  # NCCL logs hide among other output: a directory's files are all read
+    """NCCL logs hide among other output: every file of a directory is read (but hangdbg's own)."""
+    return True
 
 
 class NcclSummary(ReaderCommand):
@@ -88,9 +90,14 @@ def _ranks(rep: SourceReport, facts: NcclFacts, rows: int) -> Table:
     blamed = {r for f in rep.suspects for r in f.ranks}
     blamed_hosts = {h for f in rep.suspects for h in f.hosts}
     procs = facts.processes
-    shown = [p for p in procs if not rows or len(procs) <= rows or p.rank in blamed or p.host in blamed_hosts]
-    if rows and len(shown) > rows:
-        shown = [p for p in shown if p.rank in blamed] or shown[:rows]
+    if not rows or len(procs) <= rows:
+        shown = list(procs)
+    else:  # the blamed first (all of them), then the others up to --rows
+        odd = [p for p in procs if p.rank in blamed or p.host in blamed_hosts]
+        if len(odd) > rows:
+            odd = [p for p in odd if p.rank in blamed] or odd[:rows]
+        rest = [p for p in procs if p not in odd][:max(0, rows - len(odd))]
+        shown = sorted(odd + rest, key=lambda p: procs.index(p))
     types = sorted({k for p in procs for k in p.collectives})
     t = Table(title=f"Ranks ({len(shown)} of {len(procs)} shown)", title_justify="left")
     for col in ("rank", "host", "pid", "init", "version", "net / plugin", "interfaces"):
@@ -110,7 +117,7 @@ def _ranks(rep: SourceReport, facts: NcclFacts, rows: int) -> Table:
 def _slices(facts: NcclFacts) -> Table:
     table, majority = facts.slices or {}, facts.slice_majority or ()
     n = max((len(v) for v in table.values()), default=0)
-    t = Table(title=f"Collectives per slice (--split-on {facts.split_on!r})", title_justify="left")
+    t = Table(title=escape(f"Collectives per slice (--split-on {facts.split_on!r})"), title_justify="left")
     t.add_column("rank")
     for s in range(n):
         t.add_column(f"slice {s}", justify="right")
@@ -156,8 +163,13 @@ class NcclCommand(Command):
         res = split_logs(paths, out, pattern)
         for path, why in res.errors:
             self.warn(f"cannot read {path}: {why}")
-        if not res.records:
-            raise HangdbgError(f"no NCCL_DEBUG record in {len(paths)} file(s)", help=NO_RECORDS_HELP)
+        if not res.records:  # the document still says so (--json, split.json)
+            doc = split_document([str(p) for p in args.paths], str(out), [], 0, unread_headline(len(paths), "NCCL_DEBUG log"))
+            self.err.print(f"[bold red]hangdbg: error:[/bold red] no NCCL_DEBUG record in {len(paths)} file(s)",
+                           highlight=False)
+            self.err.print(f"[yellow]help:[/yellow] {escape(NO_RECORDS_HELP)}", highlight=False)
+            self.emit(doc, args, "split.json", lambda: Text(doc.headline))
+            return EXIT_ERROR
         rows = [SplitRow(r["rank"], r["host"], r["pid"], tuple(r["files"]), r["lines"]) for r in res.rows]
         known = [r.rank for r in rows if r.rank is not None]
         unattributed = res.written.get("unattributed.log", 0)

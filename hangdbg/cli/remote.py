@@ -11,7 +11,7 @@ from ..analyze import analyze
 from ..analyze.fanout import FAILED_STATUSES
 from ..analyze.fanout import node_findings as failed_node_findings
 from ..analyze.headline import fanout_headline
-from ..collect.fanout import FanoutResult, NodeResult, agent_argv, fan_out
+from ..collect.fanout import FanoutResult, NodeResult, agent_argv, fan_out, node_entry
 from ..collect.hosts import expand_hosts, read_hostfile
 from ..collect.runners import HOST, PdshRunner, Runner, SrunRunner, SshRunner
 from ..collect.slurm import show_job
@@ -57,6 +57,8 @@ def _agent_args(args: argparse.Namespace, with_host: bool) -> list[str]:
         out += ["--jobs", str(args.jobs)]
     if args.py_spy:
         out += ["--py-spy", args.py_spy]
+    if getattr(args, "verbose", False):
+        out.append("-v")  # the agents send their external commands back as log frames
     if args.jobid:
         out += ["--jobid", args.jobid]
     if with_host:
@@ -93,7 +95,7 @@ def remote_runner(args: argparse.Namespace) -> tuple[Runner, list[str], bool]:
 
 
 def fan_out_with_progress(cmd: Command, runner: Runner, hosts: list[str], argv: list[str], out, timeout: float,
-                          label: str) -> FanoutResult:
+                          label: str, command: str = "dump") -> FanoutResult:
     """:func:`fan_out` behind a progress bar of nodes done / failed / pending."""
     with progress_bar(cmd.err, "nodes", len(hosts), pending=True) as progress:
         task = progress.add_task(label, total=len(hosts), failed=0)
@@ -104,13 +106,12 @@ def fan_out_with_progress(cmd: Command, runner: Runner, hosts: list[str], argv: 
             failed += n.status in FAILED_STATUSES
             progress.update(task, advance=1, failed=failed)
 
-        return fan_out(runner, hosts, argv, out, timeout, on_node)
+        return fan_out(runner, hosts, argv, out, timeout, on_node, command)
 
 
 def node_entries(nodes: list[NodeResult]) -> list[NodeEntry]:
     """The nodes as document entries."""
-    return [NodeEntry(n.host, n.status, n.reason, tuple(n.ranks), tuple(n.files), n.seconds)  # type: ignore[arg-type]
-            for n in nodes]
+    return [node_entry(n) for n in nodes]
 
 
 def node_findings(nodes: list[NodeResult]) -> list[Finding]:
@@ -129,8 +130,10 @@ def dump_remote(cmd: Command, args: argparse.Namespace) -> int:
     timeout = args.node_timeout or (2 * args.timeout + args.samples * args.interval + 30)
     argv = agent_argv(args.remote_python, _agent_args(args, with_host=not args.jobid))
     result = fan_out_with_progress(cmd, runner, hosts, argv, out, timeout, "fan-out")
-    analysis = analyze(result.dumps, whole_job=whole)
     failed = node_findings(result.nodes)
+    # the ranks of a node not read were not looked at: not "missing" (never started or exited),
+    # only not seen; the node-failed warning and the exit status say so
+    analysis = analyze(result.dumps, whole_job=whole and not failed)
     for f in failed:
         cmd.warn(f.summary)
     headline = fanout_headline(analysis.headline, [(n.host, n.status) for n in result.nodes if n.status in FAILED_STATUSES])

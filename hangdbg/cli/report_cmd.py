@@ -9,6 +9,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from rich.text import Text
+
 from ..errors import HangdbgError, UsageError
 from ..model import Verdict
 from ..report.build import report_document
@@ -61,5 +63,5 @@ class ReportCommand(Command):
         else:
             self.out.print(render_verdict(v, tree=not args.no_tree, evidence=not args.no_evidence))
             for hp in html_paths:
-                self.err.print(f"[dim]HTML report: {hp}[/dim]", highlight=False)
+                self.err.print(Text(f"HTML report: {hp}", style="dim"), highlight=False)
         return exit_status(doc.found, v.recognised)

@@ -24,6 +24,9 @@ class SchemaCommand(Command):
         p.add_argument("-o", "--out", metavar="DIR", type=Path, help=f"write DIR/hangdbg-schema-v{SCHEMA_VERSION}.json")
 
     def run(self, args: argparse.Namespace) -> int:
+        text = schema_text()
+        if args.out is not None:
+            write_text(Path(args.out) / f"hangdbg-schema-v{SCHEMA_VERSION}.json", text + "\n")
         if args.kinds:
             for enum, title in ((Kind, "finding kinds"), (Severity, "severities (most important first)"),
                                 (SourceKind, "evidence kinds")):
@@ -34,9 +37,6 @@ class SchemaCommand(Command):
                     t.add_row(m.value, m.doc)  # type: ignore[attr-defined]
                 self.out.print(t)
             return EXIT_OK
-        text = schema_text()
-        if args.out is not None:
-            write_text(Path(args.out) / f"hangdbg-schema-v{SCHEMA_VERSION}.json", text + "\n")
         self.out.file.write(text + "\n")
         self.out.file.flush()
         return EXIT_OK

@@ -60,11 +60,11 @@ class TracesCommand(ReaderCommand):
             t.add_column(col, no_wrap=True)
         t.add_column("where the trace ends", ratio=1, overflow="fold")
         if args.grep:
-            t.add_column(f"grep {args.grep!r}", justify="right", no_wrap=True)
+            t.add_column(Text(f"grep {args.grep!r}"), justify="right", no_wrap=True)
         for tr in rep.facts.traces:
             row: list[RenderableType] = [str(tr.rank if tr.rank is not None else "?"), Text(tr.host), str(tr.pid),
                                          str(tr.events), Text("yes") if tr.ended else Text("no", style="red"),
-                                         Text(where(tr.last_lines))]
+                                         Text(where(tr.last_line))]
             if args.grep:
                 row.append(str(tr.grep_count))
             t.add_row(*row)

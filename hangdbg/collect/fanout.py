@@ -9,21 +9,24 @@ from __future__ import annotations
 
 import base64
 import binascii
-import json
 import re
 import threading
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
 from ..model import RankDump
 from ..parse.saved import load_dumps
+from ..report.build import node_document
+from ..report.document import NodeEntry
+from ..report.schema import to_json
+from ..tools.subproc import LOG
 from .frames import FrameDecoder
 from .local import write_raw
 from .runners import Runner
 
-__all__ = ["NodeResult", "FanoutResult", "FileSink", "fan_out", "agent_argv"]
+__all__ = ["NodeResult", "FanoutResult", "FileSink", "fan_out", "agent_argv", "node_entry"]
 
 _SAFE = re.compile(r"[^A-Za-z0-9._-]")
 
@@ -45,6 +48,11 @@ class NodeResult:
     seconds: float | None = None
     files: tuple[str, ...] = ()
     """Files the node sent (``hangdbg collect``), relative to ``OUT/<host>/``."""
+
+
+def node_entry(n: NodeResult) -> NodeEntry:
+    """A node's result as it appears in the documents."""
+    return NodeEntry(n.host, n.status, n.reason, tuple(n.ranks), tuple(n.files), n.seconds)  # type: ignore[arg-type]
 
 
 class FileSink:
@@ -104,6 +112,7 @@ def fan_out(
     out: Path,
     timeout: float,
     on_node: Callable[[NodeResult], None] | None = None,
+    command: str = "dump",
 ) -> FanoutResult:
     """Run ``argv`` (the agent) on ``hosts`` through ``runner`` and gather the job's dumps.
 
@@ -114,6 +123,7 @@ def fan_out(
         out: output directory (``raw/<host>/``, ``nodes/<host>.json``).
         timeout: seconds for the whole fan-out (every node runs at once).
         on_node: called once per node as its final status becomes known (progress bars).
+        command: ``dump`` or ``collect``, for the node documents (``nodes/<host>.json``).
     """
     decoder = FrameDecoder()
     files = FileSink(out)
@@ -129,7 +139,7 @@ def fan_out(
         done[result.host] = result
         nodes_dir = out / "nodes"
         nodes_dir.mkdir(parents=True, exist_ok=True)
-        (nodes_dir / f"{_safe(result.host)}.json").write_text(json.dumps(asdict(result), indent=2) + "\n")
+        (nodes_dir / f"{_safe(result.host)}.json").write_text(to_json(node_document(command, node_entry(result))) + "\n")
         if on_node is not None:
             on_node(result)
 
@@ -142,6 +152,8 @@ def fan_out(
                     write_raw(out / "raw" / _safe(host), _safe(msg["name"]), msg["text"])
                 elif kind == "file":
                     files.write(host, msg)
+                elif kind == "log" and isinstance(msg.get("text"), str):  # the agent's -v lines
+                    LOG.info("[%s] %s", host, msg["text"])
                 elif kind == "problem":
                     problems.setdefault(host, []).append(f"{msg.get('what')}: {msg.get('reason')}")
                 elif kind == "done":

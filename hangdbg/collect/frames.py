@@ -80,7 +80,3 @@ class FrameDecoder:
             self.garbled += 1
             return []
         return [(host, message)]
-
-    def incomplete_hosts(self) -> set[str]:
-        """Hosts with a message of which some lines never arrived."""
-        return {host for host, _ in self._parts}

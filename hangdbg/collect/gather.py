@@ -210,6 +210,7 @@ def _send_core(s: _Sender, core: str, exe: str | None, used: set[str]) -> None:
     from ..report.build import core_document  # noqa: PLC0415
     from ..report.schema import to_json  # noqa: PLC0415
     from ..sources.core import CoreOptions, load  # noqa: PLC0415
+    from ..sources.own_output import GDB_TEXT_SUFFIX  # noqa: PLC0415
 
     try:
         report, dumps, readings = load([core], CoreOptions(exe=exe))
@@ -220,7 +221,7 @@ def _send_core(s: _Sender, core: str, exe: str | None, used: set[str]) -> None:
         s.problem(core, "; ".join(d for c in readings for d in c.diagnoses) or "not a readable core file")
         return
     name = os.path.basename(core)
-    s.text(_unique(f"cores/{name}.json", used), to_json(core_document(readings, report, analyze(dumps), [core])) + "\n", core)
+    s.text(_unique(f"cores/{name}.json", used), to_json(core_document(readings, report, analyze(dumps, live=False), [core])) + "\n", core)
     for c in readings:
         if c.gdb_text:
-            s.text(_unique(f"cores/{name}.gdb.txt", used), c.gdb_text, core)
+            s.text(_unique(f"cores/{name}{GDB_TEXT_SUFFIX}", used), c.gdb_text, core)

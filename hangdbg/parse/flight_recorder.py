@@ -393,7 +393,7 @@ def _decode(f: BinaryIO) -> tuple[dict, str]:
     if first == b"{":
         try:
             doc = json.loads(f.read().decode("utf-8", "replace"))
-        except ValueError as exc:
+        except (ValueError, RecursionError) as exc:  # RecursionError: nested deeper than json can read
             raise FrDumpError(f"not valid JSON (truncated or garbled?): {exc}") from None
         fmt = "json"
     elif first == b"\x80":

@@ -17,6 +17,7 @@ small integers) and counts, so multi-GB traces are fine. Garbled lines are skipp
 
 from __future__ import annotations
 
+import math
 import re
 from collections import deque
 from dataclasses import dataclass
@@ -47,6 +48,8 @@ class RankTrace:
         garbled: lines that matched no form of the format.
         cut: the file ended in a line without its newline (SIGKILL while the line was being
             written); that line is left out of ``last_lines``.
+        last_line: the last traced line (raw text), kept whatever ``last`` is; ``None`` when
+            nothing was traced.
     """
 
     path: Path
@@ -63,6 +66,7 @@ class RankTrace:
     grep_count: int | None
     garbled: int
     cut: bool = False
+    last_line: str | None = None
 
     @property
     def last_call(self) -> str | None:
@@ -70,10 +74,12 @@ class RankTrace:
 
 
 def _float(text: str) -> float | None:
+    """A finite number of seconds, else None (``inf``/``nan`` are no time: JSON cannot hold them)."""
     try:
-        return float(text)
+        value = float(text)
     except ValueError:
         return None
+    return value if math.isfinite(value) else None
 
 
 def read_trace(path: str | Path, last: int = 10, grep: re.Pattern[str] | None = None) -> RankTrace:
@@ -88,6 +94,7 @@ def read_trace(path: str | Path, last: int = 10, grep: re.Pattern[str] | None = 
     calls: list[str] = []
     events = garbled = grepped = 0
     ended, elapsed, cut = False, None, False
+    last_line: str | None = None
     with open(path, encoding="utf-8", errors="replace") as f:
         first = f.readline().rstrip("\n")
         m = _HEADER.match(first)
@@ -121,6 +128,7 @@ def read_trace(path: str | Path, last: int = 10, grep: re.Pattern[str] | None = 
                 garbled += 1
                 continue
             events += 1
+            last_line = line
             tail.append(line)
             if not ended:
                 elapsed = _float(stamp) if stamp != "-" else elapsed
@@ -129,7 +137,7 @@ def read_trace(path: str | Path, last: int = 10, grep: re.Pattern[str] | None = 
     rank = int(rank_text) if rank_text.isdigit() else None
     grep_count = grepped if grep is not None else None
     return RankTrace(path, rank, host, int(pid), start, argv, events, tuple(calls), tuple(tail), ended,
-                     elapsed, grep_count, garbled, cut)
+                     elapsed, grep_count, garbled, cut, last_line)
 
 
 @dataclass(frozen=True, slots=True)

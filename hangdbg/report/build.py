@@ -12,17 +12,17 @@ from datetime import datetime, timezone
 from typing import Any, Sequence
 
 from .._version import __version__
-from ..analyze import left_stacks_findings
-from ..analyze.headline import cores_headline, source_headline
+from ..analyze.fanout import node_findings
+from ..analyze.headline import cores_headline, node_headline, processes_headline, source_headline
 from ..model import SCHEMA_VERSION, Analysis, Finding, Place, SourceReport, TreeNode, Verdict, by_severity
 from ..sources.core import CoreReading, core_fact
 from .document import (CollectDocument, CoreDocument, CoreEntry, CoreWritten, FrDocument, GpuDocument, GroupEntry,
-                       LogsDocument, NcclDocument, NodeEntry, PlaceEntry, ProcessEntry, ProcessList, RankEntry,
+                       LogsDocument, NcclDocument, NodeDocument, NodeEntry, PlaceEntry, ProcessEntry, ProcessList, RankEntry,
                        ReportDocument, SourceSection, SplitDocument, SplitRow, StacksDocument, StacksSection,
                        TracesDocument, TreeEntry)
 
 __all__ = ["header", "stacks_section", "source_section", "stacks_document", "report_document", "source_document",
-           "core_document", "collect_document", "split_document", "process_list"]
+           "core_document", "collect_document", "split_document", "process_list", "node_document"]
 
 _SOURCE_DOCUMENTS = {"nccl summary": NcclDocument, "logs": LogsDocument, "fr": FrDocument, "gpu": GpuDocument,
                      "traces": TracesDocument}
@@ -104,10 +104,11 @@ def report_document(v: Verdict, inputs: Sequence[str], out_dir: str | None = Non
 def core_document(readings: Sequence[CoreReading], report: SourceReport, analysis: Analysis,
                   inputs: Sequence[str]) -> CoreDocument:
     """The document of ``hangdbg core`` (what ``collect`` brings back per core file): the cores'
-    own findings and those of their joint stack analysis (a rank without a core is not missing:
-    it left no core), most important first."""
-    findings = by_severity(list(report.findings) + list(left_stacks_findings(analysis)))
-    headline = cores_headline(findings, report.records, analysis.headline)
+    own findings (``source`` ``core``) and those of their joint stack analysis (``source``
+    ``stacks``; made with ``live=False``: a rank without a core is not missing, it left no core),
+    most important first."""
+    findings = by_severity(list(report.findings) + list(analysis.findings))
+    headline = cores_headline(findings, report.records, len(readings), analysis.headline)
     cores = []
     for c in readings:
         d, fact = c.dump, core_fact(c)
@@ -134,6 +135,13 @@ def split_document(inputs: Sequence[str], out_dir: str, files: Sequence[SplitRow
 
 def process_list(command: str, processes: Sequence[ProcessEntry]) -> ProcessList:
     """``OUT/processes.json``."""
-    h = header(command, (), "")
-    return ProcessList(schema_version=h["schema_version"], tool=h["tool"], version=h["version"], created=h["created"],
-                       command=command, collector_host=socket.gethostname(), processes=tuple(processes))  # type: ignore[arg-type]
+    host = socket.gethostname()
+    return ProcessList(**header(command, (), processes_headline(host, [p.rank for p in processes])),
+                       collector_host=host, processes=tuple(processes))
+
+
+def node_document(command: str, node: NodeEntry) -> NodeDocument:
+    """``OUT/nodes/HOST.json``: one node of the fan-out."""
+    findings = node_findings([(node.host, node.status, node.reason)])
+    return NodeDocument(**header(command, findings, node_headline(node.host, node.status, node.reason, node.ranks,
+                                                                  len(node.files))), node=node)

@@ -23,7 +23,7 @@ __all__ = [
     "Document", "StacksDocument", "ReportDocument", "NcclDocument", "LogsDocument", "FrDocument", "GpuDocument",
     "TracesDocument", "CoreDocument", "CollectDocument", "SplitDocument", "ProcessList", "DOCUMENTS",
     "StacksSection", "RankEntry", "GroupEntry", "PlaceEntry", "TreeEntry", "SourceSection", "NodeEntry",
-    "CoreEntry", "CoreWritten", "ProcessEntry", "SplitRow", "AnyFacts",
+    "CoreEntry", "CoreWritten", "ProcessEntry", "SplitRow", "AnyFacts", "NodeDocument",
 ]
 
 F = TypeVar("F")
@@ -335,19 +335,24 @@ class SplitDocument(Document):
 
 
 @dataclass(frozen=True, slots=True)
-class ProcessList:
+class ProcessList(Document):
     """``OUT/processes.json`` of ``dump``: the processes taken for ranks, written before their
-    stacks are taken."""
+    stacks are taken (no finding yet)."""
 
-    schema_version: Literal[2]
-    tool: Literal["hangdbg"]
-    version: str
-    created: str
     command: Literal["dump", "demo"]
     collector_host: str
     processes: tuple[ProcessEntry, ...]
 
 
+@dataclass(frozen=True, slots=True)
+class NodeDocument(Document):
+    """``OUT/nodes/HOST.json`` of ``dump --jobid/--hosts`` and ``collect``: one node's status,
+    written as soon as it is known (a ``node-failed`` finding when it could not be read)."""
+
+    command: Literal["dump", "collect"]
+    node: NodeEntry
+
+
 DOCUMENTS: tuple[type, ...] = (StacksDocument, ReportDocument, NcclDocument, LogsDocument, FrDocument, GpuDocument,
-                               TracesDocument, CoreDocument, CollectDocument, SplitDocument, ProcessList)
+                               TracesDocument, CoreDocument, CollectDocument, SplitDocument, ProcessList, NodeDocument)
 """Every document hangdbg writes; ``hangdbg schema`` describes their union."""

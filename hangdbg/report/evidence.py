@@ -79,7 +79,7 @@ def ranks_table(rows: Sequence[RankState], title: str = "Ranks", limit: int | No
 
 
 def render_source_report(rep: SourceReport, headline: str, title: str, extra: list[RenderableType] | None = None,
-                         evidence: bool = True, rank_rows: int | None = 256) -> RenderableType:
+                         evidence: bool = True, rank_rows: int | None = None) -> RenderableType:
     """Headline panel, ``extra`` views, per-rank table (at most ``rank_rows`` rows, none for 0),
     findings, and a footer with counts/errors."""
     parts: list[RenderableType] = [headline_panel(headline, title, rep.found, rep.records > 0)]

@@ -24,6 +24,6 @@ below :mod:`hangdbg.report`, :mod:`hangdbg.collect` and the command line.
 
 from __future__ import annotations
 
-from .base import HEAD_BYTES, Reader, ReaderBase, StackReader
+from .base import Reader, ReaderBase, StackReader
 
-__all__ = ["Reader", "StackReader", "ReaderBase", "HEAD_BYTES"]
+__all__ = ["Reader", "StackReader", "ReaderBase"]

@@ -16,10 +16,7 @@ from typing import ClassVar, Generic, Protocol, Sequence, TypeVar, runtime_check
 
 from ..model import RankDump, SourceKind, SourceReport
 
-__all__ = ["Reader", "StackReader", "ReaderBase", "HEAD_BYTES", "with_source"]
-
-HEAD_BYTES = 64 << 10
-"""How much of a file ``sniff`` sees (its first 64 KiB)."""
+__all__ = ["Reader", "StackReader", "ReaderBase", "with_source"]
 
 F = TypeVar("F")
 
@@ -35,7 +32,8 @@ class Reader(Protocol[F]):
     kind: ClassVar[SourceKind]
 
     def sniff(self, head: bytes) -> bool:
-        """True when ``head`` (the first :data:`HEAD_BYTES` of a file) is this kind of evidence.
+        """True when ``head`` (the first 64 KiB of a file, :data:`hangdbg.parse.textlines.HEAD_BYTES`)
+        is this kind of evidence.
 
         Content, not names: a NCCL log named ``slurm-1234.out`` is still a NCCL log. Never raises.
         """

@@ -124,7 +124,9 @@ def read_documents(paths: Sequence[str]) -> tuple[SourceReport[CoreJsonFacts], l
             doc = _load(path)
             source = doc.get("source")
             src: dict = source if isinstance(source, dict) else {}
-            got_findings = [_finding(f) for f in doc.get("findings") or () if isinstance(f, dict)]
+            # the core reader's own findings: the document's stack findings are redone jointly
+            got_findings = [f for f in (_finding(f) for f in doc.get("findings") or () if isinstance(f, dict))
+                            if f.source is SourceKind.CORE]
             got_states = [_state(r) for r in src.get("ranks") or () if isinstance(r, dict) and _int(r.get("rank")) is not None]
             got_errors = [FileError(_str(e.get("file")), _str(e.get("reason"))) for e in src.get("errors") or ()
                           if isinstance(e, dict)]

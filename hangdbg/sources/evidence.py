@@ -63,10 +63,11 @@ def read_sources(paths: Sequence[str], on_kind: Callable[[SourceKind, int], None
             on_kind(kind, len(files))
     analysis = None
     if dumps:
-        analysis = analyze(dumps)
         stacks = next((s for s in sources if s.kind is SourceKind.STACKS), None)
+        # live processes (py-spy dumps) among the stacks: a rank without one is missing
+        analysis = analyze(dumps, live=stacks is not None and stacks.records > 0)
         if stacks is None:  # cores and stack texts only
-            sources.append(with_analysis(SourceReport(kind=SourceKind.STACKS), analysis, live=False))
+            sources.append(with_analysis(SourceReport(kind=SourceKind.STACKS), analysis))
         else:
             sources[sources.index(stacks)] = with_analysis(stacks, analysis)
         sources = [_cross_checked(s, analysis) if s.kind is SourceKind.FLIGHT_RECORDER else s for s in sources]

@@ -12,7 +12,7 @@ import re
 from dataclasses import replace
 from typing import Sequence
 
-from ..analyze import analyze, left_stacks_findings
+from ..analyze import analyze
 from ..facts import StacksFacts
 from ..model import Analysis, FileError, RankDump, RankState, SourceKind, SourceReport
 from ..parse.saved import load_dumps
@@ -23,15 +23,13 @@ __all__ = ["PySpyReader", "READER", "with_analysis"]
 _PYSPY = re.compile(rb"^(?:# hangdbg rank=|Process \d+: |Thread (?:0x[0-9A-Fa-f]+|\d+) \((?:idle|active))", re.M)
 
 
-def with_analysis(report: SourceReport, a: Analysis, live: bool = True) -> SourceReport[StacksFacts]:
+def with_analysis(report: SourceReport, a: Analysis) -> SourceReport[StacksFacts]:
     """``report`` (kind ``stacks``) with the analysis' findings and one RankState per rank.
 
     Args:
         report: the stacks report (files, skipped lines), or an empty one.
-        a: the joint analysis of every stack source.
-        live: the stacks include dumps of live processes (py-spy): a rank without a process is
-            then missing. For core files and saved stack texts alone a rank without one only
-            left no stack, which is not a finding (nor is anyone waiting for it).
+        a: the joint analysis of every stack source (``live=False`` when only core files and
+            saved stack texts were read: see :func:`hangdbg.analyze.analyze`).
     """
     states = []
     known = set()
@@ -47,7 +45,7 @@ def with_analysis(report: SourceReport, a: Analysis, live: bool = True) -> Sourc
         coll = place.collective if place is not None and place.kind == "collective" else None
         states.append(RankState(rank=d.rank, host=d.host, pid=d.pid, last_collective=coll, state=state, source=SourceKind.STACKS))
     states += [RankState(rank=r, state="missing", source=SourceKind.STACKS) for r in a.missing_ranks if r not in known]
-    findings = a.findings if live else left_stacks_findings(a)
+    findings = a.findings
     return with_source(replace(report, kind=SourceKind.STACKS, findings=tuple(findings),
                                ranks=tuple(sorted(states, key=lambda s: s.rank)), records=report.records or len(a.ranks),
                                facts=StacksFacts(len(a.ranks), len(a.groups), a.headline)))

@@ -106,7 +106,7 @@ def load(paths: Sequence[str]) -> tuple[SourceReport[StackTextFacts], list[RankD
                     states.append(RankState(r, state="C++ exception", source=SourceKind.STACK_TEXT))
     report = SourceReport(SourceKind.STACK_TEXT, tuple(str(p) for p in paths), tuple(findings), tuple(states),
                           records=len(dumps), lines_read=read, lines_skipped=skipped, errors=tuple(errors),
-                          facts=StackTextFacts(threads=sum(len(d.threads) for d in dumps), ranks=len(dumps)))
+                          facts=StackTextFacts(thread_count=sum(len(d.threads) for d in dumps), rank_count=len(dumps)))
     return with_source(report), dumps
 
 

@@ -46,7 +46,7 @@ class TorchLogReader(ReaderBase[TorchLogFacts]):
                     ev.lines_read += raw.count(b"\n") + 1
                     try:
                         ev.error_files.append(parse_error_json(json.loads(raw.decode("utf-8", "replace")), path))
-                    except ValueError as exc:
+                    except (ValueError, RecursionError) as exc:  # RecursionError: nested too deep for json
                         errors.append(FileError(path, f"invalid error file: {exc}"))
                     continue
                 scan_file(path, path, ev)

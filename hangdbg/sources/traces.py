@@ -35,11 +35,11 @@ def who(t: RankTrace) -> str:
     return f"rank {t.rank}" if t.rank is not None else f"{t.host} pid {t.pid}"
 
 
-def where(last_lines: Sequence[str]) -> str:
-    """The last traced line without its timestamp: ``train.py:21 | dist.all_reduce(t)``."""
-    if not last_lines:
+def where(last_line: str | None) -> str:
+    """A traced line without its timestamp: ``train.py:21 | dist.all_reduce(t)``."""
+    if not last_line:
         return "(nothing traced)"
-    return last_lines[-1].strip().split(" ", 1)[-1]
+    return last_line.strip().split(" ", 1)[-1]
 
 
 def _ranks(traces: Sequence[RankTrace]) -> tuple[int, ...]:
@@ -58,7 +58,7 @@ def _names(traces: Sequence[RankTrace]) -> str:
 
 
 def _evidence(t: RankTrace) -> Evidence:
-    return Evidence(str(t.path), None, f"{who(t)} ends at {where(t.last_lines)}")
+    return Evidence(str(t.path), None, f"{who(t)} ends at {where(t.last_line)}")
 
 
 def findings_of(traces: list[RankTrace], div: Divergence) -> list[Finding]:
@@ -69,7 +69,7 @@ def findings_of(traces: list[RankTrace], div: Divergence) -> list[Finding]:
         behind = [traces[i] for i in div.behind]
         if behind:
             nxt = Counter(c for c in div.next_calls if c).most_common(1)[0][0]
-            summary = (f"{_names(behind)} stopped at {where(behind[0].last_lines)} after {after}, while the others went "
+            summary = (f"{_names(behind)} stopped at {where(behind[0].last_line)} after {after}, while the others went "
                        f"on to call #{div.common + 1} ({nxt})")
             odd = behind
         else:
@@ -90,7 +90,7 @@ def findings_of(traces: list[RankTrace], div: Divergence) -> list[Finding]:
                else "none ended: the job was killed or is still running")
         out.append(Finding(Kind.TRACE_STOPPED,
                            f"{len(stopped)} of {len(traces)} traces end without the tracer's end line "
-                           f"({', '.join(who(t) for t in stopped[:8])}) {why}",
+                           f"({', '.join(who(t) for t in stopped[:8])}): {why}",
                            _ranks(stopped), _hosts(stopped), severity=severity,
                            evidence=tuple(_evidence(t) for t in stopped[:4])))
     return out
@@ -100,7 +100,7 @@ def _ends_elsewhere(stopped: list[RankTrace]) -> list[Finding]:
     """Traces that stopped at another line than the (unique, at least two) most."""
     by: dict[str, list[RankTrace]] = {}
     for t in stopped:
-        by.setdefault(where(t.last_lines), []).append(t)
+        by.setdefault(where(t.last_line), []).append(t)
     if len(by) < 2:
         return []
     sizes = sorted((len(v) for v in by.values()), reverse=True)
@@ -117,7 +117,7 @@ def _ends_elsewhere(stopped: list[RankTrace]) -> list[Finding]:
 
 
 def _facts(traces: list[RankTrace], div: Divergence) -> TracesFacts:
-    entries = tuple(TraceEntry(t.rank, t.host, t.pid, str(t.path), t.events, t.ended, t.elapsed, t.last_call, t.last_lines,
+    entries = tuple(TraceEntry(t.rank, t.host, t.pid, str(t.path), t.events, t.ended, t.elapsed, t.last_call, t.last_line, t.last_lines,
                                t.grep_count, t.garbled, t.cut) for t in traces)
     nxt = tuple(NextCall(t.rank, t.host, t.pid, c) for t, c in zip(traces, div.next_calls, strict=True))
     return TracesFacts(entries, DivergenceFacts(div.common, div.last_common, nxt, div.diverged))
@@ -156,7 +156,7 @@ class TracesReader(ReaderBase[TracesFacts]):
                 errors.append(FileError(p, str(exc)))
         traces.sort(key=lambda t: (t.rank is None, t.rank if t.rank is not None else 0, t.host, t.pid or 0))
         div = divergence(traces)
-        states = [RankState(t.rank, t.host, t.pid, state=("ended" if t.ended else f"stopped at {where(t.last_lines)}"),
+        states = [RankState(t.rank, t.host, t.pid, state=("ended" if t.ended else f"stopped at {where(t.last_line)}"),
                             source=SourceKind.TRACES) for t in traces if t.rank is not None]
         return SourceReport(kind=self.kind, files=tuple(paths), findings=tuple(findings_of(traces, div)), ranks=tuple(states),
                             records=len(traces), lines_read=sum(t.events + t.garbled for t in traces),

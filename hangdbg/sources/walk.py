@@ -8,30 +8,29 @@ several kinds). Files no reader takes are listed with the reason.
 
 from __future__ import annotations
 
-import os
 from typing import Sequence
 
-from ..model import ClassifiedFile
+from ..model import ClassifiedFile, SourceKind
 from ..parse.textlines import iter_files, read_head
 from .base import Reader
+from .own_output import is_own_output
 from .registry import READERS
 
-__all__ = ["classify", "walk", "OWN_OUTPUT"]
-
-OWN_OUTPUT = ("hangdbg.json", "report.json", "traces.json", "processes.json", "collect.json", "nccl.json", "logs.json",
-              "fr.json", "gpu.json", "split.json")
-"""hangdbg's own documents, skipped by the walk (their inputs are read instead)."""
-
+__all__ = ["classify", "walk"]
 
 def classify(path: str, readers: Sequence[Reader] = READERS) -> ClassifiedFile:
     """Sniff one regular file with every reader; never raises."""
-    name = os.path.basename(path)
     try:
         head = read_head(path)
     except OSError as exc:
         return ClassifiedFile(path, (), f"cannot read: {exc.strerror or exc}")
     if not head:
         return ClassifiedFile(path, (), "empty file")
+    if is_own_output(path):  # before sniffing: hangdbg's documents quote the evidence they rest on
+        core_doc = next((r for r in readers if r.kind is SourceKind.CORE_JSON), None)
+        if core_doc is not None and core_doc.sniff(head):
+            return ClassifiedFile(path, (core_doc.kind,))
+        return ClassifiedFile(path, (), "hangdbg's own output (its inputs are read instead)")
     kinds = []
     for r in readers:
         try:
@@ -41,8 +40,6 @@ def classify(path: str, readers: Sequence[Reader] = READERS) -> ClassifiedFile:
             return ClassifiedFile(path, tuple(kinds), f"sniffing as {r.kind} failed: {exc!r}")
     if kinds:
         return ClassifiedFile(path, tuple(kinds))
-    if name in OWN_OUTPUT or (name.endswith(".json") and os.path.basename(os.path.dirname(path)) == "nodes"):
-        return ClassifiedFile(path, (), "hangdbg's own summary (its inputs are read instead)")
     binary = b"\x00" in head[:8192]
     return ClassifiedFile(path, (), "binary file of unknown kind" if binary else "no reader recognised its content")
 

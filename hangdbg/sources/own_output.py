@@ -1,0 +1,24 @@
+"""The files hangdbg itself writes, which a directory walk must not read as evidence."""
+
+from __future__ import annotations
+
+import os
+
+__all__ = ["OWN_OUTPUT", "GDB_TEXT_SUFFIX", "is_own_output"]
+
+OWN_OUTPUT = ("hangdbg.json", "report.json", "report.html", "traces.json", "processes.json", "collect.json", "nccl.json",
+              "logs.json", "fr.json", "gpu.json", "split.json", "hangdbg-schema-v2.json")
+"""The files hangdbg writes under ``-o DIR``: not evidence (their inputs are read instead), except
+the documents of ``hangdbg core`` (``hangdbg.json`` of ``core -o``), which stand for their cores."""
+
+GDB_TEXT_SUFFIX = ".hangdbg.gdb.txt"
+"""The name ending of gdb's backtrace text that ``core -o`` and ``collect`` keep beside a core
+document: the document is read, not this text (it would read as a second, rankless process)."""
+
+
+def is_own_output(path: str) -> bool:
+    """True for a file hangdbg itself wrote under ``-o DIR`` (see :data:`OWN_OUTPUT`), a node
+    status of the fan-out (``nodes/HOST.json``) or a kept gdb text (:data:`GDB_TEXT_SUFFIX`)."""
+    name = os.path.basename(path)
+    return (name in OWN_OUTPUT or name.endswith(GDB_TEXT_SUFFIX)
+            or (name.endswith(".json") and os.path.basename(os.path.dirname(path)) == "nodes"))
