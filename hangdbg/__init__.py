@@ -19,8 +19,8 @@ from __future__ import annotations
 
 from ._version import __version__
 from .errors import HangdbgError, NoRanksFound, UsageError
-from .model import (Analysis, Evidence, Finding, Frame, Group, Kind, Place, RankDump, RankState, Severity, SourceKind,
-                    SourceReport, Thread, TreeNode, Verdict)
+from .model import (Analysis, Evidence, Finding, Frame, Group, Kind, Place, RankDump, RankProcess, RankState, Severity,
+                    SourceKind, SourceReport, Thread, TreeNode, Verdict)
 from .rankset import compress, expand
 
 _LAZY = {  # loaded on first use: `import hangdbg` stays cheap (the CLI starts faster) and never imports torch
@@ -29,7 +29,6 @@ _LAZY = {  # loaded on first use: `import hangdbg` stays cheap (the CLI starts f
     "collect_stacks": ("hangdbg.collect.local", "collect"),
     "CollectOptions": ("hangdbg.collect.local", "CollectOptions"),
     "find_ranks": ("hangdbg.collect.procs", "find_ranks"),
-    "RankProcess": ("hangdbg.collect.procs", "RankProcess"),
     "PySpyOptions": ("hangdbg.tools.pyspy", "PySpyOptions"),
     "load_dumps": ("hangdbg.parse", "load_dumps"),
     "parse_pyspy_dump": ("hangdbg.parse", "parse_pyspy_dump"),

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass, field
-from typing import Generic, TypeVar
+from typing import Generic, Sequence, TypeVar
 
 SCHEMA_VERSION = 2
 """Version of the JSON documents written by ``--json`` and ``-o/--out`` (bumped on incompatible
@@ -265,6 +265,26 @@ class RankDump:
 
 
 @dataclass(frozen=True, slots=True)
+class RankProcess:
+    """A process found to be a rank, with what its environment says (what ``dump`` takes for its
+    ranks; also ``OUT/processes.json``).
+
+    ``rank_source`` names the variable the rank came from, or ``"order"`` when the rank is the
+    process's position among its launcher's children (no rank variable was visible).
+    """
+
+    pid: int
+    rank: int
+    host: str
+    local_rank: int | None
+    world_size: int | None
+    local_world_size: int | None
+    rank_source: str
+    cmdline: str
+    job: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
 class TreeNode:
     """A node of the merged call-prefix tree (as LLNL STAT draws it).
 
@@ -379,12 +399,12 @@ class Finding:
         return self.severity is Severity.SUSPECT
 
 
-def suspects_of(findings: "tuple[Finding, ...] | list[Finding]") -> tuple[Finding, ...]:
+def suspects_of(findings: "Sequence[Finding]") -> tuple[Finding, ...]:
     """The findings of severity ``suspect``, in their order."""
     return tuple(f for f in findings if f.severity is Severity.SUSPECT)
 
 
-def by_severity(findings: "tuple[Finding, ...] | list[Finding]") -> list[Finding]:
+def by_severity(findings: "Sequence[Finding]") -> list[Finding]:
     """``findings`` sorted by severity, most important first (stable within a severity)."""
     return sorted(findings, key=lambda f: SEVERITY_ORDER[f.severity])
 
@@ -403,7 +423,7 @@ class _HasFindings:
     @property
     def found(self) -> bool:
         """True when a suspect was named (the CLI exits 3)."""
-        return any(f.severity is Severity.SUSPECT for f in self.findings)
+        return any(f.is_suspect for f in self.findings)
 
 
 @dataclass(frozen=True, slots=True)

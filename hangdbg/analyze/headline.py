@@ -16,7 +16,7 @@ from __future__ import annotations
 from typing import Sequence
 
 from ..facts import NcclFacts
-from ..model import Finding, Group, Severity, SourceKind, SourceReport
+from ..model import Finding, Group, Severity, SourceKind, SourceReport, suspects_of
 from ..rankset import compress, ranks_text
 
 __all__ = ["headline", "source_headline", "stacks_headline", "unread_headline", "who", "cores_headline",
@@ -45,7 +45,7 @@ def headline(findings: Sequence[Finding], all_clear: str) -> str:
         all_clear: what to say when there is neither a suspect nor a warning; it must say what was
             read (``"no suspect in 12 NCCL records of 8 processes: ..."``).
     """
-    suspects = [f for f in findings if f.severity is Severity.SUSPECT]
+    suspects = suspects_of(findings)
     if not suspects:
         warnings = [f for f in findings if f.severity is Severity.WARNING]
         if warnings:
@@ -177,7 +177,7 @@ def stacks_headline(groups: Sequence[Group], findings: Sequence[Finding], all_pr
     if elsewhere:
         notes.append(f"{elsewhere} ranks live on nodes not examined")
     tail = (" (" + "; ".join(notes) + ")") if notes else ""
-    suspects = [f for f in findings if f.severity is Severity.SUSPECT]
+    suspects = suspects_of(findings)
     if all_progress:
         return f"no hang: every rank's stack changed between samples, the job is making progress{tail}"
     if suspects and len({s.summary for s in suspects}) == 1 and len(suspects) > 1:

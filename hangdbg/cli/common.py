@@ -15,13 +15,13 @@ One meaning per flag and per exit status, for every command:
 from __future__ import annotations
 
 import argparse
-import os
 from dataclasses import replace
 from datetime import datetime
 from pathlib import Path
 from typing import Any, Callable, ClassVar, Sequence
 
 from rich.console import Console, RenderableType
+from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from ..errors import HangdbgError, UsageError
@@ -86,7 +86,7 @@ class Command:
 
     def warn(self, text: str) -> None:
         """A warning line on stderr (``text`` is plain text, never markup)."""
-        self.err.print(f"[yellow]warning:[/yellow] {_escape(text)}", highlight=False)
+        self.err.print(f"[yellow]warning:[/yellow] {escape(text)}", highlight=False)
 
     def emit(self, doc: Any, args: argparse.Namespace, name: str, render: Callable[[], RenderableType | None]) -> None:
         """Write ``doc`` to ``--out``/``name`` when asked, then print it (``--json``) or its report."""
@@ -100,13 +100,14 @@ class Command:
         if view is not None:
             self.out.print(view)
         if out is not None:
-            self.err.print(f"[dim]written to {_escape(str(out))}[/dim]", highlight=False)
+            self.err.print(f"[dim]written to {escape(str(out))}[/dim]", highlight=False)
 
 
-def _escape(text: str) -> str:
-    from rich.markup import escape
-
-    return escape(text)
+def print_error(err: Console, text: str, help: str | None = None) -> None:
+    """``hangdbg: error: TEXT`` (and ``help: HELP``) on stderr; both plain text, never markup."""
+    err.print(f"[bold red]hangdbg: error:[/bold red] {escape(text)}", highlight=False)
+    if help:
+        err.print(f"[yellow]help:[/yellow] {escape(help)}", highlight=False)
 
 
 def add_output_arguments(parser: argparse.ArgumentParser, name: str, tree: bool = False, evidence: bool = True,
@@ -168,7 +169,7 @@ def write_text(path: Path, text: str) -> None:
     tmp = path.with_name(path.name + ".part")
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        tmp.write_text(text)
+        tmp.write_text(text, encoding="utf-8")
         tmp.replace(path)
     except OSError as exc:
         try:
@@ -185,9 +186,6 @@ def expand_paths(paths: Sequence[str], takes: Callable[[str, bytes], bool]) -> l
     Raises:
         UsageError: a path does not exist.
     """
-    missing = [p for p in paths if not os.path.lexists(p)]
-    if missing:
-        raise UsageError(f"no such file or directory: {', '.join(missing)}")
     try:
         return files_where(list(paths), lambda name, head: not is_own_output(name) and takes(name, head))
     except FileNotFoundError as exc:
@@ -248,9 +246,7 @@ class ReaderCommand(Command):
             self.warn(f"cannot read {e.file}: {e.reason}")
         doc = source_document(rep, self.name, [str(p) for p in args.paths])
         if not rep.records:
-            self.err.print(f"[bold red]hangdbg: error:[/bold red] {_escape(doc.headline)}", highlight=False)
-            if self.nothing_help:
-                self.err.print(f"[yellow]help:[/yellow] {_escape(self.nothing_help)}", highlight=False)
+            print_error(self.err, doc.headline, self.nothing_help)
         self.emit(doc, args, self.json_name, lambda: render_source_report(
             rep, doc.headline, self.title, self.extra_views(rep, args) if rep.records else [],
             evidence=not args.no_evidence, rank_rows=None if self.rank_table else 0))

@@ -13,13 +13,12 @@ from rich.panel import Panel
 
 from ..analyze import analyze
 from ..errors import HangdbgError, UsageError
-from ..model import Severity
 from ..report.build import core_document
 from ..report.console import render_analysis
 from ..report.evidence import findings_table, headline_panel
 from ..sources.core import CoreOptions, CoreReading, load
 from ..sources.own_output import GDB_TEXT_SUFFIX
-from .common import Command, add_output_arguments, exit_status, positive_float, positive_int
+from .common import Command, add_output_arguments, exit_status, positive_float, positive_int, print_error
 
 _SHOWN_FRAMES = 12
 
@@ -54,15 +53,14 @@ class CoreCommand(Command):
         report, dumps, readings = load(args.cores, opts)
         if not dumps:  # the document is still printed (--json) and written (-o): it says nothing was read
             reasons = "; ".join(f"{c.path}: {'; '.join(c.diagnoses)}" for c in readings)
-            self.err.print(f"[bold red]hangdbg: error:[/bold red] {escape(f'no core file could be read ({reasons})')}",
-                           highlight=False)
-            self.err.print("[yellow]help:[/yellow] pass ELF core files (`file CORE` says 'core file'); systemd-coredump "
-                           "keeps them compressed: `coredumpctl dump PID -o core`", highlight=False)
+            print_error(self.err, f"no core file could be read ({reasons})",
+                        "pass ELF core files (`file CORE` says 'core file'); systemd-coredump keeps them compressed: "
+                        "`coredumpctl dump PID -o core`")
         analysis = analyze(dumps, live=False)  # a rank without a core only left none
         doc = core_document(readings, report, analysis, args.cores)
         if args.out is not None:
             self._write_backtraces(readings, args.out)
-        self.emit(doc, args, "hangdbg.json", lambda: self._render(readings, analysis, doc.findings, doc.headline, args))
+        self.emit(doc, args, "hangdbg.json", lambda: self._render(readings, analysis, doc, args))
         return exit_status(doc.found, any(d.threads for d in dumps))
 
     @staticmethod
@@ -75,8 +73,9 @@ class CoreCommand(Command):
         except OSError as exc:
             raise HangdbgError(f"cannot write to {out}: {exc.strerror or exc}") from None
 
-    def _render(self, readings: list[CoreReading], analysis, findings, text: str, args):
-        parts: list = [headline_panel(text, "core files", any(f.severity is Severity.SUSPECT for f in findings))]
+    def _render(self, readings: list[CoreReading], analysis, doc, args):
+        findings = doc.findings
+        parts: list = [headline_panel(doc.headline, "core files", doc.found)]
         parts += [_core_panel(c) for c in readings]
         if findings:
             parts.append(findings_table(findings, evidence=not args.no_evidence))

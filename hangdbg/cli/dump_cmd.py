@@ -12,7 +12,7 @@ from ..collect.local import CollectOptions, collect
 from ..collect.procs import RankProcess, find_ranks
 from ..errors import HangdbgError, UsageError
 from ..report.build import process_list
-from ..report.document import CoreWritten, ProcessEntry
+from ..report.document import CoreWritten
 from ..tools.pyspy import PySpyOptions, find_pyspy
 from .common import (Command, add_output_arguments, emit_stacks, out_dir, positive_float, positive_int, progress_bar,
                      write_json)
@@ -50,9 +50,7 @@ def dump_ranks(cmd: Command, args: argparse.Namespace, ranks: list[RankProcess],
     if find_pyspy(args.py_spy) is None:
         raise HangdbgError("py-spy not found", help="pip install py-spy (or pass --py-spy PATH)")
     out = out_dir(args)
-    write_json(out / "processes.json", process_list(command, [
-        ProcessEntry(r.pid, r.rank, r.host, r.local_rank, r.world_size, r.local_world_size, r.rank_source, r.cmdline,
-                     tuple(r.job)) for r in ranks]))
+    write_json(out / "processes.json", process_list(command, ranks))
     if getattr(args, "core", False):
         check_core_room(cmd, args, ranks, out)  # before the stacks: a refusal then loses nothing taken
     opts = collect_options(args, out)

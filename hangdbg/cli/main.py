@@ -15,12 +15,11 @@ import sys
 from typing import Sequence
 
 from rich.console import Console
-from rich.markup import escape
 
 from .._version import __version__
 from ..errors import HangdbgError, UsageError
 from ..tools.subproc import LOG
-from .common import EXIT_ERROR, EXIT_USAGE
+from .common import EXIT_ERROR, EXIT_USAGE, print_error
 
 __all__ = ["main", "COMMANDS", "command_class"]
 
@@ -136,9 +135,7 @@ def main(argv: Sequence[str] | None = None, out: Console | None = None, err: Con
 
 
 def _print_error(err: Console, exc: HangdbgError) -> None:
-    err.print(f"[bold red]hangdbg: error:[/bold red] {escape(str(exc))}", highlight=False)
-    if exc.help:
-        err.print(f"[yellow]help:[/yellow] {escape(exc.help)}", highlight=False)
+    print_error(err, str(exc), exc.help)
 
 
 def run() -> None:

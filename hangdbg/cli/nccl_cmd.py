@@ -27,7 +27,7 @@ from ..report.build import split_document
 from ..report.document import SplitRow
 from ..sources.base import Reader
 from ..sources.nccl import NcclReader
-from .common import EXIT_ERROR, EXIT_OK, Command, ReaderCommand, add_output_arguments, expand_paths, out_dir
+from .common import EXIT_ERROR, EXIT_OK, Command, ReaderCommand, add_output_arguments, expand_paths, out_dir, print_error
 
 NO_RECORDS_HELP = ("run the job with NCCL_DEBUG=INFO (and NCCL_DEBUG_SUBSYS=INIT,COLL,NET for collective lines), "
                    "optionally NCCL_DEBUG_FILE=/some/dir/nccl.%h.%p, and pass those files")
@@ -165,9 +165,7 @@ class NcclCommand(Command):
             self.warn(f"cannot read {path}: {why}")
         if not res.records:  # the document still says so (--json, split.json)
             doc = split_document([str(p) for p in args.paths], str(out), [], 0, unread_headline(len(paths), "NCCL_DEBUG log"))
-            self.err.print(f"[bold red]hangdbg: error:[/bold red] no NCCL_DEBUG record in {len(paths)} file(s)",
-                           highlight=False)
-            self.err.print(f"[yellow]help:[/yellow] {escape(NO_RECORDS_HELP)}", highlight=False)
+            print_error(self.err, f"no NCCL_DEBUG record in {len(paths)} file(s)", NO_RECORDS_HELP)
             self.emit(doc, args, "split.json", lambda: Text(doc.headline))
             return EXIT_ERROR
         rows = [SplitRow(r["rank"], r["host"], r["pid"], tuple(r["files"]), r["lines"]) for r in res.rows]

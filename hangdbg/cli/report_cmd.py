@@ -11,13 +11,13 @@ from pathlib import Path
 
 from rich.text import Text
 
-from ..errors import HangdbgError, UsageError
+from ..errors import UsageError
 from ..model import Verdict
 from ..report.build import report_document
 from ..report.html import render_html
 from ..report.verdict_console import render_verdict
 from ..sources.evidence import read_evidence
-from .common import Command, add_output_arguments, exit_status, progress_bar, write_json
+from .common import Command, add_output_arguments, exit_status, progress_bar, write_text
 
 
 class ReportCommand(Command):
@@ -51,17 +51,9 @@ class ReportCommand(Command):
         if args.out is not None:
             html_paths.append(Path(args.out) / "report.html")
         for hp in html_paths:
-            try:
-                hp.parent.mkdir(parents=True, exist_ok=True)
-                hp.write_text(render_html(v, hp), encoding="utf-8")
-            except OSError as exc:
-                raise HangdbgError(f"cannot write {hp}: {exc.strerror or exc}") from None
-        if args.out is not None:
-            write_json(Path(args.out) / "report.json", doc)
-        if args.json:
-            self.print_json(doc)
-        else:
-            self.out.print(render_verdict(v, tree=not args.no_tree, evidence=not args.no_evidence))
+            write_text(Path(hp), render_html(v, hp))
+        self.emit(doc, args, "report.json", lambda: render_verdict(v, tree=not args.no_tree, evidence=not args.no_evidence))
+        if not args.json:
             for hp in html_paths:
                 self.err.print(Text(f"HTML report: {hp}", style="dim"), highlight=False)
         return exit_status(doc.found, v.recognised)

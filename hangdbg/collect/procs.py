@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import os
 import socket
-from dataclasses import dataclass
 from typing import Callable
 
 import psutil
@@ -30,28 +29,11 @@ from ..launch_env import (
     rank_from_environ,
 )
 from ..launchers import is_launcher
+from ..model import RankProcess
 
 __all__ = ["RankProcess", "find_ranks", "scan_node", "ranks_of_pids", "rank_from_environ", "slurm_job_filter"]
 
 JOB_VARS = ("SLURM_JOB_ID", "TORCHELASTIC_RUN_ID", "MASTER_ADDR", "MASTER_PORT")
-
-@dataclass(frozen=True, slots=True)
-class RankProcess:
-    """A process found to be a rank, with what its environment says.
-
-    ``rank_source`` names the variable the rank came from, or ``"order"`` when the rank is the
-    process's position among its launcher's children (no rank variable was visible).
-    """
-
-    pid: int
-    rank: int
-    host: str
-    local_rank: int | None
-    world_size: int | None
-    local_world_size: int | None
-    rank_source: str
-    cmdline: str
-    job: tuple[str, ...] = ()
 
 
 def _is_python(proc: psutil.Process) -> bool:

@@ -14,10 +14,10 @@ from typing import Any, Sequence
 from .._version import __version__
 from ..analyze.fanout import node_findings
 from ..analyze.headline import cores_headline, node_headline, processes_headline, source_headline
-from ..model import SCHEMA_VERSION, Analysis, Finding, Place, SourceReport, TreeNode, Verdict, by_severity
+from ..model import SCHEMA_VERSION, Analysis, Finding, Place, RankProcess, SourceReport, TreeNode, Verdict, by_severity
 from ..sources.core import CoreReading, core_fact
 from .document import (CollectDocument, CoreDocument, CoreEntry, CoreWritten, FrDocument, GpuDocument, GroupEntry,
-                       LogsDocument, NcclDocument, NodeDocument, NodeEntry, PlaceEntry, ProcessEntry, ProcessList, RankEntry,
+                       LogsDocument, NcclDocument, NodeDocument, NodeEntry, PlaceEntry, ProcessList, RankEntry,
                        ReportDocument, SourceSection, SplitDocument, SplitRow, StacksDocument, StacksSection,
                        TracesDocument, TreeEntry)
 
@@ -133,7 +133,7 @@ def split_document(inputs: Sequence[str], out_dir: str, files: Sequence[SplitRow
                          files=tuple(files), unattributed_lines=unattributed)
 
 
-def process_list(command: str, processes: Sequence[ProcessEntry]) -> ProcessList:
+def process_list(command: str, processes: Sequence[RankProcess]) -> ProcessList:
     """``OUT/processes.json``."""
     host = socket.gethostname()
     return ProcessList(**header(command, (), processes_headline(host, [p.rank for p in processes])),

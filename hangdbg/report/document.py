@@ -17,13 +17,13 @@ from typing import Generic, Literal, TypeVar, Union
 
 from ..facts import (CoreFact, CoreFacts, CoreJsonFacts, FrFacts, GpuFacts, NcclFacts, StacksFacts, StackTextFacts,
                      TorchLogFacts, TracesFacts)
-from ..model import ClassifiedFile, FileError, Finding, Frame, RankState, SourceKind, Thread
+from ..model import ClassifiedFile, FileError, Finding, Frame, RankProcess, RankState, SourceKind, Thread
 
 __all__ = [
     "Document", "StacksDocument", "ReportDocument", "NcclDocument", "LogsDocument", "FrDocument", "GpuDocument",
     "TracesDocument", "CoreDocument", "CollectDocument", "SplitDocument", "ProcessList", "DOCUMENTS",
     "StacksSection", "RankEntry", "GroupEntry", "PlaceEntry", "TreeEntry", "SourceSection", "NodeEntry",
-    "CoreEntry", "CoreWritten", "ProcessEntry", "SplitRow", "AnyFacts", "NodeDocument",
+    "CoreEntry", "CoreWritten", "SplitRow", "AnyFacts", "NodeDocument",
 ]
 
 F = TypeVar("F")
@@ -163,21 +163,6 @@ class CoreEntry(CoreFact):
     cmdline: str
     error: str | None
     threads: tuple[Thread, ...]
-
-
-@dataclass(frozen=True, slots=True)
-class ProcessEntry:
-    """A process ``dump`` took for a rank (``OUT/processes.json``)."""
-
-    pid: int
-    rank: int
-    host: str
-    local_rank: int | None
-    world_size: int | None
-    local_world_size: int | None
-    rank_source: str
-    cmdline: str
-    job: tuple[str, ...]
 
 
 @dataclass(frozen=True, slots=True)
@@ -341,7 +326,7 @@ class ProcessList(Document):
 
     command: Literal["dump", "demo"]
     collector_host: str
-    processes: tuple[ProcessEntry, ...]
+    processes: tuple[RankProcess, ...]
 
 
 @dataclass(frozen=True, slots=True)

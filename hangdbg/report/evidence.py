@@ -61,31 +61,34 @@ def findings_table(findings: Sequence[Finding], evidence: bool = True, title: st
     return t
 
 
-def ranks_table(rows: Sequence[RankState], title: str = "Ranks", limit: int | None = None,
+def ranks_table(rows: Sequence[RankState], title: str = "Ranks", max_ranks: int | None = None,
                 suspects: frozenset[int] = frozenset()) -> Table:
-    """One row per rank and source: host, pid, group, last collective, seq, state."""
+    """One row per rank, source and group: host, pid, group, last collective, seq, state; the rows
+    of the first ``max_ranks`` ranks (all when None), the suspects' in red."""
     t = Table(title=title, title_justify="left", expand=True)
     for col in ("rank", "host", "pid", "source", "group", "last collective", "seq"):
         t.add_column(col, no_wrap=True)
     t.add_column("state", ratio=1, overflow="fold")
-    for i, r in enumerate(rows):
-        if limit is not None and i == limit:
-            t.add_row("...", "", "", "", "", f"{len(rows) - i} more rows (see --json)", "", "")
-            break
-        t.add_row(str(r.rank), Text(r.host), "" if r.pid is None else str(r.pid), str(r.source), Text(r.group or "-"),
-                  Text(r.last_collective or ""), "" if r.seq is None else str(r.seq), Text(r.state),
-                  style="red" if r.rank in suspects else "")
+    ranks = sorted({r.rank for r in rows})
+    shown = set(ranks if max_ranks is None else ranks[:max_ranks])
+    for r in rows:
+        if r.rank in shown:
+            t.add_row(str(r.rank), Text(r.host), "" if r.pid is None else str(r.pid), str(r.source),
+                      Text(r.group or "-"), Text(r.last_collective or ""), "" if r.seq is None else str(r.seq),
+                      Text(r.state), style="red" if r.rank in suspects else "")
+    if len(ranks) > len(shown):
+        t.add_row("...", "", "", "", "", f"{len(ranks) - len(shown)} more ranks (see --json)", "", "")
     return t
 
 
 def render_source_report(rep: SourceReport, headline: str, title: str, extra: list[RenderableType] | None = None,
                          evidence: bool = True, rank_rows: int | None = None) -> RenderableType:
-    """Headline panel, ``extra`` views, per-rank table (at most ``rank_rows`` rows, none for 0),
-    findings, and a footer with counts/errors."""
+    """Headline panel, ``extra`` views, per-rank table (the rows of at most ``rank_rows`` ranks,
+    none for 0), findings, and a footer with counts/errors."""
     parts: list[RenderableType] = [headline_panel(headline, title, rep.found, rep.records > 0)]
     parts += extra or []
     if rep.ranks and rank_rows != 0:
-        parts.append(ranks_table(rep.ranks, limit=rank_rows, suspects=frozenset(r for f in rep.suspects for r in f.ranks)))
+        parts.append(ranks_table(rep.ranks, max_ranks=rank_rows, suspects=frozenset(r for f in rep.suspects for r in f.ranks)))
     if rep.findings:
         parts.append(findings_table(rep.findings, evidence))
     foot = (f"{len(rep.files)} file(s), {rep.records} {rep.kind} record(s), {rep.lines_read} lines read, "

@@ -11,12 +11,12 @@ from rich.table import Table
 from rich.text import Text
 
 from ..model import Finding, Severity, Verdict
-from ..rankset import compress
 from .console import render_analysis
+from .evidence import ranks_table, who_text
 
 __all__ = ["render_verdict"]
 
-_MAX_RANK_ROWS = 64
+_MAX_RANKS = 64
 
 
 def _findings(title: str, findings: tuple[Finding, ...], style: str, evidence: bool = True) -> Table:
@@ -27,15 +27,8 @@ def _findings(title: str, findings: tuple[Finding, ...], style: str, evidence: b
         t.add_column("evidence", ratio=2)
     t.add_column("kind", style="dim", no_wrap=True)
     for f in findings:
-        who = []
-        if f.ranks:
-            who.append("rank " + compress(f.ranks))
-        if f.hosts:
-            who.append(", ".join(f.hosts[:3]) + (" ..." if len(f.hosts) > 3 else ""))
-        if f.gpus:
-            who.append(", ".join(f.gpus[:2]))
         what = escape(f.summary) + (f"\n[bold]action:[/bold] {escape(f.action)}" if f.action else "")
-        cells = [escape("\n".join(who)), what]
+        cells = [escape(who_text(f)), what]
         if evidence:
             cells.append("\n".join(escape(f"{_loc(e.source, e.line)} {e.text[:160]}") for e in f.evidence[:3]))
         t.add_row(*cells, f"{f.kind}\n{f.source}" if f.source else str(f.kind))
@@ -45,28 +38,6 @@ def _findings(title: str, findings: tuple[Finding, ...], style: str, evidence: b
 def _loc(source: str, line: int | None) -> str:
     name = source.rsplit("/", 1)[-1]
     return f"{name}:{line}" if line is not None else name
-
-
-def _ranks(v: Verdict) -> Table:
-    t = Table(title="Per rank: last collective and state, by source", title_justify="left", expand=True)
-    t.add_column("rank", justify="right", no_wrap=True)
-    t.add_column("host", no_wrap=True)
-    t.add_column("source", style="dim", no_wrap=True)
-    t.add_column("last collective", no_wrap=True)
-    t.add_column("seq", justify="right", no_wrap=True)
-    t.add_column("state", ratio=1)
-    suspects = {r for f in v.suspects for r in f.ranks}
-    ranks = sorted({s.rank for s in v.rank_states})
-    shown = set(ranks[:_MAX_RANK_ROWS])
-    for s in v.rank_states:
-        if s.rank not in shown:
-            continue
-        grp = f" [{s.group}]" if s.group else ""
-        t.add_row(str(s.rank), escape(s.host), str(s.source), escape((s.last_collective or "") + grp),
-                  "" if s.seq is None else str(s.seq), escape(s.state), style="red" if s.rank in suspects else "")
-    if len(ranks) > _MAX_RANK_ROWS:
-        t.add_row("...", "", "", f"{len(ranks) - _MAX_RANK_ROWS} more ranks (see --json / --html)", "", "")
-    return t
 
 
 def render_verdict(v: Verdict, tree: bool = True, evidence: bool = True) -> RenderableType:
@@ -80,7 +51,8 @@ def render_verdict(v: Verdict, tree: bool = True, evidence: bool = True) -> Rend
     if others:
         parts.append(_findings("Other findings (warnings, waiting ranks, notes)", others, "yellow", evidence))
     if v.rank_states:
-        parts.append(_ranks(v))
+        parts.append(ranks_table(v.rank_states, "Per rank: last collective and state, by source", _MAX_RANKS,
+                                 frozenset(r for f in v.suspects for r in f.ranks)))
     if v.analysis is not None:
         parts.append(Text("Stacks", style="bold"))
         parts.append(render_analysis(v.analysis, tree=tree, evidence=evidence))
