@@ -1,5 +1,5 @@
-"""The data of hangdbg: frozen dataclasses and enums, no I/O (ground floor: imports nothing from
-the project).
+"""The data of hangdbg: frozen dataclasses and enums, no I/O (ground floor: imports only the ground
+floor: :class:`Frame` from ``frames``, the wait-for graph's nodes and edges from ``waits``).
 
 Everything above this module (parsers, the analyzer, the readers, reporters, collectors) speaks in
 these types. A py-spy dump becomes :class:`Thread` objects made of :class:`Frame` objects; one
@@ -22,6 +22,9 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass, field
 from typing import Generic, Sequence, TypeVar
+
+from .frames import Frame, is_python_file, shorten_path
+from .waits import RankWait, WaitEdge
 
 SCHEMA_VERSION = 2
 """Version of the JSON documents written by ``--json`` and ``-o/--out`` (bumped on incompatible
@@ -89,7 +92,12 @@ class Kind(_DocumentedEnum):
                             "ranks in another collective, or the same one from another call site, than the majority")
     BEHIND = ("behind", "ranks in the same place as others but at a lower loop counter (--locals)")
     AHEAD = ("ahead", "a few ranks at a higher loop counter than the majority in the same place (--locals)")
-    WAITING = ("waiting", "ranks that wait in a collective or rendezvous for the ranks in waits_for")
+    P2P_MISMATCH = ("p2p-mismatch", "a point-to-point op nobody matches: a rank that never sent (or received) what its "
+                    "peer waits for, or that receives from the wrong peer")
+    STORE_KEY_MISSING = ("store-key-missing", "a rank that never set the store key another rank waits for")
+    WAIT_CYCLE = ("wait-cycle", "ranks that wait for each other in a cycle nothing else explains (send/send, lock order)")
+    UNDECIDED = ("undecided", "the stacks cannot decide between a hang and a slow step, or hide a C++ wait: what to collect")
+    WAITING = ("waiting", "ranks that wait (in a collective, a p2p op, a store, a rendezvous) for the ranks in waits_for")
     UNREADABLE = ("unreadable", "ranks whose stack could not be taken (the error says why and how to fix it)")
     NODE_FAILED = ("node-failed", "a node of the fan-out that could not be read (unreachable, error, timeout)")
     # stack texts and core files
@@ -129,74 +137,6 @@ class Kind(_DocumentedEnum):
     # tracer files
     TRACE_STOPPED = ("trace-stopped", "trace files without the tracer's end line: stopped, killed or still running")
     TRACE_DIVERGED = ("trace-diverged", "the first traced call that not all ranks made, or ranks whose trace stops elsewhere")
-
-_PY_SUFFIXES = (".py", ".pyx", ".pyw", ".pyi")
-
-
-@dataclass(frozen=True, slots=True)
-class Frame:
-    """One stack frame.
-
-    Attributes:
-        function: the function name as py-spy prints it (``step``, ``<module>``,
-            ``_exception_logger.<locals>.wrapper``, ``c10d::Work::wait``).
-        file: the source file (Python frames) or the shared library (native frames,
-            e.g. ``libc.so.6``), as printed by py-spy (short or full path).
-        line: the line number, or ``None`` for native frames without debug information.
-        native: True for frames of C/C++ code (py-spy ``--native``).
-        locals: ``(name, repr)`` pairs from py-spy ``--locals`` (arguments first), else ``()``.
-    """
-
-    function: str
-    file: str
-    line: int | None = None
-    native: bool = False
-    locals: tuple[tuple[str, str], ...] = ()
-
-    @property
-    def key(self) -> tuple[str, str, int | None]:
-        """The identity of a frame for merging stacks: (function, file, line), locals ignored."""
-        return (self.function, self.file, self.line)
-
-    @property
-    def location(self) -> str:
-        """``file:line`` (or just the library for native frames without a line)."""
-        return f"{self.file}:{self.line}" if self.line is not None else self.file
-
-    @property
-    def short_file(self) -> str:
-        """The file with site-packages / standard-library prefixes stripped (display only)."""
-        return shorten_path(self.file)
-
-    def __str__(self) -> str:
-        loc = f"{self.short_file}:{self.line}" if self.line is not None else self.short_file
-        return f"{self.function} ({loc})"
-
-
-def shorten_path(path: str) -> str:
-    """Strip the parts of a path that do not help a reader.
-
-    ``/venv/lib/python3.11/site-packages/torch/distributed/x.py`` -> ``torch/distributed/x.py``;
-    ``/usr/lib/python3.11/threading.py`` -> ``threading.py``; other absolute paths keep their
-    last two components. Short names as py-spy prints them by default are returned unchanged.
-    """
-    if not path.startswith("/"):
-        return path
-    for marker in ("/site-packages/", "/dist-packages/"):
-        i = path.rfind(marker)
-        if i >= 0:
-            return path[i + len(marker):]
-    parts = path.split("/")
-    for i in range(len(parts) - 1, 0, -1):
-        if parts[i].startswith("python3") and parts[i - 1] in ("lib", "lib64"):
-            return "/".join(parts[i + 1:])
-    return "/".join(parts[-2:])
-
-
-def is_python_file(file: str) -> bool:
-    """True when ``file`` names Python source (``.py``) or a pseudo-file like ``<string>``."""
-    return file.endswith(_PY_SUFFIXES) or file.startswith("<")
-
 
 @dataclass(frozen=True, slots=True)
 class Thread:
@@ -248,6 +188,9 @@ class RankDump:
         rank_source: the variable the rank came from (``"RANK"``, ``"order"``, ``"file name"``...).
         cmdline: the process command line.
         python: the interpreter version py-spy reported, if any.
+        steps: what the adaptive collection of ``dump`` added for this rank: ``native`` (a
+            ``--native`` pass), ``locals`` (a ``--locals`` pass), ``resampled`` (extra samples),
+            ``retried`` (py-spy failed once), ``pystack`` (read by ``pystack remote``).
     """
 
     rank: int
@@ -262,6 +205,7 @@ class RankDump:
     rank_source: str = ""
     cmdline: str = ""
     python: str | None = None
+    steps: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -441,6 +385,8 @@ class Analysis(_HasFindings):
         places: where each rank is (rank -> Place).
         progressing: ranks whose stacks changed between samples.
         unreadable: ranks whose stack could not be taken.
+        waits: what each rank waits on (the nodes of the wait-for graph), by rank.
+        edges: who waits for whom (``hangdbg.analyze.waitfor``).
     """
 
     ranks: tuple[RankDump, ...]
@@ -452,6 +398,8 @@ class Analysis(_HasFindings):
     places: dict[int, Place] = field(default_factory=dict)
     progressing: tuple[int, ...] = ()
     unreadable: tuple[int, ...] = ()
+    waits: tuple[RankWait, ...] = ()
+    edges: tuple[WaitEdge, ...] = ()
 
     @property
     def readable(self) -> bool:

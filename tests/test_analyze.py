@@ -73,7 +73,7 @@ def test_rank_outside_collectives_with_its_top_frame():
     a = analyze(dumps)
     assert [(s.ranks, s.kind) for s in a.suspects] == [((1,), "outside-collective")]
     assert "read_shard (job/train.py:44)" in a.suspects[0].summary
-    assert "ranks 0,2-3 wait in all_reduce" in a.suspects[0].summary
+    assert "ranks 0,2-3 wait for it in all_reduce" in a.suspects[0].summary
 
 
 def test_all_in_same_place_names_nobody():
@@ -167,7 +167,7 @@ def test_unreadable_and_gone_ranks():
     assert "could not read the stacks of rank 2" in a.headline
     # the ranks that only wait are never suspects: they say whom they wait for
     waiting = [f for f in a.findings if f.kind == "waiting"]
-    assert [(f.ranks, f.waits_for, f.severity) for f in waiting] == [((0, 1), (3,), "waiting")]
+    assert [(f.ranks, f.waits_for, f.severity) for f in waiting] == [((0, 1), (2, 3), "waiting")]  # the gone and the unreadable rank
     unreadable = [f for f in a.findings if f.kind == "unreadable"]
     assert [(f.ranks, f.severity) for f in unreadable] == [((2,), "warning")] and "permission denied" in unreadable[0].summary
 

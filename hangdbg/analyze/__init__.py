@@ -15,14 +15,18 @@ from __future__ import annotations
 
 import re
 from dataclasses import replace
+from typing import Mapping
 
 from ..model import Analysis, Evidence, Finding, Group, Kind, RankDump, Severity, SourceKind
 from ..rankset import ranks_text
+from ..waits import RankWait, WaitKind
 from .classes import classify_ranks, group_ranks
 from .headline import stacks_headline
 from .places import place_of
 from .suspects import expected_ranks, find_suspects, place_buckets, progressing_ranks, waiting_findings
 from .tree import build_tree
+from .wait_state import wait_of
+from .waitfor import build_graph
 
 __all__ = ["analyze", "place_of", "build_tree"]
 
@@ -30,7 +34,8 @@ _GONE = re.compile(r"^process \d+ is gone")
 _EVIDENCE_RANKS = 3
 
 
-def analyze(dumps: list[RankDump] | tuple[RankDump, ...], whole_job: bool = False, live: bool = True) -> Analysis:
+def analyze(dumps: list[RankDump] | tuple[RankDump, ...], whole_job: bool = False, live: bool = True,
+            store_keys: Mapping[str, bool] | None = None) -> Analysis:
     """Analyze the dumps of one job.
 
     Args:
@@ -40,6 +45,8 @@ def analyze(dumps: list[RankDump] | tuple[RankDump, ...], whole_job: bool = Fals
         live: the stacks are of live processes (py-spy). For stacks that processes left behind
             (core files, saved backtraces) a rank without one only left none: no rank is then
             missing, and nobody waits for one.
+        store_keys: store keys the ranks wait for and whether the job's store holds them (asked by
+            ``dump``): a missing key names the rank that never set it.
 
     Returns:
         An :class:`Analysis` with no ``suspect`` finding when no rank stands out.
@@ -60,15 +67,19 @@ def analyze(dumps: list[RankDump] | tuple[RankDump, ...], whole_job: bool = Fals
     groups = tuple(Group(ranks, frames, place, thread) for frames, place, ranks, thread in raw_groups)
     tree = build_tree([(g.frames, frozenset(g.ranks)) for g in groups])
 
-    all_progress = bool(views) and len(progressing) == len(views) and not missing
+    waits = _waits(views, seen, missing, store_keys or {})
+    graph = build_graph(waits, {v.rank: v.thread for v in views}, expected | set(seen))
+    all_progress = bool(views) and not missing and (len(progressing) == len(views) or _waiter_moved(dumps, progressing))
     buckets = place_buckets(views)
-    suspects = [] if all_progress else find_suspects(views, missing, progressing, buckets)
-    findings = suspects + waiting_findings(buckets, suspects)
+    sampled = any(len(d.samples) > 1 for d in dumps)
+    suspects = [] if all_progress else find_suspects(views, missing, progressing, buckets, graph, sampled)
+    findings = suspects + waiting_findings(graph, buckets, suspects)
     host_of = {d.rank: d.host for d in dumps if d.host}
     places = {v.rank: v.place for v in views}
     findings = [_with_hosts_and_evidence(f, host_of, places) for f in findings]
-    if unreadable:
-        findings.append(_unreadable(unreadable, seen, host_of))
+    named = {r for f in findings if f.kind is Kind.UNREADABLE for r in f.ranks}
+    if unreadable and not named >= set(unreadable):
+        findings.append(_unreadable(tuple(r for r in unreadable if r not in named), seen, host_of))
     multi_node = len(set(host_of.values())) > 1
     return Analysis(
         ranks=tuple(dumps),
@@ -80,9 +91,58 @@ def analyze(dumps: list[RankDump] | tuple[RankDump, ...], whole_job: bool = Fals
         places=places,
         progressing=tuple(sorted(progressing)),
         unreadable=unreadable,
+        waits=tuple(waits[r] for r in sorted(waits)),
+        edges=graph.edges,
     )
 
 
+def _waits(views, seen: dict[int, RankDump], missing: list[int], store_keys: Mapping[str, bool]) -> dict[int, RankWait]:
+    """What every rank waits on: the readable ones from their chosen thread, the others unknown
+    or gone; store waits get the keys the store does not hold."""
+    out: dict[int, RankWait] = {}
+    for v in views:
+        w = wait_of(v.rank, v.thread, v.place, v.lock_wait)
+        if w.kind is WaitKind.STORE and w.keys and store_keys:
+            w = replace(w, missing_keys=tuple(k for k in w.keys if store_keys.get(k) is False),
+                        evidence=(*w.evidence, "store"))
+        out[v.rank] = w
+    _extend_native(out, views)
+    for r, d in seen.items():
+        if r not in out:
+            gone = bool(d.error and _GONE.match(d.error))
+            out[r] = RankWait(r, WaitKind.GONE if gone else WaitKind.UNKNOWN, detail=d.error or "no stack", evidence=())
+    for r in missing:
+        if r not in out:
+            out[r] = RankWait(r, WaitKind.GONE, detail="no process", evidence=())
+    return out
+
+
+def _extend_native(waits: dict[int, RankWait], views) -> None:
+    """Ranks inside a C/C++ call without native frames take the wait of the ranks with the same
+    Python stack that have them, when those all agree (adaptive dumps sample large classes)."""
+    known: dict[tuple, list[RankWait]] = {}
+    for v in views:
+        w = waits[v.rank]
+        if "native" in w.evidence:
+            known.setdefault(v.thread.stack_key, []).append(w)
+    if not known:
+        return
+    for v in views:
+        w = waits[v.rank]
+        refs = known.get(v.thread.stack_key)
+        if refs and "native" not in w.evidence and (w.detail.startswith("inside") or w.op == "wait"):
+            if len({(x.kind, x.op, x.direction) for x in refs}) == 1:
+                ref = refs[0]
+                waits[v.rank] = replace(ref, rank=v.rank, peer=None, evidence=(*w.evidence, f"native of rank {ref.rank}"))
+
+
+def _waiter_moved(dumps: list[RankDump], progressing: set[int]) -> bool:
+    """True when most ranks seen in torch.distributed in some sample changed their stack (or
+    loop counters) between samples: their collectives complete, so the job is making progress
+    and a rank seen computing is a slow step, not a hang."""
+    seen_waiting = [d for d in dumps if any(place_of(s[0]).kind == "collective" for s in d.samples if s)]
+    moved = [d for d in seen_waiting if d.rank in progressing]
+    return bool(moved) and 2 * len(moved) > len(seen_waiting)
 def _with_hosts_and_evidence(f: Finding, host_of: dict[int, str], places: dict) -> Finding:
     """``f`` with the nodes of its ranks and, as evidence, where its first ranks are."""
     hosts = tuple(sorted({host_of[r] for r in f.ranks if r in host_of}))

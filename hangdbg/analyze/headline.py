@@ -16,7 +16,7 @@ from __future__ import annotations
 from typing import Sequence
 
 from ..facts import NcclFacts
-from ..model import Finding, Group, Severity, SourceKind, SourceReport, suspects_of
+from ..model import Finding, Group, Kind, Severity, SourceKind, SourceReport, suspects_of
 from ..rankset import compress, ranks_text
 
 __all__ = ["headline", "source_headline", "stacks_headline", "unread_headline", "who", "cores_headline",
@@ -191,6 +191,10 @@ def stacks_headline(groups: Sequence[Group], findings: Sequence[Finding], all_pr
         n = len(suspects) - 1
         more = f" (+{n} more suspect group{'s' if n > 1 else ''})" if n else ""
         return f"suspect {lead}: {first.summary}{more}{tail}"
+    undecided = [f for f in findings if f.kind is Kind.UNDECIDED]
+    if undecided:
+        u = undecided[0]
+        return f"undecided: {u.summary}; {u.action}{tail}"
     if not groups:
         return f"no stack could be read{tail}"
     if len(groups) == 1:

@@ -17,7 +17,7 @@ import re
 
 from ..model import Frame, Place, Thread
 
-__all__ = ["place_of", "primary_thread", "lock_wait", "DIST_PATHS", "COLLECTIVES", "INIT_FUNCTIONS"]
+__all__ = ["place_of", "primary_thread", "lock_wait", "DIST_PATHS", "COLLECTIVES", "INIT_FUNCTIONS", "NATIVE_STORE"]
 
 DIST_PATHS = ("torch/distributed/", "torch/nn/parallel/", "deepspeed/comm/", "torch/_C/_distributed")
 
@@ -44,6 +44,7 @@ INIT_FUNCTIONS = frozenset(
 )
 
 _NATIVE_COLLECTIVE = re.compile(r"c10d::|gloo::|nccl|ProcessGroup", re.IGNORECASE)
+NATIVE_STORE = re.compile(r"TCPStore|TCPClient|FileStore|HashStore|PrefixStore|c10d::Store\b")
 _NATIVE_LOCK = re.compile(
     r"PyThread_acquire_lock|lock_PyThread_acquire_lock|acquire_timed|rlock_acquire|pthread_mutex_lock|"
     r"__lll_lock_wait|std::mutex::lock"
@@ -84,11 +85,27 @@ def place_of(thread: Thread) -> Place:
             found = (name, i)
     if found is not None:
         return Place("collective", found[0], _call_site(py, found[1]), thread.name)
-    if any(f.native and _NATIVE_COLLECTIVE.search(f.function) for f in thread.frames):
-        return Place("collective", "wait", py[0] if py else None, thread.name)
+    natives = [f.function for f in thread.frames if f.native]
+    if any(_NATIVE_COLLECTIVE.search(n) for n in natives) and not any(NATIVE_STORE.search(n) for n in natives):
+        site = next((f for f in py if "torch/" not in f.file), py[0] if py else None)
+        return Place("collective", _native_op(natives), site, thread.name)
     if not thread.frames:
         return Place("unknown", thread=thread.name)
     return Place("outside", None, py[0] if py else thread.frames[0], thread.name)
+
+
+def _native_op(natives: list[str]) -> str:
+    """The op a c10d wait under non-distributed Python frames is for (``--native``): gloo's
+    ``UnboundBuffer::waitRecv``/``waitSend`` (``recv``/``send``), DDP's ``c10d::Reducer``
+    (``DDP all_reduce``), else ``wait``."""
+    joined = " ".join(natives)
+    if "waitRecv" in joined or "RecvWork" in joined:
+        return "recv"
+    if "waitSend" in joined or "SendWork" in joined:
+        return "send"
+    if "c10d::Reducer" in joined:
+        return "DDP all_reduce"
+    return "wait"
 
 
 def read_source(frame: Frame) -> str:

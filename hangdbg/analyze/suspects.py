@@ -22,6 +22,9 @@ no rank is named. The ranks that only wait (in a collective or a rendezvous) are
 from __future__ import annotations
 
 from ..model import Finding, Frame, Kind, RankDump, Severity, Thread
+from ..waits import WaitKind
+from .cycles import resolve_cycles
+from .waitfor import WaitGraph
 from .places import read_source
 from .classes import RankView
 from ..rankset import ranks_text
@@ -65,18 +68,23 @@ def expected_ranks(dumps: list[RankDump], whole_job: bool = False) -> tuple[set[
 
 
 def progressing_ranks(dumps: list[RankDump], views: dict[int, RankView]) -> set[int]:
-    """Ranks whose chosen thread's Python stack (or loop counters) changed between samples."""
+    """Ranks whose chosen thread's Python stack changed between samples, or whose loop counters
+    changed between samples that both carry ``--locals`` (a sample without locals, such as the
+    first round of an adaptive dump, has no counters to compare)."""
     out = set()
     for d in dumps:
         if len(d.samples) < 2 or d.rank not in views:
             continue
         name = views[d.rank].thread.name
-        seen = set()
+        stacks, counters = set(), set()
         for sample in d.samples:
             t = next((t for t in sample if t.name == name), sample[0] if sample else None)
-            if t is not None:
-                seen.add((t.stack_key, _loop_values(t)))
-        if len(seen) > 1:
+            if t is None:
+                continue
+            stacks.add(t.stack_key)
+            if any(f.locals for f in t.frames):
+                counters.add((t.stack_key, _loop_values(t)))
+        if len(stacks) > 1 or len(counters) > 1:
             out.add(d.rank)
     return out
 
@@ -125,15 +133,19 @@ def find_suspects(
     views: list[RankView],
     missing: list[int],
     progressing: set[int],
-    buckets: list[list[RankView]] | None = None,
+    buckets: list[list[RankView]],
+    graph: WaitGraph,
+    sampled: bool = False,
 ) -> list[Finding]:
     """Apply the rules of this module (see the module docstring): the suspects, most important
-    first, without hosts or evidence (the caller adds them).
+    first, without hosts or evidence (the caller adds them); or one ``undecided`` warning when the
+    stacks cannot decide.
 
     Args:
-        buckets: :func:`place_buckets` of ``views`` (computed when not given).
+        buckets: :func:`place_buckets` of ``views``.
+        graph: the wait-for graph (:func:`hangdbg.analyze.waitfor.build_graph`).
+        sampled: some rank was sampled more than once (a computing rank can be told from a slow step).
     """
-    buckets = place_buckets(views) if buckets is None else buckets
     suspects: list[Finding] = []
     named: set[int] = set()
 
@@ -160,24 +172,91 @@ def find_suspects(
             )
     if missing:
         return suspects
-
-    in_coll = [b for b in buckets if b[0].place.kind == "collective"]
-    if in_coll:
-        where = _where(in_coll[:1])
-        for kind in ("init", "outside", "unknown"):
-            these = sorted((v for b in buckets if b[0].place.kind == kind for v in b), key=lambda v: v.rank)
-            for v in these:
-                state = " (still running: its stack changed between samples)" if v.rank in progressing else ""
-                lock = " waiting for a lock" if v.lock_wait else ""
-                name(
-                    [v.rank],
-                    f"not in any collective while {where}: {v.place.describe()}{_code(v.place.call_site)}{lock}{state}",
-                    Kind.OUTSIDE_COLLECTIVE,
-                )
-        _collective_splits(in_coll, name)
-
-    _behind(views, name)
+    waits = graph.waits
+    roots = [r for r in graph.roots if r not in named]
+    if roots:
+        undecided = _undecided(roots, graph, progressing, sampled)
+        if undecided is not None:
+            return suspects + [undecided]
+        by_view = {v.rank: v for v in views}
+        for r in roots:
+            w = waits[r]
+            dist = _waiting_for(graph, r)
+            groups = sorted(waiting_groups(graph, buckets, {r}, set(dist)), key=lambda g: (min(dist[x] for x in g[0]), len(g[1])))
+            chain = chain_text(graph, groups, r)
+            if w.kind is WaitKind.UNKNOWN:
+                name([r], f"could not be read ({w.detail}); {chain}", Kind.UNREADABLE)
+                continue
+            v = by_view.get(r)
+            state = " (still running: its stack changed between samples)" if r in progressing else ""
+            code = _code(v.place.call_site) if v is not None else ""
+            name([r], f"{w.describe()}{code}{state}, in no collective; {chain}", Kind.OUTSIDE_COLLECTIVE)
+    else:
+        resolve_cycles(graph, name)
+        if not suspects:
+            in_coll = [b for b in buckets if b[0].place.kind == "collective"
+                       and waits[b[0].rank].kind is WaitKind.COLLECTIVE]
+            collective_splits(in_coll, name)
+        if not suspects and graph.unresolved:
+            return [_unresolved(graph)]
+    _behind([v for v in views if waits[v.rank].waiting], name)
     return suspects
+
+
+def _waiting_for(graph: WaitGraph, root: int) -> dict[int, int]:
+    """The ranks from which ``root`` is reached in the graph, with their distance to it."""
+    into: dict[int, set[int]] = {}
+    for e in graph.edges:
+        into.setdefault(e.target, set()).add(e.waiter)
+    dist = {root: 0}
+    frontier = [root]
+    while frontier:
+        nxt = []
+        for r in frontier:
+            for w in into.get(r, ()):
+                if w not in dist:
+                    dist[w] = dist[r] + 1
+                    nxt.append(w)
+        frontier = nxt
+    dist.pop(root)
+    return dist
+
+
+def _undecided(roots: list[int], graph: WaitGraph, progressing: set[int], sampled: bool) -> Finding | None:
+    """An ``undecided`` warning when the roots might not be stuck: ranks on CPU seen once (a slow
+    step or a hang?), or ranks inside a C++ call whose native frames were not taken."""
+    waits = graph.waits
+    hidden = [r for r in roots if waits[r].kind in (WaitKind.BLOCKED, WaitKind.COMPUTE)
+              and "native" not in waits[r].evidence and waits[r].detail.startswith("inside")]
+    if hidden:
+        w = waits[hidden[0]]
+        where = f" under {w.site}" if w.site is not None else ""
+        return Finding(Kind.UNDECIDED, f"{_ranks_text(hidden)} {'is' if len(hidden) == 1 else 'are'} inside a C++ call"
+                       f"{where} that Python frames cannot show: it may be a wait for other ranks "
+                       "(DDP's gradient all_reduce in backward(), work.wait())", tuple(hidden),
+                       severity=Severity.WARNING, action="take native frames: hangdbg dump --native")
+    computing = [r for r in roots if waits[r].kind is WaitKind.COMPUTE]
+    if computing and len(computing) == len(roots) and not sampled:
+        w = waits[computing[0]]
+        return Finding(Kind.UNDECIDED, f"{_ranks_text(computing)} {'is' if len(computing) == 1 else 'are'} on CPU "
+                       f"({w.describe()}) while the others wait: one sample cannot tell a slow step from a hang",
+                       tuple(computing), severity=Severity.WARNING,
+                       action="sample again: hangdbg dump --samples 3 --locals")
+    return None
+
+
+def _unresolved(graph: WaitGraph) -> Finding:
+    """Waiting ranks whose peer or keys the stacks do not show, and nobody else to blame."""
+    ranks = graph.unresolved
+    w = graph.waits[ranks[0]]
+    verb = "waits" if len(ranks) == 1 else "wait"
+    if w.kind is WaitKind.STORE and w.keys:
+        return Finding(Kind.UNDECIDED, f"{_ranks_text(ranks)} {verb} {w.describe()}, but which of them the store lacks "
+                       "is unknown", tuple(ranks), severity=Severity.WARNING,
+                       action="run hangdbg dump on the node while the job hangs: it asks the job's store")
+    what = "peer" if w.kind is WaitKind.P2P else "keys"
+    return Finding(Kind.UNDECIDED, f"{_ranks_text(ranks)} {verb} {w.describe()} but the stacks do not show the {what}",
+                   tuple(ranks), severity=Severity.WARNING, action="take locals and native frames: hangdbg dump --locals --native")
 
 
 def _where(buckets: list[list[RankView]]) -> str:
@@ -188,7 +267,7 @@ def _where(buckets: list[list[RankView]]) -> str:
     return "; ".join(parts)
 
 
-def _collective_splits(buckets: list[list[RankView]], name) -> None:
+def collective_splits(buckets: list[list[RankView]], name) -> None:
     if len(buckets) < 2:
         return
     top = buckets[0]
@@ -243,28 +322,47 @@ def _behind(views: list[RankView], name) -> None:
 
 
 
-def waiting_findings(buckets: list[list[RankView]], suspects: list[Finding]) -> list[Finding]:
-    """The ranks that wait while suspects were named: one ``waiting`` finding per place (a
-    collective, or init/rendezvous) of the ranks that are not suspects, with ``waits_for`` the
-    suspect ranks. Empty when no suspect was named.
+def waiting_groups(graph: WaitGraph, buckets: list[list[RankView]], skip: set[int],
+                   within: set[int] | None = None) -> list[tuple[tuple[int, ...], tuple[int, ...]]]:
+    """The waiting ranks as ``(ranks, waits_for)`` groups: the ranks of one place (a bucket) that
+    wait for the same ranks, in bucket order; ``skip`` ranks left out, only ``within`` when given."""
+    out = []
+    for b in buckets:
+        by_targets: dict[tuple[int, ...], list[int]] = {}
+        for v in b:
+            if v.rank in skip or (within is not None and v.rank not in within) or not graph.waits[v.rank].waiting:
+                continue
+            by_targets.setdefault(graph.targets(v.rank), []).append(v.rank)
+        out.extend((tuple(sorted(rs)), t) for t, rs in by_targets.items())
+    return out
+
+
+def chain_text(graph: WaitGraph, groups: list[tuple[tuple[int, ...], tuple[int, ...]]], root: int | None = None) -> str:
+    """``ranks 4,6-7 wait for it in all_reduce at x.py:40; ranks 0-3 wait for ranks 4-7 in ...``."""
+    parts = []
+    for ranks, targets in groups:
+        verb = "waits" if len(ranks) == 1 else "wait"
+        whom = "it" if root is not None and targets == (root,) else _ranks_text(targets) if targets else "others"
+        parts.append(f"{_ranks_text(ranks)} {verb} for {whom} {graph.waits[ranks[0]].describe()}")
+    return "; ".join(parts)
+
+
+def waiting_findings(graph: WaitGraph, buckets: list[list[RankView]], suspects: list[Finding]) -> list[Finding]:
+    """The ranks that wait while suspects were named: one ``waiting`` finding per place and set of
+    ranks waited for (``waits_for``: the ranks they wait for directly, else the suspects). Empty
+    when no suspect was named.
 
     Args:
+        graph: the wait-for graph of the analysis.
         buckets: :func:`place_buckets` of the analysis.
         suspects: the findings of :func:`find_suspects`.
     """
-    blamed = sorted({r for f in suspects for r in f.ranks})
+    blamed = sorted({r for f in suspects if f.is_suspect for r in f.ranks})
     if not blamed:
         return []
-    named = set(blamed)
-    blamed_text = _ranks_text(blamed)
     out = []
-    for b in buckets:
-        if b[0].place.kind not in ("collective", "init"):
-            continue
-        ranks = tuple(sorted(v.rank for v in b if v.rank not in named))
-        if not ranks:
-            continue
-        verb = "waits" if len(ranks) == 1 else "wait"
-        out.append(Finding(Kind.WAITING, f"{_ranks_text(ranks)} {verb} {b[0].place.describe()} for {blamed_text}",
-                           ranks, severity=Severity.WAITING, waits_for=tuple(blamed)))
+    for ranks, targets in waiting_groups(graph, buckets, set(blamed)):
+        waits_for = targets or tuple(blamed)
+        out.append(Finding(Kind.WAITING, chain_text(graph, [(ranks, waits_for)]), ranks, severity=Severity.WAITING,
+                           waits_for=waits_for))
     return out

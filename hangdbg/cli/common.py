@@ -25,7 +25,7 @@ from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from ..errors import HangdbgError, UsageError
-from ..model import Analysis, SourceReport
+from ..model import Kind, Analysis, SourceReport
 from ..parse.textlines import files_where
 from ..sources.base import Reader
 from ..sources.own_output import is_own_output
@@ -270,4 +270,5 @@ def emit_stacks(cmd: Command, a: Analysis, args: argparse.Namespace, command: st
     view = replace(a, headline=document.headline, findings=document.findings)
     cmd.emit(document, args, "hangdbg.json",
              lambda: render_analysis(view, tree=not args.no_tree, evidence=not getattr(args, "no_evidence", False)))
-    return exit_status(document.found, a.readable and bool(a.ranks))
+    decided = not any(f.kind is Kind.UNDECIDED for f in a.findings)  # no all-clear when the stacks cannot decide
+    return exit_status(document.found, a.readable and bool(a.ranks) and decided)

@@ -5,8 +5,7 @@ from __future__ import annotations
 import argparse
 
 from ..collect.procs import find_ranks
-from ..demo.job import SCENARIOS
-from ..demo.launch import DemoJob
+from ..demo.launch import SCENARIOS, DemoJob, default_nproc
 from .common import Command, add_output_arguments
 from .dump_cmd import add_collect_arguments, dump_ranks
 
@@ -21,11 +20,12 @@ class DemoCommand(Command):
     @classmethod
     def add_arguments(cls, p: argparse.ArgumentParser) -> None:
         p.add_argument("scenario", nargs="?", default="mismatch", choices=SCENARIOS, help="how the job hangs (default: mismatch, rank 3 calls broadcast while the others call all_reduce)")
-        p.add_argument("--nproc", type=int, default=4, help="ranks to start (default 4)")
+        p.add_argument("--nproc", type=int, default=None, help="ranks to start (default 4; tp-dp: 8)")
         add_collect_arguments(p)
         add_output_arguments(p, "raw/, processes.json, hangdbg.json; default ./hangdbg-dump-DATE", tree=True)
 
     def run(self, args: argparse.Namespace) -> int:
+        args.nproc = args.nproc or default_nproc(args.scenario)
         if args.scenario == "behind":
             args.locals = True
         if args.scenario in ("busy", "healthy") and args.samples == 1:

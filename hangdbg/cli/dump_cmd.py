@@ -7,6 +7,7 @@ import os
 from pathlib import Path
 
 from ..analyze import analyze
+from ..collect.adaptive import adapt
 from ..collect.gcore import human_size, plan_cores, write_cores
 from ..collect.local import CollectOptions, collect
 from ..collect.procs import RankProcess, find_ranks
@@ -30,6 +31,9 @@ def add_collect_arguments(p: argparse.ArgumentParser) -> None:
     g.add_argument("--interval", type=positive_float, default=1.0, metavar="S", help="seconds between samples (default 1)")
     g.add_argument("--jobs", type=positive_int, default=None, metavar="N", help="py-spy runs at once (default 8; with --native, the number of CPUs)")
     g.add_argument("--py-spy", dest="py_spy", metavar="PATH", help="the py-spy program to run")
+    g.add_argument("--no-adapt", dest="adapt", action="store_false",
+                   help="take only the first round: no retry, no --native/--locals pass for the ranks that need one, "
+                        "no extra samples, no store lookup")
 
 
 def collect_options(args: argparse.Namespace, out: Path | None) -> CollectOptions:
@@ -65,8 +69,15 @@ def dump_ranks(cmd: Command, args: argparse.Namespace, ranks: list[RankProcess],
             progress.update(task, advance=1, failed=failed)
 
         dumps = collect(ranks, opts, on_result)
+    if getattr(args, "adapt", True):
+        log = (lambda m: cmd.err.print(f"hangdbg: {m}", style="dim", markup=False, highlight=False)) if args.verbose else (lambda _m: None)
+        with cmd.err.status("adaptive collection: what the first round lacks..."):
+            result = adapt(ranks, dumps, opts, log)
+        analysis = analyze(result.dumps, store_keys=result.store_keys)
+    else:
+        analysis = analyze(dumps)
     cores = write_rank_cores(cmd, args, ranks, out) if getattr(args, "core", False) else []
-    return emit_stacks(cmd, analyze(dumps), args, command, out_dir=str(out), cores=cores)
+    return emit_stacks(cmd, analysis, args, command, out_dir=str(out), cores=cores)
 
 
 def check_core_room(cmd: Command, args: argparse.Namespace, ranks: list[RankProcess], out: Path) -> None:

@@ -19,7 +19,7 @@ from ..parse.pyspy_text import parse_pyspy_dump
 from .procs import RankProcess
 from ..tools.pyspy import PySpyOptions, PySpyResult, kill_running, run_pyspy
 
-__all__ = ["CollectOptions", "collect", "raw_name", "raw_text", "write_raw", "header_line"]
+__all__ = ["CollectOptions", "collect", "raw_name", "raw_text", "write_raw", "header_line", "threads_of"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,7 +79,8 @@ def write_raw(raw: Path, name: str, text: str) -> None:
     tmp.replace(path)
 
 
-def _threads_of(res: PySpyResult) -> tuple[tuple[Thread, ...], str | None, str | None]:
+def threads_of(res: PySpyResult) -> tuple[tuple[Thread, ...], str | None, str | None]:
+    """``(threads of the first process, error, python version)`` of one py-spy run."""
     if res.error:
         return (), res.error, None
     procs, _garbled = parse_pyspy_dump(res.text)
@@ -106,6 +107,7 @@ def collect(
     samples: dict[int, list[tuple[Thread, ...]]] = {p.pid: [] for p in ranks}
     errors: dict[int, str | None] = {p.pid: None for p in ranks}
     pythons: dict[int, str | None] = {p.pid: None for p in ranks}
+    gone: dict[int, str] = {}
     workers = max(1, min(opts.jobs, len(ranks)))
     pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="py-spy")
     try:
@@ -117,9 +119,11 @@ def collect(
                 res = fut.result()
                 if opts.out is not None:
                     write_raw(opts.out / "raw", raw_name(p.rank, k, opts.samples), raw_text(p, k, res))
-                threads, error, python = _threads_of(res)
+                threads, error, python = threads_of(res)
                 if error:
                     errors[p.pid] = error
+                    if samples[p.pid] and "is gone" in error:
+                        gone[p.pid] = error  # exited between samples: a dead rank, not a stale stack
                 else:
                     samples[p.pid].append(threads)
                     pythons[p.pid] = python or pythons[p.pid]
@@ -146,7 +150,7 @@ def collect(
                 local_world_size=p.local_world_size,
                 threads=got[-1] if got else (),
                 samples=got,
-                error=errors[p.pid] if not got else None,
+                error=gone.get(p.pid) or (errors[p.pid] if not got else None),
                 rank_source=p.rank_source,
                 cmdline=p.cmdline,
                 python=pythons[p.pid],

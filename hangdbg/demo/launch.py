@@ -1,4 +1,4 @@
-"""Start a demo job (``job.py`` under torchrun) that hangs in a known way, and tear it down.
+"""Start a demo job (``job.py`` or ``topology.py`` under torchrun) that hangs in a known way, and tear it down.
 
 Used by ``hangdbg demo`` and by the tests: a real torch.distributed (gloo, CPU) job, never a
 simulation. Requires torch (``pip install 'hangdbg[torch]'``).
@@ -18,27 +18,43 @@ from pathlib import Path
 
 from ..errors import HangdbgError
 from ..tools.subproc import Popen
+from . import job, topology
 
-__all__ = ["DemoJob", "JOB_SCRIPT"]
+__all__ = ["JOB_SCRIPT", "SCENARIOS", "DemoJob", "default_nproc", "script_of"]
 
 JOB_SCRIPT = Path(__file__).with_name("job.py")
+TOPOLOGY_SCRIPT = Path(__file__).with_name("topology.py")
+SCENARIOS = job.SCENARIOS + topology.SCENARIOS
+"""Every scenario: ``job.py``'s, then ``topology.py``'s."""
+
+
+def script_of(scenario: str) -> Path:
+    """The job script that runs ``scenario``."""
+    return TOPOLOGY_SCRIPT if scenario in topology.SCENARIOS else JOB_SCRIPT
+
+
+def default_nproc(scenario: str) -> int:
+    """Ranks a scenario is written for (4 unless it says otherwise)."""
+    return topology.NPROC.get(scenario, 4)
 
 
 class DemoJob:
     """A running demo job.
 
     Args:
-        scenario: one of ``job.SCENARIOS``.
-        nproc: ranks to start (``--nproc_per_node``).
+        scenario: one of ``SCENARIOS`` (``job.SCENARIOS`` or ``topology.SCENARIOS``).
+        nproc: ranks to start (``--nproc_per_node``; ``None``: the scenario's default, see
+            :func:`default_nproc`).
         workdir: where markers and the job log go (a temporary directory by default).
 
     Use as a context manager: ``with DemoJob("mismatch") as job: job.wait_ready(); ...``; the job's
     whole process group is killed on exit.
     """
 
-    def __init__(self, scenario: str = "mismatch", nproc: int = 4, workdir: str | os.PathLike | None = None) -> None:
+    def __init__(self, scenario: str = "mismatch", nproc: int | None = None,
+                 workdir: str | os.PathLike | None = None) -> None:
         self.scenario = scenario
-        self.nproc = nproc
+        self.nproc = default_nproc(scenario) if nproc is None else nproc
         self._tmp = None if workdir else tempfile.mkdtemp(prefix="hangdbg-demo-")
         self.workdir = Path(workdir or self._tmp)
         self.ready_dir = self.workdir / "ready"
@@ -61,7 +77,7 @@ class DemoJob:
             sys.executable, "-m", "torch.distributed.run",
             "--standalone", "--nproc_per_node", str(self.nproc),
             "--monitor_interval", "1",
-            str(JOB_SCRIPT), "--scenario", self.scenario, "--ready", str(self.ready_dir),
+            str(script_of(self.scenario)), "--scenario", self.scenario, "--ready", str(self.ready_dir),
         ]
         env = dict(os.environ, OMP_NUM_THREADS="1", PYTHONUNBUFFERED="1")
         with open(self.log_path, "wb") as log:

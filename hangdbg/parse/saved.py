@@ -182,8 +182,14 @@ def _dump(rank: int, group: list[_Entry]) -> RankDump:
         local_world_size=last(_int(h.get("local_world_size")) for h in headers),
         threads=samples[-1] if samples else (),
         samples=samples,
-        error=None if samples else (errors[-1] if errors else None),
+        error=(errors[-1] if errors else None) if not samples or _gone(group[-1]) else None,
         rank_source=group[-1].rank_source,
         cmdline=last(e.proc.cmdline for e in group) or "",
         python=last(e.proc.python for e in group),
+        steps=tuple(dict.fromkeys(s for h in headers for s in (h.get("steps") or "").split(",") if s)),
     )
+
+
+def _gone(e: _Entry) -> bool:
+    """The entry is a failed sample that found the process gone (it exited between samples)."""
+    return e.proc.error is not None and "is gone" in e.proc.error

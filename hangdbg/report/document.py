@@ -18,6 +18,7 @@ from typing import Generic, Literal, TypeVar, Union
 from ..facts import (CoreFact, CoreFacts, CoreJsonFacts, FrFacts, GpuFacts, NcclFacts, StacksFacts, StackTextFacts,
                      TorchLogFacts, TracesFacts)
 from ..model import ClassifiedFile, FileError, Finding, Frame, RankProcess, RankState, SourceKind, Thread
+from ..waits import RankWait, WaitEdge
 
 __all__ = [
     "Document", "StacksDocument", "ReportDocument", "NcclDocument", "LogsDocument", "FrDocument", "GpuDocument",
@@ -58,7 +59,9 @@ class GroupEntry:
 
 @dataclass(frozen=True, slots=True)
 class RankEntry:
-    """One rank: where it ran, where it is, and every thread of its last sample."""
+    """One rank: where it ran, where it is, what it waits on and for whom (``wait``,
+    ``waits_for``: the wait-for graph), what the adaptive collection added (``steps``: native,
+    locals, resampled, retried, pystack), and every thread of its last sample."""
 
     rank: int
     host: str
@@ -70,6 +73,9 @@ class RankEntry:
     place: PlaceEntry | None
     progressing: bool
     samples: int
+    steps: tuple[str, ...]
+    wait: RankWait | None
+    waits_for: tuple[int, ...]
     threads: tuple[Thread, ...]
 
 
@@ -92,7 +98,8 @@ class TreeEntry:
 @dataclass(frozen=True, slots=True)
 class StacksSection:
     """The stack analysis: its headline, the ranks missing, progressing and unreadable, the
-    equivalence classes (largest first), every rank, and the merged tree (nodes, root first)."""
+    equivalence classes (largest first), every rank, the merged tree (nodes, root first) and the
+    edges of the wait-for graph (``waiter`` waits for ``target``)."""
 
     headline: str
     missing_ranks: tuple[int, ...]
@@ -101,6 +108,7 @@ class StacksSection:
     groups: tuple[GroupEntry, ...]
     ranks: tuple[RankEntry, ...]
     tree: tuple[TreeEntry, ...]
+    edges: tuple[WaitEdge, ...]
 
 
 # --- post-mortem sources -----------------------------------------------------------------------

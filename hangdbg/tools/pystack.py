@@ -12,7 +12,11 @@ errors (``pystack.errors``: ``NotEnoughInformation``, ``CoreExecutableNotFound``
 ``InvalidExecutable``, ``MissingExecutableMaps``, ``EngineError``) become ``error`` with the first
 paragraph of their help text. When pystack is missing, ``py-spy dump --core`` is the fallback.
 
-Run as ``python -m hangdbg.tools.pystack CORE EXE``.
+``run_pystack_remote`` does the same for a live process (``pystack remote PID``; Python API
+``pystack.engine.get_process_threads``): the fallback of ``hangdbg dump`` when py-spy cannot read
+a rank.
+
+Run as ``python -m hangdbg.tools.pystack CORE EXE`` or ``python -m hangdbg.tools.pystack --pid PID``.
 """
 
 from __future__ import annotations
@@ -25,7 +29,7 @@ from dataclasses import dataclass
 
 from .subproc import Popen, communicate_or_kill
 
-__all__ = ["PystackResult", "run_pystack_core", "main"]
+__all__ = ["PystackResult", "run_pystack_core", "run_pystack_remote", "main"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,7 +46,17 @@ class PystackResult:
 
 def run_pystack_core(core: str, exe: str, timeout: float = 60.0) -> PystackResult:
     """Run the pystack child on ``core`` with ``exe``; never raises (``error`` says why)."""
-    argv = [sys.executable, "-m", "hangdbg.tools.pystack", os.path.abspath(core), os.path.abspath(exe)]
+    return _run_child([os.path.abspath(core), os.path.abspath(exe)], timeout, "this core")
+
+
+def run_pystack_remote(pid: int, timeout: float = 20.0) -> PystackResult:
+    """Run the pystack child on the live process ``pid`` (it is paused while read, as py-spy
+    pauses it); never raises (``error`` says why)."""
+    return _run_child(["--pid", str(int(pid))], timeout, f"pid {pid}")
+
+
+def _run_child(args: list[str], timeout: float, what: str) -> PystackResult:
+    argv = [sys.executable, "-m", "hangdbg.tools.pystack", *args]
     env = dict(os.environ)
     pkg_root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     env["PYTHONPATH"] = pkg_root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
@@ -57,7 +71,7 @@ def run_pystack_core(core: str, exe: str, timeout: float = 60.0) -> PystackResul
     except ValueError:
         last = err.decode("utf-8", "replace").strip().splitlines()[-1:] or [f"exit status {proc.returncode}"]
         how = f"killed by signal {-proc.returncode}" if proc.returncode and proc.returncode < 0 else last[0]
-        return PystackResult(error=f"pystack failed on this core ({how})")
+        return PystackResult(error=f"pystack failed on {what} ({how})")
     python = doc.get("python")
     return PystackResult(tuple(doc.get("threads") or ()), ".".join(map(str, python)) if python else None,
                          doc.get("error"), bool(doc.get("missing")))
@@ -67,18 +81,23 @@ def _first_paragraph(text: str) -> str:
     return " ".join(text.strip().split("\n\n")[0].split())
 
 
-def _inspect(core: str, exe: str) -> dict:
+def _inspect(core: str, exe: str | None) -> dict:
+    """Read a core (``exe`` given) or the live process whose pid is ``core`` (``exe`` None)."""
     try:
         from pystack import errors
         from pystack.engine import (
             NativeReportingMode,
             StackMethod,
+            get_process_threads,
             get_process_threads_for_core,
         )
     except ImportError:
         return {"missing": True, "error": "pystack is not installed (pip install pystack)"}
     try:
-        threads = get_process_threads_for_core(core, exe, None, NativeReportingMode.OFF, False, StackMethod.AUTO)
+        if exe is None:
+            threads = get_process_threads(int(core), True, NativeReportingMode.OFF, False, StackMethod.AUTO)
+        else:
+            threads = get_process_threads_for_core(core, exe, None, NativeReportingMode.OFF, False, StackMethod.AUTO)
     except errors.PystackError as exc:
         help_text = getattr(exc, "HELP_TEXT", "")
         why = f"pystack: {type(exc).__name__}: {exc}"
@@ -97,9 +116,9 @@ def _inspect(core: str, exe: str) -> dict:
 def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
     if len(args) != 2:
-        print(json.dumps({"error": "usage: python -m hangdbg.tools.pystack CORE EXE"}))
+        print(json.dumps({"error": "usage: python -m hangdbg.tools.pystack CORE EXE | --pid PID"}))
         return 2
-    print(json.dumps(_inspect(args[0], args[1])))
+    print(json.dumps(_inspect(args[1], None) if args[0] == "--pid" else _inspect(args[0], args[1])))
     return 0
 
 

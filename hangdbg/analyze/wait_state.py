@@ -1,0 +1,171 @@
+"""What one rank waits on (:class:`~hangdbg.waits.RankWait`), read from its chosen thread.
+
+Evidence, strongest first (heuristics, ours; frame names of torch 2.x c10d, gloo and CPython):
+
+* the place of the thread (:func:`hangdbg.analyze.places.place_of`): a collective, a
+  point-to-point op (``send``/``recv``/``isend``/``irecv``/``batch_isend_irecv``), init;
+* ``--locals`` of the torch.distributed frame (``dst``/``src``/``group_dst``/``group_src`` of
+  ``send``/``recv``) or, for ``req.wait()`` in user code, peer-like locals of the user frame
+  (``src``, ``dst``, ``peer``, ``prev_rank``, ...); ``keys``/``key`` of a store wait;
+* native frames (``--native``): gloo's ``UnboundBuffer::waitRecv``/``waitSend`` (a
+  point-to-point wait), ``c10d::TCPStore``/``c10d::FileStore`` calls (a store wait), ``c10d::Reducer``
+  or c10d work waits under ``autograd`` (DDP's gradient all_reduce inside ``backward()``),
+  ``read``/``open``/``nanosleep``/``poll`` system calls (I/O, sleep);
+* the source line of the top frame when the file is readable here (``store.wait(``,
+  ``open(``, ``time.sleep(``);
+* py-spy's thread state: ``active`` outside torch.distributed is computation, ``idle`` a blocked
+  system call.
+"""
+
+from __future__ import annotations
+
+import re
+
+from ..model import Frame, Place, Thread
+from ..waits import RankWait, WaitKind
+from .places import NATIVE_STORE, in_distributed, read_source
+
+__all__ = ["wait_of", "P2P_OPS", "opaque", "peer_from_locals"]
+
+P2P_OPS = {"send": "send", "isend": "send", "send_object_list": "send", "recv": "recv", "irecv": "recv",
+           "recv_object_list": "recv", "batch_isend_irecv": None}
+"""Point-to-point ops and their direction (``None``: both)."""
+
+_PEER_LOCALS = {
+    "send": ("dst", "group_dst", "dest", "dst_rank", "next_rank", "send_to", "to_rank", "peer", "next_stage"),
+    "recv": ("src", "group_src", "source", "src_rank", "prev_rank", "recv_from", "from_rank", "peer", "prev_stage"),
+}
+_KEY_LOCALS = ("keys", "key", "wait_keys")
+
+_NATIVE_RECV = re.compile(r"waitRecv|recvFromAny|::recv\b|irecv", re.IGNORECASE)
+_NATIVE_SEND = re.compile(r"waitSend|::send\b|isend", re.IGNORECASE)
+_NATIVE_P2P = re.compile(r"UnboundBuffer|waitRecv|waitSend")
+_NATIVE_DDP = re.compile(r"c10d::Reducer|autograd|Engine::")
+_NATIVE_C10D_WAIT = re.compile(r"c10d::|gloo::|nccl|ProcessGroup", re.IGNORECASE)
+_NATIVE_IO = re.compile(r"(^|_)(read|pread64|readv|open|open64|openat|__open|recv|recvfrom|accept|connect|"
+                        r"poll|ppoll|select|epoll_wait)(64)?$|__libc_(read|open|recv)")
+_NATIVE_SLEEP = re.compile(r"nanosleep|clock_nanosleep|usleep|pysleep|time_sleep")
+
+_SRC_STORE = re.compile(r"\bstore\w*\s*\.\s*(wait|get|compare_set|add)\s*\(", re.IGNORECASE)
+_SRC_SLEEP = re.compile(r"\bsleep\s*\(")
+_SRC_IO = re.compile(r"\bopen\s*\(|\.read\w*\s*\(|\.readline|\.recv\w*\s*\(|\.load\s*\(|np\.load|torch\.load|"
+                     r"\.accept\s*\(|input\s*\(", re.IGNORECASE)
+_SRC_WAIT = re.compile(r"\.wait\s*\(")
+_OPAQUE_FUNCS = frozenset({"backward", "_engine_run_backward", "run_backward", "wait", "synchronize", "step"})
+
+
+def _int(value: str) -> int | None:
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        return None
+
+
+def peer_from_locals(frames: tuple[Frame, ...], direction: str | None) -> int | None:
+    """The peer rank of a point-to-point op from ``--locals`` (innermost frame first), or ``None``."""
+    names = _PEER_LOCALS.get(direction or "", ()) or _PEER_LOCALS["recv"] + _PEER_LOCALS["send"]
+    for f in frames:
+        values = dict(f.locals)
+        for name in names:
+            peer = _int(values.get(name, ""))
+            if peer is not None and peer >= 0:
+                return peer
+    return None
+
+
+def _keys_from_locals(frames: tuple[Frame, ...]) -> tuple[str, ...]:
+    for f in frames:
+        values = dict(f.locals)
+        for name in _KEY_LOCALS:
+            if name in values:
+                return tuple(re.findall(r"""['"]([^'"]*)['"]""", values[name]))
+    return ()
+
+
+def opaque(thread: Thread) -> bool:
+    """The Python stack ends in a C/C++ call whose purpose Python frames cannot show: a torch
+    (not torch.distributed) frame such as ``backward()``, or a ``.wait()`` / ``.synchronize()``
+    call in user code. Native frames (``--native``) tell what it waits on."""
+    py = thread.python_frames
+    if not py:
+        return bool(thread.frames)
+    top = py[0]
+    if "torch/" in top.file and not in_distributed(top):
+        return True
+    return top.function in _OPAQUE_FUNCS or bool(_SRC_WAIT.search(read_source(top)))
+
+
+def wait_of(rank: int, thread: Thread, place: Place, lock: bool = False) -> RankWait:
+    """Classify what ``thread`` (the thread that speaks for ``rank``) waits on.
+
+    Args:
+        rank: the global rank.
+        thread: its chosen thread (see :func:`hangdbg.analyze.places.primary_thread`).
+        place: ``place_of(thread)``.
+        lock: the thread waits to acquire a mutex (:func:`hangdbg.analyze.places.lock_wait`).
+    """
+    natives = [f.function for f in thread.frames if f.native]
+    evidence = ("python", "native") if natives else ("python",)
+    has_locals = any(f.locals for f in thread.frames)
+    if has_locals:
+        evidence += ("locals",)
+    site = place.call_site
+    if place.kind == "init":
+        return RankWait(rank, WaitKind.INIT, place.collective or "rendezvous", site, evidence=evidence)
+    if place.kind == "collective":
+        op = place.collective or "wait"
+        if op in P2P_OPS:
+            direction = P2P_OPS[op]
+            return RankWait(rank, WaitKind.P2P, op, site, peer_from_locals(thread.python_frames, direction),
+                            direction, evidence=evidence)
+        if op == "wait":  # a c10d/gloo native frame under user code: req.wait(), or DDP in backward()
+            return _native_wait(rank, thread, natives, site, evidence)
+        return RankWait(rank, WaitKind.COLLECTIVE, op, site, evidence=evidence)
+    if place.kind == "unknown":
+        return RankWait(rank, WaitKind.UNKNOWN, "", None, detail="no stack", evidence=())
+    top = thread.python_frames[0] if thread.python_frames else (thread.frames[0] if thread.frames else None)
+    store = _store_op(thread, natives)
+    if store:
+        return RankWait(rank, WaitKind.STORE, store, top, keys=_keys_from_locals(thread.python_frames), evidence=evidence)
+    if lock:
+        return RankWait(rank, WaitKind.LOCK, top.function if top else "", top, detail="waiting for a lock", evidence=evidence)
+    kind = WaitKind.BLOCKED if thread.idle else WaitKind.COMPUTE
+    if not natives and opaque(thread):
+        detail = f"inside a C++ call ({'idle' if thread.idle else 'on CPU'})"
+    else:
+        detail = _blocked_detail(thread, natives) if thread.idle else "computing"
+    return RankWait(rank, kind, top.function if top else "", top, detail=detail, evidence=evidence)
+
+
+def _native_wait(rank: int, thread: Thread, natives: list[str], site: Frame | None, evidence) -> RankWait:
+    joined = " ".join(natives)
+    if _NATIVE_P2P.search(joined):
+        direction = "recv" if _NATIVE_RECV.search(joined) else "send" if _NATIVE_SEND.search(joined) else None
+        return RankWait(rank, WaitKind.P2P, "wait", site, peer_from_locals(thread.python_frames, direction), direction,
+                        evidence=evidence)
+    if _NATIVE_DDP.search(joined):
+        return RankWait(rank, WaitKind.COLLECTIVE, "all_reduce (DDP gradients in backward)", site, evidence=evidence)
+    return RankWait(rank, WaitKind.COLLECTIVE, "wait", site, evidence=evidence)
+
+
+def _store_op(thread: Thread, natives: list[str]) -> str:
+    for name in natives:
+        if NATIVE_STORE.search(name):
+            m = re.search(r"::(wait|get|compareSet|add|check|set)\b", name)
+            return f"store.{m.group(1)}" if m else "store.wait"
+    py = thread.python_frames
+    if py:
+        m = _SRC_STORE.search(read_source(py[0]))
+        if m:
+            return f"store.{m.group(1)}"
+    return ""
+
+
+def _blocked_detail(thread: Thread, natives: list[str]) -> str:
+    top_native = next((n for n in natives if not n.startswith(("_Py", "Py", "_PyEval"))), "")
+    src = read_source(thread.python_frames[0]) if thread.python_frames else ""
+    if _NATIVE_SLEEP.search(top_native) or _SRC_SLEEP.search(src):
+        return "sleeping"
+    if _NATIVE_IO.search(top_native) or _SRC_IO.search(src):
+        return "blocked reading a file or socket"
+    return "blocked outside torch.distributed"

@@ -1,0 +1,147 @@
+"""Adaptive collection: after the first round of ``hangdbg dump``, take what the analysis lacks.
+
+Steps, in order (each recorded in :attr:`hangdbg.model.RankDump.steps` and written to
+``OUT/raw/rank-NNNN.sample-K.txt`` with a ``steps=...`` header field, as it arrives):
+
+1. ``retried``: a rank py-spy could not read (``Failed to find a python interpreter`` while it
+   starts or exits, a timeout) is dumped once more; ``pystack``: if that fails too, pystack
+   reads it (``pystack remote``). A rank that stays unreadable is reported as unknown.
+2. ``native`` / ``locals``: the passes :func:`hangdbg.analyze.needs.needs` asks for.
+3. ``resampled``: two more rounds of every rank with ``--locals`` when the ranks the others
+   wait for are on CPU (a slow step or a hang?).
+4. the store keys that store waits name are looked up in the job's store
+   (:func:`hangdbg.tools.store.lookup_keys`), saved to ``OUT/store.json``.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Callable
+
+from ..analyze import analyze
+from ..analyze.needs import needs
+from ..model import Analysis, Frame, RankDump, RankProcess, Thread
+from ..tools.pyspy import PySpyResult, run_pyspy
+from ..tools.pystack import PystackResult, run_pystack_remote
+from ..tools.store import lookup_keys
+from .local import CollectOptions, header_line, threads_of, write_raw
+
+__all__ = ["adapt", "AdaptResult"]
+
+_GONE = "is gone"
+RESAMPLE_ROUNDS = 2
+RESAMPLE_INTERVAL = 0.5
+
+
+@dataclass(frozen=True, slots=True)
+class AdaptResult:
+    """The dumps after the adaptive steps, the analysis of them, and the store's answer."""
+
+    dumps: list[RankDump]
+    analysis: Analysis
+    store_keys: dict[str, bool]
+
+
+def adapt(ranks: list[RankProcess], dumps: list[RankDump], opts: CollectOptions,
+          log: Callable[[str], None] = lambda _m: None) -> AdaptResult:
+    """Run the adaptive steps (module docstring) on the first round's ``dumps`` of ``ranks``.
+
+    Args:
+        ranks: the processes (pids, hosts) of the dumps.
+        dumps: the first round, one per rank.
+        opts: the first round's options (timeout, executable, out dir).
+        log: called with one line per decision (``-v``).
+    """
+    by_rank = {p.rank: p for p in ranks}
+    current = {d.rank: d for d in dumps}
+    jobs = max(1, opts.jobs)
+
+    def run(selected: list[int], native: bool, locals_: bool, step: str) -> None:
+        popts = replace(opts.pyspy, native=native or opts.pyspy.native, locals=locals_ or opts.pyspy.locals)
+        with ThreadPoolExecutor(max_workers=min(jobs, len(selected)) or 1, thread_name_prefix="py-spy") as pool:
+            for r, res in zip(selected, pool.map(lambda r: run_pyspy(by_rank[r].pid, popts), selected)):
+                current[r] = _add_sample(current[r], by_rank[r], res, step, opts.out)
+
+    # 1. retry what py-spy could not read, then pystack
+    failed = [d.rank for d in dumps if not d.threads and d.error and _GONE not in d.error and d.rank in by_rank]
+    if failed:
+        log(f"adaptive: retrying py-spy on {len(failed)} unreadable rank(s)")
+        time.sleep(0.5)
+        run(failed, False, False, "retried")
+        still = [r for r in failed if not current[r].threads and _GONE not in (current[r].error or "")]
+        for r in still:
+            log(f"adaptive: pystack remote on rank {r}")
+            current[r] = _from_pystack(current[r], by_rank[r], run_pystack_remote(by_rank[r].pid, opts.pyspy.timeout), opts.out)
+    a = analyze(sorted(current.values(), key=lambda d: d.rank))
+    want = needs(a)
+    # 2. native and locals passes
+    native = sorted(r for r in want.native if r in by_rank and current[r].threads)
+    local = sorted(r for r in want.locals if r in by_rank and current[r].threads)
+    if native:
+        log(f"adaptive: --native --locals pass on {len(native)} rank(s) in an opaque C/C++ call")
+        run(native, True, True, "native,locals")
+    if local:
+        log(f"adaptive: --locals pass on {len(local)} rank(s) in a p2p op or store wait")
+        run(local, False, True, "locals")
+    if native or local:
+        a = analyze(sorted(current.values(), key=lambda d: d.rank))
+        want = needs(a)
+    # 3. more samples when the ranks the others wait for are on CPU
+    if want.resample:
+        readable = [r for r in sorted(current) if r in by_rank and current[r].threads]
+        log(f"adaptive: {RESAMPLE_ROUNDS} more samples of {len(readable)} ranks (--locals): a slow step or a hang?")
+        for _ in range(RESAMPLE_ROUNDS):
+            time.sleep(RESAMPLE_INTERVAL)
+            run(readable, False, True, "resampled")
+    # 4. the job's store
+    store: dict[str, bool] = {}
+    keys = want.store_keys or tuple(k for d in [a] for w in d.waits for k in w.keys)
+    if keys:
+        probe = next((by_rank[w.rank] for w in a.waits if w.keys and w.rank in by_rank), None)
+        if probe is not None:
+            found = lookup_keys(probe.pid, keys, timeout=min(opts.pyspy.timeout, 30.0))
+            log(f"adaptive: asked the job's store for {len(keys)} key(s): {found.error or 'ok'}")
+            store = dict(found.keys)
+            if opts.out is not None:
+                (opts.out / "store.json").write_text(json.dumps({"keys": store, "error": found.error}, indent=1) + "\n")
+    final = sorted(current.values(), key=lambda d: d.rank)
+    return AdaptResult(final, a, store)
+
+
+def _add_sample(d: RankDump, p: RankProcess, res: PySpyResult, step: str, out: Path | None) -> RankDump:
+    """``d`` with one more sample from ``res`` (written to disk first); a failed run keeps ``d``
+    (a rank found gone is marked so)."""
+    k = len(d.samples) + 1 if d.samples else 1
+    if out is not None:
+        body = res.text if res.text.endswith("\n") or not res.text else res.text + "\n"
+        if res.error:
+            body = f"Error: {res.error}\n{body}"
+        write_raw(out / "raw", f"rank-{p.rank:04d}.sample-{k}.txt", f"{header_line(p, k)} steps={step}\n{body}")
+    threads, error, python = threads_of(res)
+    steps = tuple(dict.fromkeys((*d.steps, *step.split(","))))
+    if error:
+        if _GONE in error:
+            return replace(d, error=error, steps=steps)
+        return d if d.threads else replace(d, error=error, steps=steps)
+    return replace(d, threads=threads, samples=(*d.samples, threads), error=None, python=python or d.python, steps=steps)
+
+
+def _from_pystack(d: RankDump, p: RankProcess, res: PystackResult, out: Path | None) -> RankDump:
+    """``d`` read by pystack (Python frames only; the thread holding the GIL is ``active``)."""
+    if out is not None:
+        write_raw(out / "raw", f"rank-{p.rank:04d}.pystack.json", json.dumps({"threads": res.threads, "error": res.error}))
+    if res.error or not res.threads:
+        why = res.error or "pystack found no thread"
+        return replace(d, error=f"{d.error}; then {why}" if d.error else why, steps=(*d.steps, "pystack"))
+    threads = []
+    for t in res.threads:
+        frames = tuple(Frame(f.get("function") or "?", f.get("file") or "?", f.get("line")) for f in reversed(t["frames"]))
+        name = "MainThread" if t.get("tid") == p.pid else None
+        threads.append(Thread(int(t.get("tid") or 0), name, "active" if t.get("gil") else "idle", frames))
+    threads.sort(key=lambda t: t.name != "MainThread")
+    got = tuple(threads)
+    return replace(d, threads=got, samples=(*d.samples, got), error=None, python=res.python, steps=(*d.steps, "pystack"))

@@ -1,0 +1,120 @@
+"""What each rank waits on: the nodes and edges of the wait-for graph (frozen dataclasses, no I/O).
+
+A :class:`RankWait` says what one rank's main thread is doing in field terms (a collective on a
+process group, a point-to-point op with a peer, a store wait on keys, a lock, a system call,
+computation, nothing readable) and on which evidence; :class:`WaitEdge` says that one rank waits
+for another and why. ``hangdbg.analyze.waitfor`` builds both from the stacks (and, when present,
+locals, native frames, op records of ``hangdbg.hooks.record_collectives`` and the job's store).
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+
+from .frames import Frame
+
+__all__ = ["WaitKind", "RankWait", "WaitEdge", "WAITING_KINDS", "ROOT_KINDS"]
+
+
+class WaitKind(str, enum.Enum):
+    """What a rank's main thread is doing (the value is the JSON string)."""
+
+    COLLECTIVE = "collective"  # in a collective (all_reduce, barrier, DDP's gradient all_reduce...)
+    P2P = "p2p"  # send/recv/isend/irecv/batch_isend_irecv, or wait() on one
+    STORE = "store"  # store.get / store.wait on a c10d store (TCPStore, FileStore)
+    INIT = "init"  # init_process_group, rendezvous, new_group
+    LOCK = "lock"  # acquiring a mutex
+    BLOCKED = "blocked"  # idle in a system call outside torch.distributed: file or socket I/O, a sleep
+    COMPUTE = "compute"  # on CPU outside torch.distributed (py-spy "active")
+    UNKNOWN = "unknown"  # no stack could be read
+    GONE = "gone"  # the process exited (or never started)
+
+    def __str__(self) -> str:
+        return str(self.value)
+
+
+WAITING_KINDS = frozenset({WaitKind.COLLECTIVE, WaitKind.P2P, WaitKind.STORE, WaitKind.INIT})
+"""Kinds in which a rank waits for other ranks of the job."""
+
+ROOT_KINDS = frozenset({WaitKind.LOCK, WaitKind.BLOCKED, WaitKind.COMPUTE, WaitKind.UNKNOWN, WaitKind.GONE})
+"""Kinds in which a rank waits on nothing inside the job: when others wait for it, it is a cause."""
+
+
+@dataclass(frozen=True, slots=True)
+class RankWait:
+    """What one rank waits on.
+
+    Attributes:
+        rank: the global rank.
+        kind: see :class:`WaitKind`.
+        op: the collective or point-to-point op (``all_reduce``, ``recv``, ``wait``), the store
+            call (``store.wait``), or for other kinds the function the thread is in.
+        site: the user frame that called into torch.distributed (or the top frame).
+        peer: the peer's global rank of a point-to-point op, when known.
+        direction: ``"send"`` or ``"recv"`` for point-to-point ops, when known.
+        keys: the store keys waited on (``--locals``).
+        missing_keys: those of ``keys`` the store does not hold (asked read-only).
+        group: the global ranks of the process group, when known (op records, locals).
+        seq: the op's sequence number in its group, when known (op records).
+        detail: a short phrase for a person: ``"reading a file"``, ``"computing"``.
+        evidence: what the classification rests on: ``python``, ``native``, ``locals``,
+            ``record``, ``store``, ``samples``.
+    """
+
+    rank: int
+    kind: WaitKind
+    op: str = ""
+    site: Frame | None = None
+    peer: int | None = None
+    direction: str | None = None
+    keys: tuple[str, ...] = ()
+    missing_keys: tuple[str, ...] = ()
+    group: tuple[int, ...] | None = None
+    seq: int | None = None
+    detail: str = ""
+    evidence: tuple[str, ...] = ("python",)
+
+    @property
+    def waiting(self) -> bool:
+        """True when the rank waits for other ranks of the job."""
+        return self.kind in WAITING_KINDS
+
+    def describe(self) -> str:
+        """``in all_reduce at train.py:40``, ``in recv from rank 1 at pp.py:12``, ``reading a file in
+        load_shard (data.py:33)``."""
+        site = f" at {self.site.short_file}:{self.site.line}" if self.site is not None and self.site.line else ""
+        if self.kind is WaitKind.P2P:
+            dir_ = {"send": " to", "recv": " from"}.get(self.direction or "", " with")
+            peer = f"{dir_} rank {self.peer}" if self.peer is not None else ""
+            return f"in {self.op}{peer}{site}"
+        if self.kind is WaitKind.STORE:
+            shown = self.missing_keys or self.keys
+            more = f" (+{len(shown) - 3} more)" if len(shown) > 3 else ""
+            lacking = " the store lacks" if self.missing_keys else ""
+            keys = f" for key{'s' if len(shown) != 1 else ''} {', '.join(shown[:3])}{more}{lacking}" if shown else ""
+            return f"in {self.op}{keys}{site}"
+        if self.kind in (WaitKind.COLLECTIVE, WaitKind.INIT):
+            return f"in {self.op}{site}"
+        if self.kind is WaitKind.UNKNOWN:
+            return self.detail or "stack unknown"
+        if self.kind is WaitKind.GONE:
+            return self.detail or "gone"
+        where = f" in {self.site}" if self.site is not None else ""
+        return f"{self.detail or str(self.kind)}{where}"
+
+
+@dataclass(frozen=True, slots=True)
+class WaitEdge:
+    """``waiter`` waits for ``target``.
+
+    Attributes:
+        waiter: the waiting rank.
+        target: the rank it waits for.
+        why: ``collective`` (a member of the group not in the collective yet), ``p2p`` (the peer),
+            ``store`` (the rank whose key is missing), ``init`` (a rank not in the rendezvous).
+    """
+
+    waiter: int
+    target: int
+    why: str
