@@ -187,9 +187,9 @@ def find_suspects(
             if w.kind is WaitKind.UNKNOWN:
                 name([r], f"could not be read ({w.detail}); {chain}", Kind.UNREADABLE)
                 continue
-            v = by_view.get(r)
+            view = by_view.get(r)
             state = " (still running: its stack changed between samples)" if r in progressing else ""
-            code = _code(v.place.call_site) if v is not None else ""
+            code = _code(view.place.call_site) if view is not None else ""
             name([r], f"{w.describe()}{code}{state}, in no collective; {chain}", Kind.OUTSIDE_COLLECTIVE)
     else:
         resolve_cycles(graph, name)
@@ -326,7 +326,7 @@ def waiting_groups(graph: WaitGraph, buckets: list[list[RankView]], skip: set[in
                    within: set[int] | None = None) -> list[tuple[tuple[int, ...], tuple[int, ...]]]:
     """The waiting ranks as ``(ranks, waits_for)`` groups: the ranks of one place (a bucket) that
     wait for the same ranks, in bucket order; ``skip`` ranks left out, only ``within`` when given."""
-    out = []
+    out: list[tuple[tuple[int, ...], tuple[int, ...]]] = []
     for b in buckets:
         by_targets: dict[tuple[int, ...], list[int]] = {}
         for v in b:

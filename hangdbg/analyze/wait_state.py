@@ -105,7 +105,7 @@ def wait_of(rank: int, thread: Thread, place: Place, lock: bool = False) -> Rank
         lock: the thread waits to acquire a mutex (:func:`hangdbg.analyze.places.lock_wait`).
     """
     natives = [f.function for f in thread.frames if f.native]
-    evidence = ("python", "native") if natives else ("python",)
+    evidence: tuple[str, ...] = ("python", "native") if natives else ("python",)
     has_locals = any(f.locals for f in thread.frames)
     if has_locals:
         evidence += ("locals",)

@@ -106,7 +106,8 @@ def build_graph(waits: Mapping[int, RankWait], threads: Mapping[int, Thread], ev
         elif group is not None:
             targets = pool
         else:
-            behind, ahead = [], []
+            behind: list[int] = []
+            ahead: list[int] = []
             for r in pool:
                 (ahead if outer.get(r) and program_order(outer[r], rep) == 1 else behind).append(r)
             targets = behind or ahead
