@@ -70,7 +70,7 @@ class AgentCommand(Command):
             send(gather(gopts, host, send))
             return 0
         out = args.out / host if args.out is not None else None
-        status = run_agent(collect_options(args, out), send, args.jobid, args.pid, host, args.match_env)
+        status = run_agent(collect_options(args, out), send, args.jobid, args.pid, host, args.match_env, args.adapt)
         return {"ok": 0, "no-ranks": 3}.get(status, 1)
 
 

@@ -39,7 +39,7 @@ def add_remote_arguments(p: argparse.ArgumentParser) -> None:
     g.add_argument("--connect-timeout", type=int, default=10, metavar="S", help="ssh ConnectTimeout in seconds (default 10)")
     g.add_argument("--remote-python", metavar="PATH", default=sys.executable, help=f"Python with hangdbg on the nodes (default: this one, {sys.executable})")
     g.add_argument("--remote-setup", metavar="SHELL", help="shell text run before the agent over ssh/pdsh, e.g. 'source ~/.pdshrc' (non-interactive shells skip ~/.bashrc)")
-    g.add_argument("--node-timeout", type=float, metavar="S", help="seconds a node may take (default: 2 x --timeout + samples x interval + 30)")
+    g.add_argument("--node-timeout", type=float, metavar="S", help="seconds a node may take (default: 6 x --timeout + samples x interval + 30, or 2 x --timeout with --no-adapt)")
     g.add_argument("--match-env", action="append", default=[], metavar="KEY=VALUE", help="ranks must have KEY=VALUE in their environment; {host} is replaced by the node's name (repeatable)")
 
 
@@ -52,6 +52,8 @@ def _agent_args(args: argparse.Namespace, with_host: bool) -> list[str]:
     for flag in ("native", "locals", "nonblocking"):
         if getattr(args, flag):
             out.append(f"--{flag}")
+    if not getattr(args, "adapt", True):
+        out.append("--no-adapt")
     out += ["--timeout", f"{args.timeout:g}", "--samples", str(args.samples), "--interval", f"{args.interval:g}"]
     if args.jobs:
         out += ["--jobs", str(args.jobs)]
@@ -127,13 +129,14 @@ def dump_remote(cmd: Command, args: argparse.Namespace) -> int:
     """
     runner, hosts, whole = remote_runner(args)
     out = out_dir(args)
-    timeout = args.node_timeout or (2 * args.timeout + args.samples * args.interval + 30)
+    # the adaptive steps may add a retry, pystack, a native pass, two samples and a store lookup
+    timeout = args.node_timeout or ((6 if args.adapt else 2) * args.timeout + args.samples * args.interval + 30)
     argv = agent_argv(args.remote_python, _agent_args(args, with_host=not args.jobid))
     result = fan_out_with_progress(cmd, runner, hosts, argv, out, timeout, "fan-out")
     failed = node_findings(result.nodes)
     # the ranks of a node not read were not looked at: not "missing" (never started or exited),
     # only not seen; the node-failed warning and the exit status say so
-    analysis = analyze(result.dumps, whole_job=whole and not failed)
+    analysis = analyze(result.dumps, whole_job=whole and not failed, store_keys=result.store_keys)
     for f in failed:
         cmd.warn(f.summary)
     headline = fanout_headline(analysis.headline, [(n.host, n.status) for n in result.nodes if n.status in FAILED_STATUSES])

@@ -19,7 +19,6 @@ import json
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
-from pathlib import Path
 from typing import Callable
 
 from ..analyze import analyze
@@ -30,7 +29,7 @@ from ..tools.pystack import PystackResult, run_pystack_remote
 from ..tools.store import lookup_keys
 from .local import CollectOptions, header_line, threads_of, write_raw
 
-__all__ = ["adapt", "AdaptResult"]
+__all__ = ["adapt", "AdaptResult", "RawSink"]
 
 _GONE = "is gone"
 RESAMPLE_ROUNDS = 2
@@ -46,8 +45,12 @@ class AdaptResult:
     store_keys: dict[str, bool]
 
 
+RawSink = Callable[[RankProcess, str, str], None]
+"""Called with ``(rank process, file name, raw text)`` for every raw output of the adaptive steps."""
+
+
 def adapt(ranks: list[RankProcess], dumps: list[RankDump], opts: CollectOptions,
-          log: Callable[[str], None] = lambda _m: None) -> AdaptResult:
+          log: Callable[[str], None] = lambda _m: None, on_raw: RawSink | None = None) -> AdaptResult:
     """Run the adaptive steps (module docstring) on the first round's ``dumps`` of ``ranks``.
 
     Args:
@@ -55,7 +58,16 @@ def adapt(ranks: list[RankProcess], dumps: list[RankDump], opts: CollectOptions,
         dumps: the first round, one per rank.
         opts: the first round's options (timeout, executable, out dir).
         log: called with one line per decision (``-v``).
+        on_raw: receives every raw output (the node agent sends it to the coordinator); by
+            default it is written to ``opts.out/raw`` (when ``opts.out`` is set).
     """
+    if on_raw is None:
+        out = opts.out
+
+        def on_raw(_p: RankProcess, name: str, text: str) -> None:
+            if out is not None:
+                write_raw(out / "raw", name, text)
+
     by_rank = {p.rank: p for p in ranks}
     current = {d.rank: d for d in dumps}
     jobs = max(1, opts.jobs)
@@ -64,7 +76,7 @@ def adapt(ranks: list[RankProcess], dumps: list[RankDump], opts: CollectOptions,
         popts = replace(opts.pyspy, native=native or opts.pyspy.native, locals=locals_ or opts.pyspy.locals)
         with ThreadPoolExecutor(max_workers=min(jobs, len(selected)) or 1, thread_name_prefix="py-spy") as pool:
             for r, res in zip(selected, pool.map(lambda r: run_pyspy(by_rank[r].pid, popts), selected)):
-                current[r] = _add_sample(current[r], by_rank[r], res, step, opts.out)
+                current[r] = _add_sample(current[r], by_rank[r], res, step, on_raw)
 
     # 1. retry what py-spy could not read, then pystack
     failed = [d.rank for d in dumps if not d.threads and d.error and _GONE not in d.error and d.rank in by_rank]
@@ -75,7 +87,7 @@ def adapt(ranks: list[RankProcess], dumps: list[RankDump], opts: CollectOptions,
         still = [r for r in failed if not current[r].threads and _GONE not in (current[r].error or "")]
         for r in still:
             log(f"adaptive: pystack remote on rank {r}")
-            current[r] = _from_pystack(current[r], by_rank[r], run_pystack_remote(by_rank[r].pid, opts.pyspy.timeout), opts.out)
+            current[r] = _from_pystack(current[r], by_rank[r], run_pystack_remote(by_rank[r].pid, opts.pyspy.timeout), on_raw)
     a = analyze(sorted(current.values(), key=lambda d: d.rank))
     want = needs(a)
     # 2. native and locals passes
@@ -112,15 +124,14 @@ def adapt(ranks: list[RankProcess], dumps: list[RankDump], opts: CollectOptions,
     return AdaptResult(final, a, store)
 
 
-def _add_sample(d: RankDump, p: RankProcess, res: PySpyResult, step: str, out: Path | None) -> RankDump:
-    """``d`` with one more sample from ``res`` (written to disk first); a failed run keeps ``d``
+def _add_sample(d: RankDump, p: RankProcess, res: PySpyResult, step: str, on_raw: RawSink) -> RankDump:
+    """``d`` with one more sample from ``res`` (its raw text kept first); a failed run keeps ``d``
     (a rank found gone is marked so)."""
     k = len(d.samples) + 1 if d.samples else 1
-    if out is not None:
-        body = res.text if res.text.endswith("\n") or not res.text else res.text + "\n"
-        if res.error:
-            body = f"Error: {res.error}\n{body}"
-        write_raw(out / "raw", f"rank-{p.rank:04d}.sample-{k}.txt", f"{header_line(p, k)} steps={step}\n{body}")
+    body = res.text if res.text.endswith("\n") or not res.text else res.text + "\n"
+    if res.error:
+        body = f"Error: {res.error}\n{body}"
+    on_raw(p, f"rank-{p.rank:04d}.sample-{k}.txt", f"{header_line(p, k)} steps={step}\n{body}")
     threads, error, python = threads_of(res)
     steps = tuple(dict.fromkeys((*d.steps, *step.split(","))))
     if error:
@@ -130,10 +141,9 @@ def _add_sample(d: RankDump, p: RankProcess, res: PySpyResult, step: str, out: P
     return replace(d, threads=threads, samples=(*d.samples, threads), error=None, python=python or d.python, steps=steps)
 
 
-def _from_pystack(d: RankDump, p: RankProcess, res: PystackResult, out: Path | None) -> RankDump:
+def _from_pystack(d: RankDump, p: RankProcess, res: PystackResult, on_raw: RawSink) -> RankDump:
     """``d`` read by pystack (Python frames only; the thread holding the GIL is ``active``)."""
-    if out is not None:
-        write_raw(out / "raw", f"rank-{p.rank:04d}.pystack.json", json.dumps({"threads": res.threads, "error": res.error}))
+    on_raw(p, f"rank-{p.rank:04d}.pystack.json", json.dumps({"threads": res.threads, "error": res.error}))
     if res.error or not res.threads:
         why = res.error or "pystack found no thread"
         return replace(d, error=f"{d.error}; then {why}" if d.error else why, steps=(*d.steps, "pystack"))

@@ -17,6 +17,7 @@ from .._version import __version__
 from ..errors import HangdbgError, UsageError
 from ..launch_env import host_from_environ
 from ..model import SCHEMA_VERSION
+from .adaptive import adapt
 from .local import CollectOptions, collect, raw_name, raw_text
 from .procs import EnvFilter, RankProcess, find_ranks, slurm_job_filter
 
@@ -50,6 +51,7 @@ def run_agent(
     pids: list[int] | None = None,
     node_name: str | None = None,
     match_env: list[str] | None = None,
+    adaptive: bool = True,
 ) -> str:
     """Collect this node's ranks and ``send`` every message; returns the node status.
 
@@ -60,6 +62,9 @@ def run_agent(
         pids: ranks or launchers to dump instead of scanning the node.
         node_name: the name the coordinator knows this node by (labels the results).
         match_env: ``KEY=VALUE`` pairs a rank's environment must have (several jobs on a node).
+        adaptive: run the adaptive steps of ``dump`` on this node's ranks
+            (:func:`hangdbg.collect.adaptive.adapt`); their raw outputs go out as ``rank``
+            messages, the store's answer in ``done`` (``store``: key -> present).
     """
     host = agent_host(node_name)
     start = time.monotonic()
@@ -85,7 +90,13 @@ def run_agent(
               "name": raw_name(p.rank, sample, opts.samples), "text": raw_text(p, sample, res),
               "error": res.error})
 
-    collect(ranks, opts, on_result)
-    send({"type": "done", "host": host, "status": "ok", "error": None,
+    dumps = collect(ranks, opts, on_result)
+    store: dict[str, bool] = {}
+    if adaptive:
+        def on_raw(p: RankProcess, name: str, text: str) -> None:
+            send({"type": "rank", "host": host, "rank": p.rank, "name": name, "text": text, "error": None})
+
+        store = adapt(ranks, dumps, opts, lambda m: send({"type": "log", "text": m}), on_raw).store_keys
+    send({"type": "done", "host": host, "status": "ok", "error": None, "store": store,
           "processes": [asdict(r) for r in ranks], "seconds": time.monotonic() - start})
     return "ok"

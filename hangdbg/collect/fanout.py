@@ -12,7 +12,7 @@ import binascii
 import re
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
@@ -94,6 +94,8 @@ class FanoutResult:
     dumps: list[RankDump]
     nodes: list[NodeResult]
     garbled_lines: int
+    store_keys: dict[str, bool] = field(default_factory=dict)
+    """What the nodes' agents learned from the job's store (key -> present)."""
 
 
 def agent_argv(python: str, args: list[str]) -> list[str]:
@@ -131,6 +133,7 @@ def fan_out(
     lock = threading.Lock()
     done: dict[str, NodeResult] = {}
     seen: dict[str, float] = {}
+    store: dict[str, bool] = {}
     start = time.monotonic()
 
     def finish(result: NodeResult) -> None:
@@ -157,6 +160,8 @@ def fan_out(
                 elif kind == "problem":
                     problems.setdefault(host, []).append(f"{msg.get('what')}: {msg.get('reason')}")
                 elif kind == "done":
+                    if isinstance(msg.get("store"), dict):
+                        store.update({str(k): bool(v) for k, v in msg["store"].items()})
                     ranks = tuple(sorted(int(p["rank"]) for p in msg.get("processes", []) if isinstance(p, dict) and "rank" in p))
                     status = msg.get("status") if msg.get("status") in ("ok", "no-ranks", "error", "nothing") else "error"
                     reason = msg.get("error") or "; ".join(problems.get(host, [])) or None
@@ -182,4 +187,4 @@ def fan_out(
     dumps = load_dumps(dirs)[0] if dirs else []
     order = {h: i for i, h in enumerate(hosts)}
     nodes = sorted(done.values(), key=lambda n: (order.get(n.host, len(order)), n.host))
-    return FanoutResult(dumps, nodes, decoder.garbled)
+    return FanoutResult(dumps, nodes, decoder.garbled, store)
