@@ -12,12 +12,12 @@ JSON). Scenarios:
 
 * ``mismatch``: rank 31 in broadcast, ranks 0-30 in all_reduce: nothing to add (the adaptive
   dump only re-analyses);
-* ``ddp-unused``: ranks other than 3 inside ``loss.backward()`` (DDP's gradient all_reduce in
+* ``ddp-unused``: ranks other than the last inside ``loss.backward()`` (DDP's gradient all_reduce in
   C++): the worst case here, a ``--native --locals`` pass (4 ranks of the 31-rank class);
 * ``busy``: rank 1 computing while 31 ranks wait: two more rounds of 32 ``--locals`` samples.
 
 Checks: both ways must exit 3 or 1 as expected and the adaptive dump must name the scenario's
-culprit (31, 3, 1). Reported: median seconds each way and the ratio adaptive / first round.
+culprit (31, 31, 1). Reported: median seconds each way and the ratio adaptive / first round.
 
 Run: ``python bench/dump_adaptive.py`` (``--rounds``, ``--nproc``, ``--scenarios``). Needs about
 0.3 GB of memory per rank and 4-6 minutes on 2 cores. Results: bench/results/dump_adaptive.json.
@@ -40,7 +40,7 @@ from _common import ROOT, source_state  # noqa: E402
 
 from hangdbg.demo.launch import DemoJob  # noqa: E402
 
-CULPRIT = {"mismatch": lambda n: n - 1, "ddp-unused": lambda n: 3, "busy": lambda n: 1}
+CULPRIT = {"mismatch": lambda n: n - 1, "ddp-unused": lambda n: n - 1, "busy": lambda n: 1}
 
 
 def dump_once(pid: int, adapt: bool) -> tuple[float, int, dict]:

@@ -117,3 +117,15 @@ def test_every_recorded_rank_is_read(mode):
         assert len(dumps) == (8 if scenario == "tp-dp" else 4)
 
 
+
+
+def test_native_frames_of_a_few_ranks_stand_for_their_class():
+    plain = {d.rank: d for d in load_dumps([TOPO / "ddp-unused" / "plain"])[0]}
+    native = {d.rank: d for d in load_dumps([TOPO / "ddp-unused" / "native"])[0]}
+    # as the adaptive dump leaves it: rank 0 got a native pass, ranks 1-2 (same Python stack) did not
+    rank0 = RankDump(rank=0, pid=plain[0].pid, world_size=4, threads=native[0].threads,
+                     samples=(plain[0].threads, native[0].threads), steps=("native",))
+    a = analyze([rank0, plain[1], plain[2], plain[3]])
+    assert [(s.ranks, s.kind) for s in a.suspects] == [((3,), Kind.DIFFERENT_COLLECTIVE)]
+    assert "ranks 0-2 wait in DDP all_reduce" in a.suspects[0].summary
+    assert {w.rank: w.op for w in a.waits if w.kind.value == "collective"}[1] == "DDP all_reduce"

@@ -17,7 +17,7 @@ import re
 from dataclasses import replace
 from typing import Mapping
 
-from ..model import Analysis, Evidence, Finding, Group, Kind, RankDump, Severity, SourceKind
+from ..model import Analysis, Evidence, Finding, Group, Kind, Place, RankDump, Severity, SourceKind
 from ..rankset import ranks_text
 from ..waits import RankWait, WaitKind
 from .classes import classify_ranks, group_ranks
@@ -68,6 +68,7 @@ def analyze(dumps: list[RankDump] | tuple[RankDump, ...], whole_job: bool = Fals
     tree = build_tree([(g.frames, frozenset(g.ranks)) for g in groups])
 
     waits = _waits(views, seen, missing, store_keys or {})
+    views = [_placed(v, waits[v.rank]) for v in views]
     graph = build_graph(waits, {v.rank: v.thread for v in views}, expected | set(seen))
     all_progress = bool(views) and not missing and (len(progressing) == len(views) or _waiter_moved(dumps, progressing))
     buckets = place_buckets(views)
@@ -115,6 +116,15 @@ def _waits(views, seen: dict[int, RankDump], missing: list[int], store_keys: Map
         if r not in out:
             out[r] = RankWait(r, WaitKind.GONE, detail="no process", evidence=())
     return out
+
+
+def _placed(v, w: RankWait):
+    """The view of a rank whose wait was learned from the native frames of its class: placed in
+    that collective or p2p op (so it is grouped with the ranks that have the frames)."""
+    if v.place.kind == "collective" or w.kind not in (WaitKind.COLLECTIVE, WaitKind.P2P) \
+            or not any(e.startswith("native of rank") for e in w.evidence):
+        return v
+    return replace(v, place=Place("collective", w.op, w.site, v.place.thread))
 
 
 def _extend_native(waits: dict[int, RankWait], views) -> None:
