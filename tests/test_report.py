@@ -67,7 +67,7 @@ def test_html_renders_in_chromium_and_escapes_everything(evidence_dir, tmp_path)
     d = tmp_path / "ev"
     shutil.copytree(evidence_dir, d)
     _evil_dump(d / "evil.txt")
-    _evil_dump(d / "javascript:alert(1).txt", pid=4343)
+    _evil_dump(d / "javascript:alert(7).txt", pid=4343)  # (a rank of its own: 7)
     (d / "dump" / "raw" / "extra").mkdir()
     html = tmp_path / "report.html"
     res = run_cli("report", d, "--html", html)
@@ -86,7 +86,7 @@ def test_html_renders_in_chromium_and_escapes_everything(evidence_dir, tmp_path)
     assert htmlmod.escape("<img src=x onerror=", quote=False) in dom
     # raw evidence is linked relative to the report
     assert 'href="./ev/dump/raw/rank-0003.txt"' in dom
-    assert 'href="./ev/javascript%3Aalert%281%29.txt"' in dom  # a file name is never a URL scheme
+    assert 'href="./ev/javascript%3Aalert%287%29.txt"' in dom  # a file name is never a URL scheme
     screenshot(html, tmp_path / "report.png")
     assert (tmp_path / "report.png").stat().st_size > 10_000
 

@@ -8,9 +8,9 @@ Heuristics, ours, after what an expert does next with a py-spy dump:
   a few ranks stand for the class (they share their Python stack, hence most likely the call);
 * a rank in a point-to-point op without its peer, or in a store wait without its keys, gets a
   ``--locals`` pass;
-* when the only ranks the others wait for are on CPU and every rank was sampled once, every rank
-  is sampled again (with ``--locals``: loop counters show progress) to tell a slow step from a
-  hang;
+* when the only ranks the others wait for are on CPU and every rank was sampled once, the ranks
+  are sampled again (with ``--locals``: loop counters show progress; in a large equivalence class
+  a few ranks stand for the class) to tell a slow step from a hang;
 * the keys of store waits are asked of the job's store (read-only).
 """
 
@@ -31,13 +31,14 @@ class Needs:
     Attributes:
         native: ranks to dump again with ``--native`` (and ``--locals``).
         locals: ranks to dump again with ``--locals`` only.
-        resample: sample every rank again (slow step or hang?).
+        resample: ranks to sample again (slow step or hang?): the ranks on CPU and a few of
+            each class of waiting ranks.
         store_keys: store keys to look up in the job's store.
     """
 
     native: frozenset[int] = frozenset()
     locals: frozenset[int] = frozenset()
-    resample: bool = False
+    resample: frozenset[int] = frozenset()
     store_keys: tuple[str, ...] = ()
 
     def __bool__(self) -> bool:
@@ -64,8 +65,9 @@ def needs(a: Analysis) -> Needs:
             keys.extend(k for k in w.keys if k not in keys)
     if not someone_waits and len(native) < len(a.waits):
         native.clear()  # nobody waits: a rank in backward() alone is no hang to explain
-    resample = any(f.kind is Kind.UNDECIDED and "one sample" in f.summary for f in a.findings)
-    return Needs(frozenset(_one_per_class(a, native)), frozenset(local - native), resample, tuple(keys))
+    undecided = any(f.kind is Kind.UNDECIDED and "one sample" in f.summary for f in a.findings)
+    resample = _one_per_class(a, {w.rank for w in a.waits if w.kind is not WaitKind.UNKNOWN}) if undecided else set()
+    return Needs(frozenset(_one_per_class(a, native)), frozenset(local - native), frozenset(resample), tuple(keys))
 
 
 CLASS_SAMPLE = 4

@@ -7,8 +7,9 @@ Steps, in order (each recorded in :attr:`hangdbg.model.RankDump.steps` and writt
    starts or exits, a timeout) is dumped once more; ``pystack``: if that fails too, pystack
    reads it (``pystack remote``). A rank that stays unreadable is reported as unknown.
 2. ``native`` / ``locals``: the passes :func:`hangdbg.analyze.needs.needs` asks for.
-3. ``resampled``: two more rounds of every rank with ``--locals`` when the ranks the others
-   wait for are on CPU (a slow step or a hang?).
+3. ``resampled``: two more rounds with ``--locals`` (the second ``RESAMPLE_INTERVAL`` seconds
+   after the first) when the ranks the others wait for are on CPU (a slow step or a hang?): of
+   those ranks, and of every rank of small equivalence classes, a few of large ones.
 4. the store keys that store waits name are looked up in the job's store
    (:func:`hangdbg.tools.store.lookup_keys`), saved to ``OUT/store.json``.
 """
@@ -104,10 +105,11 @@ def adapt(ranks: list[RankProcess], dumps: list[RankDump], opts: CollectOptions,
         want = needs(a)
     # 3. more samples when the ranks the others wait for are on CPU
     if want.resample:
-        readable = [r for r in sorted(current) if r in by_rank and current[r].threads]
+        readable = [r for r in sorted(want.resample) if r in by_rank and current[r].threads]
         log(f"adaptive: {RESAMPLE_ROUNDS} more samples of {len(readable)} ranks (--locals): a slow step or a hang?")
-        for _ in range(RESAMPLE_ROUNDS):
-            time.sleep(RESAMPLE_INTERVAL)
+        for k in range(RESAMPLE_ROUNDS):
+            if k:
+                time.sleep(RESAMPLE_INTERVAL)
             run(readable, False, True, "resampled")
     # 4. the job's store
     store: dict[str, bool] = {}
