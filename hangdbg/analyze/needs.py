@@ -70,8 +70,9 @@ def needs(a: Analysis) -> Needs:
     return Needs(frozenset(_one_per_class(a, native)), frozenset(local - native), frozenset(resample), tuple(keys))
 
 
-CLASS_SAMPLE = 4
-"""Native passes per equivalence class larger than ``2 * CLASS_SAMPLE`` ranks."""
+CLASS_SAMPLE = 2
+"""Ranks that stand for an equivalence class of more than ``2 * CLASS_SAMPLE`` ranks (the first
+and the last): a native pass costs about a second of CPU per rank (libtorch's symbols)."""
 
 
 def _one_per_class(a: Analysis, ranks: set[int]) -> set[int]:
