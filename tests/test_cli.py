@@ -67,13 +67,20 @@ def test_hung_pyspy_is_abandoned_after_timeout(fake_rank, tmp_path):
     slow.write_text("#!/bin/sh\nsleep 60\n")
     slow.chmod(0o755)
     t0 = time.monotonic()
-    rc, doc = run_json("dump", "--pid", fake_rank.pid, "--py-spy", slow, "--timeout", "1", "-o", tmp_path / "o")
+    rc, doc = run_json("dump", "--pid", fake_rank.pid, "--py-spy", slow, "--timeout", "1", "-o", tmp_path / "o",
+                       "--no-adapt")
     assert time.monotonic() - t0 < 30
     assert rc == 1
     err = doc["stacks"]["ranks"][0]["error"]
     assert "timed out after 1 s" in err and "--nonblocking" in err
     raw = (tmp_path / "o" / "raw" / "rank-0000.txt").read_text()
     assert raw.startswith("# hangdbg rank=0") and "timed out" in raw
+    # the default dump retries, then reads the rank with pystack remote
+    rc, doc = run_json("dump", "--pid", fake_rank.pid, "--py-spy", slow, "--timeout", "1", "-o", tmp_path / "p")
+    (r,) = doc["stacks"]["ranks"]
+    assert r["steps"] == ["retried", "pystack"] and r["error"] is None and rc == 0
+    assert [f["function"] for f in r["threads"][0]["frames"]] == ["wait", "<module>"]
+    assert (tmp_path / "p" / "raw" / "rank-0000.pystack.json").is_file()
 
 
 def test_missing_pyspy_names_the_fix(fake_rank, tmp_path):

@@ -76,7 +76,7 @@ def test_stopped_rank_is_reported_and_the_rest_kept(hung_job, tmp_path):
     os.kill(victim.pid, signal.SIGSTOP)
     try:
         time.sleep(0.3)
-        rc, doc = run_json("dump", "--pid", hung_job.pid, "-o", tmp_path / "a", "--timeout", "5")
+        rc, doc = run_json("dump", "--pid", hung_job.pid, "-o", tmp_path / "a", "--timeout", "5", "--no-adapt")
         by_rank = {r["rank"]: r for r in doc["stacks"]["ranks"]}
         assert "--nonblocking" in by_rank[1]["error"] and "stopped" in by_rank[1]["error"]
         assert all(by_rank[r]["error"] is None for r in (0, 2, 3))
@@ -86,6 +86,11 @@ def test_stopped_rank_is_reported_and_the_rest_kept(hung_job, tmp_path):
         (unreadable,) = [f for f in doc["findings"] if f["kind"] == "unreadable"]
         assert unreadable["ranks"] == [1] and unreadable["severity"] == "warning" and "--nonblocking" in unreadable["summary"]
         assert rc == 3
+        # the default dump retries, then reads the stopped rank with pystack remote
+        rc, doc = run_json("dump", "--pid", hung_job.pid, "-o", tmp_path / "c", "--timeout", "5")
+        by_rank = {r["rank"]: r for r in doc["stacks"]["ranks"]}
+        assert by_rank[1]["steps"] == ["retried", "pystack"] and by_rank[1]["error"] is None
+        assert [s["ranks"] for s in suspects(doc)] == [[3]] and rc == 3
         # the remedy works: --nonblocking reads the stopped rank too
         rc, doc = run_json("dump", "--pid", hung_job.pid, "-o", tmp_path / "b", "--nonblocking")
         assert all(r["error"] is None for r in doc["stacks"]["ranks"])

@@ -1,4 +1,4 @@
-"""The wait-for graph on recorded dumps of real hung jobs (tests/fixtures/stacks/topology, taken
+"""The wait-for graph on recorded dumps of real hung jobs (tests/fixtures/topology, taken
 from hangdbg/demo/topology.py) and on small synthetic cases: who waits for whom, the roots, and
 what the adaptive dump must collect next."""
 
@@ -15,7 +15,7 @@ from hangdbg.model import Frame, Kind, RankDump, Severity, Thread
 from hangdbg.parse.saved import load_dumps
 from test_analyze import TRAIN, coll, rank
 
-TOPO = Path(__file__).parent / "fixtures" / "stacks" / "topology"
+TOPO = Path(__file__).parent / "fixtures" / "topology"
 
 
 def load(scenario: str, mode: str):

@@ -174,6 +174,13 @@ def find_suspects(
         return suspects
     waits = graph.waits
     roots = [r for r in graph.roots if r not in named]
+    unknown = [r for r in roots if waits[r].kind is WaitKind.UNKNOWN]
+    if unknown and len(unknown) < len(roots):
+        roots = [r for r in roots if r not in unknown]  # what the stacks show first; the unreadable are a warning
+    elif unknown:  # only unreadable roots: a mismatch the stacks show comes first, else they are the suspects
+        _resolve(graph, buckets, name)
+        if suspects:
+            roots = []
     if roots:
         undecided = _undecided(roots, graph, progressing, sampled)
         if undecided is not None:
@@ -191,16 +198,27 @@ def find_suspects(
             state = " (still running: its stack changed between samples)" if r in progressing else ""
             code = _code(view.place.call_site) if view is not None else ""
             name([r], f"{w.describe()}{code}{state}, in no collective; {chain}", Kind.OUTSIDE_COLLECTIVE)
-    else:
-        resolve_cycles(graph, name)
-        if not suspects:
-            in_coll = [b for b in buckets if b[0].place.kind == "collective"
-                       and waits[b[0].rank].kind is WaitKind.COLLECTIVE]
-            collective_splits(in_coll, name)
+    elif not suspects:
+        _resolve(graph, buckets, name)
         if not suspects and graph.unresolved:
             return [_unresolved(graph)]
     _behind([v for v in views if waits[v.rank].waiting], name)
     return suspects
+
+
+def _resolve(graph: WaitGraph, buckets: list[list[RankView]], name) -> None:
+    """No root: what does not match (p2p, store keys), else a collective split from the majority."""
+    hits: list[int] = []
+
+    def counted(ranks, reason: str, kind: Kind) -> None:
+        hits.append(1)
+        name(ranks, reason, kind)
+
+    resolve_cycles(graph, counted)
+    if not hits:
+        in_coll = [b for b in buckets if b[0].place.kind == "collective"
+                   and graph.waits[b[0].rank].kind is WaitKind.COLLECTIVE]
+        collective_splits(in_coll, name)
 
 
 def _waiting_for(graph: WaitGraph, root: int) -> dict[int, int]:

@@ -50,8 +50,7 @@ _SRC_STORE = re.compile(r"\bstore\w*\s*\.\s*(wait|get|compare_set|add)\s*\(", re
 _SRC_SLEEP = re.compile(r"\bsleep\s*\(")
 _SRC_IO = re.compile(r"\bopen\s*\(|\.read\w*\s*\(|\.readline|\.recv\w*\s*\(|\.load\s*\(|np\.load|torch\.load|"
                      r"\.accept\s*\(|input\s*\(", re.IGNORECASE)
-_SRC_WAIT = re.compile(r"\.wait\s*\(")
-_OPAQUE_FUNCS = frozenset({"backward", "_engine_run_backward", "run_backward", "wait", "synchronize", "step"})
+_SRC_OPAQUE = re.compile(r"\.(wait|synchronize|backward)\s*\(")
 
 
 def _int(value: str) -> int | None:
@@ -84,15 +83,16 @@ def _keys_from_locals(frames: tuple[Frame, ...]) -> tuple[str, ...]:
 
 def opaque(thread: Thread) -> bool:
     """The Python stack ends in a C/C++ call whose purpose Python frames cannot show: a torch
-    (not torch.distributed) frame such as ``backward()``, or a ``.wait()`` / ``.synchronize()``
-    call in user code. Native frames (``--native``) tell what it waits on."""
+    (not torch.distributed) frame such as ``backward()``, or a ``.wait()`` / ``.synchronize()`` /
+    ``.backward()`` call on the top frame's source line (readable here). Native frames
+    (``--native``) tell what it waits on."""
     py = thread.python_frames
     if not py:
         return bool(thread.frames)
     top = py[0]
     if "torch/" in top.file and not in_distributed(top):
         return True
-    return top.function in _OPAQUE_FUNCS or bool(_SRC_WAIT.search(read_source(top)))
+    return bool(_SRC_OPAQUE.search(read_source(top)))
 
 
 def wait_of(rank: int, thread: Thread, place: Place, lock: bool = False) -> RankWait:
