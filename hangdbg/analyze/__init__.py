@@ -25,7 +25,8 @@ from .headline import stacks_headline
 from .places import place_of
 from .suspects import expected_ranks, find_suspects, place_buckets, progressing_ranks, waiting_findings
 from .tree import build_tree
-from .wait_state import wait_of
+from ..parse.op_record import CurrentOp
+from .wait_state import wait_of, with_record
 from .waitfor import build_graph
 
 __all__ = ["analyze", "place_of", "build_tree"]
@@ -35,7 +36,7 @@ _EVIDENCE_RANKS = 3
 
 
 def analyze(dumps: list[RankDump] | tuple[RankDump, ...], whole_job: bool = False, live: bool = True,
-            store_keys: Mapping[str, bool] | None = None) -> Analysis:
+            store_keys: Mapping[str, bool] | None = None, ops: Mapping[int, CurrentOp] | None = None) -> Analysis:
     """Analyze the dumps of one job.
 
     Args:
@@ -47,6 +48,8 @@ def analyze(dumps: list[RankDump] | tuple[RankDump, ...], whole_job: bool = Fals
             missing, and nobody waits for one.
         store_keys: store keys the ranks wait for and whether the job's store holds them (asked by
             ``dump``): a missing key names the rank that never set it.
+        ops: rank -> the op its in-job recorder (``hangdbg.hooks.record_collectives``) says it is
+            in: exact process groups, sequence numbers and peers for the jobs that opt in.
 
     Returns:
         An :class:`Analysis` with no ``suspect`` finding when no rank stands out.
@@ -67,7 +70,7 @@ def analyze(dumps: list[RankDump] | tuple[RankDump, ...], whole_job: bool = Fals
     groups = tuple(Group(ranks, frames, place, thread) for frames, place, ranks, thread in raw_groups)
     tree = build_tree([(g.frames, frozenset(g.ranks)) for g in groups])
 
-    waits = _waits(views, seen, missing, store_keys or {})
+    waits = _waits(views, seen, missing, store_keys or {}, ops or {})
     views = [_placed(v, waits[v.rank]) for v in views]
     graph = build_graph(waits, {v.rank: v.thread for v in views}, expected | set(seen))
     all_progress = bool(views) and not missing and (len(progressing) == len(views) or _waiter_moved(dumps, progressing))
@@ -97,12 +100,16 @@ def analyze(dumps: list[RankDump] | tuple[RankDump, ...], whole_job: bool = Fals
     )
 
 
-def _waits(views, seen: dict[int, RankDump], missing: list[int], store_keys: Mapping[str, bool]) -> dict[int, RankWait]:
-    """What every rank waits on: the readable ones from their chosen thread, the others unknown
-    or gone; store waits get the keys the store does not hold."""
+def _waits(views, seen: dict[int, RankDump], missing: list[int], store_keys: Mapping[str, bool],
+           ops: Mapping[int, CurrentOp]) -> dict[int, RankWait]:
+    """What every rank waits on: the readable ones from their chosen thread (and op record), the
+    others unknown or gone; store waits get the keys the store does not hold."""
     out: dict[int, RankWait] = {}
     for v in views:
         w = wait_of(v.rank, v.thread, v.place, v.lock_wait)
+        op = ops.get(v.rank)
+        if op is not None:
+            w = with_record(w, op)
         if w.kind is WaitKind.STORE and w.keys and store_keys:
             w = replace(w, missing_keys=tuple(k for k in w.keys if store_keys.get(k) is False),
                         evidence=(*w.evidence, "store"))
@@ -122,7 +129,7 @@ def _placed(v, w: RankWait):
     """The view of a rank whose wait was learned from the native frames of its class: placed in
     that collective or p2p op (so it is grouped with the ranks that have the frames)."""
     if v.place.kind == "collective" or w.kind not in (WaitKind.COLLECTIVE, WaitKind.P2P) \
-            or not any(e.startswith("native of rank") for e in w.evidence):
+            or not any(e.startswith("native of rank") or e == "record" for e in w.evidence):
         return v
     return replace(v, place=Place("collective", w.op, w.site, v.place.thread))
 

@@ -20,12 +20,14 @@ Evidence, strongest first (heuristics, ours; frame names of torch 2.x c10d, gloo
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 
 from ..model import Frame, Place, Thread
+from ..parse.op_record import CurrentOp
 from ..waits import RankWait, WaitKind
 from .places import NATIVE_STORE, in_distributed, read_source
 
-__all__ = ["wait_of", "P2P_OPS", "opaque", "peer_from_locals"]
+__all__ = ["wait_of", "with_record", "P2P_OPS", "opaque", "peer_from_locals"]
 
 P2P_OPS = {"send": "send", "isend": "send", "send_object_list": "send", "recv": "recv", "irecv": "recv",
            "recv_object_list": "recv", "batch_isend_irecv": None}
@@ -169,3 +171,24 @@ def _blocked_detail(thread: Thread, natives: list[str]) -> str:
     if _NATIVE_IO.search(top_native) or _SRC_IO.search(src):
         return "blocked reading a file or socket"
     return "blocked outside torch.distributed"
+
+
+def with_record(w: RankWait, op: CurrentOp) -> RankWait:
+    """``w`` completed by the rank's op record (``hangdbg.hooks.record_collectives``): the process
+    group's ranks, the sequence number and the peer of the op it is in. A record of an op that
+    is ``running`` or ``issued`` also tells what a rank in an opaque C/C++ call waits on; a
+    ``done`` or ``failed`` op is history and changes nothing."""
+    if op.state not in ("running", "issued"):
+        return w
+    direction = P2P_OPS.get(op.op, "") if op.op in P2P_OPS else None
+    evidence = (*w.evidence, "record")
+    if w.kind in (WaitKind.COLLECTIVE, WaitKind.P2P):
+        return replace(w, group=op.group_ranks or None, seq=op.seq, evidence=evidence,
+                       peer=w.peer if w.peer is not None else op.peer if w.kind is WaitKind.P2P else None)
+    if op.state == "running" and w.kind in (WaitKind.BLOCKED, WaitKind.COMPUTE) and w.detail.startswith("inside"):
+        if direction is not None or op.op in P2P_OPS:
+            return replace(w, kind=WaitKind.P2P, op=op.op, peer=op.peer, direction=direction, group=op.group_ranks or None,
+                           seq=op.seq, detail="", evidence=evidence)
+        return replace(w, kind=WaitKind.COLLECTIVE, op=op.op, group=op.group_ranks or None, seq=op.seq, detail="",
+                       evidence=evidence)
+    return w

@@ -73,7 +73,7 @@ def dump_ranks(cmd: Command, args: argparse.Namespace, ranks: list[RankProcess],
         log = (lambda m: cmd.err.print(f"hangdbg: {m}", style="dim", markup=False, highlight=False)) if args.verbose else (lambda _m: None)
         with cmd.err.status("adaptive collection: what the first round lacks..."):
             result = adapt(ranks, dumps, opts, log)
-        analysis = analyze(result.dumps, store_keys=result.store_keys)
+        analysis = analyze(result.dumps, store_keys=result.store_keys, ops=result.ops)
     else:
         analysis = analyze(dumps)
     cores = write_rank_cores(cmd, args, ranks, out) if getattr(args, "core", False) else []

@@ -136,7 +136,7 @@ def dump_remote(cmd: Command, args: argparse.Namespace) -> int:
     failed = node_findings(result.nodes)
     # the ranks of a node not read were not looked at: not "missing" (never started or exited),
     # only not seen; the node-failed warning and the exit status say so
-    analysis = analyze(result.dumps, whole_job=whole and not failed, store_keys=result.store_keys)
+    analysis = analyze(result.dumps, whole_job=whole and not failed, store_keys=result.store_keys, ops=result.ops)
     for f in failed:
         cmd.warn(f.summary)
     headline = fanout_headline(analysis.headline, [(n.host, n.status) for n in result.nodes if n.status in FAILED_STATUSES])

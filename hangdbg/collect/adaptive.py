@@ -10,6 +10,9 @@ Steps, in order (each recorded in :attr:`hangdbg.model.RankDump.steps` and writt
 3. ``resampled``: two more rounds with ``--locals`` (the second ``RESAMPLE_INTERVAL`` seconds
    after the first) when the ranks the others wait for are on CPU (a slow step or a hang?): of
    those ranks, and of every rank of small equivalence classes, a few of large ones.
+0. the op records of ``hangdbg.hooks.record_collectives`` are read (no attach), for jobs that
+   opt in: the exact process group, sequence number and peer of each rank's op
+   (``OUT/ops.json``);
 4. the store keys that store waits name are looked up in the job's store
    (:func:`hangdbg.tools.store.lookup_keys`), saved to ``OUT/store.json``.
 """
@@ -19,12 +22,14 @@ from __future__ import annotations
 import json
 import time
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, replace
+from dataclasses import asdict, dataclass, replace
 from typing import Callable
 
 from ..analyze import analyze
 from ..analyze.needs import needs
 from ..model import Analysis, Frame, RankDump, RankProcess, Thread
+from ..parse.op_record import CurrentOp
+from ..sources.op_records import read_op_records
 from ..tools.pyspy import PySpyResult, run_pyspy
 from ..tools.pystack import PystackResult, run_pystack_remote
 from ..tools.store import lookup_keys
@@ -44,6 +49,9 @@ class AdaptResult:
     dumps: list[RankDump]
     analysis: Analysis
     store_keys: dict[str, bool]
+    ops: dict[int, CurrentOp]
+    """rank -> the op its in-job recorder says it is in (jobs that call
+    ``hangdbg.hooks.record_collectives``)."""
 
 
 RawSink = Callable[[RankProcess, str, str], None]
@@ -71,6 +79,13 @@ def adapt(ranks: list[RankProcess], dumps: list[RankDump], opts: CollectOptions,
 
     by_rank = {p.rank: p for p in ranks}
     current = {d.rank: d for d in dumps}
+    records = read_op_records([p.pid for p in ranks])
+    rank_of = {p.pid: p.rank for p in ranks}
+    ops = {rank_of[pid]: rec.op for pid, rec in records.items() if rec.op is not None}
+    if records:
+        log(f"adaptive: op records of {len(records)} rank(s) (hangdbg.hooks.record_collectives)")
+        if opts.out is not None:
+            (opts.out / "ops.json").write_text(json.dumps({r: asdict(op) for r, op in sorted(ops.items())}, indent=1) + "\n")
     jobs = max(1, opts.jobs)
 
     def run(selected: list[int], native: bool, locals_: bool, step: str) -> None:
@@ -89,7 +104,7 @@ def adapt(ranks: list[RankProcess], dumps: list[RankDump], opts: CollectOptions,
         for r in still:
             log(f"adaptive: pystack remote on rank {r}")
             current[r] = _from_pystack(current[r], by_rank[r], run_pystack_remote(by_rank[r].pid, opts.pyspy.timeout), on_raw)
-    a = analyze(sorted(current.values(), key=lambda d: d.rank))
+    a = analyze(sorted(current.values(), key=lambda d: d.rank), ops=ops)
     want = needs(a)
     # 2. native and locals passes
     native = sorted(r for r in want.native if r in by_rank and current[r].threads)
@@ -101,7 +116,7 @@ def adapt(ranks: list[RankProcess], dumps: list[RankDump], opts: CollectOptions,
         log(f"adaptive: --locals pass on {len(local)} rank(s) in a p2p op or store wait")
         run(local, False, True, "locals")
     if native or local:
-        a = analyze(sorted(current.values(), key=lambda d: d.rank))
+        a = analyze(sorted(current.values(), key=lambda d: d.rank), ops=ops)
         want = needs(a)
     # 3. more samples when the ranks the others wait for are on CPU
     if want.resample:
@@ -123,7 +138,7 @@ def adapt(ranks: list[RankProcess], dumps: list[RankDump], opts: CollectOptions,
             if opts.out is not None:
                 (opts.out / "store.json").write_text(json.dumps({"keys": store, "error": found.error}, indent=1) + "\n")
     final = sorted(current.values(), key=lambda d: d.rank)
-    return AdaptResult(final, a, store)
+    return AdaptResult(final, a, store, ops)
 
 
 def _add_sample(d: RankDump, p: RankProcess, res: PySpyResult, step: str, on_raw: RawSink) -> RankDump:

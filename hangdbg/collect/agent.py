@@ -64,7 +64,8 @@ def run_agent(
         match_env: ``KEY=VALUE`` pairs a rank's environment must have (several jobs on a node).
         adaptive: run the adaptive steps of ``dump`` on this node's ranks
             (:func:`hangdbg.collect.adaptive.adapt`); their raw outputs go out as ``rank``
-            messages, the store's answer in ``done`` (``store``: key -> present).
+            messages, the store's answer and the op records in ``done`` (``store``: key ->
+            present; ``ops``: rank -> op).
     """
     host = agent_host(node_name)
     start = time.monotonic()
@@ -92,11 +93,13 @@ def run_agent(
 
     dumps = collect(ranks, opts, on_result)
     store: dict[str, bool] = {}
+    ops: dict[str, dict] = {}
     if adaptive:
         def on_raw(p: RankProcess, name: str, text: str) -> None:
             send({"type": "rank", "host": host, "rank": p.rank, "name": name, "text": text, "error": None})
 
-        store = adapt(ranks, dumps, opts, lambda m: send({"type": "log", "text": m}), on_raw).store_keys
-    send({"type": "done", "host": host, "status": "ok", "error": None, "store": store,
+        result = adapt(ranks, dumps, opts, lambda m: send({"type": "log", "text": m}), on_raw)
+        store, ops = result.store_keys, {str(r): asdict(op) for r, op in result.ops.items()}
+    send({"type": "done", "host": host, "status": "ok", "error": None, "store": store, "ops": ops,
           "processes": [asdict(r) for r in ranks], "seconds": time.monotonic() - start})
     return "ok"

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Callable
 
 from ..model import RankDump
+from ..parse.op_record import CurrentOp
 from ..parse.saved import load_dumps
 from ..report.build import node_document
 from ..report.document import NodeEntry
@@ -96,6 +97,8 @@ class FanoutResult:
     garbled_lines: int
     store_keys: dict[str, bool] = field(default_factory=dict)
     """What the nodes' agents learned from the job's store (key -> present)."""
+    ops: dict[int, CurrentOp] = field(default_factory=dict)
+    """rank -> the op its in-job recorder says it is in, as the nodes' agents read it."""
 
 
 def agent_argv(python: str, args: list[str]) -> list[str]:
@@ -134,6 +137,7 @@ def fan_out(
     done: dict[str, NodeResult] = {}
     seen: dict[str, float] = {}
     store: dict[str, bool] = {}
+    ops: dict[int, CurrentOp] = {}
     start = time.monotonic()
 
     def finish(result: NodeResult) -> None:
@@ -162,6 +166,8 @@ def fan_out(
                 elif kind == "done":
                     if isinstance(msg.get("store"), dict):
                         store.update({str(k): bool(v) for k, v in msg["store"].items()})
+                    if isinstance(msg.get("ops"), dict):
+                        ops.update(_ops(msg["ops"]))
                     ranks = tuple(sorted(int(p["rank"]) for p in msg.get("processes", []) if isinstance(p, dict) and "rank" in p))
                     status = msg.get("status") if msg.get("status") in ("ok", "no-ranks", "error", "nothing") else "error"
                     reason = msg.get("error") or "; ".join(problems.get(host, [])) or None
@@ -187,4 +193,15 @@ def fan_out(
     dumps = load_dumps(dirs)[0] if dirs else []
     order = {h: i for i, h in enumerate(hosts)}
     nodes = sorted(done.values(), key=lambda n: (order.get(n.host, len(order)), n.host))
-    return FanoutResult(dumps, nodes, decoder.garbled, store)
+    return FanoutResult(dumps, nodes, decoder.garbled, store, ops)
+
+
+def _ops(raw: dict) -> dict[int, CurrentOp]:
+    """The ``ops`` of an agent's ``done`` message (rank -> op fields); a malformed entry is skipped."""
+    out = {}
+    for rank, fields in raw.items():
+        try:
+            out[int(rank)] = CurrentOp(**{**fields, "group_ranks": tuple(fields.get("group_ranks") or ())})
+        except (TypeError, ValueError, AttributeError):
+            continue
+    return out

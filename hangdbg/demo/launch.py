@@ -46,14 +46,17 @@ class DemoJob:
         nproc: ranks to start (``--nproc_per_node``; ``None``: the scenario's default, see
             :func:`default_nproc`).
         workdir: where markers and the job log go (a temporary directory by default).
+        env: more environment variables for the ranks (e.g. ``HANGDBG_DEMO_RECORD=1``: the
+            topology scenarios then call ``hangdbg.hooks.record_collectives()``).
 
     Use as a context manager: ``with DemoJob("mismatch") as job: job.wait_ready(); ...``; the job's
     whole process group is killed on exit.
     """
 
     def __init__(self, scenario: str = "mismatch", nproc: int | None = None,
-                 workdir: str | os.PathLike | None = None) -> None:
+                 workdir: str | os.PathLike | None = None, env: dict[str, str] | None = None) -> None:
         self.scenario = scenario
+        self.env = dict(env or {})
         self.nproc = default_nproc(scenario) if nproc is None else nproc
         self._tmp = None if workdir else tempfile.mkdtemp(prefix="hangdbg-demo-")
         self.workdir = Path(workdir or self._tmp)
@@ -79,7 +82,7 @@ class DemoJob:
             "--monitor_interval", "1",
             str(script_of(self.scenario)), "--scenario", self.scenario, "--ready", str(self.ready_dir),
         ]
-        env = dict(os.environ, OMP_NUM_THREADS="1", PYTHONUNBUFFERED="1")
+        env = dict(os.environ, OMP_NUM_THREADS="1", PYTHONUNBUFFERED="1", **self.env)
         with open(self.log_path, "wb") as log:
             self.proc = Popen(
                 argv, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,

@@ -263,6 +263,10 @@ def main(argv=None) -> None:
 
     rank, world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
     dist.init_process_group("gloo", timeout=timedelta(hours=2))
+    if os.environ.get("HANGDBG_DEMO_RECORD"):  # opt in to hangdbg's op recorder (exact groups, seqs, peers)
+        from hangdbg.hooks import record_collectives
+
+        record_collectives()
     RUNNERS[args.scenario](dist, torch, args, rank, world)
     dist.barrier()
     time.sleep(3600)
