@@ -50,8 +50,8 @@ _NATIVE_SLEEP = re.compile(r"nanosleep|clock_nanosleep|usleep|pysleep|time_sleep
 
 _SRC_STORE = re.compile(r"\bstore\w*\s*\.\s*(wait|get|compare_set|add)\s*\(", re.IGNORECASE)
 _SRC_SLEEP = re.compile(r"\bsleep\s*\(")
-_SRC_IO = re.compile(r"\bopen\s*\(|\.read\w*\s*\(|\.readline|\.recv\w*\s*\(|\.load\s*\(|np\.load|torch\.load|"
-                     r"\.accept\s*\(|input\s*\(", re.IGNORECASE)
+_SRC_FILE = re.compile(r"\bopen\s*\(|\.read\w*\s*\(|\.readline|\.load\s*\(|np\.load|torch\.load", re.IGNORECASE)
+_SRC_SOCKET = re.compile(r"\.recv\w*\s*\(|\.accept\s*\(|\.connect\s*\(|urlopen|requests\.", re.IGNORECASE)
 _SRC_OPAQUE = re.compile(r"\.(wait|synchronize|backward)\s*\(")
 
 
@@ -168,8 +168,12 @@ def _blocked_detail(thread: Thread, natives: list[str]) -> str:
     src = read_source(thread.python_frames[0]) if thread.python_frames else ""
     if _NATIVE_SLEEP.search(top_native) or _SRC_SLEEP.search(src):
         return "sleeping"
-    if _NATIVE_IO.search(top_native) or _SRC_IO.search(src):
-        return "blocked reading a file or socket"
+    if _SRC_FILE.search(src):
+        return "blocked reading a file"
+    if _SRC_SOCKET.search(src):
+        return "blocked on a socket"
+    if _NATIVE_IO.search(top_native):
+        return "blocked in I/O (a file or a socket)"
     return "blocked outside torch.distributed"
 
 
