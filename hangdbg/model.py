@@ -398,7 +398,7 @@ class Analysis(_HasFindings):
     places: dict[int, Place] = field(default_factory=dict)
     progressing: tuple[int, ...] = ()
     unreadable: tuple[int, ...] = ()
-    waits: tuple[RankWait, ...] = ()
+    waits: dict[int, RankWait] = field(default_factory=dict)
     edges: tuple[WaitEdge, ...] = ()
 
     @property

@@ -45,8 +45,9 @@ ROOT_KINDS = frozenset({WaitKind.LOCK, WaitKind.BLOCKED, WaitKind.COMPUTE, WaitK
 class RankWait:
     """What one rank waits on.
 
+    One object may stand for every rank of an equivalence class (the analysis keys them by rank).
+
     Attributes:
-        rank: the global rank.
         kind: see :class:`WaitKind`.
         op: the collective or point-to-point op (``all_reduce``, ``recv``, ``wait``), the store
             call (``store.wait``), or for other kinds the function the thread is in.
@@ -62,7 +63,6 @@ class RankWait:
             ``record``, ``store``, ``samples``.
     """
 
-    rank: int
     kind: WaitKind
     op: str = ""
     site: Frame | None = None
@@ -106,15 +106,16 @@ class RankWait:
 
 @dataclass(frozen=True, slots=True)
 class WaitEdge:
-    """``waiter`` waits for ``target``.
+    """Each of ``waiters`` waits for each of ``targets`` (one edge per place: ranks waiting in one
+    collective wait for the same ranks, so the graph stays linear in the number of ranks).
 
     Attributes:
-        waiter: the waiting rank.
-        target: the rank it waits for.
-        why: ``collective`` (a member of the group not in the collective yet), ``p2p`` (the peer),
-            ``store`` (the rank whose key is missing), ``init`` (a rank not in the rendezvous).
+        waiters: the waiting ranks, sorted.
+        targets: the ranks they wait for, sorted.
+        why: ``collective`` (members of the group not in the collective yet), ``p2p`` (the peer),
+            ``store`` (the ranks whose keys are missing), ``init`` (ranks not in the rendezvous).
     """
 
-    waiter: int
-    target: int
+    waiters: tuple[int, ...]
+    targets: tuple[int, ...]
     why: str

@@ -23,7 +23,8 @@ from ..waits import RankWait, WaitKind
 from .classes import classify_ranks, group_ranks
 from .headline import stacks_headline
 from .places import place_of
-from .suspects import expected_ranks, find_suspects, place_buckets, progressing_ranks, waiting_findings
+from .suspects import (expected_ranks, find_suspects, place_buckets, progressing_ranks, waiting_findings,
+                       waiting_groups)
 from .tree import build_tree
 from ..parse.op_record import CurrentOp
 from .wait_state import wait_of, with_record
@@ -76,8 +77,9 @@ def analyze(dumps: list[RankDump] | tuple[RankDump, ...], whole_job: bool = Fals
     all_progress = bool(views) and not missing and (len(progressing) == len(views) or _waiter_moved(dumps, progressing))
     buckets = place_buckets(views)
     sampled = any(len(d.samples) > 1 for d in dumps)
-    suspects = [] if all_progress else find_suspects(views, missing, progressing, buckets, graph, sampled)
-    findings = suspects + waiting_findings(graph, buckets, suspects)
+    waiting = waiting_groups(graph, buckets)
+    suspects = [] if all_progress else find_suspects(views, missing, progressing, buckets, graph, sampled, waiting)
+    findings = suspects + waiting_findings(graph, buckets, suspects, waiting)
     host_of = {d.rank: d.host for d in dumps if d.host}
     places = {v.rank: v.place for v in views}
     findings = [_with_hosts_and_evidence(f, host_of, places) for f in findings]
@@ -95,7 +97,7 @@ def analyze(dumps: list[RankDump] | tuple[RankDump, ...], whole_job: bool = Fals
         places=places,
         progressing=tuple(sorted(progressing)),
         unreadable=unreadable,
-        waits=tuple(waits[r] for r in sorted(waits)),
+        waits=waits,
         edges=graph.edges,
     )
 
@@ -105,8 +107,12 @@ def _waits(views, seen: dict[int, RankDump], missing: list[int], store_keys: Map
     """What every rank waits on: the readable ones from their chosen thread (and op record), the
     others unknown or gone; store waits get the keys the store does not hold."""
     out: dict[int, RankWait] = {}
+    made: dict[tuple, RankWait] = {}  # ranks of one class share their thread's facts (v.key): classify once
     for v in views:
-        w = wait_of(v.rank, v.thread, v.place, v.lock_wait)
+        key = (id(v.key), v.thread.name, v.thread.status, v.lock_wait, id(v.place.call_site))
+        w = made.get(key)
+        if w is None:
+            w = made[key] = wait_of(v.thread, v.place, v.lock_wait)
         op = ops.get(v.rank)
         if op is not None:
             w = with_record(w, op)
@@ -118,10 +124,10 @@ def _waits(views, seen: dict[int, RankDump], missing: list[int], store_keys: Map
     for r, d in seen.items():
         if r not in out:
             gone = bool(d.error and _GONE.match(d.error))
-            out[r] = RankWait(r, WaitKind.GONE if gone else WaitKind.UNKNOWN, detail=d.error or "no stack", evidence=())
+            out[r] = RankWait(WaitKind.GONE if gone else WaitKind.UNKNOWN, detail=d.error or "no stack", evidence=())
     for r in missing:
         if r not in out:
-            out[r] = RankWait(r, WaitKind.GONE, detail="no process", evidence=())
+            out[r] = RankWait(WaitKind.GONE, detail="no process", evidence=())
     return out
 
 
@@ -137,20 +143,20 @@ def _placed(v, w: RankWait):
 def _extend_native(waits: dict[int, RankWait], views) -> None:
     """Ranks inside a C/C++ call without native frames take the wait of the ranks with the same
     Python stack that have them, when those all agree (adaptive dumps sample large classes)."""
-    known: dict[tuple, list[RankWait]] = {}
+    known: dict[tuple, list[tuple[int, RankWait]]] = {}
     for v in views:
         w = waits[v.rank]
         if "native" in w.evidence:
-            known.setdefault(v.thread.stack_key, []).append(w)
+            known.setdefault(v.thread.stack_key, []).append((v.rank, w))
     if not known:
         return
     for v in views:
         w = waits[v.rank]
         refs = known.get(v.thread.stack_key)
         if refs and "native" not in w.evidence and (w.detail.startswith("inside") or w.op == "wait"):
-            if len({(x.kind, x.op, x.direction) for x in refs}) == 1:
-                ref = refs[0]
-                waits[v.rank] = replace(ref, rank=v.rank, peer=None, evidence=(*w.evidence, f"native of rank {ref.rank}"))
+            if len({(x.kind, x.op, x.direction) for _, x in refs}) == 1:
+                first, ref = refs[0]
+                waits[v.rank] = replace(ref, peer=None, evidence=(*w.evidence, f"native of rank {first}"))
 
 
 def _waiter_moved(dumps: list[RankDump], progressing: set[int]) -> bool:

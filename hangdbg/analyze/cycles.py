@@ -56,11 +56,12 @@ def resolve_cycles(graph: WaitGraph, name: Namer) -> None:
             name([x], f"never {verb} rank {y}, which waits {w.describe()}: rank {x} went on and is {peer.describe()}",
                  Kind.P2P_MISMATCH)
     for a, w in sorted(p2p.items()):
-        other = p2p.get(w.peer)  # type: ignore[arg-type]
-        if other is not None and a < (w.peer or 0) and other.peer == a and w.direction == other.direction is not None:
+        b = w.peer
+        other = p2p.get(b)  # type: ignore[arg-type]
+        if other is not None and b is not None and a < b and other.peer == a and w.direction == other.direction is not None:
             verb = "sends to" if w.direction == "send" else "receives from"
-            name([a, other.rank], f"point-to-point deadlock: rank {a} {verb} rank {other.rank} {w.describe()} while rank "
-                 f"{other.rank} {verb} rank {a} {other.describe()}", Kind.WAIT_CYCLE)
+            name([a, b], f"point-to-point deadlock: rank {a} {verb} rank {b} {w.describe()} while rank "
+                 f"{b} {verb} rank {a} {other.describe()}", Kind.WAIT_CYCLE)
     for r, w in sorted(waits.items()):
         if w.kind is not WaitKind.STORE or not w.missing_keys:
             continue

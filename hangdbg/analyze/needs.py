@@ -50,23 +50,23 @@ def needs(a: Analysis) -> Needs:
     native: set[int] = set()
     local: set[int] = set()
     keys: list[str] = []
-    someone_waits = any(w.waiting for w in a.waits)
-    for w in a.waits:
+    someone_waits = any(w.waiting for w in a.waits.values())
+    for rank, w in a.waits.items():
         ev = w.evidence
         if w.kind in (WaitKind.BLOCKED, WaitKind.COMPUTE) and w.detail.startswith("inside") and "native" not in ev:
-            native.add(w.rank)
+            native.add(rank)
         elif w.kind in (WaitKind.P2P, WaitKind.COLLECTIVE) and w.op == "wait" and "native" not in ev:
-            native.add(w.rank)
+            native.add(rank)
         elif w.kind is WaitKind.P2P and w.peer is None and "locals" not in ev:
-            local.add(w.rank)
+            local.add(rank)
         elif w.kind is WaitKind.STORE and not w.keys and "locals" not in ev:
-            local.add(w.rank)
+            local.add(rank)
         elif w.kind is WaitKind.STORE and w.keys and "store" not in ev:
             keys.extend(k for k in w.keys if k not in keys)
     if not someone_waits and len(native) < len(a.waits):
         native.clear()  # nobody waits: a rank in backward() alone is no hang to explain
     undecided = any(f.kind is Kind.UNDECIDED and "one sample" in f.summary for f in a.findings)
-    resample = _one_per_class(a, {w.rank for w in a.waits if w.kind is not WaitKind.UNKNOWN}) if undecided else set()
+    resample = _one_per_class(a, {r for r, w in a.waits.items() if w.kind is not WaitKind.UNKNOWN}) if undecided else set()
     return Needs(frozenset(_one_per_class(a, native)), frozenset(local - native), frozenset(resample), tuple(keys))
 
 

@@ -21,6 +21,8 @@ no rank is named. The ranks that only wait (in a collective or a rendezvous) are
 
 from __future__ import annotations
 
+from typing import Mapping
+
 from ..model import Finding, Frame, Kind, RankDump, Severity, Thread
 from ..waits import WaitKind
 from .cycles import resolve_cycles
@@ -136,6 +138,7 @@ def find_suspects(
     buckets: list[list[RankView]],
     graph: WaitGraph,
     sampled: bool = False,
+    groups: Groups | None = None,
 ) -> list[Finding]:
     """Apply the rules of this module (see the module docstring): the suspects, most important
     first, without hosts or evidence (the caller adds them); or one ``undecided`` warning when the
@@ -145,6 +148,7 @@ def find_suspects(
         buckets: :func:`place_buckets` of ``views``.
         graph: the wait-for graph (:func:`hangdbg.analyze.waitfor.build_graph`).
         sampled: some rank was sampled more than once (a computing rank can be told from a slow step).
+        groups: :func:`waiting_groups` of the graph (computed when not given).
     """
     suspects: list[Finding] = []
     named: set[int] = set()
@@ -186,10 +190,11 @@ def find_suspects(
         if undecided is not None:
             return suspects + [undecided]
         by_view = {v.rank: v for v in views}
+        base = waiting_groups(graph, buckets) if groups is None else groups
         for r in roots:
             w = waits[r]
             dist = _waiting_for(graph, r)
-            groups = sorted(waiting_groups(graph, buckets, {r}, set(dist)), key=lambda g: (min(dist[x] for x in g[0]), len(g[1])))
+            groups = sorted(select(base, {r}, dist), key=lambda g: (dist[g[0][0]], len(g[1])))
             chain = chain_text(graph, groups, r)
             if w.kind is WaitKind.UNKNOWN:
                 name([r], f"could not be read ({w.detail}); {chain}", Kind.UNREADABLE)
@@ -223,21 +228,7 @@ def _resolve(graph: WaitGraph, buckets: list[list[RankView]], name) -> None:
 
 def _waiting_for(graph: WaitGraph, root: int) -> dict[int, int]:
     """The ranks from which ``root`` is reached in the graph, with their distance to it."""
-    into: dict[int, set[int]] = {}
-    for e in graph.edges:
-        into.setdefault(e.target, set()).add(e.waiter)
-    dist = {root: 0}
-    frontier = [root]
-    while frontier:
-        nxt = []
-        for r in frontier:
-            for w in into.get(r, ()):
-                if w not in dist:
-                    dist[w] = dist[r] + 1
-                    nxt.append(w)
-        frontier = nxt
-    dist.pop(root)
-    return dist
+    return graph.distances_to(root)
 
 
 def _undecided(roots: list[int], graph: WaitGraph, progressing: set[int], sampled: bool) -> Finding | None:
@@ -340,18 +331,43 @@ def _behind(views: list[RankView], name) -> None:
 
 
 
-def waiting_groups(graph: WaitGraph, buckets: list[list[RankView]], skip: set[int],
-                   within: set[int] | None = None) -> list[tuple[tuple[int, ...], tuple[int, ...]]]:
+Groups = list[tuple[tuple[int, ...], tuple[int, ...]]]
+
+
+def waiting_groups(graph: WaitGraph, buckets: list[list[RankView]]) -> Groups:
     """The waiting ranks as ``(ranks, waits_for)`` groups: the ranks of one place (a bucket) that
-    wait for the same ranks, in bucket order; ``skip`` ranks left out, only ``within`` when given."""
-    out: list[tuple[tuple[int, ...], tuple[int, ...]]] = []
+    wait for the same ranks, in bucket order. Computed once per analysis (:func:`select`
+    narrows it with set operations)."""
+    out: Groups = []
+    edges_of = graph.out
+    waits = graph.waits
     for b in buckets:
-        by_targets: dict[tuple[int, ...], list[int]] = {}
+        by_edges: dict[int, tuple[tuple[int, ...], list[int]]] = {}  # keyed by the shared tuple's identity
         for v in b:
-            if v.rank in skip or (within is not None and v.rank not in within) or not graph.waits[v.rank].waiting:
-                continue
-            by_targets.setdefault(graph.targets(v.rank), []).append(v.rank)
-        out.extend((tuple(sorted(rs)), t) for t, rs in by_targets.items())
+            r = v.rank
+            idx = edges_of.get(r, ())
+            hit = by_edges.get(id(idx))
+            if hit is None:
+                by_edges[id(idx)] = (idx, [r])
+            else:
+                hit[1].append(r)
+        merged: dict[tuple[int, ...], list[int]] = {}
+        for _idx, rs in by_edges.values():
+            if waits[rs[0]].waiting:
+                merged.setdefault(graph.targets(rs[0]), []).extend(rs)
+        out.extend((tuple(sorted(rs)), t) for t, rs in merged.items())
+    return out
+
+
+def select(groups: Groups, skip: set[int], within: set[int] | Mapping[int, int] | None = None) -> Groups:
+    """``groups`` without the ``skip`` ranks and, when given, only the ``within`` ranks."""
+    out = []
+    for ranks, targets in groups:
+        keep = set(ranks).difference(skip)
+        if within is not None:
+            keep.intersection_update(within)
+        if keep:
+            out.append((ranks if len(keep) == len(ranks) else tuple(sorted(keep)), targets))
     return out
 
 
@@ -365,7 +381,8 @@ def chain_text(graph: WaitGraph, groups: list[tuple[tuple[int, ...], tuple[int, 
     return "; ".join(parts)
 
 
-def waiting_findings(graph: WaitGraph, buckets: list[list[RankView]], suspects: list[Finding]) -> list[Finding]:
+def waiting_findings(graph: WaitGraph, buckets: list[list[RankView]], suspects: list[Finding],
+                     groups: Groups | None = None) -> list[Finding]:
     """The ranks that wait while suspects were named: one ``waiting`` finding per place and set of
     ranks waited for (``waits_for``: the ranks they wait for directly, else the suspects). Empty
     when no suspect was named.
@@ -379,7 +396,7 @@ def waiting_findings(graph: WaitGraph, buckets: list[list[RankView]], suspects: 
     if not blamed:
         return []
     out = []
-    for ranks, targets in waiting_groups(graph, buckets, set(blamed)):
+    for ranks, targets in select(waiting_groups(graph, buckets) if groups is None else groups, set(blamed)):
         waits_for = targets or tuple(blamed)
         out.append(Finding(Kind.WAITING, chain_text(graph, [(ranks, waits_for)]), ranks, severity=Severity.WAITING,
                            waits_for=waits_for))

@@ -97,12 +97,11 @@ def opaque(thread: Thread) -> bool:
     return bool(_SRC_OPAQUE.search(read_source(top)))
 
 
-def wait_of(rank: int, thread: Thread, place: Place, lock: bool = False) -> RankWait:
+def wait_of(thread: Thread, place: Place, lock: bool = False) -> RankWait:
     """Classify what ``thread`` (the thread that speaks for ``rank``) waits on.
 
     Args:
-        rank: the global rank.
-        thread: its chosen thread (see :func:`hangdbg.analyze.places.primary_thread`).
+        thread: the chosen thread of a rank (see :func:`hangdbg.analyze.places.primary_thread`).
         place: ``place_of(thread)``.
         lock: the thread waits to acquire a mutex (:func:`hangdbg.analyze.places.lock_wait`).
     """
@@ -113,41 +112,41 @@ def wait_of(rank: int, thread: Thread, place: Place, lock: bool = False) -> Rank
         evidence += ("locals",)
     site = place.call_site
     if place.kind == "init":
-        return RankWait(rank, WaitKind.INIT, place.collective or "rendezvous", site, evidence=evidence)
+        return RankWait(WaitKind.INIT, place.collective or "rendezvous", site, evidence=evidence)
     if place.kind == "collective":
         op = place.collective or "wait"
         if op in P2P_OPS:
             direction = P2P_OPS[op]
-            return RankWait(rank, WaitKind.P2P, op, site, peer_from_locals(thread.python_frames, direction),
+            return RankWait(WaitKind.P2P, op, site, peer_from_locals(thread.python_frames, direction),
                             direction, evidence=evidence)
         if op == "wait":  # a c10d/gloo native frame under user code: req.wait(), or DDP in backward()
-            return _native_wait(rank, thread, natives, site, evidence)
-        return RankWait(rank, WaitKind.COLLECTIVE, op, site, evidence=evidence)
+            return _native_wait(thread, natives, site, evidence)
+        return RankWait(WaitKind.COLLECTIVE, op, site, evidence=evidence)
     if place.kind == "unknown":
-        return RankWait(rank, WaitKind.UNKNOWN, "", None, detail="no stack", evidence=())
+        return RankWait(WaitKind.UNKNOWN, "", None, detail="no stack", evidence=())
     top = thread.python_frames[0] if thread.python_frames else (thread.frames[0] if thread.frames else None)
     store = _store_op(thread, natives)
     if store:
-        return RankWait(rank, WaitKind.STORE, store, top, keys=_keys_from_locals(thread.python_frames), evidence=evidence)
+        return RankWait(WaitKind.STORE, store, top, keys=_keys_from_locals(thread.python_frames), evidence=evidence)
     if lock:
-        return RankWait(rank, WaitKind.LOCK, top.function if top else "", top, detail="waiting for a lock", evidence=evidence)
+        return RankWait(WaitKind.LOCK, top.function if top else "", top, detail="waiting for a lock", evidence=evidence)
     kind = WaitKind.BLOCKED if thread.idle else WaitKind.COMPUTE
     if not natives and opaque(thread):
         detail = f"inside a C++ call ({'idle' if thread.idle else 'on CPU'})"
     else:
         detail = _blocked_detail(thread, natives) if thread.idle else "computing"
-    return RankWait(rank, kind, top.function if top else "", top, detail=detail, evidence=evidence)
+    return RankWait(kind, top.function if top else "", top, detail=detail, evidence=evidence)
 
 
-def _native_wait(rank: int, thread: Thread, natives: list[str], site: Frame | None, evidence) -> RankWait:
+def _native_wait(thread: Thread, natives: list[str], site: Frame | None, evidence) -> RankWait:
     joined = " ".join(natives)
     if _NATIVE_P2P.search(joined):
         direction = "recv" if _NATIVE_RECV.search(joined) else "send" if _NATIVE_SEND.search(joined) else None
-        return RankWait(rank, WaitKind.P2P, "wait", site, peer_from_locals(thread.python_frames, direction), direction,
+        return RankWait(WaitKind.P2P, "wait", site, peer_from_locals(thread.python_frames, direction), direction,
                         evidence=evidence)
     if _NATIVE_DDP.search(joined):
-        return RankWait(rank, WaitKind.COLLECTIVE, "all_reduce (DDP gradients in backward)", site, evidence=evidence)
-    return RankWait(rank, WaitKind.COLLECTIVE, "wait", site, evidence=evidence)
+        return RankWait(WaitKind.COLLECTIVE, "all_reduce (DDP gradients in backward)", site, evidence=evidence)
+    return RankWait(WaitKind.COLLECTIVE, "wait", site, evidence=evidence)
 
 
 def _store_op(thread: Thread, natives: list[str]) -> str:

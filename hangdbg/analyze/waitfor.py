@@ -21,7 +21,7 @@ cycle; it is resolved by what does not match (:mod:`hangdbg.analyze.cycles`).
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Iterable, Mapping, Sequence
 
 from ..model import Frame, Thread
@@ -60,7 +60,7 @@ class WaitGraph:
 
     Attributes:
         waits: what each rank waits on (rank -> RankWait), unreadable and gone ranks included.
-        edges: waiter -> target, one per pair.
+        edges: who waits for whom, one edge per place (see :class:`hangdbg.waits.WaitEdge`).
         roots: ranks of a root kind (``ROOT_KINDS``) that a waiting rank reaches, sorted.
         unresolved: waiting ranks that wait for someone the evidence does not name (a p2p op
             without its peer, a store wait without its keys).
@@ -70,10 +70,34 @@ class WaitGraph:
     edges: tuple[WaitEdge, ...]
     roots: tuple[int, ...]
     unresolved: tuple[int, ...]
+    out: Mapping[int, tuple[int, ...]] = field(default_factory=dict)
+    """rank -> indexes into ``edges`` of the edges it waits by."""
 
     def targets(self, rank: int) -> tuple[int, ...]:
         """The ranks ``rank`` waits for directly, sorted."""
-        return tuple(sorted(e.target for e in self.edges if e.waiter == rank))
+        idx = self.out.get(rank, ())
+        if len(idx) == 1:
+            return self.edges[idx[0]].targets
+        return tuple(sorted({t for i in idx for t in self.edges[i].targets}))
+
+    def distances_to(self, rank: int) -> dict[int, int]:
+        """The ranks from which ``rank`` is reached, with the number of edges on the way (the
+        reverse graph walked edge by edge: the edges are few, their rank sets large)."""
+        target_sets = [frozenset(e.targets) for e in self.edges]
+        dist: dict[int, int] = {}
+        used: set[int] = set()
+        frontier, level = {rank}, 0
+        while frontier:
+            level += 1
+            nxt: set[int] = set()
+            for i, ts in enumerate(target_sets):
+                if i not in used and not ts.isdisjoint(frontier):
+                    used.add(i)
+                    nxt.update(w for w in self.edges[i].waiters if w not in dist and w != rank)
+            for w in nxt:
+                dist[w] = level
+            frontier = nxt
+        return dist
 
 
 def _outer(thread: Thread | None) -> tuple[Frame, ...]:
@@ -87,64 +111,73 @@ def build_graph(waits: Mapping[int, RankWait], threads: Mapping[int, Thread], ev
         waits: rank -> what it waits on (every readable, unreadable and gone rank).
         threads: rank -> its chosen thread (program order), for the readable ranks.
         everyone: every rank of the job that should exist (missing ones included).
+
+    Cost: linear in the number of ranks times the number of distinct places, plus the distinct
+    places squared times the stack depth (program order is decided once per pair of places).
     """
     everyone = sorted(set(everyone) | set(waits))
-    edges: dict[tuple[int, int], str] = {}
+    edges: list[WaitEdge] = []
     unresolved: list[int] = []
-    # collectives and init: one decision per (kind, op, site) bucket
-    buckets: dict[tuple, list[int]] = {}
-    for r, w in waits.items():
-        if w.kind in (WaitKind.COLLECTIVE, WaitKind.INIT):
-            buckets.setdefault((w.kind, w.op, w.site.key if w.site else None, w.group, w.seq), []).append(r)
-    outer = {r: _outer(threads.get(r)) for r in waits}
-    for (kind, _op, _site, group, _seq), members in buckets.items():
-        rep = outer[members[0]]
-        inside = set(members)
-        pool = [r for r in (group if group is not None else everyone) if r not in inside]
+    # every rank's place: (kind, op, call site, group, seq); the waiting ones decide per place
+    members: dict[tuple, list[int]] = {}
+    by_object: dict[int, list[int]] = {}  # ranks of a class share one RankWait object: group by identity first
+    for r in everyone:
+        w = waits.get(r)
+        if w is None:
+            members[("gone", r)] = [r]
+        else:
+            by_object.setdefault(id(w), []).append(r)
+    for rs in by_object.values():
+        w = waits[rs[0]]
+        members.setdefault((w.kind, w.op, w.site.key if w.site else None, w.group, w.seq), []).extend(rs)
+    rep = {key: _outer(threads.get(rs[0])) for key, rs in members.items()}
+    for key, inside in members.items():
+        kind, group = key[0], key[3] if len(key) > 3 else None
+        if kind not in (WaitKind.COLLECTIVE, WaitKind.INIT):
+            continue
         if kind is WaitKind.INIT:
-            targets = [r for r in pool if waits.get(r) is None or waits[r].kind is not WaitKind.INIT]
+            targets = [r for r in everyone if waits.get(r) is None or waits[r].kind is not WaitKind.INIT]
         elif group is not None:
-            targets = pool
+            mine = set(inside)
+            targets = [r for r in group if r not in mine]
         else:
             behind: list[int] = []
             ahead: list[int] = []
-            for r in pool:
-                (ahead if outer.get(r) and program_order(outer[r], rep) == 1 else behind).append(r)
-            targets = behind or ahead
-        for m in members:
-            for t in targets:
-                edges.setdefault((m, t), "init" if kind is WaitKind.INIT else "collective")
-    for r, w in waits.items():
+            for other, rs in members.items():
+                if other == key:
+                    continue
+                (ahead if rep[other] and program_order(rep[other], rep[key]) == 1 else behind).extend(rs)
+            targets = sorted(behind or ahead)
+        if targets:
+            edges.append(WaitEdge(tuple(sorted(inside)), tuple(targets), "init" if kind is WaitKind.INIT else "collective"))
+    for r, w in sorted(waits.items()):
         if w.kind is WaitKind.P2P:
             if w.peer is not None and w.peer != r:
-                edges.setdefault((r, w.peer), "p2p")
+                edges.append(WaitEdge((r,), (w.peer,), "p2p"))
             else:
                 unresolved.append(r)
         elif w.kind is WaitKind.STORE:
-            owners = {key_rank(k) for k in w.missing_keys} - {None, r}
-            for t in sorted(o for o in owners if o is not None):
-                edges.setdefault((r, t), "store")
-            if not owners:
+            owners = sorted({o for o in (key_rank(k) for k in w.missing_keys) if o is not None and o != r})
+            if owners:
+                edges.append(WaitEdge((r,), tuple(owners), "store"))
+            else:
                 unresolved.append(r)
-    edge_list = tuple(WaitEdge(a, b, why) for (a, b), why in sorted(edges.items()))
-    roots = _reached_roots(waits, edge_list, everyone)
-    return WaitGraph(waits, edge_list, roots, tuple(sorted(unresolved)))
+    # rank -> its edges, one shared tuple object per set of edges (waiting_groups groups by identity);
+    # dict.fromkeys does the per-rank work in C: most ranks wait by one edge
+    out: dict[int, tuple[int, ...]] = {}
+    shared: dict[tuple[int, ...], tuple[int, ...]] = {}
+    for i, e in enumerate(edges):
+        clash = out.keys() & e.waiters
+        out.update(dict.fromkeys(e.waiters, shared.setdefault((i,), (i,))))
+        for r in clash:
+            both = tuple(sorted({*out[r], i})) if out[r] != (i,) else (i,)
+            out[r] = shared.setdefault(both, both)
+    roots = _reached_roots(waits, edges)
+    return WaitGraph(waits, tuple(edges), roots, tuple(sorted(unresolved)), out)
 
 
-def _reached_roots(waits: Mapping[int, RankWait], edges: Sequence[WaitEdge], everyone: Sequence[int]) -> tuple[int, ...]:
-    out: dict[int, set[int]] = {}
-    for e in edges:
-        out.setdefault(e.waiter, set()).add(e.target)
-    start = [r for r, w in waits.items() if w.waiting]
-    seen: set[int] = set(start)
-    stack = list(start)
-    while stack:
-        r = stack.pop()
-        for t in out.get(r, ()):
-            if t not in seen:
-                seen.add(t)
-                stack.append(t)
-    def is_root(r: int) -> bool:
-        w = waits.get(r)
-        return w is None or w.kind in ROOT_KINDS
-    return tuple(sorted(r for r in seen if is_root(r)))
+def _reached_roots(waits: Mapping[int, RankWait], edges: Sequence[WaitEdge]) -> tuple[int, ...]:
+    """Ranks of a root kind reached from the waiting ranks. Every edge starts at waiting ranks,
+    so the ranks reached are the targets of all edges."""
+    seen: set[int] = set().union(*(e.targets for e in edges)) if edges else set()
+    return tuple(sorted(r for r in seen if (w := waits.get(r)) is None or w.kind in ROOT_KINDS))

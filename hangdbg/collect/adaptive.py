@@ -128,9 +128,9 @@ def adapt(ranks: list[RankProcess], dumps: list[RankDump], opts: CollectOptions,
             run(readable, False, True, "resampled")
     # 4. the job's store
     store: dict[str, bool] = {}
-    keys = want.store_keys or tuple(k for d in [a] for w in d.waits for k in w.keys)
+    keys = want.store_keys or tuple(k for w in a.waits.values() for k in w.keys)
     if keys:
-        probe = next((by_rank[w.rank] for w in a.waits if w.keys and w.rank in by_rank), None)
+        probe = next((by_rank[r] for r, w in a.waits.items() if w.keys and r in by_rank), None)
         if probe is not None:
             found = lookup_keys(probe.pid, keys, timeout=min(opts.pyspy.timeout, 30.0))
             log(f"adaptive: asked the job's store for {len(keys)} key(s): {found.error or 'ok'}")

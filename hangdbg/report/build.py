@@ -59,13 +59,15 @@ def _tree(root: TreeNode) -> tuple[TreeEntry, ...]:
 def stacks_section(a: Analysis) -> StacksSection:
     """The stack analysis as a document section."""
     progressing = set(a.progressing)
-    waits = {w.rank: w for w in a.waits}
-    targets: dict[int, list[int]] = {}
-    for e in a.edges:
-        targets.setdefault(e.waiter, []).append(e.target)
+    waits = a.waits
+    edges_of: dict[int, tuple[int, ...]] = {}
+    for i, e in enumerate(a.edges):
+        single = (i,)
+        for w in e.waiters:
+            edges_of[w] = (*edges_of[w], i) if w in edges_of else single
     ranks = tuple(RankEntry(d.rank, d.host, d.pid, d.local_rank, d.world_size, d.rank_source, d.error,
                             _place(a.places.get(d.rank)), d.rank in progressing, len(d.samples), d.steps,
-                            waits.get(d.rank), tuple(sorted(targets.get(d.rank, ()))), d.threads)
+                            waits.get(d.rank), edges_of.get(d.rank, ()), d.threads)
                   for d in a.ranks)
     groups = tuple(GroupEntry(g.ranks, len(g.ranks), g.thread, _place(g.place), g.frames)  # type: ignore[arg-type]
                    for g in a.groups)

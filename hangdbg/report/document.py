@@ -59,9 +59,10 @@ class GroupEntry:
 
 @dataclass(frozen=True, slots=True)
 class RankEntry:
-    """One rank: where it ran, where it is, what it waits on and for whom (``wait``,
-    ``waits_for``: the wait-for graph), what the adaptive collection added (``steps``: native,
-    locals, resampled, retried, pystack), and every thread of its last sample."""
+    """One rank: where it ran, where it is, what it waits on (``wait``) and by which edges of the
+    wait-for graph it waits (``edges``: indexes into ``stacks.edges``, whose ``targets`` are the
+    ranks it waits for), what the adaptive collection added (``steps``: native, locals,
+    resampled, retried, pystack), and every thread of its last sample."""
 
     rank: int
     host: str
@@ -75,7 +76,7 @@ class RankEntry:
     samples: int
     steps: tuple[str, ...]
     wait: RankWait | None
-    waits_for: tuple[int, ...]
+    edges: tuple[int, ...]
     threads: tuple[Thread, ...]
 
 
