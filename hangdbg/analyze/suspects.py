@@ -335,27 +335,34 @@ Groups = list[tuple[tuple[int, ...], tuple[int, ...]]]
 
 
 def waiting_groups(graph: WaitGraph, buckets: list[list[RankView]]) -> Groups:
-    """The waiting ranks as ``(ranks, waits_for)`` groups: the ranks of one place (a bucket) that
-    wait for the same ranks, in bucket order. Computed once per analysis (:func:`select`
-    narrows it with set operations)."""
+    """The waiting ranks as ``(ranks, waits_for)`` groups: the ranks that wait by the same edges
+    of the graph (one place, mostly), largest first; waiting ranks whose target is unknown form
+    groups of their own (``waits_for`` empty). Computed once per analysis (:func:`select`
+    narrows it with set operations); the per-rank work is a list comprehension per edge."""
     out: Groups = []
     edges_of = graph.out
-    waits = graph.waits
-    for b in buckets:
-        by_edges: dict[int, tuple[tuple[int, ...], list[int]]] = {}  # keyed by the shared tuple's identity
-        for v in b:
-            r = v.rank
-            idx = edges_of.get(r, ())
-            hit = by_edges.get(id(idx))
-            if hit is None:
-                by_edges[id(idx)] = (idx, [r])
-            else:
-                hit[1].append(r)
-        merged: dict[tuple[int, ...], list[int]] = {}
-        for _idx, rs in by_edges.values():
-            if waits[rs[0]].waiting:
-                merged.setdefault(graph.targets(rs[0]), []).extend(rs)
-        out.extend((tuple(sorted(rs)), t) for t, rs in merged.items())
+    several: dict[tuple[int, ...], list[int]] = {}
+    for i, e in enumerate(graph.edges):
+        mine = edges_of.get(e.waiters[0]) if e.waiters else None
+        if mine is not None and len(mine) == 1:
+            alone = [r for r in e.waiters if edges_of[r] is mine]
+        else:
+            alone = [r for r in e.waiters if len(edges_of[r]) == 1]
+        if alone:
+            out.append((tuple(alone), e.targets))
+        if len(alone) < len(e.waiters):
+            taken = set(alone)
+            for r in e.waiters:
+                if r not in taken:
+                    several.setdefault(edges_of[r], []).append(r)
+    for idx, rs in several.items():
+        out.append((tuple(sorted(set(rs))), graph.targets(rs[0])))
+    unknown: dict[int, list[int]] = {}
+    for r in graph.unresolved:
+        if r not in edges_of:
+            unknown.setdefault(id(graph.waits[r]), []).append(r)
+    out.extend((tuple(rs), ()) for rs in unknown.values())
+    out.sort(key=lambda g: (-len(g[0]), g[0][0]))
     return out
 
 
