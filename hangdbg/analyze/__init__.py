@@ -77,9 +77,9 @@ def analyze(dumps: list[RankDump] | tuple[RankDump, ...], whole_job: bool = Fals
     all_progress = bool(views) and not missing and (len(progressing) == len(views) or _waiter_moved(dumps, progressing))
     buckets = place_buckets(views)
     sampled = any(len(d.samples) > 1 for d in dumps)
-    waiting = waiting_groups(graph, buckets)
+    waiting = waiting_groups(graph)
     suspects = [] if all_progress else find_suspects(views, missing, progressing, buckets, graph, sampled, waiting)
-    findings = suspects + waiting_findings(graph, buckets, suspects, waiting)
+    findings = suspects + waiting_findings(graph, suspects, waiting)
     host_of = {d.rank: d.host for d in dumps if d.host}
     places = {v.rank: v.place for v in views}
     findings = [_with_hosts_and_evidence(f, host_of, places) for f in findings]

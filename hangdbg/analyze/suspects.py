@@ -186,16 +186,16 @@ def find_suspects(
         if suspects:
             roots = []
     if roots:
-        undecided = _undecided(roots, graph, progressing, sampled)
+        undecided = _undecided(roots, graph, sampled)
         if undecided is not None:
             return suspects + [undecided]
         by_view = {v.rank: v for v in views}
-        base = waiting_groups(graph, buckets) if groups is None else groups
+        base = waiting_groups(graph) if groups is None else groups
         for r in roots:
             w = waits[r]
-            dist = _waiting_for(graph, r)
-            groups = sorted(select(base, {r}, dist), key=lambda g: (dist[g[0][0]], len(g[1])))
-            chain = chain_text(graph, groups, r)
+            dist = graph.distances_to(r)
+            nearest_first = sorted(select(base, {r}, dist), key=lambda g: (dist[g[0][0]], len(g[1])))
+            chain = chain_text(graph, nearest_first, r)
             if w.kind is WaitKind.UNKNOWN:
                 name([r], f"could not be read ({w.detail}); {chain}", Kind.UNREADABLE)
                 continue
@@ -226,12 +226,7 @@ def _resolve(graph: WaitGraph, buckets: list[list[RankView]], name) -> None:
         collective_splits(in_coll, name)
 
 
-def _waiting_for(graph: WaitGraph, root: int) -> dict[int, int]:
-    """The ranks from which ``root`` is reached in the graph, with their distance to it."""
-    return graph.distances_to(root)
-
-
-def _undecided(roots: list[int], graph: WaitGraph, progressing: set[int], sampled: bool) -> Finding | None:
+def _undecided(roots: list[int], graph: WaitGraph, sampled: bool) -> Finding | None:
     """An ``undecided`` warning when the roots might not be stuck: ranks on CPU seen once (a slow
     step or a hang?), or ranks inside a C++ call whose native frames were not taken."""
     waits = graph.waits
@@ -334,7 +329,7 @@ def _behind(views: list[RankView], name) -> None:
 Groups = list[tuple[tuple[int, ...], tuple[int, ...]]]
 
 
-def waiting_groups(graph: WaitGraph, buckets: list[list[RankView]]) -> Groups:
+def waiting_groups(graph: WaitGraph) -> Groups:
     """The waiting ranks as ``(ranks, waits_for)`` groups: the ranks that wait by the same edges
     of the graph (one place, mostly), largest first; waiting ranks whose target is unknown form
     groups of their own (``waits_for`` empty). Computed once per analysis (:func:`select`
@@ -342,7 +337,7 @@ def waiting_groups(graph: WaitGraph, buckets: list[list[RankView]]) -> Groups:
     out: Groups = []
     edges_of = graph.out
     several: dict[tuple[int, ...], list[int]] = {}
-    for i, e in enumerate(graph.edges):
+    for e in graph.edges:
         mine = edges_of.get(e.waiters[0]) if e.waiters else None
         if mine is not None and len(mine) == 1:
             alone = [r for r in e.waiters if edges_of[r] is mine]
@@ -355,7 +350,7 @@ def waiting_groups(graph: WaitGraph, buckets: list[list[RankView]]) -> Groups:
             for r in e.waiters:
                 if r not in taken:
                     several.setdefault(edges_of[r], []).append(r)
-    for idx, rs in several.items():
+    for rs in several.values():
         out.append((tuple(sorted(set(rs))), graph.targets(rs[0])))
     unknown: dict[int, list[int]] = {}
     for r in graph.unresolved:
@@ -388,22 +383,21 @@ def chain_text(graph: WaitGraph, groups: list[tuple[tuple[int, ...], tuple[int, 
     return "; ".join(parts)
 
 
-def waiting_findings(graph: WaitGraph, buckets: list[list[RankView]], suspects: list[Finding],
-                     groups: Groups | None = None) -> list[Finding]:
+def waiting_findings(graph: WaitGraph, suspects: list[Finding], groups: Groups | None = None) -> list[Finding]:
     """The ranks that wait while suspects were named: one ``waiting`` finding per place and set of
     ranks waited for (``waits_for``: the ranks they wait for directly, else the suspects). Empty
     when no suspect was named.
 
     Args:
         graph: the wait-for graph of the analysis.
-        buckets: :func:`place_buckets` of the analysis.
         suspects: the findings of :func:`find_suspects`.
+        groups: :func:`waiting_groups` of the graph (computed when not given).
     """
     blamed = sorted({r for f in suspects if f.is_suspect for r in f.ranks})
     if not blamed:
         return []
     out = []
-    for ranks, targets in select(waiting_groups(graph, buckets) if groups is None else groups, set(blamed)):
+    for ranks, targets in select(waiting_groups(graph) if groups is None else groups, set(blamed)):
         waits_for = targets or tuple(blamed)
         out.append(Finding(Kind.WAITING, chain_text(graph, [(ranks, waits_for)]), ranks, severity=Severity.WAITING,
                            waits_for=waits_for))
