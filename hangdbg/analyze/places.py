@@ -94,16 +94,26 @@ def place_of(thread: Thread) -> Place:
     return Place("outside", None, py[0] if py else thread.frames[0], thread.name)
 
 
+_NATIVE_RECV = re.compile(r"waitRecv|RecvWork")
+_NATIVE_SEND = re.compile(r"waitSend|SendWork")
+_UNBOUND_RECV = re.compile(r"recvFromAny|::recv\b|irecv", re.IGNORECASE)
+_UNBOUND_SEND = re.compile(r"::send\b|isend", re.IGNORECASE)
+_NATIVE_DDP = re.compile(r"c10d::Reducer|autograd|Engine::")
+
+
 def _native_op(natives: list[str]) -> str:
-    """The op a c10d wait under non-distributed Python frames is for (``--native``): gloo's
-    ``UnboundBuffer::waitRecv``/``waitSend`` (``recv``/``send``), DDP's ``c10d::Reducer``
-    (``DDP all_reduce``), else ``wait``."""
+    """The op a c10d wait under non-distributed Python frames is for (``--native``; the one
+    classifier of native waits): gloo's ``UnboundBuffer::waitRecv``/``waitSend`` (``recv``/
+    ``send``; another ``UnboundBuffer`` call by its name, else ``p2p wait``), DDP's
+    ``c10d::Reducer`` or the autograd engine (``DDP all_reduce``), else ``wait``."""
     joined = " ".join(natives)
-    if "waitRecv" in joined or "RecvWork" in joined:
+    if _NATIVE_RECV.search(joined):
         return "recv"
-    if "waitSend" in joined or "SendWork" in joined:
+    if _NATIVE_SEND.search(joined):
         return "send"
-    if "c10d::Reducer" in joined:
+    if "UnboundBuffer" in joined:
+        return "recv" if _UNBOUND_RECV.search(joined) else "send" if _UNBOUND_SEND.search(joined) else "p2p wait"
+    if _NATIVE_DDP.search(joined):
         return "DDP all_reduce"
     return "wait"
 

@@ -8,7 +8,7 @@ Evidence, strongest first (heuristics, ours; frame names of torch 2.x c10d, gloo
   ``send``/``recv``) or, for ``req.wait()`` in user code, peer-like locals of the user frame
   (``src``, ``dst``, ``peer``, ``prev_rank``, ...); ``keys``/``key`` of a store wait;
 * native frames (``--native``): gloo's ``UnboundBuffer::waitRecv``/``waitSend`` (a
-  point-to-point wait), ``c10d::TCPStore``/``c10d::FileStore`` calls (a store wait), ``c10d::Reducer``
+  point-to-point wait; these and DDP's are told apart once, by ``places.place_of``), ``c10d::TCPStore``/``c10d::FileStore`` calls (a store wait), ``c10d::Reducer``
   or c10d work waits under ``autograd`` (DDP's gradient all_reduce inside ``backward()``),
   ``read``/``open``/``nanosleep``/``poll`` system calls (I/O, sleep);
 * the source line of the top frame when the file is readable here (``store.wait(``,
@@ -30,7 +30,7 @@ from .places import NATIVE_STORE, in_distributed, read_source
 __all__ = ["wait_of", "with_record", "P2P_OPS", "opaque", "peer_from_locals"]
 
 P2P_OPS = {"send": "send", "isend": "send", "send_object_list": "send", "recv": "recv", "irecv": "recv",
-           "recv_object_list": "recv", "batch_isend_irecv": None}
+           "recv_object_list": "recv", "batch_isend_irecv": None, "p2p wait": None}
 """Point-to-point ops and their direction (``None``: both)."""
 
 _PEER_LOCALS = {
@@ -39,11 +39,6 @@ _PEER_LOCALS = {
 }
 _KEY_LOCALS = ("keys", "key", "wait_keys")
 
-_NATIVE_RECV = re.compile(r"waitRecv|recvFromAny|::recv\b|irecv", re.IGNORECASE)
-_NATIVE_SEND = re.compile(r"waitSend|::send\b|isend", re.IGNORECASE)
-_NATIVE_P2P = re.compile(r"UnboundBuffer|waitRecv|waitSend")
-_NATIVE_DDP = re.compile(r"c10d::Reducer|autograd|Engine::")
-_NATIVE_C10D_WAIT = re.compile(r"c10d::|gloo::|nccl|ProcessGroup", re.IGNORECASE)
 _NATIVE_IO = re.compile(r"(^|_)(read|pread64|readv|open|open64|openat|__open|recv|recvfrom|accept|connect|"
                         r"poll|ppoll|select|epoll_wait)(64)?$|__libc_(read|open|recv)")
 _NATIVE_SLEEP = re.compile(r"nanosleep|clock_nanosleep|usleep|pysleep|time_sleep")
@@ -119,8 +114,6 @@ def wait_of(thread: Thread, place: Place, lock: bool = False) -> RankWait:
             direction = P2P_OPS[op]
             return RankWait(WaitKind.P2P, op, site, peer_from_locals(thread.python_frames, direction),
                             direction, evidence=evidence)
-        if op == "wait":  # a c10d/gloo native frame under user code: req.wait(), or DDP in backward()
-            return _native_wait(thread, natives, site, evidence)
         return RankWait(WaitKind.COLLECTIVE, op, site, evidence=evidence)
     if place.kind == "unknown":
         return RankWait(WaitKind.UNKNOWN, "", None, detail="no stack", evidence=())
@@ -136,17 +129,6 @@ def wait_of(thread: Thread, place: Place, lock: bool = False) -> RankWait:
     else:
         detail = _blocked_detail(thread, natives) if thread.idle else "computing"
     return RankWait(kind, top.function if top else "", top, detail=detail, evidence=evidence)
-
-
-def _native_wait(thread: Thread, natives: list[str], site: Frame | None, evidence) -> RankWait:
-    joined = " ".join(natives)
-    if _NATIVE_P2P.search(joined):
-        direction = "recv" if _NATIVE_RECV.search(joined) else "send" if _NATIVE_SEND.search(joined) else None
-        return RankWait(WaitKind.P2P, "wait", site, peer_from_locals(thread.python_frames, direction), direction,
-                        evidence=evidence)
-    if _NATIVE_DDP.search(joined):
-        return RankWait(WaitKind.COLLECTIVE, "all_reduce (DDP gradients in backward)", site, evidence=evidence)
-    return RankWait(WaitKind.COLLECTIVE, "wait", site, evidence=evidence)
 
 
 def _store_op(thread: Thread, natives: list[str]) -> str:
