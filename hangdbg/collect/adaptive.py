@@ -27,7 +27,7 @@ from typing import Callable
 
 from ..analyze import analyze
 from ..analyze.needs import needs
-from ..model import Analysis, Frame, RankDump, RankProcess, Thread
+from ..model import Frame, RankDump, RankProcess, Thread
 from ..parse.op_record import CurrentOp
 from ..sources.op_records import read_op_records
 from ..tools.pyspy import PySpyResult, run_pyspy
@@ -44,10 +44,10 @@ RESAMPLE_INTERVAL = 0.5
 
 @dataclass(frozen=True, slots=True)
 class AdaptResult:
-    """The dumps after the adaptive steps, the analysis of them, and the store's answer."""
+    """The dumps after the adaptive steps, the store's answer and the op records: what the
+    caller's analysis needs (the analyses made here only decide the steps)."""
 
     dumps: list[RankDump]
-    analysis: Analysis
     store_keys: dict[str, bool]
     ops: dict[int, CurrentOp]
     """rank -> the op its in-job recorder says it is in (jobs that call
@@ -128,7 +128,7 @@ def adapt(ranks: list[RankProcess], dumps: list[RankDump], opts: CollectOptions,
             run(readable, False, True, "resampled")
     # 4. the job's store
     store: dict[str, bool] = {}
-    keys = want.store_keys or tuple(k for w in a.waits.values() for k in w.keys)
+    keys = want.store_keys
     if keys:
         probe = next((by_rank[r] for r, w in a.waits.items() if w.keys and r in by_rank), None)
         if probe is not None:
@@ -137,8 +137,7 @@ def adapt(ranks: list[RankProcess], dumps: list[RankDump], opts: CollectOptions,
             store = dict(found.keys)
             if opts.out is not None:
                 (opts.out / "store.json").write_text(json.dumps({"keys": store, "error": found.error}, indent=1) + "\n")
-    final = sorted(current.values(), key=lambda d: d.rank)
-    return AdaptResult(final, a, store, ops)
+    return AdaptResult(sorted(current.values(), key=lambda d: d.rank), store, ops)
 
 
 def _add_sample(d: RankDump, p: RankProcess, res: PySpyResult, step: str, on_raw: RawSink) -> RankDump:
