@@ -22,6 +22,8 @@ import time
 from pathlib import Path
 from typing import Iterable
 
+import psutil
+
 from ..hooks.recorder import ENV_DIR, record_dir
 from ..parse.op_record import OpRecord, parse_op_record
 
@@ -32,22 +34,11 @@ MAX_BYTES = 16 << 20
 TRIES = 5
 
 
-def _environ(pid: int) -> dict[str, str] | None:
-    try:
-        with open(f"/proc/{pid}/environ", "rb") as f:
-            raw = f.read(1 << 20)
-    except OSError:
-        return None
-    env = {}
-    for item in raw.split(b"\0"):
-        key, sep, value = item.partition(b"=")
-        if sep:
-            env[key.decode(errors="replace")] = value.decode(errors="replace")
-    return env
-
-
 def _candidates(pid: int) -> list[Path]:
-    env = _environ(pid) or {}
+    try:
+        env = psutil.Process(pid).environ()
+    except psutil.Error:
+        env = {}
     try:
         uid = os.stat(f"/proc/{pid}").st_uid
     except OSError:

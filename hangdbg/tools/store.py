@@ -1,8 +1,8 @@
 """Ask a job's c10d TCPStore which keys it holds: read-only, with a short timeout, in a child.
 
-The store's address is the rank's ``MASTER_ADDR``/``MASTER_PORT`` (``/proc/PID/environ``; torchrun,
+The store's address is the rank's ``MASTER_ADDR``/``MASTER_PORT`` (its environment, read with psutil; torchrun,
 ``torch.distributed.launch`` and the SLURM recipes set both). The child is the rank's own Python
-interpreter (the first word of its command line when it is a file, else ``/proc/PID/exe``), since
+interpreter (the first word of its command line when it is a file, else its executable), since
 hangdbg itself may run without torch; it connects as a client (``is_master=False``,
 ``wait_for_workers=False``) and calls ``TCPStore.check([key])`` per key, which neither sets nor
 waits. Keys travel as argv, never through a shell.
@@ -14,6 +14,8 @@ import json
 import os
 import subprocess
 from dataclasses import dataclass
+
+import psutil
 
 from .subproc import Popen, communicate_or_kill
 
@@ -36,24 +38,13 @@ class StoreAnswer:
     error: str | None = None
 
 
-def _environ(pid: int) -> dict[str, str]:
-    with open(f"/proc/{pid}/environ", "rb") as f:
-        raw = f.read()
-    out = {}
-    for item in raw.split(b"\0"):
-        k, sep, v = item.partition(b"=")
-        if sep:
-            out[k.decode("utf-8", "replace")] = v.decode("utf-8", "replace")
-    return out
-
-
 def store_address(pid: int) -> tuple[str, int] | None:
     """``(MASTER_ADDR, MASTER_PORT)`` of process ``pid``, or ``None`` when it has no such variables.
 
     Raises:
-        OSError: ``/proc/PID/environ`` cannot be read (gone, or another user's process).
+        psutil.Error: the environment cannot be read (gone, or another user's process).
     """
-    env = _environ(pid)
+    env = psutil.Process(pid).environ()
     try:
         return env["MASTER_ADDR"], int(env["MASTER_PORT"])
     except (KeyError, ValueError):
@@ -61,14 +52,11 @@ def store_address(pid: int) -> tuple[str, int] | None:
 
 
 def _interpreter(pid: int) -> str:
-    try:
-        with open(f"/proc/{pid}/cmdline", "rb") as f:
-            first = f.read().split(b"\0")[0].decode("utf-8", "replace")
-        if os.path.isabs(first) and os.access(first, os.X_OK):
-            return first
-    except OSError:
-        pass
-    return os.readlink(f"/proc/{pid}/exe")
+    proc = psutil.Process(pid)
+    first = next(iter(proc.cmdline()), "")
+    if os.path.isabs(first) and os.access(first, os.X_OK):
+        return first
+    return proc.exe()
 
 
 def lookup_keys(pid: int, keys: tuple[str, ...] | list[str], timeout: float = 15.0) -> StoreAnswer:
@@ -83,8 +71,8 @@ def lookup_keys(pid: int, keys: tuple[str, ...] | list[str], timeout: float = 15
     try:
         addr = store_address(pid)
         exe = _interpreter(pid)
-    except OSError as exc:
-        return StoreAnswer(error=f"cannot read the environment of pid {pid}: {exc.strerror or exc}")
+    except (psutil.Error, OSError) as exc:
+        return StoreAnswer(error=f"cannot read the environment of pid {pid}: {exc}")
     if addr is None:
         return StoreAnswer(error=f"pid {pid} has no MASTER_ADDR/MASTER_PORT: no store to ask")
     argv = [exe, "-c", _CHILD, addr[0], str(addr[1]), json.dumps(list(keys)), str(max(1.0, timeout / 3))]
