@@ -161,12 +161,14 @@ def _extend_native(waits: dict[int, RankWait], views) -> None:
 
 def _waiter_moved(dumps: list[RankDump], progressing: set[int]) -> bool:
     """True when most ranks sampled more than once and seen in torch.distributed in some sample
-    changed their stack (or loop counters) between samples: their collectives complete, so the job is making progress
-    and a rank seen computing is a slow step, not a hang."""
+    changed their stack (or loop counters) between samples: their collectives complete, so the
+    job is making progress and a rank seen computing is a slow step, not a hang."""
     seen_waiting = [d for d in dumps if len(d.samples) > 1
                     and any(place_of(s[0]).kind == "collective" for s in d.samples if s)]
     moved = [d for d in seen_waiting if d.rank in progressing]
     return bool(moved) and 2 * len(moved) > len(seen_waiting)
+
+
 def _with_hosts_and_evidence(f: Finding, host_of: dict[int, str], places: dict) -> Finding:
     """``f`` with the nodes of its ranks and, as evidence, where its first ranks are."""
     hosts = tuple(sorted({host_of[r] for r in f.ranks if r in host_of}))
