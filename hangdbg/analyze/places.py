@@ -5,7 +5,9 @@ Heuristics (not a format): a frame is part of torch.distributed when its file li
 whose function is one of the c10d collective API names (``all_reduce``, ``broadcast``, ...,
 torch 1.x-2.x names, ``_functional_collectives`` included); ``init_process_group``, rendezvous
 handlers and store barriers count as *init*. With ``--native``, c10d / gloo / NCCL C++ frames
-under a non-distributed Python frame (``work.wait()`` on an async op) also count as a collective.
+under a non-distributed Python frame (``work.wait()`` on an async op) also count as a collective,
+except the frames of PyTorch's and NCCL's own threads (watchdog, heartbeat, abort, proxy:
+:data:`hangdbg.analyze.native_causes.SERVICE_FRAMES`), which are "outside" at that frame.
 The call site is the first frame outside torch.distributed, seen from the collective outward.
 """
 
@@ -16,6 +18,7 @@ import os
 import re
 
 from ..model import Frame, Place, Thread
+from .native_causes import SERVICE_FRAMES
 
 __all__ = ["place_of", "primary_thread", "lock_wait", "DIST_PATHS", "COLLECTIVES", "INIT_FUNCTIONS", "NATIVE_STORE"]
 
@@ -85,6 +88,9 @@ def place_of(thread: Thread) -> Place:
             found = (name, i)
     if found is not None:
         return Place("collective", found[0], _call_site(py, found[1]), thread.name)
+    service = next((f for f in thread.frames if f.native and SERVICE_FRAMES.search(f.function)), None)
+    if service is not None:  # the c10d watchdog / abort / NCCL proxy thread waits, but in no collective
+        return Place("outside", None, service, thread.name)
     natives = [f.function for f in thread.frames if f.native]
     if any(_NATIVE_COLLECTIVE.search(n) for n in natives) and not any(NATIVE_STORE.search(n) for n in natives):
         site = next((f for f in py if "torch/" not in f.file), py[0] if py else None)

@@ -9,9 +9,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
 
+from ..analyze.native_causes import is_service_thread, native_cause
 from ..facts import StackTextFacts
 from ..model import Evidence, FileError, Finding, Kind, RankDump, RankState, Severity, SourceKind, SourceReport, Thread
-from ..parse.native_stacks import StackBlock, TextInfo, crash_site, merge_native_python, parse_stacks, sniff, thread_status
+from ..parse.native_stacks import (
+    CrashLine, StackBlock, TextInfo, crash_site, merge_native_python, parse_stacks, sniff, thread_status,
+)
 from ..parse.pyspy_text import rank_from_filename
 from ..parse.textlines import iter_lines
 from .base import ReaderBase, with_source
@@ -40,9 +43,13 @@ def load(paths: Sequence[str]) -> tuple[SourceReport[StackTextFacts], list[RankD
 
     Returns:
         ``(report, dumps)``. A rank comes from a ``[rankN]:`` prefix, else the file name
-        (``rank3.gdb.txt``), else the order of files (``rank_source="order"``). Findings:
-        ``fatal-error`` per faulthandler ``Fatal Python error`` (suspect), ``crash`` per gdb/lldb
-        ``signal`` (suspect), ``cpp-exception`` per PyTorch C++ trace (warning). Never raises.
+        (``rank3.gdb.txt``), else the order of files (``rank_source="order"``; the findings of
+        such a process name its file, not a rank). Findings: ``fatal-error`` per faulthandler
+        ``Fatal Python error`` (suspect), ``crash`` per gdb/lldb/c10/UCX fatal signal (suspect; a
+        debugger's attach signal is none), ``cpp-exception`` per PyTorch C++ trace (warning), and
+        per process what its native frames show (:func:`hangdbg.analyze.native_causes.native_cause`:
+        ``cuda-error``, ``comm-init-failed``, ``abort-hang``, ``watchdog-timeout``, ``cuda-stuck``).
+        Never raises.
     """
     findings: list[Finding] = []
     states: list[RankState] = []
@@ -60,6 +67,7 @@ def load(paths: Sequence[str]) -> tuple[SourceReport[StackTextFacts], list[RankD
         read += info.lines
         skipped += bad
         file_rank = rank_from_filename(path)
+        findings.extend(_crash_finding(c, c.rank if c.rank is not None else file_rank, blocks, path) for c in info.crashes)
         ranks_in = {b.rank for b in blocks if b.rank is not None}
         by_rank: dict[int | None, list[StackBlock]] = {}
         for b in blocks:
@@ -84,7 +92,10 @@ def load(paths: Sequence[str]) -> tuple[SourceReport[StackTextFacts], list[RankD
     for r in sorted(per_rank):
         e = per_rank[r]
         src, info, bl = e.source, e.info, e.blocks
-        threads = _threads(bl)
+        rk = None if e.rank_source == "order" else r
+        who, ranks = _who(rk, src), ((r,) if rk is not None else ())
+        seen = _threads(bl)
+        threads = tuple(t for t, _thrown, _line in seen)
         dumps.append(RankDump(rank=r, threads=threads, samples=(threads,) if threads else (), rank_source=e.rank_source,
                               cmdline=info.cmdline, error=None if threads else "no stack in the text"))
         current = next((t for t in threads if _is_current(bl, t)), threads[0] if threads else None)
@@ -92,15 +103,23 @@ def load(paths: Sequence[str]) -> tuple[SourceReport[StackTextFacts], list[RankD
         where = crash_site(current.frames) if current else ""
         fatal = info.fatal.get(r) or (info.fatal.get(None) if len(info.fatal) == 1 else None)
         if fatal:
-            findings.append(Finding(Kind.FATAL_ERROR, f"{_who(r, src)}: {fatal[1]}{where}", (r,), evidence=tuple(ev),
+            findings.append(Finding(Kind.FATAL_ERROR, f"{who}: {fatal[1]}{where}", ranks, evidence=tuple(ev),
                                     action="read the Python frames of the current thread; a C extension or a library it called crashed"))
             states.append(RankState(r, state=fatal[1].removeprefix("Fatal Python error: "), source=SourceKind.STACK_TEXT))
         elif info.signal:
-            findings.append(Finding(Kind.CRASH, f"{_who(r, src)} crashed with {info.signal}{where}", (r,), evidence=tuple(ev)))
+            findings.append(Finding(Kind.CRASH, f"{who} crashed with {info.signal}{where}", ranks, evidence=tuple(ev),
+                                    action=_CRASH_ACTIONS.get(info.signal, _CRASH_ACTION)))
             states.append(RankState(r, state=info.signal, source=SourceKind.STACK_TEXT))
+        kinds: set[Kind] = set()
+        for t, thrown, line in seen:
+            cause = native_cause(t, thrown)
+            if cause is not None and cause.kind not in kinds:
+                kinds.add(cause.kind)
+                findings.append(Finding(cause.kind, f"{who}: {cause.summary}", ranks, severity=cause.severity,
+                                        evidence=(Evidence(src, line, cause.frame.function),), action=cause.action))
         for b in bl:
-            if b.format == "torch-cpp" and b.title:
-                findings.append(Finding(Kind.CPP_EXCEPTION, f"{_who(r, src)}: C++ {b.title}", (r,), severity=Severity.WARNING,
+            if b.format == "torch-cpp" and b.title and not b.title.startswith("SIG"):
+                findings.append(Finding(Kind.CPP_EXCEPTION, f"{who}: C++ {b.title}", ranks, severity=Severity.WARNING,
                                         evidence=(Evidence(src, b.line, b.title),)))
                 if not any(s.rank == r for s in states):
                     states.append(RankState(r, state="C++ exception", source=SourceKind.STACK_TEXT))
@@ -110,27 +129,55 @@ def load(paths: Sequence[str]) -> tuple[SourceReport[StackTextFacts], list[RankD
     return with_source(report), dumps
 
 
+_CRASH_ACTION = ("read the error printed just before the signal (an exception, a failed check, `terminate called "
+                 "after throwing`); the thread that is not waiting is the one that crashed")
+_CRASH_ACTIONS = {
+    "SIGBUS": "a bus error in NCCL or a DataLoader usually means shared memory ran out: give the container more "
+              "/dev/shm (docker --shm-size or --ipc=host) or set NCCL_SHM_DISABLE=1 to confirm",
+    "SIGSEGV": "read the native frames of the crashing thread; rerun under faulthandler (PYTHONFAULTHANDLER=1) to "
+               "see the Python caller",
+}
+_NOT_THE_SITE = ("killpg", "raise", "abort", "__restore_rt", "ucs_", "??", "<unknown", "start_thread", "clone")
+
+
+def _crash_finding(c: CrashLine, rank: int | None, blocks: list[StackBlock], path: str) -> Finding:
+    """A process a signal handler in the log (UCX ``Caught signal``) reported, with the innermost
+    frame of its backtrace that is not the handler's own."""
+    bt = next((b for b in blocks if b.format == "ucx" and b.thread_id == c.tid), None)
+    site = next((f.function for f in bt.frames if not f.function.startswith(_NOT_THE_SITE)), None) if bt else None
+    who = f"rank {rank}" if rank is not None else f"process {c.pid} on {c.host}"
+    what = f" ({c.detail})" if c.detail else ""
+    return Finding(Kind.CRASH, f"{who} crashed with {c.signal}{what}" + (f" in {site}" if site else ""),
+                   (rank,) if rank is not None else (), hosts=(c.host,), evidence=(Evidence(path, c.line, c.raw.strip()),),
+                   action=_CRASH_ACTIONS.get(c.signal, _CRASH_ACTION))
+
+
 def _is_current(blocks: list[StackBlock], t: Thread) -> bool:
     return any(b.current and b.thread_id == t.thread_id for b in blocks)
 
 
-def _threads(blocks: list[StackBlock]) -> tuple[Thread, ...]:
-    """Blocks of one process -> threads: a gdb ``bt`` and a ``py-bt`` of the same thread merge."""
+def _threads(blocks: list[StackBlock]) -> list[tuple[Thread, bool, int]]:
+    """Blocks of one process -> ``(thread, thrown, line)``: a gdb ``bt`` and a ``py-bt`` of the
+    same thread merge; ``thrown`` marks a C++ exception's trace (not a live stack). The thread
+    that speaks for the process comes first: the current one, then one whose native frames show
+    a cause, then one with Python frames; PyTorch's and NCCL's own threads (watchdog, proxy) last."""
     merged: dict[tuple[str, int], list[StackBlock]] = {}
     for b in blocks:
-        fmt = "cpp" if b.format == "torch-cpp" else "thr"
+        fmt = "cpp" if b.format == "torch-cpp" and not b.title.startswith("SIG") else "thr"
         merged.setdefault((fmt, b.thread_id), []).append(b)
     out = []
-    for (_fmt, tid), bs in merged.items():
+    for (fmt, tid), bs in merged.items():
         every = tuple(f for b in bs for f in b.frames)
         native = tuple(f for b in bs if b.format != "py-bt" for f in b.frames if f.native)
         python = [f for f in every if not f.native]
         frames = merge_native_python(native, [(f,) for f in python]) if native and python else every
         current = any(b.current for b in bs)
         name = next((b.name for b in bs if b.name), None)
-        out.append(Thread(tid, name, thread_status(frames, current), frames))
-    out.sort(key=lambda t: t.status != "active")  # the current thread first
-    return tuple(out)
+        t = Thread(tid, name, thread_status(frames, current), frames)
+        out.append((t, fmt == "cpp", bs[0].line, current))
+    out.sort(key=lambda x: (not x[3], native_cause(x[0], x[1]) is None, is_service_thread(x[0]), x[0].status != "active",
+                            not x[0].python_frames))
+    return [(t, thrown, line) for t, thrown, line, _cur in out]
 
 
 class StackTextReader(ReaderBase[StackTextFacts]):
