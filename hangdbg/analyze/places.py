@@ -7,7 +7,8 @@ torch 1.x-2.x names, ``_functional_collectives`` included); ``init_process_group
 handlers and store barriers count as *init*. With ``--native``, c10d / gloo / NCCL C++ frames
 under a non-distributed Python frame (``work.wait()`` on an async op) also count as a collective,
 except the frames of PyTorch's and NCCL's own threads (watchdog, heartbeat, abort, proxy:
-:data:`hangdbg.analyze.native_causes.SERVICE_FRAMES`), which are "outside" at that frame.
+:data:`hangdbg.analyze.native_causes.SERVICE_FRAMES`), which are "outside" at that frame; a
+watchdog's ``WorkNCCL::checkTimeout`` trace is in a collective, :data:`TIMED_OUT`.
 The call site is the first frame outside torch.distributed, seen from the collective outward.
 """
 
@@ -46,6 +47,9 @@ INIT_FUNCTIONS = frozenset(
     """.split()
 )
 
+TIMED_OUT = "timed-out collective"
+"""The op of a rank whose only stack is its watchdog's ``WorkNCCL::checkTimeout`` exception: it
+waited in a collective the trace does not name."""
 _NATIVE_COLLECTIVE = re.compile(r"c10d::|gloo::|nccl|ProcessGroup", re.IGNORECASE)
 NATIVE_STORE = re.compile(r"TCPStore|TCPClient|FileStore|HashStore|PrefixStore|c10d::Store\b")
 _NATIVE_LOCK = re.compile(
@@ -90,6 +94,8 @@ def place_of(thread: Thread) -> Place:
         return Place("collective", found[0], _call_site(py, found[1]), thread.name)
     service = next((f for f in thread.frames if f.native and SERVICE_FRAMES.search(f.function)), None)
     if service is not None:  # the c10d watchdog / abort / NCCL proxy thread waits, but in no collective
+        if any(f.native and "WorkNCCL::checkTimeout" in f.function for f in thread.frames):
+            return Place("collective", TIMED_OUT, None, thread.name)  # the watchdog timed out this rank's collective
         return Place("outside", None, service, thread.name)
     natives = [f.function for f in thread.frames if f.native]
     if any(_NATIVE_COLLECTIVE.search(n) for n in natives) and not any(NATIVE_STORE.search(n) for n in natives):

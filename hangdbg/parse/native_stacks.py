@@ -83,6 +83,7 @@ _GDB_SIGNAL = re.compile(r"^Program terminated with signal (SIG[A-Z0-9]+), (.*?)
 _GDB_CURRENT = re.compile(r"^\[Current thread is \d+ \((?:Thread 0x[0-9a-fA-F]+ \()?(?:LWP|process) (\d+)\)")
 _AT_LINE = re.compile(r" at (\S+):(\d+|[A-Za-z?]+)$")  # a pasted stack may hide the numbers (``init.cc:XXX``)
 _FROM_LIB = re.compile(r" from (\S+)$")
+_WRAPPED_FROM = re.compile(r"^from (/\S+)$")  # gdb wraps a long ``from LIB`` onto the next line
 _ADDR_IN = re.compile(r"^(0x[0-9a-fA-F]+) in (.*)$")
 _ADDR_SP = re.compile(r"^(0x[0-9a-fA-F]+)\s+(.*)$")
 _PY_NOISE = ("(unable to read python frame information)", "(frame information optimized out)", "<no Python frame>", "...")
@@ -425,6 +426,10 @@ def _line(st: _State, n: int, raw: str, text: str, rank: int | None) -> None:
         return
     if cur is not None:
         if text in _PY_NOISE or _FH_INFO.match(text):
+            return
+        m = _WRAPPED_FROM.match(text)
+        if m and cur["format"] in ("gdb", "eu-stack") and cur["frames"] and not cur["frames"][-1].file:
+            cur["frames"][-1] = replace(cur["frames"][-1], file=m.group(1))
             return
         if cur["format"] in ("faulthandler", "torch-cpp", "py-bt", "lldb", "ucx"):
             st.close()  # the stack ended without a blank line
