@@ -117,9 +117,10 @@ def native_cause(thread: Thread, thrown: bool = False) -> NativeCause | None:
         coll = next((m.group(1) for f in fr if f.native and (m := _COLL.search(f.function))
                      and m.group(1) not in ("getNCCLComm", "broadcastUniqueNCCLID")), None)
         op = f" for {coll}" if coll else ""
+        calls = [f for f in fr if f.native and (_COLL.search(f.function) or _COMM_INIT.search(f.function))]
         return NativeCause(
             Kind.COMM_INIT_FAILED, Severity.SUSPECT,
-            f"NCCL communicator creation failed{op} ({_chain(fr, _first(fr, _COLL) or init)}): the NCCL unique id "
+            f"NCCL communicator creation failed{op} ({' -> '.join(_short(f) for f in reversed(calls[:6]))}): the NCCL unique id "
             "could not be exchanged through the store, or NCCL's bootstrap failed",
             "check that every rank reaches MASTER_ADDR:MASTER_PORT and the same store, that all ranks create the "
             "group, and NCCL_SOCKET_IFNAME; the NCCL WARN lines of this rank (NCCL_DEBUG=INFO) name the socket error",

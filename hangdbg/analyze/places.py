@@ -47,6 +47,13 @@ INIT_FUNCTIONS = frozenset(
     """.split()
 )
 
+_NATIVE_COMM_INIT = re.compile(r"broadcastUniqueNCCLID|ProcessGroupNCCL::getNCCLComm|ncclCommInitRank|ncclCommSplit")
+_NCCL_API = re.compile(r"\b(?:nccl|ProcessGroupNCCL::|ProcessGroupGloo::)(AllReduce|allreduce|Broadcast|broadcast|Reduce\b|reduce\b"
+                       r"|AllGather|allgather|ReduceScatter|reduce_scatter|AllToAll|alltoall|Send|send\b|Recv|recv\b|barrier)")
+_NCCL_OPS = {"allreduce": "all_reduce", "broadcast": "broadcast", "reduce": "reduce", "allgather": "all_gather",
+             "reducescatter": "reduce_scatter", "reduce_scatter": "reduce_scatter", "alltoall": "all_to_all",
+             "send": "send", "recv": "recv", "barrier": "barrier"}
+"""NCCL's API (``ncclAllReduce``, nccl.h) and ProcessGroupNCCL's/Gloo's methods -> the c10d op name."""
 TIMED_OUT = "timed-out collective"
 """The op of a rank whose only stack is its watchdog's ``WorkNCCL::checkTimeout`` exception: it
 waited in a collective the trace does not name."""
@@ -97,6 +104,8 @@ def place_of(thread: Thread) -> Place:
         if any(f.native and "WorkNCCL::checkTimeout" in f.function for f in thread.frames):
             return Place("collective", TIMED_OUT, None, thread.name)  # the watchdog timed out this rank's collective
         return Place("outside", None, service, thread.name)
+    if any(f.native and _NATIVE_COMM_INIT.search(f.function) for f in thread.frames):
+        return Place("init", "NCCL communicator creation", None, thread.name)
     natives = [f.function for f in thread.frames if f.native]
     if any(_NATIVE_COLLECTIVE.search(n) for n in natives) and not any(NATIVE_STORE.search(n) for n in natives):
         site = next((f for f in py if "torch/" not in f.file), py[0] if py else None)
@@ -117,7 +126,8 @@ def _native_op(natives: list[str]) -> str:
     """The op a c10d wait under non-distributed Python frames is for (``--native``; the one
     classifier of native waits): gloo's ``UnboundBuffer::waitRecv``/``waitSend`` (``recv``/
     ``send``; another ``UnboundBuffer`` call by its name, else ``p2p wait``), DDP's
-    ``c10d::Reducer`` or the autograd engine (``DDP all_reduce``), else ``wait``."""
+    ``c10d::Reducer`` or the autograd engine (``DDP all_reduce``), an NCCL API call or a
+    ProcessGroupNCCL/Gloo method by its op (``ncclBroadcast`` -> ``broadcast``), else ``wait``."""
     joined = " ".join(natives)
     if _NATIVE_RECV.search(joined):
         return "recv"
@@ -127,7 +137,8 @@ def _native_op(natives: list[str]) -> str:
         return "recv" if _UNBOUND_RECV.search(joined) else "send" if _UNBOUND_SEND.search(joined) else "p2p wait"
     if _NATIVE_DDP.search(joined):
         return "DDP all_reduce"
-    return "wait"
+    m = _NCCL_API.search(joined)
+    return _NCCL_OPS.get(m.group(1).lower(), "wait") if m else "wait"
 
 
 def read_source(frame: Frame) -> str:

@@ -137,7 +137,8 @@ _CRASH_ACTIONS = {
     "SIGSEGV": "read the native frames of the crashing thread; rerun under faulthandler (PYTHONFAULTHANDLER=1) to "
                "see the Python caller",
 }
-_NOT_THE_SITE = ("killpg", "raise", "abort", "__restore_rt", "ucs_", "??", "<unknown", "start_thread", "clone")
+_NOT_THE_SITE = ("killpg", "raise", "abort", "__restore_rt", "__sigaction", "sigaction", "__GI_raise", "gsignal", "ucs_",
+                 "??", "<unknown", "start_thread", "clone")
 
 
 def _crash_finding(c: CrashLine, rank: int | None, blocks: list[StackBlock], path: str) -> Finding:
