@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import errno
 import os
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -177,7 +178,7 @@ def _dump(rank: int, group: list[_Entry]) -> RankDump:
         rank=rank,
         pid=last(_pid(e.proc) for e in group),
         host=last(h.get("host") for h in headers) or "",
-        local_rank=last(_int(h.get("local_rank")) for h in headers),
+        local_rank=last([*(_local_rank_arg(e.proc.cmdline) for e in group), *(_int(h.get("local_rank")) for h in headers)]),
         world_size=last(_int(h.get("world_size")) for h in headers),
         local_world_size=last(_int(h.get("local_world_size")) for h in headers),
         threads=samples[-1] if samples else (),
@@ -188,6 +189,16 @@ def _dump(rank: int, group: list[_Entry]) -> RankDump:
         python=last(e.proc.python for e in group),
         steps=tuple(dict.fromkeys(s for h in headers for s in (h.get("steps") or "").split(",") if s)),
     )
+
+
+def _local_rank_arg(cmdline: str) -> int | None:
+    """``--local_rank=0`` / ``--local-rank 0`` in a command line (the argument
+    ``torch.distributed.launch`` and DeepSpeed's launcher pass): a *local* rank, never the rank."""
+    m = _LOCAL_RANK_ARG.search(cmdline)
+    return _int(m.group(1)) if m else None
+
+
+_LOCAL_RANK_ARG = re.compile(r"(?:^|\s)--local[_-]rank(?:=|\s+)(\d{1,6})(?!\S)")
 
 
 def _gone(e: _Entry) -> bool:
