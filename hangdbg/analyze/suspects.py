@@ -328,8 +328,13 @@ def _undecided(roots: list[int], graph: WaitGraph, sampled: bool) -> Finding | N
     computing = [r for r in roots if waits[r].kind is WaitKind.COMPUTE]
     if computing and len(computing) == len(roots) and not sampled:
         w = waits[computing[0]]
+        mine = set(computing)
+        waiters = sorted({r for e in graph.edges if not mine.isdisjoint(e.targets) for r in e.waiters})
+        others = (f"{_ranks_text(waiters)} {'waits' if len(waiters) == 1 else 'wait'} {waits[waiters[0]].describe()}"
+                  if waiters else "the others wait")
         return Finding(Kind.UNDECIDED, f"{_ranks_text(computing)} {'is' if len(computing) == 1 else 'are'} on CPU "
-                       f"({w.describe()}) while the others wait: one sample cannot tell a slow step from a hang",
+                       f"({w.describe()}), in no collective, while {others}: one sample cannot tell a slow step "
+                       "from a hang",
                        tuple(computing), severity=Severity.WARNING,
                        action="sample again: hangdbg dump --samples 3 --locals")
     return None

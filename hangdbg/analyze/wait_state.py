@@ -73,7 +73,7 @@ _PY_BLOCKS: tuple[tuple[str, frozenset[str], str], ...] = (
     ("subprocess.py", frozenset({"wait", "_wait", "communicate", "_try_wait"}), "subprocess"),
 )
 _DATA_FRAME = re.compile(r"(^|/)data(sets?)?/|data_?loader|iterators?\.py$|/datasets?\.py$", re.IGNORECASE)
-_PASSIVE = ("threading.py", "queue.py", "multiprocessing/", "concurrent/futures/", "selectors.py", "socket.py", "ssl.py",
+_PASSIVE = ("threading.py", "queue.py", "multiprocessing/", "torch/utils/data/", "concurrent/futures/", "selectors.py", "socket.py", "ssl.py",
             "subprocess.py", "contextlib.py")
 
 

@@ -2,7 +2,8 @@
 
 Accepted inputs: files written by hangdbg's collector (``OUT/raw/rank-0003[.sample-2].txt`` with a
 ``# hangdbg rank=...`` header), plain ``py-spy dump --pid N > file`` outputs, and concatenations
-of several dumps (``py-spy dump --subprocesses``, ``pgrep ... | xargs -I {} py-spy dump --pid {}``).
+of several dumps (``py-spy dump --subprocesses``, ``pgrep ... | xargs -I {} py-spy dump --pid {}``), and
+thread dumps a program printed itself from ``sys._current_frames()`` (:mod:`.thread_dump_text`).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from ..launchers import is_launcher
 from ..model import RankDump, Thread
 
 from .pyspy_text import ParsedProcess, parse_pyspy_dump, rank_from_filename, sample_from_filename
+from .thread_dump_text import parse_thread_dump
 
 __all__ = ["LoadStats", "load_dumps"]
 
@@ -88,6 +90,10 @@ def load_dumps(paths: Sequence[str | os.PathLike]) -> tuple[list[RankDump], Load
             continue
         read += 1
         procs, bad = parse_pyspy_dump(text)
+        if not procs:  # no py-spy output: a thread dump the program printed itself?
+            own, own_bad = parse_thread_dump(text)
+            if own:
+                procs, bad = own, own_bad
         garbled += bad
         for proc in procs:
             entries.append(_entry(proc, len(entries), f.name, len(procs) == 1))
