@@ -79,12 +79,33 @@ _USING = re.compile(r"^(?P<what>NET/\w+|NET|Bootstrap)\s*:\s*Using\b(?: interfac
 _IFACE = re.compile(r"(?:\[\d+\])?(?P<name>[A-Za-z][\w.\-]*):(?P<ip>[0-9A-Fa-f.:]*[0-9A-Fa-f](?:%[\w.\-]+)?)<\d+>")
 _IBDEV = re.compile(r"\[\d+\](?P<dev>[\w.\-]+:\d+/\w+)")
 _PLUGIN_NONE = re.compile(
-    r"NET/Plugin\s*:?\s*(?:Could not find|No plugin found|Plugin load returned|Failed to find|Plugin load \(.*\) returned)"
+    r"NET/Plugin\s*:?\s*(?:Could not find|No plugin found|Plugin load returned|Failed to find|Plugin load \([^)]*\) returned)"
     r"|Using internal (?:network )?(?:plugin|implementation)", re.I)
 _PLUGIN_LOADED = re.compile(
     r"(?:Loaded (?:net|coll|nccl)?\s*plugin|NET/Plugin\s*:\s*Loaded(?: net plugin)?|NET/Plugin: Using)\s*:?\s*(?P<name>[^(\n]*?)\s*(?:\(v\d+\))?\s*$"
     r"|NET/OFI Using (?P<ofi>\S+)", re.I)
-_NETWORK = re.compile(r"^Using network (?P<net>.+?)\s*$")
+_NETWORK = re.compile(r"^Using (?:internal )?[Nn]etwork (?P<net>.+?)\s*$")
+# Net plugin lines, by NCCL version (src/net.cc 2.4-2.18, src/plugin/net.cc and plugin_open.cc 2.19+)
+# and by plugins themselves (nccl-rdma-sharp-plugins: "Plugin Path : PATH", aws-ofi-nccl: "NET/OFI").
+_PLUGIN_PATH = re.compile(r"^Plugin Path\s*:\s*(?P<path>\S+)")
+_PLUGIN_EXT = re.compile(r"^Successfully loaded external (?:network )?plugin\s+(?P<path>\S+)")
+_PLUGIN_INIT = re.compile(r"^(?:Initialized|Assigned) NET plugin (?P<name>\S+)")
+_PLUGIN_ENV = re.compile(r"^NCCL_NET_PLUGIN set by environment to (?P<name>\S+)")
+_PLUGIN_OTHER = re.compile(r"^(?P<kind>TUNER|PROFILER|ENV|GIN)/Plugin\s*:\s*(?P<rest>.*)$")
+_INTERNAL_NETS = frozenset({"ib", "socket", "ib_sharp", "collnet"})
+# Single-node and P2P evidence (init.cc): "nranks N" is printed by ncclCommInitAll (<= 2.4, one
+# process drives every GPU), "comm .. nRanks N nNodes M localRanks L" by newer init.cc.
+_INIT_ALL = re.compile(r"^nranks (?P<n>\d+)\s*$")
+_NNODES = re.compile(r"\bnNodes (?P<n>\d+)\b")
+_P2P_ENV = re.compile(r"^NCCL_P2P_(?:DISABLE|LEVEL) set by environment to (?P<v>\S+)")
+# Connectivity (misc/socket.cc, include/socket.h, bootstrap.cc).
+_RETRY = re.compile(r"^Call to connect returned (?P<why>.+?),? retrying\b")
+_NET_ERROR = re.compile(
+    r"(?:Socket creation failed|Call to connect failed|socketStartConnect|socketProgress|connect failed|bind failed)"
+    r"\s*:?\s*(?P<why>.*)$")
+_CHECKED_IN = re.compile(r"Bootstrap Root\s*:\s*rank (?P<rank>\d+) of (?P<n>\d+) ranks has already checked in")
+_CHAIN_FILE = re.compile(r"^(?P<file>[\w./+-]+\.(?:cc|cu|cpp|c|h)):\d+ -> (?P<code>\d+)(?P<rest>.*)$")
+_BENIGN_WARN = re.compile(r"Failed to open libibverbs|NET/IB : No device found|libnccl-net|ncclNetPlugin", re.I)
 _VIA = re.compile(r"\bvia (?P<t>[A-Za-z][\w/]*)")
 _CONNECT = re.compile(r"Connect to (?P<peer>[^\s<>]+)<(?P<port>\d+)> failed\s*:?\s*(?P<why>.*)$")
 _PEER = re.compile(r"\b(?:from peer|remote peer|peer)\s+(?P<peer>[^\s<>]+)<(?P<port>\d+)>")
@@ -181,6 +202,19 @@ class Proc:
     ifaces: set = field(default_factory=set)  # "ib0", "mlx5_0:1/IB"
     ips: set = field(default_factory=set)
     plugin: str | None = None  # "none" or "loaded: NAME"
+    other_plugins: set = field(default_factory=set)  # "TUNER: internal", "PROFILER: loaded NAME"
+    boot_ifaces: set = field(default_factory=set)  # interfaces of "Bootstrap : Using" lines
+    init_fail: Evidence | None = None  # first error-chain line through init.cc / init.cu
+    chain_first: tuple | None = None  # (file, code, rest, Evidence) of the first error-chain line
+    boot_chain: bool = False  # an error chain went through bootstrap.cc
+    retries: int = 0  # "Call to connect returned X, retrying" lines
+    retry_ev: Evidence | None = None
+    net_errors: list = field(default_factory=list)  # (why, Evidence): socket creation/connect errors
+    checked_in: list = field(default_factory=list)  # Evidence of "rank R of N ranks has already checked in"
+    init_all: int | None = None  # "nranks N" of ncclCommInitAll: one process drives N GPUs
+    nnodes: int | None = None  # "nNodes M" of an init line
+    p2p_env: str | None = None  # NCCL_P2P_DISABLE / NCCL_P2P_LEVEL as logged
+    benign_warns: int = 0  # WARNs that say nothing about a failure (no libibverbs on a socket-only host)
     networks: set = field(default_factory=set)
     transports: set = field(default_factory=set)
     comms: dict = field(default_factory=dict)  # ptr -> Comm (latest incarnation)
@@ -244,6 +278,7 @@ class NcclLog:
         self.version_by_launcher_rank: dict[int, str] = {}
         self.split_on = split_on
         self.nslices = 1
+        self.cut_files: set[int] = set()  # files whose last record is cut mid-line (an excerpt)
         self._chunks: dict[int, list[tuple[int, int]]] = {}  # file -> [(start line, byte offset)]
         self._file_procs: dict[int, set] = {}
         self._hosts: set[str] = set()
@@ -273,6 +308,15 @@ class NcclLog:
         best = ""
         for h in self._hosts:
             if len(h) > len(best) and host.endswith(h) and (h, pid) in self.procs:
+                best = h
+        return best or host
+
+    def _unsplice_line(self, host: str, line_hosts: set) -> str:
+        """The host of a record spliced right after another one's cut text (``Conneg183``,
+        ``0x55cd375g183``): the longest known host, or host of the same line, that ends it."""
+        best = ""
+        for h in self._hosts | line_hosts:
+            if h != host and len(h) > len(best) and host.endswith(h):
                 best = h
         return best or host
 
@@ -309,15 +353,19 @@ class NcclLog:
                 self.lines_skipped += 1
             return
         last = recs[-1][0]
-        for m, end in recs:
-            msg = text[m.end():end].rstrip()
-            if m is last and _looks_cut(msg):
-                self._pending = (fi, lineno, raw, m, msg, pre.rank)
+        line_hosts = {r.group("host") for r, _ in recs}
+        for rm, end in recs:
+            hm: re.Match | _Unspliced = rm
+            if rm.start() and not text[rm.start() - 1].isspace():
+                hm = _Unspliced(rm, self._unsplice_line(rm.group("host"), line_hosts))
+            msg = text[hm.end():end].rstrip()
+            if rm is last and _looks_cut(msg):
+                self._pending = (fi, lineno, raw, hm, msg, pre.rank)
                 return
-            if not self._record(fi, lineno, raw, m, msg, pre.rank):
+            if not self._record(fi, lineno, raw, hm, msg, pre.rank):
                 self.lines_skipped += 1
 
-    def _record(self, fi: int, lineno: int, raw: str, m: re.Match, msg: str, launcher_rank: int | None,
+    def _record(self, fi: int, lineno: int, raw: str, m: re.Match | _Unspliced, msg: str, launcher_rank: int | None,
                 strict: bool = False) -> bool:
         host = m.group("host")
         p = self.proc(host, int(m.group("pid")), fi)
@@ -330,7 +378,7 @@ class NcclLog:
         if p.first_ev is None:
             p.first_ev = ev
         if level == "WARN":
-            return self._warn(p, msg, ev)
+            return self._warn(p, msg, ev, fi)
         if level in ("CALL", "TRACE"):
             self._count_record(p)
             return True
@@ -356,9 +404,7 @@ class NcclLog:
             return False
         self._count_record(p)
         if _CHAIN.match(msg):
-            p.nchains += 1
-            if len(p.chains) < MAX_EVIDENCE:
-                p.chains.append(ev)
+            self._chain(p, msg, ev)
             return True
         vm = _VERSION.search(msg)
         if vm:
@@ -368,16 +414,30 @@ class NcclLog:
         if um:
             self._using(p, um.group("what"), um.group("rest"))
             return True
-        if "lugin" in msg or "NET/OFI" in msg:
-            lm = _PLUGIN_LOADED.search(msg)
-            if lm:
-                p.plugin = "loaded: " + (lm.group("name") or lm.group("ofi") or "?").strip()
-            elif _PLUGIN_NONE.search(msg) and (p.plugin is None or p.plugin == "none"):
-                p.plugin = "none"
+        if "lugin" in msg or "NET/OFI" in msg or "PLUGIN" in msg:
+            _plugin(p, msg)
             return True
         nm = _NETWORK.match(msg)
         if nm:
-            p.networks.add(nm.group("net"))
+            net = nm.group("net")
+            p.networks.add(net)
+            if net.lower() not in _INTERNAL_NETS and not (p.plugin or "").startswith("loaded"):
+                p.plugin = "loaded: network " + net  # a network name NCCL does not have is a plugin's
+            return True
+        if msg.startswith("Call to connect"):
+            rm = _RETRY.match(msg)
+            if rm:
+                p.retries += 1
+                if p.retry_ev is None:
+                    p.retry_ev = ev
+                return True
+        am = _INIT_ALL.match(msg)
+        if am:
+            p.init_all = _small(am.group("n"))
+            return True
+        em = _P2P_ENV.match(msg)
+        if em:
+            p.p2p_env = msg
             return True
         if "via " in msg:
             vm = _VIA.search(msg)
@@ -393,15 +453,40 @@ class NcclLog:
         p.records += 1
         self.records += 1
 
-    def _warn(self, p: Proc, msg: str, ev: Evidence) -> bool:
+    def _warn(self, p: Proc, msg: str, ev: Evidence, fi: int = 0) -> bool:
         self._count_record(p)
+        if _BENIGN_WARN.search(msg):
+            p.benign_warns += 1
         p.nwarns += 1
         if len(p.warns) < MAX_EVIDENCE:
             p.warns.append(ev)
         cm = _CONNECT.search(msg) or _PEER.search(msg)
         if cm:
             self._connect(p, cm, msg, ev)
+        elif (nm := _NET_ERROR.search(msg)) is not None:
+            if len(p.net_errors) < MAX_EVIDENCE:
+                p.net_errors.append((msg[:nm.start()].strip(" :") + " " + nm.group(0).strip(), ev))
+        if "checked in" in msg and _CHECKED_IN.search(msg) and len(p.checked_in) < MAX_EVIDENCE:
+            p.checked_in.append(ev)
         return True
+
+    def _chain(self, p: Proc, msg: str, ev: Evidence) -> None:
+        """An error chain line ``file.cc:LINE -> CODE [(why)] [Async thread]`` (NCCLCHECK in
+        ``include/checks.h``): the first one of a process is the root, one through ``init.cc``/``init.cu``
+        means communicator init returned the error, one through ``bootstrap.cc`` that bootstrap failed."""
+        p.nchains += 1
+        if len(p.chains) < MAX_EVIDENCE:
+            p.chains.append(ev)
+        cm = _CHAIN_FILE.match(msg)
+        if cm is None:
+            return
+        base = cm.group("file").rsplit("/", 1)[-1]
+        if p.chain_first is None:
+            p.chain_first = (cm.group("file"), int(cm.group("code")), cm.group("rest").strip(), ev)
+        if base in ("init.cc", "init.cu") and p.init_fail is None:
+            p.init_fail = ev
+        elif base == "bootstrap.cc":
+            p.boot_chain = True
 
     def _connect(self, p: Proc, m: re.Match, msg: str, ev: Evidence) -> None:
         why = m.groupdict().get("why") or msg[m.end():].strip(" :,")
@@ -415,6 +500,8 @@ class NcclLog:
                 continue
             if what != "NET/IB":
                 p.ifaces.add(im.group("name"))
+            if what == "Bootstrap":
+                p.boot_ifaces.add(im.group("name"))
             p.ips.add(ip)
             self.ip_hosts.setdefault(ip, p.host)
         if what.startswith("NET/IB"):
@@ -447,6 +534,9 @@ class NcclLog:
         pm = _PARENT.search(rest)
         if pm:
             c.parent = pm.group(1)
+        nn = _NNODES.search(rest)
+        if nn:
+            p.nnodes = _small(nn.group("n"))
         if tail:
             what, state = tail.group("what") or "Init", tail.group("state")
             if what == "Init":
@@ -511,6 +601,7 @@ class NcclLog:
             self._pending = None
             if not self._record(fi, lineno, raw, m, msg, rank):
                 self.lines_skipped += 1
+                self.cut_files.add(fi)
 
     # -- the end ---------------------------------------------------------------------------
     def finish(self) -> None:
@@ -564,6 +655,24 @@ class NcclLog:
         return Evidence(self.files[fi], lineno, text)
 
 
+class _Unspliced:
+    """A record header match whose host was corrected (:meth:`NcclLog._unsplice_line`)."""
+
+    __slots__ = ("_m", "_host")
+
+    def __init__(self, m: re.Match, host: str) -> None:
+        self._m, self._host = m, host
+
+    def group(self, name: str):
+        return self._host if name == "host" else self._m.group(name)
+
+    def start(self) -> int:
+        return self._m.start()
+
+    def end(self) -> int:
+        return self._m.end()
+
+
 def _looks_cut(msg: str) -> bool:
     """A record that a hard wrap cut short: a collective line without its comm pointer, an init
     line with ``cudaDev`` but without its `` - Init ...`` tail."""
@@ -572,6 +681,58 @@ def _looks_cut(msg: str) -> bool:
     if msg.startswith(("comm 0x", "ncclCommInit", "ncclCommSplit")) and " rank " in msg:
         return " - " not in msg and "nNodes" not in msg and "localRank" not in msg
     return False
+
+
+def _small(text: str, limit: int = 1 << 20) -> int | None:
+    """A count from a log line, ``None`` when it is garbage (a number no job has)."""
+    n = int(text)
+    return n if 0 <= n <= limit else None
+
+
+def _plugin(p: Proc, msg: str) -> None:
+    """A plugin-loading line -> ``p.plugin`` (net plugin: ``"none"`` or ``"loaded: NAME"``) or
+    ``p.other_plugins`` (tuner, profiler, env, gin).
+
+    Formats: NCCL 2.4-2.18 ``src/net.cc`` (``NET/Plugin : No plugin found (libnccl-net.so)[, using
+    internal implementation]``, ``NET/Plugin : Plugin load (libnccl-net.so) returned 2 : ...``,
+    ``NET/Plugin: Loaded net plugin NAME (vN)``, ``NET/Plugin: Failed to find ncclNetPlugin_vN symbol``);
+    2.19+ ``src/plugin/plugin_open.cc`` / ``net.cc`` (``NET/Plugin: Could not find: libnccl-net.so.
+    Using internal network plugin.``, ``Successfully loaded external network plugin PATH``,
+    ``Initialized NET plugin NAME``, ``NCCL_NET_PLUGIN set by environment to NAME``, ``TUNER/Plugin:
+    ...``, ``PROFILER/Plugin: ...``); plugins' own lines (nccl-rdma-sharp-plugins ``Plugin Path : PATH``,
+    aws-ofi-nccl ``NET/OFI Using aws-ofi-nccl VERSION``). A net plugin once seen loaded stays loaded
+    (the internal fall-back lines come first)."""
+    om = _PLUGIN_OTHER.match(msg)
+    if om:
+        rest = om.group("rest")
+        low = rest.lower()
+        state = "internal" if ("could not find" in low or "internal" in low or "no plugin" in low) else rest.strip()[:80]
+        p.other_plugins.add(f"{om.group('kind')}: {state}")
+        return
+    loaded = p.plugin is not None and p.plugin.startswith("loaded")
+    for rx in (_PLUGIN_PATH, _PLUGIN_EXT):
+        m = rx.match(msg)
+        if m:
+            p.plugin = "loaded: " + m.group("path")
+            return
+    m = _PLUGIN_ENV.match(msg)
+    if m:
+        if m.group("name").lower() == "none" and not loaded:
+            p.plugin = "none"
+        return
+    m = _PLUGIN_INIT.match(msg)
+    if m:
+        if m.group("name").lower() not in _INTERNAL_NETS and not loaded:
+            p.plugin = "loaded: " + m.group("name")
+        return
+    if _PLUGIN_NONE.search(msg):
+        if not loaded:
+            p.plugin = "none"
+        return
+    lm = _PLUGIN_LOADED.search(msg)
+    if lm and not loaded:
+        name = (lm.group("name") or lm.group("ofi") or "?").strip()
+        p.plugin = "loaded: " + name
 
 
 def _transport(t: str) -> str:
