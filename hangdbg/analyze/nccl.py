@@ -73,37 +73,240 @@ def _comm_name(key: str, members) -> str:
 
 
 def _init_findings(log: NcclLog, grp) -> list[Finding]:
+    """Ranks stuck in init, and ranks of a communicator that wrote no init line.
+
+    ``Init COMPLETE`` (NCCL 2.x ``init.cc``) is printed after the bootstrap all-gather, which needs
+    every rank: when one rank completed, the ranks without a line did start (their lines are just
+    not in these logs). Only when ranks are stuck at ``Init START`` and none completed are the
+    ranks without any line the ones the others wait for. Teardown lines (``Abort COMPLETE``,
+    ``Destroy COMPLETE``) are not init records."""
     out = []
     world_size = max((c.nranks or 0 for q in log.procs.values() for c in q.all_comms), default=0)
     for key, members in grp.items():
+        inited = [(p, c) for p, c in members if c.had_init]
         any_complete = any(c.state == "complete" for _, c in members)
-        stuck = [(p, c) for p, c in members if c.state == "start" or (any_complete and c.state == "" and c.rank is not None)]
+        stuck = [(p, c) for p, c in members if c.state == "start"]
+        missing: list[int] = []
+        nranks = Counter(c.nranks for _, c in inited if c.nranks).most_common(1)
+        if nranks and inited:
+            n = nranks[0][0]
+            present = {c.rank for _, c in members if c.rank is not None}
+            missing = sorted(set(range(n)) - present)
+            if len(missing) >= n:
+                missing = []
         if stuck:
             procs = [p for p, _ in stuck]
             done = sum(1 for _, c in members if c.state == "complete")
             ev = tuple(c.init_ev for _, c in stuck[:MAX_EV] if c.init_ev)
+            waiting = bool(missing) and not any_complete
             out.append(Finding(
                 Kind.NCCL_INIT_INCOMPLETE,
                 f"{_names(procs)} never completed init of {_comm_name(key, members)}: Init START without "
-                f"Init COMPLETE ({done} of {len(members)} ranks completed)",
+                f"Init COMPLETE ({done} of {len(members)} ranks completed)"
+                + (f"; they wait for rank{'s' if len(missing) > 1 else ''} {compress(missing)}, which wrote no init line"
+                   if waiting else ""),
                 ranks=_ranks(procs), hosts=_hosts(procs), evidence=ev,
+                severity=Severity.WAITING if waiting else Severity.SUSPECT,
+                waits_for=tuple(missing) if waiting else (),
                 action="look at these ranks' own logs and stacks: they hang in ncclCommInitRank (bootstrap or "
                        "transport set-up), often waiting for a peer that died or cannot be reached"))
-        nranks = Counter(c.nranks for _, c in members if c.nranks).most_common(1)
-        if nranks and any(c.rank is not None for _, c in members):
+        if missing:
             n = nranks[0][0]
-            present = {c.rank for _, c in members if c.rank is not None}
-            missing = sorted(set(range(n)) - present)
-            if missing and len(missing) < n:
-                world = n == world_size
+            world = n == world_size
+            ev2 = tuple(c.init_ev for _, c in inited[:2] if c.init_ev)
+            plural = "s" if len(missing) > 1 else ""
+            if stuck and not any_complete:
                 out.append(Finding(
                     Kind.NCCL_INIT_INCOMPLETE,
-                    f"{_comm_name(key, members)}: rank{'s' if len(missing) > 1 else ''} {compress(missing)} "
-                    f"(of 0-{n - 1}) wrote no init line in these logs: never started, died early, or its log is missing",
-                    ranks=tuple(missing) if world else (), hosts=(),
-                    evidence=tuple(c.init_ev for _, c in members[:2] if c.init_ev),
-                    action="find the processes of these ranks: did they start, and where did their logs go?"))
+                    f"{_comm_name(key, members)}: rank{plural} {compress(missing)} (of 0-{n - 1}) wrote no init line "
+                    f"while {_names(p for p, _ in stuck)} wait in init for them: never started, died early, or stuck "
+                    "before ncclCommInitRank",
+                    ranks=tuple(missing) if world else (), evidence=ev2,
+                    action="find the processes of these ranks: did they start, did they reach the communicator "
+                           "creation, and where did their logs go?"))
+            elif any_complete:
+                out.append(Finding(
+                    Kind.NCCL_INIT_INCOMPLETE,
+                    f"{_comm_name(key, members)}: rank{plural} {compress(missing)} (of 0-{n - 1}) wrote no init line in "
+                    "these logs, but other ranks completed init, which needs every rank: their lines are just not here",
+                    severity=Severity.INFO, evidence=ev2))
+            else:
+                out.append(Finding(
+                    Kind.NCCL_INIT_INCOMPLETE,
+                    f"{_comm_name(key, members)}: rank{plural} {compress(missing)} (of 0-{n - 1}) wrote no init line in "
+                    "these logs (an excerpt, or their logs are elsewhere): not evidence that they failed",
+                    severity=Severity.WARNING, evidence=ev2,
+                    action="pass every rank's NCCL_DEBUG output (NCCL_DEBUG_FILE=/dir/nccl.%h.%p)"))
     return out
+
+
+_INIT_HELP = {
+    "bootstrap": "check that every node reaches the bootstrap root (MASTER_ADDR / the NCCL_COMM_ID port): "
+                 "firewall, a wrong MASTER_ADDR, or NCCL_SOCKET_IFNAME choosing an interface the nodes do not share",
+    "socket": "the socket error is the root: check NCCL_SOCKET_IFNAME / NCCL_SOCKET_FAMILY (IPv4 vs IPv6) and "
+              "that the interface works on these hosts",
+    "": "read the first line of the error chain (and the WARN just before it): it names what failed",
+}
+
+
+def _init_fail_findings(log: NcclLog) -> list[Finding]:
+    """``file.cc:LINE -> N`` chains that reach ``init.cc``/``init.cu`` (NCCLCHECK in
+    ``include/checks.h`` prints one line per frame): communicator init returned an error."""
+    failed = [p for p in log.procs.values() if p.init_fail is not None]
+    by_host: dict[str, list[Proc]] = defaultdict(list)
+    for p in failed:
+        by_host[p.host].append(p)
+    out = []
+    for host, procs in sorted(by_host.items()):
+        p0 = procs[0]
+        root = p0.chain_first
+        errs = [e for p in procs for e in p.net_errors]
+        what, help_key = "communicator init failed", ""
+        if any(p.boot_chain for p in procs):
+            what, help_key = "bootstrap failed during communicator init", "bootstrap"
+        elif errs or (root and "socket" in root[0]):
+            help_key = "socket"
+        detail = ""
+        if errs:
+            detail = f" after {errs[0][0]}"
+        elif root:
+            detail = f", error chain from {root[0]} -> {root[1]}" + (f" {root[2]}" if root[2] else "")
+        ev = [e for _, e in errs[:2]] + [p.chain_first[3] for p in procs[:2] if p.chain_first] + \
+             [p.init_fail for p in procs[:MAX_EV] if p.init_fail]
+        uniq = list({(e.source, e.line): e for e in ev}.values())[:MAX_EV]
+        out.append(Finding(
+            Kind.NCCL_INIT_FAILED, f"{_names(procs)} on {host}: {what}{detail} (the chain ends in init)",
+            ranks=_ranks(procs), hosts=(host,), evidence=tuple(uniq), action=_INIT_HELP[help_key]))
+    return out
+
+
+def _net_error_findings(log: NcclLog) -> list[Finding]:
+    """Socket errors of processes whose init did not (visibly) fail, and connect retries
+    (``misc/socket.cc``: ``Call to connect returned Connection refused, retrying``: nobody listens
+    at the address: the peer or the bootstrap root is not up, died, or the address is wrong)."""
+    out = []
+    for p in log.procs.values():
+        if p.net_errors and p.init_fail is None:
+            out.append(Finding(
+                Kind.NCCL_CONNECT_FAILED, f"{_names([p])} on {p.host}: {p.net_errors[0][0]}",
+                ranks=_ranks([p]), hosts=(p.host,), evidence=tuple(e for _, e in p.net_errors[:MAX_EV]),
+                action=_INIT_HELP["socket"]))
+    retrying = [p for p in log.procs.values() if p.retries]
+    by_host: dict[str, list[Proc]] = defaultdict(list)
+    for p in retrying:
+        by_host[p.host].append(p)
+    for host, procs in sorted(by_host.items()):
+        n = sum(p.retries for p in procs)
+        why = "refused" if any("refused" in (p.retry_ev.text if p.retry_ev else "") for p in procs) else "failed"
+        out.append(Finding(
+            Kind.NCCL_CONNECT_FAILED,
+            f"{_names(procs)} on {host}: connect {why} {n} time{'s' if n != 1 else ''} (NCCL kept retrying): nothing "
+            "listens at the address it connects to - the bootstrap root or a peer is not up, died, or is looked for "
+            "at the wrong address",
+            ranks=_ranks(procs), hosts=(host,), evidence=tuple(p.retry_ev for p in procs[:MAX_EV] if p.retry_ev),
+            action="check that the rank-0 / bootstrap-root process is alive and that MASTER_ADDR (NCCL_COMM_ID) and "
+                   f"the interface {host} uses (NCCL_SOCKET_IFNAME) reach it"))
+    return out
+
+
+_VIRTUAL_IFACE = ("veth", "docker", "virbr", "ip6tnl", "br-", "cni", "flannel", "cali", "vxlan", "tunl", "weave", "kube")
+
+
+def _bootstrap_findings(log: NcclLog) -> list[Finding]:
+    """A bootstrap root that saw a rank check in twice (``bootstrap.cc``: ``Bootstrap Root : rank R
+    of N ranks has already checked in``) and bootstraps on virtual interfaces (container bridges,
+    tunnels: the NCCL troubleshooting guide's advice is NCCL_SOCKET_IFNAME)."""
+    out = []
+    dup = [p for p in log.procs.values() if p.checked_in]
+    if dup:
+        ev = tuple(e for p in dup for e in p.checked_in)[:MAX_EV]
+        out.append(Finding(
+            Kind.NCCL_BOOTSTRAP,
+            f"the bootstrap root ({_names(dup)} on {', '.join(_hosts(dup))}) saw a rank check in twice: two processes "
+            "were started with the same rank - a wrong launch configuration (node rank, nnodes, ranks per node) or two "
+            "jobs sharing one MASTER_ADDR:MASTER_PORT",
+            hosts=_hosts(dup), evidence=ev,
+            action="check the launcher's RANK / node-rank / nproc-per-node settings on every node and that no other job "
+                   "uses the same MASTER_PORT"))
+    virt: dict[str, list[Proc]] = defaultdict(list)
+    for p in log.procs.values():
+        for name in p.boot_ifaces:
+            if name.startswith(_VIRTUAL_IFACE):
+                virt[name].append(p)
+    if virt:
+        procs = list({id(p): p for ps in virt.values() for p in ps}.values())
+        phys = sorted({n for p in procs for n in p.boot_ifaces if not n.startswith(_VIRTUAL_IFACE)})
+        hint = f" (e.g. NCCL_SOCKET_IFNAME={phys[0]})" if phys else ""
+        ev = tuple(p.first_ev for p in procs[:2] if p.first_ev)
+        out.append(Finding(
+            Kind.NCCL_BOOTSTRAP,
+            f"bootstrap on a virtual interface ({', '.join(sorted(virt))}) on {', '.join(_hosts(procs))}: container "
+            "bridges and tunnels are often not reachable from other nodes, and NCCL may pick a different one per node",
+            hosts=_hosts(procs), severity=Severity.WARNING, evidence=ev,
+            action=f"set NCCL_SOCKET_IFNAME to the physical interface every node shares{hint}"))
+    return out
+
+
+def _single_node(log: NcclLog) -> tuple[str, int] | None:
+    """``(host, GPUs)`` when the logs prove a job on one node with several GPUs: ``nranks N`` of
+    ``ncclCommInitAll`` (NCCL <= 2.4: one process drives all N GPUs), ``nNodes 1`` on init lines,
+    or every rank of the largest communicator on one host."""
+    hosts = {p.host for p in log.procs.values()}
+    if len(hosts) != 1:
+        return None
+    host = next(iter(hosts))
+    procs = list(log.procs.values())
+    n_all = max((p.init_all or 0 for p in procs), default=0)
+    if n_all >= 2:
+        return host, n_all
+    if any(p.nnodes == 1 for p in procs) and not any((p.nnodes or 1) > 1 for p in procs):
+        n = max((c.nranks or 0 for p in procs for c in p.all_comms), default=0)
+        return (host, n) if n >= 2 else None
+    big = max((c.nranks or 0 for p in procs for c in p.all_comms), default=0)
+    ranks = {c.rank for p in procs for c in p.all_comms if c.nranks == big}
+    if big >= 2 and ranks >= set(range(big)):
+        return host, big
+    return None
+
+
+def _p2p_findings(log: NcclLog, cut: bool) -> list[Finding]:
+    """A job on one node with several GPUs whose log stops during or right after GPU set-up, with
+    no error and no collective progress: the NCCL troubleshooting guide's symptom of PCIe ACS or
+    the IOMMU blocking GPU peer-to-peer traffic (docs.nvidia.com/deeplearning/nccl/user-guide/docs/
+    troubleshooting.html, "PCI Access Control Services (ACS)"). Not for a log with P2P disabled,
+    a real error (WARN other than a missing libibverbs, error chains, failed connects, aborts) or
+    progress (an opCount above 0)."""
+    one = _single_node(log)
+    if one is None:
+        return []
+    host, ngpus = one
+    procs = list(log.procs.values())
+    if any(p.p2p_env and not p.p2p_env.rstrip().endswith(("0", "NVL")) for p in procs):
+        return []
+    if any(p.nwarns > p.benign_warns or p.nchains or p.connects or p.net_errors or p.retries or p.checked_in
+           for p in procs):
+        return []
+    comms = [c for p in procs for c in p.all_comms]
+    if any(c.state == "aborted" for c in comms) or any((c.last_op or 0) > 0 for c in comms):
+        return []
+    p2p = sorted({t for p in procs for t in p.transports if t.startswith("P2P")})
+    done = any(c.state == "complete" for c in comms)
+    colls = any(c.counts for c in comms)
+    if p2p:
+        where = f"after setting up {'/'.join(p2p)} links between the GPUs"
+    else:
+        where = "during GPU set-up" if not done else "after init"
+    stop = "first collective never got past opCount 0" if colls else "no collective progress"
+    ev = tuple(e for e in (procs[0].first_ev, log.evidence_of_last(comms[0]) if comms else None) if e)[:2]
+    return [Finding(
+        Kind.NCCL_P2P_BLOCKED,
+        f"single-node job on {host} ({ngpus} GPUs) stops {where}: no error, {stop}"
+        + (" (the log is cut mid-line)" if cut else "")
+        + ". The known symptom of PCIe ACS / the IOMMU blocking GPU peer-to-peer (P2P) traffic",
+        hosts=(host,), evidence=ev,
+        action="confirm with NCCL_P2P_DISABLE=1 (if it then runs, P2P is blocked) or cuda-samples "
+               "p2pBandwidthLatencyTest; fix by disabling PCIe ACS (BIOS or setpci) or booting with iommu=pt / "
+               "intel_iommu=off (amd_iommu=off); `dmesg | grep -i iommu`, `lspci -vvv | grep ACSCtl` show it")]
 
 
 def _lag_findings(log: NcclLog, grp) -> list[Finding]:
@@ -139,7 +342,12 @@ def _lag_findings(log: NcclLog, grp) -> list[Finding]:
         ev = [log.evidence_of_last(c) for _, c in behind[:MAX_EV - 1]]
         ev.append(log.evidence_of_last(ahead[0][1]))
         procs = [p for p, _ in behind]
+        cut = bool(log.cut_files)
+        if cut:
+            summary += (". But the log ends in a cut line (an excerpt): the last opCounts may only show where it "
+                        "was cut")
         out.append(Finding(Kind.NCCL_LAGGING, summary, ranks=_ranks(procs), hosts=_hosts(procs),
+                           severity=Severity.WARNING if cut else Severity.SUSPECT,
                            evidence=tuple(e for e in ev if e is not None),
                            action="look at where these ranks are (stacks, their own logs): they never issued the "
                                   "collective the others wait in"))
@@ -170,17 +378,20 @@ def _connect_findings(log: NcclLog) -> list[Finding]:
     known_hosts = {p.host for p in log.procs.values()}
     for peer, items in by_peer.items():
         host = log.ip_hosts.get(peer) or (peer if not _is_ip(peer) and peer in known_hosts else None)
-        reasons = Counter(cf.reason for _, cf in items if cf.reason).most_common(2)
+        ordered = sorted(items, key=lambda it: (it[1].evidence.source, it[1].evidence.line or 0))
+        first = next((cf.reason for _, cf in ordered if cf.reason), None)
+        nreasons = len({cf.reason for _, cf in items if cf.reason})
         ports = sorted({cf.port for _, cf in items})
         procs = list({id(p): p for p, _ in items}.values())
         ptxt = f"{peer}<{ports[0]}>" if len(ports) == 1 else f"{peer} (ports {', '.join(map(str, ports[:4]))})"
         where = f" = host {host} (from the logs' own interface lines)" if host and host != peer else (
             "" if host else " (an address no process in these logs announced)")
-        why = f": {reasons[0][0]}" if reasons else ""
+        why = (f": first {first}" + (f" ({nreasons - 1} other error{'s' if nreasons > 2 else ''} follow)"
+                                     if nreasons > 1 else "")) if first else ""
         out.append(Finding(
             Kind.NCCL_CONNECT_FAILED,
             f"{_names(procs)} on {', '.join(_hosts(procs))} could not reach peer {ptxt}{where}{why}",
-            ranks=(), hosts=(host,) if host else (), evidence=tuple(cf.evidence for _, cf in items[:MAX_EV]),
+            ranks=(), hosts=(host,) if host else (), evidence=tuple(cf.evidence for _, cf in ordered[:MAX_EV]),
             action=(f"check the NCCL processes on {host}: crashed, never started, or blocked by a firewall/interface "
                     f"choice (NCCL_SOCKET_IFNAME)" if host else "find which host owns this address")))
     return out
@@ -188,11 +399,17 @@ def _connect_findings(log: NcclLog) -> list[Finding]:
 
 _SETUP = (
     ("NCCL version", lambda p: {p.version} if p.version else set()),
-    ("net plugin", lambda p: {p.plugin} if p.plugin else set()),
+    ("net plugin", lambda p: {_plugin_kind(p.plugin)} if p.plugin else set()),
     ("network", lambda p: set(p.networks)),
     ("interfaces", lambda p: set(p.ifaces)),
     ("transports", lambda p: set(p.transports)),
 )
+
+
+def _plugin_kind(plugin: str) -> str:
+    """``"none"`` -> ``internal``; ``"loaded: NAME"`` -> ``external`` (hosts are compared on this:
+    two lines of one plugin name it differently; the names go into the finding's text)."""
+    return "external" if plugin.startswith("loaded") else "internal"
 
 
 def _fmt(v: frozenset) -> str:
@@ -233,8 +450,22 @@ def _setup_findings(log: NcclLog) -> list[Finding]:
                 by[v].append(h)
             summary = f"{name} differs between hosts (no majority): " + "; ".join(
                 f"{', '.join(sorted(hs))} have {_fmt(v)}" for v, hs in by.items())
+        action = ("make the NCCL installation and environment (NCCL_*, LD_LIBRARY_PATH, libnccl-net.so) the same on "
+                  "every host")
         if name == "net plugin":
-            summary += " - a net plugin present on only some hosts is a known cause of NCCL hangs"
+            raw: dict[str, set] = defaultdict(set)
+            for p in log.procs.values():
+                if p.plugin:
+                    raw[p.host].add("internal (no libnccl-net.so)" if p.plugin == "none" else
+                                    "external " + p.plugin.split(": ", 1)[-1])
+            ext = sorted(h for h, v in vals.items() if "external" in v)
+            summary = ("net plugin differs between hosts: " + "; ".join(
+                f"{h} uses {', '.join(sorted(raw[h]))}" for h in (odd + [h for h in sorted(vals) if h not in odd])[:8])
+                + " - a net plugin (libnccl-net.so) present on only some hosts is a known cause of NCCL hangs "
+                  "(the hosts then pick different network transports)")
+            action = (f"the net plugin differs on hosts {', '.join(odd[:8])}: install the same libnccl-net.so "
+                      f"everywhere or remove it from the library path of {', '.join(ext) or 'the odd hosts'} "
+                      "(or set NCCL_NET_PLUGIN=none on every host)")
         odd_hosts = set(odd)
         procs = [p for p in log.procs.values() if p.host in odd_hosts]
         ev = []
@@ -243,8 +474,7 @@ def _setup_findings(log: NcclLog) -> list[Finding]:
             if p.first_ev:
                 ev.append(Evidence(p.first_ev.source, None, f"{h}: {name} = {_fmt(vals[h])}"))
         out.append(Finding(Kind.NCCL_SETUP_DIFFERS, summary, ranks=_ranks(procs), hosts=tuple(odd), evidence=tuple(ev),
-                           action="make the NCCL installation and environment (NCCL_*, LD_LIBRARY_PATH, "
-                                  "libnccl-net.so) the same on every host"))
+                           action=action))
     return out
 
 
@@ -324,6 +554,8 @@ def _labels(log: NcclLog) -> dict[int, str]:
 
 
 def _state(p: Proc) -> str:
+    if p.init_fail is not None:
+        return "init failed"
     if any(c.state == "start" for c in p.all_comms):
         return "init incomplete"
     if any(c.state == "aborted" for c in p.all_comms):
@@ -343,8 +575,9 @@ def analyze(log: NcclLog) -> tuple[list[Finding], list[RankState], NcclFacts]:
     grp = groups(log)
     srows = _slice_rows(log) if log.split_on is not None else []
     major = _slice_majority(log, srows)
-    findings = (_init_findings(log, grp) + _connect_findings(log) + _lag_findings(log, grp) + _setup_findings(log)
-                + _slice_findings(log, srows, major) + _warn_findings(log))
+    findings = (_init_fail_findings(log) + _bootstrap_findings(log) + _init_findings(log, grp) + _connect_findings(log)
+                + _net_error_findings(log) + _lag_findings(log, grp) + _setup_findings(log)
+                + _p2p_findings(log, bool(log.cut_files)) + _slice_findings(log, srows, major) + _warn_findings(log))
     findings.sort(key=lambda f: SEVERITY_ORDER[f.severity])
     rows = []
     procs = []

@@ -175,6 +175,7 @@ class Comm:
     last_where: tuple[int, int] | None = None  # (file index, line number)
     last_text: str | None = None
     init_ev: Evidence | None = None
+    had_init: bool = False  # an init record (Init START/COMPLETE, nRanks/nNodes line), not only Abort/Destroy
     order: int = 0
     slices: dict = field(default_factory=dict)  # slice -> Counter(collective)
 
@@ -537,6 +538,8 @@ class NcclLog:
         nn = _NNODES.search(rest)
         if nn:
             p.nnodes = _small(nn.group("n"))
+        if tail is None or (tail.group("what") or "Init") == "Init":
+            c.had_init = True
         if tail:
             what, state = tail.group("what") or "Init", tail.group("state")
             if what == "Init":
