@@ -82,6 +82,8 @@ def _init_findings(log: NcclLog, grp) -> list[Finding]:
     ``Destroy COMPLETE``) are not init records."""
     out = []
     world_size = max((c.nranks or 0 for q in log.procs.values() for c in q.all_comms), default=0)
+    # processes of unknown rank may be the "missing" ranks: their init lines are just not in the logs
+    unknown = [p for p in log.procs.values() if p.rank is None]
     for key, members in grp.items():
         inited = [(p, c) for p, c in members if c.had_init]
         any_complete = any(c.state == "complete" for _, c in members)
@@ -98,7 +100,7 @@ def _init_findings(log: NcclLog, grp) -> list[Finding]:
             procs = [p for p, _ in stuck]
             done = sum(1 for _, c in members if c.state == "complete")
             ev = tuple(c.init_ev for _, c in stuck[:MAX_EV] if c.init_ev)
-            waiting = bool(missing) and not any_complete
+            waiting = bool(missing) and not any_complete and not unknown
             out.append(Finding(
                 Kind.NCCL_INIT_INCOMPLETE,
                 f"{_names(procs)} never completed init of {_comm_name(key, members)}: Init START without "
@@ -115,7 +117,7 @@ def _init_findings(log: NcclLog, grp) -> list[Finding]:
             world = n == world_size
             ev2 = tuple(c.init_ev for _, c in inited[:2] if c.init_ev)
             plural = "s" if len(missing) > 1 else ""
-            if stuck and not any_complete:
+            if stuck and not any_complete and not unknown:
                 out.append(Finding(
                     Kind.NCCL_INIT_INCOMPLETE,
                     f"{_comm_name(key, members)}: rank{plural} {compress(missing)} (of 0-{n - 1}) wrote no init line "
@@ -131,10 +133,11 @@ def _init_findings(log: NcclLog, grp) -> list[Finding]:
                     "these logs, but other ranks completed init, which needs every rank: their lines are just not here",
                     severity=Severity.INFO, evidence=ev2))
             else:
+                maybe = f"; {_names(unknown, 4)} wrote NCCL lines without a rank and may be them" if unknown else ""
                 out.append(Finding(
                     Kind.NCCL_INIT_INCOMPLETE,
                     f"{_comm_name(key, members)}: rank{plural} {compress(missing)} (of 0-{n - 1}) wrote no init line in "
-                    "these logs (an excerpt, or their logs are elsewhere): not evidence that they failed",
+                    f"these logs (an excerpt, or their logs are elsewhere): not evidence that they failed{maybe}",
                     severity=Severity.WARNING, evidence=ev2,
                     action="pass every rank's NCCL_DEBUG output (NCCL_DEBUG_FILE=/dir/nccl.%h.%p)"))
     return out
@@ -273,7 +276,9 @@ def _p2p_findings(log: NcclLog, cut: bool) -> list[Finding]:
     """A job on one node with several GPUs whose log stops during or right after GPU set-up, with
     no error and no collective progress: the NCCL troubleshooting guide's symptom of PCIe ACS or
     the IOMMU blocking GPU peer-to-peer traffic (docs.nvidia.com/deeplearning/nccl/user-guide/docs/
-    troubleshooting.html, "PCI Access Control Services (ACS)"). Not for a log with P2P disabled,
+    troubleshooting.html, "PCI Access Control Services (ACS)"). Only when the GPUs set up P2P links
+    (``via P2P/...`` lines) or one process drives every GPU (no other process it could wait for).
+    Not for a log with P2P disabled,
     a real error (WARN other than a missing libibverbs, error chains, failed connects, aborts) or
     progress (an opCount above 0)."""
     one = _single_node(log)
@@ -290,6 +295,9 @@ def _p2p_findings(log: NcclLog, cut: bool) -> list[Finding]:
     if any(c.state == "aborted" for c in comms) or any((c.last_op or 0) > 0 for c in comms):
         return []
     p2p = sorted({t for p in procs for t in p.transports if t.startswith("P2P")})
+    one_proc = len(procs) == 1 and (len(procs[0].devs) >= 2 or (procs[0].init_all or 0) >= 2)
+    if not p2p and not one_proc:
+        return []  # several processes and no P2P line: the stop may be a process that never arrived
     done = any(c.state == "complete" for c in comms)
     colls = any(c.counts for c in comms)
     if p2p:
@@ -562,6 +570,8 @@ def _state(p: Proc) -> str:
         return "aborted"
     if any(c.state == "complete" for c in p.all_comms) or any(c.counts for c in p.all_comms):
         return "ok"
+    if any(c.had_init for c in p.all_comms):
+        return "init logged"  # an init line without Init START/COMPLETE (older NCCL, an excerpt)
     return "no init line"
 
 
