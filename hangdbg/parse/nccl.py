@@ -246,7 +246,7 @@ class NcclLog:
         line_hosts = {r.group("host") for r, _ in recs}
         for rm, end in recs:
             hm: re.Match | _Unspliced = rm
-            if rm.start() and not text[rm.start() - 1].isspace():
+            if rm.start():  # a record after another one's (cut) text: its host may have swallowed a tail
                 hm = _Unspliced(rm, self._unsplice_line(rm.group("host"), line_hosts))
             msg = text[hm.end():end].rstrip()
             if rm is last and _looks_cut(msg):
@@ -300,12 +300,12 @@ class NcclLog:
         if vm:
             p.version = vm.group(1)
             return True
+        if "lugin" in msg or "NET/OFI" in msg or "PLUGIN" in msg:
+            _plugin(p, msg)
+            return True
         um = _USING.match(msg)
         if um:
             self._using(p, um.group("what"), um.group("rest"))
-            return True
-        if "lugin" in msg or "NET/OFI" in msg or "PLUGIN" in msg:
-            _plugin(p, msg)
             return True
         nm = _NETWORK.match(msg)
         if nm:
