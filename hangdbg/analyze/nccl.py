@@ -15,6 +15,12 @@ Heuristics (each finding carries the raw lines behind it):
 * ``nccl-setup-differs``: hosts whose NCCL version, net plugin (found or not), network,
   interfaces or transports differ from the majority of hosts; a net plugin present on only some
   hosts is a known cause of hangs (NCCL then mixes ``IB`` and ``Socket`` transports).
+* ``nccl-init-failed``, ``nccl-bootstrap``, ``nccl-p2p-blocked`` and connect retries / socket errors:
+  :mod:`hangdbg.analyze.nccl_causes` (error chains through ``init.cc``, duplicate check-in, virtual
+  bootstrap interfaces, a single-node stop after GPU set-up: PCIe ACS / IOMMU).
+* A rank without init line is a suspect only when others wait for it in ``Init START``; when some
+  rank wrote ``Init COMPLETE`` (which needs every rank) it is not, and a log cut mid-record (an
+  excerpt) makes an opCount lag only a warning.
 * ``nccl-warn`` / ``nccl-aborted`` (warnings): other WARN lines, error chains, ``Abort COMPLETE``.
 * ``nccl-slice-differs`` (``--split-on``): the slice where a rank's collective counts first differ
   from the majority.
