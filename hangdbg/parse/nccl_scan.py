@@ -24,7 +24,7 @@ from operator import itemgetter, not_
 from .nccl import NcclLog, has_marker
 from .textlines import iter_lines
 
-__all__ = ["CHUNK", "PARALLEL_MIN", "scan", "scan_path"]
+__all__ = ["scan", "scan_path", "CHUNK", "PARALLEL_MIN"]
 
 CHUNK = 16 << 20
 """Bytes per chunk of the fast scan."""
@@ -233,7 +233,7 @@ def scan(paths: list[str], split_on: re.Pattern[str] | None = None, workers: int
             workers = os.cpu_count() or 1
         if total < PARALLEL_MIN:
             workers = 1
-    from concurrent.futures import ProcessPoolExecutor
+    from concurrent.futures import ProcessPoolExecutor  # noqa: PLC0415 - only big inputs need it
 
     chunk = chunk or CHUNK
     tasks: list[tuple[int, str, int, int]] = []  # (file index, path, start, end) of each chunk
