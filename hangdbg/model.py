@@ -116,6 +116,9 @@ class Kind(_DocumentedEnum):
     NCCL_SLICE_DIFFERS = ("nccl-slice-differs", "the --split-on slice where a rank's collective counts first differ")
     NCCL_WARN = ("nccl-warn", "NCCL WARN lines")
     NCCL_ABORTED = ("nccl-aborted", "ranks that aborted a communicator")
+    NCCL_INIT_FAILED = ("nccl-init-failed", "ranks whose communicator init returned an error (a `-> N` chain through init.cc)")
+    NCCL_BOOTSTRAP = ("nccl-bootstrap", "a bootstrap problem: a rank checked in twice, a bootstrap on a virtual interface")
+    NCCL_P2P_BLOCKED = ("nccl-p2p-blocked", "a single-node job that stops after GPU set-up: PCIe ACS / IOMMU blocking P2P")
     # PyTorch and torchrun logs
     CHILD_FAILED = ("child-failed", "torchrun's first failed rank (ChildFailedError), with its exit code or signal")
     CHILD_ERROR = ("child-error", "the earliest torchelastic error.json that no torchrun summary names")
