@@ -19,7 +19,7 @@ from .headline import headline, unread_headline, verdict_all_clear
 __all__ = ["build_verdict", "PRIORITY"]
 
 PRIORITY: dict[Kind, int] = {
-    Kind.GPU_LOST: 0, Kind.XID: 1, Kind.ECC: 1,
+    Kind.GPU_LOST: 0, Kind.XID: 1, Kind.ECC: 1, Kind.PCIE_AER: 1,
     Kind.CORE_CRASH: 2, Kind.CHILD_FAILED: 2, Kind.CHILD_ERROR: 2, Kind.CRASH: 2, Kind.FATAL_ERROR: 2,
     Kind.NCCL_CONNECT_FAILED: 3, Kind.NCCL_INIT_INCOMPLETE: 3, Kind.NODE_FAILED: 3, Kind.NCCL_SETUP_DIFFERS: 4,
     # the stack analyzer's kinds share one level: it orders its own suspects (stable sort)
