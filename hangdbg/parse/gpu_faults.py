@@ -47,6 +47,7 @@ _BDF = r"[0-9a-fA-F]{4,8}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}(?:\.[0-7])?"
 
 _HANDLE = re.compile(r"Unable to determine the device handle for GPU ?(?P<bus>" + _BDF + r"): (?P<why>[^\r\n]{1,200}?)\s*$")
 _RESET = re.compile(r"\[NV_ERR_RESET_REQUIRED\]|GPU requires reset")
+_BUS_IN = re.compile(r"(?:PCI:|GPU ?)(" + _BDF + r")")
 _GPU_IDX = re.compile(r"NVRM: GPU(?P<idx>\d{1,3}) ")
 _ECC = re.compile(r"(?P<what>uncorrectable ECC error(?: encountered)?|[Rr]ow remapping failure)")
 _AER_HEAD = re.compile(
@@ -124,13 +125,13 @@ def fault_of(msg: str) -> tuple[str, str, str] | None:
         m2 = _RESET.search(msg)
         if m2:
             idx = _GPU_IDX.search(msg)
-            bus = re.search(r"(?:PCI:|GPU ?)(" + _BDF + r")", msg)
+            bus = _BUS_IN.search(msg)
             return (bus.group(1) if bus else f"GPU{idx.group('idx')}" if idx else ""), "reset-required", m2.group(0).strip("[]")
     if "ECC error" in msg or "emapping failure" in msg:
         m3 = _ECC.search(msg)
         if m3:
             what = "ecc" if "ECC" in m3.group("what") else "remap-failed"
-            bus = re.search(r"PCI:(" + _BDF + r")", msg)
+            bus = _BUS_IN.search(msg)
             return (bus.group(1) if bus else ""), what, m3.group("what")
     return None
 

@@ -356,7 +356,7 @@ def _other_line(ev: GpuLogEvents, lost: _LostState, source: str, default_host: s
     if what == "device":
         rec.vendor = m.group("vid").lower()
     elif len(rec.errors) < 8:
-        rec.errors.append(m.group("name").strip())
+        rec.errors.append(m.group("name").replace("(First)", "").strip())
 
 
 def _smi_line(smi: _SmiState, source: str, n: int, line: str) -> None:
