@@ -19,7 +19,9 @@ from .base import Reader
 from .own_output import is_own_output
 from .registry import READERS
 
-__all__ = ["classify", "is_prose", "walk"]
+__all__ = ["NO_READER", "classify", "is_prose", "walk"]
+
+NO_READER = "no reader recognised its content"
 
 _PROSE_SUFFIXES = (".md", ".markdown", ".rst", ".adoc")
 _PROSE_LINE = re.compile(rb"^(?:#{1,6} \S|\s{0,3}[-*+] \S|\s{0,3}\d{1,3}\. \S|\|.*\|\s*$|```|={3,}\s*$|-{3,}\s*$|\.\. \w)")
@@ -64,7 +66,7 @@ def classify(path: str, readers: Sequence[Reader] = READERS) -> ClassifiedFile:
     if kinds:
         return ClassifiedFile(path, tuple(kinds))
     binary = b"\x00" in head[:8192]
-    return ClassifiedFile(path, (), "binary file of unknown kind" if binary else "no reader recognised its content")
+    return ClassifiedFile(path, (), "binary file of unknown kind" if binary else NO_READER)
 
 
 def walk(paths: Sequence[str], readers: Sequence[Reader] = READERS) -> list[ClassifiedFile]:
