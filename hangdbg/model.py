@@ -100,6 +100,7 @@ class Kind(_DocumentedEnum):
     WAITING = ("waiting", "ranks that wait (in a collective, a p2p op, a store, a rendezvous) for the ranks in waits_for")
     UNREADABLE = ("unreadable", "ranks whose stack could not be taken (the error says why and how to fix it)")
     NODE_FAILED = ("node-failed", "a node of the fan-out that could not be read (unreachable, error, timeout)")
+    MIXED_JOBS = ("mixed-jobs", "the files given look like several unrelated jobs (world sizes, NCCL versions, dates differ)")
     # stack texts and core files
     CRASH = ("crash", "a backtrace text (gdb, lldb) shows a process stopped by a fatal signal")
     FATAL_ERROR = ("fatal-error", "faulthandler printed `Fatal Python error` for a rank")

@@ -14,8 +14,11 @@ from typing import Callable, Sequence
 
 from ..analyze import analyze
 from ..analyze.fr_crosscheck import cross_check
+from ..analyze.jobs import mixed_jobs
 from ..analyze.verdict import build_verdict
 from ..model import Analysis, ClassifiedFile, FileError, RankDump, SourceKind, SourceReport, Verdict
+from ..parse.job_signature import JobSignature, signature
+from ..parse.textlines import read_head
 from .base import StackReader, with_source
 from .pyspy import with_analysis
 from .registry import reader_for
@@ -121,4 +124,17 @@ def read_evidence(paths: Sequence[str], on_kind: Callable[[SourceKind, int], Non
         FileNotFoundError: a named path does not exist.
     """
     sources, analysis, unparsed, files = read_sources(paths, on_kind)
-    return build_verdict(sources, analysis, unparsed, files)
+    return build_verdict(sources, analysis, unparsed, files, mixed_jobs(_signatures(files)))
+
+
+def _signatures(files: Sequence[ClassifiedFile]) -> list[tuple[str, JobSignature]]:
+    """The job traits of every file a reader took (its first 64 KiB)."""
+    out = []
+    for c in files:
+        if not c.kinds or set(c.kinds) & {SourceKind.CORE, SourceKind.CORE_JSON, SourceKind.FLIGHT_RECORDER}:
+            continue  # binary dumps: their job traits are not in text lines
+        try:
+            out.append((c.file, signature(read_head(c.file))))
+        except OSError:
+            continue
+    return out
