@@ -54,6 +54,7 @@ def test_several_jobs_are_named_one_job_is_not(tmp_path):
     assert len(mixed) == 1 and mixed[0].severity == "warning" and "2 different jobs" in mixed[0].summary
     assert "world size 16" in mixed[0].summary and "world size 4" in mixed[0].summary and "one job" in mixed[0].action
     assert {e.source.rsplit("/", 1)[-1] for e in mixed[0].evidence} == {"job1-node-a.log", "other-job.log"}
+    assert "2 different jobs" in v.headline and "one job's files" in v.headline
 
 
 @pytest.mark.parametrize("a,b,same", [

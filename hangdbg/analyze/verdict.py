@@ -77,6 +77,9 @@ def build_verdict(sources: Sequence[SourceReport], analysis: Analysis | None = N
         text = unread_headline(n_files)
     else:
         text = headline(findings, verdict_all_clear(n_files, analysis.headline if analysis is not None else None))
+        mixed = next((f for f in notes if f.kind is Kind.MIXED_JOBS), None)
+        if mixed is not None and mixed is not findings[0]:  # never merged silently
+            text += f" [{mixed.summary.split(':', 1)[0]}: {mixed.action}]"
     return Verdict(
         headline=text,
         findings=findings,
