@@ -26,6 +26,10 @@ Formats:
   ``Double Bit`` / ``Total``), ``Retired Pages`` (``Pending Page Blacklist``) and ``Remapped Rows``
   (``Uncorrectable Error``, ``Pending: Yes``, ``Remapping Failure Occurred: Yes``).
 
+* GPU faults without an Xid number and PCIe AER errors: :mod:`hangdbg.parse.gpu_faults`; a shell
+  prompt (``user@node3 ~ $ nvidia-smi``) names the host of the lines that follow.
+* lines quoted in backticks or Markdown table rows (a README quoting a log) are not records.
+
 GPUs are named ``host:0000:3b:00`` (PCI domain:bus:device, lower case) in findings.
 """
 
