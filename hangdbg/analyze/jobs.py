@@ -13,7 +13,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 from datetime import date, timedelta
-from typing import Sequence
+from collections.abc import Sequence
 
 from ..model import Evidence, Finding, Kind, Severity
 from ..parse.job_signature import JobSignature

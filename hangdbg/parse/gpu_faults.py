@@ -41,7 +41,7 @@ from dataclasses import dataclass, field
 
 from ..model import Evidence
 
-__all__ = ["AerRecord", "GpuFault", "PROMPT", "aer_line", "fault_of", "NEEDLES"]
+__all__ = ["NEEDLES", "PROMPT", "AerRecord", "GpuFault", "aer_line", "fault_of"]
 
 _BDF = r"[0-9a-fA-F]{4,8}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}(?:\.[0-7])?"
 

@@ -20,8 +20,8 @@ __all__ = ["JobSignature", "signature"]
 
 _VERSION = re.compile(rb"NCCL version (\d{1,2})\.(\d{1,3})\.\d{1,3}")
 _WORLD = re.compile(rb"\b(?:n[Rr]anks[ =]|world_size(?:=|: ?)|WORLD_SIZE=)(\d{1,7})\b")
-_NCCL_HOST = re.compile(rb"^(?:\S{0,40}\s)?([A-Za-z][\w.-]{0,62}):\d{1,9}:\d{1,9} \[\d{1,3}\] NCCL ", re.M)
-_SYSLOG_HOST = re.compile(rb"^[A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d ([A-Za-z][\w.-]{0,62}) kernel: ", re.M)
+_NCCL_HOST = re.compile(rb"^(?:\S{0,40}\s)?([A-Za-z][\w.-]{0,62}):\d{1,9}:\d{1,9} \[\d{1,3}\] NCCL ", re.MULTILINE)
+_SYSLOG_HOST = re.compile(rb"^[A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d ([A-Za-z][\w.-]{0,62}) kernel: ", re.MULTILINE)
 _DATE = re.compile(rb"\b(20\d\d)-(\d\d)-(\d\d)[T ]\d\d:\d\d:\d\d\b")
 _MAX_WORLD = 1 << 20
 
