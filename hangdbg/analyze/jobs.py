@@ -11,9 +11,9 @@ greedily, in path order; files that show none of these traits join no group.
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import date, timedelta
-from collections.abc import Sequence
 
 from ..model import Evidence, Finding, Kind, Severity
 from ..parse.job_signature import JobSignature
