@@ -100,6 +100,7 @@ class Kind(_DocumentedEnum):
     WAITING = ("waiting", "ranks that wait (in a collective, a p2p op, a store, a rendezvous) for the ranks in waits_for")
     UNREADABLE = ("unreadable", "ranks whose stack could not be taken (the error says why and how to fix it)")
     NODE_FAILED = ("node-failed", "a node of the fan-out that could not be read (unreachable, error, timeout)")
+    MIXED_JOBS = ("mixed-jobs", "the files given look like several unrelated jobs (world sizes, NCCL versions, dates differ)")
     # stack texts and core files
     CRASH = ("crash", "a backtrace text (gdb, lldb) shows a process stopped by a fatal signal")
     FATAL_ERROR = ("fatal-error", "faulthandler printed `Fatal Python error` for a rank")
@@ -134,9 +135,11 @@ class Kind(_DocumentedEnum):
     FR_CONTRADICTS = ("fr-contradicts", "the flight recorder and the stacks disagree about a rank")
     FR_AGREES = ("fr-agrees", "the flight recorder and the stacks agree")
     # kernel logs
-    GPU_LOST = ("gpu-lost", "a GPU fell off the bus (Xid 79 or the driver's report without a number)")
+    GPU_LOST = ("gpu-lost", "a GPU fell off the bus or is unusable until reset (Xid 79, the driver's report without a "
+                "number, nvidia-smi cannot open it, NV_ERR_RESET_REQUIRED)")
     XID = ("xid", "an NVIDIA Xid error, with its meaning and the action that clears it")
     ECC = ("ecc", "uncorrectable ECC errors, failed or pending row remapping (nvidia-smi -q)")
+    PCIE_AER = ("pcie-aer", "PCIe errors a device or port reported (kernel AER): a GPU's link or a root port")
     # tracer files
     TRACE_STOPPED = ("trace-stopped", "trace files without the tracer's end line: stopped, killed or still running")
     TRACE_DIVERGED = ("trace-diverged", "the first traced call that not all ranks made, or ranks whose trace stops elsewhere")
