@@ -82,7 +82,7 @@ LOG_KINDS = (SourceKind.TORCH_LOG, SourceKind.NCCL, SourceKind.GPU)
 """The line readers of the per-kind commands ``logs``, ``nccl summary`` and ``gpu``."""
 PROBE_MAX_BYTES = 64 << 20
 """Larger files get no second chance (their head decided)."""
-_NO_LOG_READER = {SourceKind.STACK_TEXT, SourceKind.STACKS}
+_NO_LOG_READER = {SourceKind.STACK_TEXT}
 
 
 def _second_chance(c: ClassifiedFile) -> ClassifiedFile:
@@ -93,7 +93,8 @@ def _second_chance(c: ClassifiedFile) -> ClassifiedFile:
     text file that no log reader took (none at all, or only a stack reader: a torchrun log that
     starts with ``frame #N:`` lines) is read by each log reader alone and kept by those that
     recognise records in it, so that ``report`` finds what ``logs`` / ``nccl summary`` / ``gpu``
-    find in that file. Documentation, binary, empty and hangdbg's own files are not retried.
+    find in that file. Documentation, binary, empty and hangdbg's own files are not retried, nor
+    py-spy dumps (``stacks``: a job's thousands of dump files must be read once).
     """
     if c.kinds and not set(c.kinds) <= _NO_LOG_READER or not c.kinds and c.reason != NO_READER:
         return c
