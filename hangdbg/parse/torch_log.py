@@ -354,6 +354,8 @@ class _Scanner:
             raw = raw.replace("\x00", "")
         p = strip_prefix(raw)
         text = p.text
+        if text.endswith(("│", "┃")):  # a terminal's right border (k9s)
+            text = text.rstrip("│┃ ")
         if p.rank is not None:
             ev.seen_ranks.add(p.rank)
         if self.cfe is not None and self._cfe_line(source, n, raw, text):
