@@ -52,6 +52,7 @@ from dataclasses import dataclass, field
 
 from ..model import Evidence
 from . import torch_messages
+from .error_json import JSON_HEAD, ErrorFile, is_error_json, parse_error_json
 from .textlines import iter_lines_where, strip_prefix
 from .torch_messages import TorchMessages, parse_message
 from .wrapped import Joiner
@@ -121,7 +122,6 @@ _MARKERS = ((b"Watchdog caught collective operation timeout", b"Caught collectiv
             b"torch.distributed.elastic", b"Timeout at collective: ", b"torch/distributed/elastic/",
             b"Watchdog caught collective", b"Root Cause (first observed", b"failed (exitcode: ")
             + torch_messages.MARKERS)
-_JSON_HEAD = re.compile(rb'^\s*\{\s*"message"\s*:')
 
 
 def _ranks(text: str) -> tuple[int, ...]:
@@ -203,18 +203,6 @@ class ChildFailure:
             return "failed"
         sig = self.signal or signal_name(self.exitcode)
         return f"exit {self.exitcode}" + (f" ({sig})" if sig else "")
-
-
-@dataclass(frozen=True, slots=True)
-class ErrorFile:
-    """A torchelastic ``error.json``: ``local_rank`` from an ``.../attempt_N/<local_rank>/error.json`` path."""
-
-    path: str
-    message: str
-    timestamp: int | None
-    traceback: str
-    error_code: int | None
-    local_rank: int | None
 
 
 @dataclass
@@ -561,46 +549,12 @@ def _joiner() -> Joiner:
     return Joiner(lambda raw: bool(_WRAP_HINT.search(raw)) and not _whole(raw), _whole)
 
 
-_ATTEMPT_PATH = re.compile(r"attempt_\d+[/\\](\d+)[/\\][^/\\]+$")
-
-
-def parse_error_json(data: object, path: str) -> ErrorFile:
-    """An ``error.json`` document (already decoded) as an :class:`ErrorFile`.
-
-    Raises:
-        ValueError: the document has not the torchelastic layout (no ``message``).
-    """
-    if not isinstance(data, dict) or "message" not in data:
-        raise ValueError("not a torchelastic error file (no 'message' key)")
-    msg = data["message"]
-    code = None
-    if isinstance(msg, dict):
-        extra = msg.get("extraInfo") or {}
-        text = str(msg.get("message", ""))
-        tb = str(extra.get("py_callstack", "")) if isinstance(extra, dict) else ""
-        ts = extra.get("timestamp") if isinstance(extra, dict) else None
-        code = msg.get("errorCode")
-    else:
-        text, tb, ts = str(msg), "", data.get("timestamp")
-    try:
-        timestamp = int(ts) if ts is not None else None
-    except (TypeError, ValueError):
-        timestamp = None
-    m = _ATTEMPT_PATH.search(path)
-    return ErrorFile(path, text, timestamp, tb, code if isinstance(code, int) else None, int(m.group(1)) if m else None)
-
-
 def sniff(head: bytes) -> bool:
     """True when the first bytes of a file look like a PyTorch distributed log or an ``error.json``.
 
     Looks for strings only ProcessGroupNCCL, torchelastic and torchrun print (see the module
     docstring); a NCCL_DEBUG log or a syslog without them is not taken.
     """
-    if _JSON_HEAD.match(head):
+    if JSON_HEAD.match(head):
         return b"extraInfo" in head or b"py_callstack" in head or b'"timestamp"' in head
     return any(m in head for m in _MARKERS)
-
-
-def is_error_json(head: bytes) -> bool:
-    """True when ``head`` starts a torchelastic ``error.json`` document (``{"message": ...``)."""
-    return bool(_JSON_HEAD.match(head))
