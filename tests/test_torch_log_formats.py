@@ -213,3 +213,21 @@ def test_garbage_lines_with_the_keywords_are_fast_and_harmless():
     assert time.monotonic() - t0 < 2
     assert all(r is None or r < 1 << 22 for f in ev.messages.params for r in (f.rank, f.other))
     assert all(r < 1 << 22 for f in fs for r in f.ranks)
+
+
+def test_nccl_result_line_alone_names_its_rank():
+    text = ("[rank10]: ncclSystemError: System call (e.g. socket, malloc) or external library call failed or device error.\n"
+            "[rank13]: torch.distributed.DistBackendError: NCCL error in: ../torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp"
+            ":1970, unhandled system error (run with NCCL_DEBUG=INFO for details), NCCL version 2.20.5\n")
+    _, fs = _findings(text)
+    sus = _suspects(fs)
+    assert [f.ranks for f in sus] == [(10, 13)] and "ProcessGroupNCCL.cpp:1970" in sus[0].summary
+
+
+def test_joiner_passes_unjoinable_lines_through_unchanged():
+    from hangdbg.parse.wrapped import Joiner
+
+    j = Joiner(lambda t: t.endswith("("), lambda t: t.count("(") == t.count(")") and "(" in t)
+    lines = [(1, "call("), (2, "x"), (3, "y"), (4, "z"), (5, "w"), (6, "v"), (7, "f("), (8, "a)"), (9, "g(")]
+    assert list(j(lines)) == [(1, "call("), (2, "x"), (3, "y"), (4, "z"), (5, "w"), (6, "v"), (7, "f(a)"), (9, "g(")]
+    assert j.joined == 1 and not j.pending

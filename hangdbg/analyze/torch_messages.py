@@ -199,6 +199,7 @@ def _error_findings(msgs: TorchMessages, blamed: bool, timed_out: bool) -> list[
         ranks = sorted({e.rank for e in es if e.rank is not None})
         consequence = any(c in what for c in _CONSEQUENCE)
         ver = next((e.version for e in es if e.version), "")
+        where = next((e.where for e in es if e.where), "")
         if "system error" in what:
             action = ("a socket, InfiniBand or driver call failed: rerun with NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,NET "
                       "and read its WARN lines (hangdbg nccl summary)")
@@ -211,7 +212,7 @@ def _error_findings(msgs: TorchMessages, blamed: bool, timed_out: bool) -> list[
         out.append(Finding(
             kind=Kind.RANK_ERROR,
             summary=(f"{ranks_text(ranks) if ranks else 'a rank'} failed in NCCL: {what}"
-                     + (f" ({es[0].where}" + (f", NCCL {ver}" if ver else "") + ")" if es[0].where else "")),
+                     + (f" ({where}" + (f", NCCL {ver}" if ver else "") + ")" if where else "")),
             ranks=tuple(ranks), evidence=tuple(e.evidence for e in es[:3]),
             severity=Severity.WARNING if consequence or blamed else Severity.SUSPECT, action=action))
     for e in (e for e in msgs.errors if e.kind == "app"):

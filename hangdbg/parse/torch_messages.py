@@ -22,7 +22,9 @@ Formats (PyTorch source):
   watchdog hang``.
 * NCCL errors raised to Python (``NCCLUtils.hpp`` ``C10D_NCCL_CHECK``): ``DistBackendError: NCCL
   error in: .../ProcessGroupNCCL.cpp:1970, unhandled system error (run with NCCL_DEBUG=INFO for
-  details), NCCL version 2.20.5`` (also ``RuntimeError: NCCL error in: ...`` before 2.0).
+  details), NCCL version 2.20.5`` (also ``RuntimeError: NCCL error in: ...`` before 2.0), followed
+  since 2.0 by the result and NCCL's last error: ``ncclSystemError: System call (e.g. socket,
+  malloc) or external library call failed or device error.`` (a line starting with the result).
 * application lines naming the failing rank: InternLM's ``Raise exception from <host> with rank
   id: 3`` (followed by the Python traceback).
 
@@ -65,16 +67,24 @@ _WATCHDOG_HANG = re.compile(r"due to ProcessGroupNCCL watchdog hang")
 _NCCL_ERROR = re.compile(r"(?:(?P<cls>[\w.]{0,80}(?:DistBackendError|RuntimeError|Error)): )?NCCL error in: "
                          r"(?P<where>[^,]{1,300}), (?P<what>[^(,]{1,200}?)\s*(?:\(run with NCCL_DEBUG=INFO for details\))?"
                          r"(?:, NCCL version (?P<ver>[\w.+-]{1,40}))?\s*$")
+_NCCL_RESULT = re.compile(r"(?P<res>ncclSystemError|ncclUnhandledCudaError|ncclInternalError|ncclInvalidUsage"
+                          r"|ncclRemoteError|ncclInvalidArgument): ")
+_RESULT_TEXT = {"ncclSystemError": "unhandled system error", "ncclUnhandledCudaError": "unhandled cuda error",
+                "ncclInternalError": "internal error", "ncclInvalidUsage": "invalid usage",
+                "ncclInvalidArgument": "invalid argument",
+                "ncclRemoteError": "remote process exited or there was a network error"}
+"""``ncclGetErrorString`` of each result (NCCL ``src/init.cc``), as the ``NCCL error in:`` line words it."""
 _RANK_ID = re.compile(r"\bwith rank id: (?P<r>\d{1,9})\b")
 _TAG_RANK = re.compile(r"\[(?:PG [^\]]{0,80} )?Rank (\d{1,9})\]")
 
 HINT = re.compile(r"Detected mismatch between collectives|DDP expects same model|Heartbeat monitor timed out"
                   r"|watchdog got stuck|ProcessGroup abort timed out|ProcessGroupNCCL watchdog hang|NCCL error in: "
-                  r"|with rank id: ")
+                  r"|with rank id: |nccl(?:System|UnhandledCuda|Internal|Remote)Error: |ncclInvalid(?:Usage|Argument): ")
 """A line holding one of these is handed to :func:`parse_message`."""
 
 NEEDLES = (b"Detected mismatch", b"DDP expects", b"Heartbeat monitor", b"watchdog got stuck", b"abort timed out",
-           b"watchdog hang", b"NCCL error in", b"rank id: ")
+           b"watchdog hang", b"NCCL error in", b"rank id: ", b"ncclSystemError", b"ncclUnhandledCudaError",
+           b"ncclInternalError", b"ncclRemoteError", b"ncclInvalid")
 """Byte strings of the same messages, for the reader's skip-ahead (see ``iter_lines_where``)."""
 
 MARKERS = (b"Detected mismatch between collectives", b"DDP expects same model across all ranks",
@@ -228,6 +238,10 @@ def parse_message(text: str, prefix_rank: int | None, ev: Evidence, out: TorchMe
     if m:
         out.errors.append(RankError(rank, "nccl", m.group("what").strip(), m.group("where").strip(),
                                     m.group("ver") or "", ev))
+        return True
+    m = _NCCL_RESULT.match(text)  # the line PyTorch 2.x prints after "NCCL error in:" (also alone when that was cut)
+    if m:
+        out.errors.append(RankError(rank, "nccl", _RESULT_TEXT[m.group("res")], "", "", ev))
         return True
     m = _RANK_ID.search(text)
     if m and re.search(r"exception|error|fail", text, re.IGNORECASE):
