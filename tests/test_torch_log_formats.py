@@ -231,3 +231,15 @@ def test_joiner_passes_unjoinable_lines_through_unchanged():
     lines = [(1, "call("), (2, "x"), (3, "y"), (4, "z"), (5, "w"), (6, "v"), (7, "f("), (8, "a)"), (9, "g(")]
     assert list(j(lines)) == [(1, "call("), (2, "x"), (3, "y"), (4, "z"), (5, "w"), (6, "v"), (7, "f(a)"), (9, "g(")]
     assert j.joined == 1 and not j.pending
+
+
+def test_group_ranks_of_a_subgroup_are_not_taken_for_global_ranks():
+    # printed by global rank 9, which is rank 1 of its tensor-parallel group; the group's rank 0 is not global rank 0
+    text = ("[rank9]: RuntimeError: Detected mismatch between collectives on ranks. Rank 1 is running collective: "
+            "CollectiveFingerPrint(SequenceNumber=3OpType=BARRIER), but Rank 0 is running collective: "
+            "CollectiveFingerPrint(SequenceNumber=8OpType=BARRIER).")
+    _, fs = _findings(text)
+    sus = _suspects(fs)
+    assert [f.ranks for f in sus] == [(9,)]
+    assert "process group that checked" in sus[0].summary
+    assert all(0 not in f.ranks for f in fs)

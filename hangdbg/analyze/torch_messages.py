@@ -40,10 +40,23 @@ def _fp_text(op: str, seq: int | None, shape: str) -> str:
     return op + (f" [{shape}]" if shape else "") + (f" at sequence number {seq}" if seq is not None else "")
 
 
+def _global(msgs: list) -> tuple[dict[int, int] | None, bool]:
+    """Group rank -> global rank from messages printed under a ``[rankN]:`` prefix; None (identity)
+    when every printer's group rank is its global rank (the default group)."""
+    g = {m.rank: m.printer for m in msgs if m.printer is not None and m.rank is not None}
+    local = any(r != p for r, p in g.items())
+    return (g if local else None), local
+
+
+def _ranks(group_ranks, g: dict[int, int] | None) -> tuple[int, ...]:
+    """The global ranks of ``group_ranks`` (those a prefix named, when the group is not the default)."""
+    return tuple(sorted(r if g is None else g[r] for r in group_ranks if g is None or r in g))
+
+
 def _fingerprint_findings(fps: list[FingerprintMismatch]) -> tuple[list[Finding], set[int]]:
     if not fps:
         return [], set()
-    local = any(f.printer is not None and f.rank is not None and f.printer != f.rank for f in fps)
+    g, local = _global(fps)
     of: dict[int, tuple[str, int | None, str]] = {}
     ev: dict[int, Evidence] = {}
     for f in fps:
@@ -74,7 +87,7 @@ def _fingerprint_findings(fps: list[FingerprintMismatch]) -> tuple[list[Finding]
             return [Finding(kind=Kind.COLLECTIVE_MISMATCH,
                             summary=(f"rank {r}{where} is running an inconsistent collective: {_fp_text(*fp)} "
                                      "(TORCH_DISTRIBUTED_DEBUG=DETAIL): the other ranks called a different collective"),
-                            ranks=(r,), evidence=evid, action=action)], {r}
+                            ranks=_ranks((r,), g), evidence=evid, action=action)], set(_ranks((r,), g))
     elif len(of) == 2:
         pairs = [f for f in fps if f.rank is not None and f.other is not None]
         for f in pairs:
@@ -94,27 +107,28 @@ def _fingerprint_findings(fps: list[FingerprintMismatch]) -> tuple[list[Finding]
                     summary=(f"rank {lo}{where} is {gap} collectives behind rank {hi} (TORCH_DISTRIBUTED_DEBUG=DETAIL): "
                              f"rank {lo} runs {_fp_text(*of[lo])} while rank {hi} runs {_fp_text(*of[hi])} "
                              f"(or rank {hi} issued {gap} collectives rank {lo} did not)"),
-                    ranks=(lo,), evidence=evid, action=action)], {lo}
+                    ranks=_ranks((lo,), g), evidence=evid, action=action)], set(_ranks((lo,), g))
     if odd:
         others = sorted(set(of) - set(odd))
         summary = (f"{ranks_text(odd)}{where} {'runs' if len(odd) == 1 else 'run'} another collective than "
                    f"{ranks_text(others)}: " + "; ".join(f"rank {r}: {_fp_text(*of[r])}" for r in (odd + others)[:4])
                    + f" ({why}; TORCH_DISTRIBUTED_DEBUG=DETAIL)" + (f"; PyTorch: {diff}" if diff else ""))
-        return [Finding(kind=Kind.COLLECTIVE_MISMATCH, summary=summary, ranks=tuple(odd), evidence=evid,
-                        action=action)], set(odd)
+        return [Finding(kind=Kind.COLLECTIVE_MISMATCH, summary=summary, ranks=_ranks(odd, g), evidence=evid,
+                        action=action)], set(_ranks(odd, g))
     ranks = sorted(of)
     return [Finding(
         kind=Kind.COLLECTIVE_MISMATCH,
         summary=(f"{ranks_text(ranks)}{where} run different collectives ("
                  + "; ".join(f"rank {r}: {_fp_text(*of[r])}" for r in ranks[:4])
                  + "); these messages cannot tell which rank is off"),
-        ranks=tuple(ranks), evidence=evid, severity=Severity.WARNING,
+        ranks=_ranks(ranks, g), evidence=evid, severity=Severity.WARNING,
         action="collect the same error from every rank: the rank every other rank names is the odd one")], set()
 
 
 def _param_findings(ps: list[ParamMismatch]) -> tuple[list[Finding], set[int]]:
     if not ps:
         return [], set()
+    g, local = _global(ps)
     count: dict[int, int] = {}
     for p in ps:
         if p.rank is not None:
@@ -133,17 +147,17 @@ def _param_findings(ps: list[ParamMismatch]) -> tuple[list[Finding], set[int]]:
         odd = sorted({p.other for p in ps if p.other is not None})
     others = sorted(set(count) - set(odd))
     zero = any(count[r] == 0 for r in odd)
-    summary = ("DDP expects the same model on every rank, but "
+    summary = ("DDP expects the same model on every rank" + (" of a process group (group ranks)" if local else "") + ", but "
                + ", ".join(f"rank {r} has {count[r]} params" for r in odd[:4])
                + (f" while {ranks_text(others)} {'has' if len(others) == 1 else 'have'} "
                   + ", ".join(sorted({str(count[r]) for r in others})) if others else "")
                + (" (0 params: that rank built no model, or never reached DDP's parameter check and its "
                   "allgather returned nothing)" if zero else ""))
     evid = tuple(dict.fromkeys(p.evidence for p in ps))[:3]
-    return [Finding(kind=Kind.MODEL_MISMATCH, summary=summary, ranks=tuple(odd), evidence=evid,
+    return [Finding(kind=Kind.MODEL_MISMATCH, summary=summary, ranks=_ranks(odd, g), evidence=evid,
                     action=(f"check that {ranks_text(odd)} builds the same model as the others (config, checkpoint, "
                             "rank-dependent layers) and reaches DistributedDataParallel(...); if it is still running, "
-                            "py-spy dump it"))], set(odd)
+                            "py-spy dump it"))], set(_ranks(odd, g))
 
 
 def _waiting(timeouts: list, culprits: set[int]) -> list[Finding]:
