@@ -128,6 +128,7 @@ class Kind(_DocumentedEnum):
                            "the others, per TORCH_DISTRIBUTED_DEBUG=DETAIL's fingerprint check")
     MODEL_MISMATCH = ("model-mismatch", "a rank whose DDP model (parameter count) differs from the other ranks'")
     WATCHDOG_HUNG = ("watchdog-hung", "the NCCL watchdog or a process group's abort itself hung (heartbeat monitor)")
+    BARRIER_MISSING = ("barrier-missing", "ranks that did not reach a monitored_barrier in time (rank 0 names them)")
     RANK_ERROR = ("rank-error", "a rank's own error: a NCCL error raised to Python, an application line naming the rank")
     # flight recorder
     FR_MISMATCH = ("fr-mismatch", "the first collective or p2p exchange whose type, sizes or dtypes differ across ranks")

@@ -243,3 +243,12 @@ def test_group_ranks_of_a_subgroup_are_not_taken_for_global_ranks():
     assert [f.ranks for f in sus] == [(9,)]
     assert "process group that checked" in sus[0].summary
     assert all(0 not in f.ranks for f in fs)
+
+
+def test_monitored_barrier_names_the_missing_ranks():
+    text = ("[rank0]: RuntimeError: [Rank 0]: Ranks 1, 3 failed to pass monitoredBarrier in 5000 ms\n"
+            "[rank2]: RuntimeError: Rank 2 successfully reached monitoredBarrier, but received errors while waiting for "
+            "send/recv from rank 0. Please check rank 0 logs for faulty rank.\n")
+    _, fs = _findings(text)
+    sus = _suspects(fs)
+    assert [(f.kind, f.ranks) for f in sus] == [(Kind.BARRIER_MISSING, (1, 3))]

@@ -18,6 +18,7 @@ Heuristics (each names its evidence):
   only wait for it (``waiting``).
 * **Heartbeat monitor**: the watchdog thread (or the abort of a process group) itself hung, in a
   NCCL or CUDA call; the cause when nothing else in the logs is.
+* **Monitored barrier**: the ranks rank 0 names did not reach ``monitored_barrier``: the cause.
 * **Rank errors**: a NCCL error raised to Python names its rank and the NCCL result; an application
   line ``with rank id: N`` names the rank that raised. After watchdog timeouts they are
   consequences (warning).
@@ -229,6 +230,15 @@ def _error_findings(msgs: TorchMessages, blamed: bool, timed_out: bool) -> list[
                      + (f" ({where}" + (f", NCCL {ver}" if ver else "") + ")" if where else "")),
             ranks=tuple(ranks), evidence=tuple(e.evidence for e in es[:3]),
             severity=Severity.WARNING if consequence or blamed else Severity.SUSPECT, action=action))
+    barrier = [e for e in msgs.errors if e.kind == "barrier"]
+    if barrier:
+        ranks = sorted({e.rank for e in barrier if e.rank is not None})
+        out.append(Finding(
+            kind=Kind.BARRIER_MISSING,
+            summary=(f"{ranks_text(ranks) if ranks else 'ranks of a sub-group'} did not reach monitored_barrier in time "
+                     f"(named by the group's rank 0: {'; '.join(sorted({e.what for e in barrier})[:3])})"),
+            ranks=tuple(ranks), evidence=tuple(e.evidence for e in barrier[:3]),
+            action="see where these ranks are instead (py-spy dump, their own log): they never reached the barrier"))
     for e in (e for e in msgs.errors if e.kind == "app"):
         out.append(Finding(
             kind=Kind.RANK_ERROR,

@@ -25,6 +25,9 @@ Formats (PyTorch source):
   details), NCCL version 2.20.5`` (also ``RuntimeError: NCCL error in: ...`` before 2.0), followed
   since 2.0 by the result and NCCL's last error: ``ncclSystemError: System call (e.g. socket,
   malloc) or external library call failed or device error.`` (a line starting with the result).
+* ``monitored_barrier`` (``ProcessGroupGloo.cpp``), printed by the group's rank 0: ``[Rank 0]: Rank 1
+  failed to pass monitoredBarrier in 2000 ms`` or, with ``wait_all_ranks=True``, ``[Rank 0]: Ranks
+  1, 2 failed to pass monitoredBarrier in 5000 ms``.
 * application lines naming the failing rank: InternLM's ``Raise exception from <host> with rank
   id: 3`` (followed by the Python traceback).
 
@@ -74,22 +77,23 @@ _RESULT_TEXT = {"ncclSystemError": "unhandled system error", "ncclUnhandledCudaE
                 "ncclInvalidArgument": "invalid argument",
                 "ncclRemoteError": "remote process exited or there was a network error"}
 """``ncclGetErrorString`` of each result (NCCL ``src/init.cc``), as the ``NCCL error in:`` line words it."""
+_BARRIER = re.compile(r"Ranks? (?P<ranks>[\d, ]{1,20000}) failed to pass monitoredBarrier in (?P<ms>\d{1,12}) ms")
 _RANK_ID = re.compile(r"\bwith rank id: (?P<r>\d{1,9})\b")
 _TAG_RANK = re.compile(r"\[(?:PG [^\]]{0,80} )?Rank (\d{1,9})\]")
 
 HINT = re.compile(r"Detected mismatch between collectives|DDP expects same model|Heartbeat monitor timed out"
                   r"|watchdog got stuck|ProcessGroup abort timed out|ProcessGroupNCCL watchdog hang|NCCL error in: "
-                  r"|with rank id: |nccl(?:System|UnhandledCuda|Internal|Remote)Error: |ncclInvalid(?:Usage|Argument): ")
+                  r"|with rank id: |failed to pass monitoredBarrier|nccl(?:System|UnhandledCuda|Internal|Remote)Error: |ncclInvalid(?:Usage|Argument): ")
 """A line holding one of these is handed to :func:`parse_message`."""
 
 NEEDLES = (b"Detected mismatch", b"DDP expects", b"Heartbeat monitor", b"watchdog got stuck", b"abort timed out",
            b"watchdog hang", b"NCCL error in", b"rank id: ", b"ncclSystemError", b"ncclUnhandledCudaError",
-           b"ncclInternalError", b"ncclRemoteError", b"ncclInvalid")
+           b"ncclInternalError", b"ncclRemoteError", b"ncclInvalid", b"monitoredBarrier")
 """Byte strings of the same messages, for the reader's skip-ahead (see ``iter_lines_where``)."""
 
 MARKERS = (b"Detected mismatch between collectives", b"DDP expects same model across all ranks",
            b"Heartbeat monitor timed out", b"watchdog got stuck for", b"Future for ProcessGroup abort timed out",
-           b"DistBackendError: NCCL error in")
+           b"DistBackendError: NCCL error in", b"failed to pass monitoredBarrier")
 """Strings only PyTorch prints: a file whose head holds one is a torch log (``sniff``)."""
 
 
@@ -154,10 +158,10 @@ class MonitorEvent:
 @dataclass(frozen=True, slots=True)
 class RankError:
     """A rank's own error: ``what`` is the NCCL error text (``unhandled system error``) or the
-    application's ``with rank id`` line; ``where`` the C++ location or ""."""
+    application's ``with rank id`` line or the monitored barrier's; ``where`` the C++ location or ""."""
 
     rank: int | None
-    kind: str  # "nccl" or "app"
+    kind: str  # "nccl", "barrier" or "app"
     what: str
     where: str
     version: str
@@ -238,6 +242,14 @@ def parse_message(text: str, prefix_rank: int | None, ev: Evidence, out: TorchMe
     if m:
         out.errors.append(RankError(rank, "nccl", m.group("what").strip(), m.group("where").strip(),
                                     m.group("ver") or "", ev))
+        return True
+    m = _BARRIER.search(text)
+    if m:  # printed by the group's rank 0: another printer means a sub-group, whose ranks are not global
+        glob = prefix_rank in (None, 0)
+        for r in {int(x) for x in re.findall(r"\d{1,9}", m.group("ranks"))}:
+            if r < MAX_RANK:
+                out.errors.append(RankError(r if glob else None, "barrier", f"rank {r} failed to pass monitoredBarrier "
+                                            f"in {m.group('ms')} ms", "", "", ev))
         return True
     m = _NCCL_RESULT.match(text)  # the line PyTorch 2.x prints after "NCCL error in:" (also alone when that was cut)
     if m:
