@@ -128,6 +128,12 @@ class Kind(_DocumentedEnum):
     NO_TIMEOUT = ("no-timeout", "ranks that printed no watchdog timeout while the others did")
     DUMP_SIGNAL = ("dump-signal", "the rank that detected a timeout first and signalled the others to dump")
     WATCHDOG_TIMEOUT = ("watchdog-timeout", "ranks whose collective watchdog timed out (usually a symptom)")
+    COLLECTIVE_MISMATCH = ("collective-mismatch", "a rank running another collective (op, sizes, sequence number) than "
+                           "the others, per TORCH_DISTRIBUTED_DEBUG=DETAIL's fingerprint check")
+    MODEL_MISMATCH = ("model-mismatch", "a rank whose DDP model (parameter count) differs from the other ranks'")
+    WATCHDOG_HUNG = ("watchdog-hung", "the NCCL watchdog or a process group's abort itself hung (heartbeat monitor)")
+    BARRIER_MISSING = ("barrier-missing", "ranks that did not reach a monitored_barrier in time (rank 0 names them)")
+    RANK_ERROR = ("rank-error", "a rank's own error: a NCCL error raised to Python, an application line naming the rank")
     # flight recorder
     FR_MISMATCH = ("fr-mismatch", "the first collective or p2p exchange whose type, sizes or dtypes differ across ranks")
     FR_MISSING_RANK = ("fr-missing-rank", "ranks with no dump, whose record stops early, or that never posted a p2p op")

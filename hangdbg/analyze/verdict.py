@@ -31,6 +31,9 @@ PRIORITY: dict[Kind, int] = {
     Kind.UNREADABLE: 8, Kind.UNDECIDED: 8, Kind.NCCL_WARN: 8, Kind.CORE_UNREADABLE: 8,
     Kind.WATCHDOG_TIMEOUT: 9, Kind.WAITING: 9, Kind.FR_AGREES: 9, Kind.CORE_ON_DEMAND: 9,
     Kind.NCCL_INIT_FAILED: 3, Kind.NCCL_BOOTSTRAP: 3, Kind.NCCL_P2P_BLOCKED: 4,
+    # analyze/torch_messages.py: a rank's own NCCL error; mismatches PyTorch detected; the watchdog's own hang
+    Kind.RANK_ERROR: 3, Kind.COLLECTIVE_MISMATCH: 5, Kind.MODEL_MISMATCH: 5, Kind.WATCHDOG_HUNG: 6,
+    Kind.BARRIER_MISSING: 5,
 }
 """Root cause before symptom: lower first. Every :class:`Kind` has a level (a test checks)."""
 
