@@ -100,6 +100,7 @@ class Kind(_DocumentedEnum):
     WAITING = ("waiting", "ranks that wait (in a collective, a p2p op, a store, a rendezvous) for the ranks in waits_for")
     UNREADABLE = ("unreadable", "ranks whose stack could not be taken (the error says why and how to fix it)")
     NODE_FAILED = ("node-failed", "a node of the fan-out that could not be read (unreachable, error, timeout)")
+    MIXED_JOBS = ("mixed-jobs", "the files given look like several unrelated jobs (world sizes, NCCL versions, dates differ)")
     # stack texts and core files
     CRASH = ("crash", "a backtrace text (gdb, lldb) shows a process stopped by a fatal signal")
     FATAL_ERROR = ("fatal-error", "faulthandler printed `Fatal Python error` for a rank")
@@ -120,6 +121,9 @@ class Kind(_DocumentedEnum):
     NCCL_SLICE_DIFFERS = ("nccl-slice-differs", "the --split-on slice where a rank's collective counts first differ")
     NCCL_WARN = ("nccl-warn", "NCCL WARN lines")
     NCCL_ABORTED = ("nccl-aborted", "ranks that aborted a communicator")
+    NCCL_INIT_FAILED = ("nccl-init-failed", "ranks whose communicator init returned an error (a `-> N` chain through init.cc)")
+    NCCL_BOOTSTRAP = ("nccl-bootstrap", "a bootstrap problem: a rank checked in twice, a bootstrap on a virtual interface")
+    NCCL_P2P_BLOCKED = ("nccl-p2p-blocked", "a single-node job that stops after GPU set-up: PCIe ACS / IOMMU blocking P2P")
     # PyTorch and torchrun logs
     CHILD_FAILED = ("child-failed", "torchrun's first failed rank (ChildFailedError), with its exit code or signal")
     CHILD_ERROR = ("child-error", "the earliest torchelastic error.json that no torchrun summary names")
@@ -128,6 +132,12 @@ class Kind(_DocumentedEnum):
     NO_TIMEOUT = ("no-timeout", "ranks that printed no watchdog timeout while the others did")
     DUMP_SIGNAL = ("dump-signal", "the rank that detected a timeout first and signalled the others to dump")
     WATCHDOG_TIMEOUT = ("watchdog-timeout", "ranks whose collective watchdog timed out (usually a symptom)")
+    COLLECTIVE_MISMATCH = ("collective-mismatch", "a rank running another collective (op, sizes, sequence number) than "
+                           "the others, per TORCH_DISTRIBUTED_DEBUG=DETAIL's fingerprint check")
+    MODEL_MISMATCH = ("model-mismatch", "a rank whose DDP model (parameter count) differs from the other ranks'")
+    WATCHDOG_HUNG = ("watchdog-hung", "the NCCL watchdog or a process group's abort itself hung (heartbeat monitor)")
+    BARRIER_MISSING = ("barrier-missing", "ranks that did not reach a monitored_barrier in time (rank 0 names them)")
+    RANK_ERROR = ("rank-error", "a rank's own error: a NCCL error raised to Python, an application line naming the rank")
     # flight recorder
     FR_MISMATCH = ("fr-mismatch", "the first collective or p2p exchange whose type, sizes or dtypes differ across ranks")
     FR_MISSING_RANK = ("fr-missing-rank", "ranks with no dump, whose record stops early, or that never posted a p2p op")
@@ -135,9 +145,11 @@ class Kind(_DocumentedEnum):
     FR_CONTRADICTS = ("fr-contradicts", "the flight recorder and the stacks disagree about a rank")
     FR_AGREES = ("fr-agrees", "the flight recorder and the stacks agree")
     # kernel logs
-    GPU_LOST = ("gpu-lost", "a GPU fell off the bus (Xid 79 or the driver's report without a number)")
+    GPU_LOST = ("gpu-lost", "a GPU fell off the bus or is unusable until reset (Xid 79, the driver's report without a "
+                "number, nvidia-smi cannot open it, NV_ERR_RESET_REQUIRED)")
     XID = ("xid", "an NVIDIA Xid error, with its meaning and the action that clears it")
     ECC = ("ecc", "uncorrectable ECC errors, failed or pending row remapping (nvidia-smi -q)")
+    PCIE_AER = ("pcie-aer", "PCIe errors a device or port reported (kernel AER): a GPU's link or a root port")
     # tracer files
     TRACE_STOPPED = ("trace-stopped", "trace files without the tracer's end line: stopped, killed or still running")
     TRACE_DIVERGED = ("trace-diverged", "the first traced call that not all ranks made, or ranks whose trace stops elsewhere")

@@ -23,7 +23,7 @@ from ..waits import RankWait, WaitKind
 from .classes import classify_ranks, group_ranks
 from .headline import stacks_headline
 from .places import place_of
-from .suspects import (expected_ranks, find_suspects, place_buckets, progressing_ranks, waiting_findings,
+from .suspects import (who_text, expected_ranks, find_suspects, not_dumped, place_buckets, progressing_ranks, waiting_findings,
                        waiting_groups)
 from .tree import build_tree
 from ..parse.op_record import CurrentOp
@@ -78,14 +78,20 @@ def analyze(dumps: list[RankDump] | tuple[RankDump, ...], whole_job: bool = Fals
     buckets = place_buckets(views)
     sampled = any(len(d.samples) > 1 for d in dumps)
     waiting = waiting_groups(graph)
-    suspects = [] if all_progress else find_suspects(views, missing, progressing, buckets, graph, sampled, waiting)
+    unknown = frozenset(d.rank for d in dumps if d.rank_source == "order")
+    size_unknown = not any(d.world_size for d in dumps)
+    suspects = [] if all_progress else find_suspects(views, missing, progressing, buckets, graph, sampled, waiting,
+                                                     unknown, size_unknown)
     findings = suspects + waiting_findings(graph, suspects, waiting)
+    if not findings and not all_progress and size_unknown:
+        lone = not_dumped(graph, views, unknown)  # the job's size is unknown: the others may not have been dumped
+        findings += [lone] if lone is not None else []
     host_of = {d.rank: d.host for d in dumps if d.host}
     places = {v.rank: v.place for v in views}
     findings = [_with_hosts_and_evidence(f, host_of, places) for f in findings]
     named = {r for f in findings if f.kind is Kind.UNREADABLE for r in f.ranks}
     if unreadable and not named >= set(unreadable):
-        findings.append(_unreadable(tuple(r for r in unreadable if r not in named), seen, host_of))
+        findings.append(_unreadable(tuple(r for r in unreadable if r not in named), seen, host_of, unknown))
     multi_node = len(set(host_of.values())) > 1
     return Analysis(
         ranks=tuple(dumps),
@@ -176,11 +182,12 @@ def _with_hosts_and_evidence(f: Finding, host_of: dict[int, str], places: dict) 
     return replace(f, hosts=hosts, evidence=ev, source=SourceKind.STACKS)
 
 
-def _unreadable(ranks: tuple[int, ...], seen: dict[int, RankDump], host_of: dict[int, str]) -> Finding:
+def _unreadable(ranks: tuple[int, ...], seen: dict[int, RankDump], host_of: dict[int, str],
+                unknown: frozenset[int] = frozenset()) -> Finding:
     """One ``unreadable`` warning for the ranks whose stack could not be taken, with their errors."""
     ev = tuple(Evidence("stacks", None, f"rank {r}: {seen[r].error or 'no stack'}") for r in ranks[:_EVIDENCE_RANKS])
     first = seen[ranks[0]].error or "no stack"
-    return Finding(Kind.UNREADABLE, f"could not read the stacks of {ranks_text(ranks)}: {first}", ranks,
+    return Finding(Kind.UNREADABLE, f"could not read the stacks of {who_text(ranks, unknown)}: {first}", ranks,
                    tuple(sorted({host_of[r] for r in ranks if r in host_of})), severity=Severity.WARNING, evidence=ev,
                    source=SourceKind.STACKS)
 

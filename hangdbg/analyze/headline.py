@@ -76,7 +76,7 @@ def _all_clear(rep: SourceReport) -> str:
         procs = rep.facts.processes
         hosts = len({p.host for p in procs})
         return (f"no suspect in {n} NCCL records of {len(procs)} processes on {hosts} host{'s' if hosts != 1 else ''}: "
-                "init completed, opCounts agree, set-up the same on every host")
+                + _nccl_clear(rep.facts, hosts))
     texts = {
         SourceKind.TORCH_LOG: f"no rank stands out in {n} log events: no watchdog timeout, desync report or failed child",
         SourceKind.FLIGHT_RECORDER: f"{n} dumps read: every rank recorded the same collectives and none is pending",
@@ -84,6 +84,26 @@ def _all_clear(rep: SourceReport) -> str:
         SourceKind.TRACES: f"all {n} traces ended normally and made the same calls",
     }
     return texts.get(kind, f"nothing abnormal in {n} {kind} records")
+
+
+def _nccl_clear(facts: NcclFacts, hosts: int) -> str:
+    """What the NCCL logs show, and only that: init completed only when every process logged it,
+    opCounts only when collective lines were read, set-up only when hosts logged it."""
+    procs = facts.processes
+    ok = sum(1 for p in procs if p.state == "ok")
+    parts = []
+    if procs and ok == len(procs):
+        parts.append("init completed")
+    elif ok or any(p.state == "init logged" for p in procs):
+        seen = sum(1 for p in procs if p.state == "init logged")
+        parts.append(f"init completed on {ok}" + (f", logged without COMPLETE on {seen}" if seen else "")
+                     + f" of {len(procs)} processes")
+    else:
+        parts.append("no process wrote an init line (an excerpt?)")
+    parts.append("opCounts agree" if facts.collectives else "no collective lines (NCCL_DEBUG_SUBSYS=COLL)")
+    if hosts > 1 and facts.hosts and any(facts.hosts.values()):
+        parts.append("set-up the same on every host")
+    return ", ".join(parts)
 
 
 def source_headline(rep: SourceReport) -> str:

@@ -15,6 +15,12 @@ Heuristics (each finding carries the raw lines behind it):
 * ``nccl-setup-differs``: hosts whose NCCL version, net plugin (found or not), network,
   interfaces or transports differ from the majority of hosts; a net plugin present on only some
   hosts is a known cause of hangs (NCCL then mixes ``IB`` and ``Socket`` transports).
+* ``nccl-init-failed``, ``nccl-bootstrap``, ``nccl-p2p-blocked`` and connect retries / socket errors:
+  :mod:`hangdbg.analyze.nccl_causes` (error chains through ``init.cc``, duplicate check-in, virtual
+  bootstrap interfaces, a single-node stop after GPU set-up: PCIe ACS / IOMMU).
+* A rank without init line is a suspect only when others wait for it in ``Init START``; when some
+  rank wrote ``Init COMPLETE`` (which needs every rank) it is not, and a log cut mid-record (an
+  excerpt) makes an opCount lag only a warning.
 * ``nccl-warn`` / ``nccl-aborted`` (warnings): other WARN lines, error chains, ``Abort COMPLETE``.
 * ``nccl-slice-differs`` (``--split-on``): the slice where a rank's collective counts first differ
   from the majority.
@@ -27,35 +33,30 @@ from collections import Counter, defaultdict
 from dataclasses import replace
 
 from ..facts import NcclComm, NcclCommunicator, NcclFacts, NcclProcess
-from ..model import SEVERITY_ORDER, Evidence, Finding, Kind, RankState, Severity, SourceKind
+from ..model import (
+    SEVERITY_ORDER,
+    Evidence,
+    Finding,
+    Kind,
+    RankState,
+    Severity,
+    SourceKind,
+)
 from ..parse.nccl import Comm, NcclLog, Proc
 from ..rankset import compress
+from .nccl_causes import (
+    MAX_EV,
+    _bootstrap_findings,
+    _hosts,
+    _init_fail_findings,
+    _names,
+    _net_error_findings,
+    _p2p_findings,
+    _ranks,
+)
 
 __all__ = ["analyze", "slice_table"]
 
-MAX_EV = 6
-
-
-def _ranks(procs) -> tuple[int, ...]:
-    return tuple(sorted({p.rank for p in procs if p.rank is not None}))
-
-
-def _names(procs, limit: int = 8) -> str:
-    procs = list(procs)
-    known = _ranks(procs)
-    unknown = [p for p in procs if p.rank is None]
-    parts = []
-    if known:
-        parts.append(("rank " if len(known) == 1 else "ranks ") + compress(known))
-    for p in unknown[:limit]:
-        parts.append(f"{p.host} pid {p.pid}")
-    if len(unknown) > limit:
-        parts.append(f"{len(unknown) - limit} more")
-    return ", ".join(parts)
-
-
-def _hosts(procs) -> tuple[str, ...]:
-    return tuple(sorted({p.host for p in procs}))
 
 
 def groups(log: NcclLog) -> dict[str, list[tuple[Proc, Comm]]]:
@@ -73,36 +74,73 @@ def _comm_name(key: str, members) -> str:
 
 
 def _init_findings(log: NcclLog, grp) -> list[Finding]:
+    """Ranks stuck in init, and ranks of a communicator that wrote no init line.
+
+    ``Init COMPLETE`` (NCCL 2.x ``init.cc``) is printed after the bootstrap all-gather, which needs
+    every rank: when one rank completed, the ranks without a line did start (their lines are just
+    not in these logs). Only when ranks are stuck at ``Init START`` and none completed are the
+    ranks without any line the ones the others wait for. Teardown lines (``Abort COMPLETE``,
+    ``Destroy COMPLETE``) are not init records."""
     out = []
     world_size = max((c.nranks or 0 for q in log.procs.values() for c in q.all_comms), default=0)
+    # processes of unknown rank may be the "missing" ranks: their init lines are just not in the logs
+    unknown = [p for p in log.procs.values() if p.rank is None]
     for key, members in grp.items():
+        inited = [(p, c) for p, c in members if c.had_init]
         any_complete = any(c.state == "complete" for _, c in members)
-        stuck = [(p, c) for p, c in members if c.state == "start" or (any_complete and c.state == "" and c.rank is not None)]
+        stuck = [(p, c) for p, c in members if c.state == "start"]
+        missing: list[int] = []
+        nranks = Counter(c.nranks for _, c in inited if c.nranks).most_common(1)
+        if nranks and inited:
+            n = nranks[0][0]
+            present = {c.rank for _, c in members if c.rank is not None}
+            missing = sorted(set(range(n)) - present)
+            if len(missing) >= n:
+                missing = []
         if stuck:
             procs = [p for p, _ in stuck]
             done = sum(1 for _, c in members if c.state == "complete")
             ev = tuple(c.init_ev for _, c in stuck[:MAX_EV] if c.init_ev)
+            waiting = bool(missing) and not any_complete and not unknown
             out.append(Finding(
                 Kind.NCCL_INIT_INCOMPLETE,
                 f"{_names(procs)} never completed init of {_comm_name(key, members)}: Init START without "
-                f"Init COMPLETE ({done} of {len(members)} ranks completed)",
+                f"Init COMPLETE ({done} of {len(members)} ranks completed)"
+                + (f"; they wait for rank{'s' if len(missing) > 1 else ''} {compress(missing)}, which wrote no init line"
+                   if waiting else ""),
                 ranks=_ranks(procs), hosts=_hosts(procs), evidence=ev,
+                severity=Severity.WAITING if waiting else Severity.SUSPECT,
+                waits_for=tuple(missing) if waiting else (),
                 action="look at these ranks' own logs and stacks: they hang in ncclCommInitRank (bootstrap or "
                        "transport set-up), often waiting for a peer that died or cannot be reached"))
-        nranks = Counter(c.nranks for _, c in members if c.nranks).most_common(1)
-        if nranks and any(c.rank is not None for _, c in members):
+        if missing:
             n = nranks[0][0]
-            present = {c.rank for _, c in members if c.rank is not None}
-            missing = sorted(set(range(n)) - present)
-            if missing and len(missing) < n:
-                world = n == world_size
+            world = n == world_size
+            ev2 = tuple(c.init_ev for _, c in inited[:2] if c.init_ev)
+            plural = "s" if len(missing) > 1 else ""
+            if stuck and not any_complete and not unknown:
                 out.append(Finding(
                     Kind.NCCL_INIT_INCOMPLETE,
-                    f"{_comm_name(key, members)}: rank{'s' if len(missing) > 1 else ''} {compress(missing)} "
-                    f"(of 0-{n - 1}) wrote no init line in these logs: never started, died early, or its log is missing",
-                    ranks=tuple(missing) if world else (), hosts=(),
-                    evidence=tuple(c.init_ev for _, c in members[:2] if c.init_ev),
-                    action="find the processes of these ranks: did they start, and where did their logs go?"))
+                    f"{_comm_name(key, members)}: rank{plural} {compress(missing)} (of 0-{n - 1}) wrote no init line "
+                    f"while {_names(p for p, _ in stuck)} wait in init for them: never started, died early, or stuck "
+                    "before ncclCommInitRank",
+                    ranks=tuple(missing) if world else (), evidence=ev2,
+                    action="find the processes of these ranks: did they start, did they reach the communicator "
+                           "creation, and where did their logs go?"))
+            elif any_complete:
+                out.append(Finding(
+                    Kind.NCCL_INIT_INCOMPLETE,
+                    f"{_comm_name(key, members)}: rank{plural} {compress(missing)} (of 0-{n - 1}) wrote no init line in "
+                    "these logs, but other ranks completed init, which needs every rank: their lines are just not here",
+                    severity=Severity.INFO, evidence=ev2))
+            else:
+                maybe = f"; {_names(unknown, 4)} wrote NCCL lines without a rank and may be them" if unknown else ""
+                out.append(Finding(
+                    Kind.NCCL_INIT_INCOMPLETE,
+                    f"{_comm_name(key, members)}: rank{plural} {compress(missing)} (of 0-{n - 1}) wrote no init line in "
+                    f"these logs (an excerpt, or their logs are elsewhere): not evidence that they failed{maybe}",
+                    severity=Severity.WARNING, evidence=ev2,
+                    action="pass every rank's NCCL_DEBUG output (NCCL_DEBUG_FILE=/dir/nccl.%h.%p)"))
     return out
 
 
@@ -139,7 +177,12 @@ def _lag_findings(log: NcclLog, grp) -> list[Finding]:
         ev = [log.evidence_of_last(c) for _, c in behind[:MAX_EV - 1]]
         ev.append(log.evidence_of_last(ahead[0][1]))
         procs = [p for p, _ in behind]
+        cut = bool(log.cut_files)
+        if cut:
+            summary += (". But the log ends in a cut line (an excerpt): the last opCounts may only show where it "
+                        "was cut")
         out.append(Finding(Kind.NCCL_LAGGING, summary, ranks=_ranks(procs), hosts=_hosts(procs),
+                           severity=Severity.WARNING if cut else Severity.SUSPECT,
                            evidence=tuple(e for e in ev if e is not None),
                            action="look at where these ranks are (stacks, their own logs): they never issued the "
                                   "collective the others wait in"))
@@ -170,17 +213,20 @@ def _connect_findings(log: NcclLog) -> list[Finding]:
     known_hosts = {p.host for p in log.procs.values()}
     for peer, items in by_peer.items():
         host = log.ip_hosts.get(peer) or (peer if not _is_ip(peer) and peer in known_hosts else None)
-        reasons = Counter(cf.reason for _, cf in items if cf.reason).most_common(2)
+        ordered = sorted(items, key=lambda it: (it[1].evidence.source, it[1].evidence.line or 0))
+        first = next((cf.reason for _, cf in ordered if cf.reason), None)
+        nreasons = len({cf.reason for _, cf in items if cf.reason})
         ports = sorted({cf.port for _, cf in items})
         procs = list({id(p): p for p, _ in items}.values())
         ptxt = f"{peer}<{ports[0]}>" if len(ports) == 1 else f"{peer} (ports {', '.join(map(str, ports[:4]))})"
         where = f" = host {host} (from the logs' own interface lines)" if host and host != peer else (
             "" if host else " (an address no process in these logs announced)")
-        why = f": {reasons[0][0]}" if reasons else ""
+        why = (f": first {first}" + (f" ({nreasons - 1} other error{'s' if nreasons > 2 else ''} follow)"
+                                     if nreasons > 1 else "")) if first else ""
         out.append(Finding(
             Kind.NCCL_CONNECT_FAILED,
             f"{_names(procs)} on {', '.join(_hosts(procs))} could not reach peer {ptxt}{where}{why}",
-            ranks=(), hosts=(host,) if host else (), evidence=tuple(cf.evidence for _, cf in items[:MAX_EV]),
+            ranks=(), hosts=(host,) if host else (), evidence=tuple(cf.evidence for _, cf in ordered[:MAX_EV]),
             action=(f"check the NCCL processes on {host}: crashed, never started, or blocked by a firewall/interface "
                     f"choice (NCCL_SOCKET_IFNAME)" if host else "find which host owns this address")))
     return out
@@ -188,11 +234,17 @@ def _connect_findings(log: NcclLog) -> list[Finding]:
 
 _SETUP = (
     ("NCCL version", lambda p: {p.version} if p.version else set()),
-    ("net plugin", lambda p: {p.plugin} if p.plugin else set()),
+    ("net plugin", lambda p: {_plugin_kind(p.plugin)} if p.plugin else set()),
     ("network", lambda p: set(p.networks)),
     ("interfaces", lambda p: set(p.ifaces)),
     ("transports", lambda p: set(p.transports)),
 )
+
+
+def _plugin_kind(plugin: str) -> str:
+    """``"none"`` -> ``internal``; ``"loaded: NAME"`` -> ``external`` (hosts are compared on this:
+    two lines of one plugin name it differently; the names go into the finding's text)."""
+    return "external" if plugin.startswith("loaded") else "internal"
 
 
 def _fmt(v: frozenset) -> str:
@@ -233,8 +285,22 @@ def _setup_findings(log: NcclLog) -> list[Finding]:
                 by[v].append(h)
             summary = f"{name} differs between hosts (no majority): " + "; ".join(
                 f"{', '.join(sorted(hs))} have {_fmt(v)}" for v, hs in by.items())
+        action = ("make the NCCL installation and environment (NCCL_*, LD_LIBRARY_PATH, libnccl-net.so) the same on "
+                  "every host")
         if name == "net plugin":
-            summary += " - a net plugin present on only some hosts is a known cause of NCCL hangs"
+            raw: dict[str, set] = defaultdict(set)
+            for p in log.procs.values():
+                if p.plugin:
+                    raw[p.host].add("internal (no libnccl-net.so)" if p.plugin == "none" else
+                                    "external " + p.plugin.split(": ", 1)[-1])
+            ext = sorted(h for h, v in vals.items() if "external" in v)
+            summary = ("net plugin differs between hosts: " + "; ".join(
+                f"{h} uses {', '.join(sorted(raw[h]))}" for h in (odd + [h for h in sorted(vals) if h not in odd])[:8])
+                + " - a net plugin (libnccl-net.so) present on only some hosts is a known cause of NCCL hangs "
+                  "(the hosts then pick different network transports)")
+            action = (f"the net plugin differs on hosts {', '.join(odd[:8])}: install the same libnccl-net.so "
+                      f"everywhere or remove it from the library path of {', '.join(ext) or 'the odd hosts'} "
+                      "(or set NCCL_NET_PLUGIN=none on every host)")
         odd_hosts = set(odd)
         procs = [p for p in log.procs.values() if p.host in odd_hosts]
         ev = []
@@ -243,8 +309,7 @@ def _setup_findings(log: NcclLog) -> list[Finding]:
             if p.first_ev:
                 ev.append(Evidence(p.first_ev.source, None, f"{h}: {name} = {_fmt(vals[h])}"))
         out.append(Finding(Kind.NCCL_SETUP_DIFFERS, summary, ranks=_ranks(procs), hosts=tuple(odd), evidence=tuple(ev),
-                           action="make the NCCL installation and environment (NCCL_*, LD_LIBRARY_PATH, "
-                                  "libnccl-net.so) the same on every host"))
+                           action=action))
     return out
 
 
@@ -324,12 +389,16 @@ def _labels(log: NcclLog) -> dict[int, str]:
 
 
 def _state(p: Proc) -> str:
+    if p.init_fail is not None:
+        return "init failed"
     if any(c.state == "start" for c in p.all_comms):
         return "init incomplete"
     if any(c.state == "aborted" for c in p.all_comms):
         return "aborted"
     if any(c.state == "complete" for c in p.all_comms) or any(c.counts for c in p.all_comms):
         return "ok"
+    if any(c.had_init for c in p.all_comms):
+        return "init logged"  # an init line without Init START/COMPLETE (older NCCL, an excerpt)
     return "no init line"
 
 
@@ -343,8 +412,9 @@ def analyze(log: NcclLog) -> tuple[list[Finding], list[RankState], NcclFacts]:
     grp = groups(log)
     srows = _slice_rows(log) if log.split_on is not None else []
     major = _slice_majority(log, srows)
-    findings = (_init_findings(log, grp) + _connect_findings(log) + _lag_findings(log, grp) + _setup_findings(log)
-                + _slice_findings(log, srows, major) + _warn_findings(log))
+    findings = (_init_fail_findings(log) + _bootstrap_findings(log) + _init_findings(log, grp) + _connect_findings(log)
+                + _net_error_findings(log) + _lag_findings(log, grp) + _setup_findings(log)
+                + _p2p_findings(log, bool(log.cut_files)) + _slice_findings(log, srows, major) + _warn_findings(log))
     findings.sort(key=lambda f: SEVERITY_ORDER[f.severity])
     rows = []
     procs = []

@@ -10,6 +10,15 @@ except the frames of PyTorch's and NCCL's own threads (watchdog, heartbeat, abor
 :data:`hangdbg.analyze.native_causes.SERVICE_FRAMES`), which are "outside" at that frame; a
 watchdog's ``WorkNCCL::checkTimeout`` trace is in a collective, :data:`TIMED_OUT`.
 The call site is the first frame outside torch.distributed, seen from the collective outward.
+
+Library wrappers that issue a collective and then wait on it inside their own frame (the torch
+frame is gone, or the wait is a ``.wait()`` / ``.cpu()`` C call on the wrapper's line) count as
+that collective when no torch.distributed collective is on the stack and every Python frame inside
+the wrapper is torch.distributed, another wrapper or a thin decorator (see ``WRAPPER_COLLECTIVES``:
+function names of DeepSpeed 0.9-0.16 ZeRO ``partition_parameters.py`` and
+``runtime/comm/coalesced_collectives.py``, Megatron-LM core ``tensor_parallel/mappings.py`` and
+``pipeline_parallel/p2p_communication.py``, accelerate ``utils/operations.py``, transformers
+``trainer.py`` / ``trainer_pt_utils.py``).
 """
 
 from __future__ import annotations
@@ -21,7 +30,8 @@ import re
 from ..model import Frame, Place, Thread
 from .native_causes import SERVICE_FRAMES
 
-__all__ = ["place_of", "primary_thread", "lock_wait", "DIST_PATHS", "COLLECTIVES", "INIT_FUNCTIONS", "NATIVE_STORE"]
+__all__ = ["place_of", "primary_thread", "lock_wait", "DIST_PATHS", "COLLECTIVES", "INIT_FUNCTIONS", "NATIVE_STORE",
+           "WRAPPER_COLLECTIVES"]
 
 DIST_PATHS = ("torch/distributed/", "torch/nn/parallel/", "deepspeed/comm/", "torch/_C/_distributed")
 
@@ -57,6 +67,33 @@ _NCCL_OPS = {"allreduce": "all_reduce", "broadcast": "broadcast", "reduce": "red
 TIMED_OUT = "timed-out collective"
 """The op of a rank whose only stack is its watchdog's ``WorkNCCL::checkTimeout`` exception: it
 waited in a collective the trace does not name."""
+
+WRAPPER_COLLECTIVES: dict[str, dict[str, str]] = {
+    # file (path suffix) -> function -> the op it waits in (its own name, or the p2p op)
+    "deepspeed/runtime/zero/partition_parameters.py": {
+        f: f for f in ("all_gather_coalesced", "_all_gather", "_allgather_params", "_allgather_params_coalesced",
+                       "_allgather_param", "_all_gather_dtype", "_dist_allgather_fn")} | {"wait": "all_gather"},
+    "deepspeed/runtime/comm/coalesced_collectives.py": {
+        f: f for f in ("reduce_scatter_coalesced", "all_to_all_quant_reduce", "all_to_all_loco_quant_reduce")},
+    "megatron/core/tensor_parallel/mappings.py": {
+        f: f for f in ("_reduce", "_gather_along_first_dim", "_gather_along_last_dim", "_reduce_scatter_along_first_dim",
+                       "_reduce_scatter_along_last_dim", "all_to_all")},
+    "megatron/core/pipeline_parallel/p2p_communication.py": {
+        f: "batch_isend_irecv" for f in ("_communicate", "_batched_p2p_ops", "_p2p_ops")},
+    "accelerate/utils/operations.py": {
+        f: f for f in ("gather", "_gpu_gather", "_gpu_gather_one", "gather_object", "_gpu_gather_object", "broadcast",
+                       "_gpu_broadcast", "broadcast_object_list", "reduce", "_reduce_across_processes",
+                       "pad_across_processes", "_pad_across_processes")},
+    "transformers/trainer.py": {f: f for f in ("_nested_gather", "_pad_across_processes")},
+    "transformers/trainer_pt_utils.py": {
+        f: f for f in ("distributed_concat", "distributed_broadcast_scalars", "nested_gather")},
+}
+"""Python-level collective wrappers of DeepSpeed, Megatron-LM, accelerate and transformers (see the
+module docstring for when they count)."""
+
+_THIN = ("deepspeed/utils/nvtx.py", "torch/utils/_contextlib.py", "torch/_dynamo/eval_frame.py",
+         "torch/distributed/c10d_logger.py", "contextlib.py", "functools.py")
+
 _NATIVE_COLLECTIVE = re.compile(r"c10d::|gloo::|nccl|ProcessGroup", re.IGNORECASE)
 NATIVE_STORE = re.compile(r"TCPStore|TCPClient|FileStore|HashStore|PrefixStore|c10d::Store\b")
 _NATIVE_LOCK = re.compile(
@@ -70,6 +107,36 @@ _PY_LOCK_FUNCS = frozenset({"Lock.acquire", "RLock.acquire", "_RLock.acquire", "
 def in_distributed(frame: Frame) -> bool:
     """True when the frame's file is part of torch.distributed (or DDP / deepspeed.comm)."""
     return any(p in frame.file for p in DIST_PATHS)
+
+
+def _wrapper_op(frame: Frame) -> str | None:
+    """The op of a collective wrapper frame (``WRAPPER_COLLECTIVES``), else None."""
+    file = frame.file.replace("\\", "/")
+    for suffix, funcs in WRAPPER_COLLECTIVES.items():
+        if file.endswith(suffix):
+            return funcs.get(_bare(frame.function))
+    return None
+
+
+def _thin(frame: Frame) -> bool:
+    return in_distributed(frame) or any(frame.file.endswith(t) for t in _THIN)
+
+
+def _wrapper_collective(py: tuple[Frame, ...]) -> tuple[str, Frame | None] | None:
+    """``(op, call site)`` of the outermost wrapper frame with only wrappers, torch.distributed
+    and thin decorators inside it (``py`` innermost first), else None."""
+    found: tuple[str, int] | None = None
+    for i, f in enumerate(py):
+        op = _wrapper_op(f)
+        if op is not None:
+            found = (op, i)
+        elif not _thin(f):
+            break
+    if found is None:
+        return None
+    op, i = found
+    site = next((f for f in py[i + 1:] if not _thin(f) and _wrapper_op(f) is None), py[i])
+    return op, site
 
 
 def _bare(function: str) -> str:
@@ -99,6 +166,9 @@ def place_of(thread: Thread) -> Place:
             found = (name, i)
     if found is not None:
         return Place("collective", found[0], _call_site(py, found[1]), thread.name)
+    wrapped = _wrapper_collective(py)
+    if wrapped is not None:
+        return Place("collective", wrapped[0], wrapped[1], thread.name)
     service = next((f for f in thread.frames if f.native and SERVICE_FRAMES.search(f.function)), None)
     if service is not None:  # the c10d watchdog / abort / NCCL proxy thread waits, but in no collective
         if any(f.native and "WorkNCCL::checkTimeout" in f.function for f in thread.frames):

@@ -9,11 +9,18 @@ Rules, in order (a rank named by an earlier rule is not named again):
 3. ``outside-collective``: ranks outside any collective while other ranks wait in one.
 4. ``different-collective``: ranks in a collective or call site that differs from the majority
    (with no strict majority, every split is named).
+3b. ``outside-collective`` with no waiting rank in the dumps and the job's size unknown (saved
+   dumps of one or a few ranks): ranks
+   blocked on something named that is not another rank (a data loader queue, a pipe, a socket, a
+   file, a lock: :func:`hangdbg.analyze.wait_state.identified_block`) are roots of the wait-for
+   graph by themselves; any rank waiting in a collective waits for them.
 5. ``behind``: ranks in the same place but at a lower loop counter (``--locals``: integer locals
    named step, iteration, epoch, i, ...), the "code loops" problem that STAT attacks with
    loop-order variables. When a few ranks are *ahead* of a majority that is behind, the few
    are named instead (kind ``ahead``) and the reason says which way they differ.
 
+When every dumped rank waits for others and none of those is in the dumps (the job's size unknown),
+:func:`not_dumped` says so and what to collect (an ``undecided`` warning, never a suspect).
 When every rank is in the same place, or every rank is still making progress between samples,
 no rank is named. The ranks that only wait (in a collective or a rendezvous) are never suspects:
 :func:`waiting_findings` says whom they wait for.
@@ -28,10 +35,11 @@ from ..waits import WaitKind
 from .cycles import resolve_cycles
 from .waitfor import WaitGraph
 from .places import read_source
+from .wait_state import identified_block
 from .classes import RankView
 from ..rankset import ranks_text
 
-__all__ = ["find_suspects", "waiting_findings", "place_buckets", "expected_ranks", "progressing_ranks", "LOOP_VARIABLES"]
+__all__ = ["find_suspects", "waiting_findings", "not_dumped", "place_buckets", "expected_ranks", "progressing_ranks", "LOOP_VARIABLES"]
 
 LOOP_VARIABLES = (
     "epoch", "global_step", "step", "steps", "completed_steps", "iteration", "iter", "itr", "it",
@@ -139,6 +147,8 @@ def find_suspects(
     graph: WaitGraph,
     sampled: bool = False,
     groups: Groups | None = None,
+    unranked: frozenset[int] = frozenset(),
+    size_unknown: bool = False,
 ) -> list[Finding]:
     """Apply the rules of this module (see the module docstring): the suspects, most important
     first, without hosts or evidence (the caller adds them); or one ``undecided`` warning when the
@@ -149,6 +159,9 @@ def find_suspects(
         graph: the wait-for graph (:func:`hangdbg.analyze.waitfor.build_graph`).
         sampled: some rank was sampled more than once (a computing rank can be told from a slow step).
         groups: :func:`waiting_groups` of the graph (computed when not given).
+        unranked: ranks whose number is only their order among the files (the text says so).
+        size_unknown: no dump knows the job's size (saved dumps of one or a few ranks): rule 3b
+            applies (with every rank of a known job dumped and none waiting, nobody waits for them).
     """
     suspects: list[Finding] = []
     named: set[int] = set()
@@ -207,8 +220,81 @@ def find_suspects(
         _resolve(graph, buckets, name)
         if not suspects and graph.unresolved:
             return [_unresolved(graph)]
+        if not suspects and size_unknown and not any(w.waiting for w in waits.values()):
+            suspects.extend(_lone_roots(views, waits, progressing, unranked))
+            named.update(r for f in suspects for r in f.ranks)
     _behind([v for v in views if waits[v.rank].waiting], name)
     return suspects
+
+
+_BLOCK_ACTIONS = (
+    ("data loader", "look at the data loader's workers (py-spy dump --subprocesses --pid of this rank: a dead or stuck "
+                    "worker, a full /dev/shm); rerun with num_workers=0 to confirm"),
+    ("queue", "dump the threads or processes that fill the queue (py-spy dump --subprocesses)"),
+    ("lock", "take native frames to see the lock's owner: hangdbg dump --native"),
+    ("file", "check the file system the rank reads (a hung NFS/Lustre mount, a missing file)"),
+    ("socket", "check the service or peer the rank talks to (host, port, firewall)"),
+)
+
+
+def who_text(ranks, unknown: frozenset[int] | set[int]) -> str:
+    """``rank 3``, or ``the dumped process (rank unknown, numbered 0 by file order)`` for ranks whose
+    number is only their order among the files."""
+    if ranks and set(ranks) <= set(unknown):
+        n = len(ranks)
+        return (f"the dumped process{'es' if n > 1 else ''} (rank unknown, numbered {_ranks_text(ranks).split(' ', 1)[-1]} "
+                "by file order)")
+    return _ranks_text(ranks)
+
+
+def _lone_roots(views: list[RankView], waits, progressing: set[int], unknown: frozenset[int]) -> list[Finding]:
+    """Rule 3b: no dumped rank waits for another; the ranks blocked on something named that is not
+    a rank are the roots (grouped by what they wait on)."""
+    by: dict[str, list[int]] = {}
+    for v in views:
+        w = waits[v.rank]
+        if v.rank not in progressing and identified_block(w):
+            by.setdefault(w.describe(), []).append(v.rank)
+    out = []
+    n = len(views)
+    for what, ranks in by.items():
+        w = waits[ranks[0]]
+        view = next(v for v in views if v.rank == ranks[0])
+        unsure = f" ({who_text(ranks, unknown)})" if set(ranks) <= unknown else ""
+        others = "no other rank was dumped" if n == len(ranks) else f"none of the {n} dumped ranks waits in one"
+        action = next((a for key, a in _BLOCK_ACTIONS if key in w.detail), "dump what it waits for")
+        out.append(Finding(Kind.OUTSIDE_COLLECTIVE,
+                           f"{what}{_code(view.place.call_site)}{unsure}, not in any collective: "
+                           f"it waits on nothing inside the job, so every rank that waits in a collective waits for "
+                           f"it ({others})", tuple(ranks), severity=Severity.SUSPECT, action=action))
+    return out
+
+
+def not_dumped(graph: WaitGraph, views: list[RankView], unknown: frozenset[int] = frozenset()) -> Finding | None:
+    """An ``undecided`` warning when every dumped rank waits for other ranks (a collective, a
+    rendezvous) and none of those is in the dumps: the ranks that do not arrive were not dumped.
+
+    Args:
+        graph: the wait-for graph; the rule applies only when it has no edge and nothing unresolved.
+        views: the readable ranks.
+        unknown: ranks numbered by file order (the text says their rank is unknown).
+
+    Returns:
+        The finding, or None when some dumped rank does not wait or some edge exists. The caller
+        applies it only when the job's size is unknown (a complete job in one collective is not this).
+    """
+    if not views or graph.edges or graph.unresolved or not all(graph.waits[v.rank].waiting for v in views):
+        return None
+    ranks = tuple(sorted(v.rank for v in views))
+    places = {graph.waits[r].describe() for r in ranks}
+    where = next(iter(places)) if len(places) == 1 else "; ".join(sorted(places))
+    one = len(ranks) == 1
+    return Finding(Kind.UNDECIDED,
+                   f"{who_text(ranks, unknown)} {'waits' if one else 'wait'} {where} for ranks that are not in these "
+                   f"dumps: no dumped rank is elsewhere, and the job's size is unknown",
+                   ranks, severity=Severity.WARNING,
+                   action="dump every rank of the job while it hangs (hangdbg dump on every node, or py-spy dump --pid "
+                          "for each rank): the rank outside the collective is the cause")
 
 
 def _resolve(graph: WaitGraph, buckets: list[list[RankView]], name) -> None:
@@ -242,8 +328,13 @@ def _undecided(roots: list[int], graph: WaitGraph, sampled: bool) -> Finding | N
     computing = [r for r in roots if waits[r].kind is WaitKind.COMPUTE]
     if computing and len(computing) == len(roots) and not sampled:
         w = waits[computing[0]]
+        mine = set(computing)
+        waiters = sorted({r for e in graph.edges if not mine.isdisjoint(e.targets) for r in e.waiters})
+        others = (f"{_ranks_text(waiters)} {'waits' if len(waiters) == 1 else 'wait'} {waits[waiters[0]].describe()}"
+                  if waiters else "the others wait")
         return Finding(Kind.UNDECIDED, f"{_ranks_text(computing)} {'is' if len(computing) == 1 else 'are'} on CPU "
-                       f"({w.describe()}) while the others wait: one sample cannot tell a slow step from a hang",
+                       f"({w.describe()}), in no collective, while {others}: one sample cannot tell a slow step "
+                       "from a hang",
                        tuple(computing), severity=Severity.WARNING,
                        action="sample again: hangdbg dump --samples 3 --locals")
     return None

@@ -11,6 +11,8 @@ Heuristics (each names its evidence):
 * **Silent ranks.** A rank seen in the log (``[rankN]:`` prefix) that printed no timeout while
   others timed out probably never entered the collective (``no-timeout``).
 * **Desync report.** The ranks PyTorch's desync debug names (``desync-report``).
+* **Messages naming a rank** (fingerprint and DDP model mismatches, heartbeat monitor, NCCL
+  errors): :mod:`hangdbg.analyze.torch_messages`.
 * **ChildFailedError.** The root-cause entry (first observed failure) is the suspect
   (``child-failed``); ranks the agent stopped with SIGTERM afterwards are victims. ``error.json``
   files not referenced by a summary: the earliest by timestamp is the suspect (``child-error``),
@@ -33,6 +35,7 @@ from ..parse.torch_log import (
     signal_name,
 )
 from ..rankset import compress, ranks_text
+from .torch_messages import message_findings
 
 __all__ = ["analyze_events"]
 
@@ -312,6 +315,8 @@ def analyze_events(ev: TorchLogEvents) -> tuple[list[Finding], list[RankState], 
     findings += _error_file_findings(ev, used)
     findings += [f for f in fail_findings if f.severity is not Severity.SUSPECT]
     findings += _timeout_findings(timeouts)
+    mine = message_findings(ev.messages, timeouts, any(f.is_suspect for f in findings))  # analyze/torch_messages.py
+    findings = [f for f in mine if f.is_suspect] + findings + [f for f in mine if not f.is_suspect]
     for rank, evid in sorted(ev.dump_from.items())[:1]:
         findings.append(Finding(kind=Kind.DUMP_SIGNAL, summary=f"rank {rank} detected the timeout first and signalled "
                                 "the others to dump their flight recorder", ranks=(rank,), evidence=(evid,),

@@ -19,9 +19,9 @@ from .headline import headline, unread_headline, verdict_all_clear
 __all__ = ["build_verdict", "PRIORITY"]
 
 PRIORITY: dict[Kind, int] = {
-    Kind.GPU_LOST: 0, Kind.XID: 1, Kind.ECC: 1,
+    Kind.GPU_LOST: 0, Kind.XID: 1, Kind.ECC: 1, Kind.PCIE_AER: 1,
     Kind.CORE_CRASH: 2, Kind.CHILD_FAILED: 2, Kind.CHILD_ERROR: 2, Kind.CRASH: 2, Kind.FATAL_ERROR: 2,
-    Kind.NCCL_CONNECT_FAILED: 3, Kind.NCCL_INIT_INCOMPLETE: 3, Kind.NODE_FAILED: 3, Kind.NCCL_SETUP_DIFFERS: 4,
+    Kind.MIXED_JOBS: 0, Kind.NCCL_CONNECT_FAILED: 3, Kind.NCCL_INIT_INCOMPLETE: 3, Kind.NODE_FAILED: 3, Kind.NCCL_SETUP_DIFFERS: 4,
     # the stack analyzer's kinds share one level: it orders its own suspects (stable sort)
     Kind.MISSING: 5, Kind.DIFFERENT_COLLECTIVE: 5, Kind.DEADLOCK: 5, Kind.OUTSIDE_COLLECTIVE: 5, Kind.BEHIND: 5,
     Kind.AHEAD: 5, Kind.P2P_MISMATCH: 5, Kind.STORE_KEY_MISSING: 5, Kind.WAIT_CYCLE: 5, Kind.FR_MISMATCH: 5, Kind.TRACE_DIVERGED: 5,
@@ -30,6 +30,10 @@ PRIORITY: dict[Kind, int] = {
     Kind.FR_STUCK: 8, Kind.FR_CONTRADICTS: 8, Kind.CPP_EXCEPTION: 8, Kind.CORE_KILLED: 8, Kind.NCCL_ABORTED: 8,
     Kind.UNREADABLE: 8, Kind.UNDECIDED: 8, Kind.NCCL_WARN: 8, Kind.CORE_UNREADABLE: 8,
     Kind.WATCHDOG_TIMEOUT: 9, Kind.WAITING: 9, Kind.FR_AGREES: 9, Kind.CORE_ON_DEMAND: 9,
+    Kind.NCCL_INIT_FAILED: 3, Kind.NCCL_BOOTSTRAP: 3, Kind.NCCL_P2P_BLOCKED: 4,
+    # analyze/torch_messages.py: a rank's own NCCL error; mismatches PyTorch detected; the watchdog's own hang
+    Kind.RANK_ERROR: 3, Kind.COLLECTIVE_MISMATCH: 5, Kind.MODEL_MISMATCH: 5, Kind.WATCHDOG_HUNG: 6,
+    Kind.BARRIER_MISSING: 5,
     # native stack texts (analyze/native_causes.py)
     Kind.CUDA_ERROR: 1, Kind.ABORT_HANG: 3, Kind.COMM_INIT_FAILED: 3, Kind.CUDA_STUCK: 8,
 }
@@ -48,7 +52,8 @@ def _corroboration(f: Finding, named: dict[object, set[str]]) -> int:
 
 
 def build_verdict(sources: Sequence[SourceReport], analysis: Analysis | None = None,
-                  unparsed: Sequence[FileError] = (), files: Sequence[ClassifiedFile] = ()) -> Verdict:
+                  unparsed: Sequence[FileError] = (), files: Sequence[ClassifiedFile] = (),
+                  notes: Sequence[Finding] = ()) -> Verdict:
     """Merge the readers' reports into one :class:`Verdict`.
 
     Args:
@@ -56,9 +61,10 @@ def build_verdict(sources: Sequence[SourceReport], analysis: Analysis | None = N
         analysis: the joint stack analysis, when stacks were read.
         unparsed: files no reader took.
         files: every file looked at.
+        notes: findings about the inputs as a whole (:mod:`hangdbg.analyze.jobs`).
     """
     named: dict[object, set[str]] = {}
-    every = [f for s in sources for f in s.findings]
+    every = [f for s in sources for f in s.findings] + list(notes)
     for f in every:
         if f.severity is Severity.SUSPECT:
             for r in f.ranks:
@@ -77,6 +83,9 @@ def build_verdict(sources: Sequence[SourceReport], analysis: Analysis | None = N
         text = unread_headline(n_files)
     else:
         text = headline(findings, verdict_all_clear(n_files, analysis.headline if analysis is not None else None))
+        mixed = next((f for f in notes if f.kind is Kind.MIXED_JOBS), None)
+        if mixed is not None and mixed is not findings[0]:  # never merged silently
+            text += f" [{mixed.summary.split(':', 1)[0]}: {mixed.action}]"
     return Verdict(
         headline=text,
         findings=findings,

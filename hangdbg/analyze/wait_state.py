@@ -13,6 +13,12 @@ Evidence, strongest first (heuristics, ours; frame names of torch 2.x c10d, gloo
   ``read``/``open``/``nanosleep``/``poll`` system calls (I/O, sleep);
 * the source line of the top frame when the file is readable here (``store.wait(``,
   ``open(``, ``time.sleep(``);
+* Python frames of the standard library and torch's DataLoader (CPython 3.8-3.13 ``queue.py``,
+  ``multiprocessing/queues.py``, ``multiprocessing/connection.py``, ``threading.py``,
+  ``concurrent/futures/_base.py``, ``socket.py``/``ssl.py``; torch ``utils/data/dataloader.py``):
+  an idle thread in ``Queue.get`` under a data loader's ``__next__`` waits for its next batch, in
+  ``Thread.join`` for another thread, in ``Future.result`` for a future, in a pipe or socket read
+  for another process (:func:`identified_block` says the rank waits on nothing inside the job);
 * py-spy's thread state: ``active`` outside torch.distributed is computation, ``idle`` a blocked
   system call.
 """
@@ -27,7 +33,7 @@ from ..parse.op_record import CurrentOp
 from ..waits import RankWait, WaitKind
 from .places import NATIVE_STORE, in_distributed, read_source
 
-__all__ = ["wait_of", "with_record", "P2P_OPS", "opaque", "peer_from_locals"]
+__all__ = ["wait_of", "with_record", "P2P_OPS", "opaque", "peer_from_locals", "identified_block", "UNEXPLAINED_BLOCK"]
 
 P2P_OPS = {"send": "send", "isend": "send", "send_object_list": "send", "recv": "recv", "irecv": "recv",
            "recv_object_list": "recv", "batch_isend_irecv": None, "p2p wait": None}
@@ -48,6 +54,65 @@ _SRC_SLEEP = re.compile(r"\bsleep\s*\(")
 _SRC_FILE = re.compile(r"\bopen\s*\(|\.read\w*\s*\(|\.readline|\.load\s*\(|np\.load|torch\.load", re.IGNORECASE)
 _SRC_SOCKET = re.compile(r"\.recv\w*\s*\(|\.accept\s*\(|\.connect\s*\(|urlopen|requests\.", re.IGNORECASE)
 _SRC_OPAQUE = re.compile(r"\.(wait|synchronize|backward)\s*\(")
+
+
+UNEXPLAINED_BLOCK = "blocked outside torch.distributed"
+"""The detail of an idle thread whose frames do not say what it waits on."""
+
+# (file suffix, functions) of blocking standard-library / DataLoader frames -> what the thread waits on
+_PY_BLOCKS: tuple[tuple[str, frozenset[str], str], ...] = (
+    ("torch/utils/data/dataloader.py", frozenset({"_try_get_data", "_get_data", "_next_data"}), "data loader"),
+    ("queue.py", frozenset({"get", "_get", "get_nowait", "put"}), "queue"),
+    ("multiprocessing/queues.py", frozenset({"get", "_recv_bytes", "put"}), "queue"),
+    ("multiprocessing/connection.py", frozenset({"recv", "recv_bytes", "_recv_bytes", "_recv", "poll", "_poll", "wait"}),
+     "pipe"),
+    ("concurrent/futures/_base.py", frozenset({"result", "wait", "as_completed"}), "future"),
+    ("threading.py", frozenset({"join", "_wait_for_tstate_lock"}), "thread"),
+    ("socket.py", frozenset({"readinto", "recv", "recv_into", "accept", "create_connection"}), "socket"),
+    ("ssl.py", frozenset({"read", "recv", "recv_into"}), "socket"),
+    ("subprocess.py", frozenset({"wait", "_wait", "communicate", "_try_wait"}), "subprocess"),
+)
+_DATA_FRAME = re.compile(r"(^|/)data(sets?)?/|data_?loader|iterators?\.py$|/datasets?\.py$", re.IGNORECASE)
+_PASSIVE = ("threading.py", "queue.py", "multiprocessing/", "torch/utils/data/", "concurrent/futures/", "selectors.py", "socket.py", "ssl.py",
+            "subprocess.py", "contextlib.py")
+
+
+def _python_block(py: tuple[Frame, ...]) -> tuple[str, Frame] | None:
+    """``(detail, site)`` of an idle thread whose Python frames show what it waits on (see the
+    module docstring), the site being the first frame outside the standard library's waits."""
+    what = None
+    for i, f in enumerate(py[:8]):
+        file = f.file.replace("\\", "/")
+        hit = next((w for suffix, funcs, w in _PY_BLOCKS if file.endswith(suffix) and f.function in funcs), None)
+        if hit is not None:
+            what = hit
+            if hit != "queue" and hit != "pipe":
+                break
+        elif not any(p in file for p in _PASSIVE):
+            break
+    if what is None:
+        return None
+    site = next((f for f in py if not any(p in f.file for p in _PASSIVE)), py[0])
+    data = what == "data loader" or (what in ("queue", "pipe") and any(_DATA_FRAME.search(f.file) for f in py[:12]))
+    if data:
+        return "waiting for its next batch from a data loader (a queue its worker threads or processes fill)", site
+    return {
+        "queue": "waiting on a queue another thread or process fills",
+        "pipe": "waiting on a pipe from another process",
+        "future": "waiting for a future (work of another thread or process)",
+        "thread": "waiting for another thread to finish (Thread.join)",
+        "socket": "blocked on a socket",
+        "subprocess": "waiting for a subprocess",
+    }[what], site
+
+
+def identified_block(w: RankWait) -> bool:
+    """True when ``w`` waits on something named that is not another rank of the job: a lock, a
+    data loader or queue, a pipe, a socket, a file, a sleep (not an idle thread whose frames say
+    nothing, nor an opaque C++ call)."""
+    if w.kind is WaitKind.LOCK:
+        return True
+    return w.kind is WaitKind.BLOCKED and w.detail != UNEXPLAINED_BLOCK and not w.detail.startswith("inside")
 
 
 def _int(value: str) -> int | None:
@@ -124,6 +189,9 @@ def wait_of(thread: Thread, place: Place, lock: bool = False) -> RankWait:
     if lock:
         return RankWait(WaitKind.LOCK, top.function if top else "", top, detail="waiting for a lock", evidence=evidence)
     kind = WaitKind.BLOCKED if thread.idle else WaitKind.COMPUTE
+    block = _python_block(thread.python_frames) if thread.idle else None
+    if block is not None:
+        return RankWait(kind, block[1].function, block[1], detail=block[0], evidence=evidence)
     if not natives and opaque(thread):
         detail = f"inside a C++ call ({'idle' if thread.idle else 'on CPU'})"
     else:
@@ -155,7 +223,7 @@ def _blocked_detail(thread: Thread, natives: list[str]) -> str:
         return "blocked on a socket"
     if _NATIVE_IO.search(top_native):
         return "blocked in I/O (a file or a socket)"
-    return "blocked outside torch.distributed"
+    return UNEXPLAINED_BLOCK
 
 
 def with_record(w: RankWait, op: CurrentOp) -> RankWait:

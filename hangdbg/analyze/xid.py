@@ -14,6 +14,7 @@ from ..facts import EccFacts, GpuFacts, GpuState, XidCount
 from ..model import SEVERITY_ORDER, Finding, Kind, Severity
 from ..parse.xid import _RECOVERY, GpuLogEvents, XidEvent
 from ..parse.xid_codes import xid_info
+from .gpu_faults import aer_findings, fault_findings
 
 __all__ = ["findings_from"]
 
@@ -88,8 +89,17 @@ def findings_from(ev: GpuLogEvents) -> tuple[list[Finding], GpuFacts]:
             out.append(Finding(kind=Kind.ECC, summary=f"GPU {gpu}: a row remapping / page retirement is pending",
                                hosts=(e.host,) if e.host else (), gpus=(gpu,), severity=Severity.WARNING,
                                action="reset the GPU (or reboot) to apply it", evidence=tuple(e.evidence[:4])))
+    lost_gpus = {(g.host, g.bus) for g in ev.lost} | xid79
+    out.extend(f for f in fault_findings(ev.faults) if f.kind is not Kind.GPU_LOST or not lost_gpus & _fault_keys(f, ev))
+    buses = {(x.host, x.bus) for x in ev.xids} | lost_gpus | set(ev.uuids) | {(f.host, f.bus) for f in ev.faults}
+    out.extend(aer_findings(ev.aer, buses))
     out.sort(key=lambda f: (SEVERITY_ORDER[f.severity], f.kind is not Kind.GPU_LOST))
     return out, _facts(ev)
+
+
+def _fault_keys(f: Finding, ev: GpuLogEvents) -> set[tuple[str, str]]:
+    """The ``(host, bus)`` of the faults a finding stands for (a GPU already reported lost is not lost twice)."""
+    return {(x.host, x.bus) for x in ev.faults if _gpu(x.host, x.bus) in f.gpus}
 
 
 def _facts(ev: GpuLogEvents) -> GpuFacts:

@@ -37,11 +37,14 @@ def _gpu_table(facts: GpuFacts) -> Table:
 class GpuCommand(ReaderCommand):
     description = (
         "Read kernel logs (dmesg, dmesg -T, syslog, journalctl -k) for NVIDIA 'NVRM: Xid' lines and the "
-        "'GPU has fallen off the bus' report, and nvidia-smi -q outputs for ECC and remapped-row state. "
+        "'GPU has fallen off the bus' report (also over several lines, without an Xid number), PCIe AER "
+        "errors (corrected ones on a port: a warning; uncorrected ones on a GPU: a suspect), "
+        "NV_ERR_RESET_REQUIRED, and nvidia-smi output: -q for ECC and remapped-row state, 'Unable to "
+        "determine the device handle' for a lost GPU. "
         "Names each Xid's meaning and the action that clears it (restart the app, reset the GPU, drain "
-        "the node, RMA), per node and GPU. The node comes from syslog lines, else --host, else the file "
-        "name (node3.dmesg.txt). Exit status 3 when a fatal GPU error is found, 1 when no file holds "
-        "NVRM lines or nvidia-smi -q output."
+        "the node, RMA), per node and GPU. The node comes from syslog lines or a shell prompt "
+        "(user@node3 ~ $ nvidia-smi), else --host, else the file name (node3.dmesg.txt). Exit status 3 "
+        "when a fatal GPU error is found, 1 when no file holds a GPU record."
     )
     name = "gpu"
     json_name = "gpu.json"

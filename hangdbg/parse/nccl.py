@@ -42,12 +42,29 @@ from __future__ import annotations
 import bisect
 import re
 from collections import Counter
-from dataclasses import dataclass, field
 
 from ..model import MAX_EVIDENCE_TEXT, Evidence
+from .nccl_records import (
+    _BENIGN_WARN,
+    _CHAIN_FILE,
+    _CHECKED_IN,
+    _INIT_ALL,
+    _INTERNAL_NETS,
+    _NET_ERROR,
+    _NNODES,
+    _P2P_ENV,
+    _RETRY,
+    Comm,
+    ConnectFailure,
+    Proc,
+    _plugin,
+    _small,
+    _transport,
+    _Unspliced,
+)
 from .textlines import strip_prefix
 
-__all__ = ["NcclLog", "Proc", "Comm", "ConnectFailure", "sniff", "record_starts", "records", "has_marker", "RECORD"]
+__all__ = ["RECORD", "Comm", "ConnectFailure", "NcclLog", "Proc", "has_marker", "record_starts", "records", "sniff"]
 
 MAX_EVIDENCE = 6
 """Evidence lines kept per process and kind (WARNs, error chains)."""
@@ -77,14 +94,8 @@ _COMMID = re.compile(r"\bcommId (0x[0-9a-fA-F]+)")
 _PARENT = re.compile(r"\bparent (0x[0-9a-fA-F]+)")
 _USING = re.compile(r"^(?P<what>NET/\w+|NET|Bootstrap)\s*:\s*Using\b(?: interface)?(?P<rest>.*)$")
 _IFACE = re.compile(r"(?:\[\d+\])?(?P<name>[A-Za-z][\w.\-]*):(?P<ip>[0-9A-Fa-f.:]*[0-9A-Fa-f](?:%[\w.\-]+)?)<\d+>")
+_NETWORK = re.compile(r"^Using (?:internal )?[Nn]etwork (?P<net>.+?)\s*$")
 _IBDEV = re.compile(r"\[\d+\](?P<dev>[\w.\-]+:\d+/\w+)")
-_PLUGIN_NONE = re.compile(
-    r"NET/Plugin\s*:?\s*(?:Could not find|No plugin found|Plugin load returned|Failed to find|Plugin load \(.*\) returned)"
-    r"|Using internal (?:network )?(?:plugin|implementation)", re.I)
-_PLUGIN_LOADED = re.compile(
-    r"(?:Loaded (?:net|coll|nccl)?\s*plugin|NET/Plugin\s*:\s*Loaded(?: net plugin)?|NET/Plugin: Using)\s*:?\s*(?P<name>[^(\n]*?)\s*(?:\(v\d+\))?\s*$"
-    r"|NET/OFI Using (?P<ofi>\S+)", re.I)
-_NETWORK = re.compile(r"^Using network (?P<net>.+?)\s*$")
 _VIA = re.compile(r"\bvia (?P<t>[A-Za-z][\w/]*)")
 _CONNECT = re.compile(r"Connect to (?P<peer>[^\s<>]+)<(?P<port>\d+)> failed\s*:?\s*(?P<why>.*)$")
 _PEER = re.compile(r"\b(?:from peer|remote peer|peer)\s+(?P<peer>[^\s<>]+)<(?P<port>\d+)>")
@@ -132,93 +143,6 @@ def records(text: str) -> list[tuple[re.Match, int]]:
 
 
 # --- the state ------------------------------------------------------------------------------
-@dataclass(slots=True)
-class Comm:
-    """One NCCL communicator as one process saw it (``comm`` pointers are per process).
-
-    ``key`` identifies the communicator across processes: ``commId`` when the init lines print
-    it (NCCL >= 2.12), else ``n{nranks}#{k}`` - the k-th communicator of that size the process
-    created (ranks create their communicators in the same order, as PyTorch process groups do).
-    """
-
-    ptr: str
-    rank: int | None = None
-    nranks: int | None = None
-    comm_id: str | None = None
-    parent: str | None = None
-    key: str = ""
-    state: str = ""  # "", "start", "complete", "aborted", "destroyed"
-    counts: Counter = field(default_factory=Counter)
-    last_op: int | None = None
-    last_coll: str | None = None
-    last_where: tuple[int, int] | None = None  # (file index, line number)
-    last_text: str | None = None
-    init_ev: Evidence | None = None
-    order: int = 0
-    slices: dict = field(default_factory=dict)  # slice -> Counter(collective)
-
-
-@dataclass(slots=True)
-class ConnectFailure:
-    """A WARN naming a peer that could not be reached: ``Connect to IP<port> failed : why``."""
-
-    peer: str
-    port: int
-    reason: str
-    evidence: Evidence
-
-
-@dataclass(slots=True)
-class Proc:
-    """One process (``host``, ``pid``) that wrote NCCL records."""
-
-    host: str
-    pid: int
-    files: set = field(default_factory=set)
-    devs: set = field(default_factory=set)
-    launcher_rank: int | None = None
-    version: str | None = None
-    ifaces: set = field(default_factory=set)  # "ib0", "mlx5_0:1/IB"
-    ips: set = field(default_factory=set)
-    plugin: str | None = None  # "none" or "loaded: NAME"
-    networks: set = field(default_factory=set)
-    transports: set = field(default_factory=set)
-    comms: dict = field(default_factory=dict)  # ptr -> Comm (latest incarnation)
-    all_comms: list = field(default_factory=list)
-    ncomms: int = 0
-    warns: list = field(default_factory=list)
-    nwarns: int = 0
-    chains: list = field(default_factory=list)
-    nchains: int = 0
-    connects: list = field(default_factory=list)
-    records: int = 0
-    first_ev: Evidence | None = None
-    slice: int = 0
-
-    @property
-    def label(self) -> str:
-        return f"{self.host}.{self.pid}"
-
-    @property
-    def sort_key(self) -> tuple:
-        """Processes in rank order, those without a rank last (by host, pid)."""
-        r = self.rank
-        return (r is None, r if r is not None else 0, self.host, self.pid)
-
-    @property
-    def rank(self) -> int | None:
-        """The global rank: rank in the largest communicator (first created), else the launcher's."""
-        best = None
-        for c in self.all_comms:
-            if c.rank is None or c.nranks is None:
-                continue
-            if best is None or (c.nranks, -c.order) > (best.nranks, -best.order):
-                best = c
-        if best is not None:
-            return best.rank
-        return self.launcher_rank
-
-
 class NcclLog:
     """Everything read from a set of NCCL_DEBUG logs (mutable while scanning).
 
@@ -244,6 +168,7 @@ class NcclLog:
         self.version_by_launcher_rank: dict[int, str] = {}
         self.split_on = split_on
         self.nslices = 1
+        self.cut_files: set[int] = set()  # files whose last record is cut mid-line (an excerpt)
         self._chunks: dict[int, list[tuple[int, int]]] = {}  # file -> [(start line, byte offset)]
         self._file_procs: dict[int, set] = {}
         self._hosts: set[str] = set()
@@ -273,6 +198,15 @@ class NcclLog:
         best = ""
         for h in self._hosts:
             if len(h) > len(best) and host.endswith(h) and (h, pid) in self.procs:
+                best = h
+        return best or host
+
+    def _unsplice_line(self, host: str, line_hosts: set) -> str:
+        """The host of a record spliced right after another one's cut text (``Conneg183``,
+        ``0x55cd375g183``): the longest known host, or host of the same line, that ends it."""
+        best = ""
+        for h in self._hosts | line_hosts:
+            if h != host and len(h) > len(best) and host.endswith(h):
                 best = h
         return best or host
 
@@ -309,15 +243,19 @@ class NcclLog:
                 self.lines_skipped += 1
             return
         last = recs[-1][0]
-        for m, end in recs:
-            msg = text[m.end():end].rstrip()
-            if m is last and _looks_cut(msg):
-                self._pending = (fi, lineno, raw, m, msg, pre.rank)
+        line_hosts = {r.group("host") for r, _ in recs}
+        for rm, end in recs:
+            hm: re.Match | _Unspliced = rm
+            if rm.start():  # a record after another one's (cut) text: its host may have swallowed a tail
+                hm = _Unspliced(rm, self._unsplice_line(rm.group("host"), line_hosts))
+            msg = text[hm.end():end].rstrip()
+            if rm is last and _looks_cut(msg):
+                self._pending = (fi, lineno, raw, hm, msg, pre.rank)
                 return
-            if not self._record(fi, lineno, raw, m, msg, pre.rank):
+            if not self._record(fi, lineno, raw, hm, msg, pre.rank):
                 self.lines_skipped += 1
 
-    def _record(self, fi: int, lineno: int, raw: str, m: re.Match, msg: str, launcher_rank: int | None,
+    def _record(self, fi: int, lineno: int, raw: str, m: re.Match | _Unspliced, msg: str, launcher_rank: int | None,
                 strict: bool = False) -> bool:
         host = m.group("host")
         p = self.proc(host, int(m.group("pid")), fi)
@@ -330,7 +268,7 @@ class NcclLog:
         if p.first_ev is None:
             p.first_ev = ev
         if level == "WARN":
-            return self._warn(p, msg, ev)
+            return self._warn(p, msg, ev, fi)
         if level in ("CALL", "TRACE"):
             self._count_record(p)
             return True
@@ -356,28 +294,40 @@ class NcclLog:
             return False
         self._count_record(p)
         if _CHAIN.match(msg):
-            p.nchains += 1
-            if len(p.chains) < MAX_EVIDENCE:
-                p.chains.append(ev)
+            self._chain(p, msg, ev)
             return True
         vm = _VERSION.search(msg)
         if vm:
             p.version = vm.group(1)
             return True
+        if "lugin" in msg or "NET/OFI" in msg or "PLUGIN" in msg:
+            _plugin(p, msg)
+            return True
         um = _USING.match(msg)
         if um:
             self._using(p, um.group("what"), um.group("rest"))
             return True
-        if "lugin" in msg or "NET/OFI" in msg:
-            lm = _PLUGIN_LOADED.search(msg)
-            if lm:
-                p.plugin = "loaded: " + (lm.group("name") or lm.group("ofi") or "?").strip()
-            elif _PLUGIN_NONE.search(msg) and (p.plugin is None or p.plugin == "none"):
-                p.plugin = "none"
-            return True
         nm = _NETWORK.match(msg)
         if nm:
-            p.networks.add(nm.group("net"))
+            net = nm.group("net")
+            p.networks.add(net)
+            if net.lower() not in _INTERNAL_NETS and not (p.plugin or "").startswith("loaded"):
+                p.plugin = "loaded: network " + net  # a network name NCCL does not have is a plugin's
+            return True
+        if msg.startswith("Call to connect"):
+            rm = _RETRY.match(msg)
+            if rm:
+                p.retries += 1
+                if p.retry_ev is None:
+                    p.retry_ev = ev
+                return True
+        am = _INIT_ALL.match(msg)
+        if am:
+            p.init_all = _small(am.group("n"))
+            return True
+        em = _P2P_ENV.match(msg)
+        if em:
+            p.p2p_env = msg
             return True
         if "via " in msg:
             vm = _VIA.search(msg)
@@ -393,15 +343,39 @@ class NcclLog:
         p.records += 1
         self.records += 1
 
-    def _warn(self, p: Proc, msg: str, ev: Evidence) -> bool:
+    def _warn(self, p: Proc, msg: str, ev: Evidence, fi: int = 0) -> bool:
         self._count_record(p)
+        if _BENIGN_WARN.search(msg):
+            p.benign_warns += 1
         p.nwarns += 1
         if len(p.warns) < MAX_EVIDENCE:
             p.warns.append(ev)
         cm = _CONNECT.search(msg) or _PEER.search(msg)
         if cm:
             self._connect(p, cm, msg, ev)
+        elif (nm := _NET_ERROR.search(msg)) is not None and len(p.net_errors) < MAX_EVIDENCE:
+            p.net_errors.append((msg[:nm.start()].strip(" :") + " " + nm.group(0).strip(), ev))
+        if "checked in" in msg and _CHECKED_IN.search(msg) and len(p.checked_in) < MAX_EVIDENCE:
+            p.checked_in.append(ev)
         return True
+
+    def _chain(self, p: Proc, msg: str, ev: Evidence) -> None:
+        """An error chain line ``file.cc:LINE -> CODE [(why)] [Async thread]`` (NCCLCHECK in
+        ``include/checks.h``): the first one of a process is the root, one through ``init.cc``/``init.cu``
+        means communicator init returned the error, one through ``bootstrap.cc`` that bootstrap failed."""
+        p.nchains += 1
+        if len(p.chains) < MAX_EVIDENCE:
+            p.chains.append(ev)
+        cm = _CHAIN_FILE.match(msg)
+        if cm is None:
+            return
+        base = cm.group("file").rsplit("/", 1)[-1]
+        if p.chain_first is None:
+            p.chain_first = (cm.group("file"), int(cm.group("code")), cm.group("rest").strip(), ev)
+        if base in ("init.cc", "init.cu") and p.init_fail is None:
+            p.init_fail = ev
+        elif base == "bootstrap.cc":
+            p.boot_chain = True
 
     def _connect(self, p: Proc, m: re.Match, msg: str, ev: Evidence) -> None:
         why = m.groupdict().get("why") or msg[m.end():].strip(" :,")
@@ -415,6 +389,8 @@ class NcclLog:
                 continue
             if what != "NET/IB":
                 p.ifaces.add(im.group("name"))
+            if what == "Bootstrap":
+                p.boot_ifaces.add(im.group("name"))
             p.ips.add(ip)
             self.ip_hosts.setdefault(ip, p.host)
         if what.startswith("NET/IB"):
@@ -447,6 +423,11 @@ class NcclLog:
         pm = _PARENT.search(rest)
         if pm:
             c.parent = pm.group(1)
+        nn = _NNODES.search(rest)
+        if nn:
+            p.nnodes = _small(nn.group("n"))
+        if tail is None or (tail.group("what") or "Init") == "Init":
+            c.had_init = True
         if tail:
             what, state = tail.group("what") or "Init", tail.group("state")
             if what == "Init":
@@ -511,6 +492,7 @@ class NcclLog:
             self._pending = None
             if not self._record(fi, lineno, raw, m, msg, rank):
                 self.lines_skipped += 1
+                self.cut_files.add(fi)
 
     # -- the end ---------------------------------------------------------------------------
     def finish(self) -> None:
@@ -573,14 +555,3 @@ def _looks_cut(msg: str) -> bool:
         return " - " not in msg and "nNodes" not in msg and "localRank" not in msg
     return False
 
-
-def _transport(t: str) -> str:
-    """``P2P/IPC/read`` -> ``P2P/IPC``; ``NET/IB/0`` -> ``NET/IB``; ``SHM/direct/direct`` -> ``SHM``."""
-    parts = [x for x in t.split("/") if x and not x.isdigit()]
-    if not parts:
-        return t
-    if parts[0] == "NET" and len(parts) > 1:
-        return "/".join(parts[:2])
-    if parts[0] == "P2P" and len(parts) > 1 and parts[1] in ("IPC", "CUMEM", "direct"):
-        return "P2P/" + parts[1]
-    return parts[0]

@@ -335,36 +335,38 @@ def sample_from_filename(name: str) -> int | None:
 
 
 def rank_from_filename(name: str) -> int | None:
-    """The rank a dump file name states, or None.
+    """The rank a dump file name states explicitly, or None.
 
-    Rules, in order, on the last path component with any ``sample-K`` part removed
+    Only explicit patterns count, on the last path component with any ``sample-K`` part removed
     (case-insensitive):
 
-    1. ``rank`` followed by an optional ``-``, ``_`` or ``.`` and digits: ``rank-0003.txt``,
-       ``rank3.txt``, ``rank_3.log``, ``dump.rank12`` -> 3, 3, 3, 12.
-    2. ``r`` + digits as a word of its own: ``r7.txt``, ``stacks.r7.txt`` -> 7.
-    3. Otherwise the last number of the name without its extension, ignoring numbers written
-       as ``pid1234``/``pid-1234``: ``0003.txt`` -> 3, ``stack-5.txt`` -> 5.
+    1. ``rank`` not preceded by a letter, then an optional ``-``, ``_`` or ``.`` and digits:
+       ``rank-0003.txt`` (hangdbg's collector, ``rank-NNNN[.sample-K].txt``), ``rank3.txt``,
+       ``rank_3.log``, ``rank.3.txt``, ``dump.rank12``, ``nccl_trace_rank_5`` (PyTorch's
+       flight-recorder dump, ``TORCH_NCCL_DEBUG_INFO_TEMP_FILE`` + rank) -> 3, 3, 3, 3, 12, 5.
+    2. PyTorch's dump-file numeric suffix: a name without extension ending in ``trace_N``
+       (``fr_trace_7``, the rank appended to a custom ``TORCH_NCCL_DEBUG_INFO_TEMP_FILE``) -> 7.
+
+    Any other number is not a rank: issue numbers (``accelerate-3104``), thread ids
+    (``thread3293``), parallel sizes (``pp32``), GPU models (``h100``), ``c10``,
+    ``exitcode-6``, pids. A number above 2**24 is garbage, not a rank.
 
     Args:
         name (str): a file name or path.
 
     Returns:
-        The rank, or None when the name holds no number (``stacks.txt``). Rule 1 covers the
-        names hangdbg's collector writes (``rank-0003[.sample-2].txt``); the others cover
-        files saved by hand from ``py-spy dump --pid N > FILE``.
+        The rank, or None when the name states none (the caller numbers such dumps by order
+        and says the rank is unknown).
 
     Raises:
         Nothing.
     """
     base = _SAMPLE.sub("", _basename(name))
-    if m := _RANK.search(base):
-        return int(m.group(1))
-    if m := _R_RANK.search(base):
-        return int(m.group(1))
-    stem = _EXTENSION.sub("", base)
-    numbers = [m.group(1) for m in _NUMBER.finditer(stem) if not _PID_PREFIX.search(stem[:m.start(1)])]
-    return int(numbers[-1]) if numbers else None
+    m = _RANK.search(base) or _TRACE_SUFFIX.search(base)
+    if m is None:
+        return None
+    rank = int(m.group(1))
+    return rank if rank <= _MAX_RANK else None
 
 
 def _basename(name: str) -> str:
@@ -374,8 +376,6 @@ def _basename(name: str) -> str:
 _STATUSES = {"idle": "idle", "active": "active", "active+gil": "active+gil", "gil": "active+gil"}
 _CAUSE_NUMBER = re.compile(r"^\d+:\s*")
 _SAMPLE = re.compile(r"[._-]?sample[._-]?(\d+)", re.IGNORECASE)
-_RANK = re.compile(r"(?<![a-z])rank[._-]?(\d+)", re.IGNORECASE)
-_R_RANK = re.compile(r"(?<![a-z0-9])r(\d+)(?![a-z0-9])", re.IGNORECASE)
-_EXTENSION = re.compile(r"\.[A-Za-z][A-Za-z0-9]*$")
-_NUMBER = re.compile(r"(\d+)")
-_PID_PREFIX = re.compile(r"pid[._-]?$", re.IGNORECASE)
+_RANK = re.compile(r"(?<![a-z])rank[._-]?(\d{1,9})(?!\d)", re.IGNORECASE)
+_TRACE_SUFFIX = re.compile(r"trace_(\d{1,9})$", re.IGNORECASE)
+_MAX_RANK = 1 << 24

@@ -2,13 +2,15 @@
 
 Accepted inputs: files written by hangdbg's collector (``OUT/raw/rank-0003[.sample-2].txt`` with a
 ``# hangdbg rank=...`` header), plain ``py-spy dump --pid N > file`` outputs, and concatenations
-of several dumps (``py-spy dump --subprocesses``, ``pgrep ... | xargs -I {} py-spy dump --pid {}``).
+of several dumps (``py-spy dump --subprocesses``, ``pgrep ... | xargs -I {} py-spy dump --pid {}``), and
+thread dumps a program printed itself from ``sys._current_frames()`` (:mod:`.thread_dump_text`).
 """
 
 from __future__ import annotations
 
 import errno
 import os
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,6 +19,7 @@ from ..launchers import is_launcher
 from ..model import RankDump, Thread
 
 from .pyspy_text import ParsedProcess, parse_pyspy_dump, rank_from_filename, sample_from_filename
+from .thread_dump_text import parse_thread_dump
 
 __all__ = ["LoadStats", "load_dumps"]
 
@@ -87,6 +90,10 @@ def load_dumps(paths: Sequence[str | os.PathLike]) -> tuple[list[RankDump], Load
             continue
         read += 1
         procs, bad = parse_pyspy_dump(text)
+        if not procs:  # no py-spy output: a thread dump the program printed itself?
+            own, own_bad = parse_thread_dump(text)
+            if own:
+                procs, bad = own, own_bad
         garbled += bad
         for proc in procs:
             entries.append(_entry(proc, len(entries), f.name, len(procs) == 1))
@@ -177,7 +184,7 @@ def _dump(rank: int, group: list[_Entry]) -> RankDump:
         rank=rank,
         pid=last(_pid(e.proc) for e in group),
         host=last(h.get("host") for h in headers) or "",
-        local_rank=last(_int(h.get("local_rank")) for h in headers),
+        local_rank=last([*(_local_rank_arg(e.proc.cmdline) for e in group), *(_int(h.get("local_rank")) for h in headers)]),
         world_size=last(_int(h.get("world_size")) for h in headers),
         local_world_size=last(_int(h.get("local_world_size")) for h in headers),
         threads=samples[-1] if samples else (),
@@ -188,6 +195,16 @@ def _dump(rank: int, group: list[_Entry]) -> RankDump:
         python=last(e.proc.python for e in group),
         steps=tuple(dict.fromkeys(s for h in headers for s in (h.get("steps") or "").split(",") if s)),
     )
+
+
+def _local_rank_arg(cmdline: str) -> int | None:
+    """``--local_rank=0`` / ``--local-rank 0`` in a command line (the argument
+    ``torch.distributed.launch`` and DeepSpeed's launcher pass): a *local* rank, never the rank."""
+    m = _LOCAL_RANK_ARG.search(cmdline)
+    return _int(m.group(1)) if m else None
+
+
+_LOCAL_RANK_ARG = re.compile(r"(?:^|\s)--local[_-]rank(?:=|\s+)(\d{1,6})(?!\S)")
 
 
 def _gone(e: _Entry) -> bool:

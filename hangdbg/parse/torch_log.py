@@ -27,10 +27,14 @@ Formats (PyTorch source, ``torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp`` an
   ``[0, 1] finished collective #1234, but didn't join collective #1235``.
 * ``Some NCCL operations have failed or timed out`` / ``To avoid data inconsistency, we are taking
   the entire process down.``; C++ frames ``frame #8: f(...) + 0x1a2 (0x7f.. in /x/libtorch_cuda.so)``.
-* ``ChildFailedError``: ``Failures:`` / ``Root Cause (first observed failure):`` sections of
+* ``ChildFailedError``: ``Failures:`` / ``Root Cause (first observed failure):`` sections (also
+  without the ``ChildFailedError`` header line, when a paste starts below it) of
   ``[i]:`` entries with ``time``, ``host``, ``rank : R (local_rank: L)``, ``exitcode : C (pid: P)
   (SIGNAME)``, ``error_file``, ``traceback`` (possibly many lines); the agent's ``failed (exitcode:
   -11) local_rank: 1 (pid: 4242) of binary: ...`` line.
+* the messages of :mod:`hangdbg.parse.torch_messages` (collective fingerprint and DDP model
+  mismatches, the heartbeat monitor, NCCL errors, application lines naming a rank).
+* hard-wrapped lines (:mod:`hangdbg.parse.wrapped`) are joined before parsing.
 * ``error.json``: ``{"message": {"message": "T: msg", "extraInfo": {"py_callstack": "...",
   "timestamp": "1700000000"}, "errorCode": N}}`` or the older ``{"message": "msg", "timestamp": T}``.
 
@@ -47,7 +51,11 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from ..model import Evidence
+from . import torch_messages
+from .error_json import JSON_HEAD, ErrorFile, is_error_json, parse_error_json
 from .textlines import iter_lines_where, strip_prefix
+from .torch_messages import TorchMessages, parse_message
+from .wrapped import Joiner
 
 __all__ = [
     "ChildFailure",
@@ -77,7 +85,7 @@ _TIMEOUT = re.compile(r"(?:Watchdog caught|Caught) collective operation timeout:
 _TIMEOUT_HINT = re.compile(r"collective operation timeout|WorkNCCL\(")
 _ENQ = re.compile(r"last enqueued (?:NCCL )?work: (?P<enq>-?\d+), last completed (?:NCCL )?work: (?P<done>-?\d+)",
                   re.IGNORECASE)
-_AT_WORK = re.compile(r"(?:Timeout at NCCL work|detected by watchdog at work|at work sequence id): (?P<w>\d+)")
+_AT_WORK = re.compile(r"(?:Timeout at NCCL work|detected ?by watchdog at work|at work sequence id): (?P<w>\d+)")
 _DUMP_FROM = re.compile(r"dump signal due to a collective timeout from\s+(?:rank (?P<r>\d+)|(?P<other>[^.]+?)) and")
 _DESYNC_AT = re.compile(r"\[(?P<r>\d+)\] Timeout at collective: (?P<op>\w+), #(?P<seq>\d+)")
 _DESYNC_MISSING = re.compile(r"ranks \[(?P<ranks>[\d, ]*)\] are the lagging ranks that caused this timeout")
@@ -99,15 +107,21 @@ _AGENT_FAILED = re.compile(r"failed \(exitcode: (?P<c>-?\d+)\) local_rank: (?P<l
 # every line the scanner acts on contains one of these (checked before the full parse)
 _KEYWORDS = re.compile(r"collective operation timeout|WorkNCCL\(|ast enqueued|Timeout at collective|lagging|joined but"
                        r"|finished collective|Snapshot of ranks|started|finished|operations have failed|entire process"
-                       r"|frame #|ChildFailedError|failed \(exitcode|dump signal")
+                       r"|frame #|ChildFailedError|failed \(exitcode|dump signal|Failures:|Root Cause \(first"
+                       r"|" + torch_messages.HINT.pattern)
+# a line starting a message that may be hard-wrapped (see :mod:`hangdbg.parse.wrapped`)
+_WRAP_HINT = re.compile(r"collective operation timeout|WorkNCCL\(|detected ?by watchdog|Exception \(either an error or timeout\)"
+                        r"|Timeout at NCCL work|at work sequence id|Detected mismatch between collectives|DDP expects same model")
+_CFE_HEADLESS = ("Failures:", "Root Cause (first observed failure):")
 _RANK_PREFIX = re.compile(r"\[rank(\d+)\]:")
 _SRUN_LABEL = re.compile(r"^\s*\d{1,6}: (?=\[)")  # srun --label "3: " before a launcher or glog prefix
 
-_MARKERS = (b"Watchdog caught collective operation timeout", b"Caught collective operation timeout",
+_MARKERS = ((b"Watchdog caught collective operation timeout", b"Caught collective operation timeout",
             b"ChildFailedError", b"Root Cause (first observed failure)", b"last enqueued NCCL work",
             b"Some NCCL operations have failed or timed out", b"ProcessGroupNCCL.cpp",
-            b"torch.distributed.elastic", b"Timeout at collective: ")
-_JSON_HEAD = re.compile(rb'^\s*\{\s*"message"\s*:')
+            b"torch.distributed.elastic", b"Timeout at collective: ", b"torch/distributed/elastic/",
+            b"Watchdog caught collective", b"Root Cause (first observed", b"failed (exitcode: ")
+            + torch_messages.MARKERS)
 
 
 def _ranks(text: str) -> tuple[int, ...]:
@@ -191,18 +205,6 @@ class ChildFailure:
         return f"exit {self.exitcode}" + (f" ({sig})" if sig else "")
 
 
-@dataclass(frozen=True, slots=True)
-class ErrorFile:
-    """A torchelastic ``error.json``: ``local_rank`` from an ``.../attempt_N/<local_rank>/error.json`` path."""
-
-    path: str
-    message: str
-    timestamp: int | None
-    traceback: str
-    error_code: int | None
-    local_rank: int | None
-
-
 @dataclass
 class TorchLogEvents:
     """Everything :func:`scan` recognised (mutable while scanning)."""
@@ -216,6 +218,7 @@ class TorchLogEvents:
     dump_from: dict[int, Evidence] = field(default_factory=dict)
     agent_failures: list[tuple[int, int, int, Evidence]] = field(default_factory=list)
     frames: dict[int | None, list[str]] = field(default_factory=dict)
+    messages: TorchMessages = field(default_factory=TorchMessages)
     seen_ranks: set[int] = field(default_factory=set)
     lines_read: int = 0
     lines_skipped: int = 0
@@ -223,8 +226,9 @@ class TorchLogEvents:
     @property
     def records(self) -> int:
         """Events recognised (timeouts, status lines, desync reports, failures, error files,
-        abort and dump lines, C++ frames)."""
+        abort and dump lines, C++ frames, the messages of :mod:`hangdbg.parse.torch_messages`)."""
         return (len(self.timeouts) + len(self.statuses) + len(self.desyncs) + len(self.failures) + len(self.error_files)
+                + len(self.messages)
                 + len(self.aborted) + len(self.dump_from) + len(self.agent_failures)
                 + sum(len(v) for v in self.frames.values()))
 
@@ -338,6 +342,8 @@ class _Scanner:
             raw = raw.replace("\x00", "")
         p = strip_prefix(raw)
         text = p.text
+        if text.endswith(("│", "┃")):  # a terminal's right border (k9s)
+            text = text.rstrip("│┃ ")
         if p.rank is not None:
             ev.seen_ranks.add(p.rank)
         if self.cfe is not None and self._cfe_line(source, n, raw, text):
@@ -349,6 +355,12 @@ class _Scanner:
             start = text.find("torch.distributed.elastic")
             self.cfe_prefix = text[: start if start >= 0 else m.start()][:64]
             return
+        stripped = text.strip()
+        if stripped in _CFE_HEADLESS:  # a summary pasted without its ChildFailedError line
+            self._close_desync()
+            self.cfe, self.cfe_root, self.cur = [], stripped.startswith("Root"), None
+            self.cfe_prefix = text[: text.find(stripped)][:64]
+            return
         m = _TIMEOUT.search(text)
         if m:
             self._timeout(source, n, raw, text, m, p.rank)
@@ -358,6 +370,8 @@ class _Scanner:
             self._status(source, n, raw, text, m, p.rank)
             return
         if self._desync_line(source, n, raw, text, p.rank):
+            return
+        if torch_messages.HINT.search(text) and parse_message(text, p.rank, Evidence(source, n, raw), ev.messages):
             return
         if _ABORT.search(text):
             rank, _ = _tag(text, len(text))
@@ -463,7 +477,7 @@ def _failure(e: dict) -> ChildFailure:
 # every line the scanner acts on holds one of these (the desync snapshot lines it merely recognises
 # need not); few needles, because each is one pass over the data
 _NEEDLES = (b"collective", b"timeout", b"WorkNCCL(", b"enqueued", b"operations have failed", b"entire process", b"frame #",
-            b"ChildFailedError", b"exitcode")
+            b"ChildFailedError", b"exitcode", b"Failures:", b"Root Cause") + torch_messages.NEEDLES
 _RANK_PREFIX_B = re.compile(rb"\[rank(\d+)\]:")
 
 
@@ -476,13 +490,15 @@ def scan_file(path: str, source: str, events: TorchLogEvents | None = None) -> T
     """
     ev = events if events is not None else TorchLogEvents()
     sc = _Scanner(ev)
+    joiner = _joiner()
 
     def skipped(count: int, data: bytes) -> None:
         ev.lines_read += count
         ev.seen_ranks.update(int(x) for x in set(_RANK_PREFIX_B.findall(data)))
 
     with open(path, "rb") as f:
-        return _scan(iter_lines_where(f, _NEEDLES, skipped, lambda: sc.cfe is not None), source, ev, sc)
+        return _scan(iter_lines_where(f, _NEEDLES, skipped, lambda: sc.cfe is not None or joiner.pending), source, ev, sc,
+                     joiner)
 
 
 def scan(lines: Iterable[tuple[int, str]], source: str, events: TorchLogEvents | None = None) -> TorchLogEvents:
@@ -494,46 +510,43 @@ def scan(lines: Iterable[tuple[int, str]], source: str, events: TorchLogEvents |
         events: add to these (several files of one job), or start new ones.
     """
     ev = events if events is not None else TorchLogEvents()
-    return _scan(lines, source, ev, _Scanner(ev))
+    return _scan(lines, source, ev, _Scanner(ev), _joiner())
 
 
-def _scan(lines: Iterable[tuple[int, str]], source: str, ev: TorchLogEvents, sc: _Scanner) -> TorchLogEvents:
-    for n, raw in lines:
+def _scan(lines: Iterable[tuple[int, str]], source: str, ev: TorchLogEvents, sc: _Scanner, joiner: Joiner) -> TorchLogEvents:
+    for n, raw in joiner(lines):
         try:
             sc.line(source, n, raw)
         except (ValueError, IndexError, KeyError):  # a garbled line never stops the scan
             ev.lines_skipped += 1
+    ev.lines_read += joiner.joined
     sc.finish()
     return ev
 
 
-_ATTEMPT_PATH = re.compile(r"attempt_\d+[/\\](\d+)[/\\][^/\\]+$")
+def _has_rank(p_rank: int | None, text: str, end: int) -> bool:
+    return p_rank is not None or _tag(text, end)[0] is not None
 
 
-def parse_error_json(data: object, path: str) -> ErrorFile:
-    """An ``error.json`` document (already decoded) as an :class:`ErrorFile`.
+def _whole(raw: str) -> bool:
+    """True when ``raw`` parses as a whole watchdog, status or :mod:`torch_messages` message with its rank."""
+    p = strip_prefix(raw)
+    text = p.text
+    m = _TIMEOUT.search(text)
+    if m:  # "... ran for 1807716 milliseconds before timi" is cut: its end is on the next line
+        if m.group("ran") is None and text[m.end():].lstrip().startswith("ran"):
+            return False
+        return _has_rank(p.rank, text, m.start())
+    m = _ENQ.search(text)
+    if m:
+        return _has_rank(p.rank, text, m.start())
+    return torch_messages.complete(text)
 
-    Raises:
-        ValueError: the document has not the torchelastic layout (no ``message``).
-    """
-    if not isinstance(data, dict) or "message" not in data:
-        raise ValueError("not a torchelastic error file (no 'message' key)")
-    msg = data["message"]
-    code = None
-    if isinstance(msg, dict):
-        extra = msg.get("extraInfo") or {}
-        text = str(msg.get("message", ""))
-        tb = str(extra.get("py_callstack", "")) if isinstance(extra, dict) else ""
-        ts = extra.get("timestamp") if isinstance(extra, dict) else None
-        code = msg.get("errorCode")
-    else:
-        text, tb, ts = str(msg), "", data.get("timestamp")
-    try:
-        timestamp = int(ts) if ts is not None else None
-    except (TypeError, ValueError):
-        timestamp = None
-    m = _ATTEMPT_PATH.search(path)
-    return ErrorFile(path, text, timestamp, tb, code if isinstance(code, int) else None, int(m.group(1)) if m else None)
+
+def _joiner() -> Joiner:
+    """The hard-wrap joiner for torch logs: a line holding a watchdog / status / mismatch message
+    that does not parse whole is the head of a wrapped message."""
+    return Joiner(lambda raw: bool(_WRAP_HINT.search(raw)) and not _whole(raw), _whole)
 
 
 def sniff(head: bytes) -> bool:
@@ -542,11 +555,6 @@ def sniff(head: bytes) -> bool:
     Looks for strings only ProcessGroupNCCL, torchelastic and torchrun print (see the module
     docstring); a NCCL_DEBUG log or a syslog without them is not taken.
     """
-    if _JSON_HEAD.match(head):
+    if JSON_HEAD.match(head):
         return b"extraInfo" in head or b"py_callstack" in head or b'"timestamp"' in head
     return any(m in head for m in _MARKERS)
-
-
-def is_error_json(head: bytes) -> bool:
-    """True when ``head`` starts a torchelastic ``error.json`` document (``{"message": ...``)."""
-    return bool(_JSON_HEAD.match(head))

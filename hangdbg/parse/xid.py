@@ -26,6 +26,10 @@ Formats:
   ``Double Bit`` / ``Total``), ``Retired Pages`` (``Pending Page Blacklist``) and ``Remapped Rows``
   (``Uncorrectable Error``, ``Pending: Yes``, ``Remapping Failure Occurred: Yes``).
 
+* GPU faults without an Xid number and PCIe AER errors: :mod:`hangdbg.parse.gpu_faults`; a shell
+  prompt (``user@node3 ~ $ nvidia-smi``) names the host of the lines that follow.
+* lines quoted in backticks or Markdown table rows (a README quoting a log) are not records.
+
 GPUs are named ``host:0000:3b:00`` (PCI domain:bus:device, lower case) in findings.
 """
 
@@ -37,15 +41,16 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 
 from ..model import Evidence
+from .gpu_faults import NEEDLES, PROMPT, AerRecord, GpuFault, aer_line, fault_of
 from .textlines import iter_lines_where
 
 __all__ = ["EccState", "GpuLogEvents", "GpuLost", "XidEvent", "host_from_path", "norm_bus", "scan", "scan_file", "sniff"]
 
 _SYSLOG = re.compile(
     r"^(?P<ts>[A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d|\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?)"
-    r" (?P<host>\S+) kernel: (?:\[\s*\d+\.\d+\] )?(?P<msg>.*)$")
+    r" (?P<host>[^\s`|]+) kernel: (?:\[\s*\d+\.\d+\] )?(?P<msg>.*)$")
 _DMESG_T = re.compile(r"^\[(?P<ts>[A-Z][a-z]{2} [A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d \d{4})\] (?P<msg>.*)$")
-_DMESG_REL = re.compile(r"^\[\s*(?P<ts>\d+\.\d+)\] (?P<msg>.*)$")
+_DMESG_REL = re.compile(r"^\[\s*(?P<ts>\+?\d+\.\d+)\] (?P<msg>.*)$")  # dmesg, dmesg -H/--reltime (+delta)
 _ISO_BARE = re.compile(r"^(?P<ts>\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?) (?P<msg>.*)$")
 
 _XID = re.compile(
@@ -64,8 +69,8 @@ _NVSMI_GPU = re.compile(r"^GPU (?P<bus>[0-9a-fA-F]{4,8}:[0-9a-fA-F]{2}:[0-9a-fA-
 _KV = re.compile(r"^(?P<indent>\s*)(?P<k>[^:]+?)\s*:\s*(?P<v>.*?)\s*$")
 _SECTION = re.compile(r"^(?P<indent>\s*)(?P<k>[A-Za-z][^:]*?)\s*$")
 
-_HOST_WORDS = re.compile(r"(?:^|(?<=[-_.]))(?:dmesg|syslog|journal(?:ctl)?|kern|kernel|messages|nvidia-smi(?:-q)?|nvsmi|smi|"
-                         r"xid|log|txt|out|gz)(?=$|[-_.])", re.IGNORECASE)
+_HOST_WORD = (r"(?:dmesg|syslog|journal(?:ctl)?|kern|kernel|messages|nvidia-smi(?:-q)?|nvsmi|smi|xid|log|txt|out|gz)")
+_HOST_WORDS = re.compile(rf"^{_HOST_WORD}(?:[-_.]|$)|(?:^|[-_.]){_HOST_WORD}$", re.IGNORECASE)  # only at either end
 _GENERIC_DIRS = {"", ".", "logs", "log", "tmp", "dmesg", "syslog", "var", "out", "collected", "data"}
 
 
@@ -79,7 +84,9 @@ def norm_bus(bus: str) -> str:
 
 def host_from_path(path: str) -> str:
     """A node name from a file name such as ``node3.dmesg.txt``, ``dmesg-node3.log`` or
-    ``node3/dmesg.txt``; ``""`` when the name carries none."""
+    ``node3/dmesg.txt``; ``""`` when the name carries none. Only words at either end of the name
+    (``dmesg``, ``log``, ``txt``) are dropped: ``open-gpu-kernel-modules-1.txt`` keeps its
+    ``kernel``. A weak source: a syslog line's host field or a shell prompt in the text wins."""
     base = os.path.basename(path)
     prev = None
     while prev != base:
@@ -140,14 +147,18 @@ class GpuLogEvents:
     ecc: list[EccState] = field(default_factory=list)
     uuids: dict[tuple[str, str], str] = field(default_factory=dict)
     serials: dict[tuple[str, str], str] = field(default_factory=dict)
+    faults: list[GpuFault] = field(default_factory=list)
+    aer: list[AerRecord] = field(default_factory=list)
     lines_read: int = 0
     lines_skipped: int = 0
     nvrm_lines: int = 0
+    quoted_lines: int = 0
 
     @property
     def records(self) -> int:
-        """Records recognised: the NVIDIA driver's kernel-log lines (``NVRM``) and nvidia-smi GPU blocks."""
-        return self.nvrm_lines + len(self.ecc)
+        """Records recognised: the NVIDIA driver's kernel-log lines (``NVRM``), nvidia-smi GPU blocks,
+        GPU faults without an Xid (:mod:`hangdbg.parse.gpu_faults`) and PCIe AER errors."""
+        return self.nvrm_lines + len(self.ecc) + len(self.faults) + len(self.aer)
 
 
 def _split(line: str) -> tuple[str, str, str]:
@@ -185,12 +196,14 @@ def scan_file(path: str, source: str, host: str = "", events: GpuLogEvents | Non
     """
     ev = events if events is not None else GpuLogEvents()
     smi = _SmiState()
+    state = _LostState()
 
     def skipped(count: int, data: bytes) -> None:
         ev.lines_read += count
 
     with open(path, "rb") as f:
-        _scan(iter_lines_where(f, (b"NVRM", b"GPU "), skipped, lambda: smi.cur is not None), source, host, ev, smi)
+        _scan(iter_lines_where(f, (b"NVRM", b"GPU ") + NEEDLES, skipped,
+                               lambda: smi.cur is not None or state.aer_last is not None), source, host, ev, smi, state)
     return ev
 
 
@@ -203,11 +216,10 @@ def scan(lines, source: str, host: str = "", events: GpuLogEvents | None = None)
         host: node name used when a line names none (see :func:`host_from_path`).
     """
     ev = events if events is not None else GpuLogEvents()
-    return _scan(lines, source, host, ev, _SmiState())
+    return _scan(lines, source, host, ev, _SmiState(), _LostState())
 
 
-def _scan(lines, source: str, host: str, ev: GpuLogEvents, smi: _SmiState) -> GpuLogEvents:
-    lost = _LostState()
+def _scan(lines, source: str, host: str, ev: GpuLogEvents, smi: _SmiState, lost: _LostState) -> GpuLogEvents:
     for n, raw in lines:
         ev.lines_read += 1
         try:
@@ -228,6 +240,9 @@ class _LostState:
         self.lines: dict[tuple[str, str], list[Evidence]] = defaultdict(list)
         self.last_bus: dict[str, str] = {}
         self.reported: set[tuple[str, str]] = set()
+        self.prev: tuple[str, str, str, list[Evidence]] | None = None  # (time, host, message, lines) of the last NVRM line
+        self.prompt_host = ""  # from a shell prompt line (``user@node3 ~ % nvidia-smi``)
+        self.aer_last: AerRecord | None = None  # the AER record whose detail lines may follow
 
 
 def _line(ev, smi, lost: _LostState, source, default_host, n, raw) -> None:
@@ -244,11 +259,36 @@ def _line(ev, smi, lost: _LostState, source, default_host, n, raw) -> None:
     if smi.cur is not None and line.strip():
         ev.ecc.append(smi.cur)
         smi.cur = None
-    if "NVRM" not in line:
+    if "`" in line or line.lstrip().startswith("|"):  # quoted in prose or a Markdown table: not a log record
+        ev.quoted_lines += 1
+        lost.prev = lost.aer_last = None
         return
+    m = PROMPT.match(line)
+    if m:
+        lost.prompt_host = m.group("host")
+        return
+    default_host = lost.prompt_host or default_host
+    if "NVRM" not in line:
+        lost.prev = None
+        _other_line(ev, lost, source, default_host, n, raw, line)
+        return
+    lost.aer_last = None
     ev.nvrm_lines += 1
+    if line[:1].isspace() and line.lstrip().startswith("NVRM: ") and lost.prev is not None:
+        # a message the driver printed over several lines (``nv.c`` "The NVIDIA GPU ... has fallen off the bus")
+        ts, host, msg, ls = lost.prev
+        msg = f"{msg} {line.strip()[6:]}"
+        ls.append(Evidence(source, n, raw))
+        lost.prev = (ts, host, msg, ls)
+        _fell(ev, lost, ts, host, msg, ls)
+        return
     ts, host, msg = _split(line)
     host = host or default_host
+    lost.prev = (ts, host, msg, [Evidence(source, n, raw)])
+    fault = fault_of(msg)
+    if fault is not None:
+        _add_fault(ev, host, ts, fault, Evidence(source, n, raw))
+        return
     m = _XID.search(msg)
     if m:
         bus = norm_bus(m.group("bus"))
@@ -275,12 +315,52 @@ def _line(ev, smi, lost: _LostState, source, default_host, n, raw) -> None:
             ev.serials[(host, last_bus)] = m.group("serial")
             lost.lines[(host, last_bus)].append(Evidence(source, n, raw))
         return
+    _fell(ev, lost, ts, host, msg, [Evidence(source, n, raw)])
+
+
+def _fell(ev: GpuLogEvents, lost: _LostState, ts: str, host: str, msg: str, lines: list[Evidence]) -> None:
     m = _FELL.search(msg)
     if m:
         bus = norm_bus(m.group("bus"))
         if (host, bus) not in lost.reported:
             lost.reported.add((host, bus))
-            ev.lost.append(GpuLost(host, bus, ts, tuple(lost.lines.get((host, bus), [])[:3]) + (Evidence(source, n, raw),)))
+            ev.lost.append(GpuLost(host, bus, ts, tuple(lost.lines.get((host, bus), [])[:3]) + tuple(lines[:4])))
+
+
+def _add_fault(ev: GpuLogEvents, host: str, ts: str, fault: tuple[str, str, str], evidence: Evidence) -> None:
+    bus, what, detail = fault
+    ev.faults.append(GpuFault(host, norm_bus(bus) if ":" in bus else bus, what, detail, ts, evidence))
+
+
+def _other_line(ev: GpuLogEvents, lost: _LostState, source: str, default_host: str, n: int, raw: str, line: str) -> None:
+    """A line without ``NVRM``: a GPU fault a tool printed, or a PCIe AER report line."""
+    ts, host, msg = _split(line)
+    host = host or default_host
+    fault = fault_of(msg)
+    if fault is not None:
+        lost.aer_last = None
+        _add_fault(ev, host, ts, fault, Evidence(source, n, raw))
+        return
+    hit = aer_line(msg)
+    if hit is None:
+        if "PCIe Bus Error" in msg:  # a cut or garbled AER line
+            ev.lines_skipped += 1
+        lost.aer_last = None
+        return
+    what, m = hit
+    dev = m.group("dev").lower()
+    if what == "head" and m.group("sev"):
+        head = AerRecord(host, m.group("drv"), dev, m.group("sev").strip(), m.group("type").strip(), ts, [Evidence(source, n, raw)])
+        ev.aer.append(head)
+        lost.aer_last = head
+        return
+    rec = lost.aer_last
+    if what == "head" or rec is None or rec.device != dev:
+        return  # "error received" (the record's lines follow) or detail lines of no record
+    if what == "device":
+        rec.vendor = m.group("vid").lower()
+    elif len(rec.errors) < 8:
+        rec.errors.append(m.group("name").replace("(First)", "").strip())
 
 
 def _smi_line(smi: _SmiState, source: str, n: int, line: str) -> None:
@@ -331,6 +411,12 @@ def _smi_line(smi: _SmiState, source: str, n: int, line: str) -> None:
 
 
 def sniff(head: bytes) -> bool:
-    """True for kernel logs with NVIDIA driver (``NVRM:``) lines and ``nvidia-smi -q`` texts."""
+    """True for kernel logs with NVIDIA driver (``NVRM:``) lines or PCIe AER errors, ``nvidia-smi -q`` texts,
+    and texts with a GPU fault of :mod:`hangdbg.parse.gpu_faults` (nvidia-smi cannot open a GPU, reset
+    required, uncorrectable ECC error)."""
     return b"NVRM:" in head or b"==============NVSMI LOG==============" in head or (
-        b"ECC Errors" in head and b"Attached GPUs" in head)
+        b"ECC Errors" in head and b"Attached GPUs" in head) or any(k in head for k in _SNIFF_MORE)
+
+
+_SNIFF_MORE = (b"Unable to determine the device handle for GPU", b"PCIe Bus Error: severity=", b"NV_ERR_RESET_REQUIRED",
+               b"uncorrectable ECC error", b"GPU requires reset")

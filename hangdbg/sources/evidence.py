@@ -8,17 +8,21 @@ flight recorder against those stacks, and merges it all with :func:`build_verdic
 
 from __future__ import annotations
 
+import os
 from dataclasses import replace
 from typing import Callable, Sequence
 
 from ..analyze import analyze
 from ..analyze.fr_crosscheck import cross_check
+from ..analyze.jobs import mixed_jobs
 from ..analyze.verdict import build_verdict
 from ..model import Analysis, ClassifiedFile, FileError, RankDump, SourceKind, SourceReport, Verdict
+from ..parse.job_signature import JobSignature, signature
+from ..parse.textlines import read_head
 from .base import StackReader, with_source
 from .pyspy import with_analysis
 from .registry import reader_for
-from .walk import walk
+from .walk import NO_READER, walk
 
 __all__ = ["read_sources", "read_evidence"]
 
@@ -37,7 +41,7 @@ def read_sources(paths: Sequence[str], on_kind: Callable[[SourceKind, int], None
     Raises:
         FileNotFoundError: a named path does not exist.
     """
-    classified = walk(paths)
+    classified = [_second_chance(c) for c in walk(paths)]
     by_kind: dict[SourceKind, list[str]] = {}
     unparsed = []
     for c in classified:
@@ -74,6 +78,41 @@ def read_sources(paths: Sequence[str], on_kind: Callable[[SourceKind, int], None
     return sources, analysis, unparsed, classified
 
 
+LOG_KINDS = (SourceKind.TORCH_LOG, SourceKind.NCCL, SourceKind.GPU)
+"""The line readers of the per-kind commands ``logs``, ``nccl summary`` and ``gpu``."""
+PROBE_MAX_BYTES = 64 << 20
+"""Larger files get no second chance (their head decided)."""
+_NO_LOG_READER = {SourceKind.STACK_TEXT}
+
+
+def _second_chance(c: ClassifiedFile) -> ClassifiedFile:
+    """``c`` with the log readers that find records in it although their ``sniff`` of its first
+    64 KiB said no.
+
+    The per-kind commands read every file they are given; ``report`` only what a sniff takes. A
+    text file that no log reader took (none at all, or only a stack reader: a torchrun log that
+    starts with ``frame #N:`` lines) is read by each log reader alone and kept by those that
+    recognise records in it, so that ``report`` finds what ``logs`` / ``nccl summary`` / ``gpu``
+    find in that file. Documentation, binary, empty and hangdbg's own files are not retried, nor
+    py-spy dumps (``stacks``: a job's thousands of dump files must be read once).
+    """
+    if c.kinds and not set(c.kinds) <= _NO_LOG_READER or not c.kinds and c.reason != NO_READER:
+        return c
+    try:
+        if os.path.getsize(c.file) > PROBE_MAX_BYTES:
+            return c
+    except OSError:
+        return c
+    found = []
+    for kind in LOG_KINDS:
+        try:
+            if reader_for(kind).read([c.file]).records > 0:
+                found.append(kind)
+        except Exception:  # a reader bug must not lose the walk; the reader's own pass reports it
+            continue
+    return replace(c, kinds=c.kinds + tuple(found), reason="") if found else c
+
+
 def _cross_checked(fr: SourceReport, analysis: Analysis) -> SourceReport:
     """The flight recorder's report with its agreement or contradiction with the stacks added."""
     return with_source(replace(fr, findings=fr.findings + tuple(cross_check(fr, analysis))))
@@ -86,4 +125,17 @@ def read_evidence(paths: Sequence[str], on_kind: Callable[[SourceKind, int], Non
         FileNotFoundError: a named path does not exist.
     """
     sources, analysis, unparsed, files = read_sources(paths, on_kind)
-    return build_verdict(sources, analysis, unparsed, files)
+    return build_verdict(sources, analysis, unparsed, files, mixed_jobs(_signatures(files)))
+
+
+def _signatures(files: Sequence[ClassifiedFile]) -> list[tuple[str, JobSignature]]:
+    """The job traits of every file a reader took (its first 64 KiB)."""
+    out = []
+    for c in files:
+        if not c.kinds or set(c.kinds) & {SourceKind.CORE, SourceKind.CORE_JSON, SourceKind.FLIGHT_RECORDER}:
+            continue  # binary dumps: their job traits are not in text lines
+        try:
+            out.append((c.file, signature(read_head(c.file))))
+        except OSError:
+            continue
+    return out

@@ -21,6 +21,7 @@ from .base import ReaderBase, with_source
 __all__ = ["PySpyReader", "READER", "with_analysis"]
 
 _PYSPY = re.compile(rb"^(?:# hangdbg rank=|Process \d+: |Thread (?:0x[0-9A-Fa-f]+|\d+) \((?:idle|active))", re.M)
+_OWN_DUMP = re.compile(rb"^(?:-+ ?Thread ?ID: ?\d+|# ?ThreadID: ?\d+|# ?Thread: ?[^()\n]{0,200}\(\d+\))", re.M)
 
 
 def with_analysis(report: SourceReport, a: Analysis) -> SourceReport[StacksFacts]:
@@ -58,8 +59,10 @@ class PySpyReader(ReaderBase[StacksFacts]):
 
     def sniff(self, head: bytes) -> bool:
         """True for py-spy ``dump`` text (py-spy 0.3/0.4: ``Process N: cmd`` / ``Thread 0x..
-        (idle)`` lines) and hangdbg's raw files (``# hangdbg rank=`` header)."""
-        return b"\x00" not in head and _PYSPY.search(head) is not None
+        (idle)`` lines), hangdbg's raw files (``# hangdbg rank=`` header) and thread dumps a program
+        printed itself (``-- Thread ID: N ---`` / ``# ThreadID: N`` headers, see
+        :mod:`hangdbg.parse.thread_dump_text`)."""
+        return b"\x00" not in head and (_PYSPY.search(head) is not None or _OWN_DUMP.search(head) is not None)
 
     def read_dumps(self, paths: Sequence[str]) -> tuple[SourceReport[StacksFacts], list[RankDump]]:
         """Read py-spy dump texts into rank dumps (the caller analyzes them with other stacks).

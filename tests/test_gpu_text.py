@@ -1,0 +1,97 @@
+"""GPU faults without an Xid number and PCIe AER errors (fixtures written from the documented
+formats: the driver's ``nv.c`` "has fallen off the bus" report over several lines, nvidia-smi's
+``Unable to determine the device handle`` (NVML error strings), ``NV_ERR_RESET_REQUIRED``, CUDA's
+"uncorrectable ECC error encountered", Linux ``drivers/pci/pcie/aer.c``), hosts, quoted prose."""
+
+from __future__ import annotations
+
+from conftest import FIXTURES, run_json
+
+from hangdbg.parse import xid
+from hangdbg.sources.xid import READER
+
+FX = FIXTURES / "gpu_text"
+
+
+def _one(rep, kind):
+    found = [f for f in rep.findings if f.kind == kind]
+    assert len(found) == 1, rep.findings
+    return found[0]
+
+
+def test_multiline_fallen_off_the_bus_without_xid():
+    rep = READER.read([str(FX / "gpu-n11.dmesg.txt")])
+    lost = _one(rep, "gpu-lost")
+    assert (lost.severity, lost.gpus, lost.hosts) == ("suspect", ("gpu-n11:0000:41:00",), ("gpu-n11",))
+    assert "fallen off the bus" in lost.summary and [e.line for e in lost.evidence] == [2, 3, 4]
+    code, doc = run_json("gpu", FX / "gpu-n11.dmesg.txt")
+    assert code == 3 and "no GPU error" not in doc["headline"] and "no lost GPU" not in doc["headline"]
+
+
+def test_one_line_of_the_report_alone_is_no_lost_gpu():
+    lines = ["[ 1.0] NVRM: The NVIDIA GPU 0000:41:00.0", "               NVRM: (PCI ID: 10de:2330) installed in this system has"]
+    assert not xid.scan(enumerate(lines, 1), "x").lost
+    # a continuation line after another kind of line does not join it
+    lines = ["[ 1.0] NVRM: The NVIDIA GPU 0000:41:00.0", "[ 1.1] usb 1-1: reset", "   NVRM: fallen off the bus and is not responding"]
+    assert not xid.scan(enumerate(lines, 1), "x").lost
+
+
+def test_nvidia_smi_cannot_open_a_gpu_host_from_the_prompt():
+    rep = READER.read([str(FX / "smi-session.txt")])
+    lost = _one(rep, "gpu-lost")
+    assert lost.severity == "suspect" and lost.gpus == ("gpu-n4:0000:c1:00",) and lost.hosts == ("gpu-n4",)
+    assert "GPU is lost" in lost.summary and "reboot" in lost.action
+    # without a prompt the file name is the (weak) host source; the GPU is still named
+    ev = xid.scan(enumerate(["Unable to determine the device handle for GPU0000:03:00.0: Unknown Error"], 1), "s", "nodeX")
+    assert [(f.host, f.bus, f.what, f.detail) for f in ev.faults] == [("nodeX", "0000:03:00", "unusable", "Unknown Error")]
+
+
+def test_aer_corrected_on_a_port_is_a_warning_uncorrected_on_a_gpu_a_suspect():
+    rep = READER.read([str(FX / "gpu-n12.kern.log")])
+    aer = [f for f in rep.findings if f.kind == "pcie-aer"]
+    port = next(f for f in aer if "0000:80:01.1" in f.summary)
+    assert port.severity == "warning" and port.hosts == ("gpu-n12",) and not port.gpus
+    assert "2 PCIe Corrected errors" in port.summary and "RxErr" in port.summary and "reseat" in port.action
+    gpu = next(f for f in aer if "0000:a1:00.0" in f.summary)
+    assert gpu.severity == "suspect" and gpu.gpus == ("gpu-n12:0000:a1:00",) and "CmpltTO" in gpu.summary
+    reset = _one(rep, "gpu-lost")
+    assert reset.gpus == ("gpu-n12:GPU3",) and "reset" in reset.summary and reset.severity == "suspect"
+    assert rep.lines_skipped == 1  # the cut last AER line
+    assert rep.findings[0].severity == "suspect"
+
+
+def test_ecc_text_in_an_application_log():
+    assert xid.sniff((FX / "app-ecc.log").read_bytes())
+    ecc = _one(READER.read([str(FX / "app-ecc.log")]), "ecc")
+    assert ecc.severity == "suspect" and "uncorrectable ECC error" in ecc.summary
+    ev = xid.scan(enumerate(["Jan  5 10:00:00 n7 kernel: NVRM: GPU 0000:3b:00.0: Row remapping failure"], 1), "s")
+    assert [(f.host, f.bus, f.what) for f in ev.faults] == [("n7", "0000:3b:00", "remap-failed")]
+
+
+def test_quoted_lines_and_markdown_rows_are_not_log_records():
+    lines = ["- `NVRM: Xid (PCI:0000:09:00): 79, pid=0, GPU has fallen off the bus.`",
+             "| xid | `Jan  5 10:00:00 `hpc-1 kernel: NVRM: Xid (PCI:0000:3b:00): 79, pid=1, name=x, GPU has fallen off the bus.` |",
+             "| Unable to determine the device handle for GPU0000:03:00.0: Unknown Error |"]
+    ev = xid.scan(enumerate(lines, 1), "README.md", "README.md")
+    assert not ev.xids and not ev.faults and not ev.lost and ev.records == 0 and ev.quoted_lines == 3
+
+
+def test_host_from_path_drops_words_only_at_the_ends():
+    assert xid.host_from_path("open-gpu-kernel-modules-1150-xid45.txt") == "open-gpu-kernel-modules-1150-xid45"
+    assert xid.host_from_path("kernel-gpu-n3.log") == "gpu-n3"
+    assert xid.host_from_path("gpu-n3-dmesg.txt") == "gpu-n3"
+
+
+def test_syslog_host_wins_over_the_file_name(tmp_path):
+    p = tmp_path / "node-from-name.log"
+    p.write_text("Jan  5 10:00:00 real-host kernel: NVRM: Xid (PCI:0000:3b:00): 79, pid=1, name=x, GPU has fallen off the bus.\n")
+    rep = READER.read([str(p)])
+    assert rep.findings[0].hosts == ("real-host",)
+
+
+def test_fast_line_filter_keeps_aer_records(tmp_path):
+    noise = b"Mar  3 04:00:00 gpu-n12 kernel: [1.0] IPv6: ADDRCONF(NETDEV_CHANGE): ib0: link becomes ready\n" * 30000
+    p = tmp_path / "gpu-n12.big.log"
+    p.write_bytes(noise + (FX / "gpu-n12.kern.log").read_bytes() + noise + (FX / "smi-session.txt").read_bytes())
+    fast = xid.scan_file(str(p), "f", "h")
+    assert len(fast.aer) == 3 and [a.errors for a in fast.aer] == [["RxErr"], ["RxErr"], ["CmpltTO"]] and len(fast.faults) == 2
