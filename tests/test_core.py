@@ -356,7 +356,8 @@ def test_gdb_thread_apply_all_bt():
     assert main.frames[5].function.startswith("c10d::ProcessGroupGloo::AsyncWork::execute(c10::intrusive_ptr<")
     assert (other.thread_id, other.name, other.status) == (4250, "pt_autograd_0", "idle")
     # no rank in the text or the file name: the finding names the file and claims no rank
-    assert rep.findings[0].kind == "crash" and rep.findings[0].summary == "gdb_threads.txt crashed with SIGABRT"
+    assert rep.findings[0].kind == "crash" and rep.findings[0].summary == (
+        "gdb_threads.txt crashed with SIGABRT in c10d::ProcessGroupGloo::AsyncWork::execute")  # past raise/abort
     assert rep.findings[0].ranks == ()
 
 
@@ -429,7 +430,7 @@ def test_lldb_and_eu_stack():
     assert [f.function for f in crashed.frames] == ["__strlen_avx2", "string_at", "_PyEval_EvalFrameDefault", "_start"]
     assert crashed.frames[1].file == "_ctypes.c" and crashed.frames[1].line == 5564
     assert (second.thread_id, second.name, second.status) == (2, "pt_elastic", "idle")
-    assert rep.findings[0].summary == "lldb_bt.txt crashed with SIGSEGV" and rep.findings[0].ranks == ()  # no rank printed
+    assert rep.findings[0].summary == "lldb_bt.txt crashed with SIGSEGV in __strlen_avx2" and rep.findings[0].ranks == ()  # no rank printed
     _rep, (e,) = _load("eu_stack.txt")
     assert [(t.thread_id, t.status) for t in e.threads] == [(5120, "idle"), (5131, "idle")]
     assert e.threads[0].frames[1].function == "gloo::transport::tcp::Loop::run()"

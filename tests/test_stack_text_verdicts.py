@@ -75,10 +75,12 @@ def test_cuda_check_failure_in_the_watchdog_is_a_cuda_error():
 def test_c10_fatal_signal_handler_is_a_crash(tmp_path):
     rep, (d,) = _load("c10_signal_handler.txt", tmp_path, "rank3.txt")
     (s,) = _suspects(rep)
-    assert s.kind is Kind.CRASH and s.summary == "rank 3 crashed with SIGSEGV" and s.ranks == (3,)
+    assert s.kind is Kind.CRASH and s.summary == "rank 3 crashed with SIGSEGV in at::native::index_select_out_cpu_" and s.ranks == (3,)
     assert s.evidence[0].line == 1 and "SIGSEGV(11), PID: 40211" in s.evidence[0].text
     assert {t.thread_id for t in d.threads} == {40211, 40233}
     assert not any(f.kind is Kind.CPP_EXCEPTION for f in rep.findings)  # a signal dump is no C++ exception
+    # the thread that ran fatalSignalHandler took the signal; the others only printed on SIGUSR2
+    assert d.threads[0].thread_id == 40211 and d.threads[0].status == "active"
 
 
 def test_ucx_caught_signal_is_a_crash_with_rank_host_and_site():
@@ -153,10 +155,20 @@ def test_watchdog_checktimeout_trace_is_a_timeout_warning_and_a_timed_out_collec
     c = native_cause(t, thrown=True)
     assert c is not None and c.kind is Kind.WATCHDOG_TIMEOUT and c.severity is Severity.WARNING
     assert place_of(t).kind == "collective" and place_of(t).collective != "wait"
-    # a live watchdog thread polling its work is the library's, outside any collective
+    # a live watchdog thread polling its work is the library's: it does not tell where the process is
     live = Thread(2, None, "idle", (Frame("__lll_lock_wait", "", None, native=True),
                                     Frame("c10d::ProcessGroupNCCL::checkForNCCLErrorsInternal()", "", None, native=True)) + frames[2:])
-    assert native_cause(live) is None and place_of(live).kind == "outside"
+    assert native_cause(live) is None and place_of(live).kind == "unknown"
+    cuda_evt = Thread(3, "cuda-EvtHandlr", "idle", (Frame("__GI___poll", "poll.c", 29, native=True),
+                                                    Frame("??", "/usr/lib/libcuda.so.1", None, native=True)))
+    assert place_of(cuda_evt).kind == "unknown"
+
+
+def test_only_library_threads_blame_nobody(tmp_path):
+    p = tmp_path / "rank-0.txt"  # NCCL's proxy and CUDA's polling thread; the main thread was not printed
+    p.write_text("".join(ln + "\n" for ln in (STACKS / "pstack_proxy_first.txt").read_text().splitlines()[:7]))
+    rep, (d,) = stack_text.load([str(p)])
+    assert len(d.threads) == 2 and _place(d).kind == "unknown" and not _suspects(rep)
 
 
 def test_no_cause_without_the_patterns():

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 from ..model import Frame, Kind, Severity, Thread
 
-__all__ = ["NativeCause", "native_cause", "is_service_thread", "SERVICE_FRAMES"]
+__all__ = ["NativeCause", "native_cause", "is_service_thread", "is_library_thread", "SERVICE_FRAMES"]
 
 SERVICE_FRAMES = re.compile(
     r"ncclCommWatchdog|watchdogHandler|workCleanupLoop|checkForNCCLErrors|WorkNCCL::(?:checkTimeout|isCompleted|query"
@@ -67,9 +67,31 @@ class NativeCause:
 
 
 def is_service_thread(thread: Thread) -> bool:
-    """True when a thread without Python frames is one of PyTorch's or NCCL's own (watchdog,
-    heartbeat monitor, abort, proxy): see :data:`SERVICE_FRAMES`."""
-    return not thread.python_frames and any(f.native and SERVICE_FRAMES.search(f.function) for f in thread.frames)
+    """True when a thread without Python frames is one of PyTorch's, NCCL's or the CUDA driver's
+    own (watchdog, heartbeat monitor, abort, proxy: :data:`SERVICE_FRAMES`; ``cuda-EvtHandlr`` or
+    a thread that runs only in ``libcuda.so``)."""
+    if thread.python_frames:
+        return False
+    return any(f.native and SERVICE_FRAMES.search(f.function) for f in thread.frames) or _cuda_internal(thread)
+
+
+_THREAD_BASE = re.compile(r"start_thread|clone|^__?GI_|poll|epoll|futex|sched_yield|nanosleep|pthread_cond|ioctl|select")
+
+
+def _cuda_internal(thread: Thread) -> bool:
+    """The CUDA driver's own threads: named ``cuda-EvtHandlr`` (``cuda-...``), or whose frames past
+    the wait are all in ``libcuda.so`` (cut frames aside)."""
+    if (thread.name or "").startswith("cuda-"):
+        return True
+    known = [f for f in thread.frames if f.file or not (f.function == "??" or f.function.startswith("0x"))]
+    rest = [f for f in known if not _THREAD_BASE.search(f.function)]
+    return bool(rest) and all(_LIBCUDA.search(f.file) for f in rest)
+
+
+def is_library_thread(thread: Thread) -> bool:
+    """A service thread (:func:`is_service_thread`) that shows no cause of its own: it tells
+    nothing about where the process's own threads are."""
+    return is_service_thread(thread) and native_cause(thread) is None and native_cause(thread, thrown=True) is None
 
 
 def _first(frames: tuple[Frame, ...], pattern: re.Pattern[str]) -> Frame | None:

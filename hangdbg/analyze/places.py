@@ -8,7 +8,9 @@ handlers and store barriers count as *init*. With ``--native``, c10d / gloo / NC
 under a non-distributed Python frame (``work.wait()`` on an async op) also count as a collective,
 except the frames of PyTorch's and NCCL's own threads (watchdog, heartbeat, abort, proxy:
 :data:`hangdbg.analyze.native_causes.SERVICE_FRAMES`), which are "outside" at that frame; a
-watchdog's ``WorkNCCL::checkTimeout`` trace is in a collective, :data:`TIMED_OUT`.
+watchdog's ``WorkNCCL::checkTimeout`` trace is in a collective, :data:`TIMED_OUT`, and a library
+thread that shows no cause (NCCL's proxy, CUDA's event handler) is ``unknown``: it does not tell
+where the process's own threads are.
 The call site is the first frame outside torch.distributed, seen from the collective outward.
 
 Library wrappers that issue a collective and then wait on it inside their own frame (the torch
@@ -28,7 +30,7 @@ import os
 import re
 
 from ..model import Frame, Place, Thread
-from .native_causes import SERVICE_FRAMES
+from .native_causes import SERVICE_FRAMES, is_library_thread
 
 __all__ = ["place_of", "primary_thread", "lock_wait", "DIST_PATHS", "COLLECTIVES", "INIT_FUNCTIONS", "NATIVE_STORE",
            "WRAPPER_COLLECTIVES"]
@@ -169,6 +171,8 @@ def place_of(thread: Thread) -> Place:
     wrapped = _wrapper_collective(py)
     if wrapped is not None:
         return Place("collective", wrapped[0], wrapped[1], thread.name)
+    if not py and is_library_thread(thread):  # NCCL's proxy, CUDA's event thread, a watchdog polling
+        return Place("unknown", thread=thread.name)
     service = next((f for f in thread.frames if f.native and SERVICE_FRAMES.search(f.function)), None)
     if service is not None:  # the c10d watchdog / abort / NCCL proxy thread waits, but in no collective
         if any(f.native and "WorkNCCL::checkTimeout" in f.function for f in thread.frames):

@@ -278,8 +278,11 @@ class _State:
         c, self.cur = self.cur, None
         self.after_pyfile = False
         if c and c["frames"]:
+            # c10's handler: the thread that took the signal runs fatalSignalHandler, the others only
+            # print their stacks on the SIGUSR2 it sends them
+            current = c.get("current", False) or any("FatalSignalHandler::fatalSignalHandler" in f.function for f in c["frames"])
             self.blocks.append(StackBlock(self.source, c["line"], c["format"], c["tid"], c.get("name"), c.get("rank"),
-                                          c.get("current", False), tuple(c["frames"]), c.get("title", "")))
+                                          current, tuple(c["frames"]), c.get("title", "")))
 
     def open(self, n: int, fmt: str, tid: int, rank: int | None, **kw) -> dict:
         self.close()

@@ -11,7 +11,7 @@ from typing import Sequence
 
 from ..analyze.native_causes import is_service_thread, native_cause
 from ..facts import StackTextFacts
-from ..model import Evidence, FileError, Finding, Kind, RankDump, RankState, Severity, SourceKind, SourceReport, Thread
+from ..model import Evidence, Frame, FileError, Finding, Kind, RankDump, RankState, Severity, SourceKind, SourceReport, Thread
 from ..parse.native_stacks import (
     CrashLine, StackBlock, TextInfo, crash_site, merge_native_python, parse_stacks, sniff, thread_status,
 )
@@ -71,6 +71,8 @@ def load(paths: Sequence[str]) -> tuple[SourceReport[StackTextFacts], list[RankD
         ranks_in = {b.rank for b in blocks if b.rank is not None}
         by_rank: dict[int | None, list[StackBlock]] = {}
         for b in blocks:
+            if b.format == "ucx":  # a signal handler's report: the crash finding's site, not a live stack
+                continue
             r = b.rank if b.rank is not None else (next(iter(ranks_in)) if len(ranks_in) == 1 else file_rank)
             by_rank.setdefault(r, []).append(b)
         for r in info.fatal:  # a fatal error whose stack was not printed still names its rank
@@ -100,7 +102,7 @@ def load(paths: Sequence[str]) -> tuple[SourceReport[StackTextFacts], list[RankD
                               cmdline=info.cmdline, error=None if threads else "no stack in the text"))
         current = next((t for t in threads if _is_current(bl, t)), threads[0] if threads else None)
         ev = [Evidence(src, n, raw) for n, raw, rk in info.evidence if rk in (None, r)][:4]
-        where = crash_site(current.frames) if current else ""
+        where = (crash_site(current.frames) or _native_site(current.frames)) if current else ""
         fatal = info.fatal.get(r) or (info.fatal.get(None) if len(info.fatal) == 1 else None)
         if fatal:
             findings.append(Finding(Kind.FATAL_ERROR, f"{who}: {fatal[1]}{where}", ranks, evidence=tuple(ev),
@@ -138,7 +140,13 @@ _CRASH_ACTIONS = {
                "see the Python caller",
 }
 _NOT_THE_SITE = ("killpg", "raise", "abort", "__restore_rt", "__sigaction", "sigaction", "__GI_raise", "gsignal", "ucs_",
-                 "??", "<unknown", "start_thread", "clone")
+                 "??", "<unknown", "start_thread", "clone", "c10::FatalSignalHandler", "__pthread_kill", "pthread_kill", "__GI_")
+
+
+def _native_site(frames: tuple[Frame, ...]) -> str:
+    """`` in f`` for the innermost native frame that is not a signal handler's own, ``""`` if none."""
+    f = next((f for f in frames if f.native and not f.function.startswith(_NOT_THE_SITE)), None)
+    return f" in {f.function.split('(', 1)[0]}" if f is not None else ""
 
 
 def _crash_finding(c: CrashLine, rank: int | None, blocks: list[StackBlock], path: str) -> Finding:
