@@ -124,6 +124,9 @@ class Kind(_DocumentedEnum):
     NO_TIMEOUT = ("no-timeout", "ranks that printed no watchdog timeout while the others did")
     DUMP_SIGNAL = ("dump-signal", "the rank that detected a timeout first and signalled the others to dump")
     WATCHDOG_TIMEOUT = ("watchdog-timeout", "ranks whose collective watchdog timed out (usually a symptom)")
+    OP_MISMATCH = ("op-mismatch", "ranks that run another collective (type or size) at the same SeqNum of a process group")
+    FIRST_COLLECTIVE = ("first-collective", "the first collective of a process group never completed (init/connectivity)")
+    LOG_INCOMPLETE = ("log-incomplete", "ranks whose only trace in the logs is a cut-off line: what they did is unknown")
     # flight recorder
     FR_MISMATCH = ("fr-mismatch", "the first collective or p2p exchange whose type, sizes or dtypes differ across ranks")
     FR_MISSING_RANK = ("fr-missing-rank", "ranks with no dump, whose record stops early, or that never posted a p2p op")
