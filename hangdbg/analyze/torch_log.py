@@ -154,7 +154,7 @@ def _all_waiting(timeouts: list[Timeout], ev: TorchLogEvents) -> Finding:
     """Every rank in the logs timed out in the same op: nobody here stands out."""
     t0 = timeouts[0]
     ranks = sorted({t.rank for t in timeouts})
-    seq = f" SeqNum {t0.seq}" if t0.seq is not None else ""
+    seq = f" SeqNum {t0.seq}" if t0.seq is not None else " (no SeqNum: old PyTorch)"
     return Finding(
         kind=Kind.WATCHDOG_TIMEOUT,
         summary=(f"{ranks_text(ranks)} timed out in {t0.op}{seq} ({_pg(t0.group)}); none of the ranks in these logs "
