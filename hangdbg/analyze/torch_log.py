@@ -44,7 +44,18 @@ _PEER_LOSS = re.compile(r"Connection closed by peer|Connection reset by peer|rem
                         r"communicator was aborted|Broken pipe|DistNetworkError", re.IGNORECASE)
 
 
-def _timeout_findings(timeouts: list[Timeout]) -> list[Finding]:
+def _queued(ts: list[Timeout], pos: dict[str, dict[int, Pos]]) -> str:
+    """`` (last enqueued: rank 0 up to work 84; later works queue behind the stuck one)`` from the status
+    lines, when a rank enqueued more than one work past the one that timed out."""
+    far = sorted({(t.rank, p.enqueued) for t in ts if (p := pos.get(t.group, {}).get(t.rank)) is not None
+                  and p.enqueued is not None and t.seq is not None and p.enqueued > t.seq + 1})
+    if not far:
+        return ""
+    who = ", ".join(f"rank {r} up to work {e}" for r, e in far[:3])
+    return f" (last enqueued: {who}; later works queue behind the stuck one)"
+
+
+def _timeout_findings(timeouts: list[Timeout], pos: dict[str, dict[int, Pos]]) -> list[Finding]:
     by: dict[tuple, list[Timeout]] = defaultdict(list)
     for t in timeouts:
         by[(t.group, t.seq, t.op)].append(t)
@@ -56,7 +67,8 @@ def _timeout_findings(timeouts: list[Timeout]) -> list[Finding]:
         out.append(Finding(
             kind=Kind.WATCHDOG_TIMEOUT,
             summary=(f"{ranks_text(ranks)} timed out in {op} ({seqtxt}, {_pg(group)})"
-                     + (f" after {ran} ms" if ran is not None else "") + f" (timeout {ts[0].timeout_ms} ms)"),
+                     + (f" after {ran} ms" if ran is not None else "") + f" (timeout {ts[0].timeout_ms} ms)"
+                     + _queued(ts, pos)),
             ranks=tuple(ranks), evidence=tuple(t.evidence for t in ts[:4]), severity=Severity.WARNING))
     return out
 
@@ -150,14 +162,15 @@ def _first_collective_findings(timeouts: list[Timeout], statuses: list[WorkStatu
     return out
 
 
-def _all_waiting(timeouts: list[Timeout], ev: TorchLogEvents) -> Finding:
+def _all_waiting(timeouts: list[Timeout], pos: dict[str, dict[int, Pos]]) -> Finding:
     """Every rank in the logs timed out in the same op: nobody here stands out."""
     t0 = timeouts[0]
     ranks = sorted({t.rank for t in timeouts})
     seq = f" SeqNum {t0.seq}" if t0.seq is not None else " (no SeqNum: old PyTorch)"
     return Finding(
         kind=Kind.WATCHDOG_TIMEOUT,
-        summary=(f"{ranks_text(ranks)} timed out in {t0.op}{seq} ({_pg(t0.group)}); none of the ranks in these logs "
+        summary=(f"{ranks_text(ranks)} timed out in {t0.op}{seq} ({_pg(t0.group)}){_queued(timeouts, pos)}; none of "
+                 "the ranks in these logs "
                  "stands out: the rank they wait for is not in them (or all are stuck in the same place): collect the "
                  "missing ranks' logs / stacks"),
         ranks=tuple(ranks), evidence=tuple(t.evidence for t in timeouts[:4]), severity=Severity.WARNING,
@@ -327,16 +340,16 @@ def analyze_events(ev: TorchLogEvents) -> tuple[list[Finding], list[RankState], 
     if skip:
         findings.append(Finding(
             kind=Kind.WATCHDOG_TIMEOUT, severity=Severity.INFO,
-            summary=("SeqNums of different ranks not compared: these lines name no process group and their SeqNums "
-                     "belong to several groups (a rank printed several, or they lie far apart)"),
+            summary=(f"SeqNums not compared in {', '.join(_pg(g) for g in sorted(skip))}: a rank timed out at several "
+                     "SeqNums there, or they lie far apart: the lines belong to several process groups (or jobs)"),
             evidence=tuple(t.evidence for t in timeouts if t.group in skip)[:3],
             action="collect logs of a PyTorch version that tags the process group ([PG ID N ...]), or the flight recorder"))
     keys = {(t.group, t.seq, t.op) for t in timeouts}
     if len(keys) == 1 and not any(f.severity is Severity.SUSPECT for f in findings) \
             and not any(f.kind is Kind.FIRST_COLLECTIVE for f in findings):
-        findings.append(_all_waiting(timeouts, ev))
+        findings.append(_all_waiting(timeouts, pos))
     else:
-        findings += _timeout_findings(timeouts)
+        findings += _timeout_findings(timeouts, pos)
     findings += _aborted_findings(ev, timeouts, statuses)
     findings += _incomplete_findings(ev, timeouts, statuses)
     for rank, evid in sorted(ev.dump_from.items())[:1]:

@@ -11,11 +11,11 @@ Heuristics (formats in :mod:`hangdbg.parse.torch_log`; PyTorch ``ProcessGroupNCC
   line's SeqNum, ``Timeout at NCCL work: N``); ``last enqueued work`` is the position only when no
   work timed out (a rank that received the dump signal). ``last enqueued`` is otherwise context:
   whether the rank entered the collective the others wait in.
-* **Unknown groups.** Untagged lines of old versions are compared only when every rank printed one
-  SeqNum and they lie within :data:`NEAR` of each other: a collective completes on no rank before
-  all entered it, so the first timed-out works of one group differ by at most one or two; a rank
-  printing several SeqNums, or SeqNums far apart, means several groups (the SeqNums of two groups are
-  not comparable).
+* **Comparable SeqNums.** A group's SeqNums are compared only when every rank timed out at one
+  SeqNum there and they lie within :data:`NEAR` of each other (:func:`comparable`): a collective
+  completes on no rank before all entered it, so the first timed-out works of one group differ by
+  one or two; a rank printing several SeqNums, or SeqNums far apart, means several groups mixed (the
+  SeqNums of two groups are not comparable).
 * **Op mismatch.** At one SeqNum of one group every rank runs the same collective with the same
   sizes (``NumelIn``/``NumelOut`` for the ops where they must agree). A minority that differs is
   the suspect; two ranks or a tie are undecided.
@@ -125,17 +125,19 @@ def positions(timeouts: list[Timeout], statuses: list[WorkStatus]) -> dict[str, 
 
 
 def comparable(group: str, timeouts: list[Timeout], by_rank: dict[int, Pos]) -> bool:
-    """Whether the SeqNums of ``group`` may be compared across ranks: always for a known group; for
-    the unknown one only when every rank printed one SeqNum and they lie within :data:`NEAR`."""
-    if group:
-        return True
+    """Whether the SeqNums of ``group`` may be compared across ranks: every rank timed out at one
+    SeqNum there and those lie within :data:`NEAR` of each other. A collective completes on no rank
+    before every rank entered it, so one group's first timed-out works differ by one or two; a rank
+    with several, or SeqNums far apart, means the lines belong to several groups (untagged lines of
+    old versions, logs of several jobs read together) or p2p ops counted on some ranks only (PyTorch
+    before 2.3 counted send/recv in the SeqNum of the two ranks involved)."""
     per_rank: dict[int, set[int]] = defaultdict(set)
     for t in timeouts:
-        if not t.group and t.seq is not None:
+        if t.group == group and t.seq is not None:
             per_rank[t.rank].add(t.seq)
     if any(len(v) > 1 for v in per_rank.values()):
         return False
-    vals = [p.seq for p in by_rank.values()]
+    vals = [p.seq for p in by_rank.values() if p.timed_out]
     return not vals or max(vals) - min(vals) <= NEAR
 
 
