@@ -215,3 +215,15 @@ def test_abort_without_a_timeout_line_is_a_warning_not_an_all_clear(tmp_path):
 def test_analysis_of_no_events_is_empty():
     findings, ranks, facts = analyze_events(torch_log.TorchLogEvents())
     assert findings == [] and ranks == [] and facts.timeouts == 0
+
+
+def test_rank_without_a_timeout_is_placed_at_the_work_it_is_in(tmp_path):
+    """A dump-signal line with work enqueued past the last completed one: the rank is inside
+    last completed + 1, not ahead at its last enqueued work."""
+    dump = ("[rank{r}]:[E1122 10:07:31.5 ProcessGroupNCCL.cpp:1987] [PG ID 0 PG GUID 0(default_pg) Rank {r}] Received a "
+            "dump signal due to a collective timeout from rank 0 and we will try our best to dump the debug info. Last "
+            "enqueued NCCL work: {e}, last completed NCCL work: {c}.")
+    rep = read(tmp_path, [wd(r, 1234, tag=V24) for r in (0, 1, 2)] + [dump.format(r=3, e=1240, c=1233)])
+    assert not kinds(rep, "seq-lagging")
+    rep = read(tmp_path, [wd(r, 1234, tag=V24) for r in (0, 1, 2)] + [dump.format(r=3, e=1233, c=1233)])
+    assert [(f.kind, f.ranks) for f in sus(rep)] == [("seq-lagging", (3,))]

@@ -103,6 +103,7 @@ def positions(timeouts: list[Timeout], statuses: list[WorkStatus]) -> dict[str, 
     """group -> rank -> :class:`Pos` (ranks with no SeqNum at all are left out)."""
     stuck: dict[tuple[str, int], list[tuple[int, Evidence]]] = defaultdict(list)
     enq: dict[tuple[str, int], tuple[int, Evidence]] = {}
+    inside: dict[tuple[str, int], int] = {}  # the work a rank with no timeout is in: last completed + 1
     for t in timeouts:
         if t.seq is not None:
             stuck[(t.group, t.rank)].append((t.seq, t.evidence))
@@ -112,6 +113,10 @@ def positions(timeouts: list[Timeout], statuses: list[WorkStatus]) -> dict[str, 
             stuck[key].append((s.work, s.evidence))
         if s.enqueued is not None and (key not in enq or s.enqueued > enq[key][0]):
             enq[key] = (s.enqueued, s.evidence)
+            if s.completed is not None and s.completed < s.enqueued:
+                inside[key] = s.completed + 1
+            else:
+                inside.pop(key, None)
     pos: dict[str, dict[int, Pos]] = defaultdict(dict)
     for key in set(stuck) | set(enq):
         group, rank = key
@@ -120,7 +125,7 @@ def positions(timeouts: list[Timeout], statuses: list[WorkStatus]) -> dict[str, 
             seq, evid = min(stuck[key], key=lambda x: x[0])
             pos[group][rank] = Pos(seq, True, e[0] if e else None, evid)
         elif e is not None:
-            pos[group][rank] = Pos(e[0], False, e[0], e[1])
+            pos[group][rank] = Pos(inside.get(key, e[0]), False, e[0], e[1])
     return pos
 
 
