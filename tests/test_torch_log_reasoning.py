@@ -54,8 +54,8 @@ def kinds(rep, kind):
 
 def test_minority_in_another_collective_at_the_same_seqnum_is_the_suspect(tmp_path):
     rep = read(tmp_path, [wd(2, 4084), wd(1, 4084), wd(3, 4084, "BROADCAST", 56623104),
-                          "[rank3]:[E ProcessGroupNCCL.cpp:1537] [PG 0 Rank 3] Timeout at NCCL work: 4084, last enqueued "
-                          "NCCL work: 4084, last completed NCCL work: 4083."])
+                          ("[rank3]:[E ProcessGroupNCCL.cpp:1537] [PG 0 Rank 3] Timeout at NCCL work: 4084, last enqueued "
+                          "NCCL work: 4084, last completed NCCL work: 4083.")])
     (f,) = sus(rep)
     assert f.kind == "op-mismatch" and f.ranks == (3,)
     assert "rank 3 runs BROADCAST (numel 56623104)" in f.summary and "ranks 1-2 run ALLREDUCE" in f.summary
@@ -117,9 +117,9 @@ def test_seqnums_of_unknown_groups_are_not_compared(tmp_path):
 
 
 def test_global_prefix_beats_the_subgroup_rank():
-    lines = [f"[rank5]:{GLOG} [PG ID 1 PG GUID 3(tp) Rank 1] Watchdog caught collective operation timeout: "
+    lines = [(f"[rank5]:{GLOG} [PG ID 1 PG GUID 3(tp) Rank 1] Watchdog caught collective operation timeout: "
              "WorkNCCL(SeqNum=88, OpType=ALLREDUCE, NumelIn=4, NumelOut=4, Timeout(ms)=600000) ran for 600015 "
-             "milliseconds before timing out."]
+             "milliseconds before timing out.")]
     ev = torch_log.scan(enumerate(lines, 1), "x.log")
     assert [(t.rank, t.group) for t in ev.timeouts] == [(5, "1 (tp)")]
 
@@ -205,9 +205,9 @@ def test_first_collective_never_completed(tmp_path):
 
 
 def test_abort_without_a_timeout_line_is_a_warning_not_an_all_clear(tmp_path):
-    rep = read(tmp_path, ["[rank6]:[E624 04:14:29.224103812 ProcessGroupNCCL.cpp:684] [Rank 6] Some NCCL operations "
+    rep = read(tmp_path, [("[rank6]:[E624 04:14:29.224103812 ProcessGroupNCCL.cpp:684] [Rank 6] Some NCCL operations "
                           "have failed or timed out. Due to the asynchronous nature of CUDA kernels, subsequent GPU "
-                          "operations might run on corrupted/incomplete data."])
+                          "operations might run on corrupted/incomplete data.")])
     assert [(f.kind, f.severity, f.ranks) for f in rep.findings] == [("watchdog-timeout", "warning", (6,))]
     assert "no rank stands out" not in source_headline(rep)
 

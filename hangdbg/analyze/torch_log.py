@@ -2,14 +2,18 @@
 
 Heuristics (each names its evidence):
 
-* **SeqNum per process group.** A rank's position in a group is the highest sequence number it
-  printed for it (timed-out ``WorkNCCL(SeqNum=)``, ``last enqueued NCCL work``). Positions are
-  compared per group, never across groups. The most common position is the norm; ranks below it
-  lag (``seq-lagging``). When a few ranks are *ahead* and most are behind, the many are reported
-  as behind and the few as ahead, with both directions in the summary: the many never called the
-  collective the few entered (or the few issued one too many).
+* **SeqNum per process group, op mismatch.** :mod:`hangdbg.analyze.torch_seq`: group identity,
+  each rank's position (the work that timed out), which groups' SeqNums may be compared, ranks in
+  another collective at the same SeqNum (``op-mismatch``), ranks behind or ahead (``seq-lagging``;
+  ranks ahead are never blamed).
 * **Silent ranks.** A rank seen in the log (``[rankN]:`` prefix) that printed no timeout while
-  others timed out probably never entered the collective (``no-timeout``).
+  others timed out probably never entered the collective (``no-timeout``). A rank whose line is cut
+  off (``[rank9]:[E816``, a watchdog line that stops short) is not silent: it is named as
+  incomplete (``log-incomplete``, info).
+* **First collective.** SeqNum 1 timed out: the group's first collective never completed, an
+  init/connectivity problem (``first-collective``, warning; NCCL connects inside the first collective).
+* **Everyone in the same op.** When every rank in the logs timed out in one op and nothing else
+  stands out, the timeout finding says so and that the rank they wait for is not in these logs.
 * **Desync report.** The ranks PyTorch's desync debug names (``desync-report``).
 * **ChildFailedError.** The root-cause entry (first observed failure) is the suspect
   (``child-failed``); ranks the agent stopped with SIGTERM afterwards are victims. ``error.json``
@@ -33,7 +37,14 @@ from ..parse.torch_log import (
     signal_name,
 )
 from ..rankset import ranks_text
-from .torch_seq import Pos, comparable, lag_findings, mismatch_findings, positions, resolve_groups
+from .torch_seq import (
+    Pos,
+    comparable,
+    lag_findings,
+    mismatch_findings,
+    positions,
+    resolve_groups,
+)
 from .torch_seq import pg as _pg
 
 __all__ = ["analyze_events"]

@@ -34,7 +34,7 @@ from ..model import Evidence, Finding, Kind, Severity
 from ..parse.torch_log import Timeout, TorchLogEvents, WorkStatus
 from ..rankset import compress, ranks_text
 
-__all__ = ["Pos", "resolve_groups", "positions", "comparable", "lag_findings", "mismatch_findings", "pg"]
+__all__ = ["Pos", "comparable", "lag_findings", "mismatch_findings", "pg", "positions", "resolve_groups"]
 
 NEAR = 2
 """SeqNums within this distance can be one group's (the first timed-out works of one group differ by
@@ -162,7 +162,7 @@ def lag_findings(pos: dict[str, dict[int, Pos]], skip: set[str]) -> list[Finding
         at_norm = sorted(r for r, p in by_rank.items() if p.seq == norm)
         total = len(by_rank)
         if behind:
-            out.extend(_behind(group, by_rank, behind, at_norm, norm, counts[norm] * 2 > total and total >= 3))
+            out.extend(_behind(group, by_rank, behind, at_norm, norm, counts[norm] * 2 > total >= 3))
         if ahead:
             vals = sorted({by_rank[r].seq for r in ahead})
             ev = tuple(by_rank[r].evidence for r in ahead[:3]) + (by_rank[at_norm[0]].evidence,)
