@@ -227,3 +227,10 @@ def test_rank_without_a_timeout_is_placed_at_the_work_it_is_in(tmp_path):
     assert not kinds(rep, "seq-lagging")
     rep = read(tmp_path, [wd(r, 1234, tag=V24) for r in (0, 1, 2)] + [dump.format(r=3, e=1233, c=1233)])
     assert [(f.kind, f.ranks) for f in sus(rep)] == [("seq-lagging", (3,))]
+
+
+def test_id_only_tag_is_the_described_group_of_that_id(tmp_path):
+    rep = read(tmp_path, [wd(0, 70, tag="PG 0 (default_pg)"), wd(1, 70, tag="PG 0 (default_pg)"),
+                          wd(2, 69, tag="PG 0"), status(2, 69, 69, 68, "PG 0")])
+    assert list(rep.facts.seqs) == ["0 (default_pg)"]
+    assert [(f.kind, f.ranks) for f in sus(rep)] == [("seq-lagging", (2,))]

@@ -2,7 +2,8 @@
 
 Heuristics (formats in :mod:`hangdbg.parse.torch_log`; PyTorch ``ProcessGroupNCCL.cpp``):
 
-* **Group identity.** A group is its ``[PG ...]`` tag (id, and GUID/description when printed).
+* **Group identity.** A group is its ``[PG ...]`` tag (id, and description when printed; a tag
+  with the id only is the described group of that id when there is one).
   The ``[Rank N] Watchdog caught ...`` line carries no tag in most versions: it takes the tag of the
   same rank's status line at the same SeqNum, else joins the one known group whose SeqNums are within
   :data:`NEAR` of it; with several candidates it stays unknown (``""``). An unknown group is never
@@ -62,7 +63,14 @@ def resolve_groups(ev: TorchLogEvents) -> tuple[list[Timeout], list[WorkStatus]]
     exception, ``what():``)."""
     by_rank_seq: dict[tuple[int, int], set[str]] = defaultdict(set)
     group_seqs: dict[str, set[int]] = defaultdict(set)
-    every: list[Timeout | WorkStatus] = [*ev.statuses, *ev.timeouts]
+    # "0" (a call site that prints the id only) is "0 (default_pg)" when that is the one described group 0
+    raw: list[Timeout | WorkStatus] = [*ev.statuses, *ev.timeouts]
+    described: dict[str, set[str]] = defaultdict(set)
+    for x in raw:
+        if " (" in x.group:
+            described[x.group.split(" ", 1)[0]].add(x.group)
+    alias = {pid: next(iter(gs)) for pid, gs in described.items() if len(gs) == 1}
+    every = [replace(x, group=alias.get(x.group, x.group)) for x in raw]
     for x in every:
         if x.group:
             for seq in _seqs(x):
@@ -82,10 +90,14 @@ def resolve_groups(ev: TorchLogEvents) -> tuple[list[Timeout], list[WorkStatus]]
         return near[0] if len(near) == 1 else ""
 
     out: dict[tuple, Timeout] = {}
-    for t in ev.timeouts:
-        t = replace(t, group=group_of(t))
-        out.setdefault((t.rank, t.group, t.seq, t.op), t)
-    return list(out.values()), [replace(s, group=group_of(s)) for s in ev.statuses]
+    statuses: list[WorkStatus] = []
+    for x in every:
+        if isinstance(x, Timeout):
+            t = replace(x, group=group_of(x))
+            out.setdefault((t.rank, t.group, t.seq, t.op), t)
+        else:
+            statuses.append(replace(x, group=group_of(x)))
+    return list(out.values()), statuses
 
 
 @dataclass(frozen=True, slots=True)
