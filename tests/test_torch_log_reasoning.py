@@ -234,3 +234,13 @@ def test_id_only_tag_is_the_described_group_of_that_id(tmp_path):
                           wd(2, 69, tag="PG 0"), status(2, 69, 69, 68, "PG 0")])
     assert list(rep.facts.seqs) == ["0 (default_pg)"]
     assert [(f.kind, f.ranks) for f in sus(rep)] == [("seq-lagging", (2,))]
+
+
+def test_status_line_alone_is_a_timeout_not_an_all_clear(tmp_path):
+    """The watchdog line is missing (cut from the excerpt); the status line still reports the failed work."""
+    rep = read(tmp_path, [status(7, 80078, 80078, 80077)])
+    (f,) = rep.findings
+    assert f.kind == "watchdog-timeout" and f.severity == "warning" and f.ranks == (7,) and "work 80078" in f.summary
+    assert "no watchdog timeout" not in source_headline(rep)
+    rep = read(tmp_path, [wd(7, 80078, tag=V24), status(7, 80078, 80078, 80077)])
+    assert len(kinds(rep, "watchdog-timeout")) == 1

@@ -143,6 +143,27 @@ def _aborted_findings(ev: TorchLogEvents, timeouts: list[Timeout], statuses: lis
                "timeout' lines) or the flight recorder")]
 
 
+def _status_only_findings(timeouts: list[Timeout], statuses: list[WorkStatus]) -> list[Finding]:
+    """Ranks whose watchdog reported a failed work (``Timeout at NCCL work: N``, ``detected by
+    watchdog at work: N``) with no watchdog line naming the collective in the logs (SeqNum 1 is
+    :func:`_first_collective_findings`'s)."""
+    named = {(t.rank, t.group) for t in timeouts}
+    at: dict[tuple[str, int], list[WorkStatus]] = defaultdict(list)
+    for st in statuses:
+        if st.work is not None and st.work != 1 and (st.rank, st.group) not in named:
+            at[(st.group, st.work)].append(st)
+    out = []
+    for (group, work), sts in sorted(at.items()):
+        ranks = sorted({st.rank for st in sts})
+        out.append(Finding(
+            kind=Kind.WATCHDOG_TIMEOUT,
+            summary=(f"{ranks_text(ranks)}: the watchdog detected a timeout or error at work {work} of {_pg(group)}; "
+                     "the line naming the collective is not in these logs"),
+            ranks=tuple(ranks), evidence=tuple(st.evidence for st in sts[:3]), severity=Severity.WARNING,
+            action="collect the complete logs of every rank (the 'Watchdog caught collective operation timeout' lines)"))
+    return out
+
+
 def _first_collective_findings(timeouts: list[Timeout], statuses: list[WorkStatus]) -> list[Finding]:
     """SeqNum 1 timed out (``WorkNCCL(SeqNum=1, ...)``, ``Timeout at NCCL work: 1``): the group's
     first collective never completed, which points at communicator set-up or connectivity, not at a
@@ -361,6 +382,7 @@ def analyze_events(ev: TorchLogEvents) -> tuple[list[Finding], list[RankState], 
         findings.append(_all_waiting(timeouts, pos))
     else:
         findings += _timeout_findings(timeouts, pos)
+    findings += _status_only_findings(timeouts, statuses)
     findings += _aborted_findings(ev, timeouts, statuses)
     findings += _incomplete_findings(ev, timeouts, statuses)
     for rank, evid in sorted(ev.dump_from.items())[:1]:
