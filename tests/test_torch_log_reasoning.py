@@ -244,3 +244,9 @@ def test_status_line_alone_is_a_timeout_not_an_all_clear(tmp_path):
     assert "no watchdog timeout" not in source_headline(rep)
     rep = read(tmp_path, [wd(7, 80078, tag=V24), status(7, 80078, 80078, 80077)])
     assert len(kinds(rep, "watchdog-timeout")) == 1
+
+
+def test_status_only_rank_at_the_same_work_joins_the_all_waiting_verdict(tmp_path):
+    rep = read(tmp_path, [wd(0, 1580, tag="PG 1"), wd(2, 1580, tag="PG 1"), status(3, 1580, 1582, 1579, "PG 1")])
+    (f,) = rep.findings
+    assert f.ranks == (0, 2, 3) and "none of the ranks in these logs stands out" in f.summary

@@ -143,15 +143,19 @@ def _aborted_findings(ev: TorchLogEvents, timeouts: list[Timeout], statuses: lis
                "timeout' lines) or the flight recorder")]
 
 
-def _status_only_findings(timeouts: list[Timeout], statuses: list[WorkStatus]) -> list[Finding]:
-    """Ranks whose watchdog reported a failed work (``Timeout at NCCL work: N``, ``detected by
-    watchdog at work: N``) with no watchdog line naming the collective in the logs (SeqNum 1 is
-    :func:`_first_collective_findings`'s)."""
+def _status_only(timeouts: list[Timeout], statuses: list[WorkStatus]) -> dict[tuple[str, int], list[WorkStatus]]:
+    """(group, work) -> status lines of ranks whose watchdog reported a failed work (``Timeout at NCCL
+    work: N``, ``detected by watchdog at work: N``) with no watchdog line naming the collective in the
+    logs (SeqNum 1 is :func:`_first_collective_findings`'s)."""
     named = {(t.rank, t.group) for t in timeouts}
     at: dict[tuple[str, int], list[WorkStatus]] = defaultdict(list)
     for st in statuses:
         if st.work is not None and st.work != 1 and (st.rank, st.group) not in named:
             at[(st.group, st.work)].append(st)
+    return at
+
+
+def _status_only_findings(at: dict[tuple[str, int], list[WorkStatus]]) -> list[Finding]:
     out = []
     for (group, work), sts in sorted(at.items()):
         ranks = sorted({st.rank for st in sts})
@@ -194,10 +198,11 @@ def _first_collective_findings(timeouts: list[Timeout], statuses: list[WorkStatu
     return out
 
 
-def _all_waiting(timeouts: list[Timeout], pos: dict[str, dict[int, Pos]]) -> Finding:
-    """Every rank in the logs timed out in the same op: nobody here stands out."""
+def _all_waiting(timeouts: list[Timeout], pos: dict[str, dict[int, Pos]], also: list[WorkStatus]) -> Finding:
+    """Every rank in the logs timed out in the same op (``also``: status lines of ranks at that work
+    whose watchdog line is missing): nobody here stands out."""
     t0 = timeouts[0]
-    ranks = sorted({t.rank for t in timeouts})
+    ranks = sorted({t.rank for t in timeouts} | {st.rank for st in also})
     seq = f" SeqNum {t0.seq}" if t0.seq is not None else " (no SeqNum: old PyTorch)"
     return Finding(
         kind=Kind.WATCHDOG_TIMEOUT,
@@ -377,12 +382,14 @@ def analyze_events(ev: TorchLogEvents) -> tuple[list[Finding], list[RankState], 
             evidence=tuple(t.evidence for t in timeouts if t.group in skip)[:3],
             action="collect logs of a PyTorch version that tags the process group ([PG ID N ...]), or the flight recorder"))
     keys = {(t.group, t.seq, t.op) for t in timeouts}
+    only = _status_only(timeouts, statuses)
     if len(keys) == 1 and not any(f.severity is Severity.SUSPECT for f in findings) \
-            and not any(f.kind is Kind.FIRST_COLLECTIVE for f in findings):
-        findings.append(_all_waiting(timeouts, pos))
+            and not any(f.kind is Kind.FIRST_COLLECTIVE for f in findings) \
+            and set(only) <= {(g, s) for g, s, _ in keys if s is not None}:
+        findings.append(_all_waiting(timeouts, pos, [st for sts in only.values() for st in sts]))
     else:
         findings += _timeout_findings(timeouts, pos)
-    findings += _status_only_findings(timeouts, statuses)
+        findings += _status_only_findings(only)
     findings += _aborted_findings(ev, timeouts, statuses)
     findings += _incomplete_findings(ev, timeouts, statuses)
     for rank, evid in sorted(ev.dump_from.items())[:1]:
