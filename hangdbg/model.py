@@ -134,6 +134,9 @@ class Kind(_DocumentedEnum):
     WATCHDOG_HUNG = ("watchdog-hung", "the NCCL watchdog or a process group's abort itself hung (heartbeat monitor)")
     BARRIER_MISSING = ("barrier-missing", "ranks that did not reach a monitored_barrier in time (rank 0 names them)")
     RANK_ERROR = ("rank-error", "a rank's own error: a NCCL error raised to Python, an application line naming the rank")
+    OP_MISMATCH = ("op-mismatch", "ranks that run another collective (type or size) at the same SeqNum of a process group")
+    FIRST_COLLECTIVE = ("first-collective", "the first collective of a process group never completed (init/connectivity)")
+    LOG_INCOMPLETE = ("log-incomplete", "ranks whose only trace in the logs is a cut-off line: what they did is unknown")
     # flight recorder
     FR_MISMATCH = ("fr-mismatch", "the first collective or p2p exchange whose type, sizes or dtypes differ across ranks")
     FR_MISSING_RANK = ("fr-missing-rank", "ranks with no dump, whose record stops early, or that never posted a p2p op")
