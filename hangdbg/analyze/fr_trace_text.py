@@ -1,0 +1,190 @@
+"""``torchfrtrace`` text output -> findings: ranks that never joined a collective, mismatches.
+
+The blocks are read by :mod:`hangdbg.parse.fr_trace_text`; what they mean follows torch's
+``error_analysis`` (``torch/distributed/flight_recorder/components/utils.py``):
+
+* ``Not all ranks joining collective`` lists the ``missing ranks``: member ranks whose dump has no
+  entry for that sequence number of the group, i.e. ranks that never called the collective the
+  others wait in. They are the stragglers (``fr-missing-rank``, suspect); the others wait for them.
+* ``has errors`` lists ``Culprit rank N; Error type: STATE``: ranks whose entry differs from the
+  first rank's. Type, size and dtype mismatches are a wrong call (``fr-mismatch``, suspect); a
+  state mismatch (one rank completed, another not) is a symptom (``fr-stuck``, warning).
+  Torch compares every rank with the first one and warns that "if the current rank is the
+  culprit, users will see lots of normal ranks reported as culprit": when the culprits are more
+  than half of the expected ranks, the few ranks that are not named are blamed instead
+  (heuristic).
+* ``Input/output mismatch`` (all_to_all): the numel sums differ; torch cannot tell which rank.
+* ``missed FR dumps from ranks`` / ``Missing dump files from ranks``: ranks without a dump (they
+  died, were killed before dumping, or their file was not collected).
+
+The same block printed again (periodic analyses) counts once.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Sequence
+
+from ..facts import FrFacts, FrGroup
+from ..model import SEVERITY_ORDER, Evidence, Finding, Kind, RankState, Severity, SourceKind
+from ..parse.fr_trace_text import FrTraceReport, FrTraceText
+from ..rankset import ranks_text
+
+__all__ = ["analyze_text"]
+
+KIND = SourceKind.FLIGHT_RECORDER
+_WRONG_CALL = {"COLLECTIVE_TYPE_MISMATCH": "collective type", "SIZE_OR_SYNTAX_MISMATCH": "sizes",
+               "COLLECTIVE_DTYPE_MISMATCH": "dtypes"}
+_TORCH_FRAMES = ("torch/distributed/", "torch/nn/parallel/", "torch/utils/_contextlib")
+
+
+def _site(r: FrTraceReport) -> str:
+    """The innermost frame outside torch.distributed: ``sync_buffers (models/x.py:650)``."""
+    for f in r.frames:
+        if not any(t in f.file for t in _TORCH_FRAMES):
+            return f"{f.function} ({f.file}:{f.line})"
+    return ""
+
+
+def _what(r: FrTraceReport) -> str:
+    """``nccl:all_reduce seq 31117 of pg 0:default_pg``."""
+    parts = [r.collective or "a collective"]
+    if r.seq is not None:
+        parts.append(f"seq {r.seq}")
+    if r.group:
+        parts.append(f"of pg {r.group}")
+    return " ".join(parts)
+
+
+def _evidence(path: str, r: FrTraceReport, *extra: str) -> tuple[Evidence, ...]:
+    ev = [Evidence(path, r.line, r.header)]
+    ev += [Evidence(path, None, e) for e in extra if e]
+    site = _site(r)
+    if site:
+        ev.append(Evidence(path, None, f"called from {site}"))
+    return tuple(ev)
+
+
+def _expected(r: FrTraceReport) -> tuple[int, ...]:
+    return r.expected_ranks
+
+
+def _missing(path: str, r: FrTraceReport) -> list[Finding]:
+    if not r.missing_ranks:
+        return []
+    expected = _expected(r)
+    joined = tuple(x for x in expected if x not in r.missing_ranks)
+    n = len(expected) or r.world_size
+    site = _site(r)
+    text = (f"{ranks_text(r.missing_ranks)} never joined {_what(r)}"
+            + (f" ({len(r.missing_ranks)} of {n} ranks missing)" if n else "")
+            + (f"; the others called it from {site}" if site else "")
+            + (f", state {r.state} there" if r.state else "")
+            + ": fr_trace \"Not all ranks joining collective\"")
+    out = [Finding(Kind.FR_MISSING_RANK, text, ranks=r.missing_ranks,
+                   evidence=_evidence(path, r, f"missing ranks: {set(r.missing_ranks)}",
+                                      f"collective state: {r.state}" if r.state else ""),
+                   action="see where the missing ranks are (their stacks, logs, exit): they never called this "
+                          "collective, which the other ranks wait in")]
+    if joined:
+        out.append(Finding(Kind.WAITING, f"{ranks_text(joined)} wait in {_what(r)} for {ranks_text(r.missing_ranks)}",
+                           ranks=joined, severity=Severity.WAITING, waits_for=r.missing_ranks,
+                           evidence=(Evidence(path, r.line, r.header),)))
+    return out
+
+
+def _errors(path: str, r: FrTraceReport) -> list[Finding]:
+    out: list[Finding] = []
+    by_state: dict[str, list[int]] = {}
+    detail: dict[str, str] = {}
+    for c in r.culprits:
+        by_state.setdefault(c.state, []).append(c.rank)
+        detail.setdefault(c.state, c.detail)
+    expected = set(_expected(r))
+    for state, ranks in by_state.items():
+        named = tuple(sorted(set(ranks)))
+        what = _WRONG_CALL.get(state)
+        extra = f"error: Culprit rank {named[0]}; Error type: {state}" + (f", {detail[state]}" if detail[state] else "")
+        if what is None:  # COLLECTIVE_STATE_MISMATCH or a state torch adds later
+            out.append(Finding(Kind.FR_STUCK, f"{ranks_text(named)}: {_what(r)} is in another state than on the "
+                               f"first rank ({detail[state] or state})", ranks=named, severity=Severity.WARNING,
+                               evidence=_evidence(path, r, extra)))
+            continue
+        blamed, why = named, ""
+        rest = tuple(sorted(expected - set(named) - set(r.missing_ranks)))
+        if expected and len(named) > len(expected) / 2 and rest:
+            blamed = rest
+            why = (f" (fr_trace names {len(named)} of {len(expected)} ranks as culprits because it compares every "
+                   f"rank with the first; the odd one out is {ranks_text(rest)})")
+        out.append(Finding(
+            Kind.FR_MISMATCH,
+            f"{ranks_text(blamed)}: {_what(r)} called with different {what} than the other ranks "
+            f"({detail[state] or state}){why}", ranks=blamed, evidence=_evidence(path, r, extra),
+            action="compare the code path of these ranks at the call site: every rank must call the same "
+                   "collective with the same sizes and dtypes"))
+    return out
+
+
+def _findings(path: str, r: FrTraceReport) -> list[Finding]:
+    if r.what == "missing":
+        return _missing(path, r)
+    if r.what == "errors":
+        return _errors(path, r)
+    if r.what == "io-mismatch":
+        tin, tout = r.total_numel
+        numel = f" (total input numel {tin}, output {tout})" if tin is not None or tout is not None else ""
+        return [Finding(Kind.FR_MISMATCH, f"{_what(r)}: the ranks' input and output sizes do not add up{numel}; "
+                        "fr_trace cannot tell which rank passed the wrong split sizes",
+                        evidence=_evidence(path, r), action="check the split sizes every rank passes to all_to_all")]
+    if r.what == "no-dump" and r.missing_ranks:
+        return [Finding(Kind.FR_MISSING_RANK, f"{ranks_text(r.missing_ranks)} left no flight-recorder dump, so "
+                        "fr_trace could not match their collectives: such a rank died, was killed before dumping, "
+                        "or its file was not collected", ranks=r.missing_ranks, evidence=(Evidence(path, r.line, r.header),),
+                        action="look for this rank's exit (core file, torchrun log) and for its dump on its node")]
+    return []
+
+
+def _key(r: FrTraceReport) -> tuple:
+    return (r.what, r.group, r.seq, r.collective, r.missing_ranks, tuple((c.rank, c.state) for c in r.culprits))
+
+
+def analyze_text(texts: Sequence[FrTraceText]) -> tuple[list[Finding], list[RankState], FrFacts]:
+    """Findings, per-rank rows and facts of ``torchfrtrace`` output files.
+
+    Args:
+        texts: parsed files (:func:`hangdbg.parse.fr_trace_text.read_fr_trace`).
+
+    Returns:
+        ``(findings, rows, facts)``: ``fr-missing-rank`` / ``fr-mismatch`` suspects, ``fr-stuck``
+        warnings and ``waiting`` findings; a row per rank named by a block; :class:`FrFacts` with
+        ``formats`` ``{"fr_trace text": n}`` and the groups' expected ranks.
+    """
+    findings: list[Finding] = []
+    rows: dict[tuple[int, str], RankState] = {}
+    groups: dict[str, FrGroup] = {}
+    seen: set[tuple] = set()
+    world: set[int] = set()
+    for t in texts:
+        for r in t.reports:
+            k = _key(r)
+            if k in seen:
+                continue
+            seen.add(k)
+            findings += _findings(t.path, r)
+            world.update(r.expected_ranks)
+            world.update(r.missing_ranks)
+            if r.group and r.expected_ranks:
+                groups.setdefault(r.group, FrGroup(r.expected_ranks, "fr_trace"))
+            if r.what != "missing":
+                continue
+            for rank in r.expected_ranks or r.missing_ranks:
+                gone = rank in r.missing_ranks
+                rows.setdefault((rank, r.group), RankState(
+                    rank, last_collective=r.op or None, seq=r.seq, group=r.group,
+                    state="never joined (fr_trace)" if gone else f"in it ({r.state or '?'}), waiting", source=KIND))
+    order = {Kind.FR_MISMATCH: 0, Kind.FR_MISSING_RANK: 1, Kind.FR_STUCK: 2}
+    findings.sort(key=lambda f: (SEVERITY_ORDER[f.severity], order.get(f.kind, 3)))
+    n = sum(1 for t in texts if t.reports)
+    facts = FrFacts(world=tuple(sorted(world)), formats=dict(Counter({"fr_trace text": n})) if n else {},
+                    groups=groups)
+    return findings, sorted(rows.values(), key=lambda s: (s.rank, s.group)), facts
