@@ -22,8 +22,8 @@ The reports are read by :mod:`hangdbg.parse.nccl_ras`. What RAS's entries mean (
   the time of the query, which clears NCCL, not the job.
 
 ``Rank N`` in RAS is the rank in the communicator: it is given as the global rank only for a
-communicator as large as the job (``Ranks per comm`` = ``Processes (total)``), else it is named in
-the text and the hosts are given.
+communicator as large as the job (``Ranks per comm`` = ``Processes (total)``; without a job
+summary: the only communicator of the table), else it is named in the text and the hosts are given.
 """
 
 from __future__ import annotations
@@ -52,7 +52,9 @@ def _comm_size(rep: RasReport, issue: RasIssue) -> int | None:
 def _global(rep: RasReport, issue: RasIssue) -> bool:
     """True when the communicator's ranks are the job's ranks (it is as large as the job)."""
     n = _comm_size(rep, issue)
-    return n is not None and rep.processes is not None and n == rep.processes
+    if rep.processes is None:  # no job summary: a single communicator in the table is the job's
+        return n is not None and sum(c.comms for c in rep.comm_groups) == 1
+    return n is not None and n == rep.processes
 
 
 def _where(rs: Sequence[RasRank]) -> str:

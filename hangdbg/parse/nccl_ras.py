@@ -58,6 +58,7 @@ _MAX_LINE = 4096
 
 _SNIFF = re.compile(rb"Job summary\s*\n\s*=+|Group\s+Comms\s+Nodes\s+Ranks|"
                     rb"#\d+-\d+ \([0-9a-f]{8,16}\) (?:MISMATCH|ERROR|INCOMPLETE)")
+_TABLE = re.compile(r"Group\s+Comms\s+Nodes\s+Ranks")
 _VERSION = re.compile(r"NCCL version (?P<v>\S+)(?: compiled with CUDA (?P<cuda>\S+))?\s*$")
 _JOB_ROW = re.compile(r"(?P<nodes>\d+)\s+(?P<ppn>\d+(?:-\d+)?)\s+(?P<gpp>\d+(?:-\d+)?)\s+(?P<procs>\d+)\s+(?P<gpus>\d+)$")
 _COMM_ROW = re.compile(r"(?P<group>\d+)\s+(?P<comms>\d+)\s+(?P<nodes>\d+)\s+(?P<rpn>\d+(?:-\d+)?)\s+(?P<rpc>\d+)\s+"
@@ -321,7 +322,14 @@ class _Parser:
                 self._open(no)
             self.where = "comms"
             return
-        if text in ("Errors", "Warnings") and self.rep is not None:
+        if _TABLE.match(text):  # a report pasted from its table on
+            if self.rep is None or self.where not in ("job", "comms"):
+                self._open(no)
+            self.where = "comms"
+            return
+        if text in ("Errors", "Warnings"):  # (a paste of these sections alone opens a report too)
+            if self.rep is None:
+                self._open(no)
             self._close_issue()
             self.where = text
             return
