@@ -204,3 +204,20 @@ def test_fr_on_ras_ok_alone_is_no_all_clear(tmp_path):
     shutil.copy(D / "ras_ok.txt", tmp_path / "ras_ok.txt")
     code, doc = run_json("fr", tmp_path)
     assert code == 0 and "not an all-clear for the job" in doc["headline"]
+
+
+def test_logging_basicconfig_prefix_is_peeled():
+    lines = ["INFO:Flight Recorder:Not all ranks joining collective 5 at entry 4",
+             "INFO:Flight Recorder:group info: 0:default_pg", "INFO:Flight Recorder:collective: nccl:all_reduce",
+             "INFO:Flight Recorder:missing ranks: {1}", "INFO:Flight Recorder:expected ranks: 2"]
+    (r,) = fr_trace_text.parse_lines(enumerate(lines, 1)).reports
+    assert (r.seq, r.record_id, r.missing_ranks, r.world_size) == (5, 4, (1,), 2)
+
+
+def test_ras_table_flag_without_its_entry_is_a_warning(tmp_path):
+    p = tmp_path / "ras.txt"
+    text = (D / "ras_behind_listed.txt").read_text()
+    p.write_text(text[:text.index("Errors")])
+    rep = RAS.read([str(p)])
+    (w,) = rep.findings
+    assert w.severity is Severity.WARNING and "MISMATCH" in w.summary and not _suspects(rep)

@@ -261,6 +261,16 @@ def _report(path: str, rep: RasReport, earlier: Sequence[RasReport]) -> tuple[li
             elif t.kind == "timeouts":
                 findings.append(Finding(Kind.RAS_UNREACHABLE, f"RAS: {t.text} (the report may be incomplete)",
                                         severity=Severity.WARNING, evidence=(Evidence(path, t.line, t.text),)))
+    told = {i.group for i in rep.issues}
+    for c in rep.comm_groups:  # a table row flags a problem whose entry is not in the file (a cut paste)
+        if c.errors != "OK" and c.group not in told:
+            findings.append(Finding(
+                Kind.RAS_MISMATCH if c.errors == "MISMATCH" else Kind.RAS_ERROR,
+                f"NCCL RAS flags {c.errors} for communicator group {c.group} ({c.comms} communicator"
+                f"{'s' if c.comms != 1 else ''} of {c.ranks_per_comm} ranks, {c.status}), but its Errors/Warnings "
+                "entry is not in the file", severity=Severity.WARNING,
+                evidence=(Evidence(path, c.line, f"group {c.group}: {c.status} {c.errors}"),),
+                action="save the whole ncclras output: the entry below the table names the ranks"))
     ok = rep.comm_groups and all(c.errors == "OK" for c in rep.comm_groups) and not rep.issues
     if ok:
         n_comms = sum(c.comms for c in rep.comm_groups)

@@ -37,8 +37,10 @@ read here:
 Also read: ``We cannot decide what's wrong with this collective entry because we missed FR dumps
 from ranks ({3})`` and the assertion ``Missing dump files from ranks {3}``.
 
-Launcher prefixes and timestamps are peeled off every line (:func:`strip_prefix`); a line of a
-block that does not parse is skipped and counted. Ranks above :data:`MAX_RANK` are garbage.
+The analyzer logs through ``FlightRecorderLogger`` (``components/fr_logger.py``, format
+``%(message)s``); a ``logging.basicConfig`` prefix (``INFO:Flight Recorder:``), launcher prefixes
+and timestamps are peeled off every line (:func:`strip_prefix`); a line of a block that does not
+parse is skipped and counted. Ranks above :data:`MAX_RANK` are garbage.
 """
 
 from __future__ import annotations
@@ -81,6 +83,7 @@ _KEY = re.compile(r"(?P<key>internal record id|group info|collective|missing ran
                   r"total output numel|input sizes|output sizes|world size|expected ranks|collective state|"
                   r"error msg|error message): ?(?P<value>[^\n]*)$")
 _STACK = re.compile(r"(?:collective stack trace|Collective stack traces): ?(?P<rest>[^\n]*)$")
+_LOGGER = re.compile(r"(?:INFO|WARNING|ERROR|DEBUG|CRITICAL):[\w. ]{0,64}:")
 _INT = re.compile(r"\d{1,12}")
 _CULPRIT = re.compile(r"Culprit rank (?P<rank>\d+); (?:Error type: )?(?:MatchState\.)?(?P<state>[A-Z_]+)")
 
@@ -271,6 +274,9 @@ class _Parser:
     def line(self, no: int, raw: str) -> None:
         self.lines += 1
         text = strip_prefix(raw).text
+        m = _LOGGER.match(text)
+        if m is not None:  # a root logger configured with logging.basicConfig repeats the message so
+            text = text[m.end():]
         if any(k in text for k in _MARKERS) and _START.search(text) and self.header(no, text):
             return
         if self.cur is None:
