@@ -217,7 +217,7 @@ def test_logging_basicconfig_prefix_is_peeled():
 def test_ras_table_flag_without_its_entry_is_a_warning(tmp_path):
     p = tmp_path / "ras.txt"
     text = (D / "ras_behind_listed.txt").read_text()
-    p.write_text(text[:text.index("Errors")])
+    p.write_text(text[:text.index("\nErrors\n")])
     rep = RAS.read([str(p)])
     (w,) = rep.findings
     assert w.severity is Severity.WARNING and "MISMATCH" in w.summary and not _suspects(rep)
