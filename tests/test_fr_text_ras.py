@@ -221,3 +221,14 @@ def test_ras_table_flag_without_its_entry_is_a_warning(tmp_path):
     rep = RAS.read([str(p)])
     (w,) = rep.findings
     assert w.severity is Severity.WARNING and "MISMATCH" in w.summary and not _suspects(rep)
+
+
+def test_later_blocks_of_the_same_ranks_follow_from_the_first():
+    def block(seq):
+        return [f"Not all ranks joining collective, sequence number: {seq}", "group info: 0:default_pg",
+                "collective: nccl:all_reduce", "missing ranks: {3}", "expected ranks: {0, 1, 2, 3}"]
+    t = fr_trace_text.parse_lines(enumerate(block(12) + block(11) + block(13), 1))
+    from hangdbg.analyze.fr_trace_text import analyze_text
+    findings, _, _ = analyze_text([t])
+    (s,) = [f for f in findings if f.severity is Severity.SUSPECT]
+    assert s.ranks == (3,) and "seq 11 " in s.summary and "2 later collectives" in s.summary

@@ -17,12 +17,14 @@ The blocks are read by :mod:`hangdbg.parse.fr_trace_text`; what they mean follow
 * ``missed FR dumps from ranks`` / ``Missing dump files from ranks``: ranks without a dump (they
   died, were killed before dumping, or their file was not collected).
 
-The same block printed again (periodic analyses) counts once.
+The same block printed again (periodic analyses) counts once, and so do the blocks that follow
+from a group's first one (see :func:`_key`).
 """
 
 from __future__ import annotations
 
 from collections import Counter
+from dataclasses import replace
 from typing import Sequence
 
 from ..facts import FrFacts, FrGroup
@@ -145,7 +147,35 @@ def _findings(path: str, r: FrTraceReport) -> list[Finding]:
 
 
 def _key(r: FrTraceReport) -> tuple:
-    return (r.what, r.group, r.seq, r.collective, r.missing_ranks, tuple((c.rank, c.state) for c in r.culprits))
+    """What makes blocks say the same thing: the first block of a group about the same missing
+    ranks, or the group's first mismatch, explains the later ones (torch goes on matching the next
+    sequence numbers, which then differ as a consequence)."""
+    if r.what == "missing":
+        return (r.what, r.group, r.missing_ranks)
+    if r.what == "errors" and r.culprits and all(c.state not in _WRONG_CALL for c in r.culprits):
+        return (r.what, r.group, r.seq)  # a state difference is no wrong call: it does not explain later blocks
+    if r.what in ("errors", "io-mismatch"):
+        return ("mismatch", r.group)
+    return (r.what, r.missing_ranks)
+
+
+def _first(reports: list[tuple[str, FrTraceReport]]) -> list[tuple[str, FrTraceReport, int]]:
+    """One block per :func:`_key`: the one with the lowest sequence number (file order among
+    equals), with how many later blocks it stands for."""
+    best: dict[tuple, tuple[str, FrTraceReport]] = {}
+    later: dict[tuple, int] = {}
+    for path, r in reports:
+        k = _key(r)
+        old = best.get(k)
+        if old is None:
+            best[k] = (path, r)
+            later[k] = 0
+            continue
+        if (old[1].seq, old[1].what) != (r.seq, r.what):
+            later[k] += 1
+        if r.seq is not None and (old[1].seq is None or r.seq < old[1].seq):
+            best[k] = (path, r)
+    return [(p, r, later[k]) for k, (p, r) in best.items()]
 
 
 def analyze_text(texts: Sequence[FrTraceText]) -> tuple[list[Finding], list[RankState], FrFacts]:
@@ -162,26 +192,27 @@ def analyze_text(texts: Sequence[FrTraceText]) -> tuple[list[Finding], list[Rank
     findings: list[Finding] = []
     rows: dict[tuple[int, str], RankState] = {}
     groups: dict[str, FrGroup] = {}
-    seen: set[tuple] = set()
     world: set[int] = set()
-    for t in texts:
-        for r in t.reports:
-            k = _key(r)
-            if k in seen:
-                continue
-            seen.add(k)
-            findings += _findings(t.path, r)
-            world.update(r.expected_ranks)
-            world.update(r.missing_ranks)
-            if r.group and r.expected_ranks:
-                groups.setdefault(r.group, FrGroup(r.expected_ranks, "fr_trace"))
-            if r.what != "missing":
-                continue
-            for rank in r.expected_ranks or r.missing_ranks:
-                gone = rank in r.missing_ranks
-                rows.setdefault((rank, r.group), RankState(
-                    rank, last_collective=r.op or None, seq=r.seq, group=r.group,
-                    state="never joined (fr_trace)" if gone else f"in it ({r.state or '?'}), waiting", source=KIND))
+    for path, r, more in _first([(t.path, r) for t in texts for r in t.reports]):
+        found = _findings(path, r)
+        if more:
+            found = [replace(f, summary=f"{f.summary} (and {more} later collective{'s' if more != 1 else ''} of "
+                             "this group that follow from it)") if f.severity is Severity.SUSPECT else f
+                     for f in found]
+        findings += found
+        world.update(r.expected_ranks)
+        world.update(r.missing_ranks)
+        if r.group and r.expected_ranks:
+            groups.setdefault(r.group, FrGroup(r.expected_ranks, "fr_trace"))
+        if r.what != "missing":
+            continue
+        for rank in r.expected_ranks or r.missing_ranks:
+            gone = rank in r.missing_ranks
+            # a missing rank never called the op: no last collective (the stack cross-check reads it)
+            rows.setdefault((rank, r.group), RankState(
+                rank, last_collective=None if gone else r.op or None, seq=None if gone else r.seq, group=r.group,
+                state=f"never joined {r.op} seq {r.seq} (fr_trace)" if gone else f"{r.state or 'pending'} (fr_trace), waiting",
+                source=KIND))
     order = {Kind.FR_MISMATCH: 0, Kind.FR_MISSING_RANK: 1, Kind.FR_STUCK: 2}
     findings.sort(key=lambda f: (SEVERITY_ORDER[f.severity], order.get(f.kind, 3)))
     n = sum(1 for t in texts if t.reports)
