@@ -232,3 +232,46 @@ def test_later_blocks_of_the_same_ranks_follow_from_the_first():
     findings, _, _ = analyze_text([t])
     (s,) = [f for f in findings if f.severity is Severity.SUSPECT]
     assert s.ranks == (3,) and "seq 11 " in s.summary and "2 later collectives" in s.summary
+
+
+_RAS_HEAD = """Job summary
+===========
+
+  Nodes  Processes         GPUs  Processes     GPUs
+(total)   per node  per process    (total)  (total)
+      1          4            1          4        4
+
+Communicators... (0.00s)
+=============
+
+Group     Comms     Nodes     Ranks     Ranks     Ranks    Status  Errors
+    #  in group  per comm  per node  per comm  in group
+    0         1         1         4         4         4   RUNNING  {errors}
+
+Errors
+======
+
+"""
+
+
+def test_ras_status_and_unreachable_ranks(tmp_path):
+    p = tmp_path / "ras.txt"
+    p.write_text(_RAS_HEAD.format(errors="INCOMPLETE,MISMATCH") + """#0-0 (00000000000000aa) INCOMPLETE
+  Missing communicator data from 1 rank
+  Rank 3 -- GPU 3 managed by process 903 on node gpu-07
+
+Warnings
+========
+
+#0-0 (00000000000000aa) MISMATCH
+  Communicator ranks have different status
+  2 ranks have status RUNNING
+  Rank 1 has status ABORT -- GPU 1 managed by process 901 on node gpu-07
+  Rank 2 has status INIT -- GPU 2 managed by process 902 on node gpu-07
+""")
+    rep = RAS.read([str(p)])
+    got = {(f.kind, f.severity, f.ranks) for f in rep.findings}
+    assert (Kind.RAS_UNREACHABLE, Severity.SUSPECT, (3,)) in got
+    assert (Kind.RAS_MISMATCH, Severity.SUSPECT, (2,)) in got  # still initializing while the others run
+    assert (Kind.RAS_MISMATCH, Severity.WARNING, (1,)) in got  # aborted: a reaction, not the cause
+    assert rep.lines_skipped == 0
