@@ -72,14 +72,16 @@ class FrCommand(ReaderCommand):
         "+ rank, JSON or pickle; pickles are read without running any code) and match the collectives "
         "across ranks by process group and sequence number. Shows per rank the last collective "
         "recorded and the last completed one, ranks without a dump or whose record stops early, and "
-        "the first collective whose type, sizes or dtypes differ. Exit status 3 when suspects are found, "
+        "the first collective whose type, sizes or dtypes differ. Also reads, by content, the text torch's "
+        "torchfrtrace (fr_trace) prints and NCCL RAS reports (ncclras). Exit status 3 when suspects are found, "
         "1 when no dump could be read."
     )
     name = "fr"
     json_name = "fr.json"
     title = "flight recorder"
     metavar = "DUMP|DIR"
-    paths_help = "dump files (rank = the number ending the name, e.g. nccl_trace_rank_3) or directories"
+    paths_help = ("dump files (rank = the number ending the name, e.g. nccl_trace_rank_3), fr_trace texts, RAS "
+                  "reports, or directories")
     rank_table = False
     nothing_help = ("dumps are written when TORCH_NCCL_DUMP_ON_TIMEOUT=1 and TORCH_FR_BUFFER_SIZE>0, to "
                     "/tmp/nccl_trace_rank_<rank> unless TORCH_FR_DUMP_TEMP_FILE says otherwise")
