@@ -275,3 +275,12 @@ Warnings
     assert (Kind.RAS_MISMATCH, Severity.SUSPECT, (2,)) in got  # still initializing while the others run
     assert (Kind.RAS_MISMATCH, Severity.WARNING, (1,)) in got  # aborted: a reaction, not the cause
     assert rep.lines_skipped == 0
+
+
+def test_a_mismatch_state_torch_may_add_is_still_a_wrong_call():
+    lines = ["Collective sequence number: 4 has errors", "group info: 0:default_pg", "collective: nccl:all_reduce",
+             "expected ranks: {0, 1, 2, 3}", "error msg: Culprit rank 3; Error type: SIZE_OF_TENSOR_MISMATCH"]
+    from hangdbg.analyze.fr_trace_text import analyze_text
+    findings, _, _ = analyze_text([fr_trace_text.parse_lines(enumerate(lines, 1))])
+    (s,) = [f for f in findings if f.severity is Severity.SUSPECT]
+    assert s.kind is Kind.FR_MISMATCH and s.ranks == (3,) and "size of tensor" in s.summary

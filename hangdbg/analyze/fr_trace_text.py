@@ -37,6 +37,17 @@ __all__ = ["analyze_text"]
 KIND = SourceKind.FLIGHT_RECORDER
 _WRONG_CALL = {"COLLECTIVE_TYPE_MISMATCH": "collective type", "SIZE_OR_SYNTAX_MISMATCH": "sizes",
                "COLLECTIVE_DTYPE_MISMATCH": "dtypes"}
+
+
+def _wrong_call(state: str) -> str | None:
+    """What differs in a wrong call (``sizes``), None for a state difference: any ``MatchState``
+    but ``COLLECTIVE_STATE_MISMATCH``/``UNDECIDED``/``FULLY_MATCHED`` is a wrong call (names torch
+    may add are read from their words)."""
+    if "STATE" in state or state in ("UNDECIDED", "FULLY_MATCHED"):
+        return None
+    return _WRONG_CALL.get(state) or state.lower().replace("_mismatch", "").replace("_", " ")
+
+
 _TORCH_FRAMES = ("torch/distributed/", "torch/nn/parallel/", "torch/utils/_contextlib")
 
 
@@ -105,9 +116,9 @@ def _errors(path: str, r: FrTraceReport) -> list[Finding]:
     expected = set(_expected(r))
     for state, ranks in by_state.items():
         named = tuple(sorted(set(ranks)))
-        what = _WRONG_CALL.get(state)
+        what = _wrong_call(state)
         extra = f"error: Culprit rank {named[0]}; Error type: {state}" + (f", {detail[state]}" if detail[state] else "")
-        if what is None:  # COLLECTIVE_STATE_MISMATCH or a state torch adds later
+        if what is None:  # COLLECTIVE_STATE_MISMATCH (or UNDECIDED)
             out.append(Finding(Kind.FR_STUCK, f"{ranks_text(named)}: {_what(r)} is in another state than on the "
                                f"first rank ({detail[state] or state})", ranks=named, severity=Severity.WARNING,
                                evidence=_evidence(path, r, extra)))
@@ -152,7 +163,7 @@ def _key(r: FrTraceReport) -> tuple:
     sequence numbers, which then differ as a consequence)."""
     if r.what == "missing":
         return (r.what, r.group, r.missing_ranks)
-    if r.what == "errors" and r.culprits and all(c.state not in _WRONG_CALL for c in r.culprits):
+    if r.what == "errors" and r.culprits and all(_wrong_call(c.state) is None for c in r.culprits):
         return (r.what, r.group, r.seq)  # a state difference is no wrong call: it does not explain later blocks
     if r.what in ("errors", "io-mismatch"):
         return ("mismatch", r.group)
