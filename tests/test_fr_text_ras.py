@@ -284,3 +284,28 @@ def test_a_mismatch_state_torch_may_add_is_still_a_wrong_call():
     findings, _, _ = analyze_text([fr_trace_text.parse_lines(enumerate(lines, 1))])
     (s,) = [f for f in findings if f.severity is Severity.SUSPECT]
     assert s.kind is Kind.FR_MISMATCH and s.ranks == (3,) and "size of tensor" in s.summary
+
+
+# --- fr_trace -j table ---------------------------------------------------------------------------
+def test_entry_table_column_that_ends_first_is_the_straggler():
+    t = fr_trace_text.read_fr_trace(str(D / "fr_trace_entries_j.txt"))
+    (tab,) = t.tables
+    assert tab.ranks == (0, 1, 2) and [len(e) for e in tab.entries] == [3, 3, 2]
+    assert tab.entries[0][1].op == "broadcast" and tab.entries[0][2].state == "scheduled"
+    rep = FR.read([str(D / "fr_trace_entries_j.txt")])
+    (s,) = _suspects(rep)
+    assert s.kind is Kind.FR_MISSING_RANK and s.ranks == (2,) and "#3" in s.summary
+
+
+def test_entry_table_first_difference_blames_the_minority():
+    w = 50
+    row = lambda *cells: "".join(c.ljust(w + 2) for c in cells).rstrip()  # noqa: E731
+    lines = [row("Rank 0", "Rank 1", "Rank 2"), row(*["-" * w] * 3),
+             row(*["all_reduce(input_sizes=[[8]], state=completed)"] * 3),
+             row("all_reduce(input_sizes=[[8]], state=started)", "all_reduce(input_sizes=[[8]], state=started)",
+                 "broadcast(input_sizes=[[8]], state=started)")]
+    t = fr_trace_text.parse_lines(enumerate(lines, 1))
+    from hangdbg.analyze.fr_trace_text import analyze_text
+    findings, _, _ = analyze_text([t])
+    (s,) = [f for f in findings if f.severity is Severity.SUSPECT]
+    assert s.kind is Kind.FR_MISMATCH and s.ranks == (2,) and "broadcast" in s.summary

@@ -16,6 +16,8 @@ The blocks are read by :mod:`hangdbg.parse.fr_trace_text`; what they mean follow
 * ``Input/output mismatch`` (all_to_all): the numel sums differ; torch cannot tell which rank.
 * ``missed FR dumps from ranks`` / ``Missing dump files from ranks``: ranks without a dump (they
   died, were killed before dumping, or their file was not collected).
+* the ``-j`` table of each rank's entries: the first position where the ranks differ, else the ranks
+  whose column ends first.
 
 The same block printed again (periodic analyses) counts once, and so do the blocks that follow
 from a group's first one (see :func:`_key`).
@@ -29,6 +31,7 @@ from typing import Sequence
 
 from ..facts import FrFacts, FrGroup
 from ..model import SEVERITY_ORDER, Evidence, Finding, Kind, RankState, Severity, SourceKind
+from ..parse.fr_trace_table import FrEntryTable
 from ..parse.fr_trace_text import FrTraceReport, FrTraceText
 from ..rankset import ranks_text
 
@@ -189,6 +192,48 @@ def _first(reports: list[tuple[str, FrTraceReport]]) -> list[tuple[str, FrTraceR
     return [(p, r, later[k]) for k, (p, r) in best.items()]
 
 
+def _table(path: str, t: FrEntryTable) -> tuple[list[Finding], list[RankState]]:
+    """The ``-j`` entry table: the first position where the ranks' entries differ (the ranks
+    outside a strict majority are blamed), else the ranks whose column ends first (they never
+    recorded the next entry the others did; heuristic, as ``_lagging`` for dumps)."""
+    ents = dict(zip(t.ranks, t.entries))
+    counts = {r: len(e) for r, e in ents.items()}
+    rows = [RankState(r, last_collective=e[-1].op if e else None,
+                      state=f"{e[-1].state or '?'} (fr_trace -j, {len(e)} entries)" if e else "no entry (fr_trace -j)",
+                      source=KIND) for r, e in ents.items()]
+    if len(ents) < 2:
+        return [], rows
+    short, top = min(counts.values()), max(counts.values())
+    for i in range(short):
+        sigs = Counter(ents[r][i].signature() for r in t.ranks)
+        if len(sigs) == 1:
+            continue
+        common, n = sigs.most_common(1)[0]
+        odd = tuple(r for r in t.ranks if ents[r][i].signature() != common)
+        ref = next(r for r in t.ranks if ents[r][i].signature() == common)
+        text = (f"entry #{i + 1}: {ranks_text(odd)} recorded {ents[odd[0]][i].text} where "
+                f"{ranks_text([r for r in t.ranks if r not in odd])} recorded {ents[ref][i].text}")
+        ev = (Evidence(path, t.line, f"fr_trace -j table of {ranks_text(t.ranks)}"),)
+        if n > len(t.ranks) / 2:
+            return [Finding(Kind.FR_MISMATCH, text + " (fr_trace -j)", ranks=odd, evidence=ev,
+                            action="compare the code path of these ranks: every rank must call the same collectives "
+                                   "in the same order with the same sizes")], rows
+        return [Finding(Kind.FR_MISMATCH, text + ": no majority (several process groups in one table?)", ranks=(),
+                        severity=Severity.WARNING, evidence=ev,
+                        action="run torchfrtrace without -j (it matches per process group)")], rows
+    if short == top:
+        return [], rows
+    behind = tuple(r for r in t.ranks if counts[r] == short)
+    ahead = next(r for r in t.ranks if counts[r] == top)
+    nxt = ents[ahead][short]
+    text = (f"{ranks_text(behind)} recorded {short} entr{'y' if short == 1 else 'ies'} while "
+            f"{ranks_text([r for r in t.ranks if counts[r] > short])} went on (up to {top}): "
+            f"{'it' if len(behind) == 1 else 'they'} never called entry #{short + 1}, {nxt.text} (fr_trace -j)")
+    return [Finding(Kind.FR_MISSING_RANK, text, ranks=behind,
+                    evidence=(Evidence(path, t.line, f"fr_trace -j table of {ranks_text(t.ranks)}"),),
+                    action="see where these ranks are (stacks, logs): they did not reach the next collective")], rows
+
+
 def analyze_text(texts: Sequence[FrTraceText]) -> tuple[list[Finding], list[RankState], FrFacts]:
     """Findings, per-rank rows and facts of ``torchfrtrace`` output files.
 
@@ -224,9 +269,16 @@ def analyze_text(texts: Sequence[FrTraceText]) -> tuple[list[Finding], list[Rank
                 rank, last_collective=None if gone else r.op or None, seq=None if gone else r.seq, group=r.group,
                 state=f"never joined {r.op} seq {r.seq} (fr_trace)" if gone else f"{r.state or 'pending'} (fr_trace), waiting",
                 source=KIND))
+    for t in texts:
+        for tab in t.tables:
+            found, tab_rows = _table(t.path, tab)
+            findings += found
+            for row in tab_rows:
+                rows.setdefault((row.rank, "fr_trace -j"), row)
+            world.update(tab.ranks)
     order = {Kind.FR_MISMATCH: 0, Kind.FR_MISSING_RANK: 1, Kind.FR_STUCK: 2}
     findings.sort(key=lambda f: (SEVERITY_ORDER[f.severity], order.get(f.kind, 3)))
-    n = sum(1 for t in texts if t.reports)
+    n = sum(1 for t in texts if t.reports or t.tables)
     facts = FrFacts(world=tuple(sorted(world)), formats=dict(Counter({"fr_trace text": n})) if n else {},
                     groups=groups)
     return findings, sorted(rows.values(), key=lambda s: (s.rank, s.group)), facts

@@ -49,6 +49,7 @@ import re
 from dataclasses import dataclass
 
 from ..frames import Frame
+from .fr_trace_table import FrEntryTable, parse_tables, sniff_table
 from .textlines import iter_lines, strip_prefix
 
 __all__ = ["MAX_RANK", "FrTraceCulprit", "FrTraceReport", "FrTraceText", "parse_lines", "read_fr_trace", "sniff"]
@@ -161,12 +162,14 @@ class FrTraceText:
         reports: the blocks, in file order.
         lines_read: lines read.
         skipped: lines inside a block that did not parse (garbled, too long, bad numbers).
+        tables: the per-rank entry tables of ``torchfrtrace -j`` (:mod:`hangdbg.parse.fr_trace_table`).
     """
 
     path: str
     reports: tuple[FrTraceReport, ...] = ()
     lines_read: int = 0
     skipped: int = 0
+    tables: tuple[FrEntryTable, ...] = ()
 
 
 def sniff(head: bytes) -> bool:
@@ -176,7 +179,7 @@ def sniff(head: bytes) -> bool:
         return b"missing ranks" in head or b"Missing ranks are" in head
     if b"has errors" in head or b" errors\n" in head or b"Input/output mismatch in the collective" in head:
         return b"group info: " in head and b"collective state: " in head
-    return b"missed FR dumps from ranks" in head
+    return b"missed FR dumps from ranks" in head or sniff_table(head)
 
 
 def _ranks(text: str) -> tuple[int, ...] | None:
@@ -343,12 +346,16 @@ class _Parser:
 
 
 def parse_lines(lines, path: str = "") -> FrTraceText:
-    """Parse ``(line_number, text)`` pairs of ``torchfrtrace`` output (any other lines are ignored)."""
+    """Parse ``(line_number, text)`` pairs of ``torchfrtrace`` output (any other lines are ignored):
+    the blocks, and the ``-j`` entry tables."""
     p = _Parser()
+    seen: list[tuple[int, str]] = []
     for no, raw in lines:
         p.line(no, raw)
+        seen.append((no, raw))
     p.close()
-    return FrTraceText(path, tuple(p.reports), p.lines, p.skipped)
+    tables, bad_rows = parse_tables(seen)
+    return FrTraceText(path, tuple(p.reports), p.lines, p.skipped + bad_rows, tuple(tables))
 
 
 def read_fr_trace(path: str) -> FrTraceText:

@@ -79,7 +79,7 @@ class FlightRecorderReader(ReaderBase[FrFacts]):
             findings, rows, facts = findings + t_findings, rows + t_rows, _merge(facts, t_facts)
         return SourceReport(
             kind=self.kind, files=tuple(paths), findings=tuple(findings), ranks=tuple(rows),
-            records=len(dumps) + sum(len(t.reports) for t in texts),
+            records=len(dumps) + sum(len(t.reports) + len(t.tables) for t in texts),
             lines_read=sum(len(d.entries) + d.skipped for d in dumps) + sum(t.lines_read for t in texts),
             lines_skipped=sum(d.skipped for d in dumps) + sum(t.skipped for t in texts),
             errors=tuple(errors), facts=facts,
