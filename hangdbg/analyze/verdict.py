@@ -34,6 +34,7 @@ PRIORITY: dict[Kind, int] = {
     Kind.BARRIER_MISSING: 5,
     Kind.UNREADABLE: 8, Kind.UNDECIDED: 8, Kind.NCCL_WARN: 8, Kind.CORE_UNREADABLE: 8, Kind.FIRST_COLLECTIVE: 8,
     Kind.WATCHDOG_TIMEOUT: 9, Kind.LOG_INCOMPLETE: 9, Kind.WAITING: 9, Kind.FR_AGREES: 9, Kind.CORE_ON_DEMAND: 9,
+    Kind.RAS_ERROR: 3, Kind.RAS_UNREACHABLE: 3, Kind.RAS_MISMATCH: 7, Kind.RAS_OK: 9,
 }
 """Root cause before symptom: lower first. Every :class:`Kind` has a level (a test checks)."""
 
