@@ -23,6 +23,8 @@ __all__ = [
     "FrRow",
     "FrGroup",
     "FrFacts",
+    "RasComm",
+    "RasFacts",
     "XidCount",
     "EccFacts",
     "GpuState",
@@ -252,6 +254,49 @@ class FrFacts:
     backends: tuple[str, ...] = ()
     groups: dict[str, FrGroup] = field(default_factory=dict)
     table: tuple[FrRow, ...] = ()
+
+
+# --- NCCL RAS reports (:mod:`hangdbg.analyze.nccl_ras`) -----------------------------------------
+@dataclass(frozen=True, slots=True)
+class RasComm:
+    """A row of a RAS report's ``Communicators`` table.
+
+    Attributes:
+        group: the row's group number (``#0-...``).
+        comms: communicators in the group.
+        nodes: nodes per communicator.
+        ranks: ranks per communicator.
+        status: ``RUNNING``, ``INIT``, ``FINALIZE``, ``ABORT``, ``NOCOMM``.
+        errors: ``OK``, ``MISMATCH``, ``ERROR``, ``INCOMPLETE`` (comma-joined when several).
+    """
+
+    group: int
+    comms: int
+    nodes: int
+    ranks: int
+    status: str
+    errors: str
+
+
+@dataclass(frozen=True, slots=True)
+class RasFacts:
+    """The RAS reader's facts (of the last report read).
+
+    Attributes:
+        reports: RAS reports read (a file may hold several queries).
+        nccl_version: NCCL version of the report, ``""`` when not printed.
+        nodes: nodes of the job.
+        processes: NCCL processes of the job.
+        gpus: GPUs of the job.
+        comm_groups: the ``Communicators`` table.
+    """
+
+    reports: int = 0
+    nccl_version: str = ""
+    nodes: int | None = None
+    processes: int | None = None
+    gpus: int | None = None
+    comm_groups: tuple[RasComm, ...] = ()
 
 
 # --- kernel logs and nvidia-smi (:mod:`hangdbg.analyze.xid`) ----------------------------------

@@ -75,7 +75,8 @@ class SourceKind(_DocumentedEnum):
     STACK_TEXT = ("stack-text", "gdb / pstack / eu-stack / lldb / py-bt / faulthandler / PyTorch `frame #N:` texts")
     NCCL = ("nccl", "NCCL_DEBUG logs")
     TORCH_LOG = ("torch-log", "PyTorch watchdog / desync / torchrun logs and torchelastic error.json files")
-    FLIGHT_RECORDER = ("flight-recorder", "PyTorch flight-recorder dumps (JSON or pickle)")
+    FLIGHT_RECORDER = ("flight-recorder", "PyTorch flight-recorder dumps (JSON or pickle) and fr_trace text output")
+    NCCL_RAS = ("nccl-ras", "NCCL RAS reports (`ncclras` client output, NCCL >= 2.24)")
     GPU = ("gpu", "kernel logs with NVIDIA Xid lines and nvidia-smi -q outputs")
     TRACES = ("traces", "per-rank files of the `tracer` package (trace-HOST-RANK-PID.txt)")
     NODES = ("nodes", "the fan-out itself: nodes of `dump --jobid/--hosts` or `collect` that could not be read")
@@ -138,12 +139,20 @@ class Kind(_DocumentedEnum):
     WATCHDOG_HUNG = ("watchdog-hung", "the NCCL watchdog or a process group's abort itself hung (heartbeat monitor)")
     BARRIER_MISSING = ("barrier-missing", "ranks that did not reach a monitored_barrier in time (rank 0 names them)")
     RANK_ERROR = ("rank-error", "a rank's own error: a NCCL error raised to Python, an application line naming the rank")
+    OP_MISMATCH = ("op-mismatch", "ranks that run another collective (type or size) at the same SeqNum of a process group")
+    FIRST_COLLECTIVE = ("first-collective", "the first collective of a process group never completed (init/connectivity)")
+    LOG_INCOMPLETE = ("log-incomplete", "ranks whose only trace in the logs is a cut-off line: what they did is unknown")
     # flight recorder
     FR_MISMATCH = ("fr-mismatch", "the first collective or p2p exchange whose type, sizes or dtypes differ across ranks")
     FR_MISSING_RANK = ("fr-missing-rank", "ranks with no dump, whose record stops early, or that never posted a p2p op")
     FR_STUCK = ("fr-stuck", "collectives recorded but not completed")
     FR_CONTRADICTS = ("fr-contradicts", "the flight recorder and the stacks disagree about a rank")
     FR_AGREES = ("fr-agrees", "the flight recorder and the stacks agree")
+    # NCCL RAS reports
+    RAS_MISMATCH = ("ras-mismatch", "ranks of a communicator whose operation counts or status differ (NCCL RAS)")
+    RAS_ERROR = ("ras-error", "ranks that reported an NCCL initialization or asynchronous error (NCCL RAS)")
+    RAS_UNREACHABLE = ("ras-unreachable", "ranks or processes RAS got no data from (INCOMPLETE) or considers dead")
+    RAS_OK = ("ras-ok", "NCCL RAS saw every communicator running with no error: NCCL's view only, not the job's")
     # kernel logs
     GPU_LOST = ("gpu-lost", "a GPU fell off the bus or is unusable until reset (Xid 79, the driver's report without a "
                 "number, nvidia-smi cannot open it, NV_ERR_RESET_REQUIRED)")

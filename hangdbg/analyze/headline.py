@@ -80,6 +80,8 @@ def _all_clear(rep: SourceReport) -> str:
     texts = {
         SourceKind.TORCH_LOG: f"no rank stands out in {n} log events: no watchdog timeout, desync report or failed child",
         SourceKind.FLIGHT_RECORDER: f"{n} dumps read: every rank recorded the same collectives and none is pending",
+        SourceKind.NCCL_RAS: (f"{n} NCCL RAS report{'s' if n != 1 else ''}: no NCCL error, missing process or differing "
+                              "operation count at the time of the query (NCCL's own state, not an all-clear for the job)"),
         SourceKind.GPU: f"no GPU error in {n} kernel-log / nvidia-smi records: no fatal Xid, lost GPU or uncorrectable ECC error",
         SourceKind.TRACES: f"all {n} traces ended normally and made the same calls",
     }

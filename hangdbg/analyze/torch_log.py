@@ -2,14 +2,18 @@
 
 Heuristics (each names its evidence):
 
-* **SeqNum per process group.** A rank's position in a group is the highest sequence number it
-  printed for it (timed-out ``WorkNCCL(SeqNum=)``, ``last enqueued NCCL work``). Positions are
-  compared per group, never across groups. The most common position is the norm; ranks below it
-  lag (``seq-lagging``). When a few ranks are *ahead* and most are behind, the many are reported
-  as behind and the few as ahead, with both directions in the summary: the many never called the
-  collective the few entered (or the few issued one too many).
+* **SeqNum per process group, op mismatch.** :mod:`hangdbg.analyze.torch_seq`: group identity,
+  each rank's position (the work that timed out), which groups' SeqNums may be compared, ranks in
+  another collective at the same SeqNum (``op-mismatch``), ranks behind or ahead (``seq-lagging``;
+  ranks ahead are never blamed).
 * **Silent ranks.** A rank seen in the log (``[rankN]:`` prefix) that printed no timeout while
-  others timed out probably never entered the collective (``no-timeout``).
+  others timed out probably never entered the collective (``no-timeout``). A rank whose line is cut
+  off (``[rank9]:[E816``, a watchdog line that stops short) is not silent: it is named as
+  incomplete (``log-incomplete``, info).
+* **First collective.** SeqNum 1 timed out: the group's first collective never completed, an
+  init/connectivity problem (``first-collective``, warning; NCCL connects inside the first collective).
+* **Everyone in the same op.** When every rank in the logs timed out in one op and nothing else
+  stands out, the timeout finding says so and that the rank they wait for is not in these logs.
 * **Desync report.** The ranks PyTorch's desync debug names (``desync-report``).
 * **Messages naming a rank** (fingerprint and DDP model mismatches, heartbeat monitor, NCCL
   errors): :mod:`hangdbg.analyze.torch_messages`.
@@ -34,8 +38,17 @@ from ..parse.torch_log import (
     WorkStatus,
     signal_name,
 )
-from ..rankset import compress, ranks_text
+from ..rankset import ranks_text
 from .torch_messages import message_findings
+from .torch_seq import (
+    Pos,
+    comparable,
+    lag_findings,
+    mismatch_findings,
+    positions,
+    resolve_groups,
+)
+from .torch_seq import pg as _pg
 
 __all__ = ["analyze_events"]
 
@@ -45,86 +58,18 @@ _PEER_LOSS = re.compile(r"Connection closed by peer|Connection reset by peer|rem
                         r"communicator was aborted|Broken pipe|DistNetworkError", re.IGNORECASE)
 
 
-def _pg(group: str) -> str:
-    return f"process group {group}" if group else "the process group"
+def _queued(ts: list[Timeout], pos: dict[str, dict[int, Pos]]) -> str:
+    """`` (last enqueued: rank 0 up to work 84; later works queue behind the stuck one)`` from the status
+    lines, when a rank enqueued more than one work past the one that timed out."""
+    far = sorted({(t.rank, p.enqueued) for t in ts if (p := pos.get(t.group, {}).get(t.rank)) is not None
+                  and p.enqueued is not None and t.seq is not None and p.enqueued > t.seq + 1})
+    if not far:
+        return ""
+    who = ", ".join(f"rank {r} up to work {e}" for r, e in far[:3])
+    return f" (last enqueued: {who}; later works queue behind the stuck one)"
 
 
-def _assign_groups(ev: TorchLogEvents) -> list[Timeout]:
-    """Give timeouts printed without a ``[PG ...]`` tag the group of the same rank's matching status
-    line or tagged timeout (same SeqNum); then drop duplicates (one message is printed up to three
-    times: LOG(ERROR), the watchdog's exception, ``what():``)."""
-    known: dict[tuple[int, int], set[str]] = defaultdict(set)
-    for s in ev.statuses:
-        for seq in (s.work, s.enqueued):
-            if seq is not None and s.group:
-                known[(s.rank, seq)].add(s.group)
-    for t in ev.timeouts:
-        if t.group and t.seq is not None:
-            known[(t.rank, t.seq)].add(t.group)
-    out: dict[tuple, Timeout] = {}
-    for t in ev.timeouts:
-        if not t.group and t.seq is not None and len(known.get((t.rank, t.seq), ())) == 1:
-            t = Timeout(t.rank, next(iter(known[(t.rank, t.seq)])), t.seq, t.op, t.timeout_ms, t.ran_ms,
-                        t.numel_in, t.numel_out, t.evidence)
-        out.setdefault((t.rank, t.group, t.seq, t.op), t)
-    return list(out.values())
-
-
-def _positions(timeouts: list[Timeout], statuses: list[WorkStatus]) -> dict[str, dict[int, tuple[int, Evidence]]]:
-    pos: dict[str, dict[int, tuple[int, Evidence]]] = defaultdict(dict)
-
-    def put(group: str, rank: int, seq: int | None, evid: Evidence) -> None:
-        if seq is None:
-            return
-        cur = pos[group].get(rank)
-        if cur is None or seq > cur[0]:
-            pos[group][rank] = (seq, evid)
-
-    for t in timeouts:
-        put(t.group, t.rank, t.seq, t.evidence)
-    for s in statuses:
-        put(s.group, s.rank, max((x for x in (s.enqueued, s.work) if x is not None), default=None), s.evidence)
-    return pos
-
-
-def _lag_findings(pos: dict[str, dict[int, tuple[int, Evidence]]]) -> list[Finding]:
-    out = []
-    for group, by_rank in sorted(pos.items()):
-        if len(by_rank) < 2:
-            continue
-        counts = Counter(v for v, _ in by_rank.values())
-        if len(counts) == 1:
-            continue
-        norm = max(counts, key=lambda v: (counts[v], v))
-        behind = sorted(r for r, (v, _) in by_rank.items() if v < norm)
-        ahead = sorted(r for r, (v, _) in by_rank.items() if v > norm)
-        at_norm = sorted(r for r, (v, _) in by_rank.items() if v == norm)
-        total = len(by_rank)
-        if behind:
-            vals = sorted({by_rank[r][0] for r in behind})
-            where = "SeqNum " + ", ".join(map(str, vals))
-            ev = tuple(by_rank[r][1] for r in behind[:3]) + (by_rank[at_norm[0]][1],)
-            even = " (the ranks split evenly: direction uncertain)" if counts[norm] * 2 <= total and not ahead else ""
-            out.append(Finding(
-                kind=Kind.SEQ_LAGGING,
-                summary=(f"{ranks_text(behind)} lag{'s' if len(behind) == 1 else ''} in {_pg(group)}: last {where} while "
-                         f"{len(at_norm)} other rank{'s' if len(at_norm) != 1 else ''} reached SeqNum {norm}; "
-                         f"{'it' if len(behind) == 1 else 'they'} never got past collective #{vals[-1] + 1}{even}"),
-                ranks=tuple(behind), evidence=ev, severity=Severity.SUSPECT))
-        if ahead:
-            vals = sorted({by_rank[r][0] for r in ahead})
-            ev = tuple(by_rank[r][1] for r in ahead[:3]) + (by_rank[at_norm[0]][1],)
-            out.append(Finding(
-                kind=Kind.SEQ_LAGGING,
-                summary=(f"most ranks ({len(at_norm)} of {total}: {compress(at_norm)}) are behind in {_pg(group)} at "
-                         f"SeqNum {norm} while {ranks_text(ahead)} {'is' if len(ahead) == 1 else 'are'} ahead at SeqNum "
-                         f"{', '.join(map(str, vals))}: the many never called collective #{norm + 1} "
-                         f"(or {ranks_text(ahead)} issued one the others did not)"),
-                ranks=tuple(at_norm), evidence=ev, severity=Severity.SUSPECT))
-    return out
-
-
-def _timeout_findings(timeouts: list[Timeout]) -> list[Finding]:
+def _timeout_findings(timeouts: list[Timeout], pos: dict[str, dict[int, Pos]]) -> list[Finding]:
     by: dict[tuple, list[Timeout]] = defaultdict(list)
     for t in timeouts:
         by[(t.group, t.seq, t.op)].append(t)
@@ -136,26 +81,141 @@ def _timeout_findings(timeouts: list[Timeout]) -> list[Finding]:
         out.append(Finding(
             kind=Kind.WATCHDOG_TIMEOUT,
             summary=(f"{ranks_text(ranks)} timed out in {op} ({seqtxt}, {_pg(group)})"
-                     + (f" after {ran} ms" if ran is not None else "") + f" (timeout {ts[0].timeout_ms} ms)"),
+                     + (f" after {ran} ms" if ran is not None else "") + f" (timeout {ts[0].timeout_ms} ms)"
+                     + _queued(ts, pos)),
             ranks=tuple(ranks), evidence=tuple(t.evidence for t in ts[:4]), severity=Severity.WARNING))
     return out
 
 
-def _silent_findings(ev: TorchLogEvents, timeouts: list[Timeout], exclude: set[int]) -> list[Finding]:
+def _main_timeout(timeouts: list[Timeout]) -> Timeout:
+    """A timeout of the (group, SeqNum, op) most ranks timed out in (the lowest SeqNum on a tie)."""
+    counts = Counter((t.group, t.seq, t.op) for t in timeouts)
+    key = max(counts, key=lambda k: (counts[k], -(k[1] or 0)))
+    return next(t for t in timeouts if (t.group, t.seq, t.op) == key)
+
+
+def _silent_findings(ev: TorchLogEvents, timeouts: list[Timeout], statuses: list[WorkStatus],
+                     exclude: set[int]) -> list[Finding]:
+    """Ranks seen in the log that printed no timeout (a rank whose line is cut off is not silent:
+    what it printed is unknown)."""
     if not timeouts:
         return []
-    active = {t.rank for t in timeouts} | {s.rank for s in ev.statuses}
-    silent = sorted(ev.seen_ranks - active - exclude)
+    active = {t.rank for t in timeouts} | {s.rank for s in statuses}
+    silent = sorted(ev.seen_ranks - active - exclude - set(ev.cut))
     if not silent:
         return []
-    t0 = min(timeouts, key=lambda t: (t.seq is None, t.seq or 0))
+    t0 = _main_timeout(timeouts)
     return [Finding(
         kind=Kind.NO_TIMEOUT,
         summary=(f"{ranks_text(silent)} printed no watchdog timeout while {ranks_text(active)} timed out "
                  f"({t0.op}{f' SeqNum {t0.seq}' if t0.seq is not None else ''}, {_pg(t0.group)}): "
                  f"{'it' if len(silent) == 1 else 'they'} likely never entered that collective "
                  f"(if a member of that group)"),
-        ranks=tuple(silent), evidence=(t0.evidence,), severity=Severity.SUSPECT)]
+        ranks=tuple(silent), evidence=(t0.evidence,), severity=Severity.SUSPECT,
+        action=f"look at the stacks (py-spy dump / hangdbg dump) or the last log lines of {ranks_text(silent)}")]
+
+
+def _incomplete_findings(ev: TorchLogEvents, timeouts: list[Timeout], statuses: list[WorkStatus]) -> list[Finding]:
+    """Ranks whose only watchdog trace is a cut-off line: named, never blamed."""
+    active = {t.rank for t in timeouts} | {s.rank for s in statuses}
+    cut = sorted(set(ev.cut) - active)
+    if not cut:
+        return []
+    return [Finding(
+        kind=Kind.LOG_INCOMPLETE,
+        summary=(f"{ranks_text(cut)}: the line is cut off ({ev.cut[cut[0]].text.strip()[:80]!r}); what "
+                 f"{'it' if len(cut) == 1 else 'they'} printed is unknown, so {'it is' if len(cut) == 1 else 'they are'} "
+                 "neither counted as timed out nor as silent"),
+        ranks=tuple(cut), evidence=tuple(ev.cut[r] for r in cut[:3]), severity=Severity.INFO,
+        action=f"get the complete log of {ranks_text(cut)}")]
+
+
+def _aborted_findings(ev: TorchLogEvents, timeouts: list[Timeout], statuses: list[WorkStatus]) -> list[Finding]:
+    """Ranks that took their process down ("Some NCCL operations have failed or timed out") with no
+    timeout or status line of their own in the logs: abnormal, the cause not shown."""
+    quiet = sorted(set(ev.aborted) - {t.rank for t in timeouts} - {s.rank for s in statuses})
+    if not quiet:
+        return []
+    return [Finding(
+        kind=Kind.WATCHDOG_TIMEOUT,
+        summary=(f"{ranks_text(quiet)} took {'its' if len(quiet) == 1 else 'their'} process down after a failed or "
+                 "timed-out NCCL operation; the watchdog line naming the collective is not in these logs"
+                 + (" (cut off)" if set(quiet) & set(ev.cut) else "")),
+        ranks=tuple(quiet), evidence=tuple(ev.aborted[r] for r in quiet[:3]), severity=Severity.WARNING,
+        action="collect the complete logs of every rank (the watchdog's 'Watchdog caught collective operation "
+               "timeout' lines) or the flight recorder")]
+
+
+def _status_only(timeouts: list[Timeout], statuses: list[WorkStatus]) -> dict[tuple[str, int], list[WorkStatus]]:
+    """(group, work) -> status lines of ranks whose watchdog reported a failed work (``Timeout at NCCL
+    work: N``, ``detected by watchdog at work: N``) with no watchdog line naming the collective in the
+    logs (SeqNum 1 is :func:`_first_collective_findings`'s)."""
+    named = {(t.rank, t.group) for t in timeouts}
+    at: dict[tuple[str, int], list[WorkStatus]] = defaultdict(list)
+    for st in statuses:
+        if st.work is not None and st.work != 1 and (st.rank, st.group) not in named:
+            at[(st.group, st.work)].append(st)
+    return at
+
+
+def _status_only_findings(at: dict[tuple[str, int], list[WorkStatus]]) -> list[Finding]:
+    out = []
+    for (group, work), sts in sorted(at.items()):
+        ranks = sorted({st.rank for st in sts})
+        out.append(Finding(
+            kind=Kind.WATCHDOG_TIMEOUT,
+            summary=(f"{ranks_text(ranks)}: the watchdog detected a timeout or error at work {work} of {_pg(group)}; "
+                     "the line naming the collective is not in these logs"),
+            ranks=tuple(ranks), evidence=tuple(st.evidence for st in sts[:3]), severity=Severity.WARNING,
+            action="collect the complete logs of every rank (the 'Watchdog caught collective operation timeout' lines)"))
+    return out
+
+
+def _first_collective_findings(timeouts: list[Timeout], statuses: list[WorkStatus]) -> list[Finding]:
+    """SeqNum 1 timed out (``WorkNCCL(SeqNum=1, ...)``, ``Timeout at NCCL work: 1``): the group's
+    first collective never completed, which points at communicator set-up or connectivity, not at a
+    rank's code path (NCCL connects lazily, inside the first collective)."""
+    first: dict[str, set[int]] = defaultdict(set)
+    evid: list[Evidence] = []
+    ops: set[str] = set()
+    for t in timeouts:
+        if t.seq == 1:
+            first[t.group].add(t.rank)
+            ops.add(t.op)
+            evid.append(t.evidence)
+    for st in statuses:
+        if st.work == 1:
+            first[st.group].add(st.rank)
+            evid.append(st.evidence)
+    out = []
+    for group, ranks in sorted(first.items()):
+        op = f"{'/'.join(sorted(ops))} " if ops else ""
+        out.append(Finding(
+            kind=Kind.FIRST_COLLECTIVE,
+            summary=(f"{ranks_text(sorted(ranks))} timed out in {op}SeqNum 1 of {_pg(group)}: the first collective "
+                     "never completed: init/connectivity problem (NCCL sets up its connections inside the first "
+                     "collective), or a rank never reached it"),
+            ranks=tuple(sorted(ranks)), evidence=tuple(evid[:4]), severity=Severity.WARNING,
+            action=("check the NCCL_DEBUG=INFO init lines of every rank (hangdbg nccl summary) and the network "
+                    "between the hosts (hangdbg check; NCCL_SOCKET_IFNAME, firewalls)")))
+    return out
+
+
+def _all_waiting(timeouts: list[Timeout], pos: dict[str, dict[int, Pos]], also: list[WorkStatus]) -> Finding:
+    """Every rank in the logs timed out in the same op (``also``: status lines of ranks at that work
+    whose watchdog line is missing): nobody here stands out."""
+    t0 = timeouts[0]
+    ranks = sorted({t.rank for t in timeouts} | {st.rank for st in also})
+    seq = f" SeqNum {t0.seq}" if t0.seq is not None else " (no SeqNum: old PyTorch)"
+    return Finding(
+        kind=Kind.WATCHDOG_TIMEOUT,
+        summary=(f"{ranks_text(ranks)} timed out in {t0.op}{seq} ({_pg(t0.group)}){_queued(timeouts, pos)}; none of "
+                 "the ranks in these logs "
+                 "stands out: the rank they wait for is not in them (or all are stuck in the same place): collect the "
+                 "missing ranks' logs / stacks"),
+        ranks=tuple(ranks), evidence=tuple(t.evidence for t in timeouts[:4]), severity=Severity.WARNING,
+        action=("collect the missing ranks' logs / stacks (py-spy dump / hangdbg dump on every node) or the "
+                "flight recorder (TORCH_NCCL_TRACE_BUFFER_SIZE)"))
 
 
 def _desync_findings(ev: TorchLogEvents) -> list[Finding]:
@@ -305,17 +365,38 @@ def _error_file_findings(ev: TorchLogEvents, used: set[str]) -> list[Finding]:
 
 def analyze_events(ev: TorchLogEvents) -> tuple[list[Finding], list[RankState], TorchLogFacts]:
     """Findings (most important first), per-rank rows and the facts."""
-    timeouts = _assign_groups(ev)
-    pos = _positions(timeouts, ev.statuses)
+    timeouts, statuses = resolve_groups(ev)
+    pos = positions(timeouts, statuses)
+    skip = {g for g, by in pos.items() if not comparable(g, timeouts, by)}
     fail_findings, failed_ranks, used = _failure_findings(ev, {t.rank for t in timeouts} | set(ev.aborted))
     findings = [f for f in fail_findings if f.severity is Severity.SUSPECT]
     findings += _desync_findings(ev)
-    findings += _lag_findings(pos)
-    findings += _silent_findings(ev, timeouts, failed_ranks)
+    findings += mismatch_findings(timeouts, skip)
+    findings += lag_findings(pos, skip)
+    findings += _silent_findings(ev, timeouts, statuses, failed_ranks)
     findings += _error_file_findings(ev, used)
     findings += [f for f in fail_findings if f.severity is not Severity.SUSPECT]
-    findings += _timeout_findings(timeouts)
-    mine = message_findings(ev.messages, timeouts, any(f.is_suspect for f in findings))  # analyze/torch_messages.py
+    findings += _first_collective_findings(timeouts, statuses)
+    if skip:
+        findings.append(Finding(
+            kind=Kind.WATCHDOG_TIMEOUT, severity=Severity.INFO,
+            summary=(f"SeqNums not compared in {', '.join(_pg(g) for g in sorted(skip))}: a rank timed out at several "
+                     "SeqNums there, or they lie far apart: the lines belong to several process groups (or jobs)"),
+            evidence=tuple(t.evidence for t in timeouts if t.group in skip)[:3],
+            action="collect logs of a PyTorch version that tags the process group ([PG ID N ...]), or the flight recorder"))
+    # messages PyTorch printed about a rank (desync fingerprints, DDP mismatch, heartbeat): analyze/torch_messages.py
+    mine = message_findings(ev.messages, timeouts, any(f.is_suspect for f in findings))
+    keys = {(t.group, t.seq, t.op) for t in timeouts}
+    only = _status_only(timeouts, statuses)
+    if len(keys) == 1 and not any(f.severity is Severity.SUSPECT for f in findings + mine) \
+            and not any(f.kind is Kind.FIRST_COLLECTIVE for f in findings) \
+            and set(only) <= {(g, s) for g, s, _ in keys if s is not None}:
+        findings.append(_all_waiting(timeouts, pos, [st for sts in only.values() for st in sts]))
+    else:
+        findings += _timeout_findings(timeouts, pos)
+        findings += _status_only_findings(only)
+    findings += _aborted_findings(ev, timeouts, statuses)
+    findings += _incomplete_findings(ev, timeouts, statuses)
     findings = [f for f in mine if f.is_suspect] + findings + [f for f in mine if not f.is_suspect]
     for rank, evid in sorted(ev.dump_from.items())[:1]:
         findings.append(Finding(kind=Kind.DUMP_SIGNAL, summary=f"rank {rank} detected the timeout first and signalled "
@@ -333,16 +414,21 @@ def analyze_events(ev: TorchLogEvents) -> tuple[list[Finding], list[RankState], 
             groups_of[rank].append((rank, group))
         return r
 
-    for t in sorted(timeouts, key=lambda t: t.seq or -1):
+    for t in sorted(timeouts, key=lambda t: -(t.seq or 0)):  # the first work that timed out last
         r = row(t.rank, t.group)
         r["last_collective"], r["seq"] = t.op, t.seq
         if "timed out" not in r["state"]:
             r["state"].append("timed out")
     for group, by_rank in pos.items():
-        for rank, (seq, _) in by_rank.items():
+        for rank, p in by_rank.items():
             r = row(rank, group)
-            if r["seq"] is None or seq > r["seq"]:
-                r["seq"] = seq
+            r["seq"] = p.seq  # the work that timed out; last enqueued only when none did
+            if p.enqueued is not None and p.enqueued > p.seq + 1:
+                note = f"last enqueued {p.enqueued}"
+                if note not in r["state"]:
+                    r["state"].append(note)
+    for rank in sorted(set(ev.cut) - {k[0] for k in rows}):
+        row(rank, "")["state"].append("incomplete (line cut off)")
     for rank in ev.aborted:
         for key in list(groups_of.get(rank, ())) or [(rank, "")]:
             st = row(*key)["state"]
@@ -362,11 +448,11 @@ def analyze_events(ev: TorchLogEvents) -> tuple[list[Finding], list[RankState], 
              for r in sorted(rows.values(), key=lambda r: (r["rank"], r["group"]))]
     facts = TorchLogFacts(
         timeouts=len(timeouts),
-        seqs={g: tuple(RankSeq(r, v) for r, (v, _) in sorted(by.items())) for g, by in sorted(pos.items())},
+        seqs={g: tuple(RankSeq(r, p.seq) for r, p in sorted(by.items())) for g, by in sorted(pos.items())},
         desync_reports=len(ev.desyncs),
         child_failures=len(ev.failures),
         error_files=len(ev.error_files),
         cpp_frames=tuple(CppFrames(k, tuple(v[:12])) for k, v in sorted(ev.frames.items(), key=lambda kv: (kv[0] is None, kv[0] or 0))),
-        ranks_seen=tuple(sorted(ev.seen_ranks)),
+        ranks_seen=tuple(sorted(ev.seen_ranks | set(ev.cut))),
     )
     return findings, ranks, facts

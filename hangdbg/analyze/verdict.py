@@ -25,15 +25,16 @@ PRIORITY: dict[Kind, int] = {
     # the stack analyzer's kinds share one level: it orders its own suspects (stable sort)
     Kind.MISSING: 5, Kind.DIFFERENT_COLLECTIVE: 5, Kind.DEADLOCK: 5, Kind.OUTSIDE_COLLECTIVE: 5, Kind.BEHIND: 5,
     Kind.AHEAD: 5, Kind.P2P_MISMATCH: 5, Kind.STORE_KEY_MISSING: 5, Kind.WAIT_CYCLE: 5, Kind.FR_MISMATCH: 5, Kind.TRACE_DIVERGED: 5,
-    Kind.FR_MISSING_RANK: 6, Kind.DESYNC_REPORT: 6, Kind.TRACE_STOPPED: 6, Kind.NCCL_SLICE_DIFFERS: 6,
+    Kind.FR_MISSING_RANK: 6, Kind.DESYNC_REPORT: 6, Kind.OP_MISMATCH: 6, Kind.TRACE_STOPPED: 6, Kind.NCCL_SLICE_DIFFERS: 6,
     Kind.SEQ_LAGGING: 7, Kind.NCCL_LAGGING: 7, Kind.NO_TIMEOUT: 7, Kind.DUMP_SIGNAL: 7,
     Kind.FR_STUCK: 8, Kind.FR_CONTRADICTS: 8, Kind.CPP_EXCEPTION: 8, Kind.CORE_KILLED: 8, Kind.NCCL_ABORTED: 8,
-    Kind.UNREADABLE: 8, Kind.UNDECIDED: 8, Kind.NCCL_WARN: 8, Kind.CORE_UNREADABLE: 8,
-    Kind.WATCHDOG_TIMEOUT: 9, Kind.WAITING: 9, Kind.FR_AGREES: 9, Kind.CORE_ON_DEMAND: 9,
     Kind.NCCL_INIT_FAILED: 3, Kind.NCCL_BOOTSTRAP: 3, Kind.NCCL_P2P_BLOCKED: 4,
     # analyze/torch_messages.py: a rank's own NCCL error; mismatches PyTorch detected; the watchdog's own hang
     Kind.RANK_ERROR: 3, Kind.COLLECTIVE_MISMATCH: 5, Kind.MODEL_MISMATCH: 5, Kind.WATCHDOG_HUNG: 6,
     Kind.BARRIER_MISSING: 5,
+    Kind.UNREADABLE: 8, Kind.UNDECIDED: 8, Kind.NCCL_WARN: 8, Kind.CORE_UNREADABLE: 8, Kind.FIRST_COLLECTIVE: 8,
+    Kind.WATCHDOG_TIMEOUT: 9, Kind.LOG_INCOMPLETE: 9, Kind.WAITING: 9, Kind.FR_AGREES: 9, Kind.CORE_ON_DEMAND: 9,
+    Kind.RAS_ERROR: 3, Kind.RAS_UNREACHABLE: 3, Kind.RAS_MISMATCH: 7, Kind.RAS_OK: 9,
     # native stack texts (analyze/native_causes.py)
     Kind.CUDA_ERROR: 1, Kind.ABORT_HANG: 3, Kind.COMM_INIT_FAILED: 3, Kind.CUDA_STUCK: 8,
 }

@@ -424,22 +424,22 @@ def load_dump(path: str, rank: int | None = None, max_bytes: int = MAX_DUMP_BYTE
         max_bytes: files larger than this are refused (bytes).
 
     Raises:
-        FrDumpError: unreadable, too large, not a dump, a pickle that asks for a global, or no
-            rank in the file name.
+        FrDumpError: unreadable, too large, not a dump, a pickle that asks for a global, or (for a
+            dump, checked after its content) no rank in the file name.
     """
-    if rank is None:
-        rank = rank_from_path(path)
-        if rank is None:
-            raise FrDumpError("cannot tell the rank: the file name does not end in a number "
-                              "(torch names dumps PREFIX<rank>, e.g. nccl_trace_rank_3)")
     try:
         with open(path, "rb") as f:
             size = os.fstat(f.fileno()).st_size
             if size > max_bytes:
                 raise FrDumpError(f"{size} bytes is more than the {max_bytes} bytes a dump may have")
-            doc, fmt = _decode(f)
+            doc, fmt = _decode(f)  # content first: a file that is no dump is told so, whatever its name
     except OSError as exc:
         raise FrDumpError(f"cannot read: {exc.strerror or exc}") from None
+    if rank is None:
+        rank = rank_from_path(path)
+        if rank is None:
+            raise FrDumpError("cannot tell the rank: the file name does not end in a number "
+                              "(torch names dumps PREFIX<rank>, e.g. nccl_trace_rank_3)")
     raw = doc.get("entries")
     entries, skipped = [], 0
     cache: dict = {}  # ids stay valid: doc keeps every object alive until we return

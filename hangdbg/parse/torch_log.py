@@ -21,6 +21,9 @@ Formats (PyTorch source, ``torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp`` an
   N``, ``Received a dump signal due to a collective timeout from rank R ... Last enqueued NCCL work:``.
   Some 2.2 builds print an uninitialised ``last completed`` (a huge number): values above the last
   enqueued one are ignored.
+* a line cut off in a pasted excerpt: ``[rank9]:[E816`` (the launcher prefix and part of glog's
+  header) or ``[Rank 4] Watchdog caught collective operation`` (a watchdog message that stops
+  short) is recorded in ``cut``: what that rank was doing is unknown.
 * desync debug (``TORCH_NCCL_DESYNC_DEBUG=1``, ``retrieveDesyncReport``): ``[3] Timeout at
   collective: ALLREDUCE, #1234``, ``ranks [5] are the lagging ranks that caused this timeout. They
   never joined any collectives``, ``[5] joined but didn't finish collective #1234 (count from 1)``,
@@ -82,7 +85,7 @@ _WORK = (r"WorkNCCL\((?:SeqNum=(?P<seq>\d+), )?OpType=(?P<op>\w+)"
          r", Timeout\(ms\)=(?P<tmo>\d+)\)")
 _TIMEOUT = re.compile(r"(?:Watchdog caught|Caught) collective operation timeout: " + _WORK
                       + r"(?: ran for (?P<ran>\d+) milliseconds before timing out)?")
-_TIMEOUT_HINT = re.compile(r"collective operation timeout|WorkNCCL\(")
+_TIMEOUT_HINT = re.compile(r"collective operation timeout|WorkNCCL\(|Watchdog caught|Caught collective")
 _ENQ = re.compile(r"last enqueued (?:NCCL )?work: (?P<enq>-?\d+), last completed (?:NCCL )?work: (?P<done>-?\d+)",
                   re.IGNORECASE)
 _AT_WORK = re.compile(r"(?:Timeout at NCCL work|detected ?by watchdog at work|at work sequence id): (?P<w>\d+)")
@@ -105,7 +108,7 @@ _CFE_RULE = re.compile(r"^[=-]{10,}\s*$")
 _AGENT_FAILED = re.compile(r"failed \(exitcode: (?P<c>-?\d+)\) local_rank: (?P<l>\d+) \(pid: (?P<p>\d+)\) of binary")
 
 # every line the scanner acts on contains one of these (checked before the full parse)
-_KEYWORDS = re.compile(r"collective operation timeout|WorkNCCL\(|ast enqueued|Timeout at collective|lagging|joined but"
+_KEYWORDS = re.compile(r"collective operation timeout|WorkNCCL\(|Watchdog caught|Caught collective|ast enqueued|Timeout at collective|lagging|joined but"
                        r"|finished collective|Snapshot of ranks|started|finished|operations have failed|entire process"
                        r"|frame #|ChildFailedError|failed \(exitcode|dump signal|Failures:|Root Cause \(first"
                        r"|" + torch_messages.HINT.pattern)
@@ -114,6 +117,8 @@ _WRAP_HINT = re.compile(r"collective operation timeout|WorkNCCL\(|detected ?by w
                         r"|Timeout at NCCL work|at work sequence id|Detected mismatch between collectives|DDP expects same model")
 _CFE_HEADLESS = ("Failures:", "Root Cause (first observed failure):")
 _RANK_PREFIX = re.compile(r"\[rank(\d+)\]:")
+# a line that stops right after the launcher prefix or inside glog's header: "[rank9]:[E816" (bounded)
+_CUT_HEAD = re.compile(r"\[rank(\d{1,7})\]:[ \t]{0,8}\[[EWIF]\d{0,4}(?: [\d:.]{0,24})?[ \t\r]{0,8}$")
 _SRUN_LABEL = re.compile(r"^\s*\d{1,6}: (?=\[)")  # srun --label "3: " before a launcher or glog prefix
 
 _MARKERS = ((b"Watchdog caught collective operation timeout", b"Caught collective operation timeout",
@@ -220,6 +225,8 @@ class TorchLogEvents:
     frames: dict[int | None, list[str]] = field(default_factory=dict)
     messages: TorchMessages = field(default_factory=TorchMessages)
     seen_ranks: set[int] = field(default_factory=set)
+    cut: dict[int, Evidence] = field(default_factory=dict)
+    """Ranks with a line cut off (a watchdog message or a glog header that stops short): their first one."""
     lines_read: int = 0
     lines_skipped: int = 0
 
@@ -334,6 +341,9 @@ class _Scanner:
         if self.cfe is None and not _KEYWORDS.search(raw):  # fast path: most lines of a log
             if "[rank" in raw:
                 ev.seen_ranks.update(int(x) for x in _RANK_PREFIX.findall(raw))
+                m = _CUT_HEAD.search(raw)
+                if m:
+                    ev.cut.setdefault(int(m.group(1)), Evidence(source, n, raw))
             return
         m = _SRUN_LABEL.match(raw)
         if m:
@@ -392,7 +402,11 @@ class _Scanner:
             ev.agent_failures.append((int(m.group("l")), int(m.group("p")), int(m.group("c")), Evidence(source, n, raw)))
             return
         if _TIMEOUT_HINT.search(text):
-            ev.lines_skipped += 1  # looked like a watchdog line but did not parse
+            ev.lines_skipped += 1  # looked like a watchdog line but did not parse: cut off or wrapped
+            rank, _ = _tag(text, len(text))
+            rank = p.rank if p.rank is not None else rank
+            if rank is not None:
+                ev.cut.setdefault(rank, Evidence(source, n, raw))
 
     def _timeout(self, source, n, raw, text, m, prefix_rank) -> None:
         rank, group = _tag(text, m.start())
@@ -479,6 +493,7 @@ def _failure(e: dict) -> ChildFailure:
 _NEEDLES = (b"collective", b"timeout", b"WorkNCCL(", b"enqueued", b"operations have failed", b"entire process", b"frame #",
             b"ChildFailedError", b"exitcode", b"Failures:", b"Root Cause") + torch_messages.NEEDLES
 _RANK_PREFIX_B = re.compile(rb"\[rank(\d+)\]:")
+_CUT_HEAD_B = re.compile(rb"\[rank(\d{1,7})\]:[ \t]{0,8}\[[EWIF]\d{0,4}(?: [\d:.]{0,24})?[ \t\r]{0,8}$", re.MULTILINE)
 
 
 def scan_file(path: str, source: str, events: TorchLogEvents | None = None) -> TorchLogEvents:
@@ -495,6 +510,8 @@ def scan_file(path: str, source: str, events: TorchLogEvents | None = None) -> T
     def skipped(count: int, data: bytes) -> None:
         ev.lines_read += count
         ev.seen_ranks.update(int(x) for x in set(_RANK_PREFIX_B.findall(data)))
+        for m in _CUT_HEAD_B.finditer(data):
+            ev.cut.setdefault(int(m.group(1)), Evidence(source, None, m.group(0).decode("utf-8", "replace")))
 
     with open(path, "rb") as f:
         return _scan(iter_lines_where(f, _NEEDLES, skipped, lambda: sc.cfe is not None or joiner.pending), source, ev, sc,

@@ -15,8 +15,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Generic, Literal, TypeVar, Union
 
-from ..facts import (CoreFact, CoreFacts, CoreJsonFacts, FrFacts, GpuFacts, NcclFacts, StacksFacts, StackTextFacts,
-                     TorchLogFacts, TracesFacts)
+from ..facts import (CoreFact, CoreFacts, CoreJsonFacts, FrFacts, GpuFacts, NcclFacts, RasFacts, StacksFacts,
+                     StackTextFacts, TorchLogFacts, TracesFacts)
 from ..model import ClassifiedFile, FileError, Finding, Frame, RankProcess, RankState, SourceKind, Thread
 from ..waits import RankWait, WaitEdge
 
@@ -30,7 +30,7 @@ __all__ = [
 F = TypeVar("F")
 
 AnyFacts = Union[NcclFacts, TorchLogFacts, FrFacts, GpuFacts, CoreFacts, CoreJsonFacts, StackTextFacts, StacksFacts,
-                 TracesFacts]
+                 TracesFacts, RasFacts]
 """The facts of any reader (the ``sources`` of ``hangdbg report``)."""
 
 

@@ -1,17 +1,24 @@
-"""The flight-recorder reader: PyTorch flight-recorder dumps (JSON or pickle), one per rank.
+"""The flight-recorder reader: PyTorch flight-recorder dumps (JSON or pickle), one per rank, and
+the text ``torchfrtrace`` (``fr_trace``) prints after matching them.
 
 Decoding is :mod:`hangdbg.parse.flight_recorder` (pickles through a restricted unpickler that
 refuses every global); matching the ranks' records is :mod:`hangdbg.analyze.flight_recorder`.
+The ``fr_trace`` text is :mod:`hangdbg.parse.fr_trace_text` and :mod:`hangdbg.analyze.fr_trace_text`.
+A file's content decides which it is, before its name is looked at.
 """
 
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 
 from ..analyze.flight_recorder import analyze
+from ..analyze.fr_trace_text import analyze_text
 from ..facts import FrFacts
 from ..model import FileError, SourceKind, SourceReport
+from ..parse import fr_trace_text
 from ..parse.flight_recorder import FrDump, FrDumpError, load_dump, rank_from_path, sniff
+from ..parse.textlines import read_head
 from .base import ReaderBase
 
 __all__ = ["FlightRecorderReader", "READER"]
@@ -25,12 +32,12 @@ class FlightRecorderReader(ReaderBase[FrFacts]):
     kind = SourceKind.FLIGHT_RECORDER
 
     def sniff(self, head: bytes) -> bool:
-        return sniff(head)
+        return sniff(head) or fr_trace_text.sniff(head)
 
     def takes(self, name: str, head: bytes) -> bool:
-        """A dump by content, or by a per-rank dump's name (``nccl_trace_rank_3``), so that a
-        garbled dump in a directory is reported rather than skipped."""
-        return sniff(head) or _NAME_LIKE.search(name) is not None
+        """A dump or ``fr_trace`` text by content, or by a per-rank dump's name
+        (``nccl_trace_rank_3``), so that a garbled dump in a directory is reported rather than skipped."""
+        return self.sniff(head) or _NAME_LIKE.search(name) is not None
 
     def _read(self, paths: list[str]) -> SourceReport[FrFacts]:
         """Read flight-recorder dumps (one per rank; files, not directories) and analyze them.
@@ -38,13 +45,22 @@ class FlightRecorderReader(ReaderBase[FrFacts]):
         Never raises for bad content: a file that cannot be read (truncated, garbled, too large, a
         pickle asking for a global, no rank in its name) goes into ``errors`` with the reason and the
         rest is analyzed. ``lines_read`` counts entries read, ``lines_skipped`` entries that could not
-        be used.
+        be used. A file whose head is ``fr_trace`` text is read as such (whatever its name): its blocks
+        count as records, its lines as lines read.
         """
         dumps: list[FrDump] = []
+        texts: list[fr_trace_text.FrTraceText] = []
         errors: list[FileError] = []
         unreadable: dict[int, tuple[str, str]] = {}
         first_of: dict[int, str] = {}
         for p in paths:
+            try:
+                if fr_trace_text.sniff(read_head(p)):
+                    texts.append(fr_trace_text.read_fr_trace(p))
+                    continue
+            except OSError as exc:
+                errors.append(FileError(p, f"cannot read: {exc.strerror or exc}"))
+                continue
             try:
                 d = load_dump(p)
                 if d.rank in first_of:
@@ -58,11 +74,22 @@ class FlightRecorderReader(ReaderBase[FrFacts]):
                 if r is not None:
                     unreadable[r] = (p, str(exc))
         findings, rows, facts = analyze(dumps, unreadable) if dumps else ([], [], FrFacts())
+        if texts:
+            t_findings, t_rows, t_facts = analyze_text(texts)
+            findings, rows, facts = findings + t_findings, rows + t_rows, _merge(facts, t_facts)
         return SourceReport(
-            kind=self.kind, files=tuple(paths), findings=tuple(findings), ranks=tuple(rows), records=len(dumps),
-            lines_read=sum(len(d.entries) + d.skipped for d in dumps), lines_skipped=sum(d.skipped for d in dumps),
+            kind=self.kind, files=tuple(paths), findings=tuple(findings), ranks=tuple(rows),
+            records=len(dumps) + sum(len(t.reports) + len(t.tables) for t in texts),
+            lines_read=sum(len(d.entries) + d.skipped for d in dumps) + sum(t.lines_read for t in texts),
+            lines_skipped=sum(d.skipped for d in dumps) + sum(t.skipped for t in texts),
             errors=tuple(errors), facts=facts,
         )
+
+
+def _merge(a: FrFacts, b: FrFacts) -> FrFacts:
+    """The facts of the dumps (``a``) with those of ``fr_trace`` texts (``b``) added."""
+    return replace(a, world=tuple(sorted(set(a.world) | set(b.world))), formats={**a.formats, **b.formats},
+                   groups={**b.groups, **a.groups})
 
 
 READER = FlightRecorderReader()

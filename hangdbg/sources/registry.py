@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ..model import SourceKind
-from . import core, core_json, flight_recorder, nccl, pyspy, stack_text, torch_log, traces, xid
+from . import core, core_json, flight_recorder, nccl, nccl_ras, pyspy, stack_text, torch_log, traces, xid
 from .base import Reader
 
 __all__ = ["READERS", "reader_for"]
@@ -16,6 +16,7 @@ READERS: tuple[Reader, ...] = (
     nccl.READER,
     torch_log.READER,
     flight_recorder.READER,
+    nccl_ras.READER,
     xid.READER,
     traces.READER,
 )
