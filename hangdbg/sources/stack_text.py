@@ -1,6 +1,8 @@
 """The stack-text reader: saved gdb / pstack / eu-stack / lldb backtraces, gdb ``py-bt``,
-``faulthandler`` dumps and PyTorch's C++ ``frame #N:`` traces (grammar:
-:mod:`hangdbg.parse.native_stacks`), one :class:`~hangdbg.model.RankDump` per process.
+numbered ``#N f from x.py:N`` Python frames, ``faulthandler`` dumps, PyTorch's C++ ``frame #N:``
+traces and fatal-signal dumps (c10's handler, UCX's ``Caught signal``) (grammar:
+:mod:`hangdbg.parse.native_stacks`), one :class:`~hangdbg.model.RankDump` per process, and what
+the native frames show (:mod:`hangdbg.analyze.native_causes`).
 """
 
 from __future__ import annotations
