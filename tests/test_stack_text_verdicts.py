@@ -106,7 +106,7 @@ def test_pybt_frame_lines_are_python_frames():
 
 def test_numbered_from_frames_are_python_frames_and_find_the_collective():
     assert sniff((STACKS / "numbered_frames.txt").read_bytes())
-    rep, (d,) = _load("numbered_frames.txt")
+    _rep, (d,) = _load("numbered_frames.txt")
     (t,) = d.threads
     assert [f.function for f in t.frames][:3] == ["all_reduce", "wrapper", "reduce_grads"]
     assert not any(f.native for f in t.frames)
@@ -140,7 +140,7 @@ def test_spinning_in_libcuda_under_a_cuda_call_with_wrapped_from_lines():
 
 
 def test_pstack_the_proxy_thread_never_speaks_for_the_process():
-    rep, (d,) = _load("pstack_proxy_first.txt")
+    _rep, (d,) = _load("pstack_proxy_first.txt")
     main = d.threads[primary_thread(d.threads)]
     assert main.thread_id == 7700  # not 7702 (NCCL's persistentThread in sched_yield), printed first
     assert _place(d).collective == "broadcast"  # ncclBroadcast names the op, not "wait"

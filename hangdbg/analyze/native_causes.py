@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 from ..model import Frame, Kind, Severity, Thread
 
-__all__ = ["NativeCause", "native_cause", "is_service_thread", "is_library_thread", "SERVICE_FRAMES"]
+__all__ = ["SERVICE_FRAMES", "NativeCause", "is_library_thread", "is_service_thread", "native_cause"]
 
 SERVICE_FRAMES = re.compile(
     r"ncclCommWatchdog|watchdogHandler|workCleanupLoop|checkForNCCLErrors|WorkNCCL::(?:checkTimeout|isCompleted|query"

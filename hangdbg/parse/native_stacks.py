@@ -49,8 +49,17 @@ from ..model import Frame
 from .textlines import strip_prefix
 
 __all__ = [
-    "StackBlock", "TextInfo", "parse_stacks", "parse_gdb_frame", "sniff", "merge_native_python",
-    "is_eval_frame", "thread_status", "crash_site", "CrashLine", "ATTACH_SIGNALS",
+    "ATTACH_SIGNALS",
+    "CrashLine",
+    "StackBlock",
+    "TextInfo",
+    "crash_site",
+    "is_eval_frame",
+    "merge_native_python",
+    "parse_gdb_frame",
+    "parse_stacks",
+    "sniff",
+    "thread_status",
 ]
 
 _GDB_THREAD = re.compile(r"^Thread (\d+) \((?:Thread (0x[0-9a-fA-F]+) \()?(?:LWP|process) (\d+)\)?(?: \"(.*)\")?\)?:?\s*$")

@@ -7,21 +7,40 @@ the native frames show (:mod:`hangdbg.analyze.native_causes`).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Sequence
 
 from ..analyze.native_causes import is_service_thread, native_cause
 from ..facts import StackTextFacts
-from ..model import Evidence, Frame, FileError, Finding, Kind, RankDump, RankState, Severity, SourceKind, SourceReport, Thread
+from ..model import (
+    Evidence,
+    FileError,
+    Finding,
+    Frame,
+    Kind,
+    RankDump,
+    RankState,
+    Severity,
+    SourceKind,
+    SourceReport,
+    Thread,
+)
 from ..parse.native_stacks import (
-    CrashLine, StackBlock, TextInfo, crash_site, merge_native_python, parse_stacks, sniff, thread_status,
+    CrashLine,
+    StackBlock,
+    TextInfo,
+    crash_site,
+    merge_native_python,
+    parse_stacks,
+    sniff,
+    thread_status,
 )
 from ..parse.pyspy_text import rank_from_filename
 from ..parse.textlines import iter_lines
 from .base import ReaderBase, with_source
 
-__all__ = ["StackTextReader", "READER", "load"]
+__all__ = ["READER", "StackTextReader", "load"]
 
 
 @dataclass
