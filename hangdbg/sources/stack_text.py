@@ -11,6 +11,7 @@ from typing import Sequence
 
 from ..facts import StackTextFacts
 from ..model import Evidence, FileError, Finding, Kind, RankDump, RankState, Severity, SourceKind, SourceReport, Thread
+from ..parse.debug_server import is_debug_server_dump
 from ..parse.native_stacks import StackBlock, TextInfo, crash_site, merge_native_python, parse_stacks, sniff, thread_status
 from ..parse.pyspy_text import rank_from_filename
 from ..parse.textlines import iter_lines
@@ -140,7 +141,7 @@ class StackTextReader(ReaderBase[StackTextFacts]):
     kind = SourceKind.STACK_TEXT
 
     def sniff(self, head: bytes) -> bool:
-        return sniff(head)
+        return sniff(head) and not is_debug_server_dump(head)  # the debug server's dumps are the stacks reader's
 
     def _read(self, paths: list[str]) -> SourceReport[StackTextFacts]:
         return load(paths)[0]
