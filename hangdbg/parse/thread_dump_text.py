@@ -18,9 +18,9 @@ called faulthandler from C++) is left out.
 
 Frames before the first thread header belong to no thread and are counted as garbled, unless the
 caller says the text may be one bare ``traceback.format_stack`` (then they are one thread); source
-lines are skipped. An unnamed thread whose outermost frame is ``<module>`` (the script's top level;
-threads started by :mod:`threading` begin in ``_bootstrap``) is named ``MainThread`` when it is the
-only such thread. These dumps print no thread state: every thread is read as ``idle`` (they are
+lines are skipped. Of faulthandler's threads and a bare stack (which print no thread names), an
+unnamed thread whose outermost frame is ``<module>`` (the script's top level; threads started by
+:mod:`threading` begin in ``_bootstrap``) is named ``MainThread`` when it is the only such thread. These dumps print no thread state: every thread is read as ``idle`` (they are
 taken of a process thought to hang, whose threads wait; a single dump cannot tell).
 """
 
@@ -60,7 +60,7 @@ def parse_thread_dump(text: str, headerless: bool = False) -> tuple[list[ParsedP
     Raises:
         Nothing.
     """
-    # (thread id, name, frames in printed order, printed innermost first, faulthandler)
+    # (thread id, name, frames in printed order, printed innermost first, anonymous: faulthandler or bare)
     threads: list[tuple[int, str | None, list[Frame], bool, bool]] = []
     loose: list[Frame] = []
     current: list[Frame] | None = None
@@ -80,15 +80,16 @@ def parse_thread_dump(text: str, headerless: bool = False) -> tuple[list[ParsedP
             (loose if current is None else current).append(Frame(m.group(3), m.group(1), int(m.group(2))))
     garbled = len(loose)
     if headerless and loose:
-        threads.insert(0, (0, None, loose, False, False))
+        threads.insert(0, (0, None, loose, False, True))
         garbled = 0
-    threads = [t for t in threads if t[2] or not t[4]]
+    threads = [t for t in threads if t[2] or not t[3]]  # faulthandler's thread without a Python frame
     if not threads:
         return [], garbled
-    stacks = [(tid, name, tuple(frames) if innermost_first else tuple(reversed(frames))) for tid, name, frames, innermost_first, _ in threads]
-    named_main = any(name == "MainThread" for _, name, _ in stacks)
-    mains = [] if named_main else [i for i, (_, name, frames) in enumerate(stacks)
-                                   if name is None and frames and frames[-1].function == "<module>"]
+    stacks = [(tid, name, tuple(frames) if innermost_first else tuple(reversed(frames)), anonymous)
+              for tid, name, frames, innermost_first, anonymous in threads]
+    named_main = any(name == "MainThread" for _, name, _, _ in stacks)
+    mains = [] if named_main else [i for i, (_, name, frames, anonymous) in enumerate(stacks)
+                                   if anonymous and name is None and frames and frames[-1].function == "<module>"]
     built = tuple(Thread(tid, "MainThread" if mains == [i] else name, "idle", frames)
-                  for i, (tid, name, frames) in enumerate(stacks))
+                  for i, (tid, name, frames, _) in enumerate(stacks))
     return [ParsedProcess(threads=built)], garbled
