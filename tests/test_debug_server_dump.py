@@ -132,3 +132,12 @@ def test_report_reads_the_dump_as_ranks(tmp_path):
     stacks = next(s for s in sources if s.kind is SourceKind.STACKS)
     assert stacks.records == 4
     assert {s.rank: s.state for s in stacks.ranks}[2] != "missing"
+
+
+def test_wait_counter_dump_in_the_same_blocks_is_no_stack_dump():
+    text = ('=== Rank 0: http://a:1/handler/wait_counter_values? ===\n{\n  "pg.wait": {"count": 3}\n}\n'
+            '=== Rank 1: http://b:1/handler/wait_counter_values? ===\nError: 503\n')
+    assert parse_debug_server_dump(text) is None
+    assert not is_debug_server_dump(text.encode())
+    no_handler = '=== Rank 0: a:1 ===\n{"x": 1}\n'
+    assert parse_debug_server_dump(no_handler) is None and not is_debug_server_dump(no_handler.encode())

@@ -33,7 +33,11 @@ __all__ = ["BLOCK", "is_debug_server_dump", "parse_debug_server_dump"]
 BLOCK = re.compile(r"^=== Rank (\d{1,8}): (\S.{0,4000}?) ===\s*$")
 """A block header (also used to sniff a file)."""
 
-_SNIFF = re.compile(rb"^=== Rank \d{1,8}: \S[^\n]{0,4000}? ===[ \t\r]*$", re.M)
+_SNIFF = re.compile(rb"^=== Rank \d{1,8}: (\S[^\n]{0,4000}?) ===[ \t\r]*(?:\n([^\n]{0,200})|\Z)", re.M)
+_HANDLER = re.compile(r"/handler/([A-Za-z0-9_]{1,100})")
+_STACK_HANDLERS = ("dump_traceback", "pyspy_dump")
+"""The worker handlers whose answers are stacks; the same block format also holds other handlers'
+answers (``wait_counter_values``: JSON), which are no stack dump."""
 _ERROR = re.compile(r"^Error: (\d{3})\s*$")
 _MAX_RANK = 1 << 24
 _STATUS = {
@@ -48,7 +52,17 @@ def is_debug_server_dump(head: bytes) -> bool:
     """True when the first bytes of a file hold a block header (``=== Rank N: addr ===``): such a
     file is read as a whole by the stacks reader, whatever its blocks hold (faulthandler text
     included, which the stack-text reader must then leave alone)."""
-    return _SNIFF.search(head) is not None
+    return any(_stacks_block(m.group(1).decode("utf-8", "replace"), (m.group(2) or b"").decode("utf-8", "replace"))
+               for m in _SNIFF.finditer(head))
+
+
+def _stacks_block(addr: str, first_line: str) -> bool:
+    """The block may hold a stack: its URL names a stack handler, or names none and its answer
+    does not start as JSON."""
+    m = _HANDLER.search(addr)
+    if m:
+        return m.group(1) in _STACK_HANDLERS
+    return not first_line.lstrip().startswith(("{", "["))
 
 
 def _host(addr: str) -> str:
@@ -67,7 +81,8 @@ def parse_debug_server_dump(text: str) -> tuple[list[ParsedProcess], int] | None
         text (str): the whole file.
 
     Returns:
-        ``None`` when the text holds no ``=== Rank N: addr ===`` header; else ``(processes,
+        ``None`` when the text holds no ``=== Rank N: addr ===`` header of a stack handler (the
+        debug server's ``wait_counters`` dump has the same blocks with JSON); else ``(processes,
         garbled)``: one :class:`ParsedProcess` per block in file order, whose ``header`` holds
         ``rank``, ``rank_source="debug server"``, ``host`` and, when the blocks number ranks
         ``0..n-1``, ``world_size=n``; a block with ``Error: N`` or without any stack has
@@ -90,7 +105,8 @@ def parse_debug_server_dump(text: str) -> tuple[list[ParsedProcess], int] | None
             body.append(raw)
         elif raw.strip():
             garbled += 1
-    if not blocks:
+    firsts = [next((ln for ln in body if ln.strip()), "") for _, _, body in blocks]
+    if not blocks or not any(_stacks_block(addr, first) for (_, addr, _), first in zip(blocks, firsts)):
         return None
     ranks = [r for r, _, _ in blocks]
     whole = sorted(set(ranks)) == list(range(len(blocks)))
