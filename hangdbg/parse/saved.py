@@ -2,8 +2,10 @@
 
 Accepted inputs: files written by hangdbg's collector (``OUT/raw/rank-0003[.sample-2].txt`` with a
 ``# hangdbg rank=...`` header), plain ``py-spy dump --pid N > file`` outputs, and concatenations
-of several dumps (``py-spy dump --subprocesses``, ``pgrep ... | xargs -I {} py-spy dump --pid {}``), and
-thread dumps a program printed itself from ``sys._current_frames()`` (:mod:`.thread_dump_text`).
+of several dumps (``py-spy dump --subprocesses``, ``pgrep ... | xargs -I {} py-spy dump --pid {}``),
+thread dumps a program printed itself from ``sys._current_frames()`` or with ``faulthandler``
+(:mod:`.thread_dump_text`), and the per-rank ``=== Rank N: addr ===`` dumps of PyTorch's debug
+server (:mod:`.debug_server`).
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from pathlib import Path
 from ..launchers import is_launcher
 from ..model import RankDump, Thread
 
+from .debug_server import parse_debug_server_dump
 from .pyspy_text import ParsedProcess, parse_pyspy_dump, rank_from_filename, sample_from_filename
 from .thread_dump_text import parse_thread_dump
 
@@ -62,7 +65,8 @@ def load_dumps(paths: Sequence[str | os.PathLike]) -> tuple[list[RankDump], Load
 
     Returns:
         ``(dumps, stats)``: one :class:`RankDump` per rank, sorted by rank, and a
-        :class:`LoadStats`. The rank comes from the ``# hangdbg rank=`` header, else from the
+        :class:`LoadStats`. The rank comes from the ``# hangdbg rank=`` header or the debug
+        server's ``=== Rank N`` block header, else from the
         file name when the file holds exactly one process (``rank_source="file name"``), else
         from the order of appearance, numbered after the highest rank known otherwise
         (``rank_source="order"``). Blocks of the same rank (the collector's ``sample=K``
@@ -89,7 +93,8 @@ def load_dumps(paths: Sequence[str | os.PathLike]) -> tuple[list[RankDump], Load
             unreadable.append((str(f), why))
             continue
         read += 1
-        procs, bad = parse_pyspy_dump(text)
+        server = parse_debug_server_dump(text)
+        procs, bad = server if server is not None else parse_pyspy_dump(text)
         if not procs:  # no py-spy output: a thread dump the program printed itself?
             own, own_bad = parse_thread_dump(text)
             if own:

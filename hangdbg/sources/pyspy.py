@@ -15,6 +15,7 @@ from typing import Sequence
 from ..analyze import analyze
 from ..facts import StacksFacts
 from ..model import Analysis, FileError, RankDump, RankState, SourceKind, SourceReport
+from ..parse.debug_server import is_debug_server_dump
 from ..parse.saved import load_dumps
 from .base import ReaderBase, with_source
 
@@ -61,8 +62,10 @@ class PySpyReader(ReaderBase[StacksFacts]):
         """True for py-spy ``dump`` text (py-spy 0.3/0.4: ``Process N: cmd`` / ``Thread 0x..
         (idle)`` lines), hangdbg's raw files (``# hangdbg rank=`` header) and thread dumps a program
         printed itself (``-- Thread ID: N ---`` / ``# ThreadID: N`` headers, see
-        :mod:`hangdbg.parse.thread_dump_text`)."""
-        return b"\x00" not in head and (_PYSPY.search(head) is not None or _OWN_DUMP.search(head) is not None)
+        :mod:`hangdbg.parse.thread_dump_text`), and the per-rank dumps of PyTorch's debug server
+        (``=== Rank N: addr ===`` blocks, :mod:`hangdbg.parse.debug_server`)."""
+        return b"\x00" not in head and (_PYSPY.search(head) is not None or _OWN_DUMP.search(head) is not None
+                                         or is_debug_server_dump(head))
 
     def read_dumps(self, paths: Sequence[str]) -> tuple[SourceReport[StacksFacts], list[RankDump]]:
         """Read py-spy dump texts into rank dumps (the caller analyzes them with other stacks).

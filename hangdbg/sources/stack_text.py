@@ -26,6 +26,7 @@ from ..model import (
     SourceReport,
     Thread,
 )
+from ..parse.debug_server import is_debug_server_dump
 from ..parse.native_stacks import (
     CrashLine,
     StackBlock,
@@ -217,7 +218,7 @@ class StackTextReader(ReaderBase[StackTextFacts]):
     kind = SourceKind.STACK_TEXT
 
     def sniff(self, head: bytes) -> bool:
-        return sniff(head)
+        return sniff(head) and not is_debug_server_dump(head)  # the debug server's dumps are the stacks reader's
 
     def _read(self, paths: list[str]) -> SourceReport[StackTextFacts]:
         return load(paths)[0]
