@@ -9,6 +9,8 @@ Heuristics (each finding carries the raw lines behind it):
   collective, ``%lx``) is lower than the highest. Direction is reported: when a few ranks are
   ahead and most are behind, the stragglers are the many (the few ahead already entered the next
   collective and wait for the others).
+* ``nccl-op-mismatch``: per communicator, the first opCount where ranks issued different
+  collectives (type, count, datatype, reduction, root): :mod:`hangdbg.analyze.nccl_ops`.
 * ``nccl-connect-failed``: ``Connect to IP<port> failed : ...`` WARNs (``misc/socket.cc``) and
   errors naming ``peer IP<port>`` (``net_ib.cc`` completion errors, ``net_socket.cc``); the peer's
   host comes from the same logs' own ``Bootstrap``/``NET/Socket``/``NET/IB ... OOB`` lines.
@@ -44,6 +46,7 @@ from ..model import (
 )
 from ..parse.nccl import Comm, NcclLog, Proc
 from ..rankset import compress
+from .nccl_ops import op_mismatch_findings
 from .nccl_causes import (
     MAX_EV,
     _bootstrap_findings,
@@ -413,7 +416,7 @@ def analyze(log: NcclLog) -> tuple[list[Finding], list[RankState], NcclFacts]:
     srows = _slice_rows(log) if log.split_on is not None else []
     major = _slice_majority(log, srows)
     findings = (_init_fail_findings(log) + _bootstrap_findings(log) + _init_findings(log, grp) + _connect_findings(log)
-                + _net_error_findings(log) + _lag_findings(log, grp) + _setup_findings(log)
+                + _net_error_findings(log) + op_mismatch_findings(log, grp) + _lag_findings(log, grp) + _setup_findings(log)
                 + _p2p_findings(log, bool(log.cut_files)) + _slice_findings(log, srows, major) + _warn_findings(log))
     findings.sort(key=lambda f: SEVERITY_ORDER[f.severity])
     rows = []
