@@ -46,7 +46,7 @@ from ..model import (
 )
 from ..parse.nccl import Comm, NcclLog, Proc
 from ..rankset import compress
-from .nccl_ops import op_mismatch_findings
+from .nccl_ops import op_mismatches
 from .nccl_causes import (
     MAX_EV,
     _bootstrap_findings,
@@ -147,7 +147,11 @@ def _init_findings(log: NcclLog, grp) -> list[Finding]:
     return out
 
 
-def _lag_findings(log: NcclLog, grp) -> list[Finding]:
+def _lag_findings(log: NcclLog, grp, mism: dict | None = None) -> list[Finding]:
+    """Ranks whose last opCount lags the others'. On a communicator where ranks already issued
+    different collectives (``mism``: key -> (opCount, finding), :func:`~hangdbg.analyze.nccl_ops.op_mismatches`)
+    at or below the laggards' opCount, the lag is that mismatch's consequence: a warning only."""
+    mism = mism or {}
     out = []
     for key, members in grp.items():
         live = [(p, c) for p, c in members if c.state != "start"]
@@ -184,8 +188,12 @@ def _lag_findings(log: NcclLog, grp) -> list[Finding]:
         if cut:
             summary += (". But the log ends in a cut line (an excerpt): the last opCounts may only show where it "
                         "was cut")
+        after = key in mism and mism[key][0] <= max(val[id(c)] for _, c in behind)
+        if after:
+            summary += (f". Ranks of this communicator already issued different collectives at opCount "
+                        f"0x{mism[key][0]:x} (nccl-op-mismatch): the lag follows from that")
         out.append(Finding(Kind.NCCL_LAGGING, summary, ranks=_ranks(procs), hosts=_hosts(procs),
-                           severity=Severity.WARNING if cut else Severity.SUSPECT,
+                           severity=Severity.WARNING if cut or after else Severity.SUSPECT,
                            evidence=tuple(e for e in ev if e is not None),
                            action="look at where these ranks are (stacks, their own logs): they never issued the "
                                   "collective the others wait in"))
@@ -413,10 +421,12 @@ def _last(p: Proc) -> Comm | None:
 def analyze(log: NcclLog) -> tuple[list[Finding], list[RankState], NcclFacts]:
     """Turn a scanned :class:`NcclLog` into findings (most important first), per-rank rows and facts."""
     grp = groups(log)
+    mism = op_mismatches(log, grp)
     srows = _slice_rows(log) if log.split_on is not None else []
     major = _slice_majority(log, srows)
     findings = (_init_fail_findings(log) + _bootstrap_findings(log) + _init_findings(log, grp) + _connect_findings(log)
-                + _net_error_findings(log) + op_mismatch_findings(log, grp) + _lag_findings(log, grp) + _setup_findings(log)
+                + _net_error_findings(log) + [f for _, f in mism.values()] + _lag_findings(log, grp, mism)
+                + _setup_findings(log)
                 + _p2p_findings(log, bool(log.cut_files)) + _slice_findings(log, srows, major) + _warn_findings(log))
     findings.sort(key=lambda f: SEVERITY_ORDER[f.severity])
     rows = []

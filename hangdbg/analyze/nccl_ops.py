@@ -18,7 +18,7 @@ from ..model import Evidence, Finding, Kind, Severity
 from ..parse.nccl import Comm, NcclLog, Proc
 from .nccl_causes import MAX_EV, _hosts, _names, _ranks
 
-__all__ = ["op_mismatch_findings"]
+__all__ = ["op_mismatches"]
 
 
 def _desc(sig: tuple) -> str:
@@ -65,8 +65,8 @@ def _first_mismatch(members: list[tuple[Proc, Comm]]) -> tuple[int, dict] | None
     return None
 
 
-def op_mismatch_findings(log: NcclLog, grp: dict[str, list[tuple[Proc, Comm]]]) -> list[Finding]:
-    """Per communicator, the first opCount where ranks issued different collectives.
+def op_mismatches(log: NcclLog, grp: dict[str, list[tuple[Proc, Comm]]]) -> dict[str, tuple[int, Finding]]:
+    """Per communicator key, the first opCount where ranks issued different collectives and the finding.
 
     The ranks whose operations differ from a strict majority (of at least 2 ranks) are the
     suspects; with 2 ranks or no majority the finding is a warning naming both sides (the log
@@ -75,7 +75,7 @@ def op_mismatch_findings(log: NcclLog, grp: dict[str, list[tuple[Proc, Comm]]]) 
     only the ranks of an exchange advance their opCount. Ranks at a higher opCount than the
     others are not compared with them (the opCount lag is :func:`~hangdbg.analyze.nccl._lag_findings`).
     """
-    out = []
+    out: dict[str, tuple[int, Finding]] = {}
     for key, members in grp.items():
         live = [(p, c) for p, c in members if c.ops]
         if len(live) < 2:
@@ -115,7 +115,7 @@ def op_mismatch_findings(log: NcclLog, grp: dict[str, list[tuple[Proc, Comm]]]) 
         for _, c in odd[:MAX_EV - 1] + (major[:1] if majority else odd[MAX_EV - 1:MAX_EV]):
             _, (fi, line), text = c.ops[op][0]
             ev.append(Evidence(log.files[fi], line, text if text is not None else log.fetch(fi, line)))
-        out.append(Finding(Kind.NCCL_OP_MISMATCH, summary, ranks=_ranks(procs), hosts=_hosts(procs),
-                           severity=Severity.SUSPECT if majority else Severity.WARNING, evidence=tuple(ev),
-                           action=action))
+        out[key] = (op, Finding(Kind.NCCL_OP_MISMATCH, summary, ranks=_ranks(procs), hosts=_hosts(procs),
+                                severity=Severity.SUSPECT if majority else Severity.WARNING, evidence=tuple(ev),
+                                action=action))
     return out

@@ -328,12 +328,14 @@ def _tail_ops(log: NcclLog, fi: int, size: int, nlines: int, window: int) -> Non
         c = p.comms.get(m.group(7).decode())
         if c is None:
             continue
-        op = int(m.group(2), 16)
+        op, count = int(m.group(2), 16), int(m.group(3))
+        if count > 1 << 62:
+            continue  # garbage, as op_fields
         if start:
             low = dropped.setdefault((id(p), id(c)), op)
             if op == low:
                 continue
-        add_op(c, op, op_sig(name, int(m.group(3)), int(m.group(4)), int(m.group(5)), int(m.group(6))),
+        add_op(c, op, op_sig(name, count, int(m.group(4)), int(m.group(5)), int(m.group(6))),
                (fi, first), m.group(0).decode("utf-8", "replace").rstrip("\r"))
 
 
