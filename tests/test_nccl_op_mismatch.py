@@ -202,3 +202,16 @@ def test_garbage_numbers_are_skipped_not_raised(tmp_path):
     text += coll(1, 1, n=3, count=10 ** 30) + coll(0, 1, n=3) + coll(2, 1, n=3)
     rep = read(tmp_path, text)
     assert not found(rep)
+
+
+def test_an_index_key_that_merges_two_communicators_is_not_compared(tmp_path):
+    # no commId: two 2-rank groups (0,1) and (2,3) are both "the first 2-rank communicator" of their
+    # processes; the groups legitimately reduce different sizes
+    text = "".join(init(r, 4, ptr=f"0x9{r}0") for r in range(4))
+    text += "".join(f"node:10{r}:10{r} [{r}] NCCL INFO comm 0x8{r}0 rank {r % 2} nranks 2 cudaDev {r} busId {r}000 "
+                    "- Init COMPLETE\n" for r in range(4))
+    text += "".join(coll(r, op, n=2, ptr=f"0x8{r}0", count=100 if r < 2 else 200) for op in range(3) for r in range(4))
+    assert not found(read(tmp_path, text))
+    # without init lines: more members than the communicator has ranks
+    text = "".join(coll(r, op, n=2, ptr="0x800", count=100 if r < 3 else 200) for op in range(3) for r in range(4))
+    assert not found(read(tmp_path, text, "b.log"))

@@ -65,6 +65,17 @@ def _first_mismatch(members: list[tuple[Proc, Comm]]) -> tuple[int, dict] | None
     return None
 
 
+def _merged(members: list[tuple[Proc, Comm]], nranks: int | None) -> bool:
+    """A key without ``commId`` (the k-th communicator of a size in each process) that holds
+    several communicators: more members than ranks, or two members with the same rank in it
+    (PyTorch creates NCCL communicators lazily, so processes may create them in another order,
+    and two data-parallel groups of one size share an index). Their operations are not compared."""
+    if nranks is not None and len(members) > nranks:
+        return True
+    ranks = [c.rank for _, c in members if c.rank is not None]
+    return len(ranks) != len(set(ranks))
+
+
 def op_mismatches(log: NcclLog, grp: dict[str, list[tuple[Proc, Comm]]]) -> dict[str, tuple[int, Finding]]:
     """Per communicator key, the first opCount where ranks issued different collectives and the finding.
 
@@ -72,7 +83,8 @@ def op_mismatches(log: NcclLog, grp: dict[str, list[tuple[Proc, Comm]]]) -> dict
     suspects; with 2 ranks or no majority the finding is a warning naming both sides (the log
     cannot say which one is wrong). Send/Recv are compared only as such (their peers and counts
     differ by design), and a communicator with Send/Recv and more than 2 ranks is not compared:
-    only the ranks of an exchange advance their opCount. Ranks at a higher opCount than the
+    only the ranks of an exchange advance their opCount. Without ``commId`` a key that merges
+    several communicators (:func:`_merged`) is not compared. Ranks at a higher opCount than the
     others are not compared with them (the opCount lag is :func:`~hangdbg.analyze.nccl._lag_findings`).
     """
     out: dict[str, tuple[int, Finding]] = {}
@@ -81,6 +93,8 @@ def op_mismatches(log: NcclLog, grp: dict[str, list[tuple[Proc, Comm]]]) -> dict
         if len(live) < 2:
             continue
         nranks = next((c.nranks for _, c in live if c.nranks), None)
+        if not all(c.comm_id for _, c in live) and _merged(live, nranks):
+            continue
         if (nranks is None or nranks > 2) and any(s == ("p2p",) for _, c in live for v in c.ops.values()
                                                    for s, _, _ in v):
             continue
