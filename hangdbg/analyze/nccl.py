@@ -46,7 +46,6 @@ from ..model import (
 )
 from ..parse.nccl import Comm, NcclLog, Proc
 from ..rankset import compress
-from .nccl_ops import op_mismatches
 from .nccl_causes import (
     MAX_EV,
     _bootstrap_findings,
@@ -57,6 +56,7 @@ from .nccl_causes import (
     _p2p_findings,
     _ranks,
 )
+from .nccl_ops import op_mismatches
 
 __all__ = ["analyze", "slice_table"]
 

@@ -107,7 +107,7 @@ def op_fields(name: str, rest: str) -> tuple | None:
     return op_sig(name, count, int(m.group("dt")), int(m.group("redop")), int(m.group("root")))
 
 
-def add_op(c: "Comm", op: int, sig: tuple, where: tuple[int, int], text: str | None) -> None:
+def add_op(c: Comm, op: int, sig: tuple, where: tuple[int, int], text: str | None) -> None:
     """Keep one operation of ``c`` at opCount ``op`` (the last :data:`MAX_OPS` opCounts)."""
     lst = c.ops.get(op)
     if lst is None:
