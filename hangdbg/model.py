@@ -125,6 +125,8 @@ class Kind(_DocumentedEnum):
     NCCL_INIT_FAILED = ("nccl-init-failed", "ranks whose communicator init returned an error (a `-> N` chain through init.cc)")
     NCCL_BOOTSTRAP = ("nccl-bootstrap", "a bootstrap problem: a rank checked in twice, a bootstrap on a virtual interface")
     NCCL_P2P_BLOCKED = ("nccl-p2p-blocked", "a single-node job that stops after GPU set-up: PCIe ACS / IOMMU blocking P2P")
+    NCCL_OP_MISMATCH = ("nccl-op-mismatch", "ranks of a communicator that issued another collective (type, count, "
+                        "datatype, reduction or root) at the same opCount")
     # PyTorch and torchrun logs
     CHILD_FAILED = ("child-failed", "torchrun's first failed rank (ChildFailedError), with its exit code or signal")
     CHILD_ERROR = ("child-error", "the earliest torchelastic error.json that no torchrun summary names")

@@ -9,6 +9,8 @@ Heuristics (each finding carries the raw lines behind it):
   collective, ``%lx``) is lower than the highest. Direction is reported: when a few ranks are
   ahead and most are behind, the stragglers are the many (the few ahead already entered the next
   collective and wait for the others).
+* ``nccl-op-mismatch``: per communicator, the first opCount where ranks issued different
+  collectives (type, count, datatype, reduction, root): :mod:`hangdbg.analyze.nccl_ops`.
 * ``nccl-connect-failed``: ``Connect to IP<port> failed : ...`` WARNs (``misc/socket.cc``) and
   errors naming ``peer IP<port>`` (``net_ib.cc`` completion errors, ``net_socket.cc``); the peer's
   host comes from the same logs' own ``Bootstrap``/``NET/Socket``/``NET/IB ... OOB`` lines.
@@ -54,6 +56,7 @@ from .nccl_causes import (
     _p2p_findings,
     _ranks,
 )
+from .nccl_ops import op_mismatches
 
 __all__ = ["analyze", "slice_table"]
 
@@ -144,7 +147,11 @@ def _init_findings(log: NcclLog, grp) -> list[Finding]:
     return out
 
 
-def _lag_findings(log: NcclLog, grp) -> list[Finding]:
+def _lag_findings(log: NcclLog, grp, mism: dict | None = None) -> list[Finding]:
+    """Ranks whose last opCount lags the others'. On a communicator where ranks already issued
+    different collectives (``mism``: key -> (opCount, finding), :func:`~hangdbg.analyze.nccl_ops.op_mismatches`)
+    at or below the laggards' opCount, the lag is that mismatch's consequence: a warning only."""
+    mism = mism or {}
     out = []
     for key, members in grp.items():
         live = [(p, c) for p, c in members if c.state != "start"]
@@ -181,8 +188,12 @@ def _lag_findings(log: NcclLog, grp) -> list[Finding]:
         if cut:
             summary += (". But the log ends in a cut line (an excerpt): the last opCounts may only show where it "
                         "was cut")
+        after = key in mism and mism[key][0] <= max(val[id(c)] for _, c in behind)
+        if after:
+            summary += (f". Ranks of this communicator already issued different collectives at opCount "
+                        f"0x{mism[key][0]:x} (nccl-op-mismatch): the lag follows from that")
         out.append(Finding(Kind.NCCL_LAGGING, summary, ranks=_ranks(procs), hosts=_hosts(procs),
-                           severity=Severity.WARNING if cut else Severity.SUSPECT,
+                           severity=Severity.WARNING if cut or after else Severity.SUSPECT,
                            evidence=tuple(e for e in ev if e is not None),
                            action="look at where these ranks are (stacks, their own logs): they never issued the "
                                   "collective the others wait in"))
@@ -410,10 +421,12 @@ def _last(p: Proc) -> Comm | None:
 def analyze(log: NcclLog) -> tuple[list[Finding], list[RankState], NcclFacts]:
     """Turn a scanned :class:`NcclLog` into findings (most important first), per-rank rows and facts."""
     grp = groups(log)
+    mism = op_mismatches(log, grp)
     srows = _slice_rows(log) if log.split_on is not None else []
     major = _slice_majority(log, srows)
     findings = (_init_fail_findings(log) + _bootstrap_findings(log) + _init_findings(log, grp) + _connect_findings(log)
-                + _net_error_findings(log) + _lag_findings(log, grp) + _setup_findings(log)
+                + _net_error_findings(log) + [f for _, f in mism.values()] + _lag_findings(log, grp, mism)
+                + _setup_findings(log)
                 + _p2p_findings(log, bool(log.cut_files)) + _slice_findings(log, srows, major) + _warn_findings(log))
     findings.sort(key=lambda f: SEVERITY_ORDER[f.severity])
     rows = []

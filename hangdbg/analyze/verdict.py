@@ -28,7 +28,7 @@ PRIORITY: dict[Kind, int] = {
     Kind.FR_MISSING_RANK: 6, Kind.DESYNC_REPORT: 6, Kind.OP_MISMATCH: 6, Kind.TRACE_STOPPED: 6, Kind.NCCL_SLICE_DIFFERS: 6,
     Kind.SEQ_LAGGING: 7, Kind.NCCL_LAGGING: 7, Kind.NO_TIMEOUT: 7, Kind.DUMP_SIGNAL: 7,
     Kind.FR_STUCK: 8, Kind.FR_CONTRADICTS: 8, Kind.CPP_EXCEPTION: 8, Kind.CORE_KILLED: 8, Kind.NCCL_ABORTED: 8,
-    Kind.NCCL_INIT_FAILED: 3, Kind.NCCL_BOOTSTRAP: 3, Kind.NCCL_P2P_BLOCKED: 4,
+    Kind.NCCL_INIT_FAILED: 3, Kind.NCCL_BOOTSTRAP: 3, Kind.NCCL_P2P_BLOCKED: 4, Kind.NCCL_OP_MISMATCH: 6,
     # analyze/torch_messages.py: a rank's own NCCL error; mismatches PyTorch detected; the watchdog's own hang
     Kind.RANK_ERROR: 3, Kind.COLLECTIVE_MISMATCH: 5, Kind.MODEL_MISMATCH: 5, Kind.WATCHDOG_HUNG: 6,
     Kind.BARRIER_MISSING: 5,

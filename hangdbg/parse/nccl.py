@@ -61,6 +61,8 @@ from .nccl_records import (
     _small,
     _transport,
     _Unspliced,
+    add_op,
+    op_fields,
 )
 from .textlines import strip_prefix
 
@@ -280,8 +282,12 @@ class NcclLog:
                 return False
             nr = _NRANKS_BR.search(cm.group("rest"))
             self._count_record(p)
-            self.collective(p, cm.group("name"), int(cm.group("op"), 16), ptr.group(1),
+            opv = int(cm.group("op"), 16)
+            self.collective(p, cm.group("name"), opv, ptr.group(1),
                             int(nr.group(1)) if nr else None, (fi, lineno), raw[:MAX_EVIDENCE_TEXT], 1)
+            sig = op_fields(cm.group("name"), cm.group("rest"))
+            if sig is not None:
+                add_op(self._comm(p, ptr.group(1)), opv, sig, (fi, lineno), raw[:MAX_EVIDENCE_TEXT])
             return True
         if ": opCount " in msg:
             return False  # a collective line whose fields do not parse

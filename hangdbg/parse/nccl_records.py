@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 
 from ..model import Evidence
 
-__all__ = ["Comm", "ConnectFailure", "Proc"]
+__all__ = ["MAX_OPS", "P2P_OPS", "Comm", "ConnectFailure", "Proc", "add_op", "op_fields", "op_sig"]
 
 _PLUGIN_NONE = re.compile(
     r"NET/Plugin\s*:?\s*(?:Could not find|No plugin found|Plugin load returned|Failed to find|Plugin load \([^)]*\) returned)"
@@ -68,6 +68,57 @@ class Comm:
     had_init: bool = False  # an init record (Init START/COMPLETE, nRanks/nNodes line), not only Abort/Destroy
     order: int = 0
     slices: dict = field(default_factory=dict)  # slice -> Counter(collective)
+    ops: dict = field(default_factory=dict)  # opCount -> [(OpSig, (file index, line), text)]: the last MAX_OPS
+
+
+MAX_OPS = 256
+"""opCounts kept per communicator for the cross-rank comparison (the last ones: where a job hangs)."""
+MAX_OPS_PER_COUNT = 64
+"""Operations kept per opCount (NCCL >= 2.12 gives every operation of one group the same opCount)."""
+P2P_OPS = frozenset({"Send", "Recv", "SendRecv"})
+_ROOTED = frozenset({"Broadcast", "Reduce"})
+_REDUCING = frozenset({"AllReduce", "Reduce", "ReduceScatter"})
+# The fields of a collective line after ``opCount N`` (NCCL 2.x ``enqueue.cc`` ``ncclEnqueueCheck``:
+# ``sendbuff %p recvbuff %p count %zu datatype %d op %d root %d comm %p [nranks=%d] stream %p``;
+# RCCL appends ``task %d globalrank %d``).
+_OP_FIELDS = re.compile(r"\bcount (?P<count>\d{1,20}) datatype (?P<dt>\d{1,4}) op (?P<redop>\d{1,6}) root (?P<root>-?\d{1,9}) comm ")
+
+
+def op_sig(name: str, count: int, datatype: int, redop: int, root: int) -> tuple:
+    """What every rank of a communicator must pass alike for one collective (NCCL's rule: same
+    type, count, datatype, reduction and, for Broadcast/Reduce, root): ``(name, count, datatype,
+    redop or None, root or None)``; the reduction only of reducing collectives, the root only of
+    rooted ones (NCCL prints 0 or the peer in the other fields). Send/Recv -> ``("p2p",)``: their
+    count and peer (printed as ``root``) legitimately differ between the two sides."""
+    if name in P2P_OPS:
+        return ("p2p",)
+    return (name, count, datatype, redop if name in _REDUCING else None, root if name in _ROOTED else None)
+
+
+def op_fields(name: str, rest: str) -> tuple | None:
+    """The :func:`op_sig` of a collective line's fields after ``opCount N``, None when they do not
+    parse or hold numbers no job has (a count above 2**62)."""
+    m = _OP_FIELDS.search(rest)
+    if m is None:
+        return None
+    count = int(m.group("count"))
+    if count > 1 << 62:
+        return None
+    return op_sig(name, count, int(m.group("dt")), int(m.group("redop")), int(m.group("root")))
+
+
+def add_op(c: Comm, op: int, sig: tuple, where: tuple[int, int], text: str | None) -> None:
+    """Keep one operation of ``c`` at opCount ``op`` (the last :data:`MAX_OPS` opCounts)."""
+    lst = c.ops.get(op)
+    if lst is None:
+        if len(c.ops) >= MAX_OPS:
+            low = min(c.ops)
+            if op < low:
+                return
+            del c.ops[low]
+        lst = c.ops[op] = []
+    if len(lst) < MAX_OPS_PER_COUNT:
+        lst.append((sig, where, text))
 
 
 @dataclass(slots=True)

@@ -22,6 +22,7 @@ from itertools import compress, count
 from operator import itemgetter, not_
 
 from .nccl import NcclLog, has_marker
+from .nccl_records import add_op, op_sig
 from .textlines import iter_lines
 
 __all__ = ["scan", "scan_path", "CHUNK", "PARALLEL_MIN"]
@@ -49,6 +50,17 @@ _COLL_BODY = (rb" sendbuff \S+ recvbuff \S+ count \d+ datatype \d+ op \d+ root -
 _FAST = re.compile(rb"\n(?:" + _COLL_HEAD + rb"[0-9a-fA-F]+" + _COLL_BODY + rb"|[^\n]*)")
 # (head, opCount, comm): run on the end of a chunk only, for the last opCount of each key.
 _FAST_OP = re.compile(rb"\n(?:" + _COLL_HEAD + rb"([0-9a-fA-F]+)" + _COLL_BODY + rb"|[^\n]*)")
+# (head, opCount, count, datatype, op, root, comm pointer) of a standard collective line: the
+# same acceptance as _FAST's first alternative, run on the end of each file only (:func:`_tail_ops`).
+_TAIL_OP = re.compile(rb"(?:^|(?<=\n))" + _COLL_HEAD + rb"([0-9a-fA-F]+) sendbuff \S+ recvbuff \S+ count (\d+) datatype (\d+) "
+                      rb"op (\d+) root (-?\d+) comm (0x[0-9a-fA-F]+) \[nranks=\d+\] stream (?:0x[0-9a-fA-F]+|\(nil\))"
+                      rb"\r?(?=\n|\Z)")
+OPS_TAIL = 1 << 20
+"""Bytes at the end of each file read again for the operations of the last opCounts (:func:`_tail_ops`)."""
+OPS_TAIL_TOTAL = 64 << 20
+"""At most this many bytes over all files (many per-rank files: less of each)."""
+
+
 # --- the fast scan ----------------------------------------------------------------------------
 def _ranges(size: int, path: str, chunk: int) -> list[tuple[int, int]]:
     """Newline-aligned byte ranges of about ``chunk`` bytes covering a file: each range ends after
@@ -237,11 +249,13 @@ def scan(paths: list[str], split_on: re.Pattern[str] | None = None, workers: int
 
     chunk = chunk or CHUNK
     tasks: list[tuple[int, str, int, int]] = []  # (file index, path, start, end) of each chunk
+    sizes_of: dict[int, int] = {}
     for path, size in zip(paths, sizes):
         if size < 0:
             continue
         fi = len(log.files)
         log.files.append(path)
+        sizes_of[fi] = size
         try:
             tasks.extend((fi, path, s, e) for s, e in _ranges(size, path, chunk))
         except OSError as exc:
@@ -252,6 +266,7 @@ def scan(paths: list[str], split_on: re.Pattern[str] | None = None, workers: int
         results = ex.map(_scan_chunk_args, args) if ex else map(_scan_chunk_args, args)
         line0: dict[int, int] = {}
         failed: set[int] = set()
+        fast: set[int] = set()  # files with standard collective lines (only counted by the fast scan)
         pend = None
         for (fi, path, s, _e), res in zip(tasks, results):
             if "error" in res or fi in failed:
@@ -259,6 +274,8 @@ def scan(paths: list[str], split_on: re.Pattern[str] | None = None, workers: int
                     log.errors.append((path, res["error"]))
                     failed.add(fi)
                 continue
+            if res["coll"]:
+                fast.add(fi)
             first = line0.get(fi, 1)
             log._chunks.setdefault(fi, []).append((first, s))
             pend = _merge(log, fi, first, res, pend)
@@ -269,8 +286,57 @@ def scan(paths: list[str], split_on: re.Pattern[str] | None = None, workers: int
     finally:
         if ex:
             ex.shutdown()
+    tail = max(64 << 10, min(OPS_TAIL, OPS_TAIL_TOTAL // max(1, len(fast))))
+    for fi in sorted(fast - failed):
+        try:
+            _tail_ops(log, fi, sizes_of[fi], line0[fi] - 1, tail)
+        except OSError as exc:
+            log.errors.append((log.files[fi], exc.strerror or str(exc)))
     log.finish()
     return log
+
+
+def _tail_ops(log: NcclLog, fi: int, size: int, nlines: int, window: int) -> None:
+    """Re-read the last ``window`` bytes of file ``fi`` (``size`` bytes, ``nlines`` lines) for the
+    operations of its standard collective lines (:data:`_TAIL_OP`: what the fast scan only counted):
+    per communicator and opCount, each rank's type, count, datatype, reduction and root
+    (:func:`~hangdbg.parse.nccl_records.add_op`). The first opCount of each (process,
+    communicator) in a window that does not start the file is dropped: the window may cut its
+    group of operations (NCCL >= 2.12 gives a whole group one opCount)."""
+    start = max(0, size - window)
+    with open(log.files[fi], "rb") as f:
+        f.seek(start)
+        data = f.read(size - start)
+    if start:
+        cut = data.find(b"\n")
+        data = data[cut + 1:] if cut >= 0 else b""
+    if data.endswith(b"\n"):
+        data = data[:-1]
+    if not data:
+        return
+    first = nlines - data.count(b"\n")  # line number of the window's first line
+    dropped: dict[tuple, int] = {}
+    pos = 0
+    for m in _TAIL_OP.finditer(data):
+        first += data.count(b"\n", pos, m.start())
+        pos = m.start()
+        h = _parse_head(log, m.group(1))
+        if h is None:
+            continue
+        host, pid, _dev, name = h
+        p = log.proc(host, pid, fi)
+        c = p.comms.get(m.group(7).decode())
+        if c is None:
+            continue
+        op, count = int(m.group(2), 16), int(m.group(3))
+        if count > 1 << 62:
+            continue  # garbage, as op_fields
+        if start:
+            low = dropped.setdefault((id(p), id(c)), op)
+            if op == low:
+                continue
+        add_op(c, op, op_sig(name, count, int(m.group(4)), int(m.group(5)), int(m.group(6))),
+               (fi, first), m.group(0).decode("utf-8", "replace").rstrip("\r"))
 
 
 def _merge(log: NcclLog, fi: int, first: int, res: dict, pend: tuple | None) -> tuple:
