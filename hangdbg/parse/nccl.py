@@ -73,9 +73,9 @@ MAX_EVIDENCE = 6
 
 # --- regular expressions --------------------------------------------------------------------
 # One record header (src/debug.cc). Host names: pods, hex container ids, IPs; no spaces, colons
-# or brackets.
+# or brackets; bounded lengths keep a search linear on a long line without a colon.
 RECORD = re.compile(
-    r"(?P<host>[^\s:\[\]()<>]+):(?P<pid>\d+):(?P<tid>\d+)"
+    r"(?P<host>[^\s:\[\]()<>]{1,128}):(?P<pid>\d{1,10}):(?P<tid>\d{1,10})"
     r"(?: \[(?P<dev>-?\d+)\])?"
     r"(?: (?P<ts>\d+\.\d+))?"
     r"(?: (?P<src>[\w./+-]+\.(?:cc|cu|cpp|cxx|c|h|hpp|hh)):(?P<srcline>\d+))?"
@@ -95,7 +95,7 @@ _INIT_TAIL = re.compile(r" - (?:(?P<what>Init|Abort|Destroy) )?(?P<state>START|C
 _COMMID = re.compile(r"\bcommId (0x[0-9a-fA-F]+)")
 _PARENT = re.compile(r"\bparent (0x[0-9a-fA-F]+)")
 _USING = re.compile(r"^(?P<what>NET/\w+|NET|Bootstrap)\s*:\s*Using\b(?: interface)?(?P<rest>.*)$")
-_IFACE = re.compile(r"(?:\[\d+\])?(?P<name>[A-Za-z][\w.\-]*):(?P<ip>[0-9A-Fa-f.:]*[0-9A-Fa-f](?:%[\w.\-]+)?)<\d+>")
+_IFACE = re.compile(r"(?:\[\d{1,4}\])?(?<![\w.\-])(?P<name>[A-Za-z][\w.\-]{0,63}):(?P<ip>[0-9A-Fa-f.:]{0,45}[0-9A-Fa-f](?:%[\w.\-]{1,63})?)<\d{1,6}>")
 _NETWORK = re.compile(r"^Using (?:internal )?[Nn]etwork (?P<net>.+?)\s*$")
 _IBDEV = re.compile(r"\[\d+\](?P<dev>[\w.\-]+:\d+/\w+)")
 _VIA = re.compile(r"\bvia (?P<t>[A-Za-z][\w/]*)")

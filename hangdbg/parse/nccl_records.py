@@ -15,14 +15,14 @@ from ..model import Evidence
 __all__ = ["MAX_OPS", "P2P_OPS", "Comm", "ConnectFailure", "Proc", "add_op", "op_fields", "op_sig"]
 
 _PLUGIN_NONE = re.compile(
-    r"NET/Plugin\s*:?\s*(?:Could not find|No plugin found|Plugin load returned|Failed to find|Plugin load \([^)]*\) returned)"
+    r"NET/Plugin ?:? ?(?:Could not find|No plugin found|Plugin load returned|Failed to find|Plugin load \([^)]*\) returned)"
     r"|Using internal (?:network )?(?:plugin|implementation)", re.IGNORECASE)
 _PLUGIN_LOADED = re.compile(
-    r"(?:Loaded (?:net|coll|nccl)?\s*plugin|NET/Plugin\s*:\s*Loaded(?: net plugin)?|NET/Plugin: Using)\s*:?\s*(?P<name>[^(\n]*?)\s*(?:\(v\d+\))?\s*$"
+    r"(?:Loaded (?:net|coll|nccl)? ?plugin|NET/Plugin ?: ?Loaded(?: net plugin)?|NET/Plugin: Using) ?:? ?(?P<name>[^(\n]{0,200}?)\s{0,8}(?:\(v\d+\))?\s{0,8}$"
     r"|NET/OFI Using (?P<ofi>\S+)", re.IGNORECASE)
 # Net plugin lines, by NCCL version (src/net.cc 2.4-2.18, src/plugin/net.cc and plugin_open.cc 2.19+)
 # and by plugins themselves (nccl-rdma-sharp-plugins: "Plugin Path : PATH", aws-ofi-nccl: "NET/OFI").
-_PLUGIN_PATH = re.compile(r"^Plugin Path\s*:\s*(?P<path>\S+)")
+_PLUGIN_PATH = re.compile(r"^Plugin Path {0,8}: {0,8}(?P<path>\S+)")
 _PLUGIN_EXT = re.compile(r"^Successfully loaded external (?:network )?plugin\s+(?P<path>\S+)")
 _PLUGIN_INIT = re.compile(r"^(?:Initialized|Assigned) NET plugin (?P<name>\S+)")
 _PLUGIN_ENV = re.compile(r"^NCCL_NET_PLUGIN set by environment to (?P<name>\S+)")

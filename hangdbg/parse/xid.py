@@ -66,8 +66,8 @@ _RECOVERY = re.compile(r"recovery action changed from .*? to 0x[0-9a-fA-F]+ \((?
 
 # nvidia-smi -q
 _NVSMI_GPU = re.compile(r"^GPU (?P<bus>[0-9a-fA-F]{4,8}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2})\.\d\s*$")
-_KV = re.compile(r"^(?P<indent>\s*)(?P<k>[^:]+?)\s*:\s*(?P<v>.*?)\s*$")
-_SECTION = re.compile(r"^(?P<indent>\s*)(?P<k>[A-Za-z][^:]*?)\s*$")
+_KV = re.compile(r"^(?P<indent> {0,40})(?P<k>[^:\s][^:]{0,79}?) {0,80}: {0,8}(?P<v>.*?)\s*$")
+_SECTION = re.compile(r"^(?P<indent> {0,40})(?P<k>[A-Za-z][^:]{0,79}?)\s*$")
 
 _HOST_WORD = (r"(?:dmesg|syslog|journal(?:ctl)?|kern|kernel|messages|nvidia-smi(?:-q)?|nvsmi|smi|xid|log|txt|out|gz)")
 _HOST_WORDS = re.compile(rf"^{_HOST_WORD}(?:[-_.]|$)|(?:^|[-_.]){_HOST_WORD}$", re.IGNORECASE)  # only at either end
@@ -366,6 +366,7 @@ def _other_line(ev: GpuLogEvents, lost: _LostState, source: str, default_host: s
 def _smi_line(smi: _SmiState, source: str, n: int, line: str) -> None:
     cur = smi.cur
     assert cur is not None  # only called inside an open GPU block
+    line = line[:4096].rstrip()  # nvidia-smi -q pads its lines: trailing blanks would make the match quadratic
     m = _KV.match(line)
     if m is None:
         m = _SECTION.match(line)
