@@ -111,6 +111,25 @@ def test_several_processes_without_p2p_lines_are_not_enough(tmp_path):
     assert [f.kind for f in suspects(rep)] == ["nccl-p2p-blocked"]
 
 
+HEALTHY_ONE_NODE = ("n:1:1 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[1] via P2P/IPC\n"
+                    "n:2:2 [1] NCCL INFO Channel 00/0 : 1[1] -> 0[0] via P2P/IPC\n"
+                    "n:1:1 [0] NCCL INFO comm 0x1 rank 0 nranks 2 cudaDev 0 busId 1000 commId 0xab - Init COMPLETE\n"
+                    "n:2:2 [1] NCCL INFO comm 0x2 rank 1 nranks 2 cudaDev 1 busId 2000 commId 0xab - Init COMPLETE\n")
+
+
+def test_a_completed_init_with_no_collective_lines_is_no_p2p_verdict(tmp_path):
+    """Plain NCCL_DEBUG=INFO prints no collective lines: a healthy one-node log ends like this."""
+    rep = read(tmp_path, HEALTHY_ONE_NODE)
+    assert not [f for f in rep.findings if f.kind == "nccl-p2p-blocked"]
+
+
+def test_collective_lines_stuck_at_opcount_0_after_init_are_only_a_p2p_warning(tmp_path):
+    rep = read(tmp_path, HEALTHY_ONE_NODE + COLL.format(h="n", pid=1, d=0, op=0, n=2) + "\n"
+               + COLL.format(h="n", pid=2, d=1, op=0, n=2) + "\n")
+    [f] = [f for f in rep.findings if f.kind == "nccl-p2p-blocked"]
+    assert f.severity == "warning" and "excerpt" in f.summary
+
+
 def test_an_error_chain_ending_in_init_is_an_init_failure_and_no_all_clear(tmp_path):
     rep = read(tmp_path, "[1,4]<stdout>:n7:41:43 [0] include/socket.h:318 NCCL WARN Net : Socket creation failed : "
                          "Address family not supported by protocol\n"

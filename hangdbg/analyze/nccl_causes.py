@@ -173,7 +173,9 @@ def _p2p_findings(log: NcclLog, cut: bool) -> list[Finding]:
     the IOMMU blocking GPU peer-to-peer traffic (docs.nvidia.com/deeplearning/nccl/user-guide/docs/
     troubleshooting.html, "PCI Access Control Services (ACS)"). Only when the GPUs set up P2P links
     (``via P2P/...`` lines) or one process drives every GPU (no other process it could wait for).
-    Not for a log with P2P disabled,
+    A suspect when the log stops inside init; a warning when init completed and the collective
+    lines stop at opCount 0; nothing when init completed and no collective line was logged (a
+    healthy log with plain ``NCCL_DEBUG=INFO`` reads the same). Not for a log with P2P disabled,
     a real error (WARN other than a missing libibverbs, error chains, failed connects, aborts) or
     progress (an opCount above 0)."""
     one = _single_node(log)
@@ -195,6 +197,8 @@ def _p2p_findings(log: NcclLog, cut: bool) -> list[Finding]:
         return []  # several processes and no P2P line: the stop may be a process that never arrived
     done = any(c.state == "complete" for c in comms)
     colls = any(c.counts for c in comms)
+    if done and not colls:
+        return []  # init completed and no collective lines were logged: a healthy log reads the same
     if p2p:
         where = f"after setting up {'/'.join(p2p)} links between the GPUs"
     else:
@@ -205,8 +209,13 @@ def _p2p_findings(log: NcclLog, cut: bool) -> list[Finding]:
         Kind.NCCL_P2P_BLOCKED,
         f"single-node job on {host} ({ngpus} GPUs) stops {where}: no error, {stop}"
         + (" (the log is cut mid-line)" if cut else "")
-        + ". The known symptom of PCIe ACS / the IOMMU blocking GPU peer-to-peer (P2P) traffic",
+        + ". The known symptom of PCIe ACS / the IOMMU blocking GPU peer-to-peer (P2P) traffic"
+        + (" (inferred from where the log stops)" if not done else
+           " - or the log is an excerpt (inferred from where the log stops; init completed)"),
         hosts=(host,), evidence=ev,
+        # a stop inside init with no error is the symptom; after a completed init, the first collective's
+        # lines alone cannot tell a blocked P2P transfer from an excerpt that ends there
+        severity=Severity.SUSPECT if not done else Severity.WARNING,
         action="confirm with NCCL_P2P_DISABLE=1 (if it then runs, P2P is blocked) or cuda-samples "
                "p2pBandwidthLatencyTest; fix by disabling PCIe ACS (BIOS or setpci) or booting with iommu=pt / "
                "intel_iommu=off (amd_iommu=off); `dmesg | grep -i iommu`, `lspci -vvv | grep ACSCtl` show it")]
