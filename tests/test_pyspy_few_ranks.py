@@ -183,3 +183,42 @@ def test_no_header_no_dump_and_garbage_is_cheap():
     assert parse_thread_dump('File "a.py", line 1, in f\n') == ([], 1)
     junk = "-- Thread ID: " + "9" * 70000 + " " + "-" * 70000
     assert parse_thread_dump(junk) == ([], 0)
+
+
+WORKER = """Process 4242: pt_data_worker
+Python v3.10.12 (/usr/bin/python3.10)
+
+Thread 4242 (idle): "MainThread"
+    wait (threading.py:324)
+    get (multiprocessing/queues.py:113)
+    _worker_loop (torch/utils/data/_utils/worker.py:275)
+    run (multiprocessing/process.py:108)
+    _bootstrap (multiprocessing/process.py:314)
+"""
+
+JOIN = """Process 77: python train.py
+Python v3.10.12 (/usr/bin/python3.10)
+
+Thread 77 (idle): "MainThread"
+    _wait_for_tstate_lock (threading.py:1116)
+    join (threading.py:1096)
+    save_checkpoint (train/ckpt.py:40)
+    main (train.py:90)
+    <module> (train.py:120)
+"""
+
+
+def test_an_idle_data_loader_worker_is_no_suspect(tmp_path):
+    f = tmp_path / "rank0.txt"
+    f.write_text(WORKER)
+    _dumps, a = run([f])
+    assert not suspects(a)
+
+
+def test_a_lone_thread_join_is_a_warning_not_a_suspect(tmp_path):
+    f = tmp_path / "rank0.txt"
+    f.write_text(JOIN)
+    _dumps, a = run([f])
+    assert not suspects(a)
+    [w] = [x for x in a.findings if x.kind is Kind.OUTSIDE_COLLECTIVE]
+    assert w.severity is Severity.WARNING and "Thread.join" in w.summary and w.ranks == (0,)

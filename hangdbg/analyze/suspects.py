@@ -253,7 +253,7 @@ def _lone_roots(views: list[RankView], waits, progressing: set[int], unknown: fr
     by: dict[str, list[int]] = {}
     for v in views:
         w = waits[v.rank]
-        if v.rank not in progressing and identified_block(w):
+        if v.rank not in progressing and identified_block(w) and not _is_worker(v):
             by.setdefault(w.describe(), []).append(v.rank)
     out = []
     n = len(views)
@@ -263,11 +263,33 @@ def _lone_roots(views: list[RankView], waits, progressing: set[int], unknown: fr
         unsure = f" ({who_text(ranks, unknown)})" if set(ranks) <= unknown else ""
         others = "no other rank was dumped" if n == len(ranks) else f"none of the {n} dumped ranks waits in one"
         action = next((a for key, a in _BLOCK_ACTIONS if key in w.detail), "dump what it waits for")
-        out.append(Finding(Kind.OUTSIDE_COLLECTIVE,
-                           f"{what}{_code(view.place.call_site)}{unsure}, not in any collective: "
-                           f"it waits on nothing inside the job, so every rank that waits in a collective waits for "
-                           f"it ({others})", tuple(ranks), severity=Severity.SUSPECT, action=action))
+        if w.kind is WaitKind.LOCK or any(key in w.detail for key in _LONE_CAUSES):
+            out.append(Finding(Kind.OUTSIDE_COLLECTIVE,
+                               f"{what}{_code(view.place.call_site)}{unsure}, not in any collective: "
+                               f"it waits on nothing inside the job, so every rank that waits in a collective waits "
+                               f"for it ({others})", tuple(ranks), severity=Severity.SUSPECT, action=action))
+        else:  # a thread, a subprocess, a future, a plain queue: maybe work of the job itself, maybe idle
+            out.append(Finding(Kind.OUTSIDE_COLLECTIVE,
+                               f"{what}{_code(view.place.call_site)}{unsure}, not in any collective ({others}): "
+                               f"if other ranks wait in a collective, this is why", tuple(ranks),
+                               severity=Severity.WARNING, action=action + "; dump every rank to see who waits"))
     return out
+
+
+_LONE_CAUSES = ("data loader", "file", "socket", "lock", "sleep")
+"""What a lone rank can wait on and be the suspect for (a hung job's rank that waits on these waits
+on nothing of the job); other named waits (a thread, a subprocess, a future, a queue) are only a
+warning: the work they wait for may be the job's own, or the process idle."""
+
+_WORKER_LOOPS = (("torch/utils/data/_utils/worker.py", "_worker_loop"),
+                 ("torch/utils/data/_utils/pin_memory.py", "_pin_memory_loop"))
+"""A DataLoader worker process or pin-memory thread idles in a queue by design (torch 1.x-2.x)."""
+
+
+def _is_worker(v: RankView) -> bool:
+    """True when the thread that speaks for ``v`` is a DataLoader worker loop, not a rank's own code."""
+    return any(f.file.replace("\\", "/").endswith(file) and f.function == fn
+               for f in v.thread.frames for file, fn in _WORKER_LOOPS)
 
 
 def not_dumped(graph: WaitGraph, views: list[RankView], unknown: frozenset[int] = frozenset()) -> Finding | None:
