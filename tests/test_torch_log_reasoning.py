@@ -88,8 +88,10 @@ def test_same_op_other_size_is_a_mismatch_but_gather_sizes_may_differ(tmp_path):
 def test_old_format_without_seqnum_compares_the_timed_out_ops(tmp_path):
     rep = read(tmp_path, [wd(0, None, "ALLREDUCE", launcher=False)]
                + [wd(r, None, "BROADCAST", launcher=False) for r in (1, 3, 7, 2, 4)])
-    (f,) = sus(rep)
-    assert f.kind == "op-mismatch" and f.ranks == (0,) and "no SeqNum" in f.summary
+    # each rank timed out in its own first pending op: rank 0 may be one op ahead, so only a warning
+    assert not sus(rep)
+    (f,) = kinds(rep, "op-mismatch")
+    assert f.ranks == (0,) and f.severity == "warning" and "no SeqNum" in f.summary and "ahead" in f.summary
 
 
 # --- group identity and which SeqNums are compared --------------------------------------------

@@ -248,8 +248,10 @@ def _sig_text(sig: tuple[str, int | None, int | None]) -> str:
 
 
 def mismatch_findings(timeouts: list[Timeout], skip: set[str]) -> list[Finding]:
-    """Ranks that time out in another collective (or other sizes) at the same SeqNum of one group;
-    ``None`` SeqNums (PyTorch < 1.10) are compared as one position."""
+    """Ranks that time out in another collective (or other sizes) at the same SeqNum of one group
+    (a minority of 3 or more ranks: suspects). ``None`` SeqNums (PyTorch < 1.10) are compared as
+    one position, and the odd ones are only a warning there: each rank timed out in its own first
+    pending op, so a rank ahead by one op looks the same."""
     at: dict[tuple[str, int | None], dict[int, set[tuple]]] = defaultdict(lambda: defaultdict(set))
     evid: dict[tuple[str, int | None, int], Evidence] = {}
     for t in timeouts:
@@ -273,11 +275,16 @@ def mismatch_findings(timeouts: list[Timeout], skip: set[str]) -> list[Finding]:
             many = sorted(r for r, s in one.items() if s == norm)
             odd_sigs = sorted({one[r] for r in odd}, key=str)
             verb = "runs" if len(odd) == 1 else "run"
+            # without a SeqNum each rank times out in its own first pending op: a rank one op ahead (never
+            # blamed) shows another collective too, so the odd one is only a candidate
+            known = seq is not None
             out.append(Finding(
                 kind=Kind.OP_MISMATCH,
                 summary=(f"{ranks_text(odd)} {verb} {' / '.join(_sig_text(s) for s in odd_sigs)} while {ranks_text(many)} "
-                         f"run {_sig_text(norm)} {where}: a different collective at the same position"),
-                ranks=tuple(odd), evidence=ev, severity=Severity.SUSPECT, waits_for=(),
+                         f"run {_sig_text(norm)} {where}: "
+                         + ("a different collective at the same position" if known else
+                            "a different collective, or one op ahead or behind the others (no SeqNum to tell)")),
+                ranks=tuple(odd), evidence=ev, severity=Severity.SUSPECT if known else Severity.WARNING, waits_for=(),
                 action=(f"find the code path where {ranks_text(odd)} call{'s' if len(odd) == 1 else ''} "
                         f"{odd_sigs[0][0]} instead of {norm[0]} (rank-dependent branch, skipped step); "
                         "TORCH_DISTRIBUTED_DEBUG=DETAIL names the mismatching call")))
