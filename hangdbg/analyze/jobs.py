@@ -1,8 +1,10 @@
 """Do the files given to ``hangdbg report`` come from one job? (:class:`~hangdbg.model.Kind` ``mixed-jobs``)
 
 Heuristic (ours): files of one job agree on its world size, run at the same time and (mostly) with
-one NCCL release. Two files belong to different jobs when both show a world size and the sizes
-differ, when their dates are more than :data:`MAX_DAYS_APART` days apart, or when their NCCL
+one NCCL release. Two files that share no host belong to different jobs when both state a world
+size (``WORLD_SIZE``, ``world_size``) and the sizes differ, or when one shows a communicator
+larger than the other's stated world size (an NCCL ``nranks`` is only a lower bound: a rank's log
+may show only its tensor- or pipeline-parallel communicators), when their dates are more than :data:`MAX_DAYS_APART` days apart, or when their NCCL
 ``major.minor`` versions differ and they share no host (one job whose hosts run different NCCL
 builds is a set-up difference the NCCL analysis reports, not two jobs). Files are grouped
 greedily, in path order; files that show none of these traits join no group.
@@ -27,6 +29,7 @@ MAX_DAYS_APART = 2
 class _Job:
     files: list[str] = field(default_factory=list)
     worlds: set[int] = field(default_factory=set)
+    least: int = 0
     versions: set[str] = field(default_factory=set)
     hosts: set[str] = field(default_factory=set)
     first: date | None = None
@@ -34,7 +37,12 @@ class _Job:
     line: int | None = None
 
     def fits(self, s: JobSignature) -> bool:
-        if s.worlds and self.worlds and not s.worlds & self.worlds:
+        shared = bool(s.hosts & self.hosts)  # one job's files, whatever they show of its size
+        if not shared and s.worlds and self.worlds and not s.worlds & self.worlds:
+            return False
+        # a communicator larger than the job's stated world size: another job
+        if not shared and (s.least and self.worlds and s.least > max(self.worlds)
+                           or self.least and s.worlds and self.least > max(s.worlds)):
             return False
         if s.dates and self.first is not None and self.last is not None:
             gap = timedelta(days=MAX_DAYS_APART)
@@ -49,6 +57,7 @@ class _Job:
             self.line = s.line
         self.files.append(path)
         self.worlds |= s.worlds
+        self.least = max(self.least, s.least)
         self.versions |= s.versions
         self.hosts |= s.hosts
         if s.dates:
@@ -59,6 +68,8 @@ class _Job:
         traits = []
         if self.worlds:
             traits.append("world size " + "/".join(map(str, sorted(self.worlds))))
+        elif self.least:
+            traits.append(f"communicators of up to {self.least} ranks")
         if self.versions:
             traits.append("NCCL " + "/".join(sorted(self.versions)))
         if self.hosts:

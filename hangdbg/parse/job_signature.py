@@ -19,7 +19,8 @@ from datetime import date
 __all__ = ["JobSignature", "signature"]
 
 _VERSION = re.compile(rb"NCCL version (\d{1,2})\.(\d{1,3})\.\d{1,3}")
-_WORLD = re.compile(rb"\b(?:n[Rr]anks[ =]|world_size(?:=|: ?)|WORLD_SIZE=)(\d{1,7})\b")
+_WORLD = re.compile(rb"\b(?:world_size(?:=|: ?)|WORLD_SIZE=)(\d{1,7})\b")
+_NRANKS = re.compile(rb"\bn[Rr]anks[ =](\d{1,7})\b")
 _NCCL_HOST = re.compile(rb"^(?:\S{0,40}\s)?([A-Za-z][\w.-]{0,62}):\d{1,9}:\d{1,9} \[\d{1,3}\] NCCL ", re.MULTILINE)
 _SYSLOG_HOST = re.compile(rb"^[A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d ([A-Za-z][\w.-]{0,62}) kernel: ", re.MULTILINE)
 _DATE = re.compile(rb"\b(20\d\d)-(\d\d)-(\d\d)[T ]\d\d:\d\d:\d\d\b")
@@ -31,7 +32,9 @@ class JobSignature:
     """The job traits one file shows (empty when it shows none).
 
     Attributes:
-        worlds: world sizes (the largest communicator's ``nranks``; ``WORLD_SIZE``).
+        worlds: world sizes the file states (``WORLD_SIZE``, ``world_size``).
+        least: the largest communicator's ``nranks``: a lower bound of the world size (a rank's log
+            may show only its tensor- or pipeline-parallel communicators), 0 when none.
         versions: NCCL ``major.minor`` versions.
         hosts: host names of NCCL line prefixes and syslog lines.
         dates: first and last calendar date printed, or ``None``.
@@ -39,6 +42,7 @@ class JobSignature:
     """
 
     worlds: frozenset[int] = frozenset()
+    least: int = 0
     versions: frozenset[str] = frozenset()
     hosts: frozenset[str] = frozenset()
     dates: tuple[date, date] | None = None
@@ -46,7 +50,7 @@ class JobSignature:
 
     @property
     def empty(self) -> bool:
-        return not (self.worlds or self.versions or self.dates)
+        return not (self.worlds or self.least or self.versions or self.dates)
 
 
 def _dates(head: bytes) -> tuple[date, date] | None:
@@ -63,8 +67,10 @@ def signature(head: bytes) -> JobSignature:
     """The :class:`JobSignature` of a file's first bytes; never raises."""
     worlds = [int(m.group(1)) for m in _WORLD.finditer(head)]
     worlds = [w for w in worlds if 0 < w <= _MAX_WORLD]
+    least = max((n for n in (int(m.group(1)) for m in _NRANKS.finditer(head)) if 0 < n <= _MAX_WORLD), default=0)
     versions = frozenset(f"{int(m.group(1))}.{int(m.group(2))}" for m in _VERSION.finditer(head))
     hosts = frozenset(m.group(1).decode("ascii", "replace") for rx in (_NCCL_HOST, _SYSLOG_HOST) for m in rx.finditer(head))
-    firsts = [m.start() for m in (_VERSION.search(head), _WORLD.search(head), _DATE.search(head)) if m is not None]
-    return JobSignature(frozenset({max(worlds)}) if worlds else frozenset(), versions, hosts, _dates(head),
+    firsts = [m.start() for m in (_VERSION.search(head), _WORLD.search(head), _NRANKS.search(head), _DATE.search(head))
+              if m is not None]
+    return JobSignature(frozenset({max(worlds)}) if worlds else frozenset(), least, versions, hosts, _dates(head),
                         head.count(b"\n", 0, min(firsts)) + 1 if firsts else None)
