@@ -62,6 +62,22 @@ def test_gdb_destroy_joining_the_proxy_thread(tmp_path):
     assert _place(d).kind == "outside" and "in wait" not in _place(d).describe()
 
 
+def test_a_destroy_caught_mid_work_is_only_a_warning(tmp_path):
+    """One snapshot inside ncclCommDestroy that is not waiting (freeing memory at exit) is no hang."""
+    text = (STACKS / "gdb_destroy_join.txt").read_text()
+    lines = text.splitlines()
+    start = next(i for i, ln in enumerate(lines) if "(LWP 8790)" in ln)
+    keep = lines[:start + 1] + ["#0  0x00007f2c3e4a5e10 in free () from /lib/x86_64-linux-gnu/libc.so.6"] + [
+        ln for ln in lines[start + 1:] if "commFree" in ln or "commReclaim" in ln or "ncclCommDestroy" in ln
+        or "NCCLComm" in ln or "ProcessGroupNCCL" in ln or "EvalFrame" in ln]
+    p = tmp_path / "rank-2.gdb.txt"
+    p.write_text("\n".join(keep) + "\n")
+    rep, _ = stack_text.load([str(p)])
+    assert not _suspects(rep)
+    (w,) = [f for f in rep.findings if f.kind is Kind.ABORT_HANG]
+    assert w.severity is Severity.WARNING and "not waiting" in w.summary
+
+
 def test_cuda_check_failure_in_the_watchdog_is_a_cuda_error():
     rep, (d,) = _load("watchdog_cuda_check.txt")
     (s,) = _suspects(rep)

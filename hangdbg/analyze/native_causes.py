@@ -33,6 +33,9 @@ SERVICE_FRAMES = re.compile(
 """Frames of threads that PyTorch or NCCL run for themselves (the c10d watchdog, heartbeat
 monitor and abort, NCCL's proxy threads): such a thread waits, but not in a collective."""
 
+_ABORT_WAIT = re.compile(r"waitForFutureOrTimeout|pthread_cond_(?:timed)?wait|\bfutex|__lll_lock_wait|sched_yield|nanosleep"
+                         r"|usleep|\bpoll\b|__poll|epoll_wait|sem_(?:timed)?wait|std::future|condition_variable::wait")
+"""An abort/destroy thread that waits (blocking primitives of glibc, std::future)."""
 _ABORT = re.compile(r"ncclCommAbort|ncclCommDestroy|\bcommFree\b|commReclaim|ProcessGroupNCCL::(?:abort|shutdown"
                     r"|abortCommsFromMap)\b|NCCLComm::(?:abort|destroy)")
 _JOIN = re.compile(r"pthread_(?:clock|timed)?join")
@@ -151,9 +154,13 @@ def native_cause(thread: Thread, thrown: bool = False) -> NativeCause | None:
     if not thrown and abort is not None:
         outer = [f for f in fr if f.native and _ABORT.search(f.function)][-1]
         join = " (it joins an NCCL thread, the proxy, that does not exit)" if _first(fr, _JOIN) else ""
+        # one snapshot inside a destroy at exit is normal: a hang when the thread waits there
+        waits = _first(fr, _JOIN) is not None or _first(fr, _ABORT_WAIT) is not None
         return NativeCause(
-            Kind.ABORT_HANG, Severity.SUSPECT,
-            f"hangs in the NCCL communicator abort/destroy: {_chain(fr, outer, 8)}{join}",
+            Kind.ABORT_HANG, Severity.SUSPECT if waits else Severity.WARNING,
+            (f"hangs in the NCCL communicator abort/destroy: {_chain(fr, outer, 8)}{join}" if waits else
+             f"in the NCCL communicator abort/destroy, not waiting in this snapshot: {_chain(fr, outer, 8)} "
+             "(a hang only if it stays there)"),
             "the process cannot exit after an error: upgrade NCCL (abort/destroy hangs are fixed in later releases, "
             "see the NCCL release notes for your version), take `thread apply all bt` to see the NCCL thread it "
             "waits for, and look for the error that started the abort in this rank's log", abort)

@@ -80,7 +80,7 @@ def read_sources(paths: Sequence[str], on_kind: Callable[[SourceKind, int], None
 
 LOG_KINDS = (SourceKind.TORCH_LOG, SourceKind.NCCL, SourceKind.GPU)
 """The line readers of the per-kind commands ``logs``, ``nccl summary`` and ``gpu``."""
-PROBE_MAX_BYTES = 64 << 20
+PROBE_MAX_BYTES = 8 << 20
 """Larger files get no second chance (their head decided)."""
 _NO_LOG_READER = {SourceKind.STACK_TEXT}
 
