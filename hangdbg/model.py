@@ -101,6 +101,8 @@ class Kind(_DocumentedEnum):
     WAITING = ("waiting", "ranks that wait (in a collective, a p2p op, a store, a rendezvous) for the ranks in waits_for")
     UNREADABLE = ("unreadable", "ranks whose stack could not be taken (the error says why and how to fix it)")
     NODE_FAILED = ("node-failed", "a node of the fan-out that could not be read (unreachable, error, timeout)")
+    NOT_SAVED = ("not-saved", "files of the output directory that could not be written (disk full, read-only, quota, "
+                 "permission): the analysis is complete, only these files are missing on disk")
     MIXED_JOBS = ("mixed-jobs", "the files given look like several unrelated jobs (world sizes, NCCL versions, dates differ)")
     # stack texts and core files
     CRASH = ("crash", "a backtrace text (gdb, lldb) shows a process stopped by a fatal signal")

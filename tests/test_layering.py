@@ -14,7 +14,8 @@ ROOT = Path(__file__).resolve().parent.parent
 PKG = ROOT / "hangdbg"
 
 GROUND = {"hangdbg._version", "hangdbg.errors", "hangdbg.model", "hangdbg.facts", "hangdbg.rankset",
-          "hangdbg.launch_env", "hangdbg.launchers", "hangdbg._ncclscan", "hangdbg.frames", "hangdbg.waits"}
+          "hangdbg.launch_env", "hangdbg.launchers", "hangdbg._ncclscan", "hangdbg.frames", "hangdbg.waits",
+          "hangdbg.outdir"}
 """Import nothing from the project but the ground floor itself (model re-exports frames and waits)."""
 
 LAYERS = {

@@ -60,6 +60,8 @@ class CollectCommand(Command):
         p.add_argument("--report", action="store_true",
                        help="then read DIR as `hangdbg report DIR -o DIR` does (report.json, report.html) and print it")
         p.add_argument("--html", metavar="FILE", type=Path, help="with --report: also write the HTML report to FILE")
+        p.add_argument("--force", action="store_true",
+                       help="reuse an output directory that holds another run's output: its hangdbg files are removed first")
         add_output_arguments(p, "DIR/<host>/..., collect.json, with --report report.json and report.html; "
                                 "default ./hangdbg-collect-DATE", tree=True)
 

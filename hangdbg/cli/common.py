@@ -24,8 +24,9 @@ from rich.console import Console, RenderableType
 from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from ..errors import HangdbgError, UsageError
-from ..model import Kind, Analysis, SourceReport
+from ..errors import UsageError
+from ..model import Kind, Analysis, Finding, Severity, SourceReport
+from ..outdir import claim, not_saved, save_text
 from ..parse.textlines import files_where
 from ..sources.base import Reader
 from ..sources.own_output import is_own_output
@@ -91,15 +92,22 @@ class Command:
     def emit(self, doc: Any, args: argparse.Namespace, name: str, render: Callable[[], RenderableType | None]) -> None:
         """Write ``doc`` to ``--out``/``name`` when asked, then print it (``--json``) or its report."""
         out = getattr(args, "out", None)
+        doc = with_not_saved(doc)
         if out is not None:
             write_json(Path(out) / name, doc)
+            doc = with_not_saved(doc)
         if args.json:
             self.print_json(doc)
-            return
-        view = render()
-        if view is not None:
-            self.out.print(view)
-        if out is not None:
+        else:
+            view = render()
+            if view is not None:
+                self.out.print(view)
+        lost = not_saved()
+        for n in lost[:10]:
+            self.warn(f"not saved: {n.path}: {n.reason}")
+        if len(lost) > 10:
+            self.warn(f"not saved: {len(lost) - 10} more file(s)")
+        if out is not None and not args.json:
             self.err.print(f"[dim]written to {escape(str(out))}[/dim]", highlight=False)
 
 
@@ -124,19 +132,34 @@ def add_output_arguments(parser: argparse.ArgumentParser, name: str, tree: bool 
 
 
 def out_dir(args: argparse.Namespace, prefix: str = "hangdbg-dump") -> Path:
-    """``--out``, or ``./PREFIX-YYYYmmdd-HHMMSS``: created, and stored back into ``args.out``.
+    """``--out``, or ``./PREFIX-YYYYmmdd-HHMMSS``: claimed for this run (:func:`hangdbg.outdir.claim`:
+    created, writable, not holding another run's output unless ``--force``), and stored back into
+    ``args.out``.
 
     Raises:
-        HangdbgError: the directory cannot be created (read-only, a file in the way...).
+        UsageError: the directory cannot be created or written (read-only, a file in the way,
+            full), or holds another run's output and ``--force`` was not given.
     """
     if args.out is None:
         args.out = Path(f"{prefix}-{datetime.now().strftime('%Y%m%d-%H%M%S')}")
-    try:
-        args.out.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise HangdbgError(f"cannot create the output directory {args.out}: {exc.strerror or exc}",
-                           help="pass -o DIR on a writable file system") from None
+    claim(args.out, str(getattr(args, "command", None) or prefix), force=bool(getattr(args, "force", False)))
     return args.out
+
+
+def with_not_saved(doc: Any) -> Any:
+    """``doc`` with a ``not-saved`` warning (and a headline note) when files of the output
+    directory could not be written (:func:`hangdbg.outdir.not_saved`); unchanged otherwise, or
+    when it has one already. ``found`` (the exit status) is not changed."""
+    lost = not_saved()
+    if not lost or any(f.kind is Kind.NOT_SAVED for f in doc.findings):
+        return doc
+    reasons = sorted({n.reason for n in lost})
+    names = ", ".join(n.path for n in lost[:3]) + (f" and {len(lost) - 3} more" if len(lost) > 3 else "")
+    summary = f"{len(lost)} output file(s) not saved ({'; '.join(reasons)}): {names}"
+    finding = Finding(Kind.NOT_SAVED, summary, severity=Severity.WARNING,
+                      action="free space or choose another output directory with -o DIR; the analysis above is complete")
+    headline = f"{doc.headline} ({len(lost)} output file(s) not saved: {reasons[0]})"
+    return replace(doc, findings=tuple(doc.findings) + (finding,), headline=headline)
 
 
 def progress_bar(console: Console, label: str, total: int, pending: bool = False) -> Progress:
@@ -149,34 +172,21 @@ def progress_bar(console: Console, label: str, total: int, pending: bool = False
     )
 
 
-def write_json(path: Path, doc: Any) -> None:
-    """Write a document atomically (a reader never sees half a file).
-
-    Raises:
-        HangdbgError: it cannot be written (the message names the file and why).
-    """
+def write_json(path: Path, doc: Any) -> bool:
+    """Write a document atomically (a reader never sees half a file): :func:`write_text`."""
     from ..report.schema import to_json
 
-    write_text(path, to_json(doc) + "\n")
+    return write_text(path, to_json(doc) + "\n")
 
 
-def write_text(path: Path, text: str) -> None:
-    """Write a file atomically (``path.part``, then renamed).
+def write_text(path: Path, text: str) -> bool:
+    """Write a file atomically (:func:`hangdbg.outdir.save_text`). Never raises: a file that
+    cannot be written is recorded as not saved (:func:`with_not_saved` reports it).
 
-    Raises:
-        HangdbgError: it cannot be written (the message names the file and why).
+    Returns:
+        True when saved.
     """
-    tmp = path.with_name(path.name + ".part")
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp.write_text(text, encoding="utf-8")
-        tmp.replace(path)
-    except OSError as exc:
-        try:
-            tmp.unlink()
-        except OSError:
-            pass
-        raise HangdbgError(f"cannot write {path}: {exc.strerror or exc}") from None
+    return save_text(path, text)
 
 
 def expand_paths(paths: Sequence[str], takes: Callable[[str, bytes], bool]) -> list[str]:
@@ -266,7 +276,7 @@ def emit_stacks(cmd: Command, a: Analysis, args: argparse.Namespace, command: st
     from ..report.build import stacks_document
     from ..report.console import render_analysis
 
-    document = stacks_document(a, command, **doc)
+    document = with_not_saved(stacks_document(a, command, **doc))
     view = replace(a, headline=document.headline, findings=document.findings)
     cmd.emit(document, args, "hangdbg.json",
              lambda: render_analysis(view, tree=not args.no_tree, evidence=not getattr(args, "no_evidence", False)))

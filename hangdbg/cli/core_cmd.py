@@ -12,12 +12,13 @@ from rich.markup import escape
 from rich.panel import Panel
 
 from ..analyze import analyze
-from ..errors import HangdbgError, UsageError
+from ..errors import UsageError
 from ..report.build import core_document
 from ..report.console import render_analysis
 from ..report.evidence import findings_table, headline_panel
 from ..sources.core import CoreOptions, CoreReading, load
 from ..sources.own_output import GDB_TEXT_SUFFIX
+from ..outdir import save_text
 from .common import Command, add_output_arguments, exit_status, positive_float, positive_int, print_error
 
 _SHOWN_FRAMES = 12
@@ -65,13 +66,9 @@ class CoreCommand(Command):
 
     @staticmethod
     def _write_backtraces(readings: list[CoreReading], out: Path) -> None:
-        try:
-            out.mkdir(parents=True, exist_ok=True)
-            for i, c in enumerate(readings):
-                if c.gdb_text:
-                    (out / f"{Path(c.path).name}.{i}{GDB_TEXT_SUFFIX}").write_text(c.gdb_text)
-        except OSError as exc:
-            raise HangdbgError(f"cannot write to {out}: {exc.strerror or exc}") from None
+        for i, c in enumerate(readings):
+            if c.gdb_text:  # a text that cannot be written is recorded as not saved
+                save_text(out / f"{Path(c.path).name}.{i}{GDB_TEXT_SUFFIX}", c.gdb_text)
 
     def _render(self, readings: list[CoreReading], analysis, doc, args):
         findings = doc.findings

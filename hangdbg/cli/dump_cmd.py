@@ -116,7 +116,8 @@ class DumpCommand(Command):
         add_collect_arguments(p)
         g = p.add_argument_group("core files")
         g.add_argument("--core", action="store_true", help="also write a core file of every rank with gcore (OUT/core.rankR.PID) after the stacks; the ranks keep running (each gcore may take 15x --timeout)")
-        g.add_argument("--force", action="store_true", help="with --core: write the cores even when they look too big for the free space")
+        g.add_argument("--force", action="store_true", help="with --core: write the cores even when they look too big for the free space; "
+                            "reuse an -o DIR that holds another run's output (its hangdbg files are removed first)")
         add_remote_arguments(p)
         add_output_arguments(p, "raw/, processes.json, hangdbg.json, core files; default ./hangdbg-dump-DATE", tree=True)
 

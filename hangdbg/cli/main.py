@@ -18,6 +18,7 @@ from rich.console import Console
 
 from .._version import __version__
 from ..errors import HangdbgError, UsageError
+from ..outdir import check_writable, forget_not_saved
 from ..tools.subproc import LOG
 from .common import EXIT_ERROR, EXIT_USAGE, print_error
 
@@ -118,7 +119,10 @@ def main(argv: Sequence[str] | None = None, out: Console | None = None, err: Con
         handler = _ConsoleHandler(err)
         LOG.addHandler(handler)
         LOG.setLevel(logging.INFO)
+    forget_not_saved()
     try:
+        if getattr(args, "out", None) is not None and args.command != "agent":
+            check_writable(args.out)  # before any work: an -o that cannot be written is exit 2
         return args.command_class(out, err).run(args)
     except UsageError as exc:
         _print_error(err, exc)

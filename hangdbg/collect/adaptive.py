@@ -33,6 +33,7 @@ from ..sources.op_records import read_op_records
 from ..tools.pyspy import PySpyResult, run_pyspy
 from ..tools.pystack import PystackResult, run_pystack_remote
 from ..tools.store import lookup_keys
+from ..outdir import save_text
 from .local import CollectOptions, header_line, threads_of, write_raw
 
 __all__ = ["adapt", "AdaptResult", "RawSink"]
@@ -85,7 +86,7 @@ def adapt(ranks: list[RankProcess], dumps: list[RankDump], opts: CollectOptions,
     if records:
         log(f"adaptive: op records of {len(records)} rank(s) (hangdbg.hooks.record_collectives)")
         if opts.out is not None:
-            (opts.out / "ops.json").write_text(json.dumps({r: asdict(op) for r, op in sorted(ops.items())}, indent=1) + "\n")
+            save_text(opts.out / "ops.json", json.dumps({r: asdict(op) for r, op in sorted(ops.items())}, indent=1) + "\n")
     jobs = max(1, opts.jobs)
 
     def run(selected: list[int], native: bool, locals_: bool, step: str) -> None:
@@ -136,7 +137,7 @@ def adapt(ranks: list[RankProcess], dumps: list[RankDump], opts: CollectOptions,
             log(f"adaptive: asked the job's store for {len(keys)} key(s): {found.error or 'ok'}")
             store = dict(found.keys)
             if opts.out is not None:
-                (opts.out / "store.json").write_text(json.dumps({"keys": store, "error": found.error}, indent=1) + "\n")
+                save_text(opts.out / "store.json", json.dumps({"keys": store, "error": found.error}, indent=1) + "\n")
     return AdaptResult(sorted(current.values(), key=lambda d: d.rank), store, ops)
 
 

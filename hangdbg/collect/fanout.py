@@ -18,11 +18,12 @@ from typing import Callable
 
 from ..model import RankDump
 from ..parse.op_record import CurrentOp
-from ..parse.saved import load_dumps
+from ..parse.saved import load_dump_texts
 from ..report.build import node_document
 from ..report.document import NodeEntry
 from ..report.schema import to_json
 from ..tools.subproc import LOG
+from ..outdir import save_chunk, save_text
 from .frames import FrameDecoder
 from .local import write_raw
 from .runners import Runner
@@ -81,13 +82,7 @@ class FileSink:
         if path is None or offset < 0:
             self.bad += 1
             return
-        path.parent.mkdir(parents=True, exist_ok=True)
-        part = path.with_name(path.name + ".part")
-        with open(part, "r+b" if part.exists() else "wb") as f:
-            f.seek(offset)
-            f.write(data)
-        if msg.get("last"):
-            part.replace(path)
+        save_chunk(path, offset, data, bool(msg.get("last")))  # a failed file is recorded as not saved
 
 
 @dataclass(frozen=True, slots=True)
@@ -138,15 +133,14 @@ def fan_out(
     seen: dict[str, float] = {}
     store: dict[str, bool] = {}
     ops: dict[int, CurrentOp] = {}
+    texts: dict[str, dict[str, str]] = {}
     start = time.monotonic()
 
     def finish(result: NodeResult) -> None:
         if result.host in done:
             return
         done[result.host] = result
-        nodes_dir = out / "nodes"
-        nodes_dir.mkdir(parents=True, exist_ok=True)
-        (nodes_dir / f"{_safe(result.host)}.json").write_text(to_json(node_document(command, node_entry(result))) + "\n")
+        save_text(out / "nodes" / f"{_safe(result.host)}.json", to_json(node_document(command, node_entry(result))) + "\n")
         if on_node is not None:
             on_node(result)
 
@@ -157,6 +151,7 @@ def fan_out(
                 seen.setdefault(host, time.monotonic())
                 if kind == "rank" and isinstance(msg.get("text"), str) and isinstance(msg.get("name"), str):
                     write_raw(out / "raw" / _safe(host), _safe(msg["name"]), msg["text"])
+                    texts.setdefault(host, {})[_safe(msg["name"])] = msg["text"]  # analysed from memory
                 elif kind == "file":
                     files.write(host, msg)
                 elif kind == "log" and isinstance(msg.get("text"), str):  # the agent's -v lines
@@ -189,8 +184,9 @@ def fan_out(
             if host in seen and status == "no-answer":
                 status, reason = "error", "the agent stopped before it finished (its node or job step died?)"
             finish(NodeResult(host, status, reason, (), elapsed))
-    dirs = [out / "raw" / _safe(h) for h in done if (out / "raw" / _safe(h)).is_dir()]
-    dumps = load_dumps(dirs)[0] if dirs else []
+    # this run's dumps as they arrived, not what is on disk: a file not saved (disk full) is still
+    # analysed, and a file an earlier run left in OUT/raw is never read as current
+    dumps = load_dump_texts([(name, texts[h][name]) for h in done if h in texts for name in sorted(texts[h])])[0]
     order = {h: i for i, h in enumerate(hosts)}
     nodes = sorted(done.values(), key=lambda n: (order.get(n.host, len(order)), n.host))
     return FanoutResult(dumps, nodes, decoder.garbled, store, ops)

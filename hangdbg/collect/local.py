@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Callable
 
 from ..model import RankDump, Thread
+from ..outdir import save_text
 from ..parse.pyspy_text import parse_pyspy_dump
 from .procs import RankProcess
 from ..tools.pyspy import PySpyOptions, PySpyResult, kill_running, run_pyspy
@@ -70,13 +71,11 @@ def raw_text(p: RankProcess, sample: int, res: PySpyResult) -> str:
     return header_line(p, sample) + "\n" + body
 
 
-def write_raw(raw: Path, name: str, text: str) -> None:
-    """Write one raw dump atomically (a reader never sees half a file)."""
-    raw.mkdir(parents=True, exist_ok=True)
-    path = raw / name
-    tmp = path.with_suffix(".part")
-    tmp.write_text(text)
-    tmp.replace(path)
+def write_raw(raw: Path, name: str, text: str) -> bool:
+    """Write one raw dump atomically (a reader never sees half a file); a dump that cannot be
+    written (disk full, read-only) is recorded as not saved, never raised
+    (:func:`hangdbg.outdir.save_text`). Returns True when saved."""
+    return save_text(raw / name, text)
 
 
 def threads_of(res: PySpyResult) -> tuple[tuple[Thread, ...], str | None, str | None]:

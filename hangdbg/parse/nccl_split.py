@@ -14,6 +14,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..outdir import append_text
 from .nccl import _looks_cut, has_marker, records
 from .nccl_scan import scan
 from .textlines import iter_lines, strip_prefix
@@ -157,6 +158,7 @@ class _Writer:
         self.size: dict[str, int] = {}
         self.lines: dict[str, int] = {}
         self.started: set[str] = set()
+        self.lost: set[str] = set()
 
     def add(self, name: str, line: str) -> None:
         self.buf.setdefault(name, []).append(line)
@@ -166,9 +168,9 @@ class _Writer:
             self._flush(name)
 
     def _flush(self, name: str) -> None:
-        mode = "a" if name in self.started else "w"
-        with open(self.out / name, mode, encoding="utf-8", errors="replace") as f:
-            f.write("\n".join(self.buf[name]) + "\n")
+        if name not in self.lost and not append_text(self.out / name, "\n".join(self.buf[name]) + "\n",
+                                                     first=name not in self.started):
+            self.lost.add(name)  # recorded as not saved (disk full, read-only); the counts stay right
         self.started.add(name)
         self.buf[name] = []
         self.size[name] = 0

@@ -24,7 +24,7 @@ from .debug_server import parse_debug_server_dump
 from .pyspy_text import ParsedProcess, parse_pyspy_dump, rank_from_filename, sample_from_filename
 from .thread_dump_text import parse_thread_dump
 
-__all__ = ["LoadStats", "load_dumps"]
+__all__ = ["LoadStats", "load_dumps", "load_dump_texts"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,18 +93,31 @@ def load_dumps(paths: Sequence[str | os.PathLike]) -> tuple[list[RankDump], Load
             unreadable.append((str(f), why))
             continue
         read += 1
-        server = parse_debug_server_dump(text)
-        procs, bad = server if server is not None else parse_pyspy_dump(text)
-        if not procs:  # no py-spy output: a thread dump the program printed itself?
-            own, own_bad = parse_thread_dump(text)
-            if own:
-                procs, bad = own, own_bad
-        garbled += bad
-        for proc in procs:
-            entries.append(_entry(proc, len(entries), f.name, len(procs) == 1))
+        garbled += _add_text(entries, text, f.name)
 
     stats = LoadStats(read, len(entries), garbled, tuple(unreadable))
     return _merge(entries), stats
+
+
+def load_dump_texts(texts: Sequence[tuple[str, str]]) -> tuple[list[RankDump], LoadStats]:
+    """:func:`load_dumps` of texts held in memory: ``(file name, text)`` pairs, in that order (the
+    fan-out's raw dumps as they arrived: the analysis never depends on what the disk kept)."""
+    entries: list[_Entry] = []
+    garbled = sum(_add_text(entries, text, name) for name, text in texts)
+    return _merge(entries), LoadStats(len(texts), len(entries), garbled, ())
+
+
+def _add_text(entries: list[_Entry], text: str, name: str) -> int:
+    """Parse one file's ``text`` into ``entries``; the number of garbled lines."""
+    server = parse_debug_server_dump(text)
+    procs, bad = server if server is not None else parse_pyspy_dump(text)
+    if not procs:  # no py-spy output: a thread dump the program printed itself?
+        own, own_bad = parse_thread_dump(text)
+        if own:
+            procs, bad = own, own_bad
+    for proc in procs:
+        entries.append(_entry(proc, len(entries), name, len(procs) == 1))
+    return bad
 
 
 def _expand(p: Path) -> list[Path]:

@@ -1,0 +1,267 @@
+"""Every file hangdbg writes under ``-o DIR``, written one way, and output directories owned per run.
+
+**Writing.** :func:`save_text`, :func:`save_bytes`, :func:`save_chunk` and :func:`append_text`
+are the only writers of an output directory (raw py-spy outputs, the fan-out's node files and
+statuses, the JSON documents, HTML, ``nccl split`` files). A file is written to ``NAME.part`` and
+renamed (a reader never sees half a file). When it cannot be written (``ENOSPC`` disk full,
+``EDQUOT``, ``EROFS``, ``EACCES``, or any other ``OSError``) the partial file is removed, the
+file is recorded as *not saved* with the reason (:func:`not_saved`) and the caller goes on: the
+analysis of what was collected is the point, so it is still printed, and the command's document
+gets a ``not-saved`` warning naming the files (the exit status is not changed by it).
+
+**Before any work.** :func:`check_writable` creates ``-o DIR`` and writes a probe file in it: a
+directory that cannot be created (a regular file in the way) or written (read-only, no
+permission, full) is a :class:`~hangdbg.errors.UsageError` (exit 2) that says to choose another
+directory, before a single rank is dumped.
+
+**One run per directory.** ``dump`` and ``collect`` write raw outputs that readers
+(``analyze DIR``, ``report DIR``) take all of. Were a second run allowed into the directory of
+a first, a node or rank that failed this time would still have its old stacks there, read as
+current. So :func:`claim` refuses a directory that holds another run's output (exit 2); with
+``--force`` it first removes that run's files, hangdbg's own names only (:data:`OWN_ENTRIES`,
+the hosts' directories of a ``collect``, core files, ``.part`` leftovers), never the user's
+other files. Refusing is what a user expects of a tool that writes evidence: nothing is mixed
+and nothing is deleted unasked. The run then writes its marker :data:`RUN_MARKER` (id, time,
+command, host, pid).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import socket
+import threading
+import time
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Sequence
+
+from .errors import UsageError
+
+__all__ = ["NotSaved", "RUN_MARKER", "OWN_ENTRIES", "save_text", "save_bytes", "save_chunk", "append_text",
+           "record_not_saved", "not_saved", "forget_not_saved", "check_writable", "claim", "holds_a_run"]
+
+RUN_MARKER = ".hangdbg-run.json"
+"""The marker a ``dump``/``collect`` run writes into its output directory."""
+
+OWN_ENTRIES = ("raw", "nodes", "processes.json", "hangdbg.json", "store.json", "ops.json", "collect.json",
+               "report.json", "report.html", RUN_MARKER)
+"""Top-level names of a ``dump``/``collect`` output directory (besides core files and hosts' dirs)."""
+
+CHOOSE_ANOTHER = "choose another output directory with -o DIR (on a writable file system with free space)"
+
+
+@dataclass(frozen=True, slots=True)
+class NotSaved:
+    """A file that could not be written: ``path`` and ``reason`` (``strerror``, e.g. ``No space left on device``)."""
+
+    path: str
+    reason: str
+
+
+_LOCK = threading.Lock()
+_NOT_SAVED: list[NotSaved] = []
+_FAILED_CHUNKS: set[str] = set()
+
+
+def record_not_saved(path: str | os.PathLike, reason: str) -> None:
+    """Record that ``path`` was not saved (thread-safe)."""
+    with _LOCK:
+        _NOT_SAVED.append(NotSaved(str(path), reason))
+
+
+def not_saved() -> list[NotSaved]:
+    """The files not saved since the last :func:`forget_not_saved` (the start of the command)."""
+    with _LOCK:
+        return list(_NOT_SAVED)
+
+
+def forget_not_saved() -> None:
+    """Start a new command: no file recorded as not saved."""
+    with _LOCK:
+        _NOT_SAVED.clear()
+        _FAILED_CHUNKS.clear()
+
+
+def _reason(exc: OSError) -> str:
+    if exc.errno is not None:
+        return os.strerror(exc.errno)
+    return str(exc)
+
+
+def _unlink(path: Path) -> None:
+    try:
+        path.unlink()
+    except OSError:
+        pass
+
+
+def save_bytes(path: str | os.PathLike, data: bytes) -> bool:
+    """Write ``data`` to ``path`` atomically (``path.part``, then renamed; parents created).
+
+    Returns:
+        True when saved; False when it could not be (``OSError``: disk full, quota, read-only,
+        permission...): the partial file is removed and the file recorded (:func:`not_saved`).
+        Never raises for a write failure.
+    """
+    path = Path(path)
+    tmp = path.with_name(path.name + ".part")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with open(tmp, "wb") as f:
+            f.write(data)
+        tmp.replace(path)
+        return True
+    except OSError as exc:
+        _unlink(tmp)
+        record_not_saved(path, _reason(exc))
+        return False
+
+
+def save_text(path: str | os.PathLike, text: str) -> bool:
+    """:func:`save_bytes` of ``text`` in UTF-8 (unencodable characters replaced)."""
+    return save_bytes(path, text.encode("utf-8", "replace"))
+
+
+def save_chunk(path: str | os.PathLike, offset: int, data: bytes, last: bool) -> bool:
+    """Write one chunk of a file that arrives in pieces: into ``path.part`` at ``offset``; renamed
+    to ``path`` when ``last``. A file one of whose chunks failed is removed and recorded once
+    (:func:`not_saved`); its later chunks are dropped.
+
+    Returns:
+        True when the chunk was written.
+    """
+    path = Path(path)
+    part = path.with_name(path.name + ".part")
+    key = str(path)
+    with _LOCK:
+        if key in _FAILED_CHUNKS:
+            return False
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with open(part, "r+b" if part.exists() else "wb") as f:
+            f.seek(offset)
+            f.write(data)
+        if last:
+            part.replace(path)
+        return True
+    except OSError as exc:
+        _unlink(part)
+        with _LOCK:
+            _FAILED_CHUNKS.add(key)
+        record_not_saved(path, _reason(exc))
+        return False
+
+
+def append_text(path: str | os.PathLike, text: str, first: bool) -> bool:
+    """Append ``text`` to ``path`` (created, or truncated when ``first``), for files written in
+    many pieces (``nccl split``). On failure the file is removed and recorded (:func:`not_saved`).
+
+    Returns:
+        True when written.
+    """
+    path = Path(path)
+    try:
+        with open(path, "w" if first else "a", encoding="utf-8", errors="replace") as f:
+            f.write(text)
+        return True
+    except OSError as exc:
+        _unlink(path)
+        record_not_saved(path, _reason(exc))
+        return False
+
+
+def check_writable(out: str | os.PathLike) -> Path:
+    """Create ``out`` (and its parents) and check a file can be written in it.
+
+    Raises:
+        UsageError: it cannot be created (a regular file in the way, no permission) or written
+            (read-only file system, no permission, disk full); the help says to choose another.
+    """
+    out = Path(out)
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except FileExistsError:
+        raise UsageError(f"cannot create the output directory {out}: a file of that name is in the way",
+                         help=CHOOSE_ANOTHER) from None
+    except OSError as exc:
+        raise UsageError(f"cannot create the output directory {out}: {_reason(exc)}", help=CHOOSE_ANOTHER) from None
+    probe = out / f".hangdbg-probe-{os.getpid()}-{threading.get_ident()}"
+    try:
+        with open(probe, "wb") as f:
+            f.write(b"hangdbg\n")
+    except OSError as exc:
+        raise UsageError(f"cannot write into the output directory {out}: {_reason(exc)}", help=CHOOSE_ANOTHER) from None
+    finally:
+        _unlink(probe)
+    return out
+
+
+def _core_or_part(name: str) -> bool:
+    return name.startswith("core.rank") or name.endswith(".part")
+
+
+def _host_dirs(out: Path) -> list[str]:
+    """The hosts' directories of a ``collect`` (named by its ``nodes/HOST.json``)."""
+    try:
+        return [p.name[:-5] for p in (out / "nodes").iterdir() if p.name.endswith(".json")]
+    except OSError:
+        return []
+
+
+def holds_a_run(out: Path) -> list[str]:
+    """The top-level entries of ``out`` that another ``dump``/``collect`` run wrote (empty: none)."""
+    try:
+        names = set(os.listdir(out))
+    except OSError:
+        return []
+    own = {n for n in names if n in OWN_ENTRIES or _core_or_part(n)}
+    if own & {"raw", "nodes", "processes.json", "hangdbg.json", "collect.json", RUN_MARKER}:
+        own |= names & set(_host_dirs(out))
+        return sorted(own)
+    return []
+
+
+def _previous(out: Path) -> str:
+    try:
+        m = json.loads((out / RUN_MARKER).read_text(encoding="utf-8", errors="replace"))
+        return f" (`hangdbg {m.get('command')}` at {m.get('time')})" if isinstance(m, dict) else ""
+    except (OSError, ValueError):
+        return ""
+
+
+def claim(out: str | os.PathLike, command: str, argv: Sequence[str] = (), force: bool = False) -> Path:
+    """Make ``out`` this run's output directory (see the module docstring): checked writable,
+    refused when it holds another run's output unless ``force`` (then that output is removed
+    first), and marked with :data:`RUN_MARKER` ``{"id", "time", "command", "argv", "host", "pid"}``.
+
+    Raises:
+        UsageError: ``out`` cannot be created or written, or holds another run's output and not
+            ``force`` (the help names ``--force`` and ``-o``).
+    """
+    out = check_writable(out)
+    old = holds_a_run(out)
+    if old and not force:
+        raise UsageError(
+            f"{out} already holds the output of another hangdbg run{_previous(out)}: {', '.join(old[:6])}"
+            + (" ..." if len(old) > 6 else ""),
+            help="choose a new directory with -o DIR, or pass --force to remove that run's files first "
+                 "(hangdbg's own files only)")
+    for name in old:
+        p = out / name
+        try:
+            if p.is_dir() and not p.is_symlink():
+                shutil.rmtree(p)
+            else:
+                p.unlink()
+        except OSError as exc:
+            raise UsageError(f"cannot remove {p} of the earlier run: {_reason(exc)}", help=CHOOSE_ANOTHER) from None
+    marker = {"id": uuid.uuid4().hex, "time": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "command": command,
+              "argv": list(argv), "host": socket.gethostname(), "pid": os.getpid()}
+    if not save_text(out / RUN_MARKER, json.dumps(marker, indent=1) + "\n"):
+        forget = not_saved()[-1]
+        raise UsageError(f"cannot write into the output directory {out}: {forget.reason}", help=CHOOSE_ANOTHER)
+    return out
+
