@@ -26,7 +26,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from ..errors import UsageError
 from ..model import Kind, Analysis, Finding, Severity, SourceReport
-from ..outdir import claim, not_saved, save_text
+from ..outdir import check_writable, claim, not_saved, save_text
 from ..parse.textlines import files_where
 from ..sources.base import Reader
 from ..sources.own_output import is_own_output
@@ -131,10 +131,11 @@ def add_output_arguments(parser: argparse.ArgumentParser, name: str, tree: bool 
         g.add_argument("--no-evidence", action="store_true", help="leave the raw evidence lines out of the report")
 
 
-def out_dir(args: argparse.Namespace, prefix: str = "hangdbg-dump") -> Path:
+def out_dir(args: argparse.Namespace, prefix: str = "hangdbg-dump", own: bool = True) -> Path:
     """``--out``, or ``./PREFIX-YYYYmmdd-HHMMSS``: claimed for this run (:func:`hangdbg.outdir.claim`:
     created, writable, not holding another run's output unless ``--force``), and stored back into
-    ``args.out``.
+    ``args.out``. ``own=False`` (``nccl split``, whose files are named after the ranks and
+    rewritten whole): only created and checked writable.
 
     Raises:
         UsageError: the directory cannot be created or written (read-only, a file in the way,
@@ -142,7 +143,10 @@ def out_dir(args: argparse.Namespace, prefix: str = "hangdbg-dump") -> Path:
     """
     if args.out is None:
         args.out = Path(f"{prefix}-{datetime.now().strftime('%Y%m%d-%H%M%S')}")
-    claim(args.out, str(getattr(args, "command", None) or prefix), force=bool(getattr(args, "force", False)))
+    if own:
+        claim(args.out, str(getattr(args, "command", None) or prefix), force=bool(getattr(args, "force", False)))
+    else:
+        check_writable(args.out)
     return args.out
 
 
