@@ -115,6 +115,14 @@ def _silent_findings(ev: TorchLogEvents, timeouts: list[Timeout], statuses: list
         action=f"look at the stacks (py-spy dump / hangdbg dump) or the last log lines of {ranks_text(silent)}")]
 
 
+def _reporters(ev: TorchLogEvents) -> set[int]:
+    """The ranks that printed a DDP model or collective-fingerprint mismatch (``reducer.cpp`` /
+    ``ProcessGroupWrapper.cpp`` raise it as a ``RuntimeError`` on the printing rank): they did not
+    time out because they failed with that error, so they are never "silent"."""
+    msgs = [*ev.messages.params, *ev.messages.fingerprints]
+    return {r for m in msgs if (r := m.printer if m.printer is not None else m.rank) is not None}
+
+
 def _incomplete_findings(ev: TorchLogEvents, timeouts: list[Timeout], statuses: list[WorkStatus]) -> list[Finding]:
     """Ranks whose only watchdog trace is a cut-off line: named, never blamed."""
     active = {t.rank for t in timeouts} | {s.rank for s in statuses}
@@ -373,7 +381,7 @@ def analyze_events(ev: TorchLogEvents) -> tuple[list[Finding], list[RankState], 
     findings += _desync_findings(ev)
     findings += mismatch_findings(timeouts, skip)
     findings += lag_findings(pos, skip)
-    findings += _silent_findings(ev, timeouts, statuses, failed_ranks)
+    findings += _silent_findings(ev, timeouts, statuses, failed_ranks | _reporters(ev))
     findings += _error_file_findings(ev, used)
     findings += [f for f in fail_findings if f.severity is not Severity.SUSPECT]
     findings += _first_collective_findings(timeouts, statuses)
