@@ -38,6 +38,7 @@ from ..parse.torch_log import (
     WorkStatus,
     signal_name,
 )
+from ..parse.torch_messages import FingerprintMismatch, ParamMismatch
 from ..rankset import ranks_text
 from .torch_messages import message_findings
 from .torch_seq import (
@@ -119,7 +120,7 @@ def _reporters(ev: TorchLogEvents) -> set[int]:
     """The ranks that printed a DDP model or collective-fingerprint mismatch (``reducer.cpp`` /
     ``ProcessGroupWrapper.cpp`` raise it as a ``RuntimeError`` on the printing rank): they did not
     time out because they failed with that error, so they are never "silent"."""
-    msgs = [*ev.messages.params, *ev.messages.fingerprints]
+    msgs: list[ParamMismatch | FingerprintMismatch] = [*ev.messages.params, *ev.messages.fingerprints]
     return {r for m in msgs if (r := m.printer if m.printer is not None else m.rank) is not None}
 
 
