@@ -14,7 +14,6 @@ import shutil
 from pathlib import Path
 
 import pytest
-
 from conftest import FIXTURES, run_json
 
 V = FIXTURES / "variants"
@@ -67,8 +66,8 @@ def run(tmp_path: Path, name: str, *cmd: str) -> dict:
 
 def assert_cause(doc, pattern: str, where: str | None = None, innocent=()) -> None:
     """A suspect names the cause (``pattern``; ``where``: its host/GPU) and blames no innocent rank."""
-    hit = [i for i in _suspects(doc) if re.search(pattern, _text(i), re.I)
-           and (where is None or re.search(where, _where(i), re.I))]
+    hit = [i for i in _suspects(doc) if re.search(pattern, _text(i), re.IGNORECASE)
+           and (where is None or re.search(where, _where(i), re.IGNORECASE))]
     assert hit, [(i["severity"], i["kind"], i["summary"][:160]) for i in _items(doc)]
     assert not _blamed(doc) & set(innocent), _blamed(doc)
 
@@ -77,14 +76,14 @@ def assert_culprits(doc, culprits: set[int], pattern: str, need_all: bool = Fals
     """The suspects name (all of, with need_all) ``culprits`` with the cause, and no other rank."""
     blamed = _blamed(doc)
     assert blamed and blamed <= culprits, (blamed, [(i["kind"], i["summary"][:160]) for i in _suspects(doc)])
-    named = {int(r) for i in _suspects(doc) if re.search(pattern, _text(i), re.I) for r in i.get("ranks") or ()}
+    named = {int(r) for i in _suspects(doc) if re.search(pattern, _text(i), re.IGNORECASE) for r in i.get("ranks") or ()}
     assert named == culprits if need_all else named & culprits, named
 
 
 def assert_waiters(doc, where: str) -> None:
     """The dumped process only waits in a collective: reported, and no rank blamed."""
     assert not _blamed(doc)
-    assert any(re.search(where, _text(i), re.I) for i in _items(doc)), [i["summary"][:120] for i in _items(doc)]
+    assert any(re.search(where, _text(i), re.IGNORECASE) for i in _items(doc)), [i["summary"][:120] for i in _items(doc)]
 
 
 # ---- nccl summary: the net plugin differs between hosts (case nccl-1634) ----------------------------
