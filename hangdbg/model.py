@@ -140,6 +140,8 @@ class Kind(_DocumentedEnum):
     COLLECTIVE_MISMATCH = ("collective-mismatch", "a rank running another collective (op, sizes, sequence number) than "
                            "the others, per TORCH_DISTRIBUTED_DEBUG=DETAIL's fingerprint check")
     MODEL_MISMATCH = ("model-mismatch", "a rank whose DDP model (parameter count) differs from the other ranks'")
+    COLLECTIVE_DATA = ("collective-data", "a collective delivered wrong data (gathered values contradict a rank's own): "
+                       "the transport, not a rank")
     WATCHDOG_HUNG = ("watchdog-hung", "the NCCL watchdog or a process group's abort itself hung (heartbeat monitor)")
     BARRIER_MISSING = ("barrier-missing", "ranks that did not reach a monitored_barrier in time (rank 0 names them)")
     RANK_ERROR = ("rank-error", "a rank's own error: a NCCL error raised to Python, an application line naming the rank")

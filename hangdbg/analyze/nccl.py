@@ -89,6 +89,11 @@ def _init_findings(log: NcclLog, grp) -> list[Finding]:
     # processes of unknown rank may be the "missing" ranks: their init lines are just not in the logs
     unknown = [p for p in log.procs.values() if p.rank is None]
     for key, members in grp.items():
+        # a process driving more GPUs than it logged ranks of (nccl-tests -g N, ncclCommInitAll, a group
+        # init) may hold the "missing" ranks itself: their lines are interleaved away, not evidence
+        own = [p for p in {id(p): p for p, _ in members}.values()
+               if len(p.devs) > len({c.rank for q, c in members if q is p})]
+        unknown_here = unknown + own
         inited = [(p, c) for p, c in members if c.had_init]
         any_complete = any(c.state == "complete" for _, c in members)
         stuck = [(p, c) for p, c in members if c.state == "start"]
@@ -104,7 +109,7 @@ def _init_findings(log: NcclLog, grp) -> list[Finding]:
             procs = [p for p, _ in stuck]
             done = sum(1 for _, c in members if c.state == "complete")
             ev = tuple(c.init_ev for _, c in stuck[:MAX_EV] if c.init_ev)
-            waiting = bool(missing) and not any_complete and not unknown
+            waiting = bool(missing) and not any_complete and not unknown_here
             out.append(Finding(
                 Kind.NCCL_INIT_INCOMPLETE,
                 f"{_names(procs)} never completed init of {_comm_name(key, members)}: Init START without "
@@ -121,7 +126,7 @@ def _init_findings(log: NcclLog, grp) -> list[Finding]:
             world = n == world_size
             ev2 = tuple(c.init_ev for _, c in inited[:2] if c.init_ev)
             plural = "s" if len(missing) > 1 else ""
-            if stuck and not any_complete and not unknown:
+            if stuck and not any_complete and not unknown_here:
                 out.append(Finding(
                     Kind.NCCL_INIT_INCOMPLETE,
                     f"{_comm_name(key, members)}: rank{plural} {compress(missing)} (of 0-{n - 1}) wrote no init line "
@@ -138,6 +143,8 @@ def _init_findings(log: NcclLog, grp) -> list[Finding]:
                     severity=Severity.INFO, evidence=ev2))
             else:
                 maybe = f"; {_names(unknown, 4)} wrote NCCL lines without a rank and may be them" if unknown else ""
+                maybe += (f"; {_names(own, 4)} drive{'s' if len(own) == 1 else ''} more GPUs than ranks logged and "
+                          "may hold them" if own else "")
                 out.append(Finding(
                     Kind.NCCL_INIT_INCOMPLETE,
                     f"{_comm_name(key, members)}: rank{plural} {compress(missing)} (of 0-{n - 1}) wrote no init line in "
@@ -418,6 +425,18 @@ def _last(p: Proc) -> Comm | None:
     return max(cs, key=lambda c: c.last_where) if cs else None
 
 
+def _init_behind_p2p(findings: list[Finding]) -> list[Finding]:
+    """When the single-node P2P/IOMMU symptom is the suspect, ranks stuck in init on that host are its
+    consequence (every rank of the node stops together; none is the cause): a warning, not a suspect."""
+    hosts = {h for f in findings if f.kind is Kind.NCCL_P2P_BLOCKED and f.is_suspect for h in f.hosts}
+    if not hosts:
+        return findings
+    return [replace(f, severity=Severity.WARNING,
+                    summary=f.summary + " - the symptom of the blocked P2P traffic on this node, not its cause")
+            if f.kind is Kind.NCCL_INIT_INCOMPLETE and f.is_suspect and f.hosts and set(f.hosts) <= hosts else f
+            for f in findings]
+
+
 def analyze(log: NcclLog) -> tuple[list[Finding], list[RankState], NcclFacts]:
     """Turn a scanned :class:`NcclLog` into findings (most important first), per-rank rows and facts."""
     grp = groups(log)
@@ -428,6 +447,7 @@ def analyze(log: NcclLog) -> tuple[list[Finding], list[RankState], NcclFacts]:
                 + _net_error_findings(log) + [f for _, f in mism.values()] + _lag_findings(log, grp, mism)
                 + _setup_findings(log)
                 + _p2p_findings(log, bool(log.cut_files)) + _slice_findings(log, srows, major) + _warn_findings(log))
+    findings = _init_behind_p2p(findings)
     findings.sort(key=lambda f: SEVERITY_ORDER[f.severity])
     rows = []
     procs = []

@@ -147,8 +147,9 @@ def _bootstrap_findings(log: NcclLog) -> list[Finding]:
 
 def _single_node(log: NcclLog) -> tuple[str, int] | None:
     """``(host, GPUs)`` when the logs prove a job on one node with several GPUs: ``nranks N`` of
-    ``ncclCommInitAll`` (NCCL <= 2.4: one process drives all N GPUs), ``nNodes 1`` on init lines,
-    or every rank of the largest communicator on one host."""
+    ``ncclCommInitAll`` (NCCL <= 2.4: one process drives all N GPUs), one process with several
+    GPUs, ``nNodes 1`` on init lines, every rank of the largest communicator on one host, or (NCCL
+    < 2.9, no nranks before Init COMPLETE) every rank of a ring line (``Channel 00/02 :    0   1``) on one host."""
     hosts = {p.host for p in log.procs.values()}
     if len(hosts) != 1:
         return None
@@ -157,6 +158,9 @@ def _single_node(log: NcclLog) -> tuple[str, int] | None:
     n_all = max((p.init_all or 0 for p in procs), default=0)
     if n_all >= 2:
         return host, n_all
+    if len(procs) == 1 and len(procs[0].devs) >= 2 and (procs[0].nnodes or 1) == 1 \
+            and not any(t.startswith("NET") for t in procs[0].transports):  # one process drives every GPU (nccl-tests -g N)
+        return host, max(len(procs[0].devs), max((c.nranks or 0 for c in procs[0].all_comms), default=0))
     if any(p.nnodes == 1 for p in procs) and not any((p.nnodes or 1) > 1 for p in procs):
         n = max((c.nranks or 0 for p in procs for c in p.all_comms), default=0)
         return (host, n) if n >= 2 else None
@@ -164,6 +168,10 @@ def _single_node(log: NcclLog) -> tuple[str, int] | None:
     ranks = {c.rank for p in procs for c in p.all_comms if c.nranks == big}
     if big >= 2 and ranks >= set(range(big)):
         return host, big
+    # NCCL < 2.9 logs no nranks before Init COMPLETE: a ring line lists every rank of the communicator
+    ring = max((p.ring_size for p in procs), default=0)
+    if not big and ring >= 2 and {p.rank for p in procs} >= set(range(ring)):
+        return host, ring
     return None
 
 

@@ -38,6 +38,7 @@ from ..parse.torch_log import (
     WorkStatus,
     signal_name,
 )
+from ..parse.torch_messages import FingerprintMismatch, ParamMismatch
 from ..rankset import ranks_text
 from .torch_messages import message_findings
 from .torch_seq import (
@@ -113,6 +114,14 @@ def _silent_findings(ev: TorchLogEvents, timeouts: list[Timeout], statuses: list
                  f"(if a member of that group)"),
         ranks=tuple(silent), evidence=(t0.evidence,), severity=Severity.SUSPECT,
         action=f"look at the stacks (py-spy dump / hangdbg dump) or the last log lines of {ranks_text(silent)}")]
+
+
+def _reporters(ev: TorchLogEvents) -> set[int]:
+    """The ranks that printed a DDP model or collective-fingerprint mismatch (``reducer.cpp`` /
+    ``ProcessGroupWrapper.cpp`` raise it as a ``RuntimeError`` on the printing rank): they did not
+    time out because they failed with that error, so they are never "silent"."""
+    msgs: list[ParamMismatch | FingerprintMismatch] = [*ev.messages.params, *ev.messages.fingerprints]
+    return {r for m in msgs if (r := m.printer if m.printer is not None else m.rank) is not None}
 
 
 def _incomplete_findings(ev: TorchLogEvents, timeouts: list[Timeout], statuses: list[WorkStatus]) -> list[Finding]:
@@ -373,7 +382,7 @@ def analyze_events(ev: TorchLogEvents) -> tuple[list[Finding], list[RankState], 
     findings += _desync_findings(ev)
     findings += mismatch_findings(timeouts, skip)
     findings += lag_findings(pos, skip)
-    findings += _silent_findings(ev, timeouts, statuses, failed_ranks)
+    findings += _silent_findings(ev, timeouts, statuses, failed_ranks | _reporters(ev))
     findings += _error_file_findings(ev, used)
     findings += [f for f in fail_findings if f.severity is not Severity.SUSPECT]
     findings += _first_collective_findings(timeouts, statuses)

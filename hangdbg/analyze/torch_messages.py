@@ -13,7 +13,9 @@ Heuristics (each names its evidence):
   the printer ("is running inconsistent collective"); one such message is taken at its word.
 * **DDP model mismatch** (``reducer.cpp``): the parameter count held by fewer ranks is the odd one;
   between two ranks, the one PyTorch calls "inconsistent". 0 parameters usually means that rank
-  never reached the DDP constructor's allgather (a rank stuck or failed before it).
+  never reached the DDP constructor's allgather (a rank stuck or failed before it). When a rank's
+  own count and the count gathered for it differ, the allgather delivered wrong data: a transport
+  problem, no rank blamed.
 * Ranks whose watchdog timed out while another rank is named by one of the two mismatches above
   only wait for it (``waiting``).
 * **Heartbeat monitor**: the watchdog thread (or the abort of a process group) itself hung, in a
@@ -126,9 +128,38 @@ def _fingerprint_findings(fps: list[FingerprintMismatch]) -> tuple[list[Finding]
         action="collect the same error from every rank: the rank every other rank names is the odd one")], set()
 
 
+def _contradicting_counts(ps: list[ParamMismatch]) -> list[Finding]:
+    """DDP's check allgathers every rank's parameter count (``reducer.cpp``
+    ``verify_params_across_processes``): a rank's own count and the count gathered for it must
+    agree. When they do not (``Rank 1 has 174 params, while rank 1 has inconsistent 0 params``, or
+    two ranks each seeing 0 for the other), the allgather delivered wrong data (usually zeros): a
+    transport problem (blocked P2P, IOMMU, a broken NCCL/backend), not a model difference."""
+    seen: dict[int, set[int]] = defaultdict(set)
+    for p in ps:
+        if p.rank is not None:
+            seen[p.rank].add(p.params)
+        if p.other is not None:
+            seen[p.other].add(p.other_params)
+    bad = {r: sorted(v) for r, v in seen.items() if len(v) > 1}
+    if not bad:
+        return []
+    what = "; ".join(f"rank {r}: {' and '.join(map(str, v))}" for r, v in sorted(bad.items())[:4])
+    return [Finding(
+        kind=Kind.COLLECTIVE_DATA,
+        summary=("DDP's parameter-count allgather returned counts that contradict the ranks' own (" + what
+                 + f"): the collective delivered wrong data{' (zeros)' if any(0 in v for v in bad.values()) else ''}, so the models may well be the same - "
+                 "a communication problem (GPU peer-to-peer / IOMMU, the NCCL or backend build), not a rank"),
+        evidence=tuple(dict.fromkeys(p.evidence for p in ps))[:3],
+        action=("test the collective alone (nccl-tests all_gather_perf -c 1, or a torch all_gather of known values); "
+                "retry with NCCL_P2P_DISABLE=1; check `dmesg | grep -i iommu` and PCIe ACS"))]
+
+
 def _param_findings(ps: list[ParamMismatch]) -> tuple[list[Finding], set[int]]:
     if not ps:
         return [], set()
+    wrong = _contradicting_counts(ps)
+    if wrong:
+        return wrong, set()
     g, local = _global(ps)
     count: dict[int, int] = {}
     for p in ps:

@@ -30,7 +30,7 @@ PRIORITY: dict[Kind, int] = {
     Kind.FR_STUCK: 8, Kind.FR_CONTRADICTS: 8, Kind.CPP_EXCEPTION: 8, Kind.CORE_KILLED: 8, Kind.NCCL_ABORTED: 8,
     Kind.NCCL_INIT_FAILED: 3, Kind.NCCL_BOOTSTRAP: 3, Kind.NCCL_P2P_BLOCKED: 4, Kind.NCCL_OP_MISMATCH: 6,
     # analyze/torch_messages.py: a rank's own NCCL error; mismatches PyTorch detected; the watchdog's own hang
-    Kind.RANK_ERROR: 3, Kind.COLLECTIVE_MISMATCH: 5, Kind.MODEL_MISMATCH: 5, Kind.WATCHDOG_HUNG: 6,
+    Kind.RANK_ERROR: 3, Kind.COLLECTIVE_MISMATCH: 5, Kind.MODEL_MISMATCH: 5, Kind.COLLECTIVE_DATA: 4, Kind.WATCHDOG_HUNG: 6,
     Kind.BARRIER_MISSING: 5,
     Kind.UNREADABLE: 8, Kind.UNDECIDED: 8, Kind.NCCL_WARN: 8, Kind.CORE_UNREADABLE: 8, Kind.FIRST_COLLECTIVE: 8,
     Kind.WATCHDOG_TIMEOUT: 9, Kind.LOG_INCOMPLETE: 9, Kind.WAITING: 9, Kind.FR_AGREES: 9, Kind.CORE_ON_DEMAND: 9,

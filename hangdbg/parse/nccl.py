@@ -99,6 +99,7 @@ _IFACE = re.compile(r"(?:\[\d{1,4}\])?(?<![\w.\-])(?P<name>[A-Za-z][\w.\-]{0,63}
 _NETWORK = re.compile(r"^Using (?:internal )?[Nn]etwork (?P<net>.+?)\s*$")
 _IBDEV = re.compile(r"\[\d+\](?P<dev>[\w.\-]+:\d+/\w+)")
 _VIA = re.compile(r"\bvia (?P<t>[A-Za-z][\w/]*)")
+_RING = re.compile(r"^Channel \d{1,3}/\d{1,3} :(?P<ranks>(?: {1,8}\d{1,6}){2,4096}) *$")  # graph/connect.cc ring order
 _CONNECT = re.compile(r"Connect to (?P<peer>[^\s<>]+)<(?P<port>\d+)> failed\s*:?\s*(?P<why>.*)$")
 _PEER = re.compile(r"\b(?:from peer|remote peer|peer)\s+(?P<peer>[^\s<>]+)<(?P<port>\d+)>")
 _CHAIN = re.compile(r"^[\w./+-]+\.(?:cc|cu|cpp|c|h):\d+ -> \d+")
@@ -335,6 +336,11 @@ class NcclLog:
         if em:
             p.p2p_env = msg
             return True
+        if msg.startswith("Channel ") and " : " in msg and "->" not in msg:
+            rg = _RING.match(msg)
+            if rg:
+                p.ring_size = max(p.ring_size, min(len(rg.group("ranks").split()), 4096))
+                return True
         if "via " in msg:
             vm = _VIA.search(msg)
             if vm:

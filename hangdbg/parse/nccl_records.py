@@ -159,6 +159,7 @@ class Proc:
     benign_warns: int = 0  # WARNs that say nothing about a failure (no libibverbs on a socket-only host)
     networks: set = field(default_factory=set)
     transports: set = field(default_factory=set)
+    ring_size: int = 0  # ranks listed by a ring line "Channel 00/02 :    0   1   2   3" (every rank of that communicator)
     comms: dict = field(default_factory=dict)  # ptr -> Comm (latest incarnation)
     all_comms: list = field(default_factory=list)
     ncomms: int = 0

@@ -284,6 +284,13 @@ def _line(ev, smi, lost: _LostState, source, default_host, n, raw) -> None:
         return
     ts, host, msg = _split(line)
     host = host or default_host
+    if _continues(lost.prev, ts, host, msg):
+        # journalctl/syslog decorate each line of a multi-line driver message with the same time and host
+        _, _, pmsg, ls = lost.prev  # type: ignore[misc]
+        ls.append(Evidence(source, n, raw))
+        lost.prev = (ts, host, f"{pmsg} {msg.strip()[6:]}", ls)
+        _fell(ev, lost, ts, host, lost.prev[2], ls)
+        return
     lost.prev = (ts, host, msg, [Evidence(source, n, raw)])
     fault = fault_of(msg)
     if fault is not None:
@@ -316,6 +323,19 @@ def _line(ev, smi, lost: _LostState, source, default_host, n, raw) -> None:
             lost.lines[(host, last_bus)].append(Evidence(source, n, raw))
         return
     _fell(ev, lost, ts, host, msg, [Evidence(source, n, raw)])
+
+
+def _continues(prev: tuple[str, str, str, list[Evidence]] | None, ts: str, host: str, msg: str) -> bool:
+    """True when a decorated ``NVRM:`` line continues the previous one: the same time stamp and
+    host, the previous message not ended by a full stop, and this line not a record of its own
+    (``nv.c`` prints "The NVIDIA GPU ... / (PCI ID: ...) installed in this system has / fallen off
+    the bus ..." as three lines; journalctl gives each its own ``Jun 10 07:31:44 host kernel:``)."""
+    if prev is None or not ts or prev[0] != ts or prev[1] != host or not msg.lstrip().startswith("NVRM: "):
+        return False
+    if prev[2].rstrip().endswith((".", "!")):
+        return False
+    return not (_XID_HINT.search(msg) or _GPU_AT.search(msg) or _SERIAL.search(msg) or _FELL.search(msg)
+                or fault_of(msg) is not None)
 
 
 def _fell(ev: GpuLogEvents, lost: _LostState, ts: str, host: str, msg: str, lines: list[Evidence]) -> None:
