@@ -21,12 +21,12 @@ from pathlib import Path
 from typing import Any, Callable, ClassVar, Sequence
 
 from rich.console import Console, RenderableType
-from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from ..errors import HangdbgError, UsageError
 from ..model import Kind, Analysis, SourceReport
 from ..parse.textlines import files_where
+from ..report.safetext import escape
 from ..sources.base import Reader
 from ..sources.own_output import is_own_output
 

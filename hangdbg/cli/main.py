@@ -18,6 +18,7 @@ from rich.console import Console
 
 from .._version import __version__
 from ..errors import HangdbgError, UsageError
+from ..report.safetext import visible
 from ..tools.subproc import LOG
 from .common import EXIT_ERROR, EXIT_USAGE, print_error
 
@@ -102,7 +103,7 @@ class _ConsoleHandler(logging.Handler):
 
     def emit(self, record: logging.LogRecord) -> None:
         try:
-            self.console.print(f"hangdbg: {record.getMessage()}", style="dim", markup=False, highlight=False,
+            self.console.print(f"hangdbg: {visible(record.getMessage())}", style="dim", markup=False, highlight=False,
                                soft_wrap=True)
         except Exception:  # logging must never break the command
             self.handleError(record)
