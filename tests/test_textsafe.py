@@ -126,3 +126,9 @@ def test_report_on_a_dir_named_like_markup(tmp_path):
         assert "\x1b" not in stream and "\x07" not in stream
     res = run_cli("report", tmp_path / "[/x]nothing here", timeout=60)
     assert "Traceback" not in res.stderr and "\x1b" not in res.stderr
+
+
+def test_usage_error_shows_escapes_of_argv():
+    res = run_cli("logs", "x.log", f"--bogus={TITLE}{CLEAR}", timeout=60)
+    assert res.returncode == 2 and "--bogus" in res.stderr
+    assert "\x1b" not in res.stderr and "\x07" not in res.stderr and "\\x1b" in res.stderr

@@ -64,7 +64,7 @@ def command_class(name: str) -> type:
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str):  # argparse exits 2 on usage errors: keep that, no traceback
         self.print_usage(sys.stderr)
-        self.exit(EXIT_USAGE, f"hangdbg: error: {message}\n")
+        self.exit(EXIT_USAGE, f"hangdbg: error: {visible(message)}\n")  # argv may hold escapes
 
 
 def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
