@@ -11,13 +11,13 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from rich.markup import escape
 from rich.table import Table
 
 from ..analyze.headline import collect_headline
 from ..collect.fanout import NodeResult, agent_argv
 from ..errors import UsageError
 from ..report.build import collect_document
+from ..report.safetext import escape
 from ..sources.evidence import read_evidence
 from .agent_cmd import add_gather_arguments, gather_options
 from .common import EXIT_ERROR, EXIT_OK, Command, add_output_arguments, out_dir, write_json

@@ -21,13 +21,13 @@ from pathlib import Path
 from typing import Any, Callable, ClassVar, Sequence
 
 from rich.console import Console, RenderableType
-from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from ..errors import UsageError
 from ..model import Kind, Analysis, Finding, Severity, SourceReport
 from ..outdir import check_writable, claim, not_saved, save_text
 from ..parse.textlines import files_where
+from ..report.safetext import escape
 from ..sources.base import Reader
 from ..sources.own_output import is_own_output
 

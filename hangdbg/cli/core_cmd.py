@@ -8,7 +8,6 @@ import os
 from pathlib import Path
 
 from rich.console import Group as RGroup
-from rich.markup import escape
 from rich.panel import Panel
 
 from ..analyze import analyze
@@ -16,6 +15,7 @@ from ..errors import UsageError
 from ..report.build import core_document
 from ..report.console import render_analysis
 from ..report.evidence import findings_table, headline_panel
+from ..report.safetext import escape
 from ..sources.core import CoreOptions, CoreReading, load
 from ..sources.own_output import GDB_TEXT_SUFFIX
 from ..outdir import save_text

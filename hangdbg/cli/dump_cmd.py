@@ -14,6 +14,7 @@ from ..collect.procs import RankProcess, find_ranks
 from ..errors import HangdbgError, UsageError
 from ..report.build import process_list
 from ..report.document import CoreWritten
+from ..report.safetext import visible
 from ..tools.pyspy import PySpyOptions, find_pyspy
 from .common import (Command, add_output_arguments, emit_stacks, out_dir, positive_float, positive_int, progress_bar,
                      write_json)
@@ -70,7 +71,7 @@ def dump_ranks(cmd: Command, args: argparse.Namespace, ranks: list[RankProcess],
 
         dumps = collect(ranks, opts, on_result)
     if getattr(args, "adapt", True):
-        log = (lambda m: cmd.err.print(f"hangdbg: {m}", style="dim", markup=False, highlight=False)) if args.verbose else (lambda _m: None)
+        log = (lambda m: cmd.err.print(f"hangdbg: {visible(m)}", style="dim", markup=False, highlight=False)) if args.verbose else (lambda _m: None)
         with cmd.err.status("adaptive collection: what the first round lacks..."):
             result = adapt(ranks, dumps, opts, log)
         analysis = analyze(result.dumps, store_keys=result.store_keys, ops=result.ops)

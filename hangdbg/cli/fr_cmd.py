@@ -17,11 +17,11 @@ from typing import Callable, Sequence
 
 from rich.console import RenderableType
 from rich.table import Table
-from rich.text import Text
 
 from ..facts import FrFacts
 from ..model import RankState, SourceKind, SourceReport
 from ..parse.textlines import read_head
+from ..report.safetext import safe_text
 from ..sources import nccl_ras
 from ..sources.base import Reader
 from ..sources.flight_recorder import READER
@@ -35,14 +35,14 @@ def _table(facts: FrFacts, states: Sequence[RankState]) -> Table:
     for row in facts.table:
         last, begun, done = row.last, row.last_started, row.last_completed
         state = last.state if last else ""
-        t.add_row(str(row.rank), Text(row.group), str(last.seq) if last else "-",
-                  Text(last.desc) if last else "(none)",
-                  Text(state, style="" if state == "completed" or not last else "yellow"),
-                  Text(f"{begun.seq} {begun.op}") if begun else "-", Text(f"{done.seq} {done.op}") if done else "-")
+        t.add_row(str(row.rank), safe_text(row.group), str(last.seq) if last else "-",
+                  safe_text(last.desc) if last else "(none)",
+                  safe_text(state, style="" if state == "completed" or not last else "yellow"),
+                  safe_text(f"{begun.seq} {begun.op}") if begun else "-", safe_text(f"{done.seq} {done.op}") if done else "-")
     for r in states:  # ranks without a (readable) dump, and those named by fr_trace text or RAS, have no row
         if r.state in ("no dump", "dump unreadable") or (not facts.table and r.state):
-            t.add_row(str(r.rank), Text(r.group), str(r.seq) if r.seq is not None else "-", Text(r.last_collective or ""),
-                      Text(r.state, style="red" if "dump" in r.state or "never" in r.state or "behind" in r.state
+            t.add_row(str(r.rank), safe_text(r.group), str(r.seq) if r.seq is not None else "-", safe_text(r.last_collective or ""),
+                      safe_text(r.state, style="red" if "dump" in r.state or "never" in r.state or "behind" in r.state
                            else "yellow"), "-", "-")
     return t
 
@@ -103,8 +103,8 @@ class FrCommand(ReaderCommand):
         f = rep.facts
         fmts = ", ".join(f"{n} {k}" for k, n in f.formats.items())
         if f.dumps:
-            note = Text(f"{f.dumps} dumps ({fmts}), version {', '.join(f.versions) or '?'}, {rep.lines_read} entries",
+            note = safe_text(f"{f.dumps} dumps ({fmts}), version {', '.join(f.versions) or '?'}, {rep.lines_read} entries",
                         style="dim")
         else:
-            note = Text(f"no dump read ({fmts or 'RAS reports only'}), {rep.lines_read} lines", style="dim")
+            note = safe_text(f"no dump read ({fmts or 'RAS reports only'}), {rep.lines_read} lines", style="dim")
         return [_table(f, rep.ranks), note]

@@ -6,10 +6,10 @@ import argparse
 
 from rich.console import RenderableType
 from rich.table import Table
-from rich.text import Text
 
 from ..facts import GpuFacts
 from ..model import SourceReport
+from ..report.safetext import safe_text
 from ..sources.base import Reader
 from ..sources.xid import GpuReader
 from .common import ReaderCommand
@@ -30,7 +30,7 @@ def _gpu_table(facts: GpuFacts) -> Table:
             vol, agg = e.volatile_uncorrectable, e.aggregate_uncorrectable
             ecc_txt = f"{'-' if vol is None else vol}/{'-' if agg is None else agg}"
             rem = f"{'yes' if e.remap_pending else 'no'}/{'YES' if e.remap_failed else 'no'}"
-        t.add_row(Text(g.gpu), Text(xids), ecc_txt, rem, Text(g.uuid))
+        t.add_row(safe_text(g.gpu), safe_text(xids), ecc_txt, rem, safe_text(g.uuid))
     return t
 
 

@@ -19,6 +19,7 @@ from rich.console import Console
 from .._version import __version__
 from ..errors import HangdbgError, UsageError
 from ..outdir import check_writable, forget_not_saved
+from ..report.safetext import visible
 from ..tools.subproc import LOG
 from .common import EXIT_ERROR, EXIT_USAGE, print_error
 
@@ -64,7 +65,7 @@ def command_class(name: str) -> type:
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str):  # argparse exits 2 on usage errors: keep that, no traceback
         self.print_usage(sys.stderr)
-        self.exit(EXIT_USAGE, f"hangdbg: error: {message}\n")
+        self.exit(EXIT_USAGE, f"hangdbg: error: {visible(message)}\n")  # argv may hold escapes
 
 
 def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
@@ -103,7 +104,7 @@ class _ConsoleHandler(logging.Handler):
 
     def emit(self, record: logging.LogRecord) -> None:
         try:
-            self.console.print(f"hangdbg: {record.getMessage()}", style="dim", markup=False, highlight=False,
+            self.console.print(f"hangdbg: {visible(record.getMessage())}", style="dim", markup=False, highlight=False,
                                soft_wrap=True)
         except Exception:  # logging must never break the command
             self.handleError(record)

@@ -14,9 +14,7 @@ import argparse
 import re
 
 from rich.console import RenderableType
-from rich.markup import escape
 from rich.table import Table
-from rich.text import Text
 
 from ..analyze.headline import split_headline, unread_headline
 from ..errors import UsageError
@@ -25,6 +23,7 @@ from ..model import SourceReport
 from ..parse.nccl_split import split_logs
 from ..report.build import split_document
 from ..report.document import SplitRow
+from ..report.safetext import escape, safe_text
 from ..sources.base import Reader
 from ..sources.nccl import NcclReader
 from .common import EXIT_ERROR, EXIT_OK, Command, ReaderCommand, add_output_arguments, expand_paths, out_dir, print_error
@@ -106,11 +105,11 @@ def _ranks(rep: SourceReport, facts: NcclFacts, rows: int) -> Table:
         t.add_column(ty, justify="right")
     t.add_column("last opCount per comm", overflow="fold")
     for p in shown:
-        rank = Text("?" if p.rank is None else str(p.rank), style="red" if p.rank in blamed else "")
+        rank = safe_text("?" if p.rank is None else str(p.rank), style="red" if p.rank in blamed else "")
         last = " ".join(f"{c.key[:10]}:{c.last_op_hex or '-'}" for c in p.comms)
-        t.add_row(rank, Text(p.host), str(p.pid), Text(p.state, style="" if p.state == "ok" else "red"),
-                  Text(p.version or "-"), Text(f"{','.join(p.networks) or '-'} / {p.plugin or '-'}"),
-                  Text(",".join(p.interfaces) or "-"), *[str(p.collectives.get(ty, 0)) for ty in types], Text(last))
+        t.add_row(rank, safe_text(p.host), str(p.pid), safe_text(p.state, style="" if p.state == "ok" else "red"),
+                  safe_text(p.version or "-"), safe_text(f"{','.join(p.networks) or '-'} / {p.plugin or '-'}"),
+                  safe_text(",".join(p.interfaces) or "-"), *[str(p.collectives.get(ty, 0)) for ty in types], safe_text(last))
     return t
 
 
@@ -125,8 +124,8 @@ def _slices(facts: NcclFacts) -> Table:
         cells = []
         for s, c in enumerate(rows):  # marked against the majority the nccl-slice-differs findings used
             txt = " ".join(f"{k}:{v}" for k, v in c.items()) or "-"
-            cells.append(Text(txt, style="red" if s < len(majority) and c != majority[s] else ""))
-        t.add_row(Text(label), *cells)
+            cells.append(safe_text(txt, style="red" if s < len(majority) and c != majority[s] else ""))
+        t.add_row(safe_text(label), *cells)
     return t
 
 
@@ -166,12 +165,12 @@ class NcclCommand(Command):
         if not res.records:  # the document still says so (--json, split.json)
             doc = split_document([str(p) for p in args.paths], str(out), [], 0, unread_headline(len(paths), "NCCL_DEBUG log"))
             print_error(self.err, f"no NCCL_DEBUG record in {len(paths)} file(s)", NO_RECORDS_HELP)
-            self.emit(doc, args, "split.json", lambda: Text(doc.headline))
+            self.emit(doc, args, "split.json", lambda: safe_text(doc.headline))
             return EXIT_ERROR
         rows = [SplitRow(r["rank"], r["host"], r["pid"], tuple(r["files"]), r["lines"]) for r in res.rows]
         known = [r.rank for r in rows if r.rank is not None]
         unattributed = res.written.get("unattributed.log", 0)
         headline = split_headline(len(res.written), str(out), known, len(rows) - len(known), unattributed)
         doc = split_document([str(p) for p in args.paths], str(out), rows, unattributed, headline)
-        self.emit(doc, args, "split.json", lambda: Text(headline))
+        self.emit(doc, args, "split.json", lambda: safe_text(headline))
         return EXIT_OK

@@ -9,12 +9,12 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from rich.text import Text
 
 from ..errors import UsageError
 from ..model import Verdict
 from ..report.build import report_document
 from ..report.html import render_html
+from ..report.safetext import safe_text
 from ..report.verdict_console import render_verdict
 from ..sources.evidence import read_evidence
 from .common import Command, add_output_arguments, exit_status, progress_bar, write_text
@@ -55,5 +55,5 @@ class ReportCommand(Command):
         self.emit(doc, args, "report.json", lambda: render_verdict(v, tree=not args.no_tree, evidence=not args.no_evidence))
         if not args.json:
             for hp in html_paths:
-                self.err.print(Text(f"HTML report: {hp}", style="dim"), highlight=False)
+                self.err.print(safe_text(f"HTML report: {hp}", style="dim"), highlight=False)
         return exit_status(doc.found, v.recognised)

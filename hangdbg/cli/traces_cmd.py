@@ -11,13 +11,12 @@ import re
 
 from rich.columns import Columns
 from rich.console import RenderableType
-from rich.markup import escape
 from rich.panel import Panel
 from rich.table import Table
-from rich.text import Text
 
 from ..errors import UsageError
 from ..model import SourceReport
+from ..report.safetext import escape, safe_text
 from ..sources.base import Reader
 from ..facts import TracesFacts
 from ..sources.traces import TracesReader, where
@@ -60,17 +59,17 @@ class TracesCommand(ReaderCommand):
             t.add_column(col, no_wrap=True)
         t.add_column("where the trace ends", ratio=1, overflow="fold")
         if args.grep:
-            t.add_column(Text(f"grep {args.grep!r}"), justify="right", no_wrap=True)
+            t.add_column(safe_text(f"grep {args.grep!r}"), justify="right", no_wrap=True)
         for tr in rep.facts.traces:
-            row: list[RenderableType] = [str(tr.rank if tr.rank is not None else "?"), Text(tr.host), str(tr.pid),
-                                         str(tr.events), Text("yes") if tr.ended else Text("no", style="red"),
-                                         Text(where(tr.last_line))]
+            row: list[RenderableType] = [str(tr.rank if tr.rank is not None else "?"), safe_text(tr.host), str(tr.pid),
+                                         str(tr.events), safe_text("yes") if tr.ended else safe_text("no", style="red"),
+                                         safe_text(where(tr.last_line))]
             if args.grep:
                 row.append(str(tr.grep_count))
             t.add_row(*row)
         views: list[RenderableType] = [t]
         if args.last:
-            panels = [Panel(Text("\n".join(x.strip() for x in tr.last_lines) or "(empty)"),
+            panels = [Panel(safe_text("\n".join(x.strip() for x in tr.last_lines) or "(empty)"),
                             title=escape(f"rank {tr.rank}" if tr.rank is not None else f"{tr.host} pid {tr.pid}"),
                             border_style="green" if tr.ended else "red") for tr in rep.facts.traces]
             views.append(Columns(panels, equal=True, expand=True) if len(panels) <= 4 else Columns(panels))

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import os
 import re
 import threading
 import time
@@ -61,7 +62,8 @@ class FileSink:
     """Writes ``file`` messages (chunks of a node's file) to ``OUT/<host>/<name>``.
 
     Chunks go to ``<name>.part`` at their offset as they arrive; the file gets its name when the
-    last chunk is in. Names are sanitised per path component (no ``..``, no absolute paths).
+    last chunk is in. Names are sanitised per path component (no ``..``, no absolute paths), and a
+    path that resolves outside ``out`` (a symlink in the way) is refused and counted in ``bad``.
     """
 
     def __init__(self, out: Path) -> None:
@@ -69,8 +71,12 @@ class FileSink:
         self.bad = 0
 
     def path(self, host: str, name: str) -> Path | None:
+        """``OUT/<host>/<name>`` sanitised, or None when nothing is left or it leaves ``out``."""
         parts = [_safe(p) for p in name.split("/") if p not in ("", ".", "..")]
-        return self.out.joinpath(_safe(host), *parts) if parts else None
+        path = self.out.joinpath(_safe(host), *parts) if parts else None
+        if path is None or not inside(self.out, path) or not inside(self.out, path.with_name(path.name + ".part")):
+            return None
+        return path
 
     def write(self, host: str, msg: dict) -> None:
         path = self.path(host, str(msg.get("name", "")))
@@ -102,7 +108,15 @@ def agent_argv(python: str, args: list[str]) -> list[str]:
 
 
 def _safe(host: str) -> str:
-    return _SAFE.sub("_", host) or "_"
+    """One path component for ``host`` (or a file name): never empty, ``.``, ``..`` or holding ``/``."""
+    name = _SAFE.sub("_", host)
+    return name if name.strip(".") else "_" * max(1, len(name))
+
+
+def inside(root: Path, path: Path) -> bool:
+    """Whether ``path``, symlinks resolved (also for the parts that do not exist yet), is under ``root``."""
+    top = os.path.realpath(root)
+    return os.path.realpath(path).startswith(top.rstrip(os.sep) + os.sep)
 
 
 def fan_out(
@@ -125,7 +139,7 @@ def fan_out(
         on_node: called once per node as its final status becomes known (progress bars).
         command: ``dump`` or ``collect``, for the node documents (``nodes/<host>.json``).
     """
-    decoder = FrameDecoder()
+    decoder = FrameDecoder(hosts=frozenset(hosts))
     files = FileSink(out)
     problems: dict[str, list[str]] = {}
     lock = threading.Lock()
@@ -140,18 +154,22 @@ def fan_out(
         if result.host in done:
             return
         done[result.host] = result
-        save_text(out / "nodes" / f"{_safe(result.host)}.json", to_json(node_document(command, node_entry(result))) + "\n")
+        node_path = out / "nodes" / f"{_safe(result.host)}.json"
+        if inside(out, node_path):
+            save_text(node_path, to_json(node_document(command, node_entry(result))) + "\n")
         if on_node is not None:
             on_node(result)
 
-    def on_line(_host: str | None, line: str) -> None:
+    def on_line(stream: str | None, line: str) -> None:
         with lock:
-            for host, msg in decoder.feed(line):
+            for host, msg in decoder.feed(line, stream):
                 kind = msg.get("type")
                 seen.setdefault(host, time.monotonic())
                 if kind == "rank" and isinstance(msg.get("text"), str) and isinstance(msg.get("name"), str):
-                    write_raw(out / "raw" / _safe(host), _safe(msg["name"]), msg["text"])
-                    texts.setdefault(host, {})[_safe(msg["name"])] = msg["text"]  # analysed from memory
+                    raw = out / "raw" / _safe(host)
+                    if inside(out, raw / _safe(msg["name"])):
+                        write_raw(raw, _safe(msg["name"]), msg["text"])
+                        texts.setdefault(host, {})[_safe(msg["name"])] = msg["text"]  # analysed from memory
                 elif kind == "file":
                     files.write(host, msg)
                 elif kind == "log" and isinstance(msg.get("text"), str):  # the agent's -v lines
@@ -189,7 +207,9 @@ def fan_out(
     dumps = load_dump_texts([(name, texts[h][name]) for h in done if h in texts for name in sorted(texts[h])])[0]
     order = {h: i for i, h in enumerate(hosts)}
     nodes = sorted(done.values(), key=lambda n: (order.get(n.host, len(order)), n.host))
-    return FanoutResult(dumps, nodes, decoder.garbled, store, ops)
+    if decoder.foreign:
+        LOG.warning("%d frame line(s) of hosts not asked for were ignored", decoder.foreign)
+    return FanoutResult(dumps, nodes, decoder.garbled + decoder.foreign, store, ops)
 
 
 def _ops(raw: dict) -> dict[int, CurrentOp]:

@@ -9,6 +9,11 @@ interleaved line by line (one ``srun`` for all nodes), prefixed (``pdsh``'s ``no
 with other output (a login banner, a warning): the decoder looks for the ``HANGDBG1`` marker
 anywhere in a line, keys messages by (host, msgid) and ignores everything else, counting it.
 Lines are at most ~4 KB, well under the line buffers of srun and pdsh.
+
+Anything on a node's output can look like a frame (a login banner, a user program under srun),
+so the decoder given the run's ``hosts`` takes only frames of those hosts, and of the host whose
+stream the line came from when the transport says (ssh, pdsh): a frame claiming host ``..`` or
+another node is counted in ``foreign`` and dropped.
 """
 
 from __future__ import annotations
@@ -38,15 +43,25 @@ def encode_message(host: str, msgid: int, message: dict[str, Any]) -> Iterator[s
 class FrameDecoder:
     """Reassemble agent messages from lines in any order; never raises on bad input.
 
-    ``feed(line)`` returns the ``(host, message)`` pairs that became complete with that line.
-    ``garbled`` counts marker lines that could not be used, ``other`` the lines without a marker.
+    ``feed(line, stream)`` returns the ``(host, message)`` pairs that became complete with that
+    line. ``garbled`` counts marker lines that could not be used, ``other`` the lines without a
+    marker, ``foreign`` the frames of a host not in ``hosts`` (when given) or not the ``stream``'s
+    host (when the transport names it; a ``user@`` prefix on either side is ignored).
     """
 
     garbled: int = 0
     other: int = 0
+    hosts: frozenset[str] | None = None
+    foreign: int = 0
     _parts: dict[tuple[str, str], dict[int, str]] = field(default_factory=dict)
 
-    def feed(self, line: str) -> list[tuple[str, dict[str, Any]]]:
+    def accepts(self, host: str, stream: str | None = None) -> bool:
+        """Whether a frame of ``host`` read on ``stream``'s output (None: not known) is taken."""
+        if self.hosts is not None and host not in self.hosts:
+            return False
+        return stream is None or _bare(stream) == _bare(host)
+
+    def feed(self, line: str, stream: str | None = None) -> list[tuple[str, dict[str, Any]]]:
         at = line.find(MARKER + " ")
         if at < 0:
             if line.strip():
@@ -57,6 +72,9 @@ class FrameDecoder:
             self.garbled += 1
             return []
         _, host, msgid, frac, data = fields
+        if not self.accepts(host, stream):
+            self.foreign += 1
+            return []
         try:
             part, parts = (int(x) for x in frac.split("/"))
         except ValueError:
@@ -80,3 +98,7 @@ class FrameDecoder:
             self.garbled += 1
             return []
         return [(host, message)]
+
+
+def _bare(host: str) -> str:
+    return host.rpartition("@")[2]

@@ -1,26 +1,73 @@
-"""Host lists: ``node[1-4,7]`` expressions (python-hostlist) and deepspeed/pdsh hostfiles."""
+"""Host lists: ``node[1-4,7]`` expressions (python-hostlist) and deepspeed/pdsh hostfiles.
+
+Every host name that reaches a transport (``--hosts``, ``--hostfile``, ``-w``, a SLURM node list,
+``collect``) is checked by :func:`check_host` first: a name starting with ``-`` would reach ssh or
+pdsh as an option (``-oProxyCommand=...``).
+"""
 
 from __future__ import annotations
 
+import ipaddress
+import re
 from pathlib import Path
 
 import hostlist
 
 from ..errors import UsageError
 
-__all__ = ["expand_hosts", "read_hostfile"]
+__all__ = ["expand_hosts", "read_hostfile", "check_host", "check_hosts"]
+
+_LABEL = r"[A-Za-z0-9_](?:[A-Za-z0-9_-]{0,61}[A-Za-z0-9_])?"
+_NAME = re.compile(rf"{_LABEL}(?:\.{_LABEL})*\.?")
+_USER = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,63}")
+HOST_HELP = ("a host is a DNS name (letters, digits, '-', '_', dot-separated labels that neither start nor end "
+             "with '-'), an IPv4 address, an IPv6 address (plain or in brackets), optionally as user@host")
+
+
+def check_host(host: str) -> str:
+    """``host`` when it is a host name ssh, pdsh and srun can only read as one, else an error.
+
+    Accepted: RFC 1123 names (``_`` tolerated, a trailing dot too), IPv4 and IPv6 addresses
+    (``::1`` or ``[::1]``), each optionally as ``user@host``.
+
+    Raises:
+        UsageError: naming the host: it starts with ``-`` (it would be read as an option), is
+            empty or longer than 253 characters, or holds a character no host name has.
+    """
+    user, at, name = host.rpartition("@")
+    ok = bool(name) and (not at or _USER.fullmatch(user) is not None)
+    if ok:
+        addr = name[1:-1] if name.startswith("[") and name.endswith("]") else name
+        if ":" in addr or addr is not name:
+            try:
+                ipaddress.IPv6Address(addr)
+            except ValueError:
+                ok = False
+        else:
+            ok = len(name) <= 253 and _NAME.fullmatch(name) is not None
+    if not ok:
+        why = "it starts with '-' and would be read as an option" if host.startswith("-") else "not a host name or address"
+        shown = host if len(host) <= 80 else host[:80] + "..."
+        raise UsageError(f"bad host {shown!r}: {why}", help=HOST_HELP)
+    return host
+
+
+def check_hosts(hosts: list[str] | tuple[str, ...]) -> list[str]:
+    """``hosts`` as a list, each checked with :func:`check_host` (the first bad one raises UsageError)."""
+    return [check_host(h) for h in hosts]
 
 
 def expand_hosts(expr: str) -> list[str]:
     """``node[1-4,7]`` -> ``['node1', 'node2', 'node3', 'node4', 'node7']`` (python-hostlist).
 
     Raises:
-        UsageError: the expression is malformed.
+        UsageError: the expression is malformed, or a host in it is not a host name
+            (:func:`check_host`: ``-oProxyCommand=...``, spaces, shell characters).
     """
     try:
-        return hostlist.expand_hostlist(expr)
+        return check_hosts(hostlist.expand_hostlist(expr))
     except hostlist.BadHostlist as exc:
-        raise UsageError(f"bad host list {expr!r}: {exc}") from None
+        raise UsageError(f"bad host list {expr!r}: {exc}", help=HOST_HELP) from None
 
 
 def read_hostfile(path: str | Path) -> list[str]:

@@ -5,6 +5,8 @@ as it arrives (``host`` is ``None`` when the transport does not say, e.g. one sr
 nodes: the frames name their host). ``run`` returns what the transport knows of each node that
 failed (unreachable, no hangdbg, timeout) as ``{host: (status, reason)}``. Commands are argv
 lists; the remote command of ssh/pdsh is joined with :func:`shlex.join` (every word quoted).
+Every runner checks its hosts when it is made (:func:`hangdbg.collect.hosts.check_host`: a bad
+host raises UsageError before any command is built), and ssh gets ``--`` before the host.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Callable
 
 from ..tools.subproc import Popen, kill_group
+from .hosts import check_host, check_hosts
 
 __all__ = ["Runner", "SrunRunner", "SshRunner", "PdshRunner", "FakeRunner", "remote_command", "ssh_argv", "HOST"]
 
@@ -113,7 +116,7 @@ class SrunRunner(Runner):
 
     def __init__(self, jobid: str, hosts: list[str], srun_args: list[str] | None = None, env: dict[str, str] | None = None) -> None:
         super().__init__()
-        self.jobid, self.hosts, self.srun_args, self.env = jobid, hosts, srun_args or [], env
+        self.jobid, self.hosts, self.srun_args, self.env = jobid, check_hosts(hosts), srun_args or [], env
 
     def argv(self, agent_argv: list[str]) -> list[str]:
         return [
@@ -140,8 +143,11 @@ class SrunRunner(Runner):
 
 
 def ssh_argv(host: str, options: list[str], connect_timeout: int, command: str) -> list[str]:
-    """``ssh -o BatchMode=yes -o ConnectTimeout=T [options] host -- command``."""
-    return ["ssh", "-o", "BatchMode=yes", "-o", f"ConnectTimeout={connect_timeout}", *options, host, "--", command]
+    """``ssh -o BatchMode=yes -o ConnectTimeout=T [options] -- host command``.
+
+    After ``--`` ssh reads no more options: neither ``host`` nor the command can be taken for one.
+    """
+    return ["ssh", "-o", "BatchMode=yes", "-o", f"ConnectTimeout={connect_timeout}", *options, "--", host, command]
 
 
 class SshRunner(Runner):
@@ -153,11 +159,11 @@ class SshRunner(Runner):
     def __init__(self, hosts: list[str], ssh_options: list[str] | None = None, setup: str | None = None,
                  connect_timeout: int = 10, jobs: int = 32) -> None:
         super().__init__()
-        self.hosts, self.ssh_options, self.setup = hosts, ssh_options or [], setup
+        self.hosts, self.ssh_options, self.setup = check_hosts(hosts), ssh_options or [], setup
         self.connect_timeout, self.jobs = connect_timeout, jobs
 
     def argv(self, host: str, agent_argv: list[str]) -> list[str]:
-        return ssh_argv(host, self.ssh_options, self.connect_timeout, remote_command(_for_host(agent_argv, host), self.setup))
+        return ssh_argv(check_host(host), self.ssh_options, self.connect_timeout, remote_command(_for_host(agent_argv, host), self.setup))
 
     def run(self, agent_argv: list[str], on_line: OnLine, timeout: float) -> Failures:
         failures: Failures = {}
@@ -200,7 +206,7 @@ class PdshRunner(Runner):
     def __init__(self, hosts: list[str], ssh_options: list[str] | None = None, setup: str | None = None,
                  connect_timeout: int = 10, fanout: int = 32) -> None:
         super().__init__()
-        self.hosts, self.ssh_options, self.setup = hosts, ssh_options or [], setup
+        self.hosts, self.ssh_options, self.setup = check_hosts(hosts), ssh_options or [], setup
         self.connect_timeout, self.fanout = connect_timeout, fanout
 
     def argv(self, agent_argv: list[str], timeout: float) -> list[str]:

@@ -11,15 +11,14 @@ from typing import Iterator
 
 from rich.console import Group as RGroup
 from rich.console import RenderableType
-from rich.markup import escape
 from rich.panel import Panel
 from rich.table import Table
-from rich.text import Text
 from rich.tree import Tree
 
 from ..model import Analysis, TreeNode
 from ..rankset import compress
 from .evidence import findings_table
+from .safetext import escape, safe_text
 
 __all__ = ["render_analysis", "headline_title"]
 
@@ -35,7 +34,7 @@ def headline_title(a: Analysis) -> str:
 
 def _headline(a: Analysis) -> Panel:
     style = "bold red" if a.found else ("bold green" if a.readable else "bold yellow")
-    return Panel(Text(a.headline), title=headline_title(a), border_style=style, expand=True)
+    return Panel(safe_text(a.headline), title=headline_title(a), border_style=style, expand=True)
 
 
 def _groups(a: Analysis) -> Table:
@@ -86,9 +85,9 @@ def _errors(a: Analysis) -> Iterator[RenderableType]:
             t.add_row(str(d.rank), str(d.pid or ""), escape(d.error or ""))
         yield t
     if a.missing_ranks:
-        yield Text(f"Missing ranks (no process): {compress(a.missing_ranks)}", style="bold red")
+        yield safe_text(f"Missing ranks (no process): {compress(a.missing_ranks)}", style="bold red")
     if a.progressing:
-        yield Text(f"Progressing ranks (stack changed between samples): {compress(a.progressing)}", style="yellow")
+        yield safe_text(f"Progressing ranks (stack changed between samples): {compress(a.progressing)}", style="yellow")
 
 
 def render_analysis(a: Analysis, tree: bool = True, evidence: bool = True) -> RenderableType:

@@ -11,13 +11,12 @@ from typing import Sequence
 
 from rich.console import Group as RGroup
 from rich.console import RenderableType
-from rich.markup import escape
 from rich.panel import Panel
 from rich.table import Table
-from rich.text import Text
 
 from ..model import Finding, RankState, Severity, SourceReport
 from ..rankset import ranks_text
+from .safetext import escape, safe_text, visible
 
 __all__ = ["SEVERITY_STYLE", "findings_table", "ranks_table", "render_source_report", "headline_panel", "who_text"]
 
@@ -27,7 +26,7 @@ SEVERITY_STYLE = {Severity.SUSPECT: "bold red", Severity.WARNING: "yellow", Seve
 def headline_panel(headline: str, title: str, found: bool, read: bool = True) -> Panel:
     """The headline in a panel: red when a suspect was named, yellow when nothing could be read."""
     style = "bold red" if found else ("bold green" if read else "bold yellow")
-    return Panel(Text(headline), title=escape(title), border_style=style, expand=True)
+    return Panel(safe_text(headline), title=escape(title), border_style=style, expand=True)
 
 
 def who_text(f: Finding) -> str:
@@ -50,14 +49,14 @@ def findings_table(findings: Sequence[Finding], evidence: bool = True, title: st
     t.add_column("who", no_wrap=True)
     t.add_column("what", ratio=1, overflow="fold")
     for f in findings:
-        body = Text(f.summary)
+        body = safe_text(f.summary)
         if f.action:
-            body.append(f"\naction: {f.action}", style="bold")
+            body.append(visible(f"\naction: {f.action}"), style="bold")
         if evidence:  # raw lines of files (the stack analysis' own "stacks" lines repeat the summary)
             for e in [e for e in f.evidence if e.source != "stacks"][:3]:
                 where = f"{e.source}:{e.line}" if e.line is not None else e.source
-                body.append(f"\n  {where}: {e.text[:240]}", style="dim")
-        t.add_row(Text(str(f.severity), style=SEVERITY_STYLE.get(f.severity, "")), str(f.kind), Text(who_text(f)), body)
+                body.append(visible(f"\n  {where}: {e.text[:240]}"), style="dim")
+        t.add_row(safe_text(str(f.severity), style=SEVERITY_STYLE.get(f.severity, "")), str(f.kind), safe_text(who_text(f)), body)
     return t
 
 
@@ -73,9 +72,9 @@ def ranks_table(rows: Sequence[RankState], title: str = "Ranks", max_ranks: int 
     shown = set(ranks if max_ranks is None else ranks[:max_ranks])
     for r in rows:
         if r.rank in shown:
-            t.add_row(str(r.rank), Text(r.host), "" if r.pid is None else str(r.pid), str(r.source),
-                      Text(r.group or "-"), Text(r.last_collective or ""), "" if r.seq is None else str(r.seq),
-                      Text(r.state), style="red" if r.rank in suspects else "")
+            t.add_row(str(r.rank), safe_text(r.host), "" if r.pid is None else str(r.pid), str(r.source),
+                      safe_text(r.group or "-"), safe_text(r.last_collective or ""), "" if r.seq is None else str(r.seq),
+                      safe_text(r.state), style="red" if r.rank in suspects else "")
     if len(ranks) > len(shown):
         t.add_row("...", "", "", "", "", f"{len(ranks) - len(shown)} more ranks (see --json)", "", "")
     return t
@@ -93,7 +92,7 @@ def render_source_report(rep: SourceReport, headline: str, title: str, extra: li
         parts.append(findings_table(rep.findings, evidence))
     foot = (f"{len(rep.files)} file(s), {rep.records} {rep.kind} record(s), {rep.lines_read} lines read, "
             f"{rep.lines_skipped} garbled line(s) skipped")
-    parts.append(Text(foot, style="dim"))
+    parts.append(safe_text(foot, style="dim"))
     for e in rep.errors:
-        parts.append(Text(f"could not read {e.file}: {e.reason}", style="yellow"))
+        parts.append(safe_text(f"could not read {e.file}: {e.reason}", style="yellow"))
     return RGroup(*parts)

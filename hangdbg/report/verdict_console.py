@@ -5,14 +5,13 @@ from __future__ import annotations
 
 from rich.console import Group as RGroup
 from rich.console import RenderableType
-from rich.markup import escape
 from rich.panel import Panel
 from rich.table import Table
-from rich.text import Text
 
 from ..model import Finding, Severity, Verdict
 from .console import render_analysis
 from .evidence import ranks_table, who_text
+from .safetext import escape, safe_text
 
 __all__ = ["render_verdict"]
 
@@ -44,7 +43,7 @@ def render_verdict(v: Verdict, tree: bool = True, evidence: bool = True) -> Rend
     """All parts of the report as one renderable."""
     style = "bold red" if v.found else ("bold green" if v.recognised else "bold yellow")
     title = "failure found" if v.found else ("no suspect" if v.recognised else "nothing could be read")
-    parts: list[RenderableType] = [Panel(Text(v.headline), title=title, border_style=style, expand=True)]
+    parts: list[RenderableType] = [Panel(safe_text(v.headline), title=title, border_style=style, expand=True)]
     if v.suspects:
         parts.append(_findings("Suspects (most likely cause first)", v.suspects, "bold red", evidence))
     others = tuple(f for f in v.findings if f.severity is not Severity.SUSPECT)
@@ -54,12 +53,12 @@ def render_verdict(v: Verdict, tree: bool = True, evidence: bool = True) -> Rend
         parts.append(ranks_table(v.rank_states, "Per rank: last collective and state, by source", _MAX_RANKS,
                                  frozenset(r for f in v.suspects for r in f.ranks)))
     if v.analysis is not None:
-        parts.append(Text("Stacks", style="bold"))
+        parts.append(safe_text("Stacks", style="bold"))
         parts.append(render_analysis(v.analysis, tree=tree, evidence=evidence))
     counts = ", ".join(f"{s.kind}: {len(s.files)} files, {s.records} records"
                        + (f" ({s.lines_skipped} lines skipped)" if s.lines_skipped else "") for s in v.sources)
     if counts:
-        parts.append(Text(f"Read: {counts}", style="dim"))
+        parts.append(safe_text(f"Read: {counts}", style="dim"))
     if v.unparsed:
         t = Table(title="Files not used", title_justify="left", expand=True)
         t.add_column("file", no_wrap=True)
