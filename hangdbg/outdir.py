@@ -174,13 +174,28 @@ def append_text(path: str | os.PathLike, text: str, first: bool) -> bool:
 
 
 def check_writable(out: str | os.PathLike) -> Path:
-    """Create ``out`` (and its parents) and check a file can be written in it.
+    """Check that ``out`` can be created (with its parents) and a file written in it, leaving no
+    trace: the directories it had to create are removed again (the command's writers create them
+    when they write, so a usage error found later leaves no empty directory behind).
 
     Raises:
         UsageError: it cannot be created (a regular file in the way, no permission) or written
             (read-only file system, no permission, disk full); the help says to choose another.
     """
     out = Path(out)
+    created = [d for d in (out, *out.parents) if not d.exists()]  # innermost first
+    try:
+        _probe(out)
+    finally:
+        for d in created:
+            try:
+                d.rmdir()
+            except OSError:
+                break
+    return out
+
+
+def _probe(out: Path) -> None:
     try:
         out.mkdir(parents=True, exist_ok=True)
     except FileExistsError:
@@ -196,7 +211,6 @@ def check_writable(out: str | os.PathLike) -> Path:
         raise UsageError(f"cannot write into the output directory {out}: {_reason(exc)}", help=CHOOSE_ANOTHER) from None
     finally:
         _unlink(probe)
-    return out
 
 
 def _core_or_part(name: str) -> bool:
