@@ -13,6 +13,7 @@ __all__ = [
     "HangdbgError",
     "UsageError",
     "NoRanksFound",
+    "RanksUnreadable",
     "diagnose_pyspy_failure",
     "ptrace_remedy",
     "process_state",
@@ -42,6 +43,17 @@ class NoRanksFound(HangdbgError):
         "OMPI_COMM_WORLD_RANK, PMI_RANK or PMIX_RANK. Pass the launcher or the ranks "
         "explicitly with --pid PID (torchrun, deepspeed, accelerate, mp.spawn parents)."
     )
+
+
+class RanksUnreadable(NoRanksFound):
+    """No rank was found, but Python processes of other users could not be read (EACCES on
+    ``/proc/PID/environ``): their rank variables are unknown, so they may be the job's ranks."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message, help=(
+            "permission denied; use sudo: run hangdbg as the job's user or with sudo (reading another "
+            "user's /proc/PID/environ and attaching py-spy need root or CAP_SYS_PTRACE); if that is "
+            "not allowed: " + ptrace_remedy()))
 
 
 def _ptrace_scope() -> str | None:

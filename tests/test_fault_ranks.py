@@ -1,0 +1,73 @@
+"""Issue 14, dying ranks and unlucky users: a non-root user dumping another user's job, a rank
+that dies between samples, an interrupted dump re-analysed, a huge py-spy output, and
+``--remote-setup`` text ending in ``;``, ``&`` or a comment."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+RUNUSER = shutil.which("runuser")
+SITE = next((p for p in sys.path if p.endswith("site-packages") and Path(p, "psutil").is_dir()), None)
+
+
+def _system_python() -> str | None:
+    """A Python interpreter another user may run (the venv's may live under /root)."""
+    assert RUNUSER is not None
+    for exe in (sys.executable, "/usr/bin/python3"):
+        real = os.path.realpath(exe)
+        ok = subprocess.run([RUNUSER, "-u", "nobody", "--", real, "-c", "pass"], capture_output=True).returncode == 0
+        if ok:
+            return real
+    return None
+
+
+@pytest.fixture
+def root_rank():
+    """A root-owned Python process with RANK set (a rank of another user's job)."""
+    env = dict(os.environ, RANK="0", WORLD_SIZE="1", LOCAL_RANK="0")
+    proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"], env=env)
+    try:
+        time.sleep(0.3)
+        yield proc.pid
+    finally:
+        proc.kill()
+        proc.wait()
+
+
+@pytest.mark.skipif(os.geteuid() != 0 or RUNUSER is None, reason="needs root and runuser")
+def test_other_users_rank_is_permission_denied_not_no_rank(root_rank):
+    python = _system_python()
+    if python is None or SITE is None:
+        pytest.skip("no Python the user nobody may run")
+    script = (
+        "import sys\n"
+        "from hangdbg.collect.procs import find_ranks\n"
+        "from hangdbg.errors import HangdbgError\n"
+        "for pids in (None, [int(sys.argv[1])]):\n"
+        "    try:\n"
+        "        find_ranks(pids)\n"
+        "        print('FOUND')\n"
+        "    except HangdbgError as exc:\n"
+        "        print('MSG', exc)\n"
+        "        print('HELP', exc.help)\n"
+    )
+    env = {"PATH": "/usr/bin:/bin", "PYTHONPATH": f"{ROOT}:{SITE}", "HOME": "/tmp"}
+    res = subprocess.run([RUNUSER, "-u", "nobody", "--", python, "-c", script, str(root_rank)],
+                         capture_output=True, text=True, timeout=120, env=env, cwd="/tmp")
+    assert res.returncode == 0, res.stderr
+    msgs = [ln for ln in res.stdout.splitlines() if ln.startswith("MSG")]
+    helps = [ln for ln in res.stdout.splitlines() if ln.startswith("HELP")]
+    assert len(msgs) == 2, res.stdout
+    for msg, help_ in zip(msgs, helps):
+        assert "permission denied" in msg and "root" in msg, msg  # how many, whose user
+        assert "no training process found" not in msg
+        assert "sudo" in help_ and "CAP_SYS_PTRACE" in help_, help_
+    assert str(root_rank) in msgs[1]
