@@ -71,3 +71,51 @@ def test_other_users_rank_is_permission_denied_not_no_rank(root_rank):
         assert "no training process found" not in msg
         assert "sudo" in help_ and "CAP_SYS_PTRACE" in help_, help_
     assert str(root_rank) in msgs[1]
+
+
+# --- --remote-setup ending in ';', '&' or a comment -------------------------------------------
+
+@pytest.mark.parametrize("setup", [
+    "export HANGDBG_T=1;",
+    "export HANGDBG_T=1 ;  ",
+    "export HANGDBG_T=1 &",
+    "export HANGDBG_T=1 # activate the venv",
+    "export HANGDBG_T=1\n",
+    "export HANGDBG_T=1; # done;",
+])
+def test_remote_setup_ending_in_separator_or_comment_still_runs_the_agent(setup, tmp_path):
+    from hangdbg.collect.runners import remote_command
+
+    marker = tmp_path / "agent ran"
+    cmd = remote_command(["touch", str(marker)], setup)
+    res = subprocess.run(["sh", "-c", cmd], capture_output=True, text=True, timeout=30)
+    assert res.returncode == 0, (cmd, res.stderr)
+    assert marker.exists(), cmd
+
+
+def test_remote_setup_is_run_in_the_agents_shell(tmp_path):
+    from hangdbg.collect.runners import remote_command
+
+    out = tmp_path / "env"
+    cmd = remote_command(["sh", "-c", f'echo "$HANGDBG_T" > {out}'], "export HANGDBG_T=seen # venv")
+    subprocess.run(["sh", "-c", cmd], check=True, timeout=30)
+    assert out.read_text().strip() == "seen"
+
+
+def test_failing_remote_setup_keeps_the_agent_from_running(tmp_path):
+    from hangdbg.collect.runners import remote_command
+
+    marker = tmp_path / "agent ran"
+    res = subprocess.run(["sh", "-c", remote_command(["touch", str(marker)], "false;")], timeout=30)
+    assert res.returncode != 0 and not marker.exists()
+
+
+@pytest.mark.parametrize("setup", ["source ~/.venv/bin/activate &&", "true ||", "cat |", "true \\"])
+def test_remote_setup_with_a_dangling_operator_is_a_usage_error(setup):
+    from hangdbg.collect.runners import SshRunner, remote_command
+    from hangdbg.errors import UsageError
+
+    with pytest.raises(UsageError, match="--remote-setup"):
+        remote_command(["true"], setup)
+    with pytest.raises(UsageError, match="--remote-setup"):
+        SshRunner(["n1"], setup=setup)
