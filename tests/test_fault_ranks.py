@@ -119,3 +119,75 @@ def test_remote_setup_with_a_dangling_operator_is_a_usage_error(setup):
         remote_command(["true"], setup)
     with pytest.raises(UsageError, match="--remote-setup"):
         SshRunner(["n1"], setup=setup)
+
+
+# --- a rank that dies between samples -------------------------------------------------------
+
+FAKE_STACK = """Process {pid}: python train.py
+Python v3.11.7 (/usr/bin/python3.11)
+
+Thread {pid} (idle): "MainThread"
+    all_reduce (torch/distributed/distributed_c10d.py:2050)
+    train (train.py:10)
+    <module> (train.py:20)
+"""
+
+ZOMBIE_ERROR = """Error: Failed to get process executable name. Check that the process is running.
+
+Caused by:
+    0: No such file or directory (os error 2)
+"""
+
+
+def _fake_pyspy(tmp_path: Path, script: str) -> Path:
+    exe = tmp_path / "py-spy"
+    exe.write_text(f"#!{sys.executable}\n{script}")
+    exe.chmod(0o755)
+    return exe
+
+
+@pytest.fixture
+def zombie_and_live():
+    """Two ranks: a zombie (killed, not reaped: its launcher did not look yet) and a live one."""
+    dead = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    live = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        yield dead, live
+    finally:
+        for p in (dead, live):
+            p.kill()
+            p.wait()
+
+
+def test_rank_dead_in_a_later_sample_is_gone_not_hung(tmp_path, zombie_and_live):
+    from hangdbg.analyze import analyze
+    from hangdbg.collect.local import CollectOptions, collect
+    from hangdbg.model import Kind, RankProcess
+    from hangdbg.parse import load_dumps
+    from hangdbg.tools.pyspy import PySpyOptions
+
+    dead, live = zombie_and_live
+    flag = tmp_path / "killed"
+    # the fake py-spy kills the dead rank (without reaping it) once it dumped it a first time
+    exe = _fake_pyspy(tmp_path, f"""
+import os, signal, sys, time
+pid = int(sys.argv[sys.argv.index("--pid") + 1])
+if pid == {dead.pid} and os.path.exists({str(flag)!r}):
+    sys.stderr.write({ZOMBIE_ERROR!r}); sys.exit(1)
+sys.stdout.write({FAKE_STACK!r}.format(pid=pid))
+if pid == {dead.pid}:
+    os.kill(pid, signal.SIGKILL); time.sleep(0.3); open({str(flag)!r}, "w").close()
+""")
+    ranks = [RankProcess(p.pid, r, "n1", r, 2, 2, "RANK", "python train.py", ("j",)) for r, p in enumerate((dead, live))]
+    out = tmp_path / "out"
+    opts = CollectOptions(pyspy=PySpyOptions(timeout=30, executable=str(exe)), samples=3, interval=0.2, out=out)
+    dumps = collect(ranks, opts)
+    assert open(f"/proc/{dead.pid}/stat").read().split()[2] == "Z"
+    by_rank = {d.rank: d for d in dumps}
+    assert by_rank[0].error and "is gone" in by_rank[0].error, by_rank[0].error
+    for a in (analyze(dumps), analyze(load_dumps([out])[0])):  # live, and re-analysed from OUT
+        assert 0 in a.missing_ranks
+        gone = [f for f in a.findings if f.kind is Kind.MISSING]
+        assert gone and gone[0].ranks == (0,), a.findings
+        assert "dying" in gone[0].summary and "exited while hangdbg" in gone[0].summary, gone[0].summary
+        assert "dying" in a.headline, a.headline

@@ -27,6 +27,7 @@ from typing import Callable
 
 from ..analyze import analyze
 from ..analyze.needs import needs
+from ..errors import is_gone
 from ..model import Frame, RankDump, RankProcess, Thread
 from ..parse.op_record import CurrentOp
 from ..sources.op_records import read_op_records
@@ -37,7 +38,6 @@ from .local import CollectOptions, header_line, threads_of, write_raw
 
 __all__ = ["adapt", "AdaptResult", "RawSink"]
 
-_GONE = "is gone"
 RESAMPLE_ROUNDS = 2
 RESAMPLE_INTERVAL = 0.5
 
@@ -95,12 +95,12 @@ def adapt(ranks: list[RankProcess], dumps: list[RankDump], opts: CollectOptions,
                 current[r] = _add_sample(current[r], by_rank[r], res, step, on_raw)
 
     # 1. retry what py-spy could not read, then pystack
-    failed = [d.rank for d in dumps if not d.threads and d.error and _GONE not in d.error and d.rank in by_rank]
+    failed = [d.rank for d in dumps if not d.threads and d.error and not is_gone(d.error) and d.rank in by_rank]
     if failed:
         log(f"adaptive: retrying py-spy on {len(failed)} unreadable rank(s)")
         time.sleep(0.5)
         run(failed, False, False, "retried")
-        still = [r for r in failed if not current[r].threads and _GONE not in (current[r].error or "")]
+        still = [r for r in failed if not current[r].threads and not is_gone(current[r].error)]
         for r in still:
             log(f"adaptive: pystack remote on rank {r}")
             current[r] = _from_pystack(current[r], by_rank[r], run_pystack_remote(by_rank[r].pid, opts.pyspy.timeout), on_raw)
@@ -151,7 +151,7 @@ def _add_sample(d: RankDump, p: RankProcess, res: PySpyResult, step: str, on_raw
     threads, error, python = threads_of(res)
     steps = tuple(dict.fromkeys((*d.steps, *step.split(","))))
     if error:
-        if _GONE in error:
+        if is_gone(error):
             return replace(d, error=error, steps=steps)
         return d if d.threads else replace(d, error=error, steps=steps)
     return replace(d, threads=threads, samples=(*d.samples, threads), error=None, python=python or d.python, steps=steps)

@@ -14,6 +14,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Callable
 
+from ..errors import is_gone
 from ..model import RankDump, Thread
 from ..parse.pyspy_text import parse_pyspy_dump
 from .procs import RankProcess
@@ -122,7 +123,7 @@ def collect(
                 threads, error, python = threads_of(res)
                 if error:
                     errors[p.pid] = error
-                    if samples[p.pid] and "is gone" in error:
+                    if samples[p.pid] and is_gone(error):
                         gone[p.pid] = error  # exited between samples: a dead rank, not a stale stack
                 else:
                     samples[p.pid].append(threads)

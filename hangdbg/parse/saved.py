@@ -17,6 +17,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..errors import is_gone
 from ..launchers import is_launcher
 from ..model import RankDump, Thread
 
@@ -214,4 +215,4 @@ _LOCAL_RANK_ARG = re.compile(r"(?:^|\s)--local[_-]rank(?:=|\s+)(\d{1,6})(?!\S)")
 
 def _gone(e: _Entry) -> bool:
     """The entry is a failed sample that found the process gone (it exited between samples)."""
-    return e.proc.error is not None and "is gone" in e.proc.error
+    return is_gone(e.proc.error)

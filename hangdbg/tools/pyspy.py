@@ -16,7 +16,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..errors import diagnose_pyspy_failure, process_state
+from ..errors import diagnose_pyspy_failure, gone_message, process_state
 from .subproc import Popen, kill_group
 
 __all__ = ["PySpyOptions", "PySpyResult", "find_pyspy", "run_pyspy", "kill_running"]
@@ -117,6 +117,9 @@ def run_pyspy(pid: int, opts: PySpyOptions) -> PySpyResult:
         except subprocess.TimeoutExpired:  # py-spy itself stuck in the kernel: abandon it
             out, err = "", ""
         state = process_state(pid)
+        if state in (None, "Z", "X"):
+            msg = gone_message(pid, f"py-spy timed out after {opts.timeout:g} s and the process has exited")
+            return PySpyResult(pid, (out or "") + (err or ""), msg, time.monotonic() - start)
         hint = {
             "D": "the process is in uninterruptible sleep (D state: I/O, a hung filesystem or driver)",
             "T": "the process is stopped (T state: SIGSTOP or a debugger holds it)",
