@@ -191,3 +191,55 @@ if pid == {dead.pid}:
         assert gone and gone[0].ranks == (0,), a.findings
         assert "dying" in gone[0].summary and "exited while hangdbg" in gone[0].summary, gone[0].summary
         assert "dying" in a.headline, a.headline
+
+
+# --- re-analysing an interrupted dump -------------------------------------------------------
+
+def _interrupted_out(tmp_path: Path) -> Path:
+    """An ``-o OUT`` dir of a 4-rank dump interrupted after ranks 0 and 1 were written."""
+    import json
+
+    out = tmp_path / "out"
+    (out / "raw").mkdir(parents=True)
+    procs = [{"pid": 1000 + r, "rank": r, "host": "n1", "local_rank": r, "world_size": 4, "local_world_size": 4,
+              "rank_source": "RANK", "cmdline": "python train.py", "job": ["j"]} for r in range(4)]
+    (out / "processes.json").write_text(json.dumps({"command": "dump", "collector_host": "n1", "processes": procs}))
+    for r in (0, 1):
+        header = f"# hangdbg rank={r} pid={1000 + r} host=n1 local_rank={r} world_size=4 local_world_size=4 sample=1"
+        (out / "raw" / f"rank-{r:04d}.txt").write_text(header + "\n" + FAKE_STACK.format(pid=1000 + r))
+    return out
+
+
+def test_interrupted_dump_reanalysed_calls_unread_ranks_not_dumped_not_missing(tmp_path):
+    from hangdbg.analyze import analyze
+    from hangdbg.model import Kind
+    from hangdbg.parse import load_dumps
+
+    dumps, stats = load_dumps([_interrupted_out(tmp_path)])
+    assert [d.rank for d in dumps] == [0, 1, 2, 3] and not stats.unreadable
+    a = analyze(dumps)
+    assert a.missing_ranks == ()
+    assert not [f for f in a.findings if f.kind is Kind.MISSING]
+    assert set(a.unreadable) == {2, 3}
+    named = [f for f in a.findings if set(f.ranks) & {2, 3}]
+    assert named and all("not dumped" in f.summary and "interrupted" in f.summary for f in named), a.findings
+
+
+def test_interrupted_dump_cli(tmp_path):
+    from conftest import run_json
+
+    out = _interrupted_out(tmp_path)
+    rc, doc = run_json("analyze", out, timeout=120)
+    assert doc["stacks"]["missing_ranks"] == []
+    assert sorted(doc["stacks"]["unreadable_ranks"]) == [2, 3]
+    assert "interrupted" in doc["headline"] or any("interrupted" in f["summary"] for f in doc["findings"])
+
+
+@pytest.mark.parametrize("content", ["{", "[]", '{"processes": [{"rank": "x"}, 3, {"rank": true}]}', "\x00" * 100])
+def test_broken_processes_json_is_skipped_not_a_traceback(tmp_path, content):
+    from hangdbg.parse import load_dumps
+
+    out = _interrupted_out(tmp_path)
+    (out / "processes.json").write_text(content)
+    dumps, _stats = load_dumps([out])
+    assert [d.rank for d in dumps] == [0, 1]
