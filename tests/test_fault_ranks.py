@@ -243,3 +243,78 @@ def test_broken_processes_json_is_skipped_not_a_traceback(tmp_path, content):
     (out / "processes.json").write_text(content)
     dumps, _stats = load_dumps([out])
     assert [d.rank for d in dumps] == [0, 1]
+
+
+# --- a huge py-spy output -------------------------------------------------------------------
+
+HUGE_PYSPY = r"""
+import sys
+pid = sys.argv[sys.argv.index("--pid") + 1]
+w = sys.stdout.write
+w(f"Process {pid}: python train.py\nPython v3.11.7 (/usr/bin/python3.11)\n\n")
+w(f'Thread {pid} (idle): "MainThread"\n    all_reduce (torch/distributed/distributed_c10d.py:2050)\n')
+block = "".join(f"    recurse (/job/deep.py:{i})\n" for i in range(1, 20001))
+for _ in range(MEGABYTES * 1_000_000 // len(block)):
+    w(block)
+w("    <module> (/job/train.py:20)\n")
+"""
+
+
+@pytest.fixture
+def rank_process():
+    env = dict(os.environ, RANK="0", WORLD_SIZE="1", LOCAL_RANK="0", LOCAL_WORLD_SIZE="1")
+    proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"], env=env)
+    try:
+        time.sleep(0.3)
+        yield proc.pid
+    finally:
+        proc.kill()
+        proc.wait()
+
+
+def test_huge_pyspy_output_is_capped_bounded_and_parsed_in_time(tmp_path, rank_process):
+    import json
+    import resource
+
+    cap = 64 << 20  # hangdbg.tools.pyspy.OUTPUT_CAP
+    exe = _fake_pyspy(tmp_path, HUGE_PYSPY.replace("MEGABYTES", "150"))
+    out = tmp_path / "out"
+    limit = 2 << 30
+
+    def bounded() -> None:
+        resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+
+    env = dict(os.environ, NO_COLOR="1", COLUMNS="160")
+    res = subprocess.run([sys.executable, "-m", "hangdbg", "dump", "--pid", str(rank_process), "--py-spy", str(exe),
+                          "--timeout", "60", "-o", str(out), "--json"],
+                         capture_output=True, text=True, timeout=300, env=env, cwd=ROOT, preexec_fn=bounded)
+    assert "Traceback" not in res.stderr, res.stderr[-3000:]
+    assert res.returncode in (0, 3), res.stderr[-3000:]
+    doc = json.loads(res.stdout)
+    rank = doc["stacks"]["ranks"][0]
+    frames = rank["threads"][0]["frames"]
+    assert frames[0]["function"] == "all_reduce" and frames[-1]["function"] == "<module>" or \
+        frames[-1]["function"] == "recurse"  # the outermost frames may be past the cap
+    raw = out / "raw" / "rank-0000.txt"
+    assert raw.stat().st_size < cap + (1 << 20)
+    assert "truncated by hangdbg" in raw.read_text()[-1000:]
+
+
+def test_deep_thread_keeps_innermost_and_outermost_frames():
+    from hangdbg.parse.pyspy_text import INNER_FRAMES, MAX_FRAMES, OUTER_FRAMES, parse_pyspy_dump
+
+    n = 50_000
+    text = 'Thread 1 (idle): "MainThread"\n' + "".join(f"    f{i} (/a.py:{i})\n" for i in range(n))
+    procs, garbled = parse_pyspy_dump(text)
+    frames = procs[0].threads[0].frames
+    assert len(frames) == MAX_FRAMES and garbled == n - MAX_FRAMES
+    assert [f.function for f in frames[:2]] == ["f0", "f1"] and frames[INNER_FRAMES - 1].function == f"f{INNER_FRAMES - 1}"
+    assert frames[-1].function == f"f{n - 1}" and frames[-OUTER_FRAMES].function == f"f{n - OUTER_FRAMES}"
+
+
+def test_parse_stops_at_its_deadline():
+    from hangdbg.parse.pyspy_text import parse_pyspy_dump
+
+    text = 'Thread 1 (idle): "MainThread"\n' + "    f (/a.py:1)\n" * 100_000
+    procs, garbled = parse_pyspy_dump(text, deadline=time.monotonic() - 1)
+    assert garbled == 100_001 and not procs

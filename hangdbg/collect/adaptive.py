@@ -92,7 +92,7 @@ def adapt(ranks: list[RankProcess], dumps: list[RankDump], opts: CollectOptions,
         popts = replace(opts.pyspy, native=native or opts.pyspy.native, locals=locals_ or opts.pyspy.locals)
         with ThreadPoolExecutor(max_workers=min(jobs, len(selected)) or 1, thread_name_prefix="py-spy") as pool:
             for r, res in zip(selected, pool.map(lambda r: run_pyspy(by_rank[r].pid, popts), selected)):
-                current[r] = _add_sample(current[r], by_rank[r], res, step, on_raw)
+                current[r] = _add_sample(current[r], by_rank[r], res, step, on_raw, popts.timeout)
 
     # 1. retry what py-spy could not read, then pystack
     failed = [d.rank for d in dumps if not d.threads and d.error and not is_gone(d.error) and d.rank in by_rank]
@@ -140,7 +140,8 @@ def adapt(ranks: list[RankProcess], dumps: list[RankDump], opts: CollectOptions,
     return AdaptResult(sorted(current.values(), key=lambda d: d.rank), store, ops)
 
 
-def _add_sample(d: RankDump, p: RankProcess, res: PySpyResult, step: str, on_raw: RawSink) -> RankDump:
+def _add_sample(d: RankDump, p: RankProcess, res: PySpyResult, step: str, on_raw: RawSink,
+                timeout: float | None = None) -> RankDump:
     """``d`` with one more sample from ``res`` (its raw text kept first); a failed run keeps ``d``
     (a rank found gone is marked so)."""
     k = len(d.samples) + 1 if d.samples else 1
@@ -148,7 +149,7 @@ def _add_sample(d: RankDump, p: RankProcess, res: PySpyResult, step: str, on_raw
     if res.error:
         body = f"Error: {res.error}\n{body}"
     on_raw(p, f"rank-{p.rank:04d}.sample-{k}.txt", f"{header_line(p, k)} steps={step}\n{body}")
-    threads, error, python = threads_of(res)
+    threads, error, python = threads_of(res, timeout)
     steps = tuple(dict.fromkeys((*d.steps, *step.split(","))))
     if error:
         if is_gone(error):

@@ -115,10 +115,10 @@ def load_dumps(paths: Sequence[str | os.PathLike]) -> tuple[list[RankDump], Load
     have = {d.rank for d in dumps}
     listed: dict[int, RankDump] = {}
     for p in named:
-        procs, why = _listed_processes(p)
+        alive, why = _listed_processes(p)
         if why:
             unreadable.append((str(p / "processes.json"), why))
-        for d in procs:
+        for d in alive:
             if d.rank not in have:
                 listed.setdefault(d.rank, d)
     stats = LoadStats(read, len(entries), garbled, tuple(unreadable))
