@@ -181,8 +181,9 @@ def find_suspects(
         where = _where(waiting) if waiting else "the others are elsewhere"
         died = sorted(gone & exited)
         if died:
+            rest = f"; {where}" if waiting or len(views) > len(died) else ""
             name(died, f"{_ranks_text(died)} exited while hangdbg was dumping (seen alive, then gone): "
-                       f"the job is dying, not hung; {where}", Kind.MISSING)
+                       f"the job is dying, not hung{rest}", Kind.MISSING)
         name(missing, f"no process for {_ranks_text(missing)} (never started or exited); {where}", Kind.MISSING)
 
     for v in views:
