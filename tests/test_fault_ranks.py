@@ -298,6 +298,7 @@ def test_huge_pyspy_output_is_capped_bounded_and_parsed_in_time(tmp_path, rank_p
     raw = out / "raw" / "rank-0000.txt"
     assert raw.stat().st_size < cap + (1 << 20)
     assert "truncated by hangdbg" in raw.read_text()[-1000:]
+    assert "bytes dropped" in res.stderr
 
 
 def test_deep_thread_keeps_innermost_and_outermost_frames():
