@@ -7,13 +7,17 @@ The exceptions below are for failures that stop a whole command.
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 __all__ = [
     "HangdbgError",
     "UsageError",
     "NoRanksFound",
+    "RanksUnreadable",
     "diagnose_pyspy_failure",
+    "gone_message",
+    "is_gone",
     "ptrace_remedy",
     "process_state",
 ]
@@ -42,6 +46,17 @@ class NoRanksFound(HangdbgError):
         "OMPI_COMM_WORLD_RANK, PMI_RANK or PMIX_RANK. Pass the launcher or the ranks "
         "explicitly with --pid PID (torchrun, deepspeed, accelerate, mp.spawn parents)."
     )
+
+
+class RanksUnreadable(NoRanksFound):
+    """No rank was found, but Python processes of other users could not be read (EACCES on
+    ``/proc/PID/environ``): their rank variables are unknown, so they may be the job's ranks."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message, help=(
+            "permission denied; use sudo: run hangdbg as the job's user or with sudo (reading another "
+            "user's /proc/PID/environ and attaching py-spy need root or CAP_SYS_PTRACE); if that is "
+            "not allowed: " + ptrace_remedy()))
 
 
 def _ptrace_scope() -> str | None:
@@ -83,9 +98,8 @@ def diagnose_pyspy_failure(output: str, pid: int | None, returncode: int | None)
     text = output.strip()
     low = text.lower()
     first = next((ln.strip() for ln in text.splitlines() if ln.strip()), f"exit status {returncode}")
-    gone = pid is not None and not Path(f"/proc/{pid}").exists()
-    if gone or "no such process" in low:
-        return f"process {pid} is gone (it exited while hangdbg was looking): {first}"
+    if process_gone(pid) or "no such process" in low:
+        return gone_message(pid, first)
     if "permission denied" in low or "operation not permitted" in low or "os error 1)" in low:
         return f"permission denied attaching to pid {pid}: {first}; fix: {ptrace_remedy()}"
     if "failed to suspend process" in low or process_state(pid) == "T":
@@ -99,6 +113,29 @@ def diagnose_pyspy_failure(output: str, pid: int | None, returncode: int | None)
             "fix: point --pid at the Python rank, or upgrade py-spy (`pip install -U py-spy`)"
         )
     return f"py-spy failed on pid {pid} (exit status {returncode}): {first}"
+
+
+_GONE = re.compile(r"process \d+ is gone\b")
+
+
+def gone_message(pid: int | None, detail: str) -> str:
+    """The one message of a rank whose process exited (or is a zombie) while hangdbg looked:
+    ``process PID is gone (it exited while hangdbg was looking): DETAIL``; :func:`is_gone` knows it."""
+    return f"process {pid} is gone (it exited while hangdbg was looking): {detail}"
+
+
+def is_gone(error: str | None) -> bool:
+    """True when a rank's error says its process is gone (:func:`gone_message`, at the start or
+    after hangdbg's own prefix such as a retry's ``...; then ...``)."""
+    return bool(error) and _GONE.search(error or "") is not None
+
+
+def process_gone(pid: int | None) -> bool:
+    """True when ``pid`` no longer runs: no ``/proc/PID``, or a zombie (state ``Z``/``X``: it
+    exited and its parent, e.g. a stopped launcher, has not reaped it yet)."""
+    if pid is None:
+        return False
+    return not Path(f"/proc/{pid}").exists() or process_state(pid) in ("Z", "X")
 
 
 def process_state(pid: int | None) -> str | None:

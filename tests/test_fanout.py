@@ -89,7 +89,7 @@ def test_host_lists_and_hostfiles(tmp_path):
 
 def test_remote_command_quotes_every_word():
     cmd = remote_command(["/opt/venv/bin/python", "-m", "hangdbg", "agent", "--match-env", "X=a b;rm -rf /"], "source ~/.pdshrc")
-    assert cmd == "source ~/.pdshrc && /opt/venv/bin/python -m hangdbg agent --match-env 'X=a b;rm -rf /'"
+    assert cmd == "{\nsource ~/.pdshrc\n} && /opt/venv/bin/python -m hangdbg agent --match-env 'X=a b;rm -rf /'"
 
 
 def test_parse_scontrol_show_job():

@@ -13,10 +13,10 @@ number of distinct stacks times their depth.
 
 from __future__ import annotations
 
-import re
 from dataclasses import replace
 from typing import Mapping
 
+from ..errors import is_gone
 from ..model import Analysis, Evidence, Finding, Group, Kind, Place, RankDump, Severity, SourceKind
 from ..rankset import ranks_text
 from ..waits import RankWait, WaitKind
@@ -32,7 +32,6 @@ from .waitfor import build_graph
 
 __all__ = ["analyze", "place_of", "build_tree"]
 
-_GONE = re.compile(r"^process \d+ is gone")
 _EVIDENCE_RANKS = 3
 
 
@@ -61,7 +60,7 @@ def analyze(dumps: list[RankDump] | tuple[RankDump, ...], whole_job: bool = Fals
     dumps = sorted(seen.values(), key=lambda d: d.rank)
     views = classify_ranks(dumps)
     by_rank = {v.rank: v for v in views}
-    gone = [d.rank for d in dumps if d.error and _GONE.match(d.error)]
+    gone = [d.rank for d in dumps if is_gone(d.error)]
     unreadable = tuple(d.rank for d in dumps if not d.threads and d.rank not in gone)
     expected, elsewhere = expected_ranks(dumps, whole_job) if live else ({d.rank for d in dumps}, 0)
     missing = sorted((expected - set(seen)) | set(gone))
@@ -81,7 +80,8 @@ def analyze(dumps: list[RankDump] | tuple[RankDump, ...], whole_job: bool = Fals
     unknown = frozenset(d.rank for d in dumps if d.rank_source == "order")
     size_unknown = not any(d.world_size for d in dumps)
     suspects = [] if all_progress else find_suspects(views, missing, progressing, buckets, graph, sampled, waiting,
-                                                     unknown, size_unknown)
+                                                     unknown, size_unknown,
+                                                     frozenset(r for r in gone if seen[r].samples))
     findings = suspects + waiting_findings(graph, suspects, waiting)
     if not findings and not all_progress and size_unknown:
         lone = not_dumped(graph, views, unknown)  # the job's size is unknown: the others may not have been dumped
@@ -129,7 +129,7 @@ def _waits(views, seen: dict[int, RankDump], missing: list[int], store_keys: Map
     _extend_native(out, views)
     for r, d in seen.items():
         if r not in out:
-            gone = bool(d.error and _GONE.match(d.error))
+            gone = is_gone(d.error)
             out[r] = RankWait(WaitKind.GONE if gone else WaitKind.UNKNOWN, detail=d.error or "no stack", evidence=())
     for r in missing:
         if r not in out:

@@ -149,6 +149,7 @@ def find_suspects(
     groups: Groups | None = None,
     unranked: frozenset[int] = frozenset(),
     size_unknown: bool = False,
+    exited: frozenset[int] = frozenset(),
 ) -> list[Finding]:
     """Apply the rules of this module (see the module docstring): the suspects, most important
     first, without hosts or evidence (the caller adds them); or one ``undecided`` warning when the
@@ -162,6 +163,8 @@ def find_suspects(
         unranked: ranks whose number is only their order among the files (the text says so).
         size_unknown: no dump knows the job's size (saved dumps of one or a few ranks): rule 3b
             applies (with every rank of a known job dumped and none waiting, nobody waits for them).
+        exited: the missing ranks that were seen alive and then gone (a later sample, a retry):
+            they died during the dump, the job is dying rather than hung.
     """
     suspects: list[Finding] = []
     named: set[int] = set()
@@ -173,8 +176,14 @@ def find_suspects(
             suspects.append(Finding(kind, reason, ranks, severity=Severity.SUSPECT))
 
     if missing:
-        waiting = [b for b in buckets if b[0].place.kind != "outside"]
+        gone = set(missing)
+        waiting = [kept for b in buckets if b[0].place.kind != "outside" and (kept := [v for v in b if v.rank not in gone])]
         where = _where(waiting) if waiting else "the others are elsewhere"
+        died = sorted(gone & exited)
+        if died:
+            rest = f"; {where}" if waiting or len(views) > len(died) else ""
+            name(died, f"{_ranks_text(died)} exited while hangdbg was dumping (seen alive, then gone): "
+                       f"the job is dying, not hung{rest}", Kind.MISSING)
         name(missing, f"no process for {_ranks_text(missing)} (never started or exited); {where}", Kind.MISSING)
 
     for v in views:

@@ -15,7 +15,7 @@ from ..errors import HangdbgError, UsageError
 from ..report.build import process_list
 from ..report.document import CoreWritten
 from ..report.safetext import visible
-from ..tools.pyspy import PySpyOptions, find_pyspy
+from ..tools.pyspy import OUTPUT_CAP, PySpyOptions, find_pyspy
 from .common import (Command, add_output_arguments, emit_stacks, out_dir, positive_float, positive_int, progress_bar,
                      write_json)
 from .remote import add_remote_arguments, dump_remote, wants_remote
@@ -63,13 +63,18 @@ def dump_ranks(cmd: Command, args: argparse.Namespace, ranks: list[RankProcess],
     with progress_bar(cmd.err, "py-spy", total) as progress:
         task = progress.add_task("dump", total=total, failed=0)
         failed = 0
+        truncated: list[tuple[int, int]] = []
 
         def on_result(p, k, res):
             nonlocal failed
             failed += bool(res.error)
+            if res.dropped:
+                truncated.append((p.rank, res.dropped))
             progress.update(task, advance=1, failed=failed)
 
         dumps = collect(ranks, opts, on_result)
+    for rank, dropped in truncated:
+        cmd.warn(f"rank {rank}: py-spy printed more than {OUTPUT_CAP >> 20} MiB; {dropped} bytes dropped")
     if getattr(args, "adapt", True):
         log = (lambda m: cmd.err.print(f"hangdbg: {visible(m)}", style="dim", markup=False, highlight=False)) if args.verbose else (lambda _m: None)
         with cmd.err.status("adaptive collection: what the first round lacks..."):

@@ -27,6 +27,7 @@ from typing import Callable
 
 from ..analyze import analyze
 from ..analyze.needs import needs
+from ..errors import is_gone
 from ..model import Frame, RankDump, RankProcess, Thread
 from ..parse.op_record import CurrentOp
 from ..sources.op_records import read_op_records
@@ -38,7 +39,6 @@ from .local import CollectOptions, header_line, threads_of, write_raw
 
 __all__ = ["adapt", "AdaptResult", "RawSink"]
 
-_GONE = "is gone"
 RESAMPLE_ROUNDS = 2
 RESAMPLE_INTERVAL = 0.5
 
@@ -93,15 +93,15 @@ def adapt(ranks: list[RankProcess], dumps: list[RankDump], opts: CollectOptions,
         popts = replace(opts.pyspy, native=native or opts.pyspy.native, locals=locals_ or opts.pyspy.locals)
         with ThreadPoolExecutor(max_workers=min(jobs, len(selected)) or 1, thread_name_prefix="py-spy") as pool:
             for r, res in zip(selected, pool.map(lambda r: run_pyspy(by_rank[r].pid, popts), selected)):
-                current[r] = _add_sample(current[r], by_rank[r], res, step, on_raw)
+                current[r] = _add_sample(current[r], by_rank[r], res, step, on_raw, popts.timeout)
 
     # 1. retry what py-spy could not read, then pystack
-    failed = [d.rank for d in dumps if not d.threads and d.error and _GONE not in d.error and d.rank in by_rank]
+    failed = [d.rank for d in dumps if not d.threads and d.error and not is_gone(d.error) and d.rank in by_rank]
     if failed:
         log(f"adaptive: retrying py-spy on {len(failed)} unreadable rank(s)")
         time.sleep(0.5)
         run(failed, False, False, "retried")
-        still = [r for r in failed if not current[r].threads and _GONE not in (current[r].error or "")]
+        still = [r for r in failed if not current[r].threads and not is_gone(current[r].error)]
         for r in still:
             log(f"adaptive: pystack remote on rank {r}")
             current[r] = _from_pystack(current[r], by_rank[r], run_pystack_remote(by_rank[r].pid, opts.pyspy.timeout), on_raw)
@@ -141,7 +141,8 @@ def adapt(ranks: list[RankProcess], dumps: list[RankDump], opts: CollectOptions,
     return AdaptResult(sorted(current.values(), key=lambda d: d.rank), store, ops)
 
 
-def _add_sample(d: RankDump, p: RankProcess, res: PySpyResult, step: str, on_raw: RawSink) -> RankDump:
+def _add_sample(d: RankDump, p: RankProcess, res: PySpyResult, step: str, on_raw: RawSink,
+                timeout: float | None = None) -> RankDump:
     """``d`` with one more sample from ``res`` (its raw text kept first); a failed run keeps ``d``
     (a rank found gone is marked so)."""
     k = len(d.samples) + 1 if d.samples else 1
@@ -149,10 +150,10 @@ def _add_sample(d: RankDump, p: RankProcess, res: PySpyResult, step: str, on_raw
     if res.error:
         body = f"Error: {res.error}\n{body}"
     on_raw(p, f"rank-{p.rank:04d}.sample-{k}.txt", f"{header_line(p, k)} steps={step}\n{body}")
-    threads, error, python = threads_of(res)
+    threads, error, python = threads_of(res, timeout)
     steps = tuple(dict.fromkeys((*d.steps, *step.split(","))))
     if error:
-        if _GONE in error:
+        if is_gone(error):
             return replace(d, error=error, steps=steps)
         return d if d.threads else replace(d, error=error, steps=steps)
     return replace(d, threads=threads, samples=(*d.samples, threads), error=None, python=python or d.python, steps=steps)

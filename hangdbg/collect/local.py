@@ -14,6 +14,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Callable
 
+from ..errors import is_gone
 from ..model import RankDump, Thread
 from ..outdir import save_text
 from ..parse.pyspy_text import parse_pyspy_dump
@@ -78,11 +79,22 @@ def write_raw(raw: Path, name: str, text: str) -> bool:
     return save_text(raw / name, text)
 
 
-def threads_of(res: PySpyResult) -> tuple[tuple[Thread, ...], str | None, str | None]:
-    """``(threads of the first process, error, python version)`` of one py-spy run."""
+PARSE_FLOOR = 2.0
+"""Seconds the parse of one py-spy output may always take, even when py-spy used the budget."""
+
+
+def threads_of(res: PySpyResult, timeout: float | None = None) -> tuple[tuple[Thread, ...], str | None, str | None]:
+    """``(threads of the first process, error, python version)`` of one py-spy run.
+
+    Args:
+        res: the run.
+        timeout: the per-rank time budget (``--timeout``, seconds): parsing stops when what py-spy
+            left of it (at least ``PARSE_FLOOR``) is spent; ``None``: no limit.
+    """
     if res.error:
         return (), res.error, None
-    procs, _garbled = parse_pyspy_dump(res.text)
+    deadline = None if timeout is None else time.monotonic() + max(PARSE_FLOOR, timeout - res.seconds)
+    procs, _garbled = parse_pyspy_dump(res.text, deadline)
     if not procs:
         return (), "py-spy printed no stack", None
     first = procs[0]
@@ -118,10 +130,10 @@ def collect(
                 res = fut.result()
                 if opts.out is not None:
                     write_raw(opts.out / "raw", raw_name(p.rank, k, opts.samples), raw_text(p, k, res))
-                threads, error, python = threads_of(res)
+                threads, error, python = threads_of(res, opts.pyspy.timeout)
                 if error:
                     errors[p.pid] = error
-                    if samples[p.pid] and "is gone" in error:
+                    if samples[p.pid] and is_gone(error):
                         gone[p.pid] = error  # exited between samples: a dead rank, not a stale stack
                 else:
                     samples[p.pid].append(threads)

@@ -19,7 +19,7 @@ from typing import Callable
 
 import psutil
 
-from ..errors import NoRanksFound, UsageError
+from ..errors import NoRanksFound, RanksUnreadable, UsageError
 from ..launch_env import (
     LOCAL_RANK_VARS,
     LOCAL_WORLD_SIZE_VARS,
@@ -44,11 +44,43 @@ def _is_python(proc: psutil.Process) -> bool:
     return name.startswith(("python", "pypy"))
 
 
-def _describe(proc: psutil.Process) -> tuple[list[str], dict[str, str]] | None:
+Denied = list[tuple[int, str]]
+"""``(pid, user)`` of the Python processes whose environment could not be read (EACCES)."""
+
+
+def _looks_python(proc: psutil.Process) -> bool:
+    """Python by its name or first argument (``exe()`` needs the rights ``environ()`` lacks)."""
+    try:
+        names = [proc.name(), *proc.cmdline()[:1]]
+    except (psutil.Error, OSError):
+        return False
+    return any(os.path.basename(n).startswith(("python", "pypy")) for n in names if n)
+
+
+def _describe(proc: psutil.Process, denied: Denied | None = None) -> tuple[list[str], dict[str, str]] | None:
+    """``(cmdline, environ)`` of ``proc``, or None; a Python process whose environment is
+    refused (another user's, without root or CAP_SYS_PTRACE) is appended to ``denied``."""
     try:
         return proc.cmdline(), proc.environ()
+    except (psutil.AccessDenied, PermissionError):
+        if denied is not None and _looks_python(proc):
+            try:
+                user = proc.username()
+            except (psutil.Error, OSError, KeyError):
+                user = "?"
+            denied.append((proc.pid, user))
+        return None
     except (psutil.Error, OSError):
         return None
+
+
+def _denied_error(denied: Denied, where: str) -> RanksUnreadable:
+    users = sorted({u for _, u in denied})
+    pids = ",".join(str(p) for p, _ in denied[:8]) + ("..." if len(denied) > 8 else "")
+    return RanksUnreadable(
+        f"permission denied: the environment of {len(denied)} Python process(es) {where} of user(s) "
+        f"{', '.join(users)} cannot be read (pids {pids}), so their ranks are unknown; use sudo"
+    )
 
 
 EnvFilter = Callable[[dict[str, str]], bool]
@@ -75,8 +107,8 @@ def slurm_job_filter(jobid: str, node: str | None, own_step: str | None, cluster
     return keep
 
 
-def _candidate(proc: psutil.Process, keep: EnvFilter | None = None) -> RankProcess | None:
-    info = _describe(proc)
+def _candidate(proc: psutil.Process, keep: EnvFilter | None = None, denied: Denied | None = None) -> RankProcess | None:
+    info = _describe(proc, denied)
     if info is None:
         return None
     cmdline, env = info
@@ -117,25 +149,32 @@ def _drop_inherited(cands: list[RankProcess]) -> list[RankProcess]:
     return sorted(keep, key=lambda c: (c.job, c.rank, c.pid))
 
 
-def scan_node(keep: EnvFilter | None = None) -> list[RankProcess]:
-    """All rank processes on this node (every job, or those whose environment ``keep`` accepts)."""
+def scan_node(keep: EnvFilter | None = None, denied: Denied | None = None) -> list[RankProcess]:
+    """All rank processes on this node (every job, or those whose environment ``keep`` accepts).
+
+    ``denied`` (when given) receives ``(pid, user)`` of each Python process whose environment
+    could not be read (EACCES: another user's process without root or CAP_SYS_PTRACE).
+    """
     cands = []
     me = os.getpid()
     for proc in psutil.process_iter():
         if proc.pid == me:
             continue
-        c = _candidate(proc, keep)
+        c = _candidate(proc, keep, denied)
         if c is not None:
             cands.append(c)
     return _drop_inherited(cands)
 
 
-def ranks_of_pids(pids: list[int]) -> list[RankProcess]:
+def ranks_of_pids(pids: list[int], denied: Denied | None = None) -> list[RankProcess]:
     """Ranks for explicit pids: a rank process is taken as is, any other process as a launcher.
 
     A launcher's descendants with a rank variable are its ranks. When none has one (e.g.
     ``torch.multiprocessing.spawn``, which sets the rank after start), its Python children are
     numbered by start time (``rank_source="order"``).
+
+    ``denied`` (when given) receives ``(pid, user)`` of each Python process among them whose
+    environment could not be read (EACCES).
 
     Raises:
         UsageError: a pid does not exist or cannot be read.
@@ -146,7 +185,7 @@ def ranks_of_pids(pids: list[int]) -> list[RankProcess]:
             proc = psutil.Process(pid)
         except psutil.NoSuchProcess:
             raise UsageError(f"no process with pid {pid}") from None
-        c = _candidate(proc)
+        c = _candidate(proc, denied=denied)
         if c is not None:
             found.append(c)
             continue
@@ -154,18 +193,18 @@ def ranks_of_pids(pids: list[int]) -> list[RankProcess]:
             children = proc.children(recursive=True)
         except psutil.Error as exc:
             raise UsageError(f"cannot read the process tree of pid {pid}: {exc}") from None
-        sub = [c for c in map(_candidate, children) if c is not None]
+        sub = [c for c in (_candidate(ch, denied=denied) for ch in children) if c is not None]
         if not sub:
-            sub = _ordered_children(proc)
+            sub = _ordered_children(proc, denied)
         found.extend(sub)
     unique = {c.pid: c for c in found}
     return _drop_inherited(list(unique.values()))
 
 
-def _ordered_children(proc: psutil.Process) -> list[RankProcess]:
+def _ordered_children(proc: psutil.Process, denied: Denied | None = None) -> list[RankProcess]:
     kids = []
     for child in proc.children():
-        info = _describe(child)
+        info = _describe(child, denied)
         if info is None or not _is_python(child) or is_launcher(info[0]):
             continue
         try:
@@ -186,10 +225,15 @@ def find_ranks(pids: list[int] | None = None, keep: EnvFilter | None = None) -> 
     (restricted to the processes whose environment ``keep`` accepts, e.g. one SLURM job).
 
     Raises:
+        RanksUnreadable: nothing found, and the environment of Python processes of another user
+            could not be read (permission denied: the error names the fix, sudo).
         NoRanksFound: nothing found.
         UsageError: the node runs several jobs and neither a pid nor a filter chose one.
     """
-    ranks = ranks_of_pids(pids) if pids else scan_node(keep)
+    denied: Denied = []
+    ranks = ranks_of_pids(pids, denied) if pids else scan_node(keep, denied)
+    if not ranks and denied:
+        raise _denied_error(list(dict.fromkeys(denied)), f"under pid(s) {pids}" if pids else "on this node")
     if not ranks:
         raise NoRanksFound("no training process found" + (f" under pid(s) {pids}" if pids else " on this node"))
     jobs: dict[tuple[str, ...], list[RankProcess]] = {}

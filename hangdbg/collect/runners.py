@@ -19,10 +19,11 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import Callable
 
+from ..errors import UsageError
 from ..tools.subproc import Popen, kill_group
 from .hosts import check_host, check_hosts
 
-__all__ = ["Runner", "SrunRunner", "SshRunner", "PdshRunner", "FakeRunner", "remote_command", "ssh_argv", "HOST"]
+__all__ = ["Runner", "SrunRunner", "SshRunner", "PdshRunner", "FakeRunner", "remote_command", "check_setup", "ssh_argv", "HOST"]
 
 OnLine = Callable[[str | None, str], None]
 Failures = dict[str, tuple[str, str]]
@@ -34,14 +35,38 @@ def _for_host(argv: list[str], host: str) -> list[str]:
     return [a.replace(HOST, host) for a in argv]
 
 
-def remote_command(argv: list[str], setup: str | None = None) -> str:
-    """The shell command a remote login shell runs: ``setup && argv`` with argv quoted.
+def check_setup(setup: str | None) -> None:
+    """Refuse ``--remote-setup`` text that leaves the agent's command line incomplete: a
+    trailing ``&&``, ``||``, ``|`` or backslash (it would swallow or break the agent).
 
-    ``setup`` (e.g. ``source ~/.pdshrc``) is the user's own shell text, run as given: remote
-    non-interactive shells skip ``~/.bashrc``, so a venv must be activated here.
+    A trailing ``;``, ``&`` or ``# comment`` is fine: :func:`remote_command` puts the setup on
+    lines of its own.
+
+    Raises:
+        UsageError: the setup text ends with such an operator.
+    """
+    if setup and setup.rstrip().endswith(("&&", "|", "\\")):
+        raise UsageError(f"--remote-setup ends with an operator that waits for more: {setup!r}; "
+                         "drop the trailing &&, ||, | or \\ (the agent runs after the setup)")
+
+
+def remote_command(argv: list[str], setup: str | None = None) -> str:
+    """The shell command a remote login shell runs: the setup text, then argv quoted.
+
+    ``setup`` (e.g. ``source ~/.pdshrc``) is the user's own shell text, run as given in the
+    login shell (remote non-interactive shells skip ``~/.bashrc``, so a venv must be activated
+    here), inside a ``{ ...; }`` group on lines of its own: a trailing ``;``, ``&`` or
+    ``# comment`` can neither break nor comment out the agent, which runs when the group
+    succeeds: ``{\nSETUP\n} && ARGV``.
+
+    Raises:
+        UsageError: see :func:`check_setup`.
     """
     cmd = shlex.join(argv)
-    return f"{setup} && {cmd}" if setup else cmd
+    if not setup or not setup.strip():
+        return cmd
+    check_setup(setup)
+    return f"{{\n{setup.strip(chr(10))}\n}} && {cmd}"
 
 
 def _classify_exit(code: int | None, stderr: str) -> tuple[str, str] | None:
@@ -159,6 +184,7 @@ class SshRunner(Runner):
     def __init__(self, hosts: list[str], ssh_options: list[str] | None = None, setup: str | None = None,
                  connect_timeout: int = 10, jobs: int = 32) -> None:
         super().__init__()
+        check_setup(setup)  # before any transport runs
         self.hosts, self.ssh_options, self.setup = check_hosts(hosts), ssh_options or [], setup
         self.connect_timeout, self.jobs = connect_timeout, jobs
 
@@ -206,6 +232,7 @@ class PdshRunner(Runner):
     def __init__(self, hosts: list[str], ssh_options: list[str] | None = None, setup: str | None = None,
                  connect_timeout: int = 10, fanout: int = 32) -> None:
         super().__init__()
+        check_setup(setup)  # before any transport runs
         self.hosts, self.ssh_options, self.setup = check_hosts(hosts), ssh_options or [], setup
         self.connect_timeout, self.fanout = connect_timeout, fanout
 

@@ -20,17 +20,27 @@ Recognised, line by line (ANSI colour codes and trailing whitespace are ignored)
   new process (the ``pgrep ... | xargs py-spy dump --pid`` recipe). Other ``#`` lines are
   comments.
 
-Anything else is skipped and counted as garbled; parsing never raises.
+Anything else is skipped and counted as garbled; parsing never raises. A thread deeper than
+``MAX_FRAMES`` keeps its ``INNER_FRAMES`` innermost and ``OUTER_FRAMES`` outermost frames, the
+frames in between are dropped and counted with the garbled lines (a runaway recursion made the
+analysis and the report super-linear in the stack depth).
 """
 
 from __future__ import annotations
 
 import re
+import time
 from dataclasses import dataclass, field
 
 from ..model import Frame, Thread, is_python_file
 
-__all__ = ["ParsedProcess", "parse_pyspy_dump", "rank_from_filename", "sample_from_filename"]
+__all__ = ["ParsedProcess", "parse_pyspy_dump", "rank_from_filename", "sample_from_filename", "MAX_FRAMES"]
+
+INNER_FRAMES = 1536
+"""Innermost frames kept of a deeper thread (where it waits)."""
+OUTER_FRAMES = 512
+"""Outermost frames kept of a deeper thread (its entry point: the training loop)."""
+MAX_FRAMES = INNER_FRAMES + OUTER_FRAMES
 
 _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 _PROCESS = re.compile(r"^Process (\d+):(?: (.*))?$")
@@ -98,7 +108,13 @@ class _Builder:
         self.error: str | None = None
         self.reasons: list[str] = []
 
-    def build(self) -> ParsedProcess:
+    def build(self) -> tuple[ParsedProcess, int]:
+        """The process, and how many frames of too deep threads were dropped."""
+        dropped = 0
+        for *_ignored, frames in self.threads:
+            if len(frames) > MAX_FRAMES:
+                dropped += len(frames) - MAX_FRAMES
+                del frames[INNER_FRAMES:len(frames) - OUTER_FRAMES]
         threads = tuple(
             Thread(tid, name, status, tuple(_frame(fn, fl, ln, nat, lc) for fn, fl, ln, nat, lc in frames))
             for tid, name, status, frames in self.threads
@@ -110,7 +126,7 @@ class _Builder:
                 error = f"{error} Caused by: {'; '.join(reasons)}"
         elif self.owned and self.pid is None and not self.threads:
             error = "no py-spy output followed the hangdbg header"
-        return ParsedProcess(self.pid, self.cmdline, self.python, threads, error, self.header)
+        return ParsedProcess(self.pid, self.cmdline, self.python, threads, error, self.header), dropped
 
 
 class _Parser:
@@ -127,7 +143,9 @@ class _Parser:
 
     def finish(self) -> None:
         if self.cur is not None:
-            self.processes.append(self.cur.build())
+            proc, dropped = self.cur.build()
+            self.processes.append(proc)
+            self.garbled += dropped
         self.cur, self.frames, self.locals_indent, self.error_part = None, None, None, None
 
     def start(self) -> _Builder:
@@ -159,8 +177,12 @@ class _Parser:
         elif self.locals_indent is not None and indent > self.locals_indent and (m := _LOCAL.match(text)):
             self.frames[-1][4].append((m.group(1), m.group(2) or ""))
         elif (frame := _parse_frame(text)) is not None:
-            self.frames.append(frame)
+            frames = self.frames
+            frames.append(frame)
             self.locals_indent = None
+            if len(frames) >= MAX_FRAMES + OUTER_FRAMES:  # amortized: one cut per OUTER_FRAMES frames
+                del frames[INNER_FRAMES:INNER_FRAMES + OUTER_FRAMES]
+                self.garbled += OUTER_FRAMES
         else:
             self.garbled += 1
 
@@ -221,17 +243,20 @@ class _Parser:
         return self.processes, self.garbled
 
 
-def parse_pyspy_dump(text: str) -> tuple[list[ParsedProcess], int]:
+def parse_pyspy_dump(text: str, deadline: float | None = None) -> tuple[list[ParsedProcess], int]:
     """Parse ``py-spy dump`` text output (py-spy 0.3/0.4 and older) into processes.
 
     Args:
         text (str): one dump, several dumps concatenated (``--subprocesses``, or one
             ``py-spy dump --pid`` per process appended to one file), possibly with
             ``# hangdbg ...`` header lines and py-spy error messages in between.
+        deadline (float | None): a :func:`time.monotonic` time after which the lines not read
+            yet are skipped and counted as garbled (the collector's per-rank time budget).
 
     Returns:
         ``(processes, garbled)``: the process blocks in order of appearance, and the number of
-        lines skipped because they were not recognised. Thread blocks without a ``Process``
+        lines skipped because they were not recognised (or were frames beyond ``MAX_FRAMES``
+        of one thread). Thread blocks without a ``Process``
         line form one process with ``pid=None``; a ``# hangdbg`` header followed by nothing
         gives a process whose ``error`` says so; an empty text gives ``[]``.
 
@@ -239,7 +264,11 @@ def parse_pyspy_dump(text: str) -> tuple[list[ParsedProcess], int]:
         Nothing: garbled lines are skipped and counted.
     """
     parser = _Parser()
-    for raw in text.splitlines():
+    lines = text.splitlines()
+    for i, raw in enumerate(lines):
+        if deadline is not None and not i & 0x1FFF and time.monotonic() > deadline:
+            parser.garbled += len(lines) - i
+            break
         parser.feed(raw)
     return parser.close()
 

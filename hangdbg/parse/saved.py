@@ -11,12 +11,14 @@ server (:mod:`.debug_server`).
 from __future__ import annotations
 
 import errno
+import json
 import os
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..errors import is_gone
 from ..launchers import is_launcher
 from ..model import RankDump, Thread
 
@@ -24,7 +26,11 @@ from .debug_server import parse_debug_server_dump
 from .pyspy_text import ParsedProcess, parse_pyspy_dump, rank_from_filename, sample_from_filename
 from .thread_dump_text import parse_thread_dump
 
-__all__ = ["LoadStats", "load_dumps", "load_dump_texts"]
+__all__ = ["LoadStats", "load_dumps", "load_dump_texts", "NOT_DUMPED"]
+
+NOT_DUMPED = "not dumped: the dump was interrupted before this rank was read (processes.json lists it alive)"
+"""The error of a rank ``OUT/processes.json`` lists but no raw file holds (unreadable, not missing)."""
+_PROCESSES_CAP = 16 << 20
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,6 +79,8 @@ def load_dumps(paths: Sequence[str | os.PathLike]) -> tuple[list[RankDump], Load
         headers, ``rank-0003.sample-2.txt`` names, or for order-numbered blocks the same pid)
         merge into one dump: ``samples`` holds the successful samples by sample number,
         ``threads`` the last of them, and ``error`` is set only when no sample succeeded.
+        A rank the ``processes.json`` of a named ``-o OUT`` directory lists but no file holds
+        (an interrupted dump) gets a dump without stacks whose ``error`` is :data:`NOT_DUMPED`.
 
     Raises:
         FileNotFoundError: a named path does not exist. A file that exists but cannot be read
@@ -95,8 +103,64 @@ def load_dumps(paths: Sequence[str | os.PathLike]) -> tuple[list[RankDump], Load
         read += 1
         garbled += _add_text(entries, text, f.name)
 
+    dumps = _merge(entries)
+    have = {d.rank for d in dumps}
+    listed: dict[int, RankDump] = {}
+    for p in named:
+        alive, why = _listed_processes(p)
+        if why:
+            unreadable.append((str(p / "processes.json"), why))
+        for d in alive:
+            if d.rank not in have:
+                listed.setdefault(d.rank, d)
     stats = LoadStats(read, len(entries), garbled, tuple(unreadable))
-    return _merge(entries), stats
+    return sorted([*dumps, *listed.values()], key=lambda d: d.rank), stats
+
+
+def _listed_processes(p: Path) -> tuple[list[RankDump], str]:
+    """The ranks ``p/processes.json`` (``hangdbg dump -o p``) lists, as dumps without stacks
+    (error :data:`NOT_DUMPED`), and why the file could not be read (``""`` when it could or
+    there is none)."""
+    f = p / "processes.json"
+    if not p.is_dir() or not f.is_file():
+        return [], ""
+    try:
+        with f.open("rb") as fh:
+            data = fh.read(_PROCESSES_CAP + 1)
+    except OSError as exc:
+        return [], exc.strerror or str(exc)
+    if len(data) > _PROCESSES_CAP:
+        return [], f"larger than {_PROCESSES_CAP >> 20} MiB, not a processes.json of hangdbg"
+    try:
+        doc = json.loads(data.decode("utf-8", errors="replace"))
+    except (ValueError, RecursionError) as exc:
+        return [], f"not JSON: {str(exc)[:200]}"
+    procs = doc.get("processes") if isinstance(doc, dict) else None
+    if not isinstance(procs, list):
+        return [], "no process list"
+    out = []
+    for q in procs:
+        if not isinstance(q, dict):
+            continue
+        rank, pid = _json_int(q.get("rank")), _json_int(q.get("pid"))
+        if rank is None or not 0 <= rank <= _MAX_LISTED_RANK:
+            continue
+        out.append(RankDump(
+            rank=rank, pid=pid, host=str(q.get("host") or ""),
+            local_rank=_json_int(q.get("local_rank")), world_size=_json_int(q.get("world_size")),
+            local_world_size=_json_int(q.get("local_world_size")), threads=(), samples=(),
+            error=NOT_DUMPED, rank_source=str(q.get("rank_source") or "processes.json"),
+            cmdline=str(q.get("cmdline") or ""),
+        ))
+    return out, ""
+
+
+_MAX_LISTED_RANK = 1 << 24
+
+
+def _json_int(v: object) -> int | None:
+    """A JSON integer field (not a bool, within 0..2**31), else None."""
+    return v if isinstance(v, int) and not isinstance(v, bool) and 0 <= v < 1 << 31 else None
 
 
 def load_dump_texts(texts: Sequence[tuple[str, str]]) -> tuple[list[RankDump], LoadStats]:
@@ -227,4 +291,4 @@ _LOCAL_RANK_ARG = re.compile(r"(?:^|\s)--local[_-]rank(?:=|\s+)(\d{1,6})(?!\S)")
 
 def _gone(e: _Entry) -> bool:
     """The entry is a failed sample that found the process gone (it exited between samples)."""
-    return e.proc.error is not None and "is gone" in e.proc.error
+    return is_gone(e.proc.error)

@@ -16,10 +16,14 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..errors import diagnose_pyspy_failure, process_state
-from .subproc import Popen, kill_group
+from ..errors import diagnose_pyspy_failure, gone_message, process_state
+from .subproc import Popen, communicate_capped, kill_group
 
-__all__ = ["PySpyOptions", "PySpyResult", "find_pyspy", "run_pyspy", "kill_running"]
+__all__ = ["PySpyOptions", "PySpyResult", "find_pyspy", "run_pyspy", "kill_running", "OUTPUT_CAP"]
+
+OUTPUT_CAP = 64 << 20
+"""Bytes of one py-spy run's output kept (stdout and stderr each); the rest is dropped and
+reported (a runaway output once took minutes and gigabytes to parse)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,6 +53,8 @@ class PySpyResult:
     text: str
     error: str | None
     seconds: float
+    dropped: int = 0
+    """Bytes of output beyond :data:`OUTPUT_CAP`, dropped (the text ends with a ``#`` note)."""
 
 
 _RUNNING: set[subprocess.Popen] = set()
@@ -100,8 +106,6 @@ def run_pyspy(pid: int, opts: PySpyOptions) -> PySpyResult:
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
-            text=True,
-            errors="replace",
             start_new_session=True,  # its own process group: a timeout kills wrappers' children too
         )
     except OSError as exc:
@@ -109,14 +113,20 @@ def run_pyspy(pid: int, opts: PySpyOptions) -> PySpyResult:
     with _LOCK:
         _RUNNING.add(proc)
     try:
-        out, err = proc.communicate(timeout=opts.timeout)
-    except subprocess.TimeoutExpired:
-        kill_group(proc)
-        try:
-            out, err = proc.communicate(timeout=5)
-        except subprocess.TimeoutExpired:  # py-spy itself stuck in the kernel: abandon it
-            out, err = "", ""
+        out_b, err_b, dropped, timed_out = communicate_capped(proc, opts.timeout, OUTPUT_CAP)
+    finally:
+        with _LOCK:
+            _RUNNING.discard(proc)
+    out, err = out_b.decode("utf-8", errors="replace"), err_b.decode("utf-8", errors="replace")
+    if dropped:
+        note = (f"\n# truncated by hangdbg: py-spy printed more than {OUTPUT_CAP >> 20} MiB, "
+                f"{dropped} bytes dropped\n")
+        out += note
+    if timed_out:
         state = process_state(pid)
+        if state in (None, "Z", "X"):
+            msg = gone_message(pid, f"py-spy timed out after {opts.timeout:g} s and the process has exited")
+            return PySpyResult(pid, (out or "") + (err or ""), msg, time.monotonic() - start, dropped)
         hint = {
             "D": "the process is in uninterruptible sleep (D state: I/O, a hung filesystem or driver)",
             "T": "the process is stopped (T state: SIGSTOP or a debugger holds it)",
@@ -126,12 +136,9 @@ def run_pyspy(pid: int, opts: PySpyOptions) -> PySpyResult:
             f"py-spy timed out after {opts.timeout:g} s on pid {pid}: {hint}; "
             "fix: retry with --nonblocking or a longer --timeout, or take a core file (gcore)"
         )
-        return PySpyResult(pid, (out or "") + (err or ""), msg, time.monotonic() - start)
-    finally:
-        with _LOCK:
-            _RUNNING.discard(proc)
+        return PySpyResult(pid, (out or "") + (err or ""), msg, time.monotonic() - start, dropped)
     seconds = time.monotonic() - start
     if proc.returncode != 0 or not out.strip():
         text = (out or "") + (err or "")
-        return PySpyResult(pid, text, diagnose_pyspy_failure(text, pid, proc.returncode), seconds)
-    return PySpyResult(pid, out, None, seconds)
+        return PySpyResult(pid, text, diagnose_pyspy_failure(text, pid, proc.returncode), seconds, dropped)
+    return PySpyResult(pid, out, None, seconds, dropped)

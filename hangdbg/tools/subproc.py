@@ -15,10 +15,11 @@ import os
 import shlex
 import signal
 import subprocess
+import threading
 import time
 from typing import Any, Sequence
 
-__all__ = ["Popen", "run", "kill_group", "communicate_or_kill", "LOG"]
+__all__ = ["Popen", "run", "kill_group", "communicate_or_kill", "communicate_capped", "LOG"]
 
 LOG = logging.getLogger("hangdbg.commands")
 """Where the external commands are logged (INFO: started; INFO: ended with status and seconds)."""
@@ -112,3 +113,67 @@ def communicate_or_kill(proc: subprocess.Popen, timeout: float) -> tuple[bytes, 
         kill_group(proc, wait=True)
         return None
     return out or b"", err or b""
+
+
+def _drain(fd: int, cap: int, chunks: list[bytes], dropped: list[int]) -> None:
+    """Read ``fd`` to its end: keep the first ``cap`` bytes in ``chunks``, count the rest."""
+    kept = 0
+    try:
+        while True:
+            chunk = os.read(fd, 1 << 16)
+            if not chunk:
+                return
+            room = cap - kept
+            if room > 0:
+                chunks.append(chunk[:room])
+                kept += min(room, len(chunk))
+            if len(chunk) > room:
+                dropped[0] += len(chunk) - max(room, 0)
+    except OSError:
+        return
+
+
+def communicate_capped(proc: subprocess.Popen, timeout: float, cap: int) -> tuple[bytes, bytes, int, bool]:
+    """Wait for ``proc`` (started with ``start_new_session=True`` and binary pipes for stdout
+    and stderr) at most ``timeout`` seconds, keeping at most ``cap`` bytes of each stream: the
+    rest is read and dropped, so the child never blocks on a full pipe and memory stays bounded.
+
+    Args:
+        proc: the child.
+        timeout: seconds; after it the process group is killed.
+        cap: bytes kept per stream.
+
+    Returns:
+        ``(stdout, stderr, dropped, timed_out)``: what was kept, how many bytes were dropped
+        (both streams), and whether the child was killed for the timeout.
+    """
+    dropped = [0]
+    kept: dict[int, list[bytes]] = {}
+    readers = []
+    for stream in (proc.stdout, proc.stderr):
+        if stream is None:
+            continue
+        chunks: list[bytes] = []
+        kept[stream.fileno()] = chunks
+        t = threading.Thread(target=_drain, args=(stream.fileno(), cap, chunks, dropped), daemon=True,
+                             name="capped-read")
+        t.start()
+        readers.append(t)
+    timed_out = False
+    try:
+        proc.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        timed_out = True
+        kill_group(proc)
+        try:
+            proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:  # stuck in the kernel: abandon it
+            pass
+    for t in readers:
+        t.join(timeout=5)
+    out = b"".join(kept.get(proc.stdout.fileno(), [])) if proc.stdout is not None else b""
+    err = b"".join(kept.get(proc.stderr.fileno(), [])) if proc.stderr is not None else b""
+    for stream in (proc.stdout, proc.stderr):
+        if stream is not None and not any(t.is_alive() for t in readers):
+            stream.close()
+    return out, err, dropped[0], timed_out
