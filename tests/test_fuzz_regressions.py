@@ -1,0 +1,44 @@
+"""Minimal reproducers of what the mutation fuzzer (``tests/test_fuzz_mutations.py``) found, each
+named by the seed that found it (``python tests/fuzz_mutate.py --replay SEED`` replays it)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+from conftest import ROOT
+from hangdbg.parse.pyspy_text import parse_pyspy_dump
+from hangdbg.parse.saved import load_dumps
+
+HUGE = "9" * 5000  # beyond Python's 4300-digit int() limit: int() raises ValueError
+
+
+def test_pyspy_numbers_beyond_the_int_digit_limit_are_garbled_not_a_traceback() -> None:
+    # seeds 14:328, 14:1413 (int(line) of a frame, int(pid) of a Process line raised ValueError)
+    text = (f"Process {HUGE}: python train.py\nPython v3.11.7 (/usr/bin/python3.11)\n\n"
+            f'Thread 11 (idle): "MainThread"\n    wait (train.py:{HUGE})\n    <module> (train.py:7)\n'
+            f'Thread {HUGE} (idle): "Garbled"\n    run (w.py:3)\n')
+    procs, _garbled = parse_pyspy_dump(text)
+    frames = [(f.function, f.line) for p in procs for t in p.threads for f in t.frames]
+    assert ("<module>", 7) in frames and ("wait", None) in frames  # the frame kept, not its garbled line
+    assert all(t.thread_id < 1 << 64 for p in procs for t in p.threads)
+    assert all(p.pid is None for p in procs)
+
+
+def test_a_huge_world_size_in_a_dump_header_is_not_believed(tmp_path: Path) -> None:
+    # seed 14:1188: world_size=4294967296 in a '# hangdbg' header made analyze build a set of 4e9 ranks
+    dump = tmp_path / "rank-3.txt"
+    dump.write_text(f"# hangdbg rank=3 pid=17531 host=vm local_rank=3 world_size=4294967296 local_world_size={HUGE}\n"
+                    'Process 17531: python train.py\nPython v3.11.7\n\nThread 17531 (idle): "MainThread"\n'
+                    "    poll (train.py:235)\n")
+    dumps, _stats = load_dumps([tmp_path])
+    assert [d.rank for d in dumps] == [3]
+    assert dumps[0].world_size is None and dumps[0].local_world_size is None
+
+
+def test_is_launcher_of_a_megabyte_command_line_is_bounded() -> None:
+    # seed 14:1057: a 1 MB `Process N: cmdline` line ran shlex.split for minutes (quadratic)
+    code = "from hangdbg.launchers import is_launcher; print(is_launcher('torchrun x.py ' + '[' * 4_000_000))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, cwd=ROOT)
+    assert out.stdout.strip() == "True", out.stderr
