@@ -42,3 +42,27 @@ def test_is_launcher_of_a_megabyte_command_line_is_bounded() -> None:
     code = "from hangdbg.launchers import is_launcher; print(is_launcher('torchrun x.py ' + '[' * 4_000_000))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, cwd=ROOT)
     assert out.stdout.strip() == "True", out.stderr
+
+
+def test_nccl_record_numbers_beyond_the_int_digit_limit_are_skipped_lines(tmp_path: Path) -> None:
+    # seed 14:1403: int() of a 5000-digit pid or device in a record header raised ValueError
+    import io
+
+    from rich.console import Console
+
+    from hangdbg.cli.main import main
+
+    coll = "NCCL INFO AllReduce: opCount {op} sendbuff 0x7f recvbuff 0x7f count {count} datatype 7 op 0 root 0 comm 0x55 " \
+           "[nranks=4] stream 0x56"
+    log = tmp_path / "nccl.log"
+    log.write_text("\n".join([
+        f"node-00:{HUGE}:41163 [3] NCCL INFO cudaDriverVersion 12020",
+        "node-00:41051:41163 [3] NCCL INFO cudaDriverVersion 12020",
+        "node-00:41051:41163 [3] " + coll.format(op=1, count=HUGE),
+        f"node-00:41051:{HUGE} [{HUGE}] " + coll.format(op=2, count=4),
+        "node-00:41051:41163 [3] " + coll.format(op=3, count=4),
+    ]) + "\n")
+    out = io.StringIO()
+    code = main(["nccl", "summary", str(log), "--json"], out=Console(file=out, width=200), err=Console(file=out, width=200))
+    assert code in (0, 3), out.getvalue()[-2000:]
+    assert "41051" in out.getvalue()
