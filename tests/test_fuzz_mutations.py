@@ -16,9 +16,8 @@ import os
 import random
 from pathlib import Path
 
-import pytest
-
 import fuzz_mutate as fm
+import pytest
 
 CASES = int(os.environ.get("HANGDBG_FUZZ_CASES", "300"))
 BASE = os.environ.get("HANGDBG_FUZZ_SEED", "14")

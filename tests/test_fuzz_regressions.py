@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 from conftest import ROOT
+
 from hangdbg.parse.pyspy_text import parse_pyspy_dump
 from hangdbg.parse.saved import load_dumps
 
@@ -40,7 +41,7 @@ def test_a_huge_world_size_in_a_dump_header_is_not_believed(tmp_path: Path) -> N
 def test_is_launcher_of_a_megabyte_command_line_is_bounded() -> None:
     # seed 14:1057: a 1 MB `Process N: cmdline` line ran shlex.split for minutes (quadratic)
     code = "from hangdbg.launchers import is_launcher; print(is_launcher('torchrun x.py ' + '[' * 4_000_000))"
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, cwd=ROOT)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, cwd=ROOT, check=False)
     assert out.stdout.strip() == "True", out.stderr
 
 
