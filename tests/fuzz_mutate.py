@@ -79,6 +79,7 @@ PREFIXES = [b"[rank3]: ", b"[1,0]<stdout>:", b"node-1: ", b"2024-05-01T12:00:00.
             b"[/bold]", b"\x1b[31m", b"-oProxyCommand=x ", b"0: ", b"+ ", b"\x00", b"\xef\xbb\xbf"]
 HOSTILE = [b"[/yellow]", b"[bold]x[/]", b"/tmp/[/x]", b"\x1b[2J\x1b[H", b"\x1b]0;pwned\x07", b"\x1b]52;c;aGk=\x07",
            b"\x1b[6n", b"\r", b"\x08\x08", b"\xe2\x80\xae", b"{{", b"%s%n", b"../../../etc/passwd"]
+DIRNAMES = ["in[/x]", "in[bold]", "in\x1b]0;t\x07", "in\udcff", "in \u202e"]
 BAD_UTF8 = [b"\xff\xfe", b"\x80", b"\xc3", b"\xed\xa0\x80", b"\xf4\x90\x80\x80", b"\xe9t\xe9", b"\xc0\xaf"]
 
 
@@ -199,9 +200,11 @@ class Case:
     ops: list[str]
     data: bytes
     commands: list[list[str]] = field(default_factory=list)
+    dirname: str = "in"  # the folder holding the mutated file: sometimes markup or an escape sequence
 
     def describe(self) -> str:
-        return f"seed {self.seed}: {self.path.relative_to(ROOT.parent)} + {'+'.join(self.ops)} ({len(self.data)} bytes)"
+        return (f"seed {self.seed}: {self.path.relative_to(ROOT.parent)} + {'+'.join(self.ops)} ({len(self.data)} bytes)"
+                + (f" in a folder named {self.dirname!r}" if self.dirname != "in" else ""))
 
 
 def make_case(seed: str, files: list[Path] | None = None) -> Case:
@@ -215,7 +218,8 @@ def make_case(seed: str, files: list[Path] | None = None) -> Case:
         other = r.choice(files).read_bytes()
         data = MUTATIONS[op](data, r, other)
     cmds = [] if path.suffix in (".py", ".md") else list(COMMANDS.get(kind_of(path), []))
-    return Case(seed, path, ops, data, cmds + [["report", "DIR"]])
+    dirname = random.Random(seed + "/dir").choice(["in"] * 8 + DIRNAMES)  # own stream: the draws above stay
+    return Case(seed, path, ops, data, cmds + [["report", "DIR"]], dirname)
 
 
 # ------------------------------------------------------------------------------------- one case, in-process
@@ -239,9 +243,9 @@ def run_case(case: Case, work: Path) -> list[str]:
     from hangdbg.cli.main import main
 
     problems: list[str] = []
-    indir, cwd, tmp, home = work / "in", work / "cwd", work / "tmp", work / "home"
+    indir, cwd, tmp, home = work / case.dirname, work / "cwd", work / "tmp", work / "home"
     for d in (indir, cwd, tmp, home):
-        d.mkdir()
+        d.mkdir(parents=True)  # "in[/x]" is "in[" holding "x]"
     name = case.path.name if kind_of(case.path) != "tracer" else "trace-node1-3-4242.txt"
     (indir / name).write_bytes(case.data)
     before = _listing(work, skip=("out-",))
