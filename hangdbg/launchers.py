@@ -12,6 +12,7 @@ import shlex
 
 __all__ = ["is_launcher"]
 
+_MAX_CMDLINE = 16384  # characters of a command-line string read (a launcher names itself early)
 _PROGRAMS = frozenset({"torchrun", "deepspeed", "accelerate", "mpirun", "mpiexec", "srun"})
 _MODULES = (
     "torch.distributed.run",
@@ -28,9 +29,11 @@ def is_launcher(cmdline: list[str] | str) -> bool:
 
     Matches the program (or the script after the interpreter) named ``torchrun``, ``deepspeed``,
     ``accelerate``, ``mpirun``, ``mpiexec`` or ``srun``, and ``python -m`` of their modules;
-    multiprocessing's resource tracker and forkserver helpers are not ranks either.
+    multiprocessing's resource tracker and forkserver helpers are not ranks either. Of a string,
+    only the first ``_MAX_CMDLINE`` (16384) characters are read.
     """
     if isinstance(cmdline, str):
+        cmdline = cmdline[:_MAX_CMDLINE]  # shlex is super-linear: a garbled 1 MB line took minutes
         try:
             argv = shlex.split(cmdline)
         except ValueError:

@@ -34,8 +34,9 @@ TAIL_WINDOW = 1 << 20
 PARALLEL_MIN = 64 << 20
 """Files (in total) at least this big are scanned by worker processes."""
 
-_PREFIX = re.compile(r"^(?P<host>[^\s:\[\]()<>]+):(?P<pid>\d+):(?P<tid>\d+) \[(?P<dev>-?\d+)\]$")
-_HEAD = re.compile(r"^(?P<host>[^\s:\[\]()<>]+):(?P<pid>\d+):(?P<tid>\d+) \[(?P<dev>-?\d+)\] NCCL INFO (?P<name>[A-Za-z]+)$")
+# pid, tid and device of at most 10 digits: a longer one is a garbled line (int() of >4300 digits raises)
+_PREFIX = re.compile(r"^(?P<host>[^\s:\[\]()<>]+):(?P<pid>\d{1,10}):(?P<tid>\d{1,10}) \[(?P<dev>-?\d{1,10})\]$")
+_HEAD = re.compile(r"^(?P<host>[^\s:\[\]()<>]+):(?P<pid>\d{1,10}):(?P<tid>\d{1,10}) \[(?P<dev>-?\d{1,10})\] NCCL INFO (?P<name>[A-Za-z]+)$")
 
 # The fast scan: one match per physical line (every match starts at a "\n"). Alternative 1 is a
 # standard collective line (head ending in the collective's name, opCount, comm pointer), whole
@@ -52,8 +53,8 @@ _FAST = re.compile(rb"\n(?:" + _COLL_HEAD + rb"[0-9a-fA-F]+" + _COLL_BODY + rb"|
 _FAST_OP = re.compile(rb"\n(?:" + _COLL_HEAD + rb"([0-9a-fA-F]+)" + _COLL_BODY + rb"|[^\n]*)")
 # (head, opCount, count, datatype, op, root, comm pointer) of a standard collective line: the
 # same acceptance as _FAST's first alternative, run on the end of each file only (:func:`_tail_ops`).
-_TAIL_OP = re.compile(rb"(?:^|(?<=\n))" + _COLL_HEAD + rb"([0-9a-fA-F]+) sendbuff \S+ recvbuff \S+ count (\d+) datatype (\d+) "
-                      rb"op (\d+) root (-?\d+) comm (0x[0-9a-fA-F]+) \[nranks=\d+\] stream (?:0x[0-9a-fA-F]+|\(nil\))"
+_TAIL_OP = re.compile(rb"(?:^|(?<=\n))" + _COLL_HEAD + rb"([0-9a-fA-F]+) sendbuff \S+ recvbuff \S+ count (\d{1,20}) datatype (\d{1,10}) "
+                      rb"op (\d{1,10}) root (-?\d{1,10}) comm (0x[0-9a-fA-F]+) \[nranks=\d+\] stream (?:0x[0-9a-fA-F]+|\(nil\))"
                       rb"\r?(?=\n|\Z)")
 OPS_TAIL = 1 << 20
 """Bytes at the end of each file read again for the operations of the last opCounts (:func:`_tail_ops`)."""

@@ -43,12 +43,13 @@ OUTER_FRAMES = 512
 MAX_FRAMES = INNER_FRAMES + OUTER_FRAMES
 
 _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
-_PROCESS = re.compile(r"^Process (\d+):(?: (.*))?$")
+_PROCESS = re.compile(r"^Process (\d{1,20}):(?: (.*))?$")
 _PYTHON = re.compile(r"^Python v(\S+)(?: \((.*)\))?$")
 _PARENT = re.compile(r"^Parent Process \d+:")
-_THREAD = re.compile(r"^Thread (0[xX][0-9a-fA-F]+|\d+) \(([a-z+]+)\)(?::\s*(.*))?$")
+_THREAD = re.compile(r"^Thread (0[xX][0-9a-fA-F]{1,32}|\d{1,20}) \(([a-z+]+)\)(?::\s*(.*))?$")
 _SEPARATOR = re.compile(r"^-{3,}$")
 _HEADER = re.compile(r"^# hangdbg(?:\s|$)")
+_MAX_DIGITS = 9  # a longer line number is garbled text (and int() of over 4300 digits raises ValueError)
 _LOCALS_HEADERS = ("Arguments:", "Arguments::", "Locals:", "Locals::")
 _LOCAL = re.compile(r"^(\S+?):(?: (.*))?$")
 _NATIVE_SOURCE_DIRS = ("/include/",)
@@ -325,7 +326,7 @@ def _parse_frame_text(text: str) -> list | None:
     function, location = text[:cut], text[cut + 2:-1]
     file, sep, line = location.rpartition(":")
     if sep and line.isascii() and line.isdigit():
-        lineno: int | None = int(line)
+        lineno: int | None = int(line) if len(line) <= _MAX_DIGITS else None  # garbled: no line number
     else:
         file, lineno = location, None
     return [function, file, lineno, _is_native(file, lineno), []]

@@ -207,11 +207,20 @@ def _read(f: Path) -> tuple[str | None, str]:
     return data.decode("utf-8", errors="replace"), ""
 
 
+_MAX_HEADER_INT = 1 << 22  # above any pid (pid_max <= 2**22), rank or world size; larger is garbled
+
+
 def _int(value: str | None) -> int | None:
+    """A number of a ``# hangdbg`` header (rank, world size, pid...); None when absent, not a
+    number, or beyond ``_MAX_HEADER_INT`` in magnitude (a garbled ``world_size=4294967296`` must not
+    make the analysis build a set of 4 billion ranks)."""
+    if value is None or len(value) > 12:
+        return None
     try:
-        return int(value) if value is not None else None
+        n = int(value)
     except ValueError:
         return None
+    return n if -_MAX_HEADER_INT < n < _MAX_HEADER_INT else None
 
 
 def _entry(proc: ParsedProcess, order: int, filename: str, alone: bool) -> _Entry:
