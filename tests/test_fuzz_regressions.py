@@ -71,7 +71,6 @@ def test_nccl_record_numbers_beyond_the_int_digit_limit_are_skipped_lines(tmp_pa
     assert "41051" in out.getvalue()
 
 
-@pytest.mark.xfail(strict=True, reason="open: report.html of a non-UTF-8 path (area writes: the one -o writer)")
 def test_report_of_a_folder_with_a_non_utf8_name_writes_its_html(tmp_path: Path) -> None:
     # seed 14:7 and others: a folder named b"in\xff" (os.fsdecode: "in\udcff") made report -o OUT raise
     # UnicodeEncodeError writing report.html: the path is shown in the report
