@@ -41,6 +41,7 @@ from dataclasses import dataclass, field
 from typing import BinaryIO
 
 from ..model import Frame
+from .textlines import open_input
 
 __all__ = [
     "MAX_DUMP_BYTES",
@@ -428,7 +429,7 @@ def load_dump(path: str, rank: int | None = None, max_bytes: int = MAX_DUMP_BYTE
             dump, checked after its content) no rank in the file name.
     """
     try:
-        with open(path, "rb") as f:
+        with open_input(path) as f:
             size = os.fstat(f.fileno()).st_size
             if size > max_bytes:
                 raise FrDumpError(f"{size} bytes is more than the {max_bytes} bytes a dump may have")

@@ -64,7 +64,7 @@ from .nccl_records import (
     add_op,
     op_fields,
 )
-from .textlines import strip_prefix
+from .textlines import open_input, strip_prefix
 
 __all__ = ["RECORD", "Comm", "ConnectFailure", "NcclLog", "Proc", "has_marker", "record_starts", "records", "sniff"]
 
@@ -533,7 +533,7 @@ class NcclLog:
             if i >= 0:
                 start_line, offset = marks[i]
         try:
-            with open(path, "rb") as f:
+            with open_input(path) as f:
                 f.seek(offset)
                 n = start_line
                 for rawb in f:

@@ -23,7 +23,7 @@ from operator import itemgetter, not_
 
 from .nccl import NcclLog, has_marker
 from .nccl_records import add_op, op_sig
-from .textlines import iter_lines
+from .textlines import iter_lines, open_input
 
 __all__ = ["scan", "scan_path", "CHUNK", "PARALLEL_MIN"]
 
@@ -68,7 +68,7 @@ def _ranges(size: int, path: str, chunk: int) -> list[tuple[int, int]]:
     costs no memory), or at ``size``."""
     out = []
     start = 0
-    with open(path, "rb") as f:
+    with open_input(path) as f:
         while start < size:
             end = start + chunk
             if end < size:
@@ -118,7 +118,7 @@ def _scan_chunk(path: str, start: int, end: int) -> dict:
             how = {"flags": mmap.MAP_SHARED | mmap.MAP_POPULATE, "prot": mmap.PROT_READ}
         else:
             how = {"access": mmap.ACCESS_READ}
-        with open(path, "rb") as f, mmap.mmap(f.fileno(), end - base, offset=base, **how) as data:
+        with open_input(path) as f, mmap.mmap(f.fileno(), end - base, offset=base, **how) as data:
             nlines, coll, lasts, other = _cscan.scan(data, start - base, end - base)
         return {"nlines": nlines, "coll": coll, "lasts": lasts, "other": other}
     return _scan_chunk_py(path, start, end)
@@ -132,7 +132,7 @@ def _scan_chunk_py(path: str, start: int, end: int) -> dict:
     opCount of each pair from a second match over the end of the range only (widened until every
     pair is seen).
     """
-    with open(path, "rb") as f:
+    with open_input(path) as f:
         data: bytes | mmap.mmap
         if start == 0:
             data = b"\n" + f.read(end)
@@ -226,8 +226,8 @@ def scan(paths: list[str], split_on: re.Pattern[str] | None = None, workers: int
     sizes = []
     for path in paths:
         try:
-            st = os.stat(path)
-            sizes.append(st.st_size)
+            with open_input(path) as f:  # regular files only: a FIFO would block, /dev/zero never end
+                sizes.append(os.fstat(f.fileno()).st_size)
         except OSError as exc:
             log.errors.append((path, exc.strerror or str(exc)))
             sizes.append(-1)
@@ -304,7 +304,7 @@ def _tail_ops(log: NcclLog, fi: int, size: int, nlines: int, window: int) -> Non
     communicator) in a window that does not start the file is dropped: the window may cut its
     group of operations (NCCL >= 2.12 gives a whole group one opCount)."""
     start = max(0, size - window)
-    with open(log.files[fi], "rb") as f:
+    with open_input(log.files[fi]) as f:
         f.seek(start)
         data = f.read(size - start)
     if start:

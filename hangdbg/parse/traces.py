@@ -17,11 +17,14 @@ small integers) and counts, so multi-GB traces are fine. Garbled lines are skipp
 
 from __future__ import annotations
 
+import io
 import math
 import re
 from collections import deque
 from dataclasses import dataclass
 from pathlib import Path
+
+from .textlines import open_input
 
 __all__ = ["RankTrace", "Divergence", "read_trace", "divergence"]
 
@@ -95,7 +98,7 @@ def read_trace(path: str | Path, last: int = 10, grep: re.Pattern[str] | None = 
     events = garbled = grepped = 0
     ended, elapsed, cut = False, None, False
     last_line: str | None = None
-    with open(path, encoding="utf-8", errors="replace") as f:
+    with io.TextIOWrapper(open_input(path), encoding="utf-8", errors="replace") as f:
         first = f.readline().rstrip("\n")
         m = _HEADER.match(first)
         if m is None:

@@ -19,6 +19,7 @@ from typing import Sequence
 from ..facts import CoreFact, CoreJsonFacts
 from ..model import (SCHEMA_VERSION, Evidence, FileError, Finding, Frame, Kind, RankDump, RankState, Severity, SourceKind,
                      SourceReport, Thread)
+from ..parse.textlines import open_input
 from .base import ReaderBase, with_source
 
 __all__ = ["CoreJsonReader", "READER", "MAX_BYTES"]
@@ -77,7 +78,7 @@ def _finding(d: dict) -> Finding:
 def _load(path: str) -> dict:
     if os.path.getsize(path) > MAX_BYTES:
         raise ValueError(f"larger than {MAX_BYTES >> 20} MiB")
-    with open(path, "rb") as f:
+    with open_input(path) as f:
         doc = json.loads(f.read().decode("utf-8", "replace"))
     if not isinstance(doc, dict) or doc.get("command") != "core":
         raise ValueError("not a hangdbg core document")

@@ -11,7 +11,7 @@ import json
 from ..analyze.torch_log import analyze_events
 from ..facts import TorchLogFacts
 from ..model import FileError, SourceKind, SourceReport
-from ..parse.textlines import read_head
+from ..parse.textlines import open_input, read_head
 from ..parse.torch_log import TorchLogEvents, is_error_json, parse_error_json, scan_file, sniff
 from .base import ReaderBase
 
@@ -41,7 +41,7 @@ class TorchLogReader(ReaderBase[TorchLogFacts]):
         for path in paths:
             try:
                 if is_error_json(read_head(path, 4096)):
-                    with open(path, "rb") as f:
+                    with open_input(path) as f:
                         raw = f.read(MAX_ERROR_JSON)
                     ev.lines_read += raw.count(b"\n") + 1
                     try:
