@@ -1,0 +1,143 @@
+"""Issue 14, hostile inputs: every reader opens regular files only (a FIFO, ``/dev/zero``), reads
+lines of bounded length, validates the numbers it reads, survives deeply nested JSON, binary
+hostfiles, non-UTF-8 ``scontrol`` output and compressed bombs. The CLI runs in a subprocess
+under a 2 GB address-space limit and a generous timeout: both are hang and memory guards, not
+speed measurements."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import resource
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from hangdbg.parse import textlines
+
+ROOT = Path(__file__).resolve().parent.parent
+LIMIT_AS = 2 << 30
+
+
+def _limit() -> None:
+    resource.setrlimit(resource.RLIMIT_AS, (LIMIT_AS, LIMIT_AS))
+
+
+def run(*argv: str, timeout: float = 60, cwd: Path | None = None, stdin: bytes | None = None) -> subprocess.CompletedProcess:
+    """``python -m hangdbg ARGV`` under the memory limit; a hang fails the test (TimeoutExpired)."""
+    env = dict(os.environ, PYTHONPATH=str(ROOT), COLUMNS="200", NO_COLOR="1")
+    return subprocess.run([sys.executable, "-m", "hangdbg", *argv], capture_output=True, timeout=timeout,
+                          preexec_fn=_limit, env=env, cwd=cwd, input=stdin if stdin is not None else b"")
+
+
+def no_traceback(p: subprocess.CompletedProcess) -> None:
+    assert b"Traceback" not in p.stderr, p.stderr.decode(errors="replace")[-3000:]
+    assert b"MemoryError" not in p.stderr
+    assert p.returncode in (0, 1, 2, 3), (p.returncode, p.stderr[-2000:])
+
+
+NCCL = ("node1:100:100 [0] NCCL INFO NCCL version 2.18.3+cuda12.1\n"
+        "node1:100:100 [0] NCCL INFO comm 0x55d0 rank 0 nranks 2 cudaDev 0 busId 1000 - Init START\n"
+        "node1:100:100 [0] NCCL INFO comm 0x55d0 rank 0 nranks 2 cudaDev 0 busId 1000 - Init COMPLETE\n")
+
+COMMANDS = [["logs"], ["nccl", "summary"], ["gpu"], ["report"], ["core"], ["traces"], ["fr"]]
+
+
+# --- only regular files ----------------------------------------------------------------------
+@pytest.mark.parametrize("argv", COMMANDS, ids=lambda a: "-".join(a))
+def test_a_fifo_on_the_command_line_is_listed_not_read(argv: list[str], tmp_path: Path) -> None:
+    fifo = tmp_path / "pipe.log"
+    os.mkfifo(fifo)
+    p = run(*argv, str(fifo), timeout=60)  # today: blocks forever in open()
+    no_traceback(p)
+    assert p.returncode == 1
+    assert b"not a regular file" in p.stdout + p.stderr
+
+
+@pytest.mark.parametrize("argv", [["logs"], ["nccl", "summary"], ["gpu"], ["report"], ["traces"]], ids=lambda a: "-".join(a))
+def test_a_fifo_next_to_a_log_does_not_stop_the_log(argv: list[str], tmp_path: Path) -> None:
+    fifo = tmp_path / "pipe.log"
+    os.mkfifo(fifo)
+    log = tmp_path / "nccl.log"
+    log.write_text(NCCL)
+    p = run(*argv, str(fifo), str(log), "--json")
+    no_traceback(p)
+    assert b"not a regular file" in p.stdout + p.stderr
+
+
+@pytest.mark.parametrize("argv", [["logs"], ["nccl", "summary"], ["gpu"], ["report"]], ids=lambda a: "-".join(a))
+def test_dev_zero_as_a_log_ends_in_bounded_memory(argv: list[str]) -> None:
+    p = run(*argv, "/dev/zero", timeout=60)  # today: one endless line read into memory
+    no_traceback(p)
+    assert p.returncode == 1
+    assert b"not a regular file" in p.stdout + p.stderr
+
+
+def test_a_directory_walk_skips_fifos_and_survives_a_symlink_loop(tmp_path: Path) -> None:
+    d = tmp_path / "job"
+    (d / "sub").mkdir(parents=True)
+    os.mkfifo(d / "sub" / "pipe.log")
+    (d / "sub" / "loop").symlink_to(d, target_is_directory=True)
+    (d / "nccl.log").write_text(NCCL)
+    for argv in (["report"], ["nccl", "summary"], ["logs"], ["gpu"]):
+        p = run(*argv, str(d), "--json")
+        no_traceback(p)
+    assert list(textlines.iter_files(str(d))) == [str(d / "nccl.log")]
+
+
+def test_open_input_refuses_what_is_not_a_regular_file(tmp_path: Path) -> None:
+    os.mkfifo(tmp_path / "p")
+    for path in (str(tmp_path / "p"), "/dev/zero", str(tmp_path)):
+        with pytest.raises(OSError, match="not a regular file"):
+            textlines.open_input(path)
+        with pytest.raises(OSError, match="not a regular file"):
+            textlines.read_head(path)
+
+
+# --- bounded lines ---------------------------------------------------------------------------
+def test_an_endless_line_is_cut_at_the_cap_and_the_next_lines_are_read() -> None:
+    data = b"x" * (5 * textlines.MAX_LINE + 17) + b"\nnext line\n" + b"\0" * (3 * textlines.MAX_LINE)
+    lines = list(textlines.iter_lines_from(io.BytesIO(data)))
+    assert [n for n, _ in lines] == [1, 2, 3]
+    assert len(lines[0][1]) == textlines.MAX_LINE and lines[1][1] == "next line"
+    assert len(lines[2][1]) == textlines.MAX_LINE
+
+
+@pytest.mark.parametrize("argv", [["nccl", "summary"], ["report"], ["logs"], ["gpu"], ["traces"]], ids=lambda a: "-".join(a))
+def test_a_200_mb_one_line_file_finishes(argv: list[str], tmp_path: Path) -> None:
+    """Today ``nccl summary`` never finishes: the record regex tries 128 host characters at every byte."""
+    big = tmp_path / "one.log"
+    with open(big, "wb") as f:
+        f.write(b"node1:1:1 [0] NCCL INFO Init ")
+        block = b"a" * (1 << 20)
+        for _ in range(200):
+            f.write(block)
+    p = run(*argv, str(big), "--json", timeout=90)
+    no_traceback(p)
+
+
+def test_nul_padding_after_a_real_nccl_log_keeps_its_records(tmp_path: Path) -> None:
+    log = tmp_path / "nccl.log"
+    log.write_bytes(NCCL.encode() + b"\0" * (64 << 10))
+    for argv in (["nccl", "summary"], ["report"]):
+        p = run(*argv, str(log), "--json", timeout=60)
+        no_traceback(p)
+        assert b"2.18.3" in p.stdout
+
+
+def test_record_starts_is_the_record_regex() -> None:
+    """The candidate scan of :func:`record_starts` finds exactly what ``RECORD.finditer`` finds."""
+    import random
+
+    from hangdbg.parse.nccl import RECORD, record_starts
+
+    rnd = random.Random(14)
+    alphabet = ["a", ":", "1", " ", "[0]", " NCCL INFO ", " INFO ", "\0", "node1:12:13 [0] NCCL INFO x", "(", ":1:2 ",
+                "h" * 130, "n:1:2 [3] 1.5 init.cc:12 NCCL WARN "]
+    for _ in range(20000):
+        t = "".join(rnd.choice(alphabet) for _ in range(rnd.randint(0, 25)))
+        want = [(m.start(), m.end(), m.groups()) for m in RECORD.finditer(t)]
+        assert [(m.start(), m.end(), m.groups()) for m in record_starts(t)] == want, t
