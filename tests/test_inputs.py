@@ -141,3 +141,42 @@ def test_record_starts_is_the_record_regex() -> None:
         t = "".join(rnd.choice(alphabet) for _ in range(rnd.randint(0, 25)))
         want = [(m.start(), m.end(), m.groups()) for m in RECORD.finditer(t)]
         assert [(m.start(), m.end(), m.groups()) for m in record_starts(t)] == want, t
+
+
+# --- item 3: validated numbers -----------------------------------------------------------------
+GARBLED = ("node1:100:100 [0] NCCL INFO NCCL version 2.18.3+cuda12.1\n"
+           "node1:100:100 [0] NCCL INFO comm 0x55d0 rank 0 nranks 4294967296 cudaDev 0 busId 1000 - Init START\n"
+           "node1:100:100 [0] NCCL INFO comm 0x55d0 rank 0 nranks 4294967296 cudaDev 0 busId 1000 - Init COMPLETE\n"
+           "node1:100:100 [0] NCCL INFO AllReduce: opCount 5 sendbuff 0x1 recvbuff 0x2 count 10 datatype 7 op 0 "
+           "root 0 comm 0x55d0 [nranks=4294967296] stream 0x3\n")
+
+
+@pytest.mark.parametrize("argv", [["nccl", "summary"], ["report"]], ids=lambda a: "-".join(a))
+def test_a_garbled_nranks_builds_no_set_of_4_billion_ranks(argv: list[str], tmp_path: Path) -> None:
+    log = tmp_path / "nccl.log"
+    log.write_text(GARBLED)
+    p = run(*argv, str(log), "--json")  # today: MemoryError under 2 GB (16 GB in a minute without a limit)
+    no_traceback(p)
+    assert b"4294967296" not in p.stdout.split(b'"evidence"')[0]
+
+
+def test_a_garbled_flight_recorder_group_builds_no_huge_world(tmp_path: Path) -> None:
+    dump = tmp_path / "nccl_trace_rank_0.json"
+    dump.write_text(json.dumps({"version": "2.4", "pg_config": {"0": {"name": "0", "desc": "default_pg",
+                                                                     "ranks": "[0, 4294967296]"}},
+                                "entries": []}))
+    p = run("fr", str(dump), "--json")
+    no_traceback(p)
+    p = run("report", str(tmp_path), "--json")
+    no_traceback(p)
+
+
+def test_rank_number_is_the_one_validation() -> None:
+    from hangdbg.launch_env import env_int
+    from hangdbg.rankset import MAX_RANKS, rank_number
+
+    assert rank_number("3") == 3 and rank_number(b" 7 ") == 7 and rank_number(0) == 0
+    assert rank_number(0, 1) is None and rank_number("4294967296") is None and rank_number(MAX_RANKS) is None
+    assert rank_number("-1") is None and rank_number(True) is None and rank_number("1e9") is None
+    assert rank_number("9" * 5000) is None  # no int() of a 5000-digit string
+    assert env_int("8(x2)") == 8 and env_int("4294967296") is None

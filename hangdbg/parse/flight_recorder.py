@@ -41,6 +41,7 @@ from dataclasses import dataclass, field
 from typing import BinaryIO
 
 from ..model import Frame
+from ..rankset import rank_number
 from .textlines import open_input
 
 __all__ = [
@@ -248,7 +249,7 @@ def rank_from_path(path: str) -> int | None:
         else:
             break
     m = _RANK_IN_NAME.search(base)
-    return int(m.group(1)) if m else None
+    return rank_number(m.group(1)) if m else None
 
 
 def _int(v) -> int | None:
@@ -317,8 +318,8 @@ def _frames(v, cache: dict) -> tuple[Frame, ...]:
 def _ranks(v) -> tuple[int, ...]:
     """``"[0, 1, 2, 3]"`` (how pg_config stores ranks) or a list -> ints; never evaluated."""
     if isinstance(v, (list, tuple)):
-        return tuple(r for r in (_int(x) for x in v) if r is not None)
-    return tuple(int(x) for x in re.findall(r"\d+", _str(v)))
+        return tuple(r for r in (rank_number(_int(x)) for x in v) if r is not None)
+    return tuple(r for r in (rank_number(x) for x in re.findall(r"\d+", _str(v))) if r is not None)
 
 
 def _entry(i: int, e: dict, cache: dict) -> FrEntry | None:

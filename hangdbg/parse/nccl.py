@@ -44,6 +44,7 @@ import re
 from collections import Counter
 
 from ..model import MAX_EVIDENCE_TEXT, Evidence
+from ..rankset import rank_number
 from .nccl_records import (
     _BENIGN_WARN,
     _CHAIN_FILE,
@@ -309,7 +310,7 @@ class NcclLog:
             self._count_record(p)
             opv = int(cm.group("op"), 16)
             self.collective(p, cm.group("name"), opv, ptr.group(1),
-                            int(nr.group(1)) if nr else None, (fi, lineno), raw[:MAX_EVIDENCE_TEXT], 1)
+                            rank_number(nr.group(1), 1) if nr else None, (fi, lineno), raw[:MAX_EVIDENCE_TEXT], 1)
             sig = op_fields(cm.group("name"), cm.group("rest"))
             if sig is not None:
                 add_op(self._comm(p, ptr.group(1)), opv, sig, (fi, lineno), raw[:MAX_EVIDENCE_TEXT])
@@ -446,8 +447,8 @@ class NcclLog:
             c = p.comms[ptr] = Comm(ptr, order=p.ncomms)
             p.all_comms.append(c)
         c = self._comm(p, ptr)
-        c.rank = int(m.group("rank"))
-        c.nranks = int(m.group("nranks"))
+        c.rank = rank_number(m.group("rank"))
+        c.nranks = rank_number(m.group("nranks"), 1)
         idm = _COMMID.search(rest)
         if idm:
             c.comm_id = idm.group(1)

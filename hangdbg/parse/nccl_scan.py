@@ -21,6 +21,7 @@ from functools import partial
 from itertools import compress, count
 from operator import itemgetter, not_
 
+from ..rankset import rank_number
 from .nccl import NcclLog, has_marker
 from .nccl_records import add_op, op_sig
 from .textlines import iter_lines, open_input
@@ -379,7 +380,7 @@ def _flush(log: NcclLog, pend: tuple) -> None:
         p.records += n
         log.records += n
         ptr, _, nr = comm.decode().partition(" [nranks=")
-        log.collective(p, name, None, ptr, int(nr[:-1]), None, None, n)
+        log.collective(p, name, None, ptr, rank_number(nr[:-1], 1), None, None, n)
     for (prefix, comm), (lineno, op, name) in lasts.items():
         pm = _PREFIX.match(prefix.decode("utf-8", "replace"))
         if pm is None:

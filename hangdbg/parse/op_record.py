@@ -22,6 +22,8 @@ import json
 import math
 from dataclasses import dataclass
 
+from ..rankset import rank_number
+
 __all__ = ["STATES", "CurrentOp", "OpRecord", "parse_op_record"]
 
 STATES = ("issued", "running", "done", "failed")
@@ -73,13 +75,13 @@ class OpRecord:
 
 
 def _int(v: object) -> int | None:
-    return v if isinstance(v, int) and not isinstance(v, bool) else None
+    return rank_number(v) if isinstance(v, int) else None
 
 
 def _ranks(v: object) -> tuple[int, ...] | None:
     if not isinstance(v, list):
         return None
-    out = tuple(x for x in v if isinstance(x, int) and not isinstance(x, bool) and x >= 0)
+    out = tuple(x for x in v if isinstance(x, int) and rank_number(x) is not None)
     return out if len(out) == len(v) else None
 
 

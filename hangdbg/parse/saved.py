@@ -19,6 +19,7 @@ from pathlib import Path
 
 from ..launchers import is_launcher
 from ..model import RankDump, Thread
+from ..rankset import rank_number
 
 from .debug_server import parse_debug_server_dump
 from .pyspy_text import ParsedProcess, parse_pyspy_dump, rank_from_filename, sample_from_filename
@@ -131,10 +132,7 @@ def _read(f: Path) -> tuple[str | None, str]:
 
 
 def _int(value: str | None) -> int | None:
-    try:
-        return int(value) if value is not None else None
-    except ValueError:
-        return None
+    return rank_number(value)
 
 
 def _entry(proc: ParsedProcess, order: int, filename: str, alone: bool) -> _Entry:

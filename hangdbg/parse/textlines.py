@@ -49,7 +49,7 @@ def _kind(mode: int) -> str:
     return "not a file"
 
 
-def open_input(path: str) -> BinaryIO:
+def open_input(path: str | os.PathLike[str]) -> BinaryIO:
     """Open ``path`` for reading in binary mode, only when it is a regular file (symlinks followed).
 
     The file is opened non-blocking and checked with ``fstat`` on the open descriptor, so a FIFO
@@ -64,7 +64,7 @@ def open_input(path: str) -> BinaryIO:
     try:
         mode = os.fstat(fd).st_mode
         if not stat.S_ISREG(mode):
-            raise NotRegularFile(path, _kind(mode))
+            raise NotRegularFile(os.fspath(path), _kind(mode))
         os.set_blocking(fd, True)
         return os.fdopen(fd, "rb")
     except BaseException:

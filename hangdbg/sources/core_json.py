@@ -20,6 +20,7 @@ from ..facts import CoreFact, CoreJsonFacts
 from ..model import (SCHEMA_VERSION, Evidence, FileError, Finding, Frame, Kind, RankDump, RankState, Severity, SourceKind,
                      SourceReport, Thread)
 from ..parse.textlines import open_input
+from ..rankset import rank_number
 from .base import ReaderBase, with_source
 
 __all__ = ["CoreJsonReader", "READER", "MAX_BYTES"]
@@ -31,7 +32,7 @@ _HEAD = re.compile(rb'"tool":\s*"hangdbg".{0,400}?"command":\s*"core"', re.S)
 
 
 def _int(v: Any) -> int | None:
-    return v if isinstance(v, int) and not isinstance(v, bool) else None
+    return rank_number(v) if isinstance(v, int) else None
 
 
 def _str(v: Any) -> str:
