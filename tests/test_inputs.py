@@ -180,3 +180,101 @@ def test_rank_number_is_the_one_validation() -> None:
     assert rank_number("-1") is None and rank_number(True) is None and rank_number("1e9") is None
     assert rank_number("9" * 5000) is None  # no int() of a 5000-digit string
     assert env_int("8(x2)") == 8 and env_int("4294967296") is None
+
+
+# --- nested JSON ------------------------------------------------------------------------------
+def _deep(n: int = 100_000) -> str:
+    return "[" * n + "]" * n
+
+
+@pytest.mark.parametrize("name,text", [
+    ("nccl_trace_rank_0.json", '{"version": "2.4", "entries": ' + _deep() + "}"),
+    ("error.json", '{"message": {"message": "x", "extraInfo": ' + _deep() + '}}'),
+    ("core-rank0.json", '{"tool": "hangdbg", "command": "core", "ranks": ' + _deep() + "}"),
+])
+def test_deeply_nested_json_is_reported_too_deeply_nested(name: str, text: str, tmp_path: Path) -> None:
+    (tmp_path / name).write_text(text)
+    for argv in (["report", str(tmp_path)], ["fr", str(tmp_path / name)], ["logs", str(tmp_path / name)]):
+        p = run(*argv)
+        no_traceback(p)
+    p = run("fr", str(tmp_path / name)) if name.startswith("nccl") else run("report", str(tmp_path))
+    assert b"too deeply nested" in p.stdout + p.stderr
+
+
+def test_load_json_turns_recursion_into_a_value_error() -> None:
+    from hangdbg.parse.jsondoc import load_json
+
+    assert load_json(b'{"a": [1, "\\u00e9"]}') == {"a": [1, "é"]}
+    with pytest.raises(ValueError, match="too deeply nested"):
+        load_json(_deep())
+    with pytest.raises(ValueError):
+        load_json(b"{\xff")
+
+
+# --- encodings at the boundary ----------------------------------------------------------------
+def test_a_binary_hostfile_is_a_usage_error_naming_the_line(tmp_path: Path) -> None:
+    hf = tmp_path / "hostfile"
+    hf.write_bytes(b"node1 slots=8\nnode2 slots=8\n\xff\xfe\x00\x01junk\n")
+    p = run("dump", "--hostfile", str(hf), "-o", str(tmp_path / "out"))  # today: UnicodeDecodeError
+    no_traceback(p)
+    assert p.returncode == 2
+    assert f"{hf}:3".encode() in p.stderr and b"not text" in p.stderr
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_fifo_as_hostfile_is_a_usage_error(tmp_path: Path) -> None:
+    os.mkfifo(tmp_path / "hostfile")
+    p = run("dump", "--hostfile", str(tmp_path / "hostfile"), "-o", str(tmp_path / "out"))
+    no_traceback(p)
+    assert p.returncode == 2 and b"not a regular file" in p.stderr
+
+
+def test_non_utf8_scontrol_output_is_decoded_not_a_traceback(tmp_path: Path) -> None:
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    fake = bindir / "scontrol"
+    fake.write_text("#!/bin/sh\nprintf 'slurm_load_jobs error: \\377\\376 Invalid job id \\351\\n' >&2\nexit 1\n")
+    fake.chmod(0o755)
+    env_path = f"{bindir}{os.pathsep}{os.environ.get('PATH', '')}"
+    env = dict(os.environ, PYTHONPATH=str(ROOT), PATH=env_path, NO_COLOR="1")
+    p = subprocess.run([sys.executable, "-m", "hangdbg", "dump", "--jobid", "123", "-o", str(tmp_path / "out")],
+                       capture_output=True, timeout=60, env=env, preexec_fn=_limit)
+    no_traceback(p)  # today: UnicodeDecodeError
+    assert p.returncode in (1, 2) and b"123" in p.stderr
+
+
+# --- decompression cap ------------------------------------------------------------------------
+def test_a_compressed_bomb_from_a_node_is_refused_after_the_cap() -> None:
+    import base64
+    import zlib
+
+    from hangdbg.collect.frames import MARKER, MAX_MESSAGE, FrameDecoder, encode_message
+
+    bomb = zlib.compressobj(9)
+    body = bomb.compress(b'{"type": "rank", "name": "rank-0000", "text": "')
+    body += b"".join(bomb.compress(b"a" * (1 << 20)) for _ in range(256))
+    body += bomb.compress(b'"}') + bomb.flush()  # 256 MiB of JSON inflated from ~250 KB (a node sent 2 GB)
+    assert len(body) < 4 << 20
+    payload = base64.b64encode(body).decode("ascii")
+    step = 4000
+    parts = -(-len(payload) // step)
+    dec = FrameDecoder()
+    got = []
+    for i in range(parts):
+        got += dec.feed(f"{MARKER} node1 7 {i + 1}/{parts} {payload[i * step:(i + 1) * step]}")
+    assert got == [("node1", {"type": "problem", "what": "message 7",
+                              "reason": f"too large after decompression (more than {MAX_MESSAGE >> 20} MiB)"})]
+    # an ordinary message still decodes
+    lines = list(encode_message("node1", 8, {"type": "done", "status": "ok"}))
+    assert [m for line in lines for m in dec.feed(line)] == [("node1", {"type": "done", "status": "ok"})]
+
+
+def test_a_nested_message_from_a_node_is_garbled_not_a_traceback() -> None:
+    import base64
+    import zlib
+
+    from hangdbg.collect.frames import MARKER, FrameDecoder
+
+    payload = base64.b64encode(zlib.compress(_deep().encode())).decode("ascii")
+    dec = FrameDecoder()
+    assert dec.feed(f"{MARKER} node1 1 1/1 {payload}") == [] and dec.garbled == 1

@@ -33,7 +33,6 @@ The global rank is not in the dump: it is the number at the end of the file name
 from __future__ import annotations
 
 import io
-import json
 import os
 import pickle
 import re
@@ -42,6 +41,7 @@ from typing import BinaryIO
 
 from ..model import Frame
 from ..rankset import rank_number
+from .jsondoc import TOO_DEEP, load_json
 from .textlines import open_input
 
 __all__ = [
@@ -394,9 +394,9 @@ def _decode(f: BinaryIO) -> tuple[dict, str]:
     f.seek(0)
     if first == b"{":
         try:
-            doc = json.loads(f.read().decode("utf-8", "replace"))
-        except (ValueError, RecursionError) as exc:  # RecursionError: nested deeper than json can read
-            raise FrDumpError(f"not valid JSON (truncated or garbled?): {exc}") from None
+            doc = load_json(f.read())
+        except ValueError as exc:
+            raise FrDumpError(str(exc) if str(exc).startswith(TOO_DEEP) else f"not valid JSON (truncated or garbled?): {exc}") from None
         fmt = "json"
     elif first == b"\x80":
         try:
@@ -404,8 +404,10 @@ def _decode(f: BinaryIO) -> tuple[dict, str]:
         except pickle.UnpicklingError as exc:
             raise FrDumpError(str(exc) if str(exc).startswith("refused")
                               else f"not a readable pickle (truncated or garbled?): {exc}") from None
+        except RecursionError:
+            raise FrDumpError(f"not a readable pickle: {TOO_DEEP}") from None
         except (EOFError, ValueError, TypeError, IndexError, KeyError, AttributeError, OverflowError,
-                MemoryError, RecursionError) as exc:
+                MemoryError) as exc:
             raise FrDumpError(f"not a readable pickle (truncated or garbled?): {type(exc).__name__}: {exc}") from None
         fmt = "pickle"
     else:

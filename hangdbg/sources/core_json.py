@@ -9,7 +9,6 @@ the cores' stacks join the joint stack analysis of ``hangdbg report``.
 
 from __future__ import annotations
 
-import json
 import os
 import re
 from typing import Any
@@ -19,6 +18,7 @@ from typing import Sequence
 from ..facts import CoreFact, CoreJsonFacts
 from ..model import (SCHEMA_VERSION, Evidence, FileError, Finding, Frame, Kind, RankDump, RankState, Severity, SourceKind,
                      SourceReport, Thread)
+from ..parse.jsondoc import load_json
 from ..parse.textlines import open_input
 from ..rankset import rank_number
 from .base import ReaderBase, with_source
@@ -80,7 +80,7 @@ def _load(path: str) -> dict:
     if os.path.getsize(path) > MAX_BYTES:
         raise ValueError(f"larger than {MAX_BYTES >> 20} MiB")
     with open_input(path) as f:
-        doc = json.loads(f.read().decode("utf-8", "replace"))
+        doc = load_json(f.read())
     if not isinstance(doc, dict) or doc.get("command") != "core":
         raise ValueError("not a hangdbg core document")
     if doc.get("schema_version") != SCHEMA_VERSION:
