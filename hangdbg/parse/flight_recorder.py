@@ -396,7 +396,8 @@ def _decode(f: BinaryIO) -> tuple[dict, str]:
         try:
             doc = load_json(f.read())
         except ValueError as exc:
-            raise FrDumpError(str(exc) if str(exc).startswith(TOO_DEEP) else f"not valid JSON (truncated or garbled?): {exc}") from None
+            raise FrDumpError(f"not valid JSON: {exc}" if str(exc).startswith(TOO_DEEP)
+                              else f"not valid JSON (truncated or garbled?): {exc}") from None
         fmt = "json"
     elif first == b"\x80":
         try:
