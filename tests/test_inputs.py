@@ -278,3 +278,14 @@ def test_a_nested_message_from_a_node_is_garbled_not_a_traceback() -> None:
     payload = base64.b64encode(zlib.compress(_deep().encode())).decode("ascii")
     dec = FrameDecoder()
     assert dec.feed(f"{MARKER} node1 1 1/1 {payload}") == [] and dec.garbled == 1
+
+
+def test_a_trace_file_line_past_the_cap_is_skipped_and_counted(tmp_path: Path) -> None:
+    from hangdbg.parse.traces import read_trace
+
+    t = tmp_path / "trace-node1-0-100.txt"
+    t.write_bytes(b"# tracer v1 host=node1 rank=0 pid=100 start=2024-01-01T00:00:00 argv=train.py\n"
+                  + b"x" * (3 * textlines.MAX_LINE) + b"\n"
+                  + b"MainThread train.py:7 | x = 1\n")
+    tr = read_trace(str(t))
+    assert tr.garbled >= 1
