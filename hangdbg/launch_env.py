@@ -13,6 +13,8 @@ from __future__ import annotations
 import socket
 from typing import Mapping
 
+from .rankset import rank_number
+
 __all__ = [
     "RANK_VARS",
     "LOCAL_RANK_VARS",
@@ -31,13 +33,11 @@ LOCAL_WORLD_SIZE_VARS = ("LOCAL_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_SIZE", "MPI_
 
 
 def env_int(value: str | None) -> int | None:
-    """``"3"`` -> 3; SLURM's ``"8(x2)"`` -> 8; anything else -> None."""
+    """``"3"`` -> 3; SLURM's ``"8(x2)"`` -> 8; anything else (a number no job has included:
+    :func:`hangdbg.rankset.rank_number`) -> None."""
     if value is None:
         return None
-    try:
-        return int(value.split("(")[0])
-    except ValueError:
-        return None
+    return rank_number(value.split("(")[0])
 
 
 def first_int(env: Mapping[str, str], names: tuple[str, ...]) -> tuple[int | None, str | None]:

@@ -7,7 +7,35 @@ from __future__ import annotations
 
 from typing import Iterable
 
-__all__ = ["compress", "expand", "ranks_text"]
+__all__ = ["MAX_RANKS", "compress", "expand", "rank_number", "ranks_text"]
+
+MAX_RANKS = 1 << 22
+"""More ranks than any job has (4M): a rank, rank count or world size read from text at or above
+this is garbage (a garbled ``nranks 4294967296`` would otherwise become a set of 4 billion ints)."""
+
+
+def rank_number(value: object, low: int = 0) -> int | None:
+    """A rank, rank count or world size read from text or JSON, validated: the int when
+    ``low <= n < MAX_RANKS`` (``value`` an int or a decimal string, surrounding blanks allowed),
+    else None. Every reader passes the numbers it reads through this before building sets or
+    ranges from them.
+
+    Args:
+        value: the number as read (``str``, ``bytes`` or ``int``; a ``bool`` is not a number).
+        low: the smallest valid value (0 for a rank, 1 for a count or size).
+    """
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, (str, bytes)):
+        v = value.strip()
+        if not v or len(v) > 12 or not v.isdigit():
+            return None
+        n = int(v)
+    elif isinstance(value, int):
+        n = value
+    else:
+        return None
+    return n if low <= n < MAX_RANKS else None
 
 
 def compress(ranks: Iterable[int]) -> str:

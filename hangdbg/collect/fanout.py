@@ -20,6 +20,7 @@ from typing import Callable
 from ..model import RankDump
 from ..parse.op_record import CurrentOp
 from ..parse.saved import load_dump_texts
+from ..rankset import rank_number
 from ..report.build import node_document
 from ..report.document import NodeEntry
 from ..report.schema import to_json
@@ -181,7 +182,9 @@ def fan_out(
                         store.update({str(k): bool(v) for k, v in msg["store"].items()})
                     if isinstance(msg.get("ops"), dict):
                         ops.update(_ops(msg["ops"]))
-                    ranks = tuple(sorted(int(p["rank"]) for p in msg.get("processes", []) if isinstance(p, dict) and "rank" in p))
+                    procs = msg.get("processes")
+                    ranks = tuple(sorted(r for r in (rank_number(p.get("rank")) for p in (procs if isinstance(procs, list) else ())
+                                                     if isinstance(p, dict)) if r is not None))
                     status = msg.get("status") if msg.get("status") in ("ok", "no-ranks", "error", "nothing") else "error"
                     reason = msg.get("error") or "; ".join(problems.get(host, [])) or None
                     took = msg.get("seconds")

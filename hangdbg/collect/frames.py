@@ -25,10 +25,36 @@ import zlib
 from dataclasses import dataclass, field
 from typing import Any, Iterator
 
-__all__ = ["MARKER", "encode_message", "FrameDecoder"]
+from ..parse.jsondoc import load_json
+
+__all__ = ["MARKER", "MAX_MESSAGE", "TooLarge", "encode_message", "FrameDecoder", "inflate"]
 
 MARKER = "HANGDBG1"
 _CHUNK = 4000
+MAX_MESSAGE = 64 << 20
+"""Bytes a message may have once decompressed (the biggest, a file chunk of 1 MiB or a rank's
+py-spy text, is far below): a compressed bomb from a node (1.3 MB inflating to 2 GB) is refused
+after inflating this much, never held whole."""
+
+
+class TooLarge(ValueError):
+    """A message larger than :data:`MAX_MESSAGE` after decompression."""
+
+
+def inflate(data: bytes, limit: int = MAX_MESSAGE) -> bytes:
+    """zlib-decompress ``data``, holding at most ``limit`` + 1 bytes of output.
+
+    Raises:
+        TooLarge: the output would be larger than ``limit`` bytes ("too large after decompression").
+        zlib.error: not zlib data, or truncated.
+    """
+    d = zlib.decompressobj()
+    out = d.decompress(data, limit + 1)
+    if len(out) > limit or d.unconsumed_tail:
+        raise TooLarge(f"too large after decompression (more than {limit >> 20} MiB)")
+    if not d.eof:
+        raise zlib.error("truncated compressed data")
+    return out
 
 
 def encode_message(host: str, msgid: int, message: dict[str, Any]) -> Iterator[str]:
@@ -47,6 +73,8 @@ class FrameDecoder:
     line. ``garbled`` counts marker lines that could not be used, ``other`` the lines without a
     marker, ``foreign`` the frames of a host not in ``hosts`` (when given) or not the ``stream``'s
     host (when the transport names it; a ``user@`` prefix on either side is ignored).
+    A message too large after decompression (:data:`MAX_MESSAGE`) becomes a ``problem`` message of
+    its host saying so.
     """
 
     garbled: int = 0
@@ -90,7 +118,10 @@ class FrameDecoder:
         del self._parts[(host, msgid)]
         try:
             blob = "".join(got[i] for i in range(1, parts + 1))
-            message = json.loads(zlib.decompress(base64.b64decode(blob, validate=True)))
+            message = load_json(inflate(base64.b64decode(blob, validate=True)))
+        except TooLarge as exc:
+            self.garbled += 1
+            return [(host, {"type": "problem", "what": f"message {msgid}", "reason": str(exc)})]
         except (KeyError, ValueError, binascii.Error, zlib.error):
             self.garbled += 1
             return []

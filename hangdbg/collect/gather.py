@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
+from ..parse.textlines import open_input
 from ..tools.subproc import run
 
 __all__ = ["GatherOptions", "gather", "CHUNK_BYTES", "expand_globs"]
@@ -80,7 +81,7 @@ class _Sender:
     def file(self, name: str, path: str) -> None:
         """Send ``path`` as ``name`` in chunks (its tail when larger than ``max_bytes``)."""
         try:
-            f = open(path, "rb")
+            f = open_input(path)  # a FIFO or device matched by a glob would block or never end
         except OSError as exc:
             self.problem(path, f"cannot read: {exc.strerror or exc}")
             return

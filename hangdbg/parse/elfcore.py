@@ -26,6 +26,8 @@ import re
 import struct
 from dataclasses import dataclass, field
 
+from .textlines import open_input
+
 __all__ = ["CoreInfo", "CoreFileError", "is_core", "read_core_info", "ENV_LIMIT", "CORE_SIGNALS"]
 
 ENV_LIMIT = 4 << 20
@@ -129,7 +131,7 @@ def read_core_info(path: str) -> CoreInfo:
     from elftools.elf.elffile import ELFFile
 
     try:
-        f = open(path, "rb")
+        f = open_input(path)
     except OSError as exc:
         raise CoreFileError(f"cannot open: {exc.strerror or exc}") from None
     with f:

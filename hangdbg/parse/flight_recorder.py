@@ -33,7 +33,6 @@ The global rank is not in the dump: it is the number at the end of the file name
 from __future__ import annotations
 
 import io
-import json
 import os
 import pickle
 import re
@@ -41,6 +40,9 @@ from dataclasses import dataclass, field
 from typing import BinaryIO
 
 from ..model import Frame
+from ..rankset import rank_number
+from .jsondoc import TOO_DEEP, load_json
+from .textlines import open_input
 
 __all__ = [
     "MAX_DUMP_BYTES",
@@ -247,7 +249,7 @@ def rank_from_path(path: str) -> int | None:
         else:
             break
     m = _RANK_IN_NAME.search(base)
-    return int(m.group(1)) if m else None
+    return rank_number(m.group(1)) if m else None
 
 
 def _int(v) -> int | None:
@@ -316,8 +318,8 @@ def _frames(v, cache: dict) -> tuple[Frame, ...]:
 def _ranks(v) -> tuple[int, ...]:
     """``"[0, 1, 2, 3]"`` (how pg_config stores ranks) or a list -> ints; never evaluated."""
     if isinstance(v, (list, tuple)):
-        return tuple(r for r in (_int(x) for x in v) if r is not None)
-    return tuple(int(x) for x in re.findall(r"\d+", _str(v)))
+        return tuple(r for r in (rank_number(_int(x)) for x in v) if r is not None)
+    return tuple(r for r in (rank_number(x) for x in re.findall(r"\d+", _str(v))) if r is not None)
 
 
 def _entry(i: int, e: dict, cache: dict) -> FrEntry | None:
@@ -392,9 +394,10 @@ def _decode(f: BinaryIO) -> tuple[dict, str]:
     f.seek(0)
     if first == b"{":
         try:
-            doc = json.loads(f.read().decode("utf-8", "replace"))
-        except (ValueError, RecursionError) as exc:  # RecursionError: nested deeper than json can read
-            raise FrDumpError(f"not valid JSON (truncated or garbled?): {exc}") from None
+            doc = load_json(f.read())
+        except ValueError as exc:
+            raise FrDumpError(f"not valid JSON: {exc}" if str(exc).startswith(TOO_DEEP)
+                              else f"not valid JSON (truncated or garbled?): {exc}") from None
         fmt = "json"
     elif first == b"\x80":
         try:
@@ -402,8 +405,10 @@ def _decode(f: BinaryIO) -> tuple[dict, str]:
         except pickle.UnpicklingError as exc:
             raise FrDumpError(str(exc) if str(exc).startswith("refused")
                               else f"not a readable pickle (truncated or garbled?): {exc}") from None
+        except RecursionError:
+            raise FrDumpError(f"not a readable pickle: {TOO_DEEP}") from None
         except (EOFError, ValueError, TypeError, IndexError, KeyError, AttributeError, OverflowError,
-                MemoryError, RecursionError) as exc:
+                MemoryError) as exc:
             raise FrDumpError(f"not a readable pickle (truncated or garbled?): {type(exc).__name__}: {exc}") from None
         fmt = "pickle"
     else:
@@ -428,7 +433,7 @@ def load_dump(path: str, rank: int | None = None, max_bytes: int = MAX_DUMP_BYTE
             dump, checked after its content) no rank in the file name.
     """
     try:
-        with open(path, "rb") as f:
+        with open_input(path) as f:
             size = os.fstat(f.fileno()).st_size
             if size > max_bytes:
                 raise FrDumpError(f"{size} bytes is more than the {max_bytes} bytes a dump may have")

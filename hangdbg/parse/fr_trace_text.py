@@ -50,11 +50,12 @@ from dataclasses import dataclass
 
 from ..frames import Frame
 from .fr_trace_table import FrEntryTable, parse_tables, sniff_table
+from ..rankset import MAX_RANKS
 from .textlines import iter_lines, strip_prefix
 
 __all__ = ["MAX_RANK", "FrTraceCulprit", "FrTraceReport", "FrTraceText", "parse_lines", "read_fr_trace", "sniff"]
 
-MAX_RANK = 1 << 22
+MAX_RANK = MAX_RANKS - 1  # hangdbg.rankset: the one bound on ranks read from text
 """Largest rank number taken as real (4M ranks); a larger number is garbage."""
 
 _MAX_LINE = 16 * 1024

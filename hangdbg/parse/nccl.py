@@ -44,6 +44,7 @@ import re
 from collections import Counter
 
 from ..model import MAX_EVIDENCE_TEXT, Evidence
+from ..rankset import rank_number
 from .nccl_records import (
     _BENIGN_WARN,
     _CHAIN_FILE,
@@ -64,7 +65,7 @@ from .nccl_records import (
     add_op,
     op_fields,
 )
-from .textlines import strip_prefix
+from .textlines import MAX_LINE, open_input, strip_prefix
 
 __all__ = ["RECORD", "Comm", "ConnectFailure", "NcclLog", "Proc", "has_marker", "record_starts", "records", "sniff"]
 
@@ -133,9 +134,31 @@ def sniff(head: bytes) -> bool:
     return RECORD.search(text) is not None or (_VERSION.search(text) is not None and "NCCL INFO" in text)
 
 
+# Where a header can be: its ":pid:tid" (a literal colon: the regex engine skips to it at C speed).
+_PIDTID = re.compile(r":\d{1,10}:\d{1,10}(?=[ ])")
+_HOST_RUN = re.compile(r"[^\s:\[\]()<>]{1,128}")  # matched on the reversed text before a candidate
+
+
 def record_starts(text: str) -> list[re.Match]:
-    """Every record header in ``text`` (several when concurrent writers spliced records)."""
-    return list(RECORD.finditer(text))
+    """Every record header in ``text`` (several when concurrent writers spliced records): the
+    matches of ``RECORD.finditer``, found from the ``:pid:tid`` candidates only, so a long run
+    without one (NUL padding, a 200 MB line) costs one C-speed search, not 128 steps per byte."""
+    out: list[re.Match] = []
+    pos = 0  # where the previous match ended
+    at = 0  # where to look for the next candidate
+    while True:
+        c = _PIDTID.search(text, at)
+        if c is None:
+            return out
+        at = c.start() + 1
+        lo = max(pos, c.start() - 128)
+        h = _HOST_RUN.match(text[lo:c.start()][::-1])  # the host: the run of host characters before the colon
+        if h is None:
+            continue
+        m = RECORD.match(text, c.start() - h.end())
+        if m is not None:
+            out.append(m)
+            pos = at = m.end()
 
 
 def records(text: str) -> list[tuple[re.Match, int]]:
@@ -214,7 +237,10 @@ class NcclLog:
         return best or host
 
     def line(self, fi: int, lineno: int, raw: str) -> None:
-        """Parse one physical line (line ending removed)."""
+        """Parse one physical line (line ending removed); beyond :data:`~.textlines.MAX_LINE`
+        characters the rest of the line is dropped (no record is that long)."""
+        if len(raw) > MAX_LINE:
+            raw = raw[:MAX_LINE]
         pend = self._pending
         if pend is not None:
             self._pending = None
@@ -285,7 +311,7 @@ class NcclLog:
             self._count_record(p)
             opv = int(cm.group("op"), 16)
             self.collective(p, cm.group("name"), opv, ptr.group(1),
-                            int(nr.group(1)) if nr else None, (fi, lineno), raw[:MAX_EVIDENCE_TEXT], 1)
+                            rank_number(nr.group(1), 1) if nr else None, (fi, lineno), raw[:MAX_EVIDENCE_TEXT], 1)
             sig = op_fields(cm.group("name"), cm.group("rest"))
             if sig is not None:
                 add_op(self._comm(p, ptr.group(1)), opv, sig, (fi, lineno), raw[:MAX_EVIDENCE_TEXT])
@@ -427,8 +453,8 @@ class NcclLog:
             c = p.comms[ptr] = Comm(ptr, order=p.ncomms)
             p.all_comms.append(c)
         c = self._comm(p, ptr)
-        c.rank = int(m.group("rank"))
-        c.nranks = int(m.group("nranks"))
+        c.rank = rank_number(m.group("rank"))
+        c.nranks = rank_number(m.group("nranks"), 1)
         idm = _COMMID.search(rest)
         if idm:
             c.comm_id = idm.group(1)
@@ -539,7 +565,7 @@ class NcclLog:
             if i >= 0:
                 start_line, offset = marks[i]
         try:
-            with open(path, "rb") as f:
+            with open_input(path) as f:
                 f.seek(offset)
                 n = start_line
                 for rawb in f:

@@ -46,12 +46,13 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from ..rankset import MAX_RANKS
 from .textlines import iter_lines, strip_prefix
 
 __all__ = ["MAX_RANK", "RasRank", "RasCount", "RasTopic", "RasIssue", "RasCommGroup", "RasReport", "RasText",
            "parse_lines", "read_ras", "sniff"]
 
-MAX_RANK = 1 << 22
+MAX_RANK = MAX_RANKS - 1  # hangdbg.rankset: the one bound on ranks read from text
 """Largest rank (or count) taken as real; a larger number is garbage."""
 
 _MAX_LINE = 4096

@@ -21,9 +21,10 @@ from functools import partial
 from itertools import compress, count
 from operator import itemgetter, not_
 
+from ..rankset import rank_number
 from .nccl import NcclLog, has_marker
 from .nccl_records import add_op, op_sig
-from .textlines import iter_lines
+from .textlines import iter_lines, open_input
 
 __all__ = ["scan", "scan_path", "CHUNK", "PARALLEL_MIN"]
 
@@ -69,7 +70,7 @@ def _ranges(size: int, path: str, chunk: int) -> list[tuple[int, int]]:
     costs no memory), or at ``size``."""
     out = []
     start = 0
-    with open(path, "rb") as f:
+    with open_input(path) as f:
         while start < size:
             end = start + chunk
             if end < size:
@@ -119,7 +120,7 @@ def _scan_chunk(path: str, start: int, end: int) -> dict:
             how = {"flags": mmap.MAP_SHARED | mmap.MAP_POPULATE, "prot": mmap.PROT_READ}
         else:
             how = {"access": mmap.ACCESS_READ}
-        with open(path, "rb") as f, mmap.mmap(f.fileno(), end - base, offset=base, **how) as data:
+        with open_input(path) as f, mmap.mmap(f.fileno(), end - base, offset=base, **how) as data:
             nlines, coll, lasts, other = _cscan.scan(data, start - base, end - base)
         return {"nlines": nlines, "coll": coll, "lasts": lasts, "other": other}
     return _scan_chunk_py(path, start, end)
@@ -133,7 +134,7 @@ def _scan_chunk_py(path: str, start: int, end: int) -> dict:
     opCount of each pair from a second match over the end of the range only (widened until every
     pair is seen).
     """
-    with open(path, "rb") as f:
+    with open_input(path) as f:
         data: bytes | mmap.mmap
         if start == 0:
             data = b"\n" + f.read(end)
@@ -227,8 +228,8 @@ def scan(paths: list[str], split_on: re.Pattern[str] | None = None, workers: int
     sizes = []
     for path in paths:
         try:
-            st = os.stat(path)
-            sizes.append(st.st_size)
+            with open_input(path) as f:  # regular files only: a FIFO would block, /dev/zero never end
+                sizes.append(os.fstat(f.fileno()).st_size)
         except OSError as exc:
             log.errors.append((path, exc.strerror or str(exc)))
             sizes.append(-1)
@@ -305,7 +306,7 @@ def _tail_ops(log: NcclLog, fi: int, size: int, nlines: int, window: int) -> Non
     communicator) in a window that does not start the file is dropped: the window may cut its
     group of operations (NCCL >= 2.12 gives a whole group one opCount)."""
     start = max(0, size - window)
-    with open(log.files[fi], "rb") as f:
+    with open_input(log.files[fi]) as f:
         f.seek(start)
         data = f.read(size - start)
     if start:
@@ -380,7 +381,7 @@ def _flush(log: NcclLog, pend: tuple) -> None:
         p.records += n
         log.records += n
         ptr, _, nr = comm.decode().partition(" [nranks=")
-        log.collective(p, name, None, ptr, int(nr[:-1]), None, None, n)
+        log.collective(p, name, None, ptr, rank_number(nr[:-1], 1), None, None, n)
     for (prefix, comm), (lineno, op, name) in lasts.items():
         pm = _PREFIX.match(prefix.decode("utf-8", "replace"))
         if pm is None:

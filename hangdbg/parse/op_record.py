@@ -18,9 +18,11 @@ without ``group_ranks`` takes its group's ranks from ``groups``.
 
 from __future__ import annotations
 
-import json
 import math
 from dataclasses import dataclass
+
+from ..rankset import rank_number
+from .jsondoc import load_json
 
 __all__ = ["STATES", "CurrentOp", "OpRecord", "parse_op_record"]
 
@@ -73,13 +75,13 @@ class OpRecord:
 
 
 def _int(v: object) -> int | None:
-    return v if isinstance(v, int) and not isinstance(v, bool) else None
+    return rank_number(v) if isinstance(v, int) else None
 
 
 def _ranks(v: object) -> tuple[int, ...] | None:
     if not isinstance(v, list):
         return None
-    out = tuple(x for x in v if isinstance(x, int) and not isinstance(x, bool) and x >= 0)
+    out = tuple(x for x in v if isinstance(x, int) and rank_number(x) is not None)
     return out if len(out) == len(v) else None
 
 
@@ -105,7 +107,7 @@ def parse_op_record(text: str) -> OpRecord | None:
     not a version-1 record, garbled, or torn (``gen`` != ``end``: read during a write; read it
     again). Never raises."""
     try:
-        doc = json.loads(text.strip(" \t\r\n\x00"))
+        doc = load_json(text.strip(" \t\r\n\x00"))
         if not isinstance(doc, dict) or doc.get("version") != 1:
             return None
         gen, end = _int(doc.get("gen")), _int(doc.get("end"))

@@ -21,6 +21,7 @@ from pathlib import Path
 from ..errors import is_gone
 from ..launchers import is_launcher
 from ..model import RankDump, Thread
+from ..rankset import rank_number
 
 from .debug_server import parse_debug_server_dump
 from .pyspy_text import ParsedProcess, parse_pyspy_dump, rank_from_filename, sample_from_filename
@@ -207,20 +208,13 @@ def _read(f: Path) -> tuple[str | None, str]:
     return data.decode("utf-8", errors="replace"), ""
 
 
-_MAX_HEADER_INT = 1 << 22  # above any pid (pid_max <= 2**22), rank or world size; larger is garbled
 
 
 def _int(value: str | None) -> int | None:
     """A number of a ``# hangdbg`` header (rank, world size, pid...); None when absent, not a
-    number, or beyond ``_MAX_HEADER_INT`` in magnitude (a garbled ``world_size=4294967296`` must not
-    make the analysis build a set of 4 billion ranks)."""
-    if value is None or len(value) > 12:
-        return None
-    try:
-        n = int(value)
-    except ValueError:
-        return None
-    return n if -_MAX_HEADER_INT < n < _MAX_HEADER_INT else None
+    number, or out of range (:func:`hangdbg.rankset.rank_number`: a garbled ``world_size=4294967296``
+    must not make the analysis build a set of 4 billion ranks)."""
+    return rank_number(value)
 
 
 def _entry(proc: ParsedProcess, order: int, filename: str, alone: bool) -> _Entry:

@@ -10,17 +10,66 @@ rank they name.
 
 from __future__ import annotations
 
+import errno
 import os
 import re
+import stat
 from dataclasses import dataclass
 from typing import BinaryIO, Callable, Iterator
 
-__all__ = ["iter_files", "files_where", "iter_lines", "iter_lines_from", "iter_lines_where", "strip_prefix", "Prefix", "read_head", "HEAD_BYTES"]
+__all__ = ["iter_files", "files_where", "iter_lines", "iter_lines_from", "iter_lines_where", "strip_prefix", "Prefix",
+           "read_head", "HEAD_BYTES", "MAX_LINE", "NotRegularFile", "open_input"]
 
 HEAD_BYTES = 64 * 1024
 """How much of a file :func:`read_head` returns (for sniffing a file's kind)."""
 
 _CHUNK = 1 << 20
+
+MAX_LINE = 1 << 20
+"""Longest line (bytes) a reader is given: the rest of a longer line is skipped, never accumulated
+(a file of NUL padding or ``/dev/zero`` is one endless line)."""
+
+
+class NotRegularFile(OSError):
+    """A path names a FIFO, a device, a socket or a directory where a file was expected: reading it
+    could block forever (a FIFO) or never end (``/dev/zero``). ``strerror`` is "not a regular file"."""
+
+    def __init__(self, path: str, kind: str) -> None:
+        super().__init__(errno.EINVAL, f"not a regular file ({kind})", path)
+
+    def __str__(self) -> str:
+        return str(self.strerror)
+
+
+def _kind(mode: int) -> str:
+    for test, name in ((stat.S_ISFIFO, "a FIFO"), (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
+                       (stat.S_ISSOCK, "a socket"), (stat.S_ISDIR, "a directory")):
+        if test(mode):
+            return name
+    return "not a file"
+
+
+def open_input(path: str | os.PathLike[str]) -> BinaryIO:
+    """Open ``path`` for reading in binary mode, only when it is a regular file (symlinks followed).
+
+    The file is opened non-blocking and checked with ``fstat`` on the open descriptor, so a FIFO
+    never blocks the open and nothing can swap the file between the test and the read.
+
+    Raises:
+        NotRegularFile: a FIFO, device, socket or directory (an ``OSError``; callers list it as an
+            unreadable file with the reason).
+        OSError: the file cannot be opened.
+    """
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    try:
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):
+            raise NotRegularFile(os.fspath(path), _kind(mode))
+        os.set_blocking(fd, True)
+        return os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
 
 # One decoration at the start of a line. Applied repeatedly: "[rank3]:[2024-...] ..." has two.
 _PREFIXES = re.compile(
@@ -107,17 +156,21 @@ def iter_lines_where(stream: BinaryIO, needles: tuple[bytes, ...] | None,
     """
     n = 0
     pending: list[bytes] = []  # chunks of a line longer than a chunk: joined once its newline comes
+    held = 0  # bytes in pending
     while True:
         chunk = stream.read(_CHUNK)
         if not chunk:
             break
         cut = chunk.rfind(b"\n")
         if cut < 0:
-            pending.append(chunk)
+            if held < MAX_LINE:  # beyond the cap, the rest of the line is dropped, not kept
+                pending.append(chunk[:MAX_LINE - held])
+                held += len(pending[-1])
             continue
         pending.append(chunk[:cut])
         body = b"".join(pending)
         pending = [chunk[cut + 1:]]
+        held = len(pending[0])
         if needles is not None and not (force and force()) and not any(k in body for k in needles):
             count = body.count(b"\n") + 1
             n += count
@@ -126,25 +179,28 @@ def iter_lines_where(stream: BinaryIO, needles: tuple[bytes, ...] | None,
             continue
         for raw in body.split(b"\n"):
             n += 1
-            yield n, raw.decode("utf-8", "replace").rstrip("\r")
+            yield n, raw[:MAX_LINE].decode("utf-8", "replace").rstrip("\r")
     rest = b"".join(pending)
     if rest:
-        yield n + 1, rest.decode("utf-8", "replace").rstrip("\r")
+        yield n + 1, rest[:MAX_LINE].decode("utf-8", "replace").rstrip("\r")
 
 
 def iter_lines(path: str) -> Iterator[tuple[int, str]]:
-    """:func:`iter_lines_from` on the file at ``path``.
+    """:func:`iter_lines_from` on the file at ``path`` (:func:`open_input`: regular files only).
 
     Raises:
-        OSError: the file cannot be opened (callers record it as an unreadable file).
+        OSError: the file cannot be opened or is not a regular file (:class:`NotRegularFile`);
+            callers record it as an unreadable file.
     """
-    with open(path, "rb") as f:
+    with open_input(path) as f:
         yield from iter_lines_from(f)
 
 
 def iter_files(path: str) -> Iterator[str]:
     """``path`` itself when it is a file, else every regular file below it, recursively, in sorted
-    order; hidden files and directories (``.name``) are skipped, symlinked directories not followed.
+    order; hidden files and directories (``.name``) are skipped, symlinked directories not followed
+    (a symlink loop ends), FIFOs, devices and sockets below ``path`` never opened. A ``path`` named
+    directly is yielded whatever it is: its reader lists a non-regular file with the reason.
 
     Raises:
         FileNotFoundError: ``path`` does not exist.
@@ -158,8 +214,15 @@ def iter_files(path: str) -> Iterator[str]:
         dirs[:] = sorted(d for d in dirs if not d.startswith("."))
         for name in sorted(files):
             full = os.path.join(root, name)
-            if not name.startswith(".") and os.path.isfile(full):
+            if not name.startswith(".") and _is_regular(full):
                 yield full
+
+
+def _is_regular(path: str) -> bool:
+    try:
+        return stat.S_ISREG(os.stat(path).st_mode)
+    except (OSError, ValueError):
+        return False
 
 
 def files_where(paths: list[str], accept: Callable[[str, bytes], bool]) -> list[str]:
@@ -188,7 +251,7 @@ def read_head(path: str, size: int = HEAD_BYTES) -> bytes:
     """The first ``size`` bytes of a file (for content sniffing).
 
     Raises:
-        OSError: the file cannot be opened.
+        OSError: the file cannot be opened or is not a regular file (:class:`NotRegularFile`).
     """
-    with open(path, "rb") as f:
+    with open_input(path) as f:
         return f.read(size)

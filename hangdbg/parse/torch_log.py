@@ -56,7 +56,7 @@ from dataclasses import dataclass, field
 from ..model import Evidence
 from . import torch_messages
 from .error_json import JSON_HEAD, ErrorFile, is_error_json, parse_error_json
-from .textlines import iter_lines_where, strip_prefix
+from .textlines import iter_lines_where, open_input, strip_prefix
 from .torch_messages import TorchMessages, parse_message
 from .wrapped import Joiner
 
@@ -513,7 +513,7 @@ def scan_file(path: str, source: str, events: TorchLogEvents | None = None) -> T
         for m in _CUT_HEAD_B.finditer(data):
             ev.cut.setdefault(int(m.group(1)), Evidence(source, None, m.group(0).decode("utf-8", "replace")))
 
-    with open(path, "rb") as f:
+    with open_input(path) as f:
         return _scan(iter_lines_where(f, _NEEDLES, skipped, lambda: sc.cfe is not None or joiner.pending), source, ev, sc,
                      joiner)
 

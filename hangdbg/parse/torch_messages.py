@@ -42,11 +42,12 @@ import re
 from dataclasses import dataclass
 
 from ..model import Evidence
+from ..rankset import MAX_RANKS
 
 __all__ = ["FingerprintMismatch", "ParamMismatch", "MonitorEvent", "RankError", "TorchMessages",
            "HINT", "NEEDLES", "MARKERS", "parse_message"]
 
-MAX_RANK = 1 << 22
+MAX_RANK = MAX_RANKS - 1  # hangdbg.rankset: the one bound on ranks read from text
 """Ranks above this are garbage (no job has four million ranks)."""
 
 # --- regular expressions (formats in the module docstring) ---------------------------------------

@@ -17,11 +17,15 @@ small integers) and counts, so multi-GB traces are fine. Garbled lines are skipp
 
 from __future__ import annotations
 
+import io
 import math
 import re
 from collections import deque
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Iterator
+
+from .textlines import MAX_LINE, open_input
 
 __all__ = ["RankTrace", "Divergence", "read_trace", "divergence"]
 
@@ -82,6 +86,21 @@ def _float(text: str) -> float | None:
     return value if math.isfinite(value) else None
 
 
+def _bounded_lines(f: io.TextIOWrapper) -> Iterator[str | None]:
+    """The lines of ``f`` with their newline (the last one may lack it), None for a line longer
+    than :data:`~.textlines.MAX_LINE` characters, whose rest is read and dropped."""
+    while True:
+        raw = f.readline(MAX_LINE)
+        if len(raw) < MAX_LINE or raw.endswith("\n"):
+            if raw:
+                yield raw
+                continue
+            return
+        while len(raw) == MAX_LINE and not raw.endswith("\n"):
+            raw = f.readline(MAX_LINE)
+        yield None
+
+
 def read_trace(path: str | Path, last: int = 10, grep: re.Pattern[str] | None = None) -> RankTrace:
     """Read one trace file.
 
@@ -95,13 +114,16 @@ def read_trace(path: str | Path, last: int = 10, grep: re.Pattern[str] | None = 
     events = garbled = grepped = 0
     ended, elapsed, cut = False, None, False
     last_line: str | None = None
-    with open(path, encoding="utf-8", errors="replace") as f:
-        first = f.readline().rstrip("\n")
+    with io.TextIOWrapper(open_input(path), encoding="utf-8", errors="replace") as f:
+        first = f.readline(MAX_LINE).rstrip("\n")
         m = _HEADER.match(first)
         if m is None:
             raise ValueError(f"{path}: not a tracer v1 file (first line {first[:80]!r})")
         host, rank_text, pid, start, argv = m.groups()
-        for raw in f:
+        for raw in _bounded_lines(f):
+            if raw is None:  # longer than MAX_LINE: the rest was skipped
+                garbled += 1
+                continue
             if not raw.endswith("\n"):
                 # the file's last bytes without a newline: a line cut by SIGKILL while it was being
                 # copied into the mapped file (the copy can stop at a page boundary), then padding

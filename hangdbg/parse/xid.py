@@ -42,7 +42,7 @@ from dataclasses import dataclass, field
 
 from ..model import Evidence
 from .gpu_faults import NEEDLES, PROMPT, AerRecord, GpuFault, aer_line, fault_of
-from .textlines import iter_lines_where
+from .textlines import iter_lines_where, open_input
 
 __all__ = ["EccState", "GpuLogEvents", "GpuLost", "XidEvent", "host_from_path", "norm_bus", "scan", "scan_file", "sniff"]
 
@@ -201,7 +201,7 @@ def scan_file(path: str, source: str, host: str = "", events: GpuLogEvents | Non
     def skipped(count: int, data: bytes) -> None:
         ev.lines_read += count
 
-    with open(path, "rb") as f:
+    with open_input(path) as f:
         _scan(iter_lines_where(f, (b"NVRM", b"GPU ") + NEEDLES, skipped,
                                lambda: smi.cur is not None or state.aer_last is not None), source, host, ev, smi, state)
     return ev

@@ -9,7 +9,6 @@ the cores' stacks join the joint stack analysis of ``hangdbg report``.
 
 from __future__ import annotations
 
-import json
 import os
 import re
 from typing import Any
@@ -19,6 +18,9 @@ from typing import Sequence
 from ..facts import CoreFact, CoreJsonFacts
 from ..model import (SCHEMA_VERSION, Evidence, FileError, Finding, Frame, Kind, RankDump, RankState, Severity, SourceKind,
                      SourceReport, Thread)
+from ..parse.jsondoc import load_json
+from ..parse.textlines import open_input
+from ..rankset import rank_number
 from .base import ReaderBase, with_source
 
 __all__ = ["CoreJsonReader", "READER", "MAX_BYTES"]
@@ -30,7 +32,7 @@ _HEAD = re.compile(rb'"tool":\s*"hangdbg".{0,400}?"command":\s*"core"', re.S)
 
 
 def _int(v: Any) -> int | None:
-    return v if isinstance(v, int) and not isinstance(v, bool) else None
+    return rank_number(v) if isinstance(v, int) else None
 
 
 def _str(v: Any) -> str:
@@ -77,8 +79,8 @@ def _finding(d: dict) -> Finding:
 def _load(path: str) -> dict:
     if os.path.getsize(path) > MAX_BYTES:
         raise ValueError(f"larger than {MAX_BYTES >> 20} MiB")
-    with open(path, "rb") as f:
-        doc = json.loads(f.read().decode("utf-8", "replace"))
+    with open_input(path) as f:
+        doc = load_json(f.read())
     if not isinstance(doc, dict) or doc.get("command") != "core":
         raise ValueError("not a hangdbg core document")
     if doc.get("schema_version") != SCHEMA_VERSION:

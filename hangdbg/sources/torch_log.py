@@ -6,12 +6,12 @@ The grammar is :mod:`hangdbg.parse.torch_log`; the findings are :mod:`hangdbg.an
 
 from __future__ import annotations
 
-import json
 
 from ..analyze.torch_log import analyze_events
 from ..facts import TorchLogFacts
 from ..model import FileError, SourceKind, SourceReport
-from ..parse.textlines import read_head
+from ..parse.jsondoc import load_json
+from ..parse.textlines import open_input, read_head
 from ..parse.torch_log import TorchLogEvents, is_error_json, parse_error_json, scan_file, sniff
 from .base import ReaderBase
 
@@ -41,12 +41,12 @@ class TorchLogReader(ReaderBase[TorchLogFacts]):
         for path in paths:
             try:
                 if is_error_json(read_head(path, 4096)):
-                    with open(path, "rb") as f:
+                    with open_input(path) as f:
                         raw = f.read(MAX_ERROR_JSON)
                     ev.lines_read += raw.count(b"\n") + 1
                     try:
-                        ev.error_files.append(parse_error_json(json.loads(raw.decode("utf-8", "replace")), path))
-                    except (ValueError, RecursionError) as exc:  # RecursionError: nested too deep for json
+                        ev.error_files.append(parse_error_json(load_json(raw), path))
+                    except ValueError as exc:
                         errors.append(FileError(path, f"invalid error file: {exc}"))
                     continue
                 scan_file(path, path, ev)

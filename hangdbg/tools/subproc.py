@@ -39,7 +39,9 @@ def _describe(status: int | None) -> str:
 class Popen(subprocess.Popen):
     """:class:`subprocess.Popen` that logs its command line when started and its exit status and
     duration (seconds) when the status becomes known, however it is reaped (``wait``,
-    ``communicate``, ``poll``): ``returncode`` is watched, not the reaping call."""
+    ``communicate``, ``poll``): ``returncode`` is watched, not the reaping call. In text mode
+    (``text=True``), output that is not UTF-8 (a garbled ``scontrol``, a node's banner) is decoded
+    with replacement characters unless ``errors`` says otherwise: never a ``UnicodeDecodeError``."""
 
     _hangdbg_argv: str  # set in ``__dict__`` before ``subprocess.Popen.__init__`` runs
     _hangdbg_start: float
@@ -47,6 +49,9 @@ class Popen(subprocess.Popen):
     def __init__(self, args: Sequence[str], **kwargs: Any) -> None:
         self.__dict__["_hangdbg_argv"] = shlex.join(str(a) for a in args)
         self.__dict__["_hangdbg_start"] = time.monotonic()
+        if kwargs.get("text") or kwargs.get("universal_newlines") or kwargs.get("encoding"):
+            kwargs.setdefault("errors", "replace")
+            kwargs.setdefault("encoding", "utf-8")
         super().__init__(args, **kwargs)
         LOG.info("$ %s  [pid %d]", self._hangdbg_argv, self.pid)
 
