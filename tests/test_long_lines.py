@@ -22,6 +22,9 @@ CASES = {
     "smi-padded": (["gpu"], "==============NVSMI LOG==============\n\nGPU 00000000:09:00.0\n"
                    "    Product Name : X\n    Fan : 1" + " " * RUN + "\n"),
     "watchdog-prefix": (["logs"], "[rank0]:" * (RUN // 8) + "\n"),
+    # fuzzer seed 14:226: an Xid line whose message runs on (lazy name/message groups before \s*$)
+    "xid-long-message": (["gpu"], "[Mon Jan  5 10:00:00 2026] NVRM: Xid (PCI:0000:3b:00): 31, pid=7, name=python, "
+                         + "MMU Fault" + " " * RUN + "tail\n"),
 }
 
 

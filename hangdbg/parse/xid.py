@@ -245,7 +245,13 @@ class _LostState:
         self.aer_last: AerRecord | None = None  # the AER record whose detail lines may follow
 
 
+MAX_RECORD = 8192
+"""Characters of a kernel-log or nvidia-smi line read (a driver message is a few hundred; the rest
+of a longer line is garbage, and lazy patterns over it would be quadratic)."""
+
+
 def _line(ev, smi, lost: _LostState, source, default_host, n, raw) -> None:
+    raw = raw[:MAX_RECORD]
     line = raw.replace("\x00", "")
     m = _NVSMI_GPU.match(line)
     if m:
