@@ -52,6 +52,7 @@ COMMANDS: dict[str, list[list[str]]] = {
     "gpu_text": [["gpu", "IN"]], "xid": [["gpu", "IN"]],
     "tracer": [["traces", "DIR"]],
     "stacks": [], "gdb": [], "faulthandler": [],
+    "variants": [],  # tests/fixtures/variants: every kind of evidence, read by report
 }
 
 SWALLOWED = re.compile(r"Traceback \(most recent call last\)|reader failed: |sniffing as \S+ failed: ")
@@ -250,7 +251,7 @@ def run_case(case: Case, work: Path) -> list[str]:
     (indir / name).write_bytes(case.data)
     before = _listing(work, skip=("out-",))
     parent_before = sorted(os.listdir(work.parent))
-    old_cwd, old_tmp, old_home = os.getcwd(), tempfile.tempdir, os.environ.get("HOME")
+    old_cwd, old_tmp, old_home, old_tmpdir = os.getcwd(), tempfile.tempdir, os.environ.get("HOME"), os.environ.get("TMPDIR")
     os.chdir(cwd)
     tempfile.tempdir, os.environ["HOME"], os.environ["TMPDIR"] = str(tmp), str(home), str(tmp)
     try:
@@ -280,8 +281,11 @@ def run_case(case: Case, work: Path) -> list[str]:
     finally:
         os.chdir(old_cwd)
         tempfile.tempdir = old_tmp
-        if old_home is not None:
-            os.environ["HOME"] = old_home
+        for var, value in (("HOME", old_home), ("TMPDIR", old_tmpdir)):  # never leak into later tests
+            if value is None:
+                os.environ.pop(var, None)
+            else:
+                os.environ[var] = value
     after = _listing(work, skip=("out-",))
     changed = sorted(k for k in set(before) | set(after) if before.get(k) != after.get(k))
     if changed:

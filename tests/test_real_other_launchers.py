@@ -78,8 +78,8 @@ def test_half_of_a_two_node_job_waits_in_rendezvous(tmp_path):
             procs.append(subprocess.Popen([sys.executable, str(script)], env=env))
         # importing torch takes seconds on 2 cores; then the ranks wait in init_process_group
         end = time.monotonic() + 180
-        while True:
-            rc, doc = run_json("dump", "--pid", *[p.pid for p in procs], "-o", tmp_path / "out")
+        for attempt in range(1000):  # one -o per run (a dir holding another run is refused)
+            rc, doc = run_json("dump", "--pid", *[p.pid for p in procs], "-o", tmp_path / f"out-{attempt}")
             if all((r["place"] or {}).get("kind") == "init" for r in doc["stacks"]["ranks"]) or time.monotonic() > end:
                 break
             time.sleep(1)
