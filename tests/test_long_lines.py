@@ -22,6 +22,8 @@ CASES = {
     "smi-padded": (["gpu"], "==============NVSMI LOG==============\n\nGPU 00000000:09:00.0\n"
                    "    Product Name : X\n    Fan : 1" + " " * RUN + "\n"),
     "watchdog-prefix": (["logs"], "[rank0]:" * (RUN // 8) + "\n"),
+    # fuzzer seeds 14:1199, 14:1796, 14:1871: a 5,000-digit device number in a NCCL record header
+    "nccl-huge-device": (["nccl", "summary"], "node1:1:1 [" + "9" * 5000 + "] NCCL INFO Init\n"),
     # fuzzer seed 14:226: an Xid line whose message runs on (lazy name/message groups before \s*$)
     "xid-long-message": (["gpu"], "[Mon Jan  5 10:00:00 2026] NVRM: Xid (PCI:0000:3b:00): 31, pid=7, name=python, "
                          + "MMU Fault" + " " * RUN + "tail\n"),

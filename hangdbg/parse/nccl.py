@@ -77,9 +77,9 @@ MAX_EVIDENCE = 6
 # or brackets; bounded lengths keep a search linear on a long line without a colon.
 RECORD = re.compile(
     r"(?P<host>[^\s:\[\]()<>]{1,128}):(?P<pid>\d{1,10}):(?P<tid>\d{1,10})"
-    r"(?: \[(?P<dev>-?\d+)\])?"
-    r"(?: (?P<ts>\d+\.\d+))?"
-    r"(?: (?P<src>[\w./+-]+\.(?:cc|cu|cpp|cxx|c|h|hpp|hh)):(?P<srcline>\d+))?"
+    r"(?: \[(?P<dev>-?\d{1,6})\])?"
+    r"(?: (?P<ts>\d{1,12}\.\d{1,12}))?"
+    r"(?: (?P<src>[\w./+-]{1,200}\.(?:cc|cu|cpp|cxx|c|h|hpp|hh)):(?P<srcline>\d{1,7}))?"
     r" (?:NCCL (?P<level>INFO|WARN|TRACE|CALL|ABORT)|(?P<old>INFO|WARN|TRACE))(?= |$) ?"
 )
 # The shape of a record: a line with this but no parsable header is skipped and counted.
