@@ -24,6 +24,7 @@ CASES = {
     "watchdog-prefix": (["logs"], "[rank0]:" * (RUN // 8) + "\n"),
     # fuzzer seeds 14:1199, 14:1796, 14:1871: a 5,000-digit device number in a NCCL record header
     "nccl-huge-device": (["nccl", "summary"], "node1:1:1 [" + "9" * 5000 + "] NCCL INFO Init\n"),
+    "nccl-huge-chain-code": (["nccl", "summary"], "node1:1:1 [0] NCCL INFO init.cc:100 -> " + "9" * 5000 + "\n"),
     # fuzzer seed 14:226: an Xid line whose message runs on (lazy name/message groups before \s*$)
     "xid-long-message": (["gpu"], "[Mon Jan  5 10:00:00 2026] NVRM: Xid (PCI:0000:3b:00): 31, pid=7, name=python, "
                          + "MMU Fault" + " " * RUN + "tail\n"),

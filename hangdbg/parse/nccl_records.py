@@ -39,7 +39,7 @@ _NET_ERROR = re.compile(
     r"(?:Socket creation failed|Call to connect failed|socketStartConnect|socketProgress|connect failed|bind failed)"
     r"\s*:?\s*(?P<why>.*)$")
 _CHECKED_IN = re.compile(r"Bootstrap Root\s*:\s*rank (?P<rank>\d+) of (?P<n>\d+) ranks has already checked in")
-_CHAIN_FILE = re.compile(r"^(?P<file>[\w./+-]+\.(?:cc|cu|cpp|c|h)):\d+ -> (?P<code>\d+)(?P<rest>.*)$")
+_CHAIN_FILE = re.compile(r"^(?P<file>[\w./+-]{1,200}\.(?:cc|cu|cpp|c|h)):\d{1,7} -> (?P<code>\d{1,9})(?P<rest>.*)$")
 _BENIGN_WARN = re.compile(r"Failed to open libibverbs|NET/IB : No device found|libnccl-net|ncclNetPlugin", re.IGNORECASE)
 
 
