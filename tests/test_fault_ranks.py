@@ -30,10 +30,11 @@ def _system_python() -> str | None:
 
 
 @pytest.fixture
-def root_rank():
-    """A root-owned Python process with RANK set (a rank of another user's job)."""
-    env = dict(os.environ, RANK="0", WORLD_SIZE="1", LOCAL_RANK="0")
-    proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"], env=env)
+def rank_process():
+    """A Python process with RANK set, owned by the test's user (root: a rank of another user's job
+    for a scanner run as nobody); its pid."""
+    env = dict(os.environ, RANK="0", WORLD_SIZE="1", LOCAL_RANK="0", LOCAL_WORLD_SIZE="1")
+    proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"], env=env)
     try:
         time.sleep(0.3)
         yield proc.pid
@@ -43,7 +44,7 @@ def root_rank():
 
 
 @pytest.mark.skipif(os.geteuid() != 0 or RUNUSER is None, reason="needs root and runuser")
-def test_other_users_rank_is_permission_denied_not_no_rank(root_rank):
+def test_other_users_rank_is_permission_denied_not_no_rank(rank_process):
     python = _system_python()
     if python is None or SITE is None:
         pytest.skip("no Python the user nobody may run")
@@ -60,7 +61,7 @@ def test_other_users_rank_is_permission_denied_not_no_rank(root_rank):
         "        print('HELP', exc.help)\n"
     )
     env = {"PATH": "/usr/bin:/bin", "PYTHONPATH": f"{ROOT}:{SITE}", "HOME": "/tmp"}
-    res = subprocess.run([RUNUSER, "-u", "nobody", "--", python, "-c", script, str(root_rank)],
+    res = subprocess.run([RUNUSER, "-u", "nobody", "--", python, "-c", script, str(rank_process)],
                          capture_output=True, text=True, timeout=120, env=env, cwd="/tmp")
     assert res.returncode == 0, res.stderr
     msgs = [ln for ln in res.stdout.splitlines() if ln.startswith("MSG")]
@@ -70,7 +71,7 @@ def test_other_users_rank_is_permission_denied_not_no_rank(root_rank):
         assert "permission denied" in msg and "root" in msg, msg  # how many, whose user
         assert "no training process found" not in msg
         assert "sudo" in help_ and "CAP_SYS_PTRACE" in help_, help_
-    assert str(root_rank) in msgs[1]
+    assert str(rank_process) in msgs[1]
 
 
 # --- --remote-setup ending in ';', '&' or a comment -------------------------------------------
@@ -258,18 +259,6 @@ for _ in range(MEGABYTES * 1_000_000 // len(block)):
     w(block)
 w("    <module> (/job/train.py:20)\n")
 """
-
-
-@pytest.fixture
-def rank_process():
-    env = dict(os.environ, RANK="0", WORLD_SIZE="1", LOCAL_RANK="0", LOCAL_WORLD_SIZE="1")
-    proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"], env=env)
-    try:
-        time.sleep(0.3)
-        yield proc.pid
-    finally:
-        proc.kill()
-        proc.wait()
 
 
 def test_huge_pyspy_output_is_capped_bounded_and_parsed_in_time(tmp_path, rank_process):
