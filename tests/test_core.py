@@ -475,3 +475,22 @@ def test_two_ranks_fatal_errors_in_one_log():
         "rank 0: Fatal Python error: Aborted in job/train.py:42 step()",
         "rank 2: Fatal Python error: Segmentation fault in job/model.py:88 forward()"]
     assert [f.evidence[0].line for f in rep.findings] == [1, 6]
+
+
+def test_a_gcore_that_times_out_leaves_no_partial_core(tmp_path):
+    """Issue 14: a gcore stopped at its timeout has written part of the core: the part is removed
+    (it would fill the disk for the ranks after it) and the error says so; the rank is resumed."""
+    fake = tmp_path / "gcore"
+    fake.write_text('#!/bin/sh\n# gcore -o PREFIX PID: write part of PREFIX.PID, then hang\n'
+                    'head -c 65536 /dev/zero > "$2.$3"\nexec sleep 60\n')
+    fake.chmod(0o755)
+    proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        got = write_core(_rank_process(proc.pid, 0), tmp_path, timeout=1.5, gcore=str(fake))
+        assert got.path is None and "longer than 1.5 s" in (got.error or "")
+        assert "partial core was removed" in (got.error or "")
+        assert not list(tmp_path.glob("core.rank0.*")), list(tmp_path.iterdir())
+        assert proc.poll() is None  # still running
+    finally:
+        proc.kill()
+        proc.wait()

@@ -289,3 +289,36 @@ def test_a_trace_file_line_past_the_cap_is_skipped_and_counted(tmp_path: Path) -
                   + b"MainThread train.py:7 | x = 1\n")
     tr = read_trace(str(t))
     assert tr.garbled >= 1
+
+
+def test_a_saved_dump_file_past_the_cap_is_read_up_to_it_and_said(tmp_path: Path) -> None:
+    """A saved py-spy file larger than 64 MiB (a runaway log saved as rank-0.txt) is read up to the
+    cap, in bounded memory, and the command says it was cut instead of reading it whole."""
+    from hangdbg.parse.saved import MAX_DUMP_FILE
+
+    good = (ROOT / "tests" / "fixtures" / "pyspy_few").glob("*.txt")
+    first = next(iter(sorted(good)))
+    f = tmp_path / "rank-0.txt"
+    with f.open("wb") as fh:
+        fh.write(first.read_bytes())
+        line = b"x" * 1023 + b"\n"
+        for _ in range(MAX_DUMP_FILE // len(line) + 64):
+            fh.write(line)
+    p = run("analyze", str(f), timeout=240)
+    no_traceback(p)
+    assert b"only the first 64 MiB were read" in p.stderr, p.stderr[-2000:]
+
+
+def test_the_kernel_log_fallback_sends_the_tail_of_a_huge_file(tmp_path: Path) -> None:
+    from hangdbg.collect.gather import _tail
+
+    f = tmp_path / "kern.log"
+    f.write_bytes(b"old line\n" * 1000 + b"NVRM: Xid (PCI:0000:07:00): 79, GPU has fallen off the bus.\n")
+    xid = "NVRM: Xid (PCI:0000:07:00): 79, GPU has fallen off the bus."
+    text = _tail(str(f), 100)
+    assert text.endswith(xid + "\n") and len(text) <= 100
+    assert set(text.splitlines()) == {"old line", xid}  # whole lines only
+    assert _tail(str(f), 1 << 20).startswith("old line\n")
+    os.mkfifo(tmp_path / "fifo")
+    with pytest.raises(OSError, match="not a regular file"):
+        _tail(str(tmp_path / "fifo"), 100)

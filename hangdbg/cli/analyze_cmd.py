@@ -28,7 +28,7 @@ class AnalyzeCommand(Command):
         except FileNotFoundError as exc:
             raise UsageError(str(exc)) from None
         for path, reason in stats.unreadable:
-            self.warn(f"skipped {path}: {reason}")
+            self.warn(f"{path}: {reason}" if reason.startswith("larger than") else f"skipped {path}: {reason}")
         if stats.garbled_lines:
             self.err.print(f"[dim]{stats.garbled_lines} unrecognised lines skipped[/dim]", highlight=False)
         if not dumps:

@@ -125,6 +125,28 @@ def _unique(name: str, used: set[str]) -> str:
     return name
 
 
+KERNEL_LOG_TAIL = 64 << 20
+"""Bytes of /var/log/kern.log or /var/log/messages sent (the end: the lines of the hang are the
+newest; a long-lived node's file can be gigabytes)."""
+
+
+def _tail(path: str, limit: int) -> str:
+    """The last ``limit`` bytes of the regular file ``path`` from the first whole line, as text.
+
+    Raises:
+        OSError: not readable, or not a regular file (:class:`hangdbg.parse.textlines.NotRegularFile`).
+    """
+    with open_input(path) as f:
+        size = os.fstat(f.fileno()).st_size
+        if size > limit:
+            f.seek(size - limit)
+            data = f.read(limit)
+            data = data[data.find(b"\n") + 1:]
+        else:
+            data = f.read(limit)
+    return data.decode("utf-8", errors="replace")
+
+
 def _kernel_log() -> tuple[str | None, str, str]:
     """``(text, source, problem)`` of the kernel log, trying dmesg, journalctl -k, kern.log."""
     tried = []
@@ -142,8 +164,7 @@ def _kernel_log() -> tuple[str | None, str, str]:
         tried.append(f"{' '.join(argv)}: {(res.stderr.strip() or 'no output')[:200]}")
     for path in ("/var/log/kern.log", "/var/log/messages"):
         try:
-            with open(path, errors="replace") as f:
-                return f.read(), path, ""
+            return _tail(path, KERNEL_LOG_TAIL), path, ""
         except OSError as exc:
             tried.append(f"{path}: {exc.strerror}")
     return None, "", ("cannot read the kernel log (" + "; ".join(tried) +

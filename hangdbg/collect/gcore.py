@@ -110,8 +110,11 @@ def write_core(rank: RankProcess, out: Path, timeout: float = 300.0, gcore: str 
     got = communicate_or_kill(proc, timeout)
     if got is None:
         _resume(rank.pid)
+        partial = path.is_file()
+        path.unlink(missing_ok=True)  # a cut core is of little use and would fill the disk for the rest
         return GcoreResult(rank.rank, rank.pid, None, seconds=time.monotonic() - t0,
-                           error=f"gcore took longer than {timeout:g} s and was stopped (the rank was resumed)")
+                           error=f"gcore took longer than {timeout:g} s and was stopped (the rank was resumed"
+                                 + ("; the partial core was removed)" if partial else ")"))
     dt = time.monotonic() - t0
     out_text = got[0].decode("utf-8", "replace")
     low = out_text.lower()

@@ -24,6 +24,7 @@ from ..model import RankDump, Thread
 from ..rankset import rank_number
 
 from .debug_server import parse_debug_server_dump
+from .textlines import open_input
 from .pyspy_text import ParsedProcess, parse_pyspy_dump, rank_from_filename, sample_from_filename
 from .thread_dump_text import parse_thread_dump
 
@@ -98,8 +99,9 @@ def load_dumps(paths: Sequence[str | os.PathLike]) -> tuple[list[RankDump], Load
     unreadable: list[tuple[str, str]] = []
     for f in files:
         text, why = _read(f)
-        if text is None:
+        if why:
             unreadable.append((str(f), why))
+        if text is None:
             continue
         read += 1
         garbled += _add_text(entries, text, f.name)
@@ -195,16 +197,25 @@ def _expand(p: Path) -> list[Path]:
     )
 
 
+MAX_DUMP_FILE = 64 << 20
+"""Bytes of one saved dump file that are read (py-spy's own output is capped at the same size when
+``dump`` takes it, :data:`hangdbg.tools.pyspy.OUTPUT_CAP`): the rest of a larger file is not read,
+and the file is listed in ``stats.unreadable`` as cut."""
+
+
 def _read(f: Path) -> tuple[str | None, str]:
-    """The text of ``f``, or ``(None, reason)``."""
-    if not f.is_file():
-        return None, "not a regular file"
+    """The text of ``f`` (at most :data:`MAX_DUMP_FILE` bytes), or ``(None, reason)``."""
     try:
-        data = f.read_bytes()
+        with open_input(f) as fh:  # regular files only: a FIFO would block, /dev/zero never end
+            data = fh.read(MAX_DUMP_FILE + 1)
     except OSError as exc:
         return None, exc.strerror or str(exc)
     if b"\x00" in data:
         return None, "binary data, not py-spy text output"
+    if len(data) > MAX_DUMP_FILE:
+        cut = data.rfind(b"\n", 0, MAX_DUMP_FILE)
+        return data[:cut + 1 if cut >= 0 else MAX_DUMP_FILE].decode("utf-8", errors="replace"), \
+            f"larger than {MAX_DUMP_FILE >> 20} MiB: only the first {MAX_DUMP_FILE >> 20} MiB were read"
     return data.decode("utf-8", errors="replace"), ""
 
 
