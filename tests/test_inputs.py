@@ -322,3 +322,43 @@ def test_the_kernel_log_fallback_sends_the_tail_of_a_huge_file(tmp_path: Path) -
     os.mkfifo(tmp_path / "fifo")
     with pytest.raises(OSError, match="not a regular file"):
         _tail(str(tmp_path / "fifo"), 100)
+
+
+XID = b"Nov 23 03:00:01 node7 kernel: NVRM: Xid (PCI:0000:07:00): 79, pid=123, GPU has fallen off the bus.\n"
+
+
+@pytest.mark.parametrize("argv,data,expect", [
+    (["gpu", "-"], XID, b"node7"),
+    (["report", "-"], XID, b"fallen off the bus"),
+    (["nccl", "summary", "-"], NCCL.encode(), b"node1"),
+    (["analyze", "-"], (ROOT / "tests/fixtures/pyspy_few/model_forward.txt").read_bytes(), b"modeling_llama.py"),
+], ids=lambda v: "-".join(v) if isinstance(v, list) else None)
+def test_dash_reads_standard_input_and_leaves_no_temporary_file(argv: list[str], data: bytes, expect: bytes,
+                                                                tmp_path: Path) -> None:
+    """``-`` is the one way to read a pipe (readers open regular files only): standard input is
+    kept in a private temporary file, read like any file, and removed at the end."""
+    env_tmp = tmp_path / "tmp"
+    env_tmp.mkdir()
+    env = dict(os.environ, PYTHONPATH=str(ROOT), COLUMNS="200", NO_COLOR="1", TMPDIR=str(env_tmp))
+    p = subprocess.run([sys.executable, "-m", "hangdbg", *argv, "--json"], input=data, capture_output=True,
+                       timeout=120, env=env, preexec_fn=_limit)
+    no_traceback(p)
+    assert p.returncode in (0, 3), p.stderr[-2000:]
+    assert expect in p.stdout, p.stdout[-2000:]
+    assert list(env_tmp.iterdir()) == []
+
+
+def test_dash_twice_or_from_a_terminal_is_a_usage_error() -> None:
+    p = run("logs", "-", "-")
+    assert p.returncode == 2 and b"more than once" in p.stderr
+    import pty
+
+    leader, follower = pty.openpty()
+    try:
+        env = dict(os.environ, PYTHONPATH=str(ROOT), NO_COLOR="1")
+        q = subprocess.run([sys.executable, "-m", "hangdbg", "gpu", "-"], stdin=follower, capture_output=True,
+                           timeout=60, env=env)
+    finally:
+        os.close(leader)
+        os.close(follower)
+    assert q.returncode == 2 and b"terminal" in q.stderr, q.stderr

@@ -21,6 +21,7 @@ from ..errors import HangdbgError, UsageError
 from ..outdir import check_writable, forget_not_saved
 from ..report.safetext import visible
 from ..tools.subproc import LOG
+from .stdin_input import spooled_stdin
 from .common import EXIT_ERROR, EXIT_USAGE, print_error
 
 __all__ = ["main", "COMMANDS", "command_class"]
@@ -124,7 +125,8 @@ def main(argv: Sequence[str] | None = None, out: Console | None = None, err: Con
     try:
         if getattr(args, "out", None) is not None and args.command != "agent":
             check_writable(args.out)  # before any work: an -o that cannot be written is exit 2
-        return args.command_class(out, err).run(args)
+        with spooled_stdin(args):
+            return args.command_class(out, err).run(args)
     except UsageError as exc:
         _print_error(err, exc)
         return EXIT_USAGE
