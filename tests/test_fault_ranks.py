@@ -308,3 +308,36 @@ def test_parse_stops_at_its_deadline():
     text = 'Thread 1 (idle): "MainThread"\n' + "    f (/a.py:1)\n" * 100_000
     procs, garbled = parse_pyspy_dump(text, deadline=time.monotonic() - 1)
     assert garbled == 100_001 and not procs
+
+
+@pytest.mark.skipif(os.geteuid() != 0 or RUNUSER is None, reason="needs root and runuser")
+def test_unreadable_processes_next_to_found_ranks_are_named(tmp_path):
+    """A launcher whose children are ranks of two users, dumped as one of them: the readable rank is
+    found, and the other user's processes are named with the fix, not silently dropped."""
+    python = _system_python()
+    if python is None or SITE is None:
+        pytest.skip("no Python the user nobody may run")
+    sleep = "import time; time.sleep(120)"
+    launcher = subprocess.Popen(
+        ["sh", "-c", f'RANK=0 WORLD_SIZE=2 {RUNUSER} -u nobody -- {python} -c "{sleep}" & '
+                     f'RANK=1 WORLD_SIZE=2 {python} -c "{sleep}" & wait'], start_new_session=True)
+    try:
+        time.sleep(1.0)
+        script = (
+            "import sys\n"
+            "from hangdbg.collect.procs import find_ranks, denied_note\n"
+            "denied = []\n"
+            "ranks = find_ranks([int(sys.argv[1])], denied=denied)\n"
+            "print('RANKS', sorted(r.rank for r in ranks))\n"
+            "print('NOTE', denied_note(denied, len(ranks)) if denied else '')\n"
+        )
+        env = {"PATH": "/usr/bin:/bin", "PYTHONPATH": f"{ROOT}:{SITE}", "HOME": "/tmp"}
+        res = subprocess.run([RUNUSER, "-u", "nobody", "--", python, "-c", script, str(launcher.pid)],
+                             capture_output=True, text=True, timeout=120, env=env, cwd="/tmp")
+        assert res.returncode == 0, res.stderr
+        assert "RANKS [0]" in res.stdout, res.stdout
+        note = next(ln for ln in res.stdout.splitlines() if ln.startswith("NOTE"))
+        assert "1 rank(s) found" in note and "root" in note and "sudo" in note, note
+    finally:
+        os.killpg(launcher.pid, 9)
+        launcher.wait()

@@ -10,7 +10,7 @@ from ..analyze import analyze
 from ..collect.adaptive import adapt
 from ..collect.gcore import human_size, plan_cores, write_cores
 from ..collect.local import CollectOptions, collect
-from ..collect.procs import RankProcess, find_ranks
+from ..collect.procs import Denied, RankProcess, denied_note, find_ranks
 from ..errors import HangdbgError, UsageError
 from ..report.build import process_list
 from ..report.document import CoreWritten
@@ -136,7 +136,10 @@ class DumpCommand(Command):
             return dump_remote(self, args)
         if args.pid and any(p <= 0 for p in args.pid):
             raise UsageError("--pid takes positive process ids")
-        ranks = find_ranks(args.pid)
+        denied: Denied = []
+        ranks = find_ranks(args.pid, denied=denied)
+        if denied:
+            self.warn(denied_note(denied, len(ranks)))
         if os.geteuid() != 0:
             mine = os.getuid()
             others = [r.pid for r in ranks if _owner(r.pid) not in (None, mine)]

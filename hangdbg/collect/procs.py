@@ -31,7 +31,7 @@ from ..launch_env import (
 from ..launchers import is_launcher
 from ..model import RankProcess
 
-__all__ = ["RankProcess", "find_ranks", "scan_node", "ranks_of_pids", "rank_from_environ", "slurm_job_filter"]
+__all__ = ["RankProcess", "Denied", "denied_note", "find_ranks", "scan_node", "ranks_of_pids", "rank_from_environ", "slurm_job_filter"]
 
 JOB_VARS = ("SLURM_JOB_ID", "TORCHELASTIC_RUN_ID", "MASTER_ADDR", "MASTER_PORT")
 
@@ -72,6 +72,15 @@ def _describe(proc: psutil.Process, denied: Denied | None = None) -> tuple[list[
         return None
     except (psutil.Error, OSError):
         return None
+
+
+def denied_note(denied: Denied, found: int) -> str:
+    """One line for ``denied`` processes next to ``found`` ranks: who they belong to and the fix."""
+    users = sorted({u for _, u in denied})
+    pids = ",".join(str(p) for p, _ in denied[:8]) + ("..." if len(denied) > 8 else "")
+    return (f"{found} rank(s) found, but the environment of {len(denied)} more Python process(es) of user(s) "
+            f"{', '.join(users)} cannot be read (pids {pids}): if they are ranks of this job they are not "
+            "dumped; use sudo to read them")
 
 
 def _denied_error(denied: Denied, where: str) -> RanksUnreadable:
@@ -220,9 +229,14 @@ def _ordered_children(proc: psutil.Process, denied: Denied | None = None) -> lis
     ]
 
 
-def find_ranks(pids: list[int] | None = None, keep: EnvFilter | None = None) -> list[RankProcess]:
+def find_ranks(pids: list[int] | None = None, keep: EnvFilter | None = None,
+               denied: Denied | None = None) -> list[RankProcess]:
     """The ranks to dump: those of ``pids`` (see :func:`ranks_of_pids`) or of this node's one job
     (restricted to the processes whose environment ``keep`` accepts, e.g. one SLURM job).
+
+    Args:
+        denied: when given, receives ``(pid, user)`` of the Python processes whose environment
+            could not be read although ranks were found (they may be ranks too: the caller says so).
 
     Raises:
         RanksUnreadable: nothing found, and the environment of Python processes of another user
@@ -230,10 +244,13 @@ def find_ranks(pids: list[int] | None = None, keep: EnvFilter | None = None) -> 
         NoRanksFound: nothing found.
         UsageError: the node runs several jobs and neither a pid nor a filter chose one.
     """
-    denied: Denied = []
-    ranks = ranks_of_pids(pids, denied) if pids else scan_node(keep, denied)
-    if not ranks and denied:
-        raise _denied_error(list(dict.fromkeys(denied)), f"under pid(s) {pids}" if pids else "on this node")
+    seen: Denied = []
+    ranks = ranks_of_pids(pids, seen) if pids else scan_node(keep, seen)
+    seen = list(dict.fromkeys(seen))
+    if not ranks and seen:
+        raise _denied_error(seen, f"under pid(s) {pids}" if pids else "on this node")
+    if denied is not None:
+        denied.extend(seen)
     if not ranks:
         raise NoRanksFound("no training process found" + (f" under pid(s) {pids}" if pids else " on this node"))
     jobs: dict[tuple[str, ...], list[RankProcess]] = {}
