@@ -36,6 +36,7 @@ _LAZY = {  # loaded on first use: `import hangdbg` stays cheap (the CLI starts f
     "breakpoint": ("hangdbg.hooks.breakpoint", "breakpoint"),
     "capture": ("hangdbg.hooks.capture", "capture"),
     "printflock": ("hangdbg.hooks.printflock", "printflock"),
+    "heartbeat": ("hangdbg.hooks.heartbeat", "heartbeat"),
     "rank_info": ("hangdbg.hooks.rankinfo", "rank_info"),
     "RankInfo": ("hangdbg.hooks.rankinfo", "RankInfo"),
     "DebugUnderflowOverflow": ("hangdbg.hooks.overflow", "DebugUnderflowOverflow"),  # these import torch
@@ -89,6 +90,7 @@ __all__ = [
     "SourceReport",
     "Verdict",
     "printflock",
+    "heartbeat",
     "rank_logging",
     "capture",
     "breakpoint",

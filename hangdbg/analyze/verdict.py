@@ -37,6 +37,7 @@ PRIORITY: dict[Kind, int] = {
     Kind.RAS_ERROR: 3, Kind.RAS_UNREACHABLE: 3, Kind.RAS_MISMATCH: 7, Kind.RAS_OK: 9,
     # native stack texts (analyze/native_causes.py)
     Kind.CUDA_ERROR: 1, Kind.ABORT_HANG: 3, Kind.COMM_INIT_FAILED: 3, Kind.CUDA_STUCK: 8,
+    Kind.STALL: 5,  # hangdbg watch: the suspects of its stall dump
     Kind.NOT_SAVED: 9,  # hangdbg's own output dir (disk full, read-only): never about the job
 }
 """Root cause before symptom: lower first. Every :class:`Kind` has a level (a test checks)."""

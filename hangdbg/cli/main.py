@@ -31,6 +31,8 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     # when that command runs (startup cost: `nccl summary` on a 1 GB log takes under a second).
     "dump": ("dump_cmd", "DumpCommand",
              "dump the stacks of a hung job's ranks (this node, a SLURM job or ssh hosts) and name the suspects"),
+    "watch": ("watch_cmd", "WatchCommand",
+              "watch a running job; when it stalls, dump it as `dump` would, run --on-hang, --then kill/requeue"),
     "analyze": ("analyze_cmd", "AnalyzeCommand",
              "analyze saved py-spy dumps (files or directories) as `dump` would"),
     "demo": ("demo_cmd", "DemoCommand",

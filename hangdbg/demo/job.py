@@ -16,7 +16,12 @@ when to dump. Scenarios (the odd rank is the last rank unless said otherwise):
   iteration behind the others (run the dump with ``--locals`` to see it).
 - ``busy``: rank 1 computes forever in pure Python (its stack keeps changing) while the others
   wait in ``all_reduce``.
-- ``healthy``: nobody hangs; every rank keeps training (stacks change between samples).
+- ``healthy``: nobody hangs; every rank keeps training (stacks change between samples); with
+  ``--exit`` it stops after ``--steps`` and leaves cleanly.
+
+``--step-seconds S`` makes each step compute for S seconds first (a slow job); ``--log-steps``
+makes rank 0 print ``step N loss X`` after each step (a training log); ``--hang-step`` moves the
+``stuck-io`` hang.
 - ``extra-collective``: the odd rank calls ``all_reduce`` twice at step 2 (a second call site),
   the others call ``barrier`` next.
 """
@@ -62,7 +67,7 @@ def train_step(dist, torch, t, step, rank, world, args, group=None):
         else:
             dist.barrier()
         return
-    if args.scenario == "stuck-io" and step == 2:
+    if args.scenario == "stuck-io" and step == args.hang_step:
         ready(args, rank)
         if rank == 1:
             read_shard(Path(args.ready or ".", "shard-00001.fifo"))
@@ -108,6 +113,10 @@ def main(argv=None) -> None:
     ap.add_argument("--scenario", choices=SCENARIOS, default="mismatch")
     ap.add_argument("--ready", default=None, help="directory for the ready markers")
     ap.add_argument("--steps", type=int, default=8)
+    ap.add_argument("--hang-step", type=int, default=2, help="stuck-io: the step at which rank 1 blocks")
+    ap.add_argument("--step-seconds", type=float, default=0.0, help="seconds of computation per step (a slow, healthy job)")
+    ap.add_argument("--log-steps", action="store_true", help="rank 0 prints `step N loss X` after every step")
+    ap.add_argument("--exit", action="store_true", help="after --steps, leave cleanly (default: wait an hour)")
     args = ap.parse_args(argv)
 
     import torch
@@ -129,12 +138,27 @@ def main(argv=None) -> None:
         train_loop_behind(dist, torch, t, rank, world, args, groups)
         return
     steps = 10**9 if args.scenario == "healthy" else args.steps
+    if args.scenario == "healthy" and args.exit:
+        steps = args.steps
     for step in range(steps):
+        slow_compute(args.step_seconds)
         train_step(dist, torch, t, step, rank, world, args)
+        if args.log_steps and rank == 0:
+            print(f"step {step} loss {1.0 / (step + 1):.4f}", flush=True)
         if args.scenario == "healthy" and step == 3:
             ready(args, rank)
     dist.barrier()
+    if args.exit:
+        dist.destroy_process_group()
+        return
     time.sleep(3600)
+
+
+def slow_compute(seconds: float) -> None:
+    """Compute in pure Python for ``seconds`` (the rank is busy, its stack keeps changing)."""
+    end = time.monotonic() + seconds
+    while time.monotonic() < end:
+        compute(1.0, 2000)
 
 
 def train_loop_behind(dist, torch, t, rank, world, args, groups) -> None:

@@ -48,14 +48,18 @@ class DemoJob:
         workdir: where markers and the job log go (a temporary directory by default).
         env: more environment variables for the ranks (e.g. ``HANGDBG_DEMO_RECORD=1``: the
             topology scenarios then call ``hangdbg.hooks.record_collectives()``).
+        args: more arguments of the job script (``job.py``: ``--steps``, ``--hang-step``,
+            ``--step-seconds``, ``--log-steps``, ``--exit``).
 
     Use as a context manager: ``with DemoJob("mismatch") as job: job.wait_ready(); ...``; the job's
     whole process group is killed on exit.
     """
 
     def __init__(self, scenario: str = "mismatch", nproc: int | None = None,
-                 workdir: str | os.PathLike | None = None, env: dict[str, str] | None = None) -> None:
+                 workdir: str | os.PathLike | None = None, env: dict[str, str] | None = None,
+                 args: list[str] | tuple[str, ...] = ()) -> None:
         self.scenario = scenario
+        self.args = list(args)
         self.env = dict(env or {})
         self.nproc = default_nproc(scenario) if nproc is None else nproc
         self._tmp = None if workdir else tempfile.mkdtemp(prefix="hangdbg-demo-")
@@ -81,6 +85,7 @@ class DemoJob:
             "--standalone", "--nproc_per_node", str(self.nproc),
             "--monitor_interval", "1",
             str(script_of(self.scenario)), "--scenario", self.scenario, "--ready", str(self.ready_dir),
+            *self.args,
         ]
         env = dict(os.environ, OMP_NUM_THREADS="1", PYTHONUNBUFFERED="1", **self.env)
         with open(self.log_path, "wb") as log:

@@ -19,10 +19,10 @@ from ..sources.core import CoreReading, core_fact
 from .document import (CollectDocument, CoreDocument, CoreEntry, CoreWritten, FrDocument, GpuDocument, GroupEntry,
                        LogsDocument, NcclDocument, NodeDocument, NodeEntry, PlaceEntry, ProcessList, RankEntry,
                        ReportDocument, SourceSection, SplitDocument, SplitRow, StacksDocument, StacksSection,
-                       TracesDocument, TreeEntry)
+                       TracesDocument, TreeEntry, StallEntry, WatchDocument)
 
 __all__ = ["header", "stacks_section", "source_section", "stacks_document", "report_document", "source_document",
-           "core_document", "collect_document", "split_document", "process_list", "node_document"]
+           "core_document", "collect_document", "split_document", "process_list", "node_document", "watch_document"]
 
 _SOURCE_DOCUMENTS = {"nccl summary": NcclDocument, "logs": LogsDocument, "fr": FrDocument, "gpu": GpuDocument,
                      "traces": TracesDocument}
@@ -152,3 +152,28 @@ def node_document(command: str, node: NodeEntry) -> NodeDocument:
     findings = node_findings([(node.host, node.status, node.reason)])
     return NodeDocument(**header(command, findings, node_headline(node.host, node.status, node.reason, node.ranks,
                                                                   len(node.files))), node=node)
+
+
+def watch_document(targets: str, out_dir: str, signals: Sequence[str], stall: float, interval: float,
+                   observations: int, ended: str, stalls: Sequence[StallEntry]) -> WatchDocument:
+    """The document of ``hangdbg watch``: one ``stall`` finding per stall, naming the ranks its
+    dump blamed (a suspect) or, when the dump named none, a warning saying what the dump said."""
+    from ..model import Kind, Severity
+
+    findings = []
+    for st in stalls:
+        said = st.headline or "the dump could not be taken"
+        findings.append(Finding(
+            Kind.STALL, f"stall detected at {st.detected} ({st.reason}); its dump: {said}", ranks=tuple(st.suspects),
+            severity=Severity.SUSPECT if st.suspects else Severity.WARNING,
+            action=f"read {st.dump_dir}/hangdbg.json (or `hangdbg analyze {st.dump_dir}`)"))
+    if stalls:
+        last = stalls[-1]
+        headline = (f"{len(stalls)} stall(s); the last at {last.detected} ({last.reason}): "
+                    f"{last.headline or 'the dump could not be taken'}")
+    else:
+        headline = {"job-ended": "the job ended without a stall", "interrupted": "watch interrupted; no stall seen",
+                    "running": "watching; no stall so far", "once": "no stall"}[ended]
+    return WatchDocument(**header("watch", by_severity(findings), headline), targets=targets, out_dir=out_dir,
+                         signals=tuple(signals), stall_seconds=stall, interval_seconds=interval,
+                         observations=observations, ended=ended, stalls=tuple(stalls))  # type: ignore[arg-type]

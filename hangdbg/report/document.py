@@ -24,7 +24,7 @@ __all__ = [
     "Document", "StacksDocument", "ReportDocument", "NcclDocument", "LogsDocument", "FrDocument", "GpuDocument",
     "TracesDocument", "CoreDocument", "CollectDocument", "SplitDocument", "ProcessList", "DOCUMENTS",
     "StacksSection", "RankEntry", "GroupEntry", "PlaceEntry", "TreeEntry", "SourceSection", "NodeEntry",
-    "CoreEntry", "CoreWritten", "SplitRow", "AnyFacts", "NodeDocument",
+    "CoreEntry", "CoreWritten", "SplitRow", "AnyFacts", "NodeDocument", "WatchDocument", "StallEntry",
 ]
 
 F = TypeVar("F")
@@ -347,6 +347,66 @@ class NodeDocument(Document):
     node: NodeEntry
 
 
+@dataclass(frozen=True, slots=True)
+class StallEntry:
+    """One stall ``hangdbg watch`` declared and what it did about it.
+
+    Attributes:
+        detected: when (ISO 8601, UTC).
+        signal: what declared it: ``log``, ``heartbeat`` or ``stacks``.
+        quiet_seconds: seconds the signal had not moved.
+        reason: one sentence.
+        dump_dir: the stall's dump (``OUT/stall-YYYYmmdd-HHMMSS``, its ``hangdbg.json`` inside).
+        dump_exit: the dump's exit status (3: suspects named; 1: nothing read).
+        headline: the dump's headline.
+        suspects: the ranks the dump blamed.
+        dump_seconds: seconds from the detection to the finished dump.
+        on_hang_exit: exit status of ``--on-hang`` (None: not given, or it could not run).
+        then: what ``--then`` did (``"kill: sent SIGTERM to 5 processes"``), or None.
+    """
+
+    detected: str
+    signal: Literal["log", "heartbeat", "stacks"]
+    quiet_seconds: float
+    reason: str
+    dump_dir: str
+    dump_exit: int | None
+    headline: str | None
+    suspects: tuple[int, ...]
+    dump_seconds: float
+    on_hang_exit: int | None
+    then: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class WatchDocument(Document):
+    """``watch``: the stalls seen while watching a job (``OUT/watch.json``, rewritten after every
+    stall and at the end); ``found`` when a stall was declared.
+
+    Attributes:
+        targets: what was watched (``--pid 123``, ``--jobid 42``, ``--hosts node[1-2]``).
+        out_dir: where the stall dumps go.
+        signals: the signals watched (``log``, ``heartbeat``, ``stacks``).
+        stall_seconds: ``--stall``.
+        interval_seconds: ``--interval``.
+        observations: how many times the signals were read.
+        ended: why the watch ended: ``job-ended``, ``once`` (``--once`` after a stall),
+            ``interrupted`` (Ctrl-C or a signal), ``running`` (a document written during the watch).
+        stalls: the stalls, oldest first.
+    """
+
+    command: Literal["watch"]
+    targets: str
+    out_dir: str
+    signals: tuple[str, ...]
+    stall_seconds: float
+    interval_seconds: float
+    observations: int
+    ended: Literal["job-ended", "once", "interrupted", "running"]
+    stalls: tuple[StallEntry, ...]
+
+
 DOCUMENTS: tuple[type, ...] = (StacksDocument, ReportDocument, NcclDocument, LogsDocument, FrDocument, GpuDocument,
-                               TracesDocument, CoreDocument, CollectDocument, SplitDocument, ProcessList, NodeDocument)
+                               TracesDocument, CoreDocument, CollectDocument, SplitDocument, ProcessList, NodeDocument,
+                               WatchDocument)
 """Every document hangdbg writes; ``hangdbg schema`` describes their union."""

@@ -1,0 +1,349 @@
+"""``hangdbg watch``: a companion process that watches a running job, dumps it when it stalls
+(before a watchdog kills it) and tells someone.
+
+Signals (:mod:`hangdbg.analyze.stall`): ``--log`` files that stop growing (``--log-pattern``:
+only matching lines count), ``--heartbeat DIR`` files that stop changing, or, without either (or
+with ``--stacks``), the ranks' stacks sampled with non-blocking py-spy that stop changing while
+ranks wait in torch.distributed. On a stall: the same collection and analysis as ``hangdbg dump``
+into ``OUT/stall-YYYYmmdd-HHMMSS/``, then ``--on-hang CMD`` and ``--then kill|scancel|requeue``.
+``OUT/watch.json`` (the ``watch`` document) is rewritten after every stall and at the end.
+
+Exit status: 0 the job ended without a stall; 3 a stall was declared (``--once``: right after
+the first); 1 tool error; 2 usage.
+"""
+
+from __future__ import annotations
+
+import argparse
+import io
+import os
+import re
+import shlex
+import signal
+import subprocess
+import tempfile
+import time
+from dataclasses import replace
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+
+from ..analyze.stall import Observation, Stall, StallDetector, stacks_signature, waiting_or_idle
+from ..collect.fanout import agent_argv, fan_out
+from ..collect.local import CollectOptions, collect
+from ..collect.procs import find_ranks
+from ..collect.runners import HOST
+from ..collect.slurm import show_job
+from ..collect.watch import HeartbeatProbe, LogProbe, pids_alive, watch_loop
+from ..errors import HangdbgError, UsageError
+from ..model import RankDump
+from ..parse.jsondoc import load_json
+from ..report.build import watch_document
+from ..report.document import StallEntry
+from ..report.safetext import visible
+from ..tools.pyspy import PySpyOptions, find_pyspy
+from .common import EXIT_FOUND, EXIT_OK, Command, add_output_arguments, out_dir, positive_float, write_json
+from .remote import add_remote_arguments, remote_runner, wants_remote
+
+__all__ = ["WatchCommand"]
+
+ON_HANG_TIMEOUT = 600.0
+"""Seconds ``--on-hang`` may run before it is killed (the watch goes on)."""
+
+_REMOTE_FLAGS = (("nodes", "-w"), ("launcher", "--launcher"), ("ssh_config", "--ssh-config"),
+                 ("connect_timeout", "--connect-timeout"), ("remote_python", "--remote-python"),
+                 ("remote_setup", "--remote-setup"), ("node_timeout", "--node-timeout"))
+
+
+class WatchCommand(Command):
+    description = (
+        "Watch a running job (--pid on this node, --jobid, --hosts/--hostfile) and, when it stalls (--log not growing "
+        "for --stall seconds, --heartbeat files not changing, or the ranks' stacks not changing while they wait in "
+        "torch.distributed), dump it as `hangdbg dump` would into OUT/stall-DATE/, run --on-hang and --then. "
+        "Exit status: 0 the job ended without a stall, 3 a stall was declared, 1 tool error, 2 usage."
+    )
+
+    @classmethod
+    def add_arguments(cls, p: argparse.ArgumentParser) -> None:
+        p.add_argument("--pid", type=int, nargs="+", metavar="PID", help="a launcher (torchrun...) or the ranks, on this node")
+        g = p.add_argument_group("stall signals")
+        g.add_argument("--log", nargs="+", metavar="FILE", default=[], help="training logs (globs allowed): a stall when they stop growing")
+        g.add_argument("--log-pattern", metavar="REGEX", help="with --log: count only lines matching REGEX (e.g. 'iteration|step')")
+        g.add_argument("--heartbeat", metavar="DIR", help="the directory of hangdbg.hooks.heartbeat() files: a stall when none changes")
+        g.add_argument("--stacks", action="store_true", help="also sample the stacks (the default without --log/--heartbeat)")
+        g.add_argument("--stall", type=positive_float, default=300.0, metavar="S", help="seconds without progress that make a stall (default 300)")
+        g.add_argument("--interval", type=positive_float, default=10.0, metavar="S", help="seconds between observations (default 10)")
+        g.add_argument("--grace", type=float, default=0.0, metavar="S", help="seconds after the start with no stall declared (start-up, compilation)")
+        g.add_argument("--once", action="store_true", help="stop after the first stall (exit 3)")
+        g = p.add_argument_group("on a stall")
+        g.add_argument("--on-hang", metavar="CMD", help="shell command run after the dump, with HANGDBG_DUMP_DIR, HANGDBG_JSON, "
+                                                        "HANGDBG_HEADLINE, HANGDBG_SUSPECTS (comma list of ranks) in its environment")
+        g.add_argument("--then", choices=("kill", "scancel", "requeue"), help="after the dump: kill the job (--pid: its processes; "
+                                                                              "--jobid: scancel), scancel or requeue it (--jobid)")
+        g.add_argument("--native", action="store_true", help="the stall dump takes native frames too (py-spy --native)")
+        g.add_argument("--locals", action="store_true", help="the stall dump takes local variables too (py-spy --locals)")
+        g.add_argument("--timeout", type=positive_float, default=20.0, metavar="S", help="seconds before a py-spy run is abandoned (default 20)")
+        g.add_argument("--py-spy", dest="py_spy", metavar="PATH", help="the py-spy program to run")
+        g.add_argument("--force", action="store_true", help="reuse an -o DIR that holds another run's output")
+        add_remote_arguments(p)
+        add_output_arguments(p, "watch.json, stall-DATE/ per stall; default ./hangdbg-watch-DATE", evidence=False)
+
+    # -- setup ------------------------------------------------------------------------------------
+    def run(self, args: argparse.Namespace) -> int:
+        remote = wants_remote(args)
+        if bool(args.pid) == remote:
+            raise UsageError("watch what? give --pid PID (this node), --jobid ID, --hosts EXPR or --hostfile FILE (one of them)")
+        if args.then in ("scancel", "requeue") and not args.jobid:
+            raise UsageError(f"--then {args.then} needs --jobid")
+        if args.then == "kill" and not (args.pid or args.jobid):
+            raise UsageError("--then kill needs --pid or --jobid (over ssh, stop the job with --on-hang)")
+        if args.log_pattern and not args.log:
+            raise UsageError("--log-pattern goes with --log")
+        try:
+            pattern = re.compile(args.log_pattern) if args.log_pattern else None
+        except re.error as exc:
+            raise UsageError(f"--log-pattern is not a regular expression: {exc}") from None
+        if find_pyspy(args.py_spy) is None:
+            raise HangdbgError("py-spy not found", help="pip install py-spy (or pass --py-spy PATH)")
+        self.args = args
+        self.out_dir = out_dir(args, prefix="hangdbg-watch")
+        self.log_probe = LogProbe(list(args.log), pattern) if args.log else None
+        self.beat_probe = HeartbeatProbe(args.heartbeat) if args.heartbeat else None
+        self.sample_stacks = args.stacks or not (args.log or args.heartbeat)
+        self.signals = [s for s, on in (("log", args.log), ("heartbeat", args.heartbeat), ("stacks", self.sample_stacks)) if on]
+        self.targets = self._targets()
+        self.stalls: list[StallEntry] = []
+        self.observations = 0
+        self.no_ranks = 0
+        self.remote: tuple[Any, list[str]] | None = None
+        if remote:
+            runner, hosts, _whole = remote_runner(args)
+            self.remote = (runner, hosts)
+        self.note(f"watching {self.targets}: {', '.join(self.signals)}; stall after {args.stall:g} s, "
+                  f"every {args.interval:g} s; dumps under {self.out_dir}")
+        detector = StallDetector(args.stall, args.grace, time.monotonic())
+        self._write("running")
+        ended = "interrupted"
+        previous = signal.signal(signal.SIGTERM, _raise_interrupt)
+        try:
+            end = watch_loop(detector, self.observe, self.alive, self.on_stall, args.interval, args.once, self.log)
+            ended, self.observations = end.reason, end.observations
+        except KeyboardInterrupt:
+            self.note("interrupted")
+        finally:
+            signal.signal(signal.SIGTERM, previous)
+            doc = self._write(ended)
+        if args.json:
+            self.print_json(doc)
+        else:
+            self.out.print(visible(doc.headline), markup=False, highlight=False)
+        return EXIT_FOUND if self.stalls else EXIT_OK
+
+    def _targets(self) -> str:
+        a = self.args
+        if a.pid:
+            return "--pid " + " ".join(map(str, a.pid))
+        if a.jobid:
+            return f"--jobid {a.jobid}"
+        return f"--hosts {a.hosts}" if a.hosts else f"--hostfile {a.hostfile}"
+
+    def note(self, text: str) -> None:
+        """A status line on stderr (plain text)."""
+        if not self.args.json:
+            self.err.print(f"hangdbg watch: {visible(text)}", style="dim", markup=False, highlight=False)
+
+    def log(self, text: str) -> None:
+        """A decision line, with ``-v`` only."""
+        if self.args.verbose:
+            self.err.print(f"hangdbg watch: {visible(text)}", style="dim", markup=False, highlight=False)
+
+    # -- observing --------------------------------------------------------------------------------
+    def observe(self, now: float) -> Observation:
+        obs = Observation(now, log=self.log_probe.progress() if self.log_probe else None,
+                          heartbeat=self.beat_probe.picture() if self.beat_probe else None)
+        self.observations += 1
+        if self.sample_stacks:
+            dumps = self._sample()
+            if dumps:
+                obs = replace(obs, stacks=stacks_signature(dumps), waiting=waiting_or_idle(dumps))
+        return obs
+
+    def _sample(self) -> list[RankDump]:
+        """One non-blocking py-spy sample of every rank (no locals, no retry); [] when no rank was found."""
+        a = self.args
+        if self.remote is None:
+            try:
+                ranks = find_ranks(a.pid)
+            except HangdbgError as exc:
+                self.log(f"no ranks to sample: {exc}")
+                self.no_ranks += 1
+                return []
+            opts = CollectOptions(PySpyOptions(nonblocking=True, timeout=a.timeout, executable=a.py_spy), jobs=8)
+            dumps = collect(ranks, opts)
+        else:
+            runner, hosts = self.remote
+            agent = ["--nonblocking", "--no-adapt", "--timeout", f"{a.timeout:g}", "--samples", "1"]
+            if a.py_spy:
+                agent += ["--py-spy", a.py_spy]
+            agent += ["--jobid", a.jobid] if a.jobid else ["--node-name", HOST]
+            for pair in a.match_env:
+                agent += ["--match-env", pair]
+            with tempfile.TemporaryDirectory(prefix="hangdbg-watch-sample-") as tmp:
+                result = fan_out(runner, hosts, agent_argv(a.remote_python, agent), Path(tmp), 2 * a.timeout + 30)
+            for n in result.nodes:
+                if n.status not in ("ok", "no-ranks"):
+                    self.log(f"node {n.host}: {n.status} {n.reason or ''}")  # a node that stops answering: go on
+            dumps = result.dumps
+        self.no_ranks = 0 if dumps else self.no_ranks + 1
+        return dumps
+
+    def alive(self) -> bool:
+        a = self.args
+        if a.pid:
+            return pids_alive(a.pid)
+        if a.jobid:
+            try:
+                show_job(a.jobid)
+            except UsageError as exc:  # not RUNNING, or gone from the controller
+                self.log(str(exc))
+                return False
+            except HangdbgError as exc:  # scontrol failed: say so, keep watching
+                self.log(f"cannot ask SLURM: {exc}")
+        # over ssh, and for a job whose steps ended: no rank on any node twice in a row
+        return self.no_ranks < 2 or not self.sample_stacks
+
+    # -- on a stall -------------------------------------------------------------------------------
+    def on_stall(self, stall: Stall) -> None:
+        a = self.args
+        t0 = time.monotonic()
+        detected = datetime.now(timezone.utc).isoformat(timespec="seconds")
+        stall_dir = _fresh(self.out_dir / f"stall-{datetime.now().strftime('%Y%m%d-%H%M%S')}")
+        self.note(f"STALL: {stall.reason}; dumping into {stall_dir}")
+        code, headline, suspects = self._dump(stall_dir)
+        dump_seconds = time.monotonic() - t0
+        self.note(f"dump done in {dump_seconds:.1f} s: {headline or 'no answer'}")
+        hook = self._on_hang(stall_dir, headline, suspects, stall) if a.on_hang else None
+        then = self._then() if a.then else None
+        sig = stall.signal if stall.signal in ("log", "heartbeat", "stacks") else "stacks"
+        self.stalls.append(StallEntry(detected, sig, round(stall.seconds, 1), stall.reason, str(stall_dir), code,  # type: ignore[arg-type]
+                                      headline, tuple(suspects), round(dump_seconds, 2), hook, then))
+        self._write("running")
+
+    def dump_argv(self, out: Path) -> list[str]:
+        """The ``hangdbg dump`` command line a stall runs (its adaptive steps included)."""
+        a = self.args
+        argv = ["dump", "-o", str(out), "--timeout", f"{a.timeout:g}"]
+        if a.verbose:
+            argv.append("-v")
+        argv += [f"--{f}" for f in ("native", "locals") if getattr(a, f)]
+        if a.py_spy:
+            argv += ["--py-spy", a.py_spy]
+        if a.pid:
+            return argv + ["--pid", *map(str, a.pid)]
+        argv += ["--jobid", a.jobid] if a.jobid else ["--hosts", a.hosts] if a.hosts else ["--hostfile", a.hostfile]
+        for attr, flag in _REMOTE_FLAGS:
+            value = getattr(a, attr)
+            if value is not None and (attr != "launcher" or value != "auto"):
+                argv += [flag, str(value)]
+        for attr, flag in (("srun_arg", "--srun-arg"), ("ssh_option", "--ssh-option"), ("match_env", "--match-env")):
+            for value in getattr(a, attr):
+                argv.append(f"{flag}={value}")
+        return argv
+
+    def _dump(self, stall_dir: Path) -> tuple[int | None, str | None, list[int]]:
+        from .dump_cmd import DumpCommand
+        from .main import build_parser
+
+        argv = self.dump_argv(stall_dir)
+        self.log("running: hangdbg " + shlex.join(argv))
+        out = Console(file=io.StringIO()) if self.args.json else self.out
+        try:
+            code = DumpCommand(out, self.err).run(build_parser(argv).parse_args(argv))
+        except HangdbgError as exc:
+            self.err.print(f"hangdbg watch: the stall dump failed: {visible(str(exc))}", markup=False, highlight=False)
+            code = 2 if isinstance(exc, UsageError) else 1
+        try:
+            doc = load_json((stall_dir / "hangdbg.json").read_text(errors="replace"))
+        except (OSError, ValueError):
+            return code, None, []
+        ranks = sorted({r for f in doc.get("findings", []) if f.get("severity") == "suspect" for r in f.get("ranks", [])})
+        return code, str(doc.get("headline") or ""), ranks
+
+    def _on_hang(self, stall_dir: Path, headline: str | None, suspects: list[int], stall: Stall) -> int | None:
+        env = dict(os.environ, HANGDBG_DUMP_DIR=str(stall_dir), HANGDBG_JSON=str(stall_dir / "hangdbg.json"),
+                   HANGDBG_HEADLINE=headline or "", HANGDBG_SUSPECTS=",".join(map(str, suspects)),
+                   HANGDBG_STALL_REASON=stall.reason)
+        self.log(f"running --on-hang: {self.args.on_hang}")
+        try:  # the user's own command line, run as they wrote it; our values only in the environment
+            res = subprocess.run(self.args.on_hang, shell=True, env=env, timeout=ON_HANG_TIMEOUT, stdin=subprocess.DEVNULL)
+        except subprocess.TimeoutExpired:
+            self.note(f"--on-hang ran longer than {ON_HANG_TIMEOUT:g} s and was stopped")
+            return None
+        except OSError as exc:
+            self.note(f"--on-hang could not run: {exc}")
+            return None
+        if res.returncode != 0:
+            self.note(f"--on-hang exited with status {res.returncode}")
+        return res.returncode
+
+    def _then(self) -> str:
+        a = self.args
+        if a.then == "kill" and a.pid:
+            return _kill_trees(a.pid)
+        argv = ["scancel", a.jobid] if a.then in ("kill", "scancel") else ["scontrol", "requeue", a.jobid]
+        self.log("running: " + shlex.join(argv))
+        try:
+            res = subprocess.run(argv, capture_output=True, text=True, errors="replace", timeout=60)
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            return f"{a.then}: {shlex.join(argv)} failed: {exc}"
+        said = (res.stderr or res.stdout).strip()[:200]
+        return f"{a.then}: {shlex.join(argv)} exited {res.returncode}" + (f": {said}" if said else "")
+
+    def _write(self, ended: str) -> Any:
+        a = self.args
+        doc = watch_document(self.targets, str(self.out_dir), self.signals, a.stall, a.interval, self.observations,
+                             ended, self.stalls)
+        write_json(self.out_dir / "watch.json", doc)
+        return doc
+
+
+def _raise_interrupt(_signum: int, _frame: object) -> None:
+    raise KeyboardInterrupt
+
+
+def _fresh(path: Path) -> Path:
+    """``path``, or ``path-2``, ``path-3``... when it exists (two stalls in one second)."""
+    n, candidate = 1, path
+    while candidate.exists():
+        n += 1
+        candidate = path.with_name(f"{path.name}-{n}")
+    return candidate
+
+
+def _kill_trees(pids: list[int], grace: float = 10.0) -> str:
+    """SIGTERM the processes ``pids`` and their descendants, SIGKILL what is left after ``grace`` seconds."""
+    import psutil
+
+    procs: dict[int, psutil.Process] = {}
+    for pid in pids:
+        try:
+            p = psutil.Process(pid)
+            procs[pid] = p
+            procs.update({c.pid: c for c in p.children(recursive=True)})
+        except psutil.Error:
+            continue
+    for p in procs.values():
+        try:
+            p.send_signal(signal.SIGTERM)
+        except psutil.Error:
+            pass
+    _gone, alive = psutil.wait_procs(list(procs.values()), timeout=grace)
+    for p in alive:
+        try:
+            p.kill()
+        except psutil.Error:
+            pass
+    return f"kill: SIGTERM to {len(procs)} process(es)" + (f", SIGKILL to {len(alive)} after {grace:g} s" if alive else "")
+
