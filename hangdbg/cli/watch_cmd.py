@@ -93,8 +93,10 @@ class WatchCommand(Command):
     # -- setup ------------------------------------------------------------------------------------
     def run(self, args: argparse.Namespace) -> int:
         remote = wants_remote(args)
-        if bool(args.pid) == remote:
-            raise UsageError("watch what? give --pid PID (this node), --jobid ID, --hosts EXPR or --hostfile FILE (one of them)")
+        if not args.pid and not remote:
+            raise UsageError("watch what? give --pid PID (this node), --jobid ID, --hosts EXPR or --hostfile FILE")
+        if args.pid and remote:
+            raise UsageError("--pid is for this node, --jobid/--hosts/--hostfile for a job's nodes: give one target")
         if args.then in ("scancel", "requeue") and not args.jobid:
             raise UsageError(f"--then {args.then} needs --jobid")
         if args.then == "kill" and not (args.pid or args.jobid):

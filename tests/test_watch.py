@@ -1,0 +1,183 @@
+"""``hangdbg watch``'s parts (issue 15): the stall decision, the log and heartbeat probes, the
+heartbeat hook, the loop, the command line; and a real heartbeat stall of a real process dumped
+with real py-spy. The real torchrun/gloo jobs are in ``test_real_watch.py``."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from conftest import ROOT, run_cli, validate
+from hangdbg.analyze.stall import Observation, StallDetector, stacks_signature, waiting_or_idle
+from hangdbg.collect.watch import HeartbeatProbe, LogProbe, pids_alive, watch_loop
+from hangdbg.hooks.heartbeat import heartbeat
+from hangdbg.model import Frame, RankDump, Thread
+
+
+# --- the decision ------------------------------------------------------------------------------
+
+def test_a_log_that_stops_growing_is_one_stall_after_stall_seconds_then_rearms_on_progress():
+    d = StallDetector(stall=10, grace=0, start=0)
+    assert d.observe(Observation(0, log=5)) is None
+    assert d.observe(Observation(5, log=6)) is None       # progress at t=5
+    assert d.observe(Observation(14, log=6)) is None      # quiet 9 s
+    s = d.observe(Observation(15, log=6))
+    assert s is not None and s.signal == "log" and s.seconds == 10 and "has not grown for 10 s" in s.reason
+    assert d.observe(Observation(40, log=6)) is None      # fired: once per stall
+    assert d.observe(Observation(41, log=7)) is None      # progress resumes: re-armed
+    assert d.observe(Observation(50, log=7)) is None
+    assert d.observe(Observation(51, log=7)).signal == "log"
+
+
+def test_no_stall_within_the_grace_period():
+    d = StallDetector(stall=5, grace=30, start=100)
+    assert all(d.observe(Observation(t, log=0)) is None for t in range(100, 130))
+    assert d.observe(Observation(130, log=0)) is not None  # quiet since 100, grace over
+
+
+def test_unchanged_stacks_are_a_stall_only_while_ranks_wait_or_all_idle():
+    d = StallDetector(stall=5)
+    for t in range(0, 20):
+        assert d.observe(Observation(t, stacks=("same",), waiting=False)) is None  # a long forward pass
+    s = d.observe(Observation(20, stacks=("same",), waiting=True))
+    assert s is not None and s.signal == "stacks" and s.seconds == 20
+
+
+def test_heartbeats_that_stop_changing_are_a_stall():
+    d = StallDetector(stall=3)
+    assert d.observe(Observation(0, heartbeat=(("heartbeat.rank0", b"1"),))) is None
+    assert d.observe(Observation(2, heartbeat=(("heartbeat.rank0", b"2"),))) is None
+    assert d.observe(Observation(4, heartbeat=(("heartbeat.rank0", b"2"),))) is None
+    assert d.observe(Observation(5, heartbeat=(("heartbeat.rank0", b"2"),))).signal == "heartbeat"
+
+
+def _dump(rank: int, function: str, file: str = "train.py", status: str = "active", line: int = 1) -> RankDump:
+    frames = (Frame(function, file, line), Frame("main", "train.py", 10))
+    return RankDump(rank=rank, pid=100 + rank, host="h", local_rank=rank, world_size=2, local_world_size=2,
+                    threads=(Thread(1, "MainThread", status, frames),))
+
+
+def test_waiting_or_idle_and_the_signature():
+    c10d = "/x/torch/distributed/distributed_c10d.py"
+    computing = [_dump(0, "forward"), _dump(1, "forward")]
+    waiting = [_dump(0, "all_reduce", c10d, "idle"), _dump(1, "forward")]
+    idle = [_dump(0, "read", status="idle"), _dump(1, "sleep", status="idle")]
+    assert not waiting_or_idle(computing) and waiting_or_idle(waiting) and waiting_or_idle(idle)
+    assert not waiting_or_idle([])
+    assert stacks_signature(computing) == stacks_signature(list(reversed(computing)))
+    assert stacks_signature(computing) != stacks_signature([_dump(0, "forward", line=2), _dump(1, "forward")])
+
+
+# --- the probes --------------------------------------------------------------------------------
+
+def test_log_probe_counts_complete_matching_lines_and_survives_rotation(tmp_path):
+    log = tmp_path / "train.log"
+    probe = LogProbe([str(tmp_path / "*.log")], re.compile(r"^step \d+"))
+    assert probe.progress() is None  # no file yet
+    log.write_text("loading\nstep 1 loss 3\nstep 2 lo")
+    assert probe.progress() == 1      # the half-written line waits for its newline
+    with log.open("a") as f:
+        f.write("ss 2\nwarning: slow\n")
+    assert probe.progress() == 2
+    log.write_text("step 9\n")          # rotated: shorter than what was read
+    assert probe.progress() == 1
+    (tmp_path / "other.log").write_text("step 1\nstep 2\n")  # a new file matching the glob
+    assert probe.progress() == 3
+    sizes = LogProbe([str(log)])
+    assert sizes.progress() == log.stat().st_size
+
+
+def test_log_probe_skips_a_fifo_and_a_directory(tmp_path):
+    os.mkfifo(tmp_path / "fifo.log")
+    (tmp_path / "dir.log").mkdir()
+    assert LogProbe([str(tmp_path / "*.log")], re.compile("x")).progress() is None
+
+
+def test_heartbeat_writes_one_file_per_rank_at_most_once_per_interval(tmp_path, monkeypatch):
+    monkeypatch.setenv("RANK", "3")
+    assert heartbeat(7, str(tmp_path), min_interval=60)
+    assert not heartbeat(8, str(tmp_path), min_interval=60)  # too soon: nothing written
+    text = (tmp_path / "heartbeat.rank3").read_text().split()
+    assert text[1] == "7" and abs(float(text[0]) - time.time()) < 60
+    picture = HeartbeatProbe(str(tmp_path)).picture()
+    assert picture is not None and picture[0][0] == "heartbeat.rank3"
+    assert heartbeat(9, str(tmp_path), min_interval=0)
+    assert HeartbeatProbe(str(tmp_path)).picture() != picture
+    assert HeartbeatProbe(str(tmp_path / "none")).picture() is None
+    (tmp_path / "afile").write_text("x")
+    assert not heartbeat(1, str(tmp_path / "afile" / "x"), min_interval=0)  # cannot be written: skipped, no raise
+
+
+def test_pids_alive_ignores_zombies():
+    p = subprocess.Popen([sys.executable, "-c", "pass"])
+    time.sleep(0.5)  # exited, not reaped: a zombie
+    try:
+        assert not pids_alive([p.pid])
+        assert pids_alive([os.getpid()])
+    finally:
+        p.wait()
+
+
+def test_the_loop_ends_with_the_job_and_stops_after_one_stall_with_once():
+    clock = [0.0]
+    observed = []
+
+    def observe(now):
+        observed.append(now)
+        return Observation(now, log=0)
+
+    stalls = []
+    end = watch_loop(StallDetector(3), observe, lambda: clock[0] < 10, stalls.append, interval=1,
+                     clock=lambda: clock[0], sleep=lambda s: clock.__setitem__(0, clock[0] + s))
+    assert end.reason == "job-ended" and len(stalls) == 1 and end.observations == 10
+    clock[0] = 0.0
+    end = watch_loop(StallDetector(3), observe, lambda: True, stalls.append, interval=1, once=True,
+                     clock=lambda: clock[0], sleep=lambda s: clock.__setitem__(0, clock[0] + s))
+    assert end.reason == "once" and end.observations == 4
+
+
+# --- the command line --------------------------------------------------------------------------
+
+@pytest.mark.parametrize("argv,said", [
+    ([], "watch what?"),
+    (["--pid", "1", "--jobid", "5"], "give one target"),
+    (["--pid", "1", "--then", "scancel"], "--then scancel needs --jobid"),
+    (["--hosts", "a", "--then", "kill"], "--then kill needs --pid or --jobid"),
+    (["--pid", "1", "--log-pattern", "x"], "--log-pattern goes with --log"),
+    (["--pid", "1", "--log", "x", "--log-pattern", "("], "not a regular expression"),
+])
+def test_usage_errors(argv, said, tmp_path):
+    res = run_cli("watch", *argv, "-o", tmp_path / "out", timeout=60)
+    assert res.returncode == 2 and said in res.stderr, res.stderr
+    assert "Traceback" not in res.stderr
+
+
+def test_a_real_heartbeat_stall_is_dumped_with_real_pyspy(tmp_path):
+    """A process that beats every 0.2 s for 2 s, then blocks: the watcher declares a heartbeat
+    stall, takes a real py-spy dump of it and writes the watch document."""
+    beats = tmp_path / "beats"
+    code = ("import time\nfrom hangdbg.hooks import heartbeat\n"
+            "for step in range(10):\n    heartbeat(step, min_interval=0)\n    time.sleep(0.2)\n"
+            "time.sleep(300)  # stuck\n")
+    env = dict(os.environ, PYTHONPATH=str(ROOT), RANK="0", WORLD_SIZE="1", HANGDBG_HEARTBEAT_DIR=str(beats))
+    proc = subprocess.Popen([sys.executable, "-c", code], env=env)
+    try:
+        res = run_cli("watch", "--pid", proc.pid, "--heartbeat", beats, "--stall", "3", "--interval", "0.5",
+                      "--once", "--json", "-o", tmp_path / "out", timeout=120)
+        assert res.returncode == 3, res.stderr
+        doc = validate(json.loads(res.stdout))
+        [stall] = doc["stalls"]
+        assert stall["signal"] == "heartbeat" and stall["quiet_seconds"] >= 3
+        raw = (Path(stall["dump_dir"]) / "raw" / "rank-0000.txt").read_text()
+        assert "<module>" in raw and "Thread" in raw, raw  # a real py-spy dump of the stuck process
+        assert doc["signals"] == ["heartbeat"] and proc.poll() is None  # the watcher never stops the job
+    finally:
+        proc.kill()
+        proc.wait()
