@@ -168,3 +168,27 @@ def test_node_timeout(sshd, two_node_job, tmp_path, launcher):
                     "--node-timeout", "3", out=tmp_path)
     assert time.monotonic() - t0 < 40
     assert doc["nodes"][0]["status"] == "timeout" and rc == 1
+
+
+def test_watch_over_ssh_samples_the_stacks_survives_a_dead_node_and_dumps_the_stall(sshd, two_node_job, tmp_path):
+    """Issue 15: `watch --hosts` in stack mode: one non-blocking fan-out per sample over a real sshd,
+    a node that never answers is logged and skipped, and the stall's dump names rank 3 on node2."""
+    import json
+
+    from conftest import validate
+
+    env = dict(os.environ, NO_COLOR="1", PYTHONPATH=str(ROOT))
+    res = subprocess.run(
+        [sys.executable, "-m", "hangdbg", "watch", "--hosts", "node[1-2],deadnode", "--launcher", "ssh",
+         "--ssh-config", str(sshd.config_path), "--match-env", "EMULATED_NODE={host}", "--connect-timeout", "3",
+         "--stall", "4", "--interval", "1", "--once", "--json", "-v", "-o", str(tmp_path)],
+        capture_output=True, text=True, timeout=240, env=env, cwd=ROOT)
+    assert "Traceback" not in res.stderr, res.stderr[-3000:]
+    assert res.returncode == 3, res.stderr[-3000:]
+    doc = validate(json.loads(res.stdout))
+    [stall] = doc["stalls"]
+    assert stall["signal"] == "stacks" and stall["suspects"] == [3], stall
+    assert "node deadnode: unreachable" in res.stderr  # logged at every sample, the watch went on
+    dump = read_json(Path(stall["dump_dir"]) / "hangdbg.json")
+    assert {n["host"]: n["status"] for n in dump["nodes"]} == {"node1": "ok", "node2": "ok", "deadnode": "unreachable"}
+    assert [(s["ranks"], s["hosts"]) for s in suspects(dump)] == [([3], ["node2"])]
