@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 import shlex
 
-__all__ = ["is_launcher"]
+__all__ = ["is_hangdbg", "is_launcher"]
 
 _MAX_CMDLINE = 16384  # characters of a command-line string read (a launcher names itself early)
 _PROGRAMS = frozenset({"torchrun", "deepspeed", "accelerate", "mpirun", "mpiexec", "srun"})
@@ -48,3 +48,12 @@ def is_launcher(cmdline: list[str] | str) -> bool:
         if arg == "-c":
             return any(m in argv[i + 1] for m in _MODULES[-2:])
     return False
+
+
+def is_hangdbg(cmdline: list[str]) -> bool:
+    """True when ``cmdline`` runs hangdbg itself (``python -m hangdbg ...`` or the ``hangdbg``
+    script): never a rank, although an agent of another run (a ``watch`` sampling the job, a
+    second ``dump --jobid``) carries the job's ``SLURM_JOB_ID``/``SLURM_PROCID`` like its ranks."""
+    if any(os.path.basename(arg) == "hangdbg" for arg in cmdline[:2]):
+        return True
+    return any(arg == "-m" and cmdline[i + 1] in ("hangdbg", "hangdbg.__main__") for i, arg in enumerate(cmdline[:-1]))

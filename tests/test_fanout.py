@@ -110,3 +110,36 @@ def test_slurm_job_filter():
     assert not keep(dict(rank, SLURM_STEP_ID="batch")) and not keep({k: v for k, v in rank.items() if k != "SLURM_STEP_ID"})
     assert not keep(dict(rank, SLURM_JOB_ID="421"))
     assert not keep(dict(rank, SLURM_CLUSTER_NAME="c2"))  # same job id on another cluster
+
+
+def test_a_hangdbg_agent_of_another_run_is_not_a_rank(tmp_path):
+    """Another hangdbg run on the same job (a `watch` sampling it over srun while its stall dump
+    runs, or a second `dump --jobid`) has an agent with the job's SLURM_JOB_ID, a step id and
+    SLURM_PROCID: the node scan must not take it for a rank (it listed node1 as ranks [0, 0])."""
+    import os
+    import subprocess
+
+    from hangdbg.collect.procs import scan_node, slurm_job_filter
+
+    root = str(Path(__file__).resolve().parent.parent)
+    env = dict(os.environ, SLURM_JOB_ID="987654", SLURMD_NODENAME="nodeX", SLURM_STEP_ID="1", SLURM_PROCID="0",
+               PYTHONPATH=root)
+    rank = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"], env=env)
+    # a real hangdbg process that lingers (it watches the sleeping rank), in step 2 of the same job
+    agent = subprocess.Popen([sys.executable, "-m", "hangdbg", "watch", "--pid", str(rank.pid), "--log", str(tmp_path / "x"),
+                              "--stall", "600", "-o", str(tmp_path / "w")], env=dict(env, SLURM_STEP_ID="2"), cwd=tmp_path,
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        import time
+
+        time.sleep(1.5)  # both exec'd
+        found = scan_node(slurm_job_filter("987654", "nodeX", own_step="3"))
+        assert [(r.pid, r.rank) for r in found] == [(rank.pid, 0)]
+    finally:
+        for p in (agent, rank):
+            p.kill()
+            p.wait()
+    from hangdbg.launchers import is_hangdbg
+
+    assert is_hangdbg([sys.executable, "-m", "hangdbg", "agent"]) and is_hangdbg(["/venv/bin/python", "/venv/bin/hangdbg", "agent"])
+    assert not is_hangdbg([sys.executable, "/src/hangdbg/demo/job.py"]) and not is_hangdbg([sys.executable, "-m", "hangdbg.demo.job"])

@@ -208,12 +208,15 @@ class WatchCommand(Command):
         if a.jobid:
             try:
                 show_job(a.jobid)
+                # RUNNING is alive even with no rank anywhere: the batch script is still setting up
+                # (its first srun has not started), or it is between two steps
+                return True
             except UsageError as exc:  # not RUNNING, or gone from the controller
                 self.log(str(exc))
                 return False
-            except HangdbgError as exc:  # scontrol failed: say so, keep watching
+            except HangdbgError as exc:  # scontrol failed: say so, judge by the ranks meanwhile
                 self.log(f"cannot ask SLURM: {exc}")
-        # over ssh, and for a job whose steps ended: no rank on any node twice in a row
+        # over ssh (or scontrol failing): no rank on any node twice in a row
         return self.no_ranks < 2 or not self.sample_stacks
 
     # -- on a stall -------------------------------------------------------------------------------

@@ -28,7 +28,7 @@ from ..launch_env import (
     host_from_environ,
     rank_from_environ,
 )
-from ..launchers import is_launcher
+from ..launchers import is_hangdbg, is_launcher
 from ..model import RankProcess
 
 __all__ = ["RankProcess", "Denied", "denied_note", "find_ranks", "scan_node", "ranks_of_pids", "rank_from_environ", "slurm_job_filter"]
@@ -124,7 +124,7 @@ def _candidate(proc: psutil.Process, keep: EnvFilter | None = None, denied: Deni
     if keep is not None and not keep(env):
         return None
     rank, source = rank_from_environ(env)
-    if rank is None or is_launcher(cmdline) or not _is_python(proc):
+    if rank is None or is_launcher(cmdline) or is_hangdbg(cmdline) or not _is_python(proc):
         return None
     return RankProcess(
         pid=proc.pid,
