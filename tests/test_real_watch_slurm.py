@@ -155,3 +155,22 @@ def test_a_job_that_ends_cleanly_ends_the_watch_with_status_0(cluster, tmp_path)
     finally:
         if cluster.job_state(jobid) not in TERMINAL_STATES:
             cluster.scancel(jobid)
+
+
+def test_a_pending_job_is_waited_for_not_refused(cluster, tmp_path):
+    """`sbatch job.sh; hangdbg watch --jobid ID` right away: the job is PENDING (held here), the
+    watcher says so and waits; when the job is cancelled before it ever ran, the watcher stops with
+    a usage error naming the state."""
+    jobid, log = submit(cluster, tmp_path / "ready", "healthy", ["--exit", "--steps", "1"])
+    cluster.run(["scontrol", "hold", str(jobid)], check=True)
+    try:
+        w = watcher(cluster, "--jobid", jobid, "--log", log, "--stall", STALL, "--interval", "1", "-o", tmp_path / "out",
+                    cwd=tmp_path)
+        time.sleep(4)
+        assert w.poll() is None, w.communicate()[1][-3000:]  # still waiting
+    finally:
+        cluster.scancel(jobid)
+    out, err = w.communicate(timeout=60)
+    assert "Traceback" not in err, err[-3000:]
+    assert f"SLURM job {jobid} is PENDING; waiting for it to run" in " ".join(err.split()), err[-3000:]
+    assert w.returncode == 2 and "CANCELLED, not RUNNING" in " ".join(err.split()), err[-3000:]

@@ -181,3 +181,19 @@ def test_a_real_heartbeat_stall_is_dumped_with_real_pyspy(tmp_path):
     finally:
         proc.kill()
         proc.wait()
+
+
+def test_over_ssh_a_job_ends_only_after_its_ranks_were_seen():
+    """A stack watcher started before the job's ranks exist must not call the job ended."""
+    import argparse
+
+    from hangdbg.cli.watch_cmd import WatchCommand
+
+    cmd = WatchCommand(None, None)  # type: ignore[arg-type]
+    cmd.args = argparse.Namespace(pid=None, jobid=None, hosts="node[1-2]", verbose=False, json=True)
+    cmd.sample_stacks, cmd.seen_ranks, cmd.no_ranks = True, False, 5
+    assert cmd.alive()
+    cmd.seen_ranks = True
+    assert not cmd.alive()
+    cmd.no_ranks = 1
+    assert cmd.alive()

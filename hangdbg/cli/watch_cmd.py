@@ -35,7 +35,7 @@ from ..collect.fanout import agent_argv, fan_out
 from ..collect.local import CollectOptions, collect
 from ..collect.procs import find_ranks
 from ..collect.runners import HOST
-from ..collect.slurm import show_job
+from ..collect.slurm import WAITING_STATES, job_state, show_job
 from ..collect.watch import HeartbeatProbe, LogProbe, pids_alive, watch_loop
 from ..errors import HangdbgError, UsageError
 from ..model import RankDump
@@ -119,7 +119,10 @@ class WatchCommand(Command):
         self.stalls: list[StallEntry] = []
         self.observations = 0
         self.no_ranks = 0
+        self.seen_ranks = False
         self.remote: tuple[Any, list[str]] | None = None
+        if args.jobid:
+            self._wait_for_start(args.jobid, args.interval)
         if remote:
             runner, hosts, _whole = remote_runner(args)
             self.remote = (runner, hosts)
@@ -199,6 +202,7 @@ class WatchCommand(Command):
                     self.log(f"node {n.host}: {n.status} {n.reason or ''}")  # a node that stops answering: go on
             dumps = result.dumps
         self.no_ranks = 0 if dumps else self.no_ranks + 1
+        self.seen_ranks = self.seen_ranks or bool(dumps)
         return dumps
 
     def alive(self) -> bool:
@@ -217,7 +221,20 @@ class WatchCommand(Command):
             except HangdbgError as exc:  # scontrol failed: say so, judge by the ranks meanwhile
                 self.log(f"cannot ask SLURM: {exc}")
         # over ssh (or scontrol failing): no rank on any node twice in a row
-        return self.no_ranks < 2 or not self.sample_stacks
+        # (only once ranks were seen: a watcher may start before the job's ranks do)
+        return not (self.sample_stacks and self.seen_ranks and self.no_ranks >= 2)
+
+    def _wait_for_start(self, jobid: str, interval: float) -> None:
+        """Wait while SLURM job ``jobid`` is pending (``sbatch ...; hangdbg watch --jobid ID``)."""
+        said = ""
+        while True:
+            state = job_state(jobid).state
+            if state not in WAITING_STATES:
+                return
+            if state != said:
+                self.note(f"SLURM job {jobid} is {state}; waiting for it to run")
+                said = state
+            time.sleep(min(interval, 10.0))
 
     # -- on a stall -------------------------------------------------------------------------------
     def on_stall(self, stall: Stall) -> None:

@@ -15,7 +15,7 @@ from ..errors import HangdbgError, UsageError
 from ..tools.subproc import run
 from .hosts import expand_hosts
 
-__all__ = ["SlurmJob", "show_job", "parse_show_job"]
+__all__ = ["SlurmJob", "show_job", "job_state", "parse_show_job", "WAITING_STATES"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -34,11 +34,11 @@ def parse_show_job(text: str, jobid: str) -> SlurmJob:
     return SlurmJob(jobid, state, tuple(nodes))
 
 
-def show_job(jobid: str, env: dict[str, str] | None = None) -> SlurmJob:
-    """Ask ``scontrol show job JOBID``.
+def job_state(jobid: str, env: dict[str, str] | None = None) -> SlurmJob:
+    """Ask ``scontrol show job JOBID``, whatever the job's state (PENDING, RUNNING, COMPLETED...).
 
     Raises:
-        UsageError: no such job, or it is not running.
+        UsageError: not a job id, or no such job.
         HangdbgError: scontrol is missing or fails otherwise.
     """
     if not re.fullmatch(r"\d+(_\d+)?", jobid):
@@ -55,7 +55,21 @@ def show_job(jobid: str, env: dict[str, str] | None = None) -> SlurmJob:
             raise UsageError(f"SLURM job {jobid} does not exist (or has left the controller's memory)")
         help = "is this a SLURM login node, and is SLURM_CONF set?" if "configuration source" in msg else None
         raise HangdbgError(f"scontrol show job {jobid} failed: {msg}", help=help)
-    job = parse_show_job(res.stdout, jobid)
+    return parse_show_job(res.stdout, jobid)
+
+
+WAITING_STATES = frozenset({"PENDING", "CONFIGURING", "REQUEUED", "REQUEUE_HOLD", "RESIZING", "SUSPENDED"})
+"""States of a job that has not run yet, or will run again (``watch`` waits through them)."""
+
+
+def show_job(jobid: str, env: dict[str, str] | None = None) -> SlurmJob:
+    """:func:`job_state` of a job that must be running.
+
+    Raises:
+        UsageError: no such job, or it is not running.
+        HangdbgError: scontrol is missing or fails otherwise.
+    """
+    job = job_state(jobid, env)
     if job.state != "RUNNING" or not job.nodes:
         raise UsageError(f"SLURM job {jobid} is {job.state}, not RUNNING: nothing to dump")
     return job
