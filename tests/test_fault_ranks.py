@@ -13,20 +13,12 @@ from pathlib import Path
 
 import pytest
 
+from faults import RUNUSER, system_python
+
 ROOT = Path(__file__).resolve().parent.parent
-RUNUSER = shutil.which("runuser")
 SITE = next((p for p in sys.path if p.endswith("site-packages") and Path(p, "psutil").is_dir()), None)
 
-
-def _system_python() -> str | None:
-    """A Python interpreter another user may run (the venv's may live under /root)."""
-    assert RUNUSER is not None
-    for exe in (sys.executable, "/usr/bin/python3"):
-        real = os.path.realpath(exe)
-        ok = subprocess.run([RUNUSER, "-u", "nobody", "--", real, "-c", "pass"], capture_output=True).returncode == 0
-        if ok:
-            return real
-    return None
+_system_python = system_python
 
 
 @pytest.fixture
