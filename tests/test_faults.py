@@ -102,3 +102,93 @@ def test_dump_pid_console_never_passes_escapes_or_markup(tmp_path, job, rank_pro
     F.assert_clean(res, out, job, before)
     F.assert_no_raw_escapes(res)
     assert res.returncode == 1 and b"rank 0" in res.stdout + res.stderr
+
+
+# --- a fake ssh / pdsh: dump --hosts ----------------------------------------------------------
+
+HOSTS = ["nodea", "nodeb"]
+NODE_TIMEOUT = 4
+NASTY_ERROR = b"ssh: connect to host [/yellow] port 22: \x1b]0;pwned\x07\x1b[2J\x1b]52;c;cGF5bG9hZA==\x07Connection refused [bold]\n"
+
+
+def _frames(host: str, rank: int, name: str | None = None, status: str = "ok") -> bytes:
+    """Agent output of ``host`` claiming ``rank`` (a rank dump and a done message), as lines."""
+    from hangdbg.collect.frames import encode_message
+
+    text = (f"# hangdbg rank={rank} pid={100 + rank} host={host} world_size=2 rank_source=RANK sample=1 "
+            f"time=2026-01-01T00:00:00Z\n" + STACK.replace("{pid}", str(100 + rank)))
+    msgs = [{"type": "rank", "host": host, "rank": rank, "sample": 1, "name": name or f"rank-{rank:04d}.txt",
+             "text": text, "error": None},
+            {"type": "done", "host": host, "status": status, "error": None,
+             "processes": [{"rank": rank, "pid": 100 + rank, "host": host}], "seconds": 0.1}]
+    return "".join(line + "\n" for i, m in enumerate(msgs, 1) for line in encode_message(host, i, m)).encode()
+
+
+def _dump_hosts(job: Path, launcher: str, extra: list[str] | None = None) -> tuple[subprocess.CompletedProcess, Path]:
+    out = job / "out"
+    before = F.snapshot(job)
+    res = F.guarded_run(["dump", "--hosts", ",".join(HOSTS), "--launcher", launcher, "--timeout", TIMEOUT,
+                         "--node-timeout", NODE_TIMEOUT, "-o", out, *(extra or [])],
+                        timeout=NODE_TIMEOUT + MARGIN + 30, env=F.env_with_path(job.parent / "bin"))
+    F.assert_clean(res, out, job, before)
+    F.assert_no_raw_escapes(res)
+    assert res.seconds < NODE_TIMEOUT + 10 + MARGIN, res.seconds  # pdsh gets 10 s more than the nodes
+    return res, out
+
+
+def _nodes(out: Path) -> dict[str, dict]:
+    docs = [json.loads(p.read_text()) for p in (out / "nodes").glob("*.json")]
+    return {n["host"]: n for d in docs for n in d.get("nodes", [d.get("node", d)])}
+
+
+SSH_FAULTS = {
+    # one node's ssh hangs (SIGTERM ignored), the other answers junk
+    "hang-and-junk": ({"nodea": F.hang(b"Last login: yesterday\n"), "nodeb": F.junk(seed=3)},
+                      {"nodea": "timeout", "nodeb": "no-answer"}),
+    # nodea's ssh answers nodeb's frames and frames of a host `..` and of a host never asked;
+    # nodeb's ssh fails with markup and terminal escapes in its error
+    "lies": ({"nodea": F.lie(_frames("nodeb", 1) + _frames("..", 2) + _frames("evil", 3)),
+              "nodeb": F.fail(NASTY_ERROR, 255)},
+             {"nodea": "no-answer", "nodeb": "unreachable"}),
+    # nodea answers for itself, with a rank file named ../../../victim
+    "traversal": ({"nodea": F.lie(_frames("nodea", 0, name="../../../victim")), "nodeb": F.fail(NASTY_ERROR, 255)},
+                  {"nodea": "ok", "nodeb": "unreachable"}),
+}
+
+
+@pytest.mark.parametrize("fault", list(SSH_FAULTS))
+def test_dump_hosts_with_a_hostile_ssh(tmp_path, job, fault):
+    by_host, expect = SSH_FAULTS[fault]
+    F.fake_tool(tmp_path / "bin", "ssh", F.fail("unexpected host", 255), by_key=by_host)
+    res, out = _dump_hosts(job, "ssh")
+    assert sorted(c[c.index("--") + 1] for c in F.calls(tmp_path / "bin", "ssh")) == HOSTS
+    nodes = _nodes(out)
+    assert set(nodes) == set(HOSTS), nodes  # a node status for each host asked, none for others
+    assert {h: n["status"] for h, n in nodes.items()} == expect
+    read = [h for h, st in expect.items() if st == "ok"]
+    # never an all-clear with a node not read; 3 only when a rank's stack was read and names a suspect
+    assert res.returncode in ((1, 3) if read else (1,)), res.stderr.decode(errors="replace")
+    got = sorted(str(p.relative_to(out)) for p in (out / "raw").rglob("*") if p.is_file()) if (out / "raw").exists() else []
+    assert all(g.startswith(tuple(f"raw/{h}/" for h in read)) for g in got) and len(got) == len(read), got
+    text = F.text_of(res)
+    for host in HOSTS:
+        if expect[host] != "ok":
+            assert host in text  # each failed node is named
+    assert F.parts(out) == []
+
+
+@pytest.mark.parametrize("fault", ["junk", "lies", "fails"])
+def test_dump_hosts_with_a_hostile_pdsh(tmp_path, job, fault):
+    behaviour = {
+        "junk": F.junk(seed=5, code=1),
+        "lies": F.lie(b"".join(b"nodea: " + ln + b"\n" for ln in (_frames("..", 2) + _frames("evil", 3)).splitlines())
+                      + b"".join(b"nodeb: " + ln + b"\n" for ln in _frames("nodea", 0).splitlines()), code=0),
+        "fails": F.fail(b"pdsh@login: nodea: " + NASTY_ERROR + b"pdsh@login: nodeb: ssh exited with exit code 255\n", 1),
+    }[fault]
+    F.fake_tool(tmp_path / "bin", "pdsh", behaviour)
+    res, out = _dump_hosts(job, "pdsh")
+    assert F.calls(tmp_path / "bin", "pdsh")
+    assert res.returncode == 1, res.stderr.decode(errors="replace")
+    nodes = _nodes(out)
+    assert set(nodes) == set(HOSTS) and all(n["status"] != "ok" for n in nodes.values()), nodes
+    assert not (out / "raw").exists() or not any((out / "raw").rglob("rank-*"))
