@@ -192,3 +192,58 @@ def test_dump_hosts_with_a_hostile_pdsh(tmp_path, job, fault):
     nodes = _nodes(out)
     assert set(nodes) == set(HOSTS) and all(n["status"] != "ok" for n in nodes.values()), nodes
     assert not (out / "raw").exists() or not any((out / "raw").rglob("rank-*"))
+
+
+# --- a fake scontrol: dump --jobid / collect --jobid --------------------------------------------
+
+def _show_job(nodelist: str, state: str = "RUNNING", numnodes: str = "2") -> str:
+    return (f"JobId=1 JobName=train\n   UserId=alice(1000) GroupId=alice(1000)\n   JobState={state} Reason=None\n"
+            f"   NumNodes={numnodes} NumCPUs=8\n   NodeList={nodelist}\n   BatchHost=node1\n")
+
+
+SCONTROL_FAULTS = {
+    "junk": (F.junk(seed=11), "not RUNNING"),
+    "junk-fails": (F.junk(seed=12, code=1), "failed"),
+    "option-host": (F.lie(_show_job("node1,-oProxyCommand=touch${IFS}/tmp/pwned")), "bad host"),
+    "dotdot-host": (F.lie(_show_job("node1,..")), "bad host"),
+    "markup-host": (F.lie(_show_job("node[1-2],x[/bold]")), "bad host"),
+    "not-running": (F.lie(_show_job("node[1-2]", state="COMPLETING")), "not RUNNING"),
+    "garbage-numnodes": (F.lie(_show_job("(null)", numnodes="99999999999999999999999")), "not RUNNING"),
+    "huge-range": (F.lie(_show_job("node[1-999999999]")), "bad host list"),
+    "fails-with-escapes": (F.fail(b"scontrol: error: \x1b]0;pwned\x07\x1b[2J[/yellow] slurm_load_jobs error\n", 1), "failed"),
+}
+
+
+@pytest.mark.parametrize("command", ["dump", "collect"])
+@pytest.mark.parametrize("fault", list(SCONTROL_FAULTS))
+def test_jobid_with_a_hostile_scontrol_stops_before_any_transport(tmp_path, job, fault, command):
+    behaviour, reason = SCONTROL_FAULTS[fault]
+    bin_dir = tmp_path / "bin"
+    F.fake_tool(bin_dir, "scontrol", behaviour)
+    for tool in ("srun", "ssh", "pdsh"):  # a transport started would leave a .calls file
+        F.fake_tool(bin_dir, tool, F.fail("must not run", 1))
+    out = job / "out"
+    before = F.snapshot(job)
+    what = ["--timeout", TIMEOUT] if command == "dump" else ["--logs", "/var/log/train-*.log"]
+    res = F.guarded_run([command, "--jobid", "1", *what, "-o", out], timeout=60 + MARGIN,
+                        env=F.env_with_path(bin_dir))
+    F.assert_clean(res, out, job, before)
+    F.assert_no_raw_escapes(res)
+    assert F.calls(bin_dir, "scontrol")
+    assert not F.calls(bin_dir, "srun") and not F.calls(bin_dir, "ssh") and not F.calls(bin_dir, "pdsh")
+    assert res.returncode in (1, 2), F.text_of(res)
+    assert reason in res.stderr.decode(errors="replace"), F.text_of(res)
+    assert not out.exists() or not any(out.rglob("raw"))
+
+
+def test_jobid_with_a_hanging_scontrol_is_bounded(tmp_path, job):
+    bin_dir = tmp_path / "bin"
+    F.fake_tool(bin_dir, "scontrol", F.hang(b"JobId=1 "))
+    F.fake_tool(bin_dir, "srun", F.fail("must not run", 1))
+    out = job / "out"
+    before = F.snapshot(job)
+    res = F.guarded_run(["dump", "--jobid", "1", "--timeout", TIMEOUT, "-o", out], timeout=30 + MARGIN + 30,
+                        env=F.env_with_path(bin_dir))
+    F.assert_clean(res, out, job, before)
+    assert res.returncode == 1 and b"timed out" in res.stderr, F.text_of(res)
+    assert res.seconds < 30 + MARGIN and not F.calls(bin_dir, "srun")
