@@ -247,3 +247,48 @@ def test_jobid_with_a_hanging_scontrol_is_bounded(tmp_path, job):
     F.assert_clean(res, out, job, before)
     assert res.returncode == 1 and b"timed out" in res.stderr, F.text_of(res)
     assert res.seconds < 30 + MARGIN and not F.calls(bin_dir, "srun")
+
+
+# --- symlinks in -o pointing outside, symlink loops and FIFOs in inputs -------------------------
+
+STACKS = FIXTURES / "pyspy_few"
+
+
+@pytest.mark.parametrize("link", ["hangdbg.json", "hangdbg.json.part", "rank00.log"])
+def test_a_symlink_in_out_pointing_outside_is_never_written_through(tmp_path, job, link):
+    victim = job / "victim"
+    victim.write_text("precious\n")
+    out = job / "out"
+    out.mkdir()
+    os.symlink(os.path.join("..", "victim"), out / link)
+    before = F.snapshot(job)
+    if link.startswith("hangdbg"):
+        res = F.guarded_run(["analyze", STACKS, "-o", out], timeout=120)
+    else:
+        res = F.guarded_run(["nccl", "split", FIXTURES / "nccl", "-o", out], timeout=120)
+    F.assert_clean(res, out, job, before)
+    assert victim.read_text() == "precious\n"
+    assert res.returncode in (0, 1, 2, 3)
+    assert F.parts(out) == [] or all(p.is_symlink() for p in F.parts(out))
+
+
+SPECIALS = {
+    "loop": lambda d: F.symlink_loop(d),
+    "fifo": lambda d: F.fifo(d / "rank-0009.txt"),
+    "fifo-log": lambda d: F.fifo(d / "nccl.log"),
+}
+
+
+@pytest.mark.parametrize("special", list(SPECIALS))
+@pytest.mark.parametrize("argv", [["analyze"], ["report"], ["logs"], ["nccl", "summary"], ["gpu"]], ids=lambda a: "-".join(a))
+def test_a_fifo_or_symlink_loop_inside_an_input_dir_neither_blocks_nor_crashes(tmp_path, job, special, argv):
+    import shutil
+
+    d = job / "in"
+    shutil.copytree(STACKS, d)
+    shutil.copy(FIXTURES / "nccl" / "clean.log", d / "clean.log")
+    SPECIALS[special](d)
+    before = F.snapshot(job)
+    res = F.guarded_run([*argv, d], timeout=60)
+    F.assert_clean(res, None, job, before)
+    F.assert_no_raw_escapes(res)
