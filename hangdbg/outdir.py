@@ -4,9 +4,9 @@
 are the only writers of an output directory (raw py-spy outputs, the fan-out's node files and
 statuses, the JSON documents, HTML, ``nccl split`` files). A file is written to ``NAME.part`` and
 renamed (a reader never sees half a file). A file is always created anew, never opened
-through a symlink (``O_EXCL | O_NOFOLLOW``; the rename replaces a link at ``NAME`` rather than
-following it): a link planted in ``-o`` cannot make hangdbg write outside it. When it cannot be written (``ENOSPC`` disk full,
-``EDQUOT``, ``EROFS``, ``EACCES``, or any other ``OSError``) the partial file is removed, the
+through a symlink (``O_EXCL | O_NOFOLLOW``; the rename replaces a link at ``NAME`` rather
+than following it): a link planted in ``-o`` cannot make hangdbg write outside it. When it
+cannot be written (``ENOSPC`` disk full, ``EDQUOT``, ``EROFS``, ``EACCES``, or any other ``OSError``) the partial file is removed, the
 file is recorded as *not saved* with the reason (:func:`not_saved`) and the caller goes on: the
 analysis of what was collected is the point, so it is still printed, and the command's document
 gets a ``not-saved`` warning naming the files (the exit status is not changed by it).
