@@ -12,7 +12,8 @@ Every injector is a context manager, a path maker or an argv/env helper, used by
   ``scontrol`` into a directory that :func:`env_with_path` puts first on ``PATH``. It behaves as a
   :class:`Behaviour` says: :func:`hang` (sleeps forever, ignoring SIGTERM), :func:`junk` (seeded
   random bytes with NUL, invalid UTF-8, terminal escapes and rich markup), :func:`lie` (plausible
-  but wrong text) or :func:`fail` (non-zero exit with a message). Every run appends its argv to
+  but wrong text), :func:`fail` (non-zero exit with a message), or runs the remote command on
+  this machine (:func:`local`: an honest ssh). Every run appends its argv to
   ``BIN/NAME.calls`` (:func:`calls`), so a test can assert a transport was never started.
 - **special files**: :func:`fifo`, :func:`symlink_loop`.
 - **the run**: :func:`guarded_run` runs ``python -m hangdbg`` under ``RLIMIT_AS`` and a timeout;
@@ -122,6 +123,12 @@ class Behaviour:
     stderr: bytes = b""
     code: int = 0
     hang: bool = False
+    local: bool = False
+
+
+def local() -> Behaviour:
+    """An honest ssh to this machine: runs its last argument (the remote command) with ``sh -c``."""
+    return Behaviour(local=True)
 
 
 def hang(partial: bytes = b"") -> Behaviour:
@@ -169,6 +176,8 @@ with open(CALLS, "a") as f:
 pid = argv[argv.index("--pid") + 1] if "--pid" in argv else ""
 host = argv[argv.index("--") + 1] if "--" in argv and argv.index("--") + 1 < len(argv) else ""
 b = BY_KEY.get(host) or BY_KEY.get(pid) or DEFAULT
+if b["local"]:
+    os.execvp("sh", ["sh", "-c", argv[-1]])
 def sub(data):
     return data.replace(b"{pid}", pid.encode()).replace(b"{host}", host.encode())
 if b["hang"]:
@@ -184,7 +193,7 @@ sys.exit(b["code"])
 
 
 def _spec(b: Behaviour) -> dict:
-    return {"stdout": b.stdout, "stderr": b.stderr, "code": b.code, "hang": b.hang}
+    return {"stdout": b.stdout, "stderr": b.stderr, "code": b.code, "hang": b.hang, "local": b.local}
 
 
 def fake_tool(bin_dir: Path, name: str, behaviour: Behaviour, by_key: dict[str, Behaviour] | None = None) -> Path:

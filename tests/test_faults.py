@@ -292,3 +292,59 @@ def test_a_fifo_or_symlink_loop_inside_an_input_dir_neither_blocks_nor_crashes(t
     res = F.guarded_run([*argv, d], timeout=60)
     F.assert_clean(res, None, job, before)
     F.assert_no_raw_escapes(res)
+
+
+# --- a full disk and a read-only -o -------------------------------------------------------------
+
+def _node_logs(tmp_path: Path, job: Path) -> Path:
+    """A node's NCCL log under ``job/logs`` and an honest fake ssh (the agent runs here)."""
+    logs = job / "logs"
+    logs.mkdir(exist_ok=True)
+    (logs / "nccl.log").write_text((FIXTURES / "nccl" / "clean.log").read_text())
+    F.fake_tool(tmp_path / "bin", "ssh", F.local())
+    return logs
+
+
+def _argv(command: str, logs: Path, pid: int) -> list:
+    return {"collect": ["collect", "--hosts", "localhost", "--launcher", "ssh", "--nccl-logs", f"{logs}/*.log",
+                        "--logs", f"{logs}/*.log", "--node-timeout", "60", "--report"],
+            "report": ["report", STACKS], "analyze": ["analyze", STACKS],
+            "nccl-split": ["nccl", "split", FIXTURES / "nccl"],
+            "dump": ["dump", "--pid", pid, "--timeout", 20, "--no-adapt"]}[command]
+
+
+@ROOT_ONLY
+@pytest.mark.parametrize("command", ["collect", "report", "analyze", "nccl-split", "dump"])
+def test_full_disk_out_prints_the_answer_and_names_what_was_not_saved(tmp_path, job, command, rank_process):
+    logs = _node_logs(tmp_path, job)
+    with F.tmpfs(job / "full", "256k") as mnt:
+        F.fill(mnt, 4096)  # room for the run marker, not for the documents
+        before = F.snapshot(job)
+        res = F.guarded_run([*_argv(command, logs, rank_process), "-o", mnt], timeout=120 + MARGIN,
+                            env=F.env_with_path(tmp_path / "bin"))
+        F.assert_clean(res, mnt, job, before)
+        err = res.stderr.decode(errors="replace")
+        assert "not saved" in err, F.text_of(res)[-3000:]
+        assert res.stdout.strip(), err  # the answer is printed
+        assert F.parts(mnt) == []
+        # nothing claimed written that was not: no "HTML report: FILE", no unqualified "written to"
+        html = [ln for ln in err.splitlines() if ln.startswith("HTML report:")]
+        assert all(Path(ln.split(": ", 1)[1]).is_file() for ln in html), html
+        assert all("not saved" in ln for ln in err.splitlines() if ln.startswith("written to")), err
+        if command == "dump":  # the real py-spy's stack is analysed and printed though not saved
+            assert res.returncode in (0, 3) and "rank-0000.txt" in err and b"<module>" in res.stdout, err
+
+
+@ROOT_ONLY
+@pytest.mark.parametrize("command", ["collect", "report", "analyze", "nccl-split", "dump"])
+def test_read_only_out_is_exit_2_before_any_work(tmp_path, job, command, rank_process):
+    logs = _node_logs(tmp_path, job)
+    with F.read_only(tmp_path / "src", job / "ro") as ro:
+        out = ro / "out"
+        before = F.snapshot(job)
+        res = F.guarded_run([*_argv(command, logs, rank_process), "-o", out], timeout=120 + MARGIN,
+                            env=F.env_with_path(tmp_path / "bin"))
+        F.assert_clean(res, None, job, before)
+        assert res.returncode == 2, F.text_of(res)[-3000:]
+        assert b"-o DIR" in res.stderr and b"Read-only" in res.stderr, res.stderr
+        assert not F.calls(tmp_path / "bin", "ssh")  # collect: refused before any transport
