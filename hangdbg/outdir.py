@@ -210,7 +210,7 @@ def check_writable(out: str | os.PathLike) -> Path:
             (read-only file system, no permission, disk full); the help says to choose another.
     """
     out = Path(out)
-    created = [d for d in (out, *out.parents) if not d.exists()]  # innermost first
+    created = [d for d in (out, *out.parents) if _missing(d)]  # innermost first
     try:
         _probe(out)
     finally:
@@ -220,6 +220,18 @@ def check_writable(out: str | os.PathLike) -> Path:
             except OSError:
                 break
     return out
+
+
+def _missing(path: Path) -> bool:
+    """Whether ``path`` surely does not exist; one that cannot be looked at (a parent directory
+    the user may not enter: ``EACCES``) is taken as existing, never as ours to remove."""
+    try:
+        os.lstat(path)
+    except (FileNotFoundError, NotADirectoryError):
+        return True
+    except OSError:
+        return False
+    return False
 
 
 def _probe(out: Path) -> None:
