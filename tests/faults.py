@@ -246,8 +246,10 @@ def symlink_loop(d: Path) -> tuple[Path, Path]:
 # --- the guarded run --------------------------------------------------------------------------
 
 def guarded_run(argv: list[str], timeout: float = 60, mem_mb: int = 2048, cwd: Path | None = None,
-                env: dict[str, str] | None = None, prefix: list[str] | None = None) -> subprocess.CompletedProcess:
-    """Run ``python -m hangdbg ARGV`` with ``RLIMIT_AS`` of ``mem_mb`` MiB and a ``timeout`` (s);
+                env: dict[str, str] | None = None, prefix: list[str] | None = None,
+                python: str | None = None) -> subprocess.CompletedProcess:
+    """Run ``[PREFIX] PYTHON -m hangdbg ARGV`` (``python``: this interpreter unless given; ``prefix``:
+    e.g. :func:`as_user`) with ``RLIMIT_AS`` of ``mem_mb`` MiB and a ``timeout`` (s);
     stdout/stderr as bytes. ``result.seconds`` is the wall time. A timeout fails the test (the
     process group is killed)."""
     limit = mem_mb << 20
@@ -258,7 +260,7 @@ def guarded_run(argv: list[str], timeout: float = 60, mem_mb: int = 2048, cwd: P
     env = env if env is not None else dict(os.environ, NO_COLOR="1", COLUMNS="160")
     env = dict(env, PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")])))
     t0 = time.monotonic()
-    proc = subprocess.Popen([*(prefix or []), sys.executable, "-m", "hangdbg", *map(str, argv)], stdout=subprocess.PIPE,
+    proc = subprocess.Popen([*(prefix or []), python or sys.executable, "-m", "hangdbg", *map(str, argv)], stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, env=env, cwd=cwd or ROOT,
                             preexec_fn=bounded, start_new_session=True)
     try:

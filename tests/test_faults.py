@@ -348,3 +348,105 @@ def test_read_only_out_is_exit_2_before_any_work(tmp_path, job, command, rank_pr
         assert res.returncode == 2, F.text_of(res)[-3000:]
         assert b"-o DIR" in res.stderr and b"Read-only" in res.stderr, res.stderr
         assert not F.calls(tmp_path / "bin", "ssh")  # collect: refused before any transport
+
+
+# --- a fake srun behind an honest scontrol: dump --jobid ----------------------------------------
+
+SRUN_FAULTS = {
+    "hangs": (F.hang(b"srun: job step 1.2 started\n"), {"node1": "timeout", "node2": "timeout"}),
+    "junk": (F.junk(seed=21, code=0), {"node1": "no-answer", "node2": "no-answer"}),
+    # frames of a host not in the job, of `..`, and node2 answering with node1's name in a file name
+    "lies": (F.lie(_frames("evil", 3) + _frames("..", 2)), {"node1": "no-answer", "node2": "no-answer"}),
+    "fails": (F.fail(b"srun: error: node1: task 0: Exited with exit code 1 [/yellow]\x1b]0;pwned\x07\n"
+                     b"srun: error: \x1b[2J[bold]Unable to create step\n", 1), {"node1": "error", "node2": "no-answer"}),
+}
+
+
+@pytest.mark.parametrize("fault", list(SRUN_FAULTS))
+def test_dump_jobid_with_a_hostile_srun(tmp_path, job, fault):
+    behaviour, expect = SRUN_FAULTS[fault]
+    bin_dir = tmp_path / "bin"
+    F.fake_tool(bin_dir, "scontrol", F.lie(_show_job("node[1-2]")))
+    F.fake_tool(bin_dir, "srun", behaviour)
+    out = job / "out"
+    before = F.snapshot(job)
+    res = F.guarded_run(["dump", "--jobid", "1", "--timeout", TIMEOUT, "--node-timeout", NODE_TIMEOUT, "-o", out],
+                        timeout=NODE_TIMEOUT + MARGIN + 30, env=F.env_with_path(bin_dir))
+    F.assert_clean(res, out, job, before)
+    F.assert_no_raw_escapes(res)
+    assert res.seconds < NODE_TIMEOUT + MARGIN
+    assert len(F.calls(bin_dir, "srun")) == 1
+    assert res.returncode == 1, F.text_of(res)
+    assert {h: n["status"] for h, n in _nodes(out).items()} == expect
+    assert not (out / "raw").exists() or not any(p.is_file() for p in (out / "raw").rglob("*"))
+
+
+# --- another user ------------------------------------------------------------------------------
+
+@pytest.fixture
+def nobody():
+    """``(argv prefix, python, env)`` to run hangdbg as the user nobody; skips when it cannot."""
+    prefix = F.as_user("nobody")
+    python = F.system_python("nobody")
+    site = next((p for p in sys.path if p.endswith("site-packages") and Path(p, "rich").is_dir()), None)
+    if python is None or site is None:
+        pytest.skip("no Python the user nobody may run")
+    env = {"PATH": "/usr/bin:/bin", "PYTHONPATH": f"{F.ROOT}:{site}", "HOME": "/tmp", "NO_COLOR": "1", "COLUMNS": "160"}
+    probe = subprocess.run([*prefix, python, "-c", "import hangdbg.cli.main, rich, psutil"], env=env, capture_output=True)
+    if probe.returncode != 0:
+        pytest.skip(f"the user nobody cannot import hangdbg here: {probe.stderr[-300:]!r}")
+    return prefix, python, env
+
+
+@pytest.fixture
+def shared_job():
+    """A watched directory the user nobody may write (pytest's tmp_path is root's only)."""
+    import shutil
+    import tempfile
+
+    top = Path(tempfile.mkdtemp(prefix="hangdbg-faults-"))
+    try:
+        top.chmod(0o755)
+        d = top / "job"
+        d.mkdir()
+        d.chmod(0o777)
+        yield d
+    finally:
+        shutil.rmtree(top, ignore_errors=True)
+
+
+def test_dump_as_another_user_says_permission_denied_and_names_sudo(nobody, shared_job, rank_process):
+    prefix, python, env = nobody
+    out = shared_job / "out"
+    before = F.snapshot(shared_job)
+    res = F.guarded_run(["dump", "--pid", rank_process, "--timeout", TIMEOUT, "-o", out], timeout=60 + MARGIN,
+                        env=env, prefix=prefix, python=python, cwd=Path("/tmp"))
+    F.assert_clean(res, out, shared_job, before)
+    err = res.stderr.decode(errors="replace")
+    assert res.returncode == 1, F.text_of(res)
+    assert "permission denied" in err and "sudo" in err, err
+    assert "no training process found" not in err
+
+
+@pytest.mark.parametrize("command", [["analyze", STACKS], ["dump", "--pid", "1"]], ids=["analyze", "dump"])
+def test_out_under_a_dir_the_user_cannot_enter_is_exit_2_not_a_traceback(tmp_path, job, nobody, command):
+    prefix, python, env = nobody
+    job.chmod(0o700)  # root's: nobody may not even look inside
+    before = F.snapshot(job)
+    res = F.guarded_run([*command, "-o", job / "out"], timeout=60 + MARGIN, env=env, prefix=prefix, python=python,
+                        cwd=Path("/tmp"))
+    F.assert_clean(res, None, job, before)
+    assert res.returncode == 2, F.text_of(res)
+    assert b"Permission denied" in res.stderr and b"-o DIR" in res.stderr, res.stderr
+
+
+def test_dump_pid_with_a_hanging_pyspy_stays_bounded_with_adaptive_retries(tmp_path, job, rank_process):
+    exe = F.fake_tool(tmp_path / "bin", "py-spy", F.hang())
+    out = job / "out"
+    before = F.snapshot(job)
+    res = F.guarded_run(["dump", "--pid", rank_process, "--py-spy", exe, "--timeout", TIMEOUT, "-o", out],
+                        timeout=6 * TIMEOUT + MARGIN + 30)
+    F.assert_clean(res, out, job, before)
+    assert res.seconds < 6 * TIMEOUT + MARGIN  # the --node-timeout default budget of one node
+    assert res.returncode in (0, 1, 3), F.text_of(res)  # pystack may still read the real stack
+    assert len(F.calls(tmp_path / "bin", "py-spy")) >= 1
