@@ -450,3 +450,22 @@ def test_dump_pid_with_a_hanging_pyspy_stays_bounded_with_adaptive_retries(tmp_p
     assert res.seconds < 6 * TIMEOUT + MARGIN  # the --node-timeout default budget of one node
     assert res.returncode in (0, 1, 3), F.text_of(res)  # pystack may still read the real stack
     assert len(F.calls(tmp_path / "bin", "py-spy")) >= 1
+
+
+@pytest.mark.parametrize("flag", ["--logs", "--nccl-logs", "--traces", "--cores"])
+def test_collect_globs_matching_a_fifo_and_a_symlink_loop_neither_block_nor_crash(tmp_path, job, flag):
+    logs = _node_logs(tmp_path, job)
+    F.fifo(logs / "stuck.log")
+    F.symlink_loop(logs)
+    out = job / "out"
+    before = F.snapshot(job)
+    pattern = f"{logs}/[ls][to]*" if flag == "--cores" else f"{logs}/*"  # cores: only stuck.log, loop-a, loop-b
+    res = F.guarded_run(["collect", "--hosts", "localhost", "--launcher", "ssh", flag, pattern,
+                         "--node-timeout", "40", "-o", out], timeout=40 + MARGIN + 30, env=F.env_with_path(tmp_path / "bin"))
+    F.assert_clean(res, out, job, before)
+    F.assert_no_raw_escapes(res)
+    assert res.seconds < 40, F.text_of(res)  # the agent skipped the FIFO instead of waiting for a writer
+    node = _nodes(out)["localhost"]
+    assert node["status"] in ("ok", "nothing"), node
+    copied = [p.name for p in out.rglob("*") if p.is_fifo() or p.name.startswith(("stuck", "loop-"))]
+    assert copied == [], copied
