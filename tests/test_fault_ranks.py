@@ -5,7 +5,6 @@ that dies between samples, an interrupted dump re-analysed, a huge py-spy output
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 import sys
 import time

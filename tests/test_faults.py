@@ -214,8 +214,8 @@ SCONTROL_FAULTS = {
 }
 
 
-@pytest.mark.parametrize("command", ["dump", "collect"])
-@pytest.mark.parametrize("fault", list(SCONTROL_FAULTS))
+@pytest.mark.parametrize("fault,command", [(f, "dump") for f in SCONTROL_FAULTS]
+                         + [(f, "collect") for f in ("junk", "option-host", "dotdot-host", "fails-with-escapes")])
 def test_jobid_with_a_hostile_scontrol_stops_before_any_transport(tmp_path, job, fault, command):
     behaviour, reason = SCONTROL_FAULTS[fault]
     bin_dir = tmp_path / "bin"
