@@ -3,8 +3,10 @@
 **Writing.** :func:`save_text`, :func:`save_bytes`, :func:`save_chunk` and :func:`append_text`
 are the only writers of an output directory (raw py-spy outputs, the fan-out's node files and
 statuses, the JSON documents, HTML, ``nccl split`` files). A file is written to ``NAME.part`` and
-renamed (a reader never sees half a file). When it cannot be written (``ENOSPC`` disk full,
-``EDQUOT``, ``EROFS``, ``EACCES``, or any other ``OSError``) the partial file is removed, the
+renamed (a reader never sees half a file). A file is always created anew, never opened
+through a symlink (``O_EXCL | O_NOFOLLOW``; the rename replaces a link at ``NAME`` rather
+than following it): a link planted in ``-o`` cannot make hangdbg write outside it. When it
+cannot be written (``ENOSPC`` disk full, ``EDQUOT``, ``EROFS``, ``EACCES``, or any other ``OSError``) the partial file is removed, the
 file is recorded as *not saved* with the reason (:func:`not_saved`) and the caller goes on: the
 analysis of what was collected is the point, so it is still printed, and the command's document
 gets a ``not-saved`` warning naming the files (the exit status is not changed by it).
@@ -36,7 +38,7 @@ import time
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Sequence
+from typing import IO, Sequence
 
 from .errors import UsageError
 
@@ -98,6 +100,31 @@ def _unlink(path: Path) -> None:
         pass
 
 
+def _fresh(path: Path) -> IO[bytes]:
+    """A new file at ``path`` open for binary writing; whatever was there (a stale ``.part``, a
+    symlink planted in the output directory pointing out of it) is removed first, and the open
+    neither follows a link nor reuses a file (``O_EXCL | O_NOFOLLOW``): hangdbg never writes
+    through a link in ``-o``.
+
+    Raises:
+        OSError: as :func:`os.open` (no space, read-only, permission, a link re-planted meanwhile).
+    """
+    _unlink(path)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0), 0o644)
+    return os.fdopen(fd, "wb")
+
+
+def _existing(path: Path, flags: int) -> IO[bytes]:
+    """``path`` open for binary writing with ``flags`` (``O_APPEND``...), not following a link
+    (``O_NOFOLLOW``: ELOOP when ``path`` is one).
+
+    Raises:
+        OSError: as :func:`os.open`.
+    """
+    fd = os.open(path, os.O_WRONLY | flags | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0))
+    return os.fdopen(fd, "ab" if flags & os.O_APPEND else "r+b")
+
+
 def save_bytes(path: str | os.PathLike, data: bytes) -> bool:
     """Write ``data`` to ``path`` atomically (``path.part``, then renamed; parents created).
 
@@ -110,9 +137,9 @@ def save_bytes(path: str | os.PathLike, data: bytes) -> bool:
     tmp = path.with_name(path.name + ".part")
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        with open(tmp, "wb") as f:
+        with _fresh(tmp) as f:
             f.write(data)
-        tmp.replace(path)
+        tmp.replace(path)  # rename: a symlink at ``path`` is replaced, not followed
         return True
     except OSError as exc:
         _unlink(tmp)
@@ -141,7 +168,7 @@ def save_chunk(path: str | os.PathLike, offset: int, data: bytes, last: bool) ->
             return False
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        with open(part, "r+b" if part.exists() else "wb") as f:
+        with (_fresh(part) if offset == 0 else _existing(part, 0)) as f:
             f.seek(offset)
             f.write(data)
         if last:
@@ -164,8 +191,8 @@ def append_text(path: str | os.PathLike, text: str, first: bool) -> bool:
     """
     path = Path(path)
     try:
-        with open(path, "w" if first else "a", encoding="utf-8", errors="replace") as f:
-            f.write(text)
+        with (_fresh(path) if first else _existing(path, os.O_APPEND)) as f:
+            f.write(text.encode("utf-8", "replace"))
         return True
     except OSError as exc:
         _unlink(path)
@@ -183,7 +210,7 @@ def check_writable(out: str | os.PathLike) -> Path:
             (read-only file system, no permission, disk full); the help says to choose another.
     """
     out = Path(out)
-    created = [d for d in (out, *out.parents) if not d.exists()]  # innermost first
+    created = [d for d in (out, *out.parents) if _missing(d)]  # innermost first
     try:
         _probe(out)
     finally:
@@ -193,6 +220,18 @@ def check_writable(out: str | os.PathLike) -> Path:
             except OSError:
                 break
     return out
+
+
+def _missing(path: Path) -> bool:
+    """Whether ``path`` surely does not exist; one that cannot be looked at (a parent directory
+    the user may not enter: ``EACCES``) is taken as existing, never as ours to remove."""
+    try:
+        os.lstat(path)
+    except (FileNotFoundError, NotADirectoryError):
+        return True
+    except OSError:
+        return False
+    return False
 
 
 def _probe(out: Path) -> None:

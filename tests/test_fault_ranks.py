@@ -5,7 +5,6 @@ that dies between samples, an interrupted dump re-analysed, a huge py-spy output
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 import sys
 import time
@@ -13,20 +12,12 @@ from pathlib import Path
 
 import pytest
 
+from faults import RUNUSER, system_python
+
 ROOT = Path(__file__).resolve().parent.parent
-RUNUSER = shutil.which("runuser")
 SITE = next((p for p in sys.path if p.endswith("site-packages") and Path(p, "psutil").is_dir()), None)
 
-
-def _system_python() -> str | None:
-    """A Python interpreter another user may run (the venv's may live under /root)."""
-    assert RUNUSER is not None
-    for exe in (sys.executable, "/usr/bin/python3"):
-        real = os.path.realpath(exe)
-        ok = subprocess.run([RUNUSER, "-u", "nobody", "--", real, "-c", "pass"], capture_output=True).returncode == 0
-        if ok:
-            return real
-    return None
+_system_python = system_python
 
 
 @pytest.fixture

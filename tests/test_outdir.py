@@ -9,7 +9,6 @@ Disk full is a real tmpfs, read-only a real read-only bind mount (root only; ski
 from __future__ import annotations
 
 import argparse
-import contextlib
 import os
 import subprocess
 from pathlib import Path
@@ -23,36 +22,17 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "bench"))
 from fanout_scale import recorded_outputs  # noqa: E402
 
 from conftest import FIXTURES, run_cli  # noqa: E402
+from faults import ROOT_ONLY, fill, mounted, tmpfs  # noqa: E402
 from hangdbg import outdir  # noqa: E402
 from hangdbg.cli.common import out_dir  # noqa: E402
 from hangdbg.collect.fanout import fan_out  # noqa: E402
 from hangdbg.collect.runners import FakeRunner  # noqa: E402
 from hangdbg.errors import UsageError  # noqa: E402
 
-ROOT_ONLY = pytest.mark.skipif(os.geteuid() != 0, reason="needs root (mounts)")
 STACKS = FIXTURES / "pyspy_few"
 
 
-@contextlib.contextmanager
-def _mounted(argv: list[str], mnt: Path):
-    mnt.mkdir(parents=True, exist_ok=True)
-    if subprocess.run(argv + [str(mnt)], capture_output=True).returncode != 0:
-        pytest.skip(f"cannot mount here: {' '.join(argv)}")
-    try:
-        yield mnt
-    finally:
-        subprocess.run(["umount", "-l", str(mnt)], capture_output=True)
-
-
-def _tmpfs(mnt: Path, size: str):
-    return _mounted(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs"], mnt)
-
-
-def _fill(mnt: Path, leave: int) -> None:
-    """Fill the tmpfs ``mnt`` up to ``leave`` bytes free."""
-    st = os.statvfs(mnt)
-    free = st.f_bavail * st.f_frsize
-    (mnt / "filler").write_bytes(b"x" * max(0, free - leave))
+_mounted, _tmpfs, _fill = mounted, tmpfs, fill
 
 
 def _no_traceback(res: subprocess.CompletedProcess) -> None:

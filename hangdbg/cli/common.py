@@ -108,7 +108,8 @@ class Command:
         if len(lost) > 10:
             self.warn(f"not saved: {len(lost) - 10} more file(s)")
         if out is not None and not args.json:
-            self.err.print(f"[dim]written to {escape(str(out))}[/dim]", highlight=False)
+            but = f" (but for the {len(lost)} file(s) not saved)" if lost else ""
+            self.err.print(f"[dim]written to {escape(str(out))}{but}[/dim]", highlight=False)
 
 
 def print_error(err: Console, text: str, help: str | None = None) -> None:

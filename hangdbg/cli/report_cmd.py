@@ -50,10 +50,9 @@ class ReportCommand(Command):
         html_paths = [args.html] if args.html else []
         if args.out is not None:
             html_paths.append(Path(args.out) / "report.html")
-        for hp in html_paths:
-            write_text(Path(hp), render_html(v, hp))
+        saved = [hp for hp in html_paths if write_text(Path(hp), render_html(v, hp))]
         self.emit(doc, args, "report.json", lambda: render_verdict(v, tree=not args.no_tree, evidence=not args.no_evidence))
         if not args.json:
-            for hp in html_paths:
+            for hp in saved:  # one not saved is named among the not-saved warnings instead
                 self.err.print(safe_text(f"HTML report: {hp}", style="dim"), highlight=False)
         return exit_status(doc.found, v.recognised)

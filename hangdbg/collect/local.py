@@ -84,7 +84,8 @@ PARSE_FLOOR = 2.0
 
 
 def threads_of(res: PySpyResult, timeout: float | None = None) -> tuple[tuple[Thread, ...], str | None, str | None]:
-    """``(threads of the first process, error, python version)`` of one py-spy run.
+    """``(threads, error, python version)`` of the process ``res.pid`` in one py-spy run (the
+    first process when the text names none); a text naming only other pids is an error.
 
     Args:
         res: the run.
@@ -97,7 +98,10 @@ def threads_of(res: PySpyResult, timeout: float | None = None) -> tuple[tuple[Th
     procs, _garbled = parse_pyspy_dump(res.text, deadline)
     if not procs:
         return (), "py-spy printed no stack", None
-    first = procs[0]
+    first = next((p for p in procs if p.pid == res.pid), procs[0])
+    if first.pid is not None and first.pid != res.pid:
+        # a wrapper or a confused py-spy answering for another process: its stack is not this rank's
+        return (), f"py-spy printed the stacks of pid {first.pid}, not of pid {res.pid}", None
     return first.threads, first.error, first.python
 
 
