@@ -561,21 +561,23 @@ def test_load_dumps_unreadable_reported_not_raised(tmp_path, monkeypatch):
     write(tmp_path / "d" / ".hidden", "garbage")
     fifo = tmp_path / "pipe"
     os.mkfifo(fifo)
-    real = Path.read_bytes
+    import hangdbg.parse.saved as saved
 
-    def read_bytes(self):
-        if self == locked:
-            raise PermissionError(13, "Permission denied", str(self))
-        return real(self)
+    real = saved.open_input
 
-    monkeypatch.setattr(Path, "read_bytes", read_bytes)
+    def open_input(path):
+        if Path(path) == locked:
+            raise PermissionError(13, "Permission denied", str(path))
+        return real(path)
+
+    monkeypatch.setattr(saved, "open_input", open_input)
     dumps, stats = load_dumps([tmp_path / "d", fifo, good])  # good is named twice: read once
     assert [d.rank for d in dumps] == [0]
     assert stats.files_read == 1 and stats.processes == 1
     assert stats.unreadable == (
         (str(tmp_path / "d" / "rank-0001.txt"), "binary data, not py-spy text output"),
         (str(locked), "Permission denied"),
-        (str(fifo), "not a regular file"),
+        (str(fifo), "not a regular file (a FIFO)"),
     )
 
 
