@@ -93,6 +93,8 @@ def parse_debug_server_dump(text: str) -> tuple[list[ParsedProcess], int] | None
     Raises:
         Nothing.
     """
+    if "=== Rank " not in text:  # a C substring search: most files are plain py-spy text
+        return None
     blocks: list[tuple[int, str, list[str]]] = []
     garbled = 0
     body: list[str] | None = None
