@@ -7,7 +7,7 @@ import argparse
 from ..analyze import analyze
 from ..errors import UsageError
 from ..parse import load_dumps
-from .common import Command, add_output_arguments, emit_stacks
+from .common import Command, add_export_arguments, add_output_arguments, emit_stacks
 
 
 class AnalyzeCommand(Command):
@@ -21,6 +21,7 @@ class AnalyzeCommand(Command):
     def add_arguments(cls, p: argparse.ArgumentParser) -> None:
         p.add_argument("paths", nargs="+", metavar="PATH", help="files or directories of py-spy dump output")
         add_output_arguments(p, "hangdbg.json", tree=True)
+        add_export_arguments(p)
 
     def run(self, args: argparse.Namespace) -> int:
         try:

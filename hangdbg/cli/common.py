@@ -132,6 +132,43 @@ def add_output_arguments(parser: argparse.ArgumentParser, name: str, tree: bool 
         g.add_argument("--no-evidence", action="store_true", help="leave the raw evidence lines out of the report")
 
 
+def add_export_arguments(parser: argparse.ArgumentParser) -> None:
+    """``--speedscope FILE`` (with ``--speedscope-by class|rank``) and ``--folded FILE``: the stacks
+    for flame-graph tools (:mod:`hangdbg.report.export`)."""
+    g = parser.add_argument_group("export")
+    g.add_argument("--speedscope", metavar="FILE", type=Path,
+                   help="also write the stacks of every thread of every rank as a speedscope file "
+                        "(https://www.speedscope.app), one profile per equivalence class (or per rank)")
+    g.add_argument("--speedscope-by", dest="speedscope_by", choices=("class", "rank"), default="class",
+                   help="one speedscope profile per equivalence class (default) or per rank")
+    g.add_argument("--folded", metavar="FILE", type=Path,
+                   help="also write folded stacks (`frame;frame;frame COUNT`, outermost first; the input of "
+                        "flamegraph.pl, which speedscope imports too)")
+
+
+def write_exports(analysis: Analysis | None, args: argparse.Namespace, warn: Callable[[str], None]) -> None:
+    """Write ``--speedscope``/``--folded`` of ``analysis`` (options absent: nothing). A file that
+    cannot be written is recorded as not saved (:func:`write_text`); with no stack analysis
+    nothing is written and ``warn`` says so."""
+    speedscope, folded = getattr(args, "speedscope", None), getattr(args, "folded", None)
+    if speedscope is None and folded is None:
+        return
+    if analysis is None or not analysis.ranks:
+        names = " and ".join(str(p) for p in (speedscope, folded) if p is not None)
+        warn(f"no stacks among the inputs: {names} not written")
+        return
+    import json
+
+    from ..report.export import folded_lines, speedscope_document
+
+    if speedscope is not None:
+        doc = speedscope_document(analysis, by=getattr(args, "speedscope_by", "class"))
+        write_text(Path(speedscope), json.dumps(doc, ensure_ascii=False) + "\n")
+    if folded is not None:
+        lines = folded_lines(analysis)
+        write_text(Path(folded), "".join(line + "\n" for line in lines))
+
+
 def out_dir(args: argparse.Namespace, prefix: str = "hangdbg-dump", own: bool = True) -> Path:
     """``--out``, or ``./PREFIX-YYYYmmdd-HHMMSS``: claimed for this run (:func:`hangdbg.outdir.claim`:
     created, writable, not holding another run's output unless ``--force``), and stored back into
@@ -281,6 +318,7 @@ def emit_stacks(cmd: Command, a: Analysis, args: argparse.Namespace, command: st
     from ..report.build import stacks_document
     from ..report.console import render_analysis
 
+    write_exports(a, args, cmd.warn)  # first: a file not saved is in the document
     document = with_not_saved(stacks_document(a, command, **doc))
     view = replace(a, headline=document.headline, findings=document.findings)
     cmd.emit(document, args, "hangdbg.json",

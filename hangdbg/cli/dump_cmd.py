@@ -16,7 +16,7 @@ from ..report.build import process_list
 from ..report.document import CoreWritten
 from ..report.safetext import visible
 from ..tools.pyspy import OUTPUT_CAP, PySpyOptions, find_pyspy
-from .common import (Command, add_output_arguments, emit_stacks, out_dir, positive_float, positive_int, progress_bar,
+from .common import (Command, add_export_arguments, add_output_arguments, emit_stacks, out_dir, positive_float, positive_int, progress_bar,
                      write_json)
 from .remote import add_remote_arguments, dump_remote, wants_remote
 
@@ -126,6 +126,7 @@ class DumpCommand(Command):
                             "reuse an -o DIR that holds another run's output (its hangdbg files are removed first)")
         add_remote_arguments(p)
         add_output_arguments(p, "raw/, processes.json, hangdbg.json, core files; default ./hangdbg-dump-DATE", tree=True)
+        add_export_arguments(p)
 
     def run(self, args: argparse.Namespace) -> int:
         if wants_remote(args):

@@ -17,7 +17,7 @@ from ..report.html import render_html
 from ..report.safetext import safe_text
 from ..report.verdict_console import render_verdict
 from ..sources.evidence import read_evidence
-from .common import Command, add_output_arguments, exit_status, progress_bar, write_text
+from .common import Command, add_export_arguments, add_output_arguments, exit_status, progress_bar, write_exports, write_text
 
 
 class ReportCommand(Command):
@@ -34,6 +34,7 @@ class ReportCommand(Command):
         p.add_argument("paths", nargs="+", metavar="DIR", help="directories (read recursively) or files")
         p.add_argument("--html", metavar="FILE", type=Path, help="also write one self-contained HTML report to FILE")
         add_output_arguments(p, "report.json and report.html", tree=True)
+        add_export_arguments(p)
 
     def run(self, args: argparse.Namespace) -> int:
         with progress_bar(self.err, "reading evidence", 2) as progress:
@@ -51,6 +52,7 @@ class ReportCommand(Command):
         if args.out is not None:
             html_paths.append(Path(args.out) / "report.html")
         saved = [hp for hp in html_paths if write_text(Path(hp), render_html(v, hp))]
+        write_exports(v.analysis, args, self.warn)  # the stacks it analysed (py-spy dumps, cores)
         self.emit(doc, args, "report.json", lambda: render_verdict(v, tree=not args.no_tree, evidence=not args.no_evidence))
         if not args.json:
             for hp in saved:  # one not saved is named among the not-saved warnings instead
