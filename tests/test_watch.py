@@ -170,7 +170,7 @@ def test_a_real_heartbeat_stall_is_dumped_with_real_pyspy(tmp_path):
     proc = subprocess.Popen([sys.executable, "-c", code], env=env)
     try:
         res = run_cli("watch", "--pid", proc.pid, "--heartbeat", beats, "--stall", "3", "--interval", "0.5",
-                      "--once", "--json", "-o", tmp_path / "out", timeout=120)
+                      "--once", "--json", "-o", tmp_path / "out", "--on-hang", "echo hook-said-this", timeout=120)
         assert res.returncode == 3, res.stderr
         doc = validate(json.loads(res.stdout))
         [stall] = doc["stalls"]
@@ -178,6 +178,8 @@ def test_a_real_heartbeat_stall_is_dumped_with_real_pyspy(tmp_path):
         raw = (Path(stall["dump_dir"]) / "raw" / "rank-0000.txt").read_text()
         assert "<module>" in raw and "Thread" in raw, raw  # a real py-spy dump of the stuck process
         assert doc["signals"] == ["heartbeat"] and proc.poll() is None  # the watcher never stops the job
+        # the hook's output goes to stderr: stdout holds the JSON document alone
+        assert "hook-said-this" in res.stderr and stall["on_hang_exit"] == 0
     finally:
         proc.kill()
         proc.wait()
@@ -197,3 +199,19 @@ def test_over_ssh_a_job_ends_only_after_its_ranks_were_seen():
     assert not cmd.alive()
     cmd.no_ranks = 1
     assert cmd.alive()
+
+
+def test_log_probe_reads_at_most_the_cap_per_observation(tmp_path, monkeypatch):
+    """A large log seen for the first time, or a burst, is read from its last LOG_READ_CAP bytes
+    (whole lines only): memory stays bounded, and progress still moves."""
+    import hangdbg.collect.watch as watch
+
+    monkeypatch.setattr(watch, "LOG_READ_CAP", 40)
+    log = tmp_path / "train.log"
+    log.write_text("".join(f"step {i}\n" for i in range(100)))  # 790 bytes
+    probe = LogProbe([str(log)], re.compile(r"^step \d+"))
+    first = probe.progress()
+    assert first is not None and 0 < first <= 40 // len("step 99\n") + 1
+    with log.open("a") as f:
+        f.write("step 100\n")
+    assert probe.progress() == first + 1  # the next read goes on from where this one stopped

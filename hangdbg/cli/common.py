@@ -68,6 +68,7 @@ class Command:
     def __init__(self, out: Console, err: Console) -> None:
         self.out = out
         self.err = err
+        self.document: Any = None
 
     @classmethod
     def add_arguments(cls, parser: argparse.ArgumentParser) -> None:  # pragma: no cover - abstract
@@ -96,6 +97,7 @@ class Command:
         if out is not None:
             write_json(Path(out) / name, doc)
             doc = with_not_saved(doc)
+        self.document = doc  # what the command said, for a caller running it (``watch`` runs ``dump``)
         if args.json:
             self.print_json(doc)
         else:

@@ -20,8 +20,17 @@ from ..model import Finding
 from ..report.document import NodeEntry
 from .common import EXIT_ERROR, EXIT_FOUND, Command, emit_stacks, out_dir, progress_bar
 
-__all__ = ["add_remote_arguments", "wants_remote", "dump_remote", "remote_runner", "fan_out_with_progress", "FAILED_STATUSES",
-           "node_entries", "node_findings"]
+__all__ = [
+    "FAILED_STATUSES",
+    "add_remote_arguments",
+    "agent_args",
+    "dump_remote",
+    "fan_out_with_progress",
+    "node_entries",
+    "node_findings",
+    "remote_runner",
+    "wants_remote",
+]
 
 
 
@@ -47,7 +56,8 @@ def wants_remote(args: argparse.Namespace) -> bool:
     return bool(args.jobid or args.hosts or args.hostfile)
 
 
-def _agent_args(args: argparse.Namespace, with_host: bool) -> list[str]:
+def agent_args(args: argparse.Namespace, with_host: bool) -> list[str]:
+    """The agent's options for ``args`` of ``dump`` (py-spy flags, timeouts, samples, target, ``--match-env``)."""
     out: list[str] = []
     for flag in ("native", "locals", "nonblocking"):
         if getattr(args, flag):
@@ -131,7 +141,7 @@ def dump_remote(cmd: Command, args: argparse.Namespace) -> int:
     out = out_dir(args)
     # the adaptive steps may add a retry, pystack, a native pass, two samples and a store lookup
     timeout = args.node_timeout or ((6 if args.adapt else 2) * args.timeout + args.samples * args.interval + 30)
-    argv = agent_argv(args.remote_python, _agent_args(args, with_host=not args.jobid))
+    argv = agent_argv(args.remote_python, agent_args(args, with_host=not args.jobid))
     result = fan_out_with_progress(cmd, runner, hosts, argv, out, timeout, "fan-out")
     failed = node_findings(result.nodes)
     # the ranks of a node not read were not looked at: not "missing" (never started or exited),

@@ -30,22 +30,41 @@ from typing import Any
 
 from rich.console import Console
 
-from ..analyze.stall import Observation, Stall, StallDetector, stacks_signature, waiting_or_idle
+from ..analyze.stall import (
+    Observation,
+    Stall,
+    StallDetector,
+    stacks_signature,
+    waiting_or_idle,
+)
 from ..collect.fanout import agent_argv, fan_out
 from ..collect.local import CollectOptions, collect
 from ..collect.procs import find_ranks
-from ..collect.runners import HOST
 from ..collect.slurm import WAITING_STATES, job_state, show_job
-from ..collect.watch import HeartbeatProbe, LogProbe, pids_alive, watch_loop
+from ..collect.watch import (
+    HeartbeatProbe,
+    LogProbe,
+    kill_process_trees,
+    pids_alive,
+    watch_loop,
+)
 from ..errors import HangdbgError, UsageError
 from ..model import RankDump
-from ..parse.jsondoc import load_json
 from ..report.build import watch_document
 from ..report.document import StallEntry
 from ..report.safetext import visible
 from ..tools.pyspy import PySpyOptions, find_pyspy
-from .common import EXIT_FOUND, EXIT_OK, Command, add_output_arguments, out_dir, positive_float, write_json
-from .remote import add_remote_arguments, remote_runner, wants_remote
+from ..tools.subproc import Popen, communicate_or_kill, run
+from .common import (
+    EXIT_FOUND,
+    EXIT_OK,
+    Command,
+    add_output_arguments,
+    out_dir,
+    positive_float,
+    write_json,
+)
+from .remote import add_remote_arguments, agent_args, remote_runner, wants_remote
 
 __all__ = ["WatchCommand"]
 
@@ -189,12 +208,10 @@ class WatchCommand(Command):
             dumps = collect(ranks, opts)
         else:
             runner, hosts = self.remote
-            agent = ["--nonblocking", "--no-adapt", "--timeout", f"{a.timeout:g}", "--samples", "1"]
-            if a.py_spy:
-                agent += ["--py-spy", a.py_spy]
-            agent += ["--jobid", a.jobid] if a.jobid else ["--node-name", HOST]
-            for pair in a.match_env:
-                agent += ["--match-env", pair]
+            # one cheap sample per node: non-blocking py-spy, no locals, no adaptive steps
+            sample = argparse.Namespace(**{**vars(a), "native": False, "locals": False, "nonblocking": True,
+                                           "adapt": False, "samples": 1, "interval": 1.0, "jobs": None})
+            agent = agent_args(sample, with_host=not a.jobid)
             with tempfile.TemporaryDirectory(prefix="hangdbg-watch-sample-") as tmp:
                 result = fan_out(runner, hosts, agent_argv(a.remote_python, agent), Path(tmp), 2 * a.timeout + 30)
             for n in result.nodes:
@@ -275,49 +292,54 @@ class WatchCommand(Command):
         return argv
 
     def _dump(self, stall_dir: Path) -> tuple[int | None, str | None, list[int]]:
+        """Run the stall's ``hangdbg dump``; its exit status, headline and blamed ranks (from the
+        document it built, whether or not the disk kept its ``hangdbg.json``)."""
         from .dump_cmd import DumpCommand
         from .main import build_parser
 
         argv = self.dump_argv(stall_dir)
         self.log("running: hangdbg " + shlex.join(argv))
-        out = Console(file=io.StringIO()) if self.args.json else self.out
+        dump = DumpCommand(Console(file=io.StringIO()) if self.args.json else self.out, self.err)
         try:
-            code = DumpCommand(out, self.err).run(build_parser(argv).parse_args(argv))
+            code = dump.run(build_parser(argv).parse_args(argv))
         except HangdbgError as exc:
             self.err.print(f"hangdbg watch: the stall dump failed: {visible(str(exc))}", markup=False, highlight=False)
             code = 2 if isinstance(exc, UsageError) else 1
-        try:
-            doc = load_json((stall_dir / "hangdbg.json").read_text(errors="replace"))
-        except (OSError, ValueError):
+        doc = dump.document
+        if doc is None:
             return code, None, []
-        ranks = sorted({r for f in doc.get("findings", []) if f.get("severity") == "suspect" for r in f.get("ranks", [])})
-        return code, str(doc.get("headline") or ""), ranks
+        return code, doc.headline, sorted({r for f in doc.findings if f.is_suspect for r in f.ranks})
 
     def _on_hang(self, stall_dir: Path, headline: str | None, suspects: list[int], stall: Stall) -> int | None:
+        """Run ``--on-hang`` through ``sh -c`` (the user's own command line, as they wrote it; our values
+        only in its environment); its output goes to stderr (stdout may carry ``--json``)."""
         env = dict(os.environ, HANGDBG_DUMP_DIR=str(stall_dir), HANGDBG_JSON=str(stall_dir / "hangdbg.json"),
                    HANGDBG_HEADLINE=headline or "", HANGDBG_SUSPECTS=",".join(map(str, suspects)),
                    HANGDBG_STALL_REASON=stall.reason)
-        self.log(f"running --on-hang: {self.args.on_hang}")
-        try:  # the user's own command line, run as they wrote it; our values only in the environment
-            res = subprocess.run(self.args.on_hang, shell=True, env=env, timeout=ON_HANG_TIMEOUT, stdin=subprocess.DEVNULL)
-        except subprocess.TimeoutExpired:
-            self.note(f"--on-hang ran longer than {ON_HANG_TIMEOUT:g} s and was stopped")
-            return None
+        try:
+            proc = Popen(["/bin/sh", "-c", self.args.on_hang], env=env, stdin=subprocess.DEVNULL,
+                         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True)
         except OSError as exc:
             self.note(f"--on-hang could not run: {exc}")
             return None
-        if res.returncode != 0:
-            self.note(f"--on-hang exited with status {res.returncode}")
-        return res.returncode
+        got = communicate_or_kill(proc, ON_HANG_TIMEOUT)
+        if got is None:
+            self.note(f"--on-hang ran longer than {ON_HANG_TIMEOUT:g} s and was stopped")
+            return None
+        said = got[0].decode("utf-8", "replace").rstrip()
+        if said:
+            self.err.print(visible(said), markup=False, highlight=False)
+        if proc.returncode != 0:
+            self.note(f"--on-hang exited with status {proc.returncode}")
+        return proc.returncode
 
     def _then(self) -> str:
         a = self.args
         if a.then == "kill" and a.pid:
-            return _kill_trees(a.pid)
+            return kill_process_trees(a.pid)
         argv = ["scancel", a.jobid] if a.then in ("kill", "scancel") else ["scontrol", "requeue", a.jobid]
-        self.log("running: " + shlex.join(argv))
         try:
-            res = subprocess.run(argv, capture_output=True, text=True, errors="replace", timeout=60)
+            res = run(argv, timeout=60, text=True, errors="replace")
         except (OSError, subprocess.TimeoutExpired) as exc:
             return f"{a.then}: {shlex.join(argv)} failed: {exc}"
         said = (res.stderr or res.stdout).strip()[:200]
@@ -342,30 +364,3 @@ def _fresh(path: Path) -> Path:
         n += 1
         candidate = path.with_name(f"{path.name}-{n}")
     return candidate
-
-
-def _kill_trees(pids: list[int], grace: float = 10.0) -> str:
-    """SIGTERM the processes ``pids`` and their descendants, SIGKILL what is left after ``grace`` seconds."""
-    import psutil
-
-    procs: dict[int, psutil.Process] = {}
-    for pid in pids:
-        try:
-            p = psutil.Process(pid)
-            procs[pid] = p
-            procs.update({c.pid: c for c in p.children(recursive=True)})
-        except psutil.Error:
-            continue
-    for p in procs.values():
-        try:
-            p.send_signal(signal.SIGTERM)
-        except psutil.Error:
-            pass
-    _gone, alive = psutil.wait_procs(list(procs.values()), timeout=grace)
-    for p in alive:
-        try:
-            p.kill()
-        except psutil.Error:
-            pass
-    return f"kill: SIGTERM to {len(procs)} process(es)" + (f", SIGKILL to {len(alive)} after {grace:g} s" if alive else "")
-

@@ -20,6 +20,7 @@ import glob
 import io
 import os
 import re
+import signal
 import time
 from dataclasses import dataclass, field
 from typing import Callable, Hashable
@@ -29,7 +30,11 @@ import psutil
 from ..analyze.stall import Observation, Stall, StallDetector
 from ..parse.textlines import iter_lines_from, open_input
 
-__all__ = ["LogProbe", "HeartbeatProbe", "watch_loop", "pids_alive", "WatchEnd"]
+__all__ = ["HeartbeatProbe", "LogProbe", "WatchEnd", "kill_process_trees", "pids_alive", "watch_loop"]
+
+LOG_READ_CAP = 64 << 20
+"""Bytes of a log read at one observation: a log that grew more (or a large log seen for the first
+time) is read from its last 64 MiB; progress only has to move, not to count every line."""
 
 _HEARTBEAT_CAP = 256
 """Bytes of each heartbeat file read (one short line)."""
@@ -84,12 +89,16 @@ class LogProbe:
             t.offset, t.count = 0, 0
         if size == t.offset:
             return t.count
+        start = max(t.offset, size - LOG_READ_CAP)  # a huge first read or burst: only its newest lines
         try:
             with open_input(path) as f:
-                f.seek(t.offset)
-                data = f.read(size - t.offset)
+                f.seek(start)
+                data = f.read(size - start)
         except OSError:
             return t.count
+        if start > t.offset:
+            first = data.find(b"\n") + 1  # the skipped part ends inside a line
+            data, t.offset = data[first:], start + first
         end = data.rfind(b"\n")  # only complete lines: a half-written line is read next time
         if end < 0:
             return t.count
@@ -131,6 +140,31 @@ def pids_alive(pids: list[int]) -> bool:
         except psutil.Error:
             continue
     return False
+
+
+def kill_process_trees(pids: list[int], grace: float = 10.0) -> str:
+    """SIGTERM the processes ``pids`` and their descendants, SIGKILL what is left after ``grace``
+    seconds (``watch --then kill``); one line saying what was done."""
+    procs: dict[int, psutil.Process] = {}
+    for pid in pids:
+        try:
+            p = psutil.Process(pid)
+            procs[pid] = p
+            procs.update({c.pid: c for c in p.children(recursive=True)})
+        except psutil.Error:
+            continue
+    for p in procs.values():
+        try:
+            p.send_signal(signal.SIGTERM)
+        except psutil.Error:
+            pass
+    _gone, alive = psutil.wait_procs(list(procs.values()), timeout=grace)
+    for p in alive:
+        try:
+            p.kill()
+        except psutil.Error:
+            pass
+    return f"kill: SIGTERM to {len(procs)} process(es)" + (f", SIGKILL to {len(alive)} after {grace:g} s" if alive else "")
 
 
 @dataclass(frozen=True, slots=True)
