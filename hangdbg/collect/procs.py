@@ -74,21 +74,25 @@ def _describe(proc: psutil.Process, denied: Denied | None = None) -> tuple[list[
         return None
 
 
+def _who(denied: Denied) -> tuple[str, str]:
+    """``("alice, bob", "101,102,...")``: the users and (the first 8) pids of ``denied``."""
+    users = ", ".join(sorted({u for _, u in denied}))
+    return users, ",".join(str(p) for p, _ in denied[:8]) + ("..." if len(denied) > 8 else "")
+
+
 def denied_note(denied: Denied, found: int) -> str:
     """One line for ``denied`` processes next to ``found`` ranks: who they belong to and the fix."""
-    users = sorted({u for _, u in denied})
-    pids = ",".join(str(p) for p, _ in denied[:8]) + ("..." if len(denied) > 8 else "")
+    users, pids = _who(denied)
     return (f"{found} rank(s) found, but the environment of {len(denied)} more Python process(es) of user(s) "
-            f"{', '.join(users)} cannot be read (pids {pids}): if they are ranks of this job they are not "
+            f"{users} cannot be read (pids {pids}): if they are ranks of this job they are not "
             "dumped; use sudo to read them")
 
 
 def _denied_error(denied: Denied, where: str) -> RanksUnreadable:
-    users = sorted({u for _, u in denied})
-    pids = ",".join(str(p) for p, _ in denied[:8]) + ("..." if len(denied) > 8 else "")
+    users, pids = _who(denied)
     return RanksUnreadable(
         f"permission denied: the environment of {len(denied)} Python process(es) {where} of user(s) "
-        f"{', '.join(users)} cannot be read (pids {pids}), so their ranks are unknown; use sudo"
+        f"{users} cannot be read (pids {pids}), so their ranks are unknown; use sudo"
     )
 
 
