@@ -10,6 +10,8 @@ import os
 import signal
 import subprocess
 import sys
+import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -172,3 +174,17 @@ def sshd():
         yield server
     finally:
         server.stop()
+
+
+@pytest.fixture
+def rank_process() -> Iterator[int]:
+    """A sleeping Python process with RANK/WORLD_SIZE set, owned by the test's user: a rank to dump
+    (run as root: a rank of another user's job for a scanner run as ``nobody``); its pid."""
+    env = dict(os.environ, RANK="0", WORLD_SIZE="1", LOCAL_RANK="0", LOCAL_WORLD_SIZE="1")
+    proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(300)"], env=env)
+    try:
+        time.sleep(0.3)
+        yield proc.pid
+    finally:
+        proc.kill()
+        proc.wait()

@@ -4,12 +4,11 @@ built from the saved fixtures and hand-made stacks, and written by `analyze` and
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import Any
 
 import pytest
-
 from conftest import FIXTURES, run_cli
+
 from hangdbg.analyze import analyze
 from hangdbg.model import Analysis, Frame, RankDump, Thread
 from hangdbg.parse.saved import load_dumps

@@ -20,20 +20,6 @@ SITE = next((p for p in sys.path if p.endswith("site-packages") and Path(p, "psu
 _system_python = system_python
 
 
-@pytest.fixture
-def rank_process():
-    """A Python process with RANK set, owned by the test's user (root: a rank of another user's job
-    for a scanner run as nobody); its pid."""
-    env = dict(os.environ, RANK="0", WORLD_SIZE="1", LOCAL_RANK="0", LOCAL_WORLD_SIZE="1")
-    proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"], env=env)
-    try:
-        time.sleep(0.3)
-        yield proc.pid
-    finally:
-        proc.kill()
-        proc.wait()
-
-
 @pytest.mark.skipif(os.geteuid() != 0 or RUNUSER is None, reason="needs root and runuser")
 def test_other_users_rank_is_permission_denied_not_no_rank(rank_process):
     python = _system_python()

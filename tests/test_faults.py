@@ -13,7 +13,6 @@ import json
 import os
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -24,19 +23,6 @@ from faults import ROOT_ONLY
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 TIMEOUT = 2
 MARGIN = 20  # seconds over --timeout a run may take (interpreter start-up, analysis) on a busy 2-core box
-
-
-@pytest.fixture
-def rank_process():
-    """A sleeping Python process with RANK/WORLD_SIZE set: a rank to dump; its pid."""
-    env = dict(os.environ, RANK="0", WORLD_SIZE="1", LOCAL_RANK="0", LOCAL_WORLD_SIZE="1")
-    proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(300)"], env=env)
-    try:
-        time.sleep(0.3)
-        yield proc.pid
-    finally:
-        proc.kill()
-        proc.wait()
 
 
 @pytest.fixture

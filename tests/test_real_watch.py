@@ -11,45 +11,16 @@ measurements (``bench/watch_latency.py`` measures those).
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
-
-from conftest import ROOT, validate
+from _watch import finish, wait_for_line, watcher
+from conftest import validate
 
 pytest.importorskip("torch")
 
 STALL = 6.0
-
-
-def watcher(*args: str, cwd: Path) -> subprocess.Popen:
-    env = dict(os.environ, NO_COLOR="1", COLUMNS="160", PYTHONPATH=str(ROOT))
-    return subprocess.Popen([sys.executable, "-m", "hangdbg", "watch", *map(str, args)], cwd=cwd, env=env,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-
-
-def finish(p: subprocess.Popen, timeout: float) -> tuple[int, str, str]:
-    try:
-        out, err = p.communicate(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        p.kill()
-        out, err = p.communicate()
-        pytest.fail(f"the watcher did not finish within {timeout:g} s:\n{err[-3000:]}")
-    assert "Traceback" not in err, err[-3000:]
-    return p.returncode, out, err
-
-
-def wait_for_line(path: Path, text: str, timeout: float = 180.0) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if path.exists() and text in path.read_text(errors="replace"):
-            return
-        time.sleep(0.2)
-    pytest.fail(f"{text!r} never appeared in {path}:\n{path.read_text(errors='replace')[-2000:] if path.exists() else ''}")
 
 
 @pytest.fixture(scope="module")

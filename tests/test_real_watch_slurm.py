@@ -12,15 +12,14 @@ The time limits are hang guards, not speed measurements (``bench/watch_latency.p
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
 import time
 from pathlib import Path
 
+import _watch
 import pytest
-
-from conftest import ROOT, validate
+from _watch import wait_for_line
+from conftest import validate
 from infra.slurm import TERMINAL_STATES, srun_job_script, wait_ready
 
 pytest.importorskip("torch")
@@ -31,30 +30,14 @@ HOOK = 'printf "%s|%s|%s" "$HANGDBG_SUSPECTS" "$HANGDBG_DUMP_DIR" "$HANGDBG_HEAD
 
 
 def watcher(cluster, *args: object, cwd: Path) -> subprocess.Popen:
-    env = dict(cluster.env, NO_COLOR="1", COLUMNS="160", PYTHONPATH=str(ROOT))
-    return subprocess.Popen([sys.executable, "-m", "hangdbg", "watch", *map(str, args)], cwd=cwd, env=env,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    return _watch.watcher(*args, cwd=cwd, env=cluster.env)
 
 
 def finish(p: subprocess.Popen, timeout: float) -> tuple[int, dict, str]:
-    try:
-        out, err = p.communicate(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        p.kill()
-        out, err = p.communicate()
-        pytest.fail(f"the watcher did not finish within {timeout:g} s:\n{err[-3000:]}")
-    assert "Traceback" not in err, err[-3000:]
+    """:func:`_watch.finish`, and the watch document it printed (``--json``), validated."""
+    rc, out, err = _watch.finish(p, timeout)
     assert out.strip(), f"no JSON printed:\n{err[-3000:]}"
-    return p.returncode, validate(json.loads(out)), err
-
-
-def wait_for_line(path: Path, text: str, timeout: float = 180.0) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if path.exists() and text in path.read_text(errors="replace"):
-            return
-        time.sleep(0.2)
-    pytest.fail(f"{text!r} never appeared in {path}:\n{path.read_text(errors='replace')[-2000:] if path.exists() else ''}")
+    return rc, validate(json.loads(out)), err
 
 
 def submit(cluster, ready: Path, scenario: str, args: list[str]) -> tuple[int, Path]:

@@ -1,0 +1,43 @@
+"""Shared by the real ``hangdbg watch`` tests (``test_real_watch.py``, ``test_real_watch_slurm.py``):
+a watcher process next to a job, its end, and waiting for a job's log line."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from conftest import ROOT
+
+
+def watcher(*args: object, cwd: Path, env: dict[str, str] | None = None) -> subprocess.Popen:
+    """``python -m hangdbg watch ARGS`` in the background (``env``: e.g. the test cluster's)."""
+    env = dict(env or os.environ, NO_COLOR="1", COLUMNS="160", PYTHONPATH=str(ROOT))
+    return subprocess.Popen([sys.executable, "-m", "hangdbg", "watch", *map(str, args)], cwd=cwd, env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def finish(p: subprocess.Popen, timeout: float) -> tuple[int, str, str]:
+    """The watcher's exit status, stdout and stderr; a watcher still running after ``timeout``
+    seconds, or one that printed a traceback, fails the test."""
+    try:
+        out, err = p.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        p.kill()
+        out, err = p.communicate()
+        pytest.fail(f"the watcher did not finish within {timeout:g} s:\n{err[-3000:]}")
+    assert "Traceback" not in err, err[-3000:]
+    return p.returncode, out, err
+
+
+def wait_for_line(path: Path, text: str, timeout: float = 180.0) -> None:
+    """Wait until the file ``path`` holds ``text`` (a job's log reaching a step)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if path.exists() and text in path.read_text(errors="replace"):
+            return
+        time.sleep(0.2)
+    pytest.fail(f"{text!r} never appeared in {path}:\n{path.read_text(errors='replace')[-2000:] if path.exists() else ''}")
