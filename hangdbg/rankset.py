@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Iterable
 
-__all__ = ["MAX_RANKS", "compress", "expand", "rank_number", "ranks_text"]
+__all__ = ["MAX_RANKS", "compress", "expand", "rank_class", "rank_number", "rank_set", "ranks_text"]
 
 MAX_RANKS = 1 << 22
 """More ranks than any job has (4M): a rank, rank count or world size read from text at or above
@@ -40,10 +40,14 @@ def rank_number(value: object, low: int = 0) -> int | None:
 
 def compress(ranks: Iterable[int]) -> str:
     """Format ranks as sorted, comma-separated ranges: ``compress([0,1,2,4]) == "0-2,4"``."""
-    items = sorted(set(ranks))
+    return ",".join(_parts(sorted(set(ranks))))
+
+
+def _parts(items: list[int]) -> list[str]:
+    """Sorted distinct ranks as range parts: ``[0, 1, 2, 5] -> ["0-2", "5"]``."""
+    parts: list[str] = []
     if not items:
-        return ""
-    parts = []
+        return parts
     start = prev = items[0]
     for r in items[1:]:
         if r == prev + 1:
@@ -52,7 +56,55 @@ def compress(ranks: Iterable[int]) -> str:
         parts.append(str(start) if start == prev else f"{start}-{prev}")
         start = prev = r
     parts.append(str(start) if start == prev else f"{start}-{prev}")
-    return ",".join(parts)
+    return parts
+
+
+def _joined(parts: list[str], limit: int | None) -> str:
+    if limit is not None and len(parts) > limit:
+        return ", ".join(parts[:limit]) + f", ... {len(parts) - limit} more"
+    return ", ".join(parts)
+
+
+def rank_set(ranks: Iterable[int], limit: int | None = None) -> str:
+    """A rank set for people, never mistaken for a number: ``{3, 517, 900}``, ``{0-2, 5}``, ``{}``.
+
+    Args:
+        ranks: the ranks (duplicates and order ignored).
+        limit: at most this many parts (a rank or a range) are written, then ``... N more``
+            (``None``: all of them).
+    """
+    return "{" + _joined(_parts(sorted(set(ranks))), limit) + "}"
+
+
+def rank_class(ranks: Iterable[int], world_size: int | None = None, limit: int | None = 12) -> str:
+    """An equivalence class for people: its size and its ranks, as the shorter of the plain set
+    and the complement within its span: ``3 ranks {3, 517, 900}``, ``4093 ranks {0-4095 except
+    17, 900, 3001}``, ``rank {7}`` (the complement form is the one STAT users read for "all but a
+    few").
+
+    Args:
+        ranks: the ranks of the class.
+        world_size: the job's size when known: the span is then ``0..world_size-1`` when the
+            class is most of the job, else from its lowest to its highest rank.
+        limit: at most this many parts are written (see :func:`rank_set`).
+    """
+    items = sorted(set(ranks))
+    if not items:
+        return "0 ranks {}"
+    n = len(items)
+    head = "rank" if n == 1 else f"{n} ranks"
+    plain = _parts(items)
+    lo, hi = items[0], items[-1]
+    if world_size is not None and items[-1] < world_size and n * 2 > world_size:
+        lo, hi = 0, world_size - 1
+    missing = hi - lo + 1 - n
+    if 0 < missing and len(plain) > 1:
+        have = set(items)
+        outside = _parts([r for r in range(lo, hi + 1) if r not in have])
+        span = str(lo) if lo == hi else f"{lo}-{hi}"
+        if len(outside) <= len(plain) and len(span) + 8 + len(", ".join(outside)) < len(", ".join(plain)):
+            return f"{head} {{{span} except {_joined(outside, limit)}}}"
+    return f"{head} {{{_joined(plain, limit)}}}"
 
 
 def ranks_text(ranks: Iterable[int]) -> str:
