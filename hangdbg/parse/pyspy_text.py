@@ -105,7 +105,9 @@ class _Builder:
         self.pid: int | None = None
         self.cmdline = ""
         self.python: str | None = None
-        self.threads: list[tuple[int, str | None, str, list[list]]] = []
+        # frames as read ([fn, file, line, native, locals] lists), or a thread body's frames
+        # already built (:func:`_thread_body`)
+        self.threads: list[tuple[int, str | None, str, list[list] | tuple[Frame, ...]]] = []
         self.error: str | None = None
         self.reasons: list[str] = []
 
@@ -113,11 +115,12 @@ class _Builder:
         """The process, and how many frames of too deep threads were dropped."""
         dropped = 0
         for *_ignored, frames in self.threads:
-            if len(frames) > MAX_FRAMES:
+            if len(frames) > MAX_FRAMES and type(frames) is list:
                 dropped += len(frames) - MAX_FRAMES
                 del frames[INNER_FRAMES:len(frames) - OUTER_FRAMES]
         threads = tuple(
-            Thread(tid, name, status, tuple(_frame(fn, fl, ln, nat, lc) for fn, fl, ln, nat, lc in frames))
+            Thread(tid, name, status, frames if type(frames) is tuple else
+                   tuple(_frame(fn, fl, ln, nat, lc) for fn, fl, ln, nat, lc in frames))
             for tid, name, status, frames in self.threads
         )
         error = self.error
@@ -264,6 +267,15 @@ def parse_pyspy_dump(text: str, deadline: float | None = None) -> tuple[list[Par
     Raises:
         Nothing: garbled lines are skipped and counted.
     """
+    if "\x1b" not in text and "#" not in text:
+        fast = _by_thread_blocks(text, deadline)
+        if fast is not None:
+            return fast
+    return _by_lines(text, deadline)
+
+
+def _by_lines(text: str, deadline: float | None = None) -> tuple[list[ParsedProcess], int]:
+    """:func:`parse_pyspy_dump` one line at a time (the reference the block parser must match)."""
     parser = _Parser()
     lines = text.splitlines()
     for i, raw in enumerate(lines):
@@ -271,6 +283,67 @@ def parse_pyspy_dump(text: str, deadline: float | None = None) -> tuple[list[Par
             parser.garbled += len(lines) - i
             break
         parser.feed(raw)
+    return parser.close()
+
+
+_BODIES: dict[str, tuple[tuple[Frame, ...], int] | None] = {}
+_BODIES_CHARS = 0
+_BODIES_LIMIT = 64 << 20  # characters of thread bodies kept (then the cache starts over)
+
+
+def _thread_body(body: str) -> tuple[tuple[Frame, ...], int] | None:
+    """The frames of one thread's body (the indented lines after its ``Thread`` line) and the
+    number of its garbled lines; None when the body holds a line at column 0 (not a plain thread
+    body: the line-by-line parser must read it). Memoized on the body's text: thousands of ranks
+    print the same stack, so each distinct stack is parsed once and its frames tuple is shared."""
+    global _BODIES_CHARS
+    try:
+        return _BODIES[body]
+    except KeyError:
+        pass
+    got: tuple[tuple[Frame, ...], int] | None = None
+    if all(not line.strip() or line[0] in " \t" for line in body.splitlines()):
+        parser = _Parser()
+        parser.feed("Thread 0 (idle)")
+        for line in body.splitlines():
+            parser.feed(line)
+        procs, garbled = parser.close()
+        got = procs[0].threads[0].frames, garbled
+    if _BODIES_CHARS + len(body) > _BODIES_LIMIT:
+        _BODIES.clear()
+        _BODIES_CHARS = 0
+    _BODIES[body] = got
+    _BODIES_CHARS += len(body)
+    return got
+
+
+def _by_thread_blocks(text: str, deadline: float | None) -> tuple[list[ParsedProcess], int] | None:
+    """:func:`parse_pyspy_dump` a block at a time: the lines before the first ``Thread`` line go
+    through the line parser, each thread's header too, and each thread's body is looked up in
+    :func:`_thread_body` (the result is the line parser's, which the tests check). None when a
+    body is not plain (the caller parses the whole text line by line)."""
+    parts = ("\n" + text).split("\nThread ")
+    parser = _Parser()
+    for raw in parts[0].splitlines():
+        parser.feed(raw)
+    for i, part in enumerate(parts[1:], 1):
+        if deadline is not None and not i & 0x3F and time.monotonic() > deadline:
+            parser.garbled += sum(p.count("\n") + 1 for p in parts[i:])
+            break
+        head, _nl, body = part.partition("\n")
+        got = _thread_body(body)
+        if got is None:
+            return None
+        parser.feed("Thread " + head)
+        if parser.frames is None or parser.cur is None:  # a broken header: its body is garbled
+            for raw in body.splitlines():
+                parser.feed(raw)
+            continue
+        frames, garbled = got
+        tid, name, status, _empty = parser.cur.threads[-1]
+        parser.cur.threads[-1] = (tid, name, status, frames)
+        parser.garbled += garbled
+        parser.frames = None
     return parser.close()
 
 
