@@ -26,7 +26,7 @@ from typing import Generic, Sequence, TypeVar
 from .frames import Frame, is_python_file, shorten_path
 from .waits import RankWait, WaitEdge
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 """Version of the JSON documents written by ``--json`` and ``-o/--out`` (bumped on incompatible
 changes; ``hangdbg schema`` prints their JSON Schema)."""
 

@@ -54,6 +54,12 @@ def validate(doc: dict) -> dict:
     return doc
 
 
+def frames_of(doc: dict, thread: dict) -> list[dict]:
+    """The frames (innermost first) of one ``stacks.ranks[].threads[]`` entry of ``doc`` (each
+    thread names its stack in ``stacks.stack_table``; a report keeps them under ``stacks`` too)."""
+    return doc["stacks"]["stack_table"][thread["stack"]]
+
+
 def read_json(path) -> dict:
     """A document written under ``-o DIR``, validated."""
     return validate(json.loads(Path(path).read_text()))

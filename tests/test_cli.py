@@ -13,7 +13,7 @@ import time
 import pytest
 from rich.console import Console
 
-from conftest import FIXTURES, check_golden, read_json, run_cli, run_json, suspects, validate
+from conftest import frames_of, FIXTURES, check_golden, read_json, run_cli, run_json, suspects, validate
 from hangdbg.cli.main import main
 
 
@@ -79,7 +79,7 @@ def test_hung_pyspy_is_abandoned_after_timeout(fake_rank, tmp_path):
     rc, doc = run_json("dump", "--pid", fake_rank.pid, "--py-spy", slow, "--timeout", "1", "-o", tmp_path / "p")
     (r,) = doc["stacks"]["ranks"]
     assert r["steps"] == ["retried", "pystack"] and r["error"] is None and rc == 0
-    assert [f["function"] for f in r["threads"][0]["frames"]] == ["wait", "<module>"]
+    assert [f["function"] for f in frames_of(doc, r["threads"][0])] == ["wait", "<module>"]
     assert (tmp_path / "p" / "raw" / "rank-0000.pystack.json").is_file()
 
 
@@ -91,11 +91,11 @@ def test_missing_pyspy_names_the_fix(fake_rank, tmp_path):
 def test_single_process_dump_and_json_schema(fake_rank, tmp_path):
     rc, doc = run_json("dump", "--pid", fake_rank.pid, "-o", tmp_path)
     assert rc == 0
-    assert doc["schema_version"] == 2 and doc["command"] == "dump"
+    assert doc["schema_version"] == 3 and doc["command"] == "dump"
     (r,) = doc["stacks"]["ranks"]
     assert (r["rank"], r["pid"], r["world_size"], r["error"]) == (0, fake_rank.pid, 1, None)
-    assert [f["function"] for f in r["threads"][0]["frames"]] == ["wait", "<module>"]
-    assert r["threads"][0]["frames"][0]["file"] == "<string>"
+    assert [f["function"] for f in frames_of(doc, r["threads"][0])] == ["wait", "<module>"]
+    assert frames_of(doc, r["threads"][0])[0]["file"] == "<string>"
     assert suspects(doc) == [] and doc["stacks"]["missing_ranks"] == []
     assert set(doc) >= {"schema_version", "tool", "version", "created", "command", "found", "headline", "findings", "stacks"}
     assert not doc["found"] and doc["headline"] == doc["stacks"]["headline"]

@@ -85,7 +85,7 @@ def torch_core(tmp_path_factory):
 def test_segv_core_rank_host_signal_and_python_frame(cores):
     rc, doc = run_json("core", cores["segv"])
     assert rc == 3
-    assert doc["command"] == "core" and doc["schema_version"] == 2
+    assert doc["command"] == "core" and doc["schema_version"] == 3
     c = doc["cores"][0]
     assert (c["rank"], c["rank_source"], c["host"], c["local_rank"], c["world_size"]) == (3, "RANK", "node-a", 1, 4)
     assert (c["signal"], c["how"], c["pid"]) == ("SIGSEGV", "crash", cores["segv_pid"])

@@ -154,7 +154,7 @@ def test_cli_on_real_dumps(real_dumps):
     assert "1:side" in out and "4 dumps (4 pickle), version 2.10" in out
     code, doc = run_json("fr", real_dumps / "json", "-o", real_dumps / "report")
     assert read_json(real_dumps / "report" / "fr.json")["findings"] == doc["findings"]
-    assert code == 3 and doc["command"] == "fr" and doc["schema_version"] == 2 and doc["found"]
+    assert code == 3 and doc["command"] == "fr" and doc["schema_version"] == 3 and doc["found"]
     assert doc["source"]["kind"] == "flight-recorder" and doc["findings"][0]["kind"] == "fr-mismatch"
     check_golden(doc, "fr")
     rows = {(r["rank"], r["group"]): r for r in doc["source"]["facts"]["table"]}

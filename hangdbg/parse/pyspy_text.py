@@ -115,11 +115,11 @@ class _Builder:
         """The process, and how many frames of too deep threads were dropped."""
         dropped = 0
         for *_ignored, frames in self.threads:
-            if len(frames) > MAX_FRAMES and type(frames) is list:
+            if len(frames) > MAX_FRAMES and isinstance(frames, list):
                 dropped += len(frames) - MAX_FRAMES
                 del frames[INNER_FRAMES:len(frames) - OUTER_FRAMES]
         threads = tuple(
-            Thread(tid, name, status, frames if type(frames) is tuple else
+            Thread(tid, name, status, frames if isinstance(frames, tuple) else
                    tuple(_frame(fn, fl, ln, nat, lc) for fn, fl, ln, nat, lc in frames))
             for tid, name, status, frames in self.threads
         )
@@ -267,7 +267,8 @@ def parse_pyspy_dump(text: str, deadline: float | None = None) -> tuple[list[Par
     Raises:
         Nothing: garbled lines are skipped and counted.
     """
-    if "\x1b" not in text and "#" not in text:
+    if "\x1b" not in text and "#" not in text and (deadline is None or len(text) < _TIMED_BLOCKS_LIMIT
+                                                   and time.monotonic() < deadline):
         fast = _by_thread_blocks(text, deadline)
         if fast is not None:
             return fast
@@ -286,6 +287,7 @@ def _by_lines(text: str, deadline: float | None = None) -> tuple[list[ParsedProc
     return parser.close()
 
 
+_TIMED_BLOCKS_LIMIT = 1 << 20  # a longer text with a deadline is read line by line (checked as it goes)
 _BODIES: dict[str, tuple[tuple[Frame, ...], int] | None] = {}
 _BODIES_CHARS = 0
 _BODIES_LIMIT = 64 << 20  # characters of thread bodies kept (then the cache starts over)

@@ -14,12 +14,12 @@ from typing import Any, Sequence
 from .._version import __version__
 from ..analyze.fanout import node_findings
 from ..analyze.headline import cores_headline, node_headline, processes_headline, source_headline
-from ..model import SCHEMA_VERSION, Analysis, Finding, Place, RankProcess, SourceReport, TreeNode, Verdict, by_severity
+from ..model import SCHEMA_VERSION, Analysis, Finding, Frame, Place, RankProcess, SourceReport, TreeNode, Verdict, by_severity
 from ..sources.core import CoreReading, core_fact
 from .document import (CollectDocument, CoreDocument, CoreEntry, CoreWritten, FrDocument, GpuDocument, GroupEntry,
                        LogsDocument, NcclDocument, NodeDocument, NodeEntry, PlaceEntry, ProcessList, RankEntry,
                        ReportDocument, SourceSection, SplitDocument, SplitRow, StacksDocument, StacksSection,
-                       TracesDocument, TreeEntry, StallEntry, WatchDocument)
+                       ThreadEntry, TracesDocument, TreeEntry, StallEntry, WatchDocument)
 
 __all__ = ["header", "stacks_section", "source_section", "stacks_document", "report_document", "source_document",
            "core_document", "collect_document", "split_document", "process_list", "node_document", "watch_document"]
@@ -56,6 +56,26 @@ def _tree(root: TreeNode) -> tuple[TreeEntry, ...]:
     return tuple(out)
 
 
+class _StackTable:
+    """Distinct stacks, numbered in order of first use. Looked up by the identity of the frames
+    tuple first (the parser shares one tuple per distinct thread body), then by value."""
+
+    def __init__(self) -> None:
+        self.stacks: list[tuple[Frame, ...]] = []
+        self._by_id: dict[int, int] = {}
+        self._by_value: dict[tuple[Frame, ...], int] = {}
+
+    def index(self, frames: tuple[Frame, ...]) -> int:
+        i = self._by_id.get(id(frames))
+        if i is None:
+            i = self._by_value.get(frames)
+            if i is None:
+                i = self._by_value[frames] = len(self.stacks)
+                self.stacks.append(frames)
+            self._by_id[id(frames)] = i  # the analysis keeps every frames tuple alive meanwhile
+        return i
+
+
 def stacks_section(a: Analysis) -> StacksSection:
     """The stack analysis as a document section."""
     progressing = set(a.progressing)
@@ -65,13 +85,16 @@ def stacks_section(a: Analysis) -> StacksSection:
         single = (i,)
         for w in e.waiters:
             edges_of[w] = (*edges_of[w], i) if w in edges_of else single
+    table = _StackTable()
     ranks = tuple(RankEntry(d.rank, d.host, d.pid, d.local_rank, d.world_size, d.rank_source, d.error,
                             _place(a.places.get(d.rank)), d.rank in progressing, len(d.samples), d.steps,
-                            waits.get(d.rank), edges_of.get(d.rank, ()), d.threads)
+                            waits.get(d.rank), edges_of.get(d.rank, ()),
+                            tuple(ThreadEntry(t.thread_id, t.name, t.status, table.index(t.frames)) for t in d.threads))
                   for d in a.ranks)
     groups = tuple(GroupEntry(g.ranks, len(g.ranks), g.thread, _place(g.place), g.frames)  # type: ignore[arg-type]
                    for g in a.groups)
-    return StacksSection(a.headline, a.missing_ranks, a.progressing, a.unreadable, groups, ranks, _tree(a.tree), a.edges)
+    return StacksSection(a.headline, a.missing_ranks, a.progressing, a.unreadable, groups, ranks, _tree(a.tree), a.edges,
+                         tuple(table.stacks))
 
 
 def stacks_document(a: Analysis, command: str, *, out_dir: str | None = None, inputs: Sequence[str] = (),

@@ -83,10 +83,13 @@ def _load(path: str) -> dict:
         doc = load_json(f.read())
     if not isinstance(doc, dict) or doc.get("command") != "core":
         raise ValueError("not a hangdbg core document")
-    if doc.get("schema_version") != SCHEMA_VERSION:
+    if doc.get("schema_version") not in _READS:
         raise ValueError(f"schema_version {doc.get('schema_version')!r}, this hangdbg reads {SCHEMA_VERSION}: "
                          "run the same hangdbg version on the nodes and here")
     return doc
+
+
+_READS = (2, SCHEMA_VERSION)  # the core document's shape is the same in schema_version 2 and 3
 
 
 def _state(d: dict) -> RankState:
