@@ -362,3 +362,21 @@ def test_dash_twice_or_from_a_terminal_is_a_usage_error() -> None:
         os.close(leader)
         os.close(follower)
     assert q.returncode == 2 and b"terminal" in q.stderr, q.stderr
+
+
+def test_read_capped_reads_small_large_and_growing_files(tmp_path):
+    from hangdbg.parse.textlines import open_input, read_capped
+
+    small = tmp_path / "small"
+    small.write_bytes(b"x" * 100)
+    with open_input(small) as f:
+        assert read_capped(f, 1000) == b"x" * 100
+    big = tmp_path / "big"
+    big.write_bytes(b"y" * 5000)
+    with open_input(big) as f:
+        assert read_capped(f, 1000) == b"y" * 1001  # one more than the cap: "larger"
+    with open_input(big) as f:
+        big.write_bytes(b"z" * 3000)  # rewritten (shorter) after the open: read what is there
+        assert read_capped(f, 10_000) == b"z" * 3000
+    with open("/proc/self/status", "rb") as f:  # st_size 0: read on until the end
+        assert b"Pid:" in read_capped(f, 1 << 20)

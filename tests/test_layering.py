@@ -15,7 +15,7 @@ PKG = ROOT / "hangdbg"
 
 GROUND = {"hangdbg._version", "hangdbg.errors", "hangdbg.model", "hangdbg.facts", "hangdbg.rankset",
           "hangdbg.launch_env", "hangdbg.launchers", "hangdbg._ncclscan", "hangdbg.frames", "hangdbg.waits",
-          "hangdbg.outdir"}
+          "hangdbg.outdir", "hangdbg.parallel"}
 """Import nothing from the project but the ground floor itself (model re-exports frames and waits)."""
 
 LAYERS = {

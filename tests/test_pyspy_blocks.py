@@ -80,3 +80,23 @@ def test_the_body_cache_is_bounded(monkeypatch):
     for i in range(200):
         parse_pyspy_dump(f"Thread 1 (idle)\n    f{i} (a.py:{i})\n")
     assert sum(map(len, pyspy_text._BODIES)) <= 1000
+
+
+def test_a_rank_read_once_is_built_as_the_merge_would_build_it():
+    from hangdbg.parse import saved
+
+    seen = 0
+    for name, text in TEXTS:
+        entries: list = []
+        saved._add_text(entries, text, Path(name).name)
+        for e in entries:
+            rank = e.rank if e.rank is not None else 0
+            assert saved._one(rank, e) == saved._merged(rank, [e]), name
+            seen += 1
+    header = "# hangdbg rank=3 host=n1 local_rank=1 world_size=8 local_world_size=4 steps=native,retried pid=9\n"
+    for text in (header + SAMPLE, "Process 5: python t.py --local_rank=2\n" + SAMPLE.split("\n", 1)[1],
+                 header + "Error: Failed to suspend process\nCaused by:\n    0: gone\n"):
+        entries = []
+        saved._add_text(entries, text, "rank-0003.txt")
+        assert saved._one(3, entries[0]) == saved._merged(3, entries[:1])
+    assert seen > 50

@@ -7,6 +7,7 @@ import argparse
 from ..analyze import analyze
 from ..errors import UsageError
 from ..parse import load_dumps
+from ..parallel import gc_paused
 from .common import Command, add_export_arguments, add_output_arguments, emit_stacks
 
 
@@ -24,6 +25,10 @@ class AnalyzeCommand(Command):
         add_export_arguments(p)
 
     def run(self, args: argparse.Namespace) -> int:
+        with gc_paused():  # millions of acyclic objects at 100,000 ranks: see hangdbg.parallel
+            return self._run(args)
+
+    def _run(self, args: argparse.Namespace) -> int:
         try:
             dumps, stats = load_dumps(args.paths)
         except FileNotFoundError as exc:

@@ -190,6 +190,21 @@ class _Parser:
         else:
             self.garbled += 1
 
+    def thread_line(self, line: str) -> bool:
+        """:meth:`feed` of a well-formed ``Thread`` line (no colour codes): what ``top_level``
+        does with it, without trying the other line kinds first; False (nothing done) for any
+        other line."""
+        thread = _parse_thread_header(line.rstrip())
+        if thread is None:
+            return False
+        self.error_part = None
+        cur = self.cur
+        if cur is None or cur.error is not None and not cur.owned:
+            cur = self.start()
+        self.frames, self.locals_indent = [], None
+        cur.threads.append((*thread, self.frames))
+        return True
+
     def error_section(self, text: str) -> bool:
         """Consume the column-0 lines that continue a py-spy error; False for other lines."""
         if text == "Caused by:":
@@ -336,7 +351,8 @@ def _by_thread_blocks(text: str, deadline: float | None) -> tuple[list[ParsedPro
         got = _thread_body(body)
         if got is None:
             return None
-        parser.feed("Thread " + head)
+        if not parser.thread_line("Thread " + head):
+            parser.feed("Thread " + head)
         if parser.frames is None or parser.cur is None:  # a broken header: its body is garbled
             for raw in body.splitlines():
                 parser.feed(raw)

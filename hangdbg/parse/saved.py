@@ -20,11 +20,13 @@ from pathlib import Path
 
 from ..errors import is_gone
 from ..launchers import is_launcher
-from ..model import RankDump, Thread
+from ..model import Frame, RankDump, Thread
 from ..rankset import rank_number
+from ..parallel import cores, fork_map
+from ..parallel import gc_paused
 
 from .debug_server import parse_debug_server_dump
-from .textlines import open_input
+from .textlines import open_input, read_capped
 from .pyspy_text import ParsedProcess, parse_pyspy_dump, rank_from_filename, sample_from_filename
 from .thread_dump_text import parse_thread_dump
 
@@ -88,6 +90,11 @@ def load_dumps(paths: Sequence[str | os.PathLike]) -> tuple[list[RankDump], Load
         FileNotFoundError: a named path does not exist. A file that exists but cannot be read
             is reported in ``stats.unreadable`` instead.
     """
+    with gc_paused():
+        return _load_dumps(paths)
+
+
+def _load_dumps(paths: Sequence[str | os.PathLike]) -> tuple[list[RankDump], LoadStats]:
     named = [Path(p) for p in paths]
     for p in named:
         if not p.exists():
@@ -97,14 +104,18 @@ def load_dumps(paths: Sequence[str | os.PathLike]) -> tuple[list[RankDump], Load
     entries: list[_Entry] = []
     read = garbled = 0
     unreadable: list[tuple[str, str]] = []
-    for f in files:
-        text, why = _read(f)
+    canonical = _Canonical()
+    for f, (why, bad, procs) in zip(files, _read_all(files)):
         if why:
             unreadable.append((str(f), why))
-        if text is None:
+        if procs is None:
             continue
         read += 1
-        garbled += _add_text(entries, text, f.name)
+        garbled += bad
+        for proc in procs:
+            if isinstance(proc, tuple):
+                proc = _unpack(proc, canonical)
+            entries.append(_entry(proc, len(entries), f.name, len(procs) == 1))
 
     dumps = _merge(entries)
     have = {d.rank for d in dumps}
@@ -176,15 +187,88 @@ def load_dump_texts(texts: Sequence[tuple[str, str]]) -> tuple[list[RankDump], L
 
 def _add_text(entries: list[_Entry], text: str, name: str) -> int:
     """Parse one file's ``text`` into ``entries``; the number of garbled lines."""
+    procs, bad = _parse_text(text)
+    for proc in procs:
+        entries.append(_entry(proc, len(entries), name, len(procs) == 1))
+    return bad
+
+
+def _parse_text(text: str) -> tuple[list[ParsedProcess], int]:
+    """One file's processes (py-spy, the debug server's or a program's own thread dump) and its
+    garbled lines."""
     server = parse_debug_server_dump(text)
     procs, bad = server if server is not None else parse_pyspy_dump(text)
     if not procs:  # no py-spy output: a thread dump the program printed itself?
         own, own_bad = parse_thread_dump(text)
         if own:
             procs, bad = own, own_bad
-    for proc in procs:
-        entries.append(_entry(proc, len(entries), name, len(procs) == 1))
-    return bad
+    return procs, bad
+
+
+PARALLEL_FILES = 2000
+"""From this many files on, :func:`load_dumps` reads and parses them on every core
+(:func:`hangdbg.parallel.fork_map`); below, forking costs more than it saves."""
+
+_Packed = tuple  # a ParsedProcess as plain tuples (cheap to pickle back from a worker)
+_FileResult = tuple[str, int, "list[ParsedProcess] | list[_Packed] | None"]
+
+
+def _read_all(files: list[Path]) -> list[_FileResult]:
+    """``(why unreadable, garbled lines, processes or None when not read)`` of each file, in
+    order; on every core when there are many files."""
+    n = cores() if len(files) >= PARALLEL_FILES else 1
+    if n < 2:
+        return _read_chunk(files, pack=False)
+    size = -(-len(files) // n)
+    chunks = [files[i:i + size] for i in range(0, len(files), size)]
+    return [r for part in fork_map(_read_packed, chunks, n) for r in part]
+
+
+def _read_packed(files: list[Path]) -> list[_FileResult]:
+    return _read_chunk(files, pack=True)
+
+
+def _read_chunk(files: list[Path], pack: bool) -> list[_FileResult]:
+    out: list[_FileResult] = []
+    for f in files:
+        text, why = _read(f)
+        if text is None:
+            out.append((why, 0, None))
+            continue
+        procs, bad = _parse_text(text)
+        out.append((why, bad, [_pack(p) for p in procs] if pack else procs))
+    return out
+
+
+def _pack(p: ParsedProcess) -> _Packed:
+    """A process as plain tuples: pickling frozen dataclasses one by one was most of the cost of
+    sending 50,000 of them back (the frames tuples stay shared, pickled once per chunk)."""
+    return (p.pid, p.cmdline, p.python, tuple((t.thread_id, t.name, t.status, t.frames) for t in p.threads),
+            p.error, p.header)
+
+
+def _unpack(packed: _Packed, canonical: _Canonical) -> ParsedProcess:
+    """:func:`_pack` undone; equal frames tuples of different workers become one object again
+    (the analyzer groups stacks by identity first)."""
+    pid, cmdline, python, threads, error, header = packed
+    return ParsedProcess(pid, cmdline, python,
+                         tuple(Thread(tid, name, status, canonical.one(frames)) for tid, name, status, frames in threads),
+                         error, header)
+
+
+class _Canonical:
+    """One object per distinct frames tuple: looked up by identity (a worker's equal tuples arrive
+    as one object: pickle keeps sharing), then by value once per distinct object."""
+
+    def __init__(self) -> None:
+        self._by_value: dict[tuple[Frame, ...], tuple[Frame, ...]] = {}
+        self._by_id: dict[int, tuple[tuple[Frame, ...], tuple[Frame, ...]]] = {}  # keeps the key object alive
+
+    def one(self, frames: tuple[Frame, ...]) -> tuple[Frame, ...]:
+        got = self._by_id.get(id(frames))
+        if got is None:
+            got = self._by_id[id(frames)] = (frames, self._by_value.setdefault(frames, frames))
+        return got[1]
 
 
 def _expand(p: Path) -> list[Path]:
@@ -207,7 +291,7 @@ def _read(f: Path) -> tuple[str | None, str]:
     """The text of ``f`` (at most :data:`MAX_DUMP_FILE` bytes), or ``(None, reason)``."""
     try:
         with open_input(f) as fh:  # regular files only: a FIFO would block, /dev/zero never end
-            data = fh.read(MAX_DUMP_FILE + 1)
+            data = read_capped(fh, MAX_DUMP_FILE)
     except OSError as exc:
         return None, exc.strerror or str(exc)
     if b"\x00" in data:
@@ -267,6 +351,11 @@ def _pid(proc: ParsedProcess) -> int | None:
 
 
 def _dump(rank: int, group: list[_Entry]) -> RankDump:
+    return _one(rank, group[0]) if len(group) == 1 else _merged(rank, group)
+
+
+def _merged(rank: int, group: list[_Entry]) -> RankDump:
+    """The dump of a rank read several times (samples, or blocks of one pid)."""
     group = sorted(group, key=lambda e: (e.sample is None, e.sample or 0, e.order))
     samples: tuple[tuple[Thread, ...], ...] = tuple(e.proc.threads for e in group if e.proc.error is None)
     errors = [e.proc.error for e in group if e.proc.error is not None]
@@ -290,6 +379,23 @@ def _dump(rank: int, group: list[_Entry]) -> RankDump:
         cmdline=last(e.proc.cmdline for e in group) or "",
         python=last(e.proc.python for e in group),
         steps=tuple(dict.fromkeys(s for h in headers for s in (h.get("steps") or "").split(",") if s)),
+    )
+
+
+def _one(rank: int, e: _Entry) -> RankDump:
+    """:func:`_dump` of a rank read once (most ranks): the same values, without the merging."""
+    proc, h = e.proc, e.proc.header
+    local_rank = _int(h.get("local_rank")) if "local_rank" in h else None
+    if local_rank is None and "-local" in proc.cmdline:
+        local_rank = _local_rank_arg(proc.cmdline)
+    ok = proc.error is None
+    return RankDump(
+        rank=rank, pid=_pid(proc), host=h.get("host") or "", local_rank=local_rank,
+        world_size=_int(h.get("world_size")) if "world_size" in h else None,
+        local_world_size=_int(h.get("local_world_size")) if "local_world_size" in h else None,
+        threads=proc.threads if ok else (), samples=(proc.threads,) if ok else (),
+        error=None if ok else proc.error, rank_source=e.rank_source, cmdline=proc.cmdline, python=proc.python or None,
+        steps=tuple(dict.fromkeys(s for s in (h.get("steps") or "").split(",") if s)),
     )
 
 

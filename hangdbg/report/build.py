@@ -86,8 +86,16 @@ def stacks_section(a: Analysis) -> StacksSection:
         for w in e.waiters:
             edges_of[w] = (*edges_of[w], i) if w in edges_of else single
     table = _StackTable()
+    entries: dict[int, PlaceEntry | None] = {}  # one entry per Place object (ranks of a class share theirs)
+
+    def place(p: Place | None) -> PlaceEntry | None:
+        got = entries.get(id(p), entries)
+        if got is entries:
+            got = entries[id(p)] = _place(p)
+        return got  # type: ignore[return-value]
+
     ranks = tuple(RankEntry(d.rank, d.host, d.pid, d.local_rank, d.world_size, d.rank_source, d.error,
-                            _place(a.places.get(d.rank)), d.rank in progressing, len(d.samples), d.steps,
+                            place(a.places.get(d.rank)), d.rank in progressing, len(d.samples), d.steps,
                             waits.get(d.rank), edges_of.get(d.rank, ()),
                             tuple(ThreadEntry(t.thread_id, t.name, t.status, table.index(t.frames)) for t in d.threads))
                   for d in a.ranks)

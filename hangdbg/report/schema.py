@@ -14,10 +14,12 @@ import dataclasses
 import enum
 import functools
 import json
-from typing import Any, Union
+import uuid
+from typing import Any, Sequence, Union
 
 from .._version import __version__
 from ..model import SCHEMA_VERSION, Kind, Severity, SourceKind
+from ..parallel import cores, fork_map
 from .document import DOCUMENTS
 
 __all__ = ["to_json", "to_jsonable", "json_schema", "schema_text", "PRETTY_LIMIT", "SCHEMA_ID"]
@@ -30,13 +32,26 @@ SCHEMA_ID = f"https://hangdbg.invalid/schema/v{SCHEMA_VERSION}.json"
 
 _FIELDS: dict[type, tuple[str, ...]] = {}
 _PLAIN = (str, int, float, bool, type(None))
+_PLAIN_SET = frozenset(_PLAIN)
 
 
-def _fields(cls: type) -> tuple[str, ...]:
-    names = _FIELDS.get(cls)
-    if names is None:
-        names = _FIELDS[cls] = tuple(f.name for f in dataclasses.fields(cls))
-    return names
+_ENUM: tuple[str, ...] = ("<enum>",)  # marks an enum type in _FIELDS (compared by identity)
+_OTHER: tuple[str, ...] = ("<other>",)  # marks any other type
+
+
+def _kind(t: type) -> tuple[str, ...]:
+    """The field names of a dataclass type, :data:`_ENUM` or :data:`_OTHER` (cached per type:
+    ``is_dataclass``/``isinstance`` on each of millions of objects was most of the time)."""
+    kind = _FIELDS.get(t)
+    if kind is None:
+        if issubclass(t, enum.Enum):
+            kind = _ENUM
+        elif dataclasses.is_dataclass(t):
+            kind = tuple(f.name for f in dataclasses.fields(t))
+        else:
+            kind = _OTHER
+        _FIELDS[t] = kind
+    return kind
 
 
 def to_jsonable(obj: Any) -> Any:
@@ -47,17 +62,22 @@ def to_jsonable(obj: Any) -> Any:
         t = type(x)
         if t in _PLAIN:
             return x
-        if isinstance(x, enum.Enum):
-            return x.value
         if t is tuple or t is list:
+            if set(map(type, x)) <= _PLAIN_SET:  # rank lists: millions of ints in the tree at 100k ranks
+                return list(x)
             return [conv(v) for v in x]
-        if t is dict:
-            return {(k.value if isinstance(k, enum.Enum) else k): conv(v) for k, v in x.items()}
-        if dataclasses.is_dataclass(x):
+        kind = _FIELDS.get(t)
+        if kind is None:
+            kind = _kind(t)
+        if kind is _ENUM:
+            return x.value
+        if kind is not _OTHER:
             got = memo.get(id(x))
             if got is None:
-                got = memo[id(x)] = {n: conv(getattr(x, n)) for n in _fields(t)}
+                got = memo[id(x)] = {n: conv(getattr(x, n)) for n in kind}
             return got
+        if t is dict:
+            return {(k.value if isinstance(k, enum.Enum) else k): conv(v) for k, v in x.items()}
         if isinstance(x, (str, int, float)):  # subclasses (a str enum is handled above)
             return x
         raise TypeError(f"not JSON data: {t.__name__}")
@@ -65,9 +85,36 @@ def to_jsonable(obj: Any) -> Any:
     return conv(obj)
 
 
+PARALLEL_RANKS = 20_000
+"""From this many ranks in a document's ``stacks.ranks`` on, :func:`to_json` encodes them on every
+core (:func:`hangdbg.parallel.fork_map`)."""
+
+
+def _encode(entries: Sequence[Any]) -> str:
+    """``entries`` as the inside of a compact JSON list (no brackets)."""
+    return json.dumps(to_jsonable(entries), separators=(",", ":"))[1:-1]
+
+
+def _to_json_parallel(doc: Any, ranks: Sequence[Any]) -> str:
+    """The compact JSON of a document with a large ``stacks.ranks``: the ranks encoded in chunks
+    on every core, the rest here, joined at a placeholder no input text can hold."""
+    mark = f"hangdbg-ranks-{uuid.uuid4().hex}"
+    rest = dataclasses.replace(doc, stacks=dataclasses.replace(doc.stacks, ranks=(mark,)))
+    head, sep, tail = json.dumps(to_jsonable(rest), separators=(",", ":")).partition(f'["{mark}"]')
+    assert sep, "the placeholder of stacks.ranks was not written"
+    n = cores()
+    size = -(-len(ranks) // n)
+    parts = fork_map(_encode, [ranks[i:i + size] for i in range(0, len(ranks), size)], n)
+    return head + "[" + ",".join(p for p in parts if p) + "]" + tail
+
+
 def to_json(doc: Any, pretty: bool | None = None) -> str:
     """The JSON text of a document: indented when small (``pretty=None``: up to
     :data:`PRETTY_LIMIT` bytes), compact when large (the indenting encoder is pure Python)."""
+    stacks = getattr(doc, "stacks", None)
+    ranks = getattr(stacks, "ranks", ())
+    if not pretty and len(ranks) >= PARALLEL_RANKS:  # surely over PRETTY_LIMIT: compact
+        return _to_json_parallel(doc, ranks)
     data = to_jsonable(doc)
     text = json.dumps(data, separators=(",", ":"))
     if pretty or (pretty is None and len(text) <= PRETTY_LIMIT):
