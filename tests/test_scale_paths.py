@@ -47,3 +47,5 @@ def test_a_large_document_encoded_on_every_core_is_the_same_text(tmp_path, monke
     monkeypatch.setattr(schema, "cores", lambda: 3)
     parallel = schema.to_json(doc)
     assert parallel == serial and json.loads(parallel)["stacks"]["ranks"]
+    parts = schema.json_parts(doc)
+    assert len(parts) > 3 and "".join(parts) == serial

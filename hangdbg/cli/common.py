@@ -81,9 +81,11 @@ class Command:
     def print_json(self, doc: Any) -> None:
         """Print a document as it is (not through rich's renderer, which wraps text line by line:
         minutes for a large document)."""
-        from ..report.schema import to_json
+        from ..report.schema import json_parts
 
-        self.out.file.write(to_json(doc) + "\n")
+        for part in json_parts(doc):
+            self.out.file.write(part)
+        self.out.file.write("\n")
         self.out.file.flush()
 
     def warn(self, text: str) -> None:

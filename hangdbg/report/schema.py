@@ -22,7 +22,7 @@ from ..model import SCHEMA_VERSION, Kind, Severity, SourceKind
 from ..parallel import cores, fork_map
 from .document import DOCUMENTS
 
-__all__ = ["to_json", "to_jsonable", "json_schema", "schema_text", "PRETTY_LIMIT", "SCHEMA_ID"]
+__all__ = ["json_parts", "to_json", "to_jsonable", "json_schema", "schema_text", "PRETTY_LIMIT", "SCHEMA_ID"]
 
 PRETTY_LIMIT = 2 << 20
 """Documents up to this size (bytes, compact) are indented for people; bigger ones stay compact."""
@@ -95,9 +95,10 @@ def _encode(entries: Sequence[Any]) -> str:
     return json.dumps(to_jsonable(entries), separators=(",", ":"))[1:-1]
 
 
-def _to_json_parallel(doc: Any, ranks: Sequence[Any]) -> str:
-    """The compact JSON of a document with a large ``stacks.ranks``: the ranks encoded in chunks
-    on every core, the rest here, joined at a placeholder no input text can hold."""
+def _json_parts(doc: Any, ranks: Sequence[Any]) -> list[str]:
+    """The compact JSON of a document with a large ``stacks.ranks``, in pieces to write one after
+    the other: the ranks encoded in chunks on every core, the rest here, split at a placeholder no
+    input text can hold."""
     mark = f"hangdbg-ranks-{uuid.uuid4().hex}"
     rest = dataclasses.replace(doc, stacks=dataclasses.replace(doc.stacks, ranks=(mark,)))
     head, sep, tail = json.dumps(to_jsonable(rest), separators=(",", ":")).partition(f'["{mark}"]')
@@ -105,16 +106,28 @@ def _to_json_parallel(doc: Any, ranks: Sequence[Any]) -> str:
     n = cores()
     size = -(-len(ranks) // n)
     parts = fork_map(_encode, [ranks[i:i + size] for i in range(0, len(ranks), size)], n)
-    return head + "[" + ",".join(p for p in parts if p) + "]" + tail
+    pieces = [head, "["]
+    for p in parts:
+        if p:
+            pieces += [",", p] if len(pieces) > 2 else [p]
+    return pieces + ["]", tail]
+
+
+def json_parts(doc: Any, pretty: bool | None = None) -> list[str]:
+    """:func:`to_json` in pieces (their concatenation), so that a 100 MB document is written
+    without being joined in memory first."""
+    ranks = getattr(getattr(doc, "stacks", None), "ranks", ())
+    if not pretty and len(ranks) >= PARALLEL_RANKS:  # surely over PRETTY_LIMIT: compact
+        return _json_parts(doc, ranks)
+    return [to_json(doc, pretty)]
 
 
 def to_json(doc: Any, pretty: bool | None = None) -> str:
     """The JSON text of a document: indented when small (``pretty=None``: up to
     :data:`PRETTY_LIMIT` bytes), compact when large (the indenting encoder is pure Python)."""
-    stacks = getattr(doc, "stacks", None)
-    ranks = getattr(stacks, "ranks", ())
+    ranks = getattr(getattr(doc, "stacks", None), "ranks", ())
     if not pretty and len(ranks) >= PARALLEL_RANKS:  # surely over PRETTY_LIMIT: compact
-        return _to_json_parallel(doc, ranks)
+        return "".join(_json_parts(doc, ranks))
     data = to_jsonable(doc)
     text = json.dumps(data, separators=(",", ":"))
     if pretty or (pretty is None and len(text) <= PRETTY_LIMIT):
