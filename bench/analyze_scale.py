@@ -49,6 +49,9 @@ majority shape (29 to 50 for its variants). Paths are absolute (hangdbg runs py-
 * ``world_size`` = N, 8 ranks per node (``local_rank``, ``local_world_size``, ``host``), one
   sample per rank (as ``collect`` returns with ``--samples 1``).
 
+``python bench/analyze_scale.py --files`` measures the whole ``hangdbg analyze DIR`` command on
+saved per-rank files instead, against ``cat | sort | uniq -c`` (``bench/analyze_files.py``).
+
 Run: ``python bench/analyze_scale.py`` (about 2 minutes); ``--sizes 1000,10000`` for a quick
 run; ``--profile`` prints a cProfile of one 100k run per variant. Results are printed and
 written to ``bench/results/analyze_scale.json``.
@@ -435,6 +438,11 @@ def mib(b: int) -> str:
 
 
 def main() -> int:
+    if "--files" in sys.argv[1:]:  # the whole command on saved files (issue 16): bench/analyze_files.py
+        import analyze_files
+
+        sys.argv.remove("--files")
+        return analyze_files.main()
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--sizes", default="1000,10000,100000", help="rank counts, comma-separated")
     ap.add_argument("--variants", default="interned,fresh", help="interned and/or fresh")
