@@ -49,3 +49,17 @@ def test_a_large_document_encoded_on_every_core_is_the_same_text(tmp_path, monke
     assert parallel == serial and json.loads(parallel)["stacks"]["ranks"]
     parts = schema.json_parts(doc)
     assert len(parts) > 3 and "".join(parts) == serial
+
+
+def test_the_native_stack_sniffer_prefilter_drops_no_stack():
+    """The fixed texts checked before the line-by-line sniff are in every file the sniff takes."""
+    from hangdbg.parse import native_stacks
+
+    taken = 0
+    roots = [FIXTURES, FIXTURES.parent.parent.parent / "shared" / "real-artifacts"]
+    for f in (p for r in roots if r.is_dir() for p in r.rglob("*") if p.is_file()):
+        head = f.read_bytes()[:65536]
+        if b"\0" not in head[:4096] and native_stacks._sniff_lines(head):
+            taken += 1
+            assert native_stacks.sniff(head), f
+    assert taken >= 20

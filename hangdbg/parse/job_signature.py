@@ -65,12 +65,20 @@ def _dates(head: bytes) -> tuple[date, date] | None:
 
 def signature(head: bytes) -> JobSignature:
     """The :class:`JobSignature` of a file's first bytes; never raises."""
-    worlds = [int(m.group(1)) for m in _WORLD.finditer(head)]
+    # each pattern only where its fixed text is (a substring test is ~100x cheaper than the scan;
+    # 10,000 py-spy files spent 2.3 s here)
+    world = b"orld_size" in head or b"WORLD_SIZE=" in head
+    nranks = b"anks" in head
+    nccl = b"NCCL " in head
+    worlds = [int(m.group(1)) for m in _WORLD.finditer(head)] if world else []
     worlds = [w for w in worlds if 0 < w <= _MAX_WORLD]
-    least = max((n for n in (int(m.group(1)) for m in _NRANKS.finditer(head)) if 0 < n <= _MAX_WORLD), default=0)
-    versions = frozenset(f"{int(m.group(1))}.{int(m.group(2))}" for m in _VERSION.finditer(head))
-    hosts = frozenset(m.group(1).decode("ascii", "replace") for rx in (_NCCL_HOST, _SYSLOG_HOST) for m in rx.finditer(head))
-    firsts = [m.start() for m in (_VERSION.search(head), _WORLD.search(head), _NRANKS.search(head), _DATE.search(head))
-              if m is not None]
+    least = max((n for n in (int(m.group(1)) for m in _NRANKS.finditer(head)) if 0 < n <= _MAX_WORLD),
+                default=0) if nranks else 0
+    versions = frozenset(f"{int(m.group(1))}.{int(m.group(2))}" for m in _VERSION.finditer(head)) if nccl else frozenset()
+    hosts = frozenset(m.group(1).decode("ascii", "replace")
+                      for rx, there in ((_NCCL_HOST, nccl), (_SYSLOG_HOST, b" kernel: " in head)) if there
+                      for m in rx.finditer(head))
+    firsts = [m.start() for m in (_VERSION.search(head) if nccl else None, _WORLD.search(head) if world else None,
+                                  _NRANKS.search(head) if nranks else None, _DATE.search(head)) if m is not None]
     return JobSignature(frozenset({max(worlds)}) if worlds else frozenset(), least, versions, hosts, _dates(head),
                         head.count(b"\n", 0, min(firsts)) + 1 if firsts else None)
