@@ -59,6 +59,19 @@ def _parts(items: list[int]) -> list[str]:
     return parts
 
 
+def _gaps(items: list[int], lo: int, hi: int) -> list[int]:
+    """The ranks of ``lo..hi`` not in the sorted distinct ``items`` (within ``lo..hi``), walking the
+    gaps between them (a class of 9,000 ranks with 1,000 holes costs 1,000 steps, not 10,000)."""
+    out: list[int] = []
+    prev = lo - 1
+    for r in items:
+        if r > prev + 1:
+            out.extend(range(prev + 1, r))
+        prev = r
+    out.extend(range(prev + 1, hi + 1))
+    return out
+
+
 def _joined(parts: list[str], limit: int | None) -> str:
     if limit is not None and len(parts) > limit:
         return ", ".join(parts[:limit]) + f", ... {len(parts) - limit} more"
@@ -99,8 +112,7 @@ def rank_class(ranks: Iterable[int], world_size: int | None = None, limit: int |
         lo, hi = 0, world_size - 1
     missing = hi - lo + 1 - n
     if 0 < missing and len(plain) > 1:
-        have = set(items)
-        outside = _parts([r for r in range(lo, hi + 1) if r not in have])
+        outside = _parts(_gaps(items, lo, hi))
         span = str(lo) if lo == hi else f"{lo}-{hi}"
         if len(outside) <= len(plain) and len(span) + 8 + len(", ".join(outside)) < len(", ".join(plain)):
             return f"{head} {{{span} except {_joined(outside, limit)}}}"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import shutil
 import subprocess
+import tempfile
 from pathlib import Path
 
 
@@ -15,26 +16,34 @@ def chromium() -> str | None:
     return None
 
 
-def rendered_dom(html: Path, timeout: float = 60) -> str:
-    """The DOM after Chromium loaded ``html`` and ran whatever it would run (``--dump-dom``)."""
+def _url(html: Path | str) -> str:
+    return html if isinstance(html, str) else html.resolve().as_uri()
+
+
+def rendered_dom(html: Path | str, timeout: float = 60) -> str:
+    """The DOM after Chromium loaded ``html`` (a path, or a ``file:`` URL with a ``#fragment``)
+    and ran whatever it would run (``--dump-dom``)."""
     exe = chromium()
     assert exe, "chromium is not installed"
-    res = subprocess.run(
-        [exe, "--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
-         "--user-data-dir=" + str(html.parent / ".chromium-profile"), "--dump-dom", html.resolve().as_uri()],
-        capture_output=True, text=True, timeout=timeout,
-    )
+    with tempfile.TemporaryDirectory(prefix="hangdbg-chromium-") as profile:  # one per run: xdist workers
+        res = subprocess.run(
+            [exe, "--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+             "--user-data-dir=" + profile, "--dump-dom", _url(html)],
+            capture_output=True, text=True, timeout=timeout,
+        )
     assert res.returncode == 0, res.stderr[-2000:]
     return res.stdout
 
 
-def screenshot(html: Path, png: Path, timeout: float = 60) -> None:
-    """A PNG of the rendered page (a non-empty image proves layout and paint ran)."""
+def screenshot(html: Path | str, png: Path, timeout: float = 60, size: tuple[int, int] = (1200, 2000)) -> None:
+    """A PNG of the rendered page (a non-empty image proves layout and paint ran); ``html`` may be a
+    ``file:`` URL (with a ``#fragment``: the page scrolls to that element, or its script reads it)."""
     exe = chromium()
     assert exe, "chromium is not installed"
-    res = subprocess.run(
-        [exe, "--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--window-size=1200,2000",
-         "--user-data-dir=" + str(html.parent / ".chromium-profile"), f"--screenshot={png}", html.resolve().as_uri()],
-        capture_output=True, text=True, timeout=timeout,
-    )
+    with tempfile.TemporaryDirectory(prefix="hangdbg-chromium-") as profile:
+        res = subprocess.run(
+            [exe, "--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+             f"--window-size={size[0]},{size[1]}", "--user-data-dir=" + profile, f"--screenshot={png}", _url(html)],
+            capture_output=True, text=True, timeout=timeout,
+        )
     assert res.returncode == 0 and png.exists(), res.stderr[-2000:]
