@@ -120,12 +120,13 @@ def rank_class(ranks: Iterable[int], world_size: int | None = None, limit: int |
 
 
 def ranks_text(ranks: Iterable[int]) -> str:
-    """``"rank 3"``, ``"ranks 0-2,5"`` (duplicates ignored), ``"unnamed ranks"`` for none (e.g.
-    failures whose rank was not printed)."""
+    """``"rank 3"``, ``"ranks {0-2, 5}"`` (duplicates ignored; braces and spaces, so that "ranks
+    3,517,900" is never read as a number), ``"unnamed ranks"`` for none (e.g. failures whose rank
+    was not printed)."""
     items = sorted(set(ranks))
     if not items:
         return "unnamed ranks"
-    return f"rank {items[0]}" if len(items) == 1 else f"ranks {compress(items)}"
+    return f"rank {items[0]}" if len(items) == 1 else f"ranks {rank_set(items)}"
 
 
 def expand(text: str) -> list[int]:

@@ -116,7 +116,7 @@ def test_speedscope_one_profile_per_class():
     check_speedscope(doc)
     assert [len(g.ranks) for g in a.groups] == [3, 1]
     names = [p["name"] for p in doc["profiles"]]
-    assert len(names) == 2 and names[0].startswith("ranks 0-2") and names[1].startswith("rank 3")
+    assert len(names) == 2 and names[0].startswith("ranks {0-2}") and names[1].startswith("rank 3")
     assert [sum(p["weights"]) for p in doc["profiles"]] == [6, 1]  # main + helper thread of 3 ranks; 1 thread
     frames = doc["shared"]["frames"]
     first = doc["profiles"][0]

@@ -81,11 +81,11 @@ def test_real_dumps_name_the_mismatch_and_the_rank_that_stopped(real_dumps, fmt)
     mm = _one(rep, "fr-mismatch")
     assert mm.ranks == (3,) and mm.severity == "suspect"
     assert "0:default_pg collective seq 4" in mm.summary
-    assert "ranks 0-2 all_reduce in [[1024]] Float" in mm.summary and "rank 3 broadcast in [[1024]] Float" in mm.summary
+    assert "ranks {0-2} all_reduce in [[1024]] Float" in mm.summary and "rank 3 broadcast in [[1024]] Float" in mm.summary
     assert "collective type differs" in mm.summary
     lag = _one(rep, "fr-missing-rank")
     assert lag.ranks == (3,)
-    assert "pg 1:side: rank 3 stops at collective seq 1 (all_reduce) while ranks 0-2 went on to seq 2" in lag.summary
+    assert "pg 1:side: rank 3 stops at collective seq 1 (all_reduce) while ranks {0-2} went on to seq 2" in lag.summary
     # per-rank rows: last collective per group, completed ones counted from pg_status
     side = {r.rank: r for r in rep.ranks if r.group == "1:side"}
     assert {r: side[r].seq for r in side} == {0: 2, 1: 2, 2: 2, 3: 1}
@@ -266,7 +266,7 @@ def _write(dirpath: Path, version: str, per_rank: dict[int, list[dict]], fmt: st
 @pytest.mark.parametrize("fmt", ["json", "pickle"])
 def test_older_layout_22_many_behind_are_the_stragglers(tmp_path, fmt):
     """v2.2: no dtypes, no pg_status, no is_p2p; pg_config keyed by the group name. Rank 0 ran
-    ahead to seq 6 while ranks 1-3 stop at 5: the stragglers are the many."""
+    ahead to seq 6 while ranks {1-3} stop at 5: the stragglers are the many."""
     per_rank = {0: [_entry(i, i + 1, "all_reduce", version="2.2") for i in range(5)]
                 + [_entry(5, 6, "all_gather", state="started", version="2.2")]}
     for r in (1, 2, 3):
@@ -276,8 +276,8 @@ def test_older_layout_22_many_behind_are_the_stragglers(tmp_path, fmt):
     assert not rep.errors and rep.facts.versions == ("2.2",)
     lag = _one(rep, "fr-missing-rank")
     assert lag.ranks == (1, 2, 3)
-    assert "ranks 1-3 stop at collective seq 5 (all_reduce) while rank 0 went on to seq 6 (all_gather)" in lag.summary
-    assert "stragglers are the many (ranks 1-3), not the 1 that ran ahead" in lag.summary
+    assert "ranks {1-3} stop at collective seq 5 (all_reduce) while rank 0 went on to seq 6 (all_gather)" in lag.summary
+    assert "stragglers are the many (ranks {1-3}), not the 1 that ran ahead" in lag.summary
     assert not [f for f in rep.findings if f.kind == "fr-mismatch"]
     assert (rep.facts.groups["0:default_pg"].members, rep.facts.groups["0:default_pg"].members_from) == ((0, 1, 2, 3), "pg_config")
 
@@ -294,7 +294,7 @@ def test_entries_without_retired_follow_the_schema(tmp_path):
 
 
 def test_older_layout_24_size_mismatch_and_partial_completion(tmp_path):
-    """v2.4: rank 2 passes a [512] tensor at seq 3 (size mismatch); seq 4 completed on ranks 0-1
+    """v2.4: rank 2 passes a [512] tensor at seq 3 (size mismatch); seq 4 completed on ranks {0-1}
     only; rank 3's dump is missing (pg_config lists it)."""
     frames = [{"name": "all_reduce", "filename": "/x/site-packages/torch/distributed/distributed_c10d.py", "line": 2700},
               {"name": "train_step", "filename": "/job/train.py", "line": 42},
@@ -309,11 +309,11 @@ def test_older_layout_24_size_mismatch_and_partial_completion(tmp_path):
     rep = READER.read(_files(tmp_path))
     mm = _one(rep, "fr-mismatch")
     assert mm.ranks == (2,)
-    assert "seq 3: ranks 0-1 all_reduce in [[1024]] Float (completed) vs rank 2 all_reduce in [[512]] Float" in mm.summary
+    assert "seq 3: ranks {0-1} all_reduce in [[1024]] Float (completed) vs rank 2 all_reduce in [[512]] Float" in mm.summary
     assert "input sizes and output sizes differ" in mm.summary
     assert "rank 2 called from train_step (/job/train.py:42)" in [e.text for e in mm.evidence]
     stuck = _one(rep, "fr-stuck")
-    assert stuck.ranks == (2,) and "seq 4 (all_reduce) completed on ranks 0-1 but not on rank 2 (started on rank 2)" in stuck.summary
+    assert stuck.ranks == (2,) and "seq 4 (all_reduce) completed on ranks {0-1} but not on rank 2 (started on rank 2)" in stuck.summary
     row2 = next(t for t in rep.facts.table if t.rank == 2)
     assert row2.last.state == "started" and row2.last_started.seq == 4 and row2.last_completed.seq == 3
     miss = _one(rep, "fr-missing-rank")

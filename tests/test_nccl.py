@@ -159,7 +159,7 @@ def test_few_ahead_many_behind():
     rep = read([fx("few_ahead.log")])
     f = suspects(rep, "nccl-lagging")
     assert len(f) == 1 and f[0].ranks == tuple(range(2, 16))
-    assert "stragglers are the many" in f[0].summary and "only ranks 0-1 went on" in f[0].summary
+    assert "stragglers are the many" in f[0].summary and "only ranks {0-1} went on" in f[0].summary
 
 
 def test_plugin_on_one_host():

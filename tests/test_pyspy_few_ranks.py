@@ -102,7 +102,7 @@ def test_seven_in_all_gather_coalesced_and_one_in_forward_name_the_one(tmp_path)
     named = [f for f in a.findings if 7 in f.ranks]
     assert named and all(set(f.ranks) == {7} for f in named)
     text = named[0].summary
-    assert "no collective" in text and "ranks 0-6 wait in all_gather_coalesced" in text
+    assert "no collective" in text and "ranks {0-6} wait in all_gather_coalesced" in text
 
 
 # --- a rank blocked on something that is not a rank ------------------------------------------

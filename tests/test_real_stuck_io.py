@@ -12,5 +12,5 @@ def test_rank_outside_collectives_is_the_suspect(hung_job, tmp_path):
     s = suspects(doc)[0]
     assert s["kind"] == "outside-collective"
     assert "read_shard" in s["summary"] and "all_reduce" in s["summary"]
-    assert "ranks 0,2-3 wait for it in all_reduce" in s["summary"]
+    assert "ranks {0, 2-3} wait for it in all_reduce" in s["summary"]
     assert '`with open(path, "rb") as f:' in s["summary"]  # the source line, read on this node

@@ -73,7 +73,7 @@ def test_traces_of_killed_and_frozen_ranks(tmp_path):
             assert ranks[r]["last_lines"][-1].endswith("| dist.all_reduce(t)")
         (elsewhere,) = of_kind(doc, "trace-diverged")  # the same calls; ranks 1 and 2 stop away from all_reduce
         assert elsewhere["ranks"] == [1, 2] and elsewhere["severity"] == "suspect"
-        assert "while ranks 0,3 are at" in elsewhere["summary"] and "dist.all_reduce(t)" in elsewhere["summary"]
+        assert "while ranks {0, 3} are at" in elsewhere["summary"] and "dist.all_reduce(t)" in elsewhere["summary"]
         (stopped,) = of_kind(doc, "trace-stopped")
         assert stopped["ranks"] == [0, 1, 2, 3] and stopped["severity"] == "warning"  # none ended: the job hangs
         assert ranks[0]["grep_count"] == ranks[3]["grep_count"] == 3  # steps 0, 1, 2

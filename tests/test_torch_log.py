@@ -460,7 +460,7 @@ def test_ranks_text_and_victims_without_a_rank():
     from hangdbg.model import Evidence
     from hangdbg.parse.torch_log import ChildFailure, TorchLogEvents
 
-    assert [ranks_text(r) for r in ([3], [3, 3], [2, 0, 1, 5], ())] == ["rank 3", "rank 3", "ranks 0-2,5", "unnamed ranks"]
+    assert [ranks_text(r) for r in ([3], [3, 3], [2, 0, 1, 5], ())] == ["rank 3", "rank 3", "ranks {0-2, 5}", "unnamed ranks"]
     e = Evidence("log", 1, "x")
     ev = TorchLogEvents(failures=[ChildFailure(0, 0, "h", -11, 10, "", "", "t", "", True, (e,)),
                                   ChildFailure(None, 1, "h", -15, 11, "", "", "t", "", False, (e,))])

@@ -90,7 +90,7 @@ def test_same_calls_stopped_elsewhere_and_no_blame_without_a_majority(tmp_path):
         _write(tmp_path, r, text, ended=False)
     rc, doc = run_json("traces", tmp_path)
     (odd,) = of_kind(doc, "trace-diverged")
-    assert rc == 3 and odd["ranks"] == [2] and "while ranks 0-1,3 are at train.py:21 | dist.all_reduce(t)" in odd["summary"]
+    assert rc == 3 and odd["ranks"] == [2] and "while ranks {0-1, 3} are at train.py:21 | dist.all_reduce(t)" in odd["summary"]
     for r in range(4):  # a job killed while every rank computed somewhere else: no majority, no blame
         _write(tmp_path, r, STEP.format(s=1) + f"    0.020000 train.py:{40 + r} | step_{r}()\n", ended=False)
     rc, doc = run_json("traces", tmp_path)

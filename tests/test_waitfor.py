@@ -37,7 +37,7 @@ def test_two_groups_blame_only_the_rank_reading_a_file():
         assert named(a) == {5}, a.headline
         assert waiting(a) == {(4, 6, 7): (5,), (0, 1, 2, 3): (4, 5, 6, 7)}
     # the chain, nearest first, in a person's words
-    assert "ranks 4,6-7 wait for it in all_reduce at demo/topology.py:98; ranks 0-3 wait for ranks 4-7" in a.headline
+    assert "ranks {4, 6-7} wait for it in all_reduce at demo/topology.py:98; ranks {0-3} wait for ranks {4-7}" in a.headline
 
 
 def test_pipeline_blames_the_stage_that_never_sent():
@@ -53,7 +53,7 @@ def test_pipeline_blames_the_stage_that_never_sent():
 
 def test_ddp_unused_parameter_needs_native_frames():
     plain = load("ddp-unused", "plain")
-    assert not plain.suspects and plain.headline.startswith("undecided: ranks 0-2 are inside a C++ call")
+    assert not plain.suspects and plain.headline.startswith("undecided: ranks {0-2} are inside a C++ call")
     assert needs(plain).native == {0, 1, 2}
     a = load("ddp-unused", "native")
     assert [(s.ranks, s.kind) for s in a.suspects] == [((3,), Kind.DIFFERENT_COLLECTIVE)]
@@ -88,7 +88,7 @@ def test_unreadable_rank_among_waiters_is_the_suspect():
     dumps.append(RankDump(rank=3, pid=13, world_size=4, error="py-spy: Failed to find a python interpreter in the process"))
     a = analyze(dumps)
     assert [(s.ranks, s.kind) for s in a.suspects] == [((3,), Kind.UNREADABLE)]  # never an all-clear
-    assert a.found and "ranks 0-2 wait for it" in a.suspects[0].summary
+    assert a.found and "ranks {0-2} wait for it" in a.suspects[0].summary
 
 
 def test_send_send_deadlock_is_a_cycle():
@@ -122,10 +122,10 @@ def test_every_recorded_rank_is_read(mode):
 def test_native_frames_of_a_few_ranks_stand_for_their_class():
     plain = {d.rank: d for d in load_dumps([TOPO / "ddp-unused" / "plain"])[0]}
     native = {d.rank: d for d in load_dumps([TOPO / "ddp-unused" / "native"])[0]}
-    # as the adaptive dump leaves it: rank 0 got a native pass, ranks 1-2 (same Python stack) did not
+    # as the adaptive dump leaves it: rank 0 got a native pass, ranks {1-2} (same Python stack) did not
     rank0 = RankDump(rank=0, pid=plain[0].pid, world_size=4, threads=native[0].threads,
                      samples=(plain[0].threads, native[0].threads), steps=("native",))
     a = analyze([rank0, plain[1], plain[2], plain[3]])
     assert [(s.ranks, s.kind) for s in a.suspects] == [((3,), Kind.DIFFERENT_COLLECTIVE)]
-    assert "ranks 0-2 wait in DDP all_reduce" in a.suspects[0].summary
+    assert "ranks {0-2} wait in DDP all_reduce" in a.suspects[0].summary
     assert a.waits[1].op == "DDP all_reduce" and "native of rank 0" in a.waits[1].evidence

@@ -17,7 +17,7 @@ from typing import Sequence
 
 from ..facts import NcclFacts
 from ..model import Finding, Group, Kind, Severity, SourceKind, SourceReport, suspects_of
-from ..rankset import compress, ranks_text
+from ..rankset import rank_set, ranks_text
 
 __all__ = ["headline", "source_headline", "stacks_headline", "unread_headline", "who", "cores_headline",
            "verdict_all_clear", "fanout_headline", "collect_headline", "split_headline", "processes_headline",
@@ -173,7 +173,7 @@ def collect_headline(findings: Sequence[Finding], files: int, nodes: int, out: s
 
 def split_headline(files: int, out: str, ranks: Sequence[int], without_rank: int, unattributed: int) -> str:
     """``nccl split``: the files written."""
-    text = f"wrote {files} files to {out}: ranks {compress(ranks) or '-'}"
+    text = f"wrote {files} files to {out}: ranks {rank_set(ranks) if ranks else '-'}"
     if without_rank:
         text += f", {without_rank} processes without a rank (HOST.PID.log)"
     if unattributed:
@@ -204,7 +204,7 @@ def stacks_headline(groups: Sequence[Group], findings: Sequence[Finding], all_pr
         return f"no hang: every rank's stack changed between samples, the job is making progress{tail}"
     if suspects and len({s.summary for s in suspects}) == 1 and len(suspects) > 1:
         # one finding that names several groups (a collective split with no majority)
-        return f"suspect ranks {compress(r for s in suspects for r in s.ranks)}: {suspects[0].summary}{tail}"
+        return f"suspect ranks {rank_set(r for s in suspects for r in s.ranks)}: {suspects[0].summary}{tail}"
     if suspects:
         first = suspects[0]
         lead = ranks_text(first.ranks)

@@ -45,7 +45,7 @@ from ..model import (
     SourceKind,
 )
 from ..parse.nccl import Comm, NcclLog, Proc
-from ..rankset import compress
+from ..rankset import ranks_text
 from .nccl_causes import (
     MAX_EV,
     _bootstrap_findings,
@@ -114,7 +114,7 @@ def _init_findings(log: NcclLog, grp) -> list[Finding]:
                 Kind.NCCL_INIT_INCOMPLETE,
                 f"{_names(procs)} never completed init of {_comm_name(key, members)}: Init START without "
                 f"Init COMPLETE ({done} of {len(members)} ranks completed)"
-                + (f"; they wait for rank{'s' if len(missing) > 1 else ''} {compress(missing)}, which wrote no init line"
+                + (f"; they wait for {ranks_text(missing)}, which wrote no init line"
                    if waiting else ""),
                 ranks=_ranks(procs), hosts=_hosts(procs), evidence=ev,
                 severity=Severity.WAITING if waiting else Severity.SUSPECT,
@@ -125,11 +125,10 @@ def _init_findings(log: NcclLog, grp) -> list[Finding]:
             n = nranks[0][0]
             world = n == world_size
             ev2 = tuple(c.init_ev for _, c in inited[:2] if c.init_ev)
-            plural = "s" if len(missing) > 1 else ""
             if stuck and not any_complete and not unknown_here:
                 out.append(Finding(
                     Kind.NCCL_INIT_INCOMPLETE,
-                    f"{_comm_name(key, members)}: rank{plural} {compress(missing)} (of 0-{n - 1}) wrote no init line "
+                    f"{_comm_name(key, members)}: {ranks_text(missing)} (of 0-{n - 1}) wrote no init line "
                     f"while {_names(p for p, _ in stuck)} wait in init for them: never started, died early, or stuck "
                     "before ncclCommInitRank",
                     ranks=tuple(missing) if world else (), evidence=ev2,
@@ -138,7 +137,7 @@ def _init_findings(log: NcclLog, grp) -> list[Finding]:
             elif any_complete:
                 out.append(Finding(
                     Kind.NCCL_INIT_INCOMPLETE,
-                    f"{_comm_name(key, members)}: rank{plural} {compress(missing)} (of 0-{n - 1}) wrote no init line in "
+                    f"{_comm_name(key, members)}: {ranks_text(missing)} (of 0-{n - 1}) wrote no init line in "
                     "these logs, but other ranks completed init, which needs every rank: their lines are just not here",
                     severity=Severity.INFO, evidence=ev2))
             else:
@@ -147,7 +146,7 @@ def _init_findings(log: NcclLog, grp) -> list[Finding]:
                           "may hold them" if own else "")
                 out.append(Finding(
                     Kind.NCCL_INIT_INCOMPLETE,
-                    f"{_comm_name(key, members)}: rank{plural} {compress(missing)} (of 0-{n - 1}) wrote no init line in "
+                    f"{_comm_name(key, members)}: {ranks_text(missing)} (of 0-{n - 1}) wrote no init line in "
                     f"these logs (an excerpt, or their logs are elsewhere): not evidence that they failed{maybe}",
                     severity=Severity.WARNING, evidence=ev2,
                     action="pass every rank's NCCL_DEBUG output (NCCL_DEBUG_FILE=/dir/nccl.%h.%p)"))

@@ -9,7 +9,7 @@ from collections import defaultdict
 
 from ..model import Finding, Kind, Severity
 from ..parse.nccl import NcclLog, Proc
-from ..rankset import compress
+from ..rankset import ranks_text
 
 __all__ = ["MAX_EV"]
 
@@ -26,7 +26,7 @@ def _names(procs, limit: int = 8) -> str:
     unknown = [p for p in procs if p.rank is None]
     parts = []
     if known:
-        parts.append(("rank " if len(known) == 1 else "ranks ") + compress(known))
+        parts.append(ranks_text(known))
     for p in unknown[:limit]:
         parts.append(f"{p.host} pid {p.pid}")
     if len(unknown) > limit:

@@ -33,7 +33,7 @@ from dataclasses import dataclass, replace
 
 from ..model import Evidence, Finding, Kind, Severity
 from ..parse.torch_log import Timeout, TorchLogEvents, WorkStatus
-from ..rankset import compress, ranks_text
+from ..rankset import rank_set, ranks_text
 
 __all__ = ["Pos", "comparable", "lag_findings", "mismatch_findings", "pg", "positions", "resolve_groups"]
 
@@ -180,7 +180,7 @@ def lag_findings(pos: dict[str, dict[int, Pos]], skip: set[str]) -> list[Finding
             ev = tuple(by_rank[r].evidence for r in ahead[:3]) + (by_rank[at_norm[0]].evidence,)
             out.append(Finding(
                 kind=Kind.SEQ_LAGGING,
-                summary=(f"most ranks ({len(at_norm)} of {total}: {compress(at_norm)}) are behind in {pg(group)} at "
+                summary=(f"most ranks ({len(at_norm)} of {total}: {rank_set(at_norm)}) are behind in {pg(group)} at "
                          f"SeqNum {norm} while {ranks_text(ahead)} {'is' if len(ahead) == 1 else 'are'} ahead at SeqNum "
                          f"{', '.join(map(str, vals))}: the many never called collective #{norm + 1} "
                          f"(or {ranks_text(ahead)} issued one the others did not)"),

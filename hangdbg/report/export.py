@@ -19,7 +19,7 @@ from __future__ import annotations
 from typing import Any, Iterable, Literal
 
 from ..model import Analysis, Frame, RankDump
-from ..rankset import compress
+from ..rankset import ranks_text
 
 SPEEDSCOPE_SCHEMA = "https://www.speedscope.app/file-format-schema.json"
 """The ``$schema`` of a speedscope file."""
@@ -103,7 +103,7 @@ def speedscope_document(analysis: Analysis, by: ExportBy = "class") -> dict[str,
     Args:
         analysis: a stack analysis (:class:`hangdbg.model.Analysis`).
         by: ``"class"``: one profile per equivalence class (``analysis.groups``, largest first),
-            named ``ranks 0-6,8`` (:func:`hangdbg.rankset.compress`) with the class's place;
+            named ``ranks {0-6, 8}`` (:func:`hangdbg.rankset.ranks_text`) with the class's place;
             ``"rank"``: one profile per rank whose stack was read, named ``rank N``.
 
     Returns:
@@ -121,7 +121,7 @@ def speedscope_document(analysis: Analysis, by: ExportBy = "class") -> dict[str,
     if by == "class":
         by_rank = {d.rank: d for d in readable}
         for g in analysis.groups:
-            label = f"rank {g.ranks[0]}" if len(g.ranks) == 1 else f"ranks {compress(g.ranks)}"
+            label = ranks_text(g.ranks)
             where = g.place.describe()
             name = f"{label}: {where}" if where and where != "stack unknown" else label
             profiles.append(_profile(name, (by_rank[r] for r in g.ranks if r in by_rank), table))
