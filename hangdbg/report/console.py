@@ -16,12 +16,15 @@ from rich.table import Table
 from rich.tree import Tree
 
 from ..model import Analysis, TreeNode
-from ..rankset import compress
+from ..rankset import rank_class
 from .evidence import findings_table
 from .safetext import escape, safe_text
 
 __all__ = ["render_analysis", "headline_title"]
 
+_CLASSES_SHOWN = 12  # largest classes listed (and every class holding a suspect); the rest summed up
+_CLASS_FRAMES = 8  # innermost frames shown per class (the whole stack is in the tree)
+_ERRORS_SHOWN = 20  # ranks listed one per row in the table of unreadable ranks; the rest summed up
 _COLLAPSE = 3  # chains of single-child nodes with unchanged ranks longer than this are folded
 
 
@@ -37,39 +40,57 @@ def _headline(a: Analysis) -> Panel:
     return Panel(safe_text(a.headline), title=headline_title(a), border_style=style, expand=True)
 
 
+def _world(a: Analysis) -> int | None:
+    return max((d.world_size for d in a.ranks if d.world_size), default=None) or (len(a.ranks) or None)
+
+
 def _groups(a: Analysis) -> Table:
     t = Table(title="Equivalence classes (ranks with the same stack)", title_justify="left", expand=True)
     t.add_column("#", justify="right")
-    t.add_column("ranks", no_wrap=True)
+    t.add_column("ranks", ratio=1, overflow="fold")
     t.add_column("n", justify="right")
-    t.add_column("where", ratio=1)
-    t.add_column("stack (innermost first)", ratio=2)
+    t.add_column("where", ratio=1, overflow="fold")  # file:line wraps, never cut
+    t.add_column("stack (innermost first)", ratio=2, overflow="fold")
+    world = _world(a)
     suspects = {r for s in a.suspects for r in s.ranks}
-    for i, g in enumerate(a.groups, 1):
+    shown = [(i, g) for i, g in enumerate(a.groups, 1) if i <= _CLASSES_SHOWN or suspects.intersection(g.ranks)]
+    for i, g in shown:
         style = "red" if suspects.intersection(g.ranks) else ""
-        frames = "\n".join(escape(str(f)) for f in g.frames) or "(no Python frames)"
+        top = [escape(str(f)) for f in g.frames[:_CLASS_FRAMES]]
+        if len(g.frames) > _CLASS_FRAMES:
+            top.append(f"[dim]... {len(g.frames) - _CLASS_FRAMES} outer frames (in the tree and the JSON)[/dim]")
+        frames = "\n".join(top) or "(no Python frames)"
         thread = f"\n[dim]thread {escape(g.thread)}[/dim]" if g.thread and g.thread != "MainThread" else ""
-        t.add_row(str(i), compress(g.ranks), str(len(g.ranks)), escape(g.place.describe()) + thread, frames, style=style)
+        t.add_row(str(i), escape(rank_class(g.ranks, world)), str(len(g.ranks)), escape(g.place.describe()) + thread, frames, style=style)
+    rest = [g for i, g in enumerate(a.groups, 1) if (i, g) not in shown]
+    if rest:
+        ranks = [r for g in rest for r in g.ranks]
+        t.add_row("...", escape(rank_class(ranks, world)), str(len(ranks)),
+                  f"{len(rest)} smaller classes (every one in the JSON document and the HTML report)", "")
     return t
 
 
-def _tree(node: TreeNode, total: int) -> Tree:
-    root = Tree(f"[bold]merged call tree[/bold] ({total} ranks; ranks shown as [cyan]\\[set][/cyan])")
+def _tree(node: TreeNode, total: int, world: int | None, suspects: frozenset[int]) -> Tree:
+    """The merged tree; each node shows its class (count and ranks); the nodes only suspects pass
+    through are bold red, and the guide down to them red."""
+    root = Tree(f"[bold]merged call tree[/bold] ({total} ranks; each node: how many ranks and which)")
     todo: list[tuple[TreeNode, Tree]] = [(c, root) for c in reversed(node.children)]
     while todo:
         n, parent = todo.pop()
         chain = [n]
         while len(chain[-1].children) == 1 and chain[-1].children[0].ranks == n.ranks:
             chain.append(chain[-1].children[0])
+        on_path = not suspects.isdisjoint(n.ranks)
+        own = on_path and n.ranks <= suspects
+        who = escape(rank_class(n.ranks, world))
+        head = f"[bold red]{who}[/bold red]" if own else f"[cyan]{who}[/cyan]"
         if len(chain) > _COLLAPSE:
-            label = (
-                f"[cyan]\\[{compress(n.ranks)}][/cyan] {escape(str(chain[0].frame))}\n"
-                f"[dim]  ... {len(chain) - 2} frames ...[/dim]\n"
-                f"[cyan]\\[{compress(n.ranks)}][/cyan] {escape(str(chain[-1].frame))}"
-            )
+            frames = [escape(str(chain[0].frame)), f"[dim]  ... {len(chain) - 2} frames ...[/dim]", escape(str(chain[-1].frame))]
         else:
-            label = "\n".join(f"[cyan]\\[{compress(c.ranks)}][/cyan] {escape(str(c.frame))}" for c in chain)
-        branch = parent.add(label)
+            frames = [escape(str(c.frame)) for c in chain]
+        body = "\n".join(frames)
+        label = f"{head}\n" + (f"[bold red]{body}[/bold red]" if own else body)
+        branch = parent.add(label, guide_style="red" if on_path else "tree.line")
         todo.extend((c, branch) for c in reversed(chain[-1].children))
     return root
 
@@ -77,17 +98,21 @@ def _tree(node: TreeNode, total: int) -> Tree:
 def _errors(a: Analysis) -> Iterator[RenderableType]:
     failed = [d for d in a.ranks if d.error]
     if failed:
+        shown = failed[:_ERRORS_SHOWN]
         t = Table(title="Ranks whose stack could not be taken", title_justify="left", expand=True)
         t.add_column("rank", no_wrap=True)
         t.add_column("pid", no_wrap=True)
         t.add_column("error", ratio=1)
-        for d in failed:
+        for d in shown:
             t.add_row(str(d.rank), str(d.pid or ""), escape(d.error or ""))
+        if len(failed) > len(shown):
+            rest = [d.rank for d in failed[len(shown):]]
+            t.add_row("...", "", escape(f"{len(rest)} more: {rank_class(rest)} (every one in the JSON document)"))
         yield t
     if a.missing_ranks:
-        yield safe_text(f"Missing ranks (no process): {compress(a.missing_ranks)}", style="bold red")
+        yield safe_text(f"Missing ranks (no process): {rank_class(a.missing_ranks)}", style="bold red")
     if a.progressing:
-        yield safe_text(f"Progressing ranks (stack changed between samples): {compress(a.progressing)}", style="yellow")
+        yield safe_text(f"Progressing ranks (stack changed between samples): {rank_class(a.progressing)}", style="yellow")
 
 
 def render_analysis(a: Analysis, tree: bool = True, evidence: bool = True) -> RenderableType:
@@ -99,5 +124,5 @@ def render_analysis(a: Analysis, tree: bool = True, evidence: bool = True) -> Re
     if a.groups:
         parts.append(_groups(a))
     if tree and a.tree.children:
-        parts.append(_tree(a.tree, len(a.tree.ranks)))
+        parts.append(_tree(a.tree, len(a.tree.ranks), _world(a), frozenset(r for f in a.suspects for r in f.ranks)))
     return RGroup(*parts)

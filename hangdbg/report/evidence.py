@@ -46,8 +46,8 @@ def findings_table(findings: Sequence[Finding], evidence: bool = True, title: st
     t = Table(title=title, title_justify="left", expand=True, show_lines=evidence)
     t.add_column("severity", no_wrap=True)
     t.add_column("kind", style="dim", no_wrap=True)
-    t.add_column("who", no_wrap=True)
-    t.add_column("what", ratio=1, overflow="fold")
+    t.add_column("who", ratio=1, overflow="fold")
+    t.add_column("what", ratio=3, overflow="fold")
     for f in findings:
         body = safe_text(f.summary)
         if f.action:

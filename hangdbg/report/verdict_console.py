@@ -20,10 +20,10 @@ _MAX_RANKS = 64
 
 def _findings(title: str, findings: tuple[Finding, ...], style: str, evidence: bool = True) -> Table:
     t = Table(title=title, title_justify="left", expand=True)
-    t.add_column("who", style=style, no_wrap=True)
-    t.add_column("what", ratio=2)
+    t.add_column("who", style=style, ratio=1, overflow="fold")
+    t.add_column("what", ratio=2, overflow="fold")
     if evidence:
-        t.add_column("evidence", ratio=2)
+        t.add_column("evidence", ratio=2, overflow="fold")
     t.add_column("kind", style="dim", no_wrap=True)
     for f in findings:
         what = escape(f.summary) + (f"\n[bold]action:[/bold] {escape(f.action)}" if f.action else "")
@@ -61,8 +61,8 @@ def render_verdict(v: Verdict, tree: bool = True, evidence: bool = True) -> Rend
         parts.append(safe_text(f"Read: {counts}", style="dim"))
     if v.unparsed:
         t = Table(title="Files not used", title_justify="left", expand=True)
-        t.add_column("file", no_wrap=True)
-        t.add_column("why", ratio=1)
+        t.add_column("file", ratio=1, overflow="fold")
+        t.add_column("why", ratio=1, overflow="fold")
         for e in v.unparsed:
             t.add_row(escape(e.file), escape(e.reason))
         parts.append(t)
