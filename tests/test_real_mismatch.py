@@ -57,7 +57,7 @@ def test_text_report(hung_job):
     text = res.stdout
     assert text.index("hang found") < text.index("Findings") < text.index("Equivalence classes") < text.index("merged call tree")
     assert "suspect rank 3: different collective: in broadcast at demo/job.py:" in " ".join(text.split())
-    assert "[0-2]" in text and "[3]" in text and "[0-3]" in text
+    assert "3 ranks {0-2}" in text and "rank {3}" in text and "4 ranks {0-3}" in text
 
 
 def test_node_scan_finds_workers_not_launcher(hung_job):
