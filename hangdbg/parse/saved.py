@@ -22,8 +22,7 @@ from ..errors import is_gone
 from ..launchers import is_launcher
 from ..model import Frame, RankDump, Thread
 from ..rankset import rank_number
-from ..parallel import cores, fork_map
-from ..parallel import gc_paused
+from ..parallel import cores, fork_map, gc_paused
 
 from .debug_server import parse_debug_server_dump
 from .textlines import open_input, read_capped
@@ -89,6 +88,9 @@ def load_dumps(paths: Sequence[str | os.PathLike]) -> tuple[list[RankDump], Load
     Raises:
         FileNotFoundError: a named path does not exist. A file that exists but cannot be read
             is reported in ``stats.unreadable`` instead.
+
+    From :data:`PARALLEL_FILES` files on, they are read and parsed on every core (the result is
+    the same), with the cyclic garbage collector paused (:mod:`hangdbg.parallel`).
     """
     with gc_paused():
         return _load_dumps(paths)
