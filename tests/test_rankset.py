@@ -28,3 +28,19 @@ def test_machine_form_round_trips():
     assert compress(ranks) == "0-2,5,8-9"
     assert expand(compress(ranks)) == ranks
     assert ranks_text([4]) == "rank 4"
+
+
+def test_rank_class_of_a_huge_sparse_set_lists_gaps_not_ranks():
+    # (found by the fuzzer: a garbled rank 4000000 made the complement a list of 4 million ints)
+    assert rank_class([0, 4_000_000], 4_000_001) == "2 ranks {0, 4000000}"
+    import tracemalloc
+
+    tracemalloc.start()
+    try:
+        assert rank_class([0, 1, 2, 4, 5, 4_000_000]) == "6 ranks {0-2, 4-5, 4000000}"
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 1 << 20, peak  # gaps as parts, not 4 million ints
+    most = [r for r in range(1_000_000) if r not in (17, 900, 3001)]
+    assert rank_class(most, 1_000_000) == "999997 ranks {0-999999 except 17, 900, 3001}"
