@@ -80,6 +80,7 @@ class SourceKind(_DocumentedEnum):
     GPU = ("gpu", "kernel logs with NVIDIA Xid lines and nvidia-smi -q outputs")
     TRACES = ("traces", "per-rank files of the `tracer` package (trace-HOST-RANK-PID.txt)")
     NODES = ("nodes", "the fan-out itself: nodes of `dump --jobid/--hosts` or `collect` that could not be read")
+    CHECK = ("check", "the diagnostics job of `hangdbg check` (collectives, bandwidth, bisection)")
 
 
 class Kind(_DocumentedEnum):
@@ -168,6 +169,10 @@ class Kind(_DocumentedEnum):
     ECC = ("ecc", "uncorrectable ECC errors, failed or pending row remapping (nvidia-smi -q)")
     PCIE_AER = ("pcie-aer", "PCIe errors a device or port reported (kernel AER): a GPU's link or a root port")
     # tracer files
+    CHECK_FAILED = ("check-failed", "hangdbg check: a node or GPU that fails the diagnostics job (by itself, or makes the "
+                    "others fail), isolated by bisection; the action holds the sbatch --exclude value")
+    CHECK_INTERFACE = ("check-interface", "hangdbg check: the job passes on another network interface than the one configured")
+    CHECK_SLOW = ("check-slow", "hangdbg check: ranks or nodes far below the median bandwidth")
     TRACE_STOPPED = ("trace-stopped", "trace files without the tracer's end line: stopped, killed or still running")
     TRACE_DIVERGED = ("trace-diverged", "the first traced call that not all ranks made, or ranks whose trace stops elsewhere")
 

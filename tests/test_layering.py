@@ -164,7 +164,8 @@ def test_every_evidence_kind_has_one_registered_reader():
 
     kinds = [r.kind for r in READERS]
     assert len(kinds) == len(set(kinds))
-    assert set(kinds) == set(SourceKind) - {SourceKind.NODES}  # nodes are the fan-out's, not a file's
+    # nodes are the fan-out's and check the diagnostics job's, not a file's
+    assert set(kinds) == set(SourceKind) - {SourceKind.NODES, SourceKind.CHECK}
     assert all(isinstance(r, Reader) for r in READERS)
     for name in ("core", "core_json", "flight_recorder", "nccl", "pyspy", "stack_text", "torch_log", "traces", "xid"):
         assert f"hangdbg.sources.{name}" in MODULES  # one module per evidence kind

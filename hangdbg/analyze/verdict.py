@@ -38,6 +38,7 @@ PRIORITY: dict[Kind, int] = {
     # native stack texts (analyze/native_causes.py)
     Kind.CUDA_ERROR: 1, Kind.ABORT_HANG: 3, Kind.COMM_INIT_FAILED: 3, Kind.CUDA_STUCK: 8,
     Kind.STALL: 5,  # hangdbg watch: the suspects of its stall dump
+    Kind.CHECK_FAILED: 3, Kind.CHECK_INTERFACE: 4, Kind.CHECK_SLOW: 7,  # hangdbg check
     Kind.NOT_SAVED: 9,  # hangdbg's own output dir (disk full, read-only): never about the job
 }
 """Root cause before symptom: lower first. Every :class:`Kind` has a level (a test checks)."""

@@ -37,7 +37,10 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
              "analyze saved py-spy dumps (files or directories) as `dump` would"),
     "demo": ("demo_cmd", "DemoCommand",
              "run a real torchrun/gloo job that hangs in a known way and dump it"),
-    "agent": ("agent_cmd", "AgentCommand", ""),  # internal: run on every node by dump/collect; not listed
+    "check": ("check_cmd", "CheckCommand",
+              "run a short diagnostics job (collectives, bandwidth) on this node, a SLURM job's nodes or ssh hosts; bisect to the bad node or GPU"),
+    "agent": ("agent_cmd", "AgentCommand", ""),
+    "check-node": ("check_node_cmd", "CheckNodeCommand", ""),  # internal: a node's part of `check`  # internal: run on every node by dump/collect; not listed
     "traces": ("traces_cmd", "TracesCommand",
              "compare the per-rank files of the tracer package: where each rank stopped"),
     "report": ("report_cmd", "ReportCommand",

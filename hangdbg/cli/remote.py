@@ -34,7 +34,9 @@ __all__ = [
 
 
 
-def add_remote_arguments(p: argparse.ArgumentParser) -> None:
+def add_remote_arguments(p: argparse.ArgumentParser, dump: bool = True) -> None:
+    """The target options (``--jobid``, ``--hosts``, ``--hostfile`` and their transports);
+    ``dump=False`` (``check``) leaves out the options about finding and dumping ranks."""
     g = p.add_argument_group("other nodes (SLURM, ssh, pdsh)")
     target = g.add_mutually_exclusive_group()
     target.add_argument("--jobid", help="every node of this running SLURM job (one srun runs the agent on all of them)")
@@ -48,6 +50,8 @@ def add_remote_arguments(p: argparse.ArgumentParser) -> None:
     g.add_argument("--connect-timeout", type=int, default=10, metavar="S", help="ssh ConnectTimeout in seconds (default 10)")
     g.add_argument("--remote-python", metavar="PATH", default=sys.executable, help=f"Python with hangdbg on the nodes (default: this one, {sys.executable})")
     g.add_argument("--remote-setup", metavar="SHELL", help="shell text run before the agent over ssh/pdsh, e.g. 'source ~/.pdshrc' (non-interactive shells skip ~/.bashrc)")
+    if not dump:
+        return
     g.add_argument("--node-timeout", type=float, metavar="S", help="seconds a node may take (default: 6 x --timeout + samples x interval + 30, or 2 x --timeout with --no-adapt)")
     g.add_argument("--match-env", action="append", default=[], metavar="KEY=VALUE", help="ranks must have KEY=VALUE in their environment; {host} is replaced by the node's name (repeatable)")
 

@@ -23,7 +23,7 @@ from ..errors import UsageError
 from ..tools.subproc import Popen, kill_group
 from .hosts import check_host, check_hosts
 
-__all__ = ["Runner", "SrunRunner", "SshRunner", "PdshRunner", "FakeRunner", "remote_command", "check_setup", "ssh_argv", "HOST"]
+__all__ = ["Runner", "SrunRunner", "SshRunner", "PdshRunner", "LocalRunner", "FakeRunner", "remote_command", "check_setup", "ssh_argv", "HOST"]
 
 OnLine = Callable[[str | None, str], None]
 Failures = dict[str, tuple[str, str]]
@@ -275,6 +275,29 @@ class PdshRunner(Runner):
             for h in self.hosts:
                 failures.setdefault(h, ("timeout", f"no answer within {timeout:g} s"))
         return failures
+
+
+class LocalRunner(Runner):
+    """The command as a child process on this node (``hangdbg check`` with ``--nproc-per-node``):
+    the same path as the remote transports, without one. ``{host}`` becomes ``host``."""
+
+    def __init__(self, host: str) -> None:
+        super().__init__()
+        self.host = host
+        self.hosts = [host]
+
+    def run(self, agent_argv: list[str], on_line: OnLine, timeout: float) -> Failures:
+        try:
+            proc = self._spawn(_for_host(agent_argv, self.host))
+        except FileNotFoundError as exc:
+            return {self.host: ("error", f"cannot run {exc.filename}")}
+        code, err, timed_out = self._pump(proc, self.host, on_line, timeout)
+        if timed_out:
+            return {self.host: ("timeout", f"no answer within {timeout:g} s")}
+        if code not in (0, 3):
+            tail = " ".join(err.strip().splitlines()[-2:])[-300:]
+            return {self.host: ("error", f"exited with status {code}" + (f": {tail}" if tail else ""))}
+        return {}
 
 
 class FakeRunner(Runner):

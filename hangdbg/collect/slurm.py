@@ -15,7 +15,7 @@ from ..errors import HangdbgError, UsageError
 from ..tools.subproc import run
 from .hosts import expand_hosts
 
-__all__ = ["SlurmJob", "show_job", "job_state", "parse_show_job", "WAITING_STATES"]
+__all__ = ["SlurmJob", "show_job", "job_state", "parse_show_job", "node_addresses", "WAITING_STATES"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,3 +73,23 @@ def show_job(jobid: str, env: dict[str, str] | None = None) -> SlurmJob:
     if job.state != "RUNNING" or not job.nodes:
         raise UsageError(f"SLURM job {jobid} is {job.state}, not RUNNING: nothing to dump")
     return job
+
+
+def node_addresses(nodes: list[str], env: dict[str, str] | None = None) -> dict[str, str]:
+    """``NodeAddr`` of each node (``scontrol -o show node NAME``; SLURM sets it to the node's
+    name when slurm.conf gives none). A node scontrol does not know keeps its name.
+
+    Raises:
+        HangdbgError: scontrol is missing.
+    """
+    out: dict[str, str] = {}
+    for node in nodes:
+        try:
+            res = run(["scontrol", "-o", "show", "node", node], timeout=30, text=True, env=env)
+        except FileNotFoundError:
+            raise HangdbgError("scontrol not found", help="run check --jobid on a SLURM login node (or use --hosts)") from None
+        except subprocess.TimeoutExpired:
+            res = None
+        m = re.search(r"\bNodeAddr=(\S+)", res.stdout) if res is not None and res.returncode == 0 else None
+        out[node] = m.group(1) if m else node
+    return out

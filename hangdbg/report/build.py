@@ -22,7 +22,8 @@ from .document import (CollectDocument, CoreDocument, CoreEntry, CoreWritten, Fr
                        ThreadEntry, TracesDocument, TreeEntry, StallEntry, WatchDocument)
 
 __all__ = ["header", "stacks_section", "source_section", "stacks_document", "report_document", "source_document",
-           "core_document", "collect_document", "split_document", "process_list", "node_document", "watch_document"]
+           "core_document", "collect_document", "split_document", "process_list", "node_document", "watch_document",
+           "check_document"]
 
 _SOURCE_DOCUMENTS = {"nccl summary": NcclDocument, "logs": LogsDocument, "fr": FrDocument, "gpu": GpuDocument,
                      "traces": TracesDocument}
@@ -208,3 +209,22 @@ def watch_document(targets: str, out_dir: str, signals: Sequence[str], stall: fl
     return WatchDocument(**header("watch", by_severity(findings), headline), targets=targets, out_dir=out_dir,
                          signals=tuple(signals), stall_seconds=stall, interval_seconds=interval,
                          observations=observations, ended=ended, stalls=tuple(stalls))  # type: ignore[arg-type]
+
+
+def check_document(targets: str, backend: str, out_dir: str | None, trials: Sequence[Any], verdict: Any) -> Any:
+    """The document of ``hangdbg check`` from its trials (:class:`hangdbg.analyze.check.Trial`,
+    the first on every node) and :func:`hangdbg.analyze.check_verdict.check_verdict`."""
+    from ..analyze.check import blame, slots_text
+    from .document import CheckDocument, TrialEntry
+
+    first = trials[0]
+    entries = []
+    for t in trials:
+        name = f"{t.number:02d}-{t.purpose.replace(' ', '-')}"
+        entries.append(TrialEntry(t.number, t.purpose, tuple(f"{h}:{slots_text(s)}" for h, s in t.layout), t.ifname,
+                                  t.master, t.passed, t.failed_step, blame(t).why, round(t.seconds, 3),
+                                  f"trials/{name}/messages.jsonl"))
+    return CheckDocument(**header("check", verdict.findings, verdict.headline), targets=targets, backend=backend,
+                         out_dir=out_dir, world_size=len(first.ranks), bad_nodes=verdict.bad_nodes,
+                         bad_gpus=verdict.bad_gpus, exclude=verdict.exclude, bandwidth=verdict.bandwidth,
+                         nodes=first.nodes, ranks=first.ranks, trials=tuple(entries))

@@ -15,6 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Generic, Literal, TypeVar, Union
 
+from ..analyze.check import Bandwidth, CheckNode, RankResult
 from ..facts import (CoreFact, CoreFacts, CoreJsonFacts, FrFacts, GpuFacts, NcclFacts, RasFacts, StacksFacts,
                      StackTextFacts, TorchLogFacts, TracesFacts)
 from ..model import ClassifiedFile, FileError, Finding, Frame, RankProcess, RankState, SourceKind, Thread
@@ -25,6 +26,7 @@ __all__ = [
     "TracesDocument", "CoreDocument", "CollectDocument", "SplitDocument", "ProcessList", "DOCUMENTS",
     "StacksSection", "RankEntry", "GroupEntry", "PlaceEntry", "TreeEntry", "SourceSection", "NodeEntry",
     "CoreEntry", "CoreWritten", "SplitRow", "AnyFacts", "NodeDocument", "WatchDocument", "StallEntry",
+    "CheckDocument", "TrialEntry",
 ]
 
 F = TypeVar("F")
@@ -423,7 +425,68 @@ class WatchDocument(Document):
     stalls: tuple[StallEntry, ...]
 
 
+@dataclass(frozen=True, slots=True)
+class TrialEntry:
+    """One run of ``hangdbg check``'s diagnostics job.
+
+    Attributes:
+        number: 1 is the run on every node; later ones are the interface retry and bisection.
+        purpose: ``all``, ``interface`` (another network interface), ``bisect nodes``,
+            ``bisect HOST`` (the GPUs of a node).
+        layout: ``host:slots`` of every node it ran on, in rank order.
+        ifname: the interface hangdbg set (``auto``: the route to the rendezvous), None: the nodes' own.
+        master: the rendezvous ``address:port``.
+        passed: every rank passed every step.
+        failed_step: the first step a rank did not pass.
+        blamed: what it blamed, one line per cause (:func:`hangdbg.analyze.check.blame`).
+        seconds: its wall time.
+        log: its messages as they arrived (``OUT/trials/NN-PURPOSE/messages.jsonl``).
+    """
+
+    number: int
+    purpose: str
+    layout: tuple[str, ...]
+    ifname: str | None
+    master: str
+    passed: bool
+    failed_step: str | None
+    blamed: tuple[str, ...]
+    seconds: float
+    log: str
+
+
+@dataclass(frozen=True, slots=True)
+class CheckDocument(Document):
+    """``check``: the diagnostics job, its figures and the bisection of a failure; ``found``
+    when a node or GPU fails.
+
+    Attributes:
+        targets: what was checked (``--nproc-per-node 4``, ``--jobid 42``, ``--hosts node[1-8]``).
+        backend: ``gloo`` or ``nccl``.
+        out_dir: the raw messages of every trial.
+        world_size: ranks of the first trial (every node).
+        bad_nodes: nodes to leave out; bad_gpus: ``host:slot`` of GPUs to leave out.
+        exclude: ``bad_nodes`` as the value of ``sbatch --exclude=``.
+        bandwidth: the bandwidth test of the largest trial that passed (None: none passed).
+        nodes, ranks: the first trial's nodes and ranks, with their facts and step results.
+        trials: every trial, in order.
+    """
+
+    command: Literal["check"]
+    targets: str
+    backend: str
+    out_dir: str | None
+    world_size: int
+    bad_nodes: tuple[str, ...]
+    bad_gpus: tuple[str, ...]
+    exclude: str | None
+    bandwidth: Bandwidth | None
+    nodes: tuple[CheckNode, ...]
+    ranks: tuple[RankResult, ...]
+    trials: tuple[TrialEntry, ...]
+
+
 DOCUMENTS: tuple[type, ...] = (StacksDocument, ReportDocument, NcclDocument, LogsDocument, FrDocument, GpuDocument,
                                TracesDocument, CoreDocument, CollectDocument, SplitDocument, ProcessList, NodeDocument,
-                               WatchDocument)
+                               WatchDocument, CheckDocument)
 """Every document hangdbg writes; ``hangdbg schema`` describes their union."""

@@ -1,0 +1,205 @@
+"""``hangdbg check``: a short diagnostics job on the nodes, and bisection to the bad node or GPU."""
+
+from __future__ import annotations
+
+import argparse
+import re
+import shlex
+import shutil
+import socket
+import subprocess
+import sys
+
+from ..analyze.check_verdict import check_verdict
+from ..collect.check_run import CheckPlan, run_check
+from ..collect.hosts import expand_hosts, read_hostfile
+from ..collect.runners import LocalRunner, PdshRunner, Runner, SrunRunner, SshRunner
+from ..collect.slurm import node_addresses, show_job
+from ..errors import HangdbgError, UsageError
+from ..report.safetext import visible
+from ..tools.subproc import run as run_tool
+from .common import EXIT_ERROR, Command, add_output_arguments, exit_status, out_dir, positive_float, positive_int
+from .remote import add_remote_arguments, wants_remote
+
+__all__ = ["CheckCommand", "parse_size"]
+
+
+def parse_size(text: str) -> int:
+    """argparse type: bytes, with an optional K/M/G suffix (powers of 1024): ``64M``, ``1G``, ``4096``."""
+    m = re.fullmatch(r"\s*(\d+)\s*([KMGkmg]?)(?:i?[Bb])?\s*", text)
+    if not m:
+        raise argparse.ArgumentTypeError(f"not a size in bytes: {text!r} (e.g. 4096, 64M, 1G)")
+    value = int(m.group(1)) << {"": 0, "k": 10, "m": 20, "g": 30}[m.group(2).lower()]
+    if value < 4:
+        raise argparse.ArgumentTypeError("must be at least 4 bytes")
+    return value
+
+
+def _local_gpus() -> int:
+    smi = shutil.which("nvidia-smi")
+    if not smi:
+        return 0
+    try:
+        res = subprocess.run([smi, "-L"], capture_output=True, text=True, timeout=20)
+    except (OSError, subprocess.SubprocessError):
+        return 0
+    return sum(1 for ln in res.stdout.splitlines() if ln.startswith("GPU "))
+
+
+def _job_gpus(jobid: str) -> int:
+    """GPUs per node of a SLURM job (``TresPerNode=gres:gpu:N`` / ``gres/gpu=N``), 0 when none."""
+    try:
+        res = run_tool(["scontrol", "show", "job", jobid], timeout=30, text=True)
+    except (OSError, subprocess.SubprocessError):
+        return 0
+    m = re.search(r"TresPerNode=\S*?gpu(?::[\w-]+)?:(\d+)", res.stdout or "")
+    return int(m.group(1)) if m else 0
+
+
+def _ssh_address(host: str, options: list[str]) -> str:
+    """The address ssh connects to for ``host`` (``ssh -G``: the user's configuration applied)."""
+    try:
+        res = run_tool(["ssh", "-G", *options, "--", host], timeout=10, text=True)
+    except (OSError, subprocess.SubprocessError):
+        return host
+    m = re.search(r"^hostname (\S+)$", res.stdout or "", re.M)
+    return m.group(1) if m and res.returncode == 0 else host
+
+
+class CheckCommand(Command):
+    description = (
+        "Run a short torch.distributed diagnostics job on the nodes a training job would use (this node "
+        "with --nproc-per-node, a SLURM job's nodes with --jobid, or --hosts/--hostfile over ssh/pdsh): every "
+        "rank allocates memory, joins the rendezvous, and runs barrier, all_reduce, all_gather, broadcast and "
+        "send/recv with the results checked, then a bandwidth test (algbw, busbw). Every step has a hard timeout. "
+        "When the run fails it is retried on another network interface (start-up failures) and bisected over "
+        "the nodes and GPUs to the ones that fail; the verdict prints the sbatch --exclude= value. Exit status: "
+        "0 healthy, 3 a bad node or GPU found, 1 the check could not run, 2 usage."
+    )
+
+    @classmethod
+    def add_arguments(cls, p: argparse.ArgumentParser) -> None:
+        g = p.add_argument_group("the diagnostics job")
+        g.add_argument("--nproc-per-node", type=positive_int, metavar="N",
+                       help="ranks per node (default: the GPUs of this node or of the job's nodes; the hostfile's slots; "
+                            "else 2 on this node, 1 per remote node)")
+        g.add_argument("--backend", choices=("auto", "gloo", "nccl"), default="auto",
+                       help="auto (default): nccl on nodes with GPUs, else gloo")
+        g.add_argument("--timeout", type=positive_float, default=30.0, metavar="S", help="seconds each step may take (default 30)")
+        g.add_argument("--init-timeout", type=positive_float, default=120.0, metavar="S",
+                       help="seconds for the rendezvous and for init_process_group, each (default 120)")
+        g.add_argument("--size", type=parse_size, default=64 << 20, metavar="BYTES", help="bytes of the bandwidth all_reduce (default 64M)")
+        g.add_argument("--iters", type=positive_int, default=5, metavar="N", help="timed iterations of the bandwidth test (default 5)")
+        g.add_argument("--alloc-bytes", type=parse_size, default=64 << 20, metavar="BYTES",
+                       help="bytes each rank allocates on CPU (on a GPU: 90%% of its free memory; default 64M)")
+        g.add_argument("--slow", type=positive_float, default=0.5, metavar="FRACTION",
+                       help="flag ranks and nodes below this fraction of the median bandwidth (default 0.5)")
+        g.add_argument("--ifname", metavar="IFACE", help="set GLOO_SOCKET_IFNAME and NCCL_SOCKET_IFNAME to IFACE on every node "
+                                                         "from the start (default: the nodes' own setting)")
+        g.add_argument("--master-port", type=positive_int, metavar="PORT",
+                       help="rendezvous port of the first run (the later runs take the next ones; default: a free random port)")
+        g.add_argument("--no-bisect", dest="bisect", action="store_false", help="run once on every node; no retry, no bisection")
+        add_remote_arguments(p, dump=False)
+        add_output_arguments(p, "trials/NN-PURPOSE/messages.jsonl of every run, check.json; default ./hangdbg-check-DATE")
+
+    def run(self, args: argparse.Namespace) -> int:
+        plan, targets = self.plan(args)
+        lines: list[str] = []
+
+        def on_trial(t) -> None:
+            what = "passed" if t.passed else f"failed at {t.failed_step or 'start'}"
+            line = f"run {t.number} ({t.purpose}) on {t.label}: {what} in {t.seconds:.1f} s"
+            lines.append(line)
+            self.err.print(f"hangdbg: {visible(line)}", style="dim", markup=False, highlight=False)
+
+        with self.err.status(f"check: {len(plan.layout)} node(s), {sum(len(s) for _, s in plan.layout)} ranks..."):
+            result = run_check(plan, on_trial)
+        first = result.first
+        if first.ranks and all(_no_torch(r) for r in first.ranks):
+            raise HangdbgError("torch is not installed where the ranks run: the diagnostics job needs it",
+                               help="pip install torch on the nodes, or pass --remote-python (a Python with torch and hangdbg)")
+        verdict = check_verdict(result.trials, result.retry, result.nodes, result.gpus, args.backend, args.slow)
+        from ..report.build import check_document
+        from ..report.check_view import render_check
+
+        doc = check_document(targets, args.backend, str(plan.out), result.trials, verdict)
+        self.emit(doc, args, "check.json", lambda: render_check(doc, evidence=not args.no_evidence))
+        code = exit_status(doc.found, True)
+        if not doc.found and not first.passed:
+            return EXIT_ERROR  # never an all-clear for a run that failed
+        return code
+
+    def plan(self, args: argparse.Namespace) -> tuple[CheckPlan, str]:
+        """The plan and a description of the targets. Raises UsageError on bad options."""
+        common = dict(backend=args.backend, init_timeout=args.init_timeout, timeout=args.timeout, size=args.size,
+                      iters=args.iters, alloc_bytes=args.alloc_bytes, ifname=args.ifname, master_port=args.master_port,
+                      bisect=args.bisect, verbose=bool(getattr(args, "verbose", False)))
+        if not wants_remote(args):
+            n = args.nproc_per_node or _local_gpus() or 2
+            host = socket.gethostname().split(".")[0] or "localhost"
+            out = out_dir(args, "hangdbg-check")
+            plan = CheckPlan(((host, tuple(range(n))),), {host: "127.0.0.1"}, lambda hosts: LocalRunner(host),
+                             sys.executable, True, out=out, **common)  # type: ignore[arg-type]
+            return plan, f"--nproc-per-node {n}"
+        python = args.remote_python
+        if args.jobid:
+            job = show_job(args.jobid)
+            hosts = list(job.nodes)
+            if args.nodes:
+                want = expand_hosts(args.nodes)
+                unknown = [h for h in want if h not in job.nodes]
+                if unknown:
+                    raise UsageError(f"nodes {','.join(unknown)} are not in job {args.jobid} ({','.join(job.nodes)})")
+                hosts = want
+            n = args.nproc_per_node or _job_gpus(args.jobid) or 1
+            srun_args = [a for arg in args.srun_arg for a in shlex.split(arg)]
+            addresses = node_addresses(hosts)
+            out = out_dir(args, "hangdbg-check")
+            plan = CheckPlan(tuple((h, tuple(range(n))) for h in hosts), addresses,
+                             lambda hs: SrunRunner(args.jobid, hs, srun_args), python, False, out=out, **common)  # type: ignore[arg-type]
+            return plan, f"--jobid {args.jobid}" + (f" -w {args.nodes}" if args.nodes else "")
+        if args.nodes:
+            raise UsageError("-w/--nodes goes with --jobid; use --hosts to choose hosts")
+        if args.hosts:
+            hosts = expand_hosts(args.hosts)
+            slots = {h: args.nproc_per_node or 1 for h in hosts}
+        else:
+            hosts = read_hostfile(args.hostfile)
+            slots = _hostfile_slots(args.hostfile, hosts, args.nproc_per_node)
+        if not hosts:
+            raise UsageError("no hosts to check")
+        ssh_options = (["-F", args.ssh_config] if args.ssh_config else []) + [x for o in args.ssh_option for x in ("-o", o)]
+        use_pdsh = args.launcher == "pdsh" or (args.launcher == "auto" and shutil.which("pdsh") is not None)
+
+        def make(hs: list[str]) -> Runner:
+            if use_pdsh:
+                return PdshRunner(hs, ssh_options, args.remote_setup, args.connect_timeout)
+            return SshRunner(hs, ssh_options, args.remote_setup, args.connect_timeout)
+
+        make(hosts)  # checks the hosts and --remote-setup before anything runs
+        addresses = {h: _ssh_address(h, ssh_options) for h in hosts}
+        out = out_dir(args, "hangdbg-check")
+        plan = CheckPlan(tuple((h, tuple(range(slots[h]))) for h in hosts), addresses, make, python, True, out=out,
+                         **common)  # type: ignore[arg-type]
+        return plan, f"--hosts {args.hosts}" if args.hosts else f"--hostfile {args.hostfile}"
+
+
+def _hostfile_slots(path: str, hosts: list[str], nproc: int | None) -> dict[str, int]:
+    """``slots=N`` of each host of a deepspeed/pdsh hostfile (``nproc`` wins; 1 when absent)."""
+    found: dict[str, int] = {}
+    try:
+        with open(path, encoding="utf-8", errors="replace") as f:
+            for line in f:
+                words = line.split("#", 1)[0].split()
+                if words:
+                    m = re.search(r"slots=(\d+)", line)
+                    found[words[0]] = int(m.group(1)) if m else 1
+    except OSError:
+        pass
+    return {h: nproc or max(1, found.get(h, 1)) for h in hosts}
+
+
+
+def _no_torch(r) -> bool:
+    res = r.result("facts")
+    return res is not None and not res.ok and "No module named 'torch'" in (res.error or "")

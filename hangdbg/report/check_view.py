@@ -1,0 +1,104 @@
+"""The terminal report of ``hangdbg check``: headline, steps, nodes, figures, trials, findings.
+
+Data in, renderables out (no printing): :func:`render_check` takes the command's
+:class:`~hangdbg.report.document.CheckDocument`, so the view and ``--json`` say the same thing.
+"""
+
+from __future__ import annotations
+
+from rich.console import Group, RenderableType
+from rich.table import Table
+from rich.text import Text
+
+from ..analyze.check import STEPS
+from ..rankset import rank_set
+from .document import CheckDocument
+from .evidence import findings_table, headline_panel
+
+__all__ = ["render_check"]
+
+
+def _steps(doc: CheckDocument) -> Table:
+    t = Table(title=f"Steps (first run: {doc.world_size} ranks)", title_justify="left", expand=True)
+    t.add_column("step", no_wrap=True, style="bold")
+    t.add_column("passed", justify="right", no_wrap=True)
+    t.add_column("failed", ratio=1)
+    t.add_column("slowest s", justify="right", no_wrap=True)
+    for step in STEPS:
+        passed, timed_out, failed, missing, secs = [], [], [], [], []
+        for r in doc.ranks:
+            res = r.result(step)
+            if res is None:
+                missing.append(r.rank)
+            elif res.ok:
+                passed.append(r.rank)
+                secs.append(res.seconds)
+            elif res.timeout:
+                timed_out.append(r.rank)
+            else:
+                failed.append(r.rank)
+        if not (passed or failed or timed_out) and missing and step != STEPS[0]:
+            row_failed = Text(f"not reached by {rank_set(missing)}", style="dim")
+        else:
+            parts = []
+            if failed:
+                parts.append(Text(f"failed: {rank_set(failed)}", style="bold red"))
+            if timed_out:
+                parts.append(Text(f"timed out (waiting): {rank_set(timed_out)}", style="yellow"))
+            if missing and (passed or failed or timed_out):
+                parts.append(Text(f"no result: {rank_set(missing)}", style="bold red"))
+            row_failed = Text("; ").join(parts) if parts else Text("")
+        ok_style = "green" if len(passed) == len(doc.ranks) else "red"
+        t.add_row(step, Text(f"{len(passed)}/{len(doc.ranks)}", style=ok_style), row_failed,
+                  f"{max(secs):.3g}" if secs else "")
+    return t
+
+
+def _nodes(doc: CheckDocument) -> Table:
+    t = Table(title="Nodes", title_justify="left", expand=True)
+    for col in ("node", "slots", "status", "interface (configured / route)", "recv GB/s (median)"):
+        t.add_column(col, no_wrap=col != "status", overflow="fold")
+    for n in doc.nodes:
+        recv = sorted(r.recv_gbps for r in doc.ranks if r.host == n.host and r.recv_gbps)
+        mid = f"{recv[len(recv) // 2]:.3g}" if recv else ""
+        bad = n.host in doc.bad_nodes
+        status = Text(n.status + (": " + n.reason if n.reason else ""), style="bold red" if bad or n.status != "ok" else "green")
+        t.add_row(Text(n.host, style="bold red" if bad else ""), ",".join(map(str, n.slots)), status,
+                  f"{n.ifname_configured or '-'} / {n.route_interface or '?'}", mid)
+    return t
+
+
+def _trials(doc: CheckDocument) -> Table:
+    t = Table(title="Runs (1: every node; then the interface retry and the bisection)", title_justify="left", expand=True)
+    for col in ("#", "purpose", "nodes:slots", "interface", "result", "s"):
+        t.add_column(col, no_wrap=col in ("#", "result", "s"), overflow="fold", ratio=1 if col == "nodes:slots" else None)
+    for tr in doc.trials:
+        res = Text("passed", style="green") if tr.passed else Text(f"failed at {tr.failed_step or 'start'}", style="red")
+        t.add_row(str(tr.number), tr.purpose, " ".join(tr.layout), tr.ifname or "-", res, f"{tr.seconds:.1f}")
+    return t
+
+
+def _figures(doc: CheckDocument) -> RenderableType:
+    bw = doc.bandwidth
+    if bw is None:
+        return Text("bandwidth: no run passed, no figures", style="dim")
+    text = (f"bandwidth (run {bw.trial}, {bw.world_size} ranks): all_reduce of {bw.bytes} bytes x {bw.iters}: "
+            f"{bw.time_s * 1e3:.3g} ms, algbw {bw.algbw_gbps:.3g} GB/s, busbw {bw.busbw_gbps:.3g} GB/s")
+    if bw.recv_gbps_median:
+        text += f"; ring send/recv median {bw.recv_gbps_median:.3g} GB/s"
+    return Text(text)
+
+
+def render_check(doc: CheckDocument, evidence: bool = True) -> RenderableType:
+    """The whole report of a check."""
+    parts: list[RenderableType] = [headline_panel(doc.headline, "hangdbg check", doc.found), _steps(doc), _nodes(doc),
+                                   _figures(doc)]
+    if len(doc.trials) > 1:
+        parts.append(_trials(doc))
+    if doc.findings:
+        parts.append(findings_table(doc.findings, evidence=evidence))
+    if doc.exclude:
+        parts.append(Text.assemble(("leave out: ", "bold"), (f"sbatch --exclude={doc.exclude}", "bold red")))
+    if doc.bad_gpus:
+        parts.append(Text.assemble(("bad GPUs: ", "bold"), (", ".join(doc.bad_gpus), "bold red")))
+    return Group(*parts)
