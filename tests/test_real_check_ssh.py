@@ -1,0 +1,57 @@
+"""`hangdbg check --hosts` over a real sshd on 127.0.0.1 (ssh pool and pdsh), healthy and with a
+node that cannot reach the rendezvous (its own network namespace) or cannot be reached at all."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from conftest import run_json, suspects
+from infra.check_faults import node_python
+
+pytest.importorskip("torch")
+
+FAST = ("--timeout", "5", "--init-timeout", "12", "--size", "1M", "--iters", "3", "--connect-timeout", "3")
+
+
+def _check(sshd, *args, out):
+    return run_json("check", *args, "--ssh-config", sshd.config_path, *FAST, "-o", out, env=sshd.env)
+
+
+def test_healthy_hosts_over_ssh(sshd, tmp_path):
+    rc, doc = _check(sshd, "--hosts", "node[1-2]", "--nproc-per-node", "2", "--launcher", "ssh", out=tmp_path / "o")
+    assert rc == 0, doc["headline"]
+    assert [(n["host"], n["status"]) for n in doc["nodes"]] == [("node1", "ok"), ("node2", "ok")]
+    assert [r["host"] for r in doc["ranks"]] == ["node1", "node1", "node2", "node2"]
+    assert doc["trials"][0]["master"].startswith("127.0.0.1:")  # `ssh -G node1`: its HostName
+    assert doc["bandwidth"]["world_size"] == 4
+
+
+def test_node_that_cannot_reach_the_rendezvous(sshd, tmp_path):
+    """node2 runs in a network namespace of its own: it cannot reach node1's rendezvous
+    (connection refused) though it works alone. Its rank says so at the rendezvous step; the
+    others only wait; the interface retry does not help; node2 alone and node1+node3 pass."""
+    wrapper = node_python(tmp_path / "python", "node2", netns=True)
+    start = time.monotonic()
+    rc, doc = _check(sshd, "--hosts", "node[1-3]", "--launcher", "pdsh", "--remote-python", wrapper, out=tmp_path / "o")
+    assert rc == 3, doc["headline"]
+    assert doc["bad_nodes"] == ["node2"] and doc["exclude"] == "node2"
+    [bad] = suspects(doc)
+    assert bad["summary"].startswith("node2 passes alone but the others fail with it")
+    assert "cannot reach the rendezvous at 127.0.0.1:" in bad["summary"] and "Connection refused" in bad["summary"]
+    assert [(t["purpose"], t["layout"], t["passed"]) for t in doc["trials"]] == [
+        ("all", ["node1:0", "node2:0", "node3:0"], False), ("interface", ["node1:0", "node2:0", "node3:0"], False),
+        ("bisect nodes", ["node2:0"], True), ("bisect nodes", ["node1:0", "node3:0"], True)]
+    assert doc["trials"][0]["failed_step"] == "rendezvous"
+    assert time.monotonic() - start < 150
+
+
+def test_unreachable_node(sshd, tmp_path):
+    """deadnode's ssh port is closed: the node is named, the other one passes alone."""
+    rc, doc = _check(sshd, "--hosts", "node1,deadnode", "--launcher", "ssh", out=tmp_path / "o")
+    assert rc == 3, doc["headline"]
+    assert doc["bad_nodes"] == ["deadnode"]
+    nodes = {n["host"]: n for n in doc["nodes"]}
+    assert nodes["deadnode"]["status"] == "unreachable"
+    assert suspects(doc)[0]["hosts"] == ["deadnode"] and "unreachable" in suspects(doc)[0]["summary"]
