@@ -40,7 +40,7 @@ def test_schema_is_draft_2020_12_and_describes_every_command():
         header = ["schema_version", "tool", "version", "created", "command", "found", "headline", "findings"]
         assert list(props)[:8] == header
     assert commands >= {"dump", "analyze", "demo", "report", "nccl summary", "nccl split", "logs", "fr", "gpu", "core",
-                        "traces", "collect"}
+                        "traces", "collect", "watch", "check"}
     finding = schema["$defs"]["Finding"]
     assert finding["additionalProperties"] is False
     assert set(finding["required"]) >= {"kind", "severity", "ranks", "hosts", "gpus", "summary", "evidence", "action"}
@@ -121,6 +121,7 @@ def test_verbose_logs_each_external_command(sleeper, tmp_path):
 def test_agent_is_hidden_from_help_but_runs():
     res = run_cli("--help")
     assert res.returncode == 0 and "schema" in res.stdout and "agent" not in res.stdout
+    assert "check-node" not in res.stdout and "check" in res.stdout  # check-node is check's own, run on each node
     res = run_cli("agent", "--help")
     assert res.returncode == 0 and "HANGDBG1" in " ".join(res.stdout.split())
 
