@@ -49,6 +49,7 @@ class RankResult:
         exit_status: the exit status when ``exited`` (negative: killed by that signal).
         hostname: what the rank's host calls itself; ``device``: ``cpu`` or ``cuda:0``;
         gpu: name and PCI bus id of its GPU; numa: NUMA nodes of its CPUs (and GPU);
+        backend: the backend it used (``gloo``, ``nccl``);
         alloc_bytes: bytes it allocated and freed; memory_bytes: its GPU's total memory.
         ifname: ``GLOO_SOCKET_IFNAME`` / ``NCCL_SOCKET_IFNAME`` as the rank saw it.
         algbw_gbps, busbw_gbps: the bandwidth all_reduce as this rank timed it (GB/s, 1e9 B/s).
@@ -77,6 +78,7 @@ class RankResult:
     bw_bytes: int | None = None
     bw_iters: int | None = None
     bw_time_s: float | None = None
+    backend: str | None = None
     stderr: tuple[str, ...] = ()
 
     @property
@@ -241,7 +243,7 @@ def rank_result(rank: int, host: str, slot: int, local_rank: int, steps: Iterabl
         gpu, numa, _int(facts.get("alloc", {}).get("bytes")), _int(f.get("gpu_memory")),
         _str(f.get("NCCL_SOCKET_IFNAME")) or _str(f.get("GLOO_SOCKET_IFNAME")),
         _num(bw.get("algbw_gbps")), _num(bw.get("busbw_gbps")), _num(bw.get("recv_gbps")), _int(bw.get("recv_from")),
-        _int(bw.get("bytes")), _int(bw.get("iters")), _num(bw.get("time_s")), stderr)
+        _int(bw.get("bytes")), _int(bw.get("iters")), _num(bw.get("time_s")), _str(f.get("backend")), stderr)
 
 
 def check_node(host: str, slots: tuple[int, ...], facts: dict | None, status: str, reason: str | None, backend: str) -> CheckNode:
@@ -249,8 +251,8 @@ def check_node(host: str, slots: tuple[int, ...], facts: dict | None, status: st
     f = facts or {}
     ifaces: dict = f["interfaces"] if isinstance(f.get("interfaces"), dict) else {}
     listed = tuple(f"{k}={','.join(str(a) for a in v)}" for k, v in sorted(ifaces.items()) if isinstance(v, list))
-    env = "NCCL_SOCKET_IFNAME" if backend == "nccl" else "GLOO_SOCKET_IFNAME"
     gpus = tuple(str(g) for g in f.get("gpus") or [] if isinstance(g, str)) if isinstance(f.get("gpus"), list) else ()
+    env = "NCCL_SOCKET_IFNAME" if backend == "nccl" or (backend == "auto" and gpus) else "GLOO_SOCKET_IFNAME"
     return CheckNode(host, slots, status, reason, _str(f.get("hostname")), gpus, listed, _str(f.get("route_interface")),
                      _str(f.get(env)), _str(f.get("ifname_set")))
 

@@ -67,7 +67,8 @@ def check_verdict(trials: list[Trial], retry: Trial | None, nodes: Isolation[str
     first = trials[0]
     findings: list[Finding] = []
     blames = [blame(t) for t in trials if not t.passed]
-    env = "NCCL_SOCKET_IFNAME" if backend == "nccl" else "GLOO_SOCKET_IFNAME"
+    nccl = backend == "nccl" or any(r.backend == "nccl" for r in first.ranks)
+    env = "NCCL_SOCKET_IFNAME" if nccl else "GLOO_SOCKET_IFNAME"
     bad_nodes: list[str] = []
     bad_gpus: list[str] = []
     if not first.passed:
@@ -94,24 +95,18 @@ def check_verdict(trials: list[Trial], retry: Trial | None, nodes: Isolation[str
                            "then look at `nvidia-smi -q` and the kernel log (hangdbg gpu) for it"))
                 continue
             bad_nodes.append(host)
-            why = _why_for(host, blames)
-            findings.append(_finding(
-                Kind.CHECK_FAILED, f"{host} fails the check by itself" + (f": {why[0]}" if why else ""),
-                hosts=(host,), ranks=tuple(r for r in b0.ranks if _host_of(first, r) == host), evidence=_evidence(why),
-                action=f"leave it out: sbatch --exclude={host} (and drain it: scontrol update nodename={host} state=drain "
-                       "reason=hangdbg-check)"))
+            findings.append(_node_finding(host, "fails the check by itself", first, b0, blames,
+                                          f"leave it out: sbatch --exclude={host} (and drain it: scontrol update "
+                                          f"nodename={host} state=drain reason=hangdbg-check)"))
         for host in with_others:
             bad_nodes.append(host)
-            why = _why_for(host, blames)
-            findings.append(_finding(
-                Kind.CHECK_FAILED, f"{host} passes alone but the others fail with it" + (f": {why[0]}" if why else ""),
-                hosts=(host,), ranks=tuple(r for r in b0.ranks if _host_of(first, r) == host), evidence=_evidence(why),
-                action=f"leave it out (sbatch --exclude={host}); check its network: the route and firewall to the other "
-                       f"nodes, {env}, the address its name resolves to"))
+            findings.append(_node_finding(host, "passes alone but the others fail with it", first, b0, blames,
+                                          f"leave it out (sbatch --exclude={host}); check its network: the route and "
+                                          f"firewall to the other nodes, {env}, the address its name resolves to"))
         for group in together:
             findings.append(_finding(
                 Kind.CHECK_FAILED, f"{', '.join(group)} fail the check only together (every half passes): the network "
-                f"between them, or a fault that needs them all", hosts=tuple(group), evidence=_evidence(b0.why),
+                f"between them, or a fault that needs them all", hosts=tuple(sorted(group)), evidence=_evidence(b0.why),
                 action="run `hangdbg check` on pairs of these nodes, and with NCCL_DEBUG=INFO; exclude them if it persists"))
         if not (bad_nodes or bad_gpus or together):
             hosts = tuple(dict.fromkeys(b0.hosts or first.hosts))
@@ -133,6 +128,12 @@ def check_verdict(trials: list[Trial], retry: Trial | None, nodes: Isolation[str
     findings.sort(key=lambda f: (f.severity is not Severity.SUSPECT, f.severity is Severity.WAITING))
     return CheckVerdict(_headline(first, findings, bad_nodes, bad_gpus, exclude, bw), tuple(findings),
                         tuple(bad_nodes), tuple(bad_gpus), exclude, bw)
+
+
+def _node_finding(host: str, what: str, first: Trial, b0: Blame, blames: list[Blame], action: str) -> Finding:
+    why = _why_for(host, blames)
+    return _finding(Kind.CHECK_FAILED, f"{host} {what}" + (f": {why[0]}" if why else ""), hosts=(host,),
+                    ranks=tuple(r for r in b0.ranks if _host_of(first, r) == host), evidence=_evidence(why), action=action)
 
 
 def _host_of(trial: Trial, rank: int) -> str | None:

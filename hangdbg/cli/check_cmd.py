@@ -11,6 +11,7 @@ import subprocess
 import sys
 
 from ..analyze.check_verdict import check_verdict
+from ..collect.check_node import CheckJob
 from ..collect.check_run import CheckPlan, run_check
 from ..collect.hosts import expand_hosts, read_hostfile
 from ..collect.runners import LocalRunner, PdshRunner, Runner, SrunRunner, SshRunner
@@ -131,9 +132,9 @@ class CheckCommand(Command):
 
     def plan(self, args: argparse.Namespace) -> tuple[CheckPlan, str]:
         """The plan and a description of the targets. Raises UsageError on bad options."""
-        common = dict(backend=args.backend, init_timeout=args.init_timeout, timeout=args.timeout, size=args.size,
-                      iters=args.iters, alloc_bytes=args.alloc_bytes, ifname=args.ifname, master_port=args.master_port,
-                      bisect=args.bisect, verbose=bool(getattr(args, "verbose", False)))
+        job = CheckJob(args.backend, args.init_timeout, args.timeout, args.size, args.iters, args.alloc_bytes)
+        common = dict(job=job, ifname=args.ifname, master_port=args.master_port, bisect=args.bisect,
+                      verbose=bool(getattr(args, "verbose", False)))
         if not wants_remote(args):
             n = args.nproc_per_node or _local_gpus() or 2
             host = socket.gethostname().split(".")[0] or "localhost"

@@ -9,7 +9,7 @@ import sys
 import threading
 
 from ..collect.agent import agent_host
-from ..collect.check_node import NodeCheckOptions, parse_layout, run_node
+from ..collect.check_node import CheckJob, NodeCheckOptions, parse_layout, run_node
 from ..collect.frames import encode_message
 from ..errors import UsageError
 from ..tools.subproc import LOG
@@ -44,8 +44,8 @@ class CheckNodeCommand(Command):
         except ValueError as exc:
             raise UsageError(str(exc)) from None
         host = agent_host(args.node_name)
-        opts = NodeCheckOptions(host, layout, args.master_addr, args.master_port, args.backend, args.init_timeout,
-                                args.timeout, args.size, args.iters, args.alloc_bytes, args.ifname)
+        job = CheckJob(args.backend, args.init_timeout, args.timeout, args.size, args.iters, args.alloc_bytes)
+        opts = NodeCheckOptions(host, layout, args.master_addr, args.master_port, job, args.ifname)
         ids = itertools.count(1)
         lock = threading.Lock()
 

@@ -41,11 +41,38 @@ import psutil
 
 from ..tools.subproc import LOG
 
-__all__ = ["NodeCheckOptions", "parse_layout", "route_interface", "run_node", "RANK_SCRIPT", "PREFIX"]
+__all__ = ["CheckJob", "NodeCheckOptions", "parse_layout", "route_interface", "run_node", "RANK_SCRIPT", "PREFIX"]
 
 RANK_SCRIPT = Path(__file__).with_name("check_rank.py")
 PREFIX = "HANGDBG-CHECK "
 Send = Callable[[dict], None]
+
+
+@dataclass(frozen=True)
+class CheckJob:
+    """The diagnostics job's parameters, the same for every rank of every trial.
+
+    Attributes:
+        backend: ``gloo``, ``nccl`` or ``auto`` (nccl when the node has GPUs; then each rank
+            gets its GPU through ``CUDA_VISIBLE_DEVICES``).
+        init_timeout: seconds for the rendezvous and ``init_process_group`` (each).
+        timeout: seconds for every later step.
+        size: bytes of the bandwidth all_reduce.
+        iters: timed iterations of the bandwidth test.
+        alloc_bytes: bytes each rank allocates on CPU.
+    """
+
+    backend: str = "auto"
+    init_timeout: float = 120.0
+    timeout: float = 30.0
+    size: int = 64 << 20
+    iters: int = 5
+    alloc_bytes: int = 64 << 20
+
+    def argv(self) -> list[str]:
+        """These parameters as the options of ``check-node`` and of :mod:`check_rank` (the same names)."""
+        return ["--backend", self.backend, "--init-timeout", f"{self.init_timeout:g}", "--timeout", f"{self.timeout:g}",
+                "--size", str(self.size), "--iters", str(self.iters), "--alloc-bytes", str(self.alloc_bytes)]
 
 
 @dataclass(frozen=True)
@@ -56,13 +83,7 @@ class NodeCheckOptions:
         node: this node's name as the coordinator knows it (its entry in ``layout``).
         layout: every node of the trial in rank order, with the slots (GPU indexes) it runs.
         master_addr, master_port: the rendezvous (rank 0's TCP store, on the first node).
-        backend: ``gloo``, ``nccl`` or ``auto`` (nccl when the node has GPUs; then each rank
-            gets its GPU through ``CUDA_VISIBLE_DEVICES``).
-        init_timeout: seconds for the rendezvous and ``init_process_group`` (each).
-        timeout: seconds for every later step.
-        size: bytes of the bandwidth all_reduce.
-        iters: timed iterations of the bandwidth test.
-        alloc_bytes: bytes each rank allocates on CPU.
+        job: the diagnostics job's parameters.
         ifname: set ``GLOO_SOCKET_IFNAME`` and ``NCCL_SOCKET_IFNAME`` to this interface
             (``"auto"``: the one that routes to ``master_addr``); None keeps the node's setting.
         python: the interpreter of the ranks.
@@ -72,12 +93,7 @@ class NodeCheckOptions:
     layout: tuple[tuple[str, tuple[int, ...]], ...]
     master_addr: str
     master_port: int
-    backend: str = "auto"
-    init_timeout: float = 120.0
-    timeout: float = 30.0
-    size: int = 64 << 20
-    iters: int = 5
-    alloc_bytes: int = 64 << 20
+    job: CheckJob = field(default_factory=CheckJob)
     ifname: str | None = None
     python: str = field(default_factory=lambda: sys.executable)
 
@@ -101,7 +117,7 @@ class NodeCheckOptions:
     @property
     def step_limit(self) -> float:
         """Seconds a rank may stay silent: the longest step's hard limit, plus slack."""
-        return max(self.init_timeout, self.timeout) + 15.0
+        return max(self.job.init_timeout, self.job.timeout) + 15.0
 
 
 def parse_layout(items: list[str]) -> tuple[tuple[str, tuple[int, ...]], ...]:
@@ -175,9 +191,7 @@ class _Rank:
 
 
 def _rank_argv(opts: NodeCheckOptions) -> list[str]:
-    return [opts.python, str(RANK_SCRIPT), "--backend", opts.backend, "--init-timeout", f"{opts.init_timeout:g}",
-            "--timeout", f"{opts.timeout:g}", "--size", str(opts.size), "--iters", str(opts.iters),
-            "--alloc-bytes", str(opts.alloc_bytes)]
+    return [opts.python, str(RANK_SCRIPT), *opts.job.argv()]
 
 
 def _rank_env(opts: NodeCheckOptions, rank: int, local: int, slot: int, ifname: str | None, gpus: bool) -> dict[str, str]:
@@ -201,7 +215,7 @@ def run_node(opts: NodeCheckOptions, send: Send, poll: float = 0.2) -> str:
     facts = node_facts(opts)
     ifname = facts["route_interface"] if opts.ifname == "auto" else opts.ifname
     facts["ifname_set"] = ifname
-    gpus = opts.backend != "gloo" and bool(facts["gpus"])
+    gpus = opts.job.backend != "gloo" and bool(facts["gpus"])
     send({"type": "node", "facts": facts})
     ranks: list[_Rank] = []
     for rank, local, slot in mine:

@@ -26,6 +26,7 @@ from ..analyze.bisect import Isolation, Outcome, isolate
 from ..analyze.check import Trial, blame, check_node, rank_result, slots_text
 from ..outdir import append_text
 from ..tools.subproc import LOG
+from .check_node import CheckJob
 from .frames import FrameDecoder
 from .runners import HOST, Runner
 
@@ -45,8 +46,7 @@ class CheckPlan:
         make_runner: a transport for a list of nodes.
         python: the interpreter with hangdbg on the nodes.
         node_name_arg: pass ``--node-name {host}`` (ssh/pdsh/local); srun nodes know their name.
-        backend, init_timeout (seconds), timeout (seconds per step), size (bytes), iters,
-        alloc_bytes: see :class:`~hangdbg.collect.check_node.NodeCheckOptions`.
+        job: the diagnostics job's parameters (:class:`~hangdbg.collect.check_node.CheckJob`).
         ifname: the interface to use from the start (None: the nodes' own setting).
         master_port: first rendezvous port (None: a random free one per trial).
         bisect: bisect a failure (``--no-bisect``: only the first trial).
@@ -59,12 +59,7 @@ class CheckPlan:
     make_runner: Callable[[list[str]], Runner]
     python: str
     node_name_arg: bool
-    backend: str = "auto"
-    init_timeout: float = 120.0
-    timeout: float = 30.0
-    size: int = 64 << 20
-    iters: int = 5
-    alloc_bytes: int = 64 << 20
+    job: CheckJob = field(default_factory=CheckJob)
     ifname: str | None = None
     master_port: int | None = None
     bisect: bool = True
@@ -91,7 +86,7 @@ class CheckRun:
 def node_budget(plan: CheckPlan) -> float:
     """Seconds a node may take for a trial: start (imports) + rendezvous + init, seven steps,
     and slack for the transport."""
-    return 3 * plan.init_timeout + 8 * plan.timeout + 60
+    return 3 * plan.job.init_timeout + 8 * plan.job.timeout + 60
 
 
 def _free_port() -> int:
@@ -121,8 +116,7 @@ class Checker:
     def argv(self, layout: Layout, port: int, ifname: str | None) -> list[str]:
         p = self.plan
         argv = [p.python, "-m", "hangdbg", "check-node", "--master-addr", p.addresses.get(layout[0][0], layout[0][0]),
-                "--master-port", str(port), "--backend", p.backend, "--init-timeout", f"{p.init_timeout:g}",
-                "--timeout", f"{p.timeout:g}", "--size", str(p.size), "--iters", str(p.iters), "--alloc-bytes", str(p.alloc_bytes)]
+                "--master-port", str(port), *p.job.argv()]
         for host, slots in layout:
             argv += ["--layout", f"{host}={slots_text(slots)}"]
         if p.node_name_arg:
@@ -213,7 +207,7 @@ class Checker:
                 status, reason = failures.get(host, ("no-answer", "the node sent no result"))
                 if status == "no-answer" and host in facts:
                     status, reason = "error", "the node's launcher stopped before it finished"
-            nodes.append(check_node(host, slots, facts.get(host), status, reason, self.plan.backend))
+            nodes.append(check_node(host, slots, facts.get(host), status, reason, self.plan.job.backend))
         addr = self.plan.addresses.get(layout[0][0], layout[0][0])
         return Trial(number, purpose, layout, ifname, f"{addr}:{port}", tuple(nodes), tuple(ranks), seconds)
 
