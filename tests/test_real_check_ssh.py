@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from conftest import run_json, suspects
+from conftest import run_cli, run_json, suspects
 from infra.check_faults import node_python
 
 pytest.importorskip("torch")
@@ -55,3 +55,13 @@ def test_unreachable_node(sshd, tmp_path):
     nodes = {n["host"]: n for n in doc["nodes"]}
     assert nodes["deadnode"]["status"] == "unreachable"
     assert suspects(doc)[0]["hosts"] == ["deadnode"] and "unreachable" in suspects(doc)[0]["summary"]
+
+
+def test_nodes_without_hangdbg_are_a_setup_error_not_bad_nodes(sshd, tmp_path):
+    """A --remote-python without hangdbg fails on every node alike: exit 1 with the remedy, no bisection."""
+    res = run_cli("check", "--hosts", "node[1-2]", "--ssh-config", sshd.config_path, *FAST, "--launcher", "ssh",
+                  "--remote-python", "/usr/bin/python3", "-o", tmp_path / "o", env=sshd.env)
+    assert res.returncode == 1, res.stdout
+    err = " ".join(res.stderr.split())
+    assert "the check could not start on any node" in err and "--remote-python" in err
+    assert "run 2" not in err  # no bisection of a setup error

@@ -12,7 +12,7 @@ import sys
 
 from ..analyze.check_verdict import check_verdict
 from ..collect.check_node import CheckJob
-from ..collect.check_run import CheckPlan, run_check
+from ..collect.check_run import CheckPlan, run_check, setup_error
 from ..collect.hosts import expand_hosts, read_hostfile
 from ..collect.runners import LocalRunner, PdshRunner, Runner, SrunRunner, SshRunner
 from ..collect.slurm import node_addresses, show_job
@@ -116,6 +116,11 @@ class CheckCommand(Command):
         with self.err.status(f"check: {len(plan.layout)} node(s), {sum(len(s) for _, s in plan.layout)} ranks..."):
             result = run_check(plan, on_trial)
         first = result.first
+        broken = setup_error(first)
+        if broken is not None and len(first.nodes) > 1:
+            raise HangdbgError(f"the check could not start on any node: {broken}",
+                               help="hangdbg (and torch) must be importable by --remote-python on the nodes; "
+                                    "--remote-setup can activate a venv or load modules first")
         if first.ranks and all(_no_torch(r) for r in first.ranks):
             raise HangdbgError("torch is not installed where the ranks run: the diagnostics job needs it",
                                help="pip install torch on the nodes, or pass --remote-python (a Python with torch and hangdbg)")

@@ -30,7 +30,7 @@ from .check_node import CheckJob
 from .frames import FrameDecoder
 from .runners import HOST, Runner
 
-__all__ = ["CheckPlan", "CheckRun", "Checker", "run_check", "node_budget"]
+__all__ = ["CheckPlan", "CheckRun", "Checker", "run_check", "node_budget", "setup_error"]
 
 Layout = tuple[tuple[str, tuple[int, ...]], ...]
 
@@ -112,6 +112,14 @@ class Checker:
         self.trials: list[Trial] = []
         self._numbers = itertools.count(1)
         self._lock = threading.Lock()
+        self._runners: set[Runner] = set()
+
+    def stop(self) -> None:
+        """Kill the transports of every run in progress (Ctrl-C); each node's launcher then kills its ranks."""
+        with self._lock:
+            runners = list(self._runners)
+        for r in runners:
+            r.stop()
 
     def argv(self, layout: Layout, port: int, ifname: str | None) -> list[str]:
         p = self.plan
@@ -183,12 +191,17 @@ class Checker:
                     elif kind == "log" and isinstance(msg.get("text"), str):
                         LOG.info("[%s] %s", host, msg["text"])
         runner = self.plan.make_runner(hosts)
+        with self._lock:
+            self._runners.add(runner)
         start = time.monotonic()
         try:
             failures = runner.run(argv, on_line, node_budget(self.plan))
         except BaseException:
             runner.stop()
             raise
+        finally:
+            with self._lock:
+                self._runners.discard(runner)
         seconds = time.monotonic() - start
         ranks = []
         nodes = []
@@ -216,9 +229,28 @@ def run_check(plan: CheckPlan, on_trial: Callable[[Trial], None] | None = None) 
     """Run the check on every node; on a failure, retry on another interface (bootstrap
     failures) and bisect to the nodes and GPUs that fail (see the module docstring)."""
     checker = Checker(plan, on_trial)
+    try:
+        return _run_check(plan, checker)
+    except BaseException:  # Ctrl-C: no run is left behind
+        checker.stop()
+        raise
+
+
+def setup_error(trial: Trial) -> str | None:
+    """Why the check could not run at all (no node could start its launcher, for the same
+    reason: hangdbg missing, the transport failing everywhere), or None."""
+    if any(r.steps for r in trial.ranks) or not trial.nodes:
+        return None
+    statuses = {n.status for n in trial.nodes}
+    if statuses <= {"no-hangdbg", "error"} and len({n.reason for n in trial.nodes}) <= 1 or statuses == {"no-hangdbg"}:
+        return trial.nodes[0].reason or trial.nodes[0].status
+    return None
+
+
+def _run_check(plan: CheckPlan, checker: Checker) -> CheckRun:
     first = checker.run(plan.layout, "all")
     run = CheckRun(first, checker.trials)
-    if first.passed or not plan.bisect:
+    if first.passed or not plan.bisect or setup_error(first) is not None:
         return run
     b = blame(first)
     if b.bootstrap and plan.ifname is None:
