@@ -119,3 +119,10 @@ def test_check_node_outside_its_layout_says_so(tmp_path):
                   "--master-port", "1")
     assert res.returncode == 1
     assert "HANGDBG1" in res.stdout  # the error goes to the coordinator as a frame
+
+
+def test_nccl_on_a_cpu_only_torch_is_a_setup_error(tmp_path):
+    res = run_cli("check", "--backend", "nccl", "--nproc-per-node", "1", *FAST, "-o", tmp_path / "o")
+    assert res.returncode == 1, res.stdout
+    err = " ".join(res.stderr.split())
+    assert "--backend nccl needs CUDA" in err and "use --backend gloo" in err

@@ -124,6 +124,9 @@ class CheckCommand(Command):
         if first.ranks and all(_no_torch(r) for r in first.ranks):
             raise HangdbgError("torch is not installed where the ranks run: the diagnostics job needs it",
                                help="pip install torch on the nodes, or pass --remote-python (a Python with torch and hangdbg)")
+        if first.ranks and all(_cpu_only(r) for r in first.ranks):
+            raise HangdbgError("--backend nccl needs CUDA, and the torch where the ranks run is a CPU-only build",
+                               help="use --backend gloo (or auto), or a Python with a CUDA build of torch (--remote-python)")
         verdict = check_verdict(result.trials, result.retry, result.nodes, result.gpus, args.backend, args.slow)
         from ..report.build import check_document
         from ..report.check_view import render_check
@@ -206,6 +209,14 @@ def _hostfile_slots(path: str, hosts: list[str], nproc: int | None) -> dict[str,
 
 
 
-def _no_torch(r) -> bool:
+def _facts_error(r) -> str:
     res = r.result("facts")
-    return res is not None and not res.ok and "No module named 'torch'" in (res.error or "")
+    return (res.error or "") if res is not None and not res.ok else ""
+
+
+def _no_torch(r) -> bool:
+    return "No module named 'torch'" in _facts_error(r)
+
+
+def _cpu_only(r) -> bool:
+    return "is a CPU-only build" in _facts_error(r)

@@ -153,6 +153,12 @@ def main(argv: list[str] | None = None) -> int:
 
         use_cuda = args.backend == "nccl" or (args.backend == "auto" and torch.cuda.is_available())
         args.backend = "nccl" if use_cuda else "gloo"
+        if use_cuda and torch.version.cuda is None:
+            raise RuntimeError(f"--backend nccl needs CUDA: torch {torch.__version__} is a CPU-only build")
+        if use_cuda and not torch.cuda.is_available():
+            raise RuntimeError(f"--backend nccl needs a GPU: torch {torch.__version__} (CUDA {torch.version.cuda}) sees none "
+                               f"(CUDA_VISIBLE_DEVICES={os.environ.get('CUDA_VISIBLE_DEVICES')}; is the driver loaded, "
+                               "the GPU on the bus?)")
         device = torch.device("cuda", 0) if use_cuda else torch.device("cpu")
         if use_cuda:
             torch.cuda.set_device(device)
