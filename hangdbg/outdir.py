@@ -49,8 +49,8 @@ RUN_MARKER = ".hangdbg-run.json"
 """The marker a ``dump``/``collect`` run writes into its output directory."""
 
 OWN_ENTRIES = ("raw", "nodes", "processes.json", "hangdbg.json", "store.json", "ops.json", "collect.json",
-               "report.json", "report.html", RUN_MARKER)
-"""Top-level names of a ``dump``/``collect`` output directory (besides core files and hosts' dirs)."""
+               "report.json", "report.html", "check.json", "trials", RUN_MARKER)
+"""Top-level names of a ``dump``/``collect``/``check`` output directory (besides core files and hosts' dirs)."""
 
 CHOOSE_ANOTHER = "choose another output directory with -o DIR (on a writable file system with free space)"
 

@@ -126,3 +126,9 @@ def test_nccl_on_a_cpu_only_torch_is_a_setup_error(tmp_path):
     assert res.returncode == 1, res.stdout
     err = " ".join(res.stderr.split())
     assert "--backend nccl needs CUDA" in err and "use --backend gloo" in err
+
+
+def test_out_dir_of_an_earlier_run_needs_force(healthy):
+    _, _, out, _ = healthy
+    res = run_cli("check", "--nproc-per-node", "1", *FAST, "-o", out)
+    assert res.returncode == 2 and "already holds the output of another hangdbg run" in " ".join(res.stderr.split())

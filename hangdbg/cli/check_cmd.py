@@ -100,6 +100,7 @@ class CheckCommand(Command):
         g.add_argument("--master-port", type=positive_int, metavar="PORT",
                        help="rendezvous port of the first run (the later runs take the next ones; default: a free random port)")
         g.add_argument("--no-bisect", dest="bisect", action="store_false", help="run once on every node; no retry, no bisection")
+        g.add_argument("--force", action="store_true", help="reuse an -o DIR that holds another run's output (its hangdbg files are removed first)")
         add_remote_arguments(p, dump=False)
         add_output_arguments(p, "trials/NN-PURPOSE/messages.jsonl of every run, check.json; default ./hangdbg-check-DATE")
 

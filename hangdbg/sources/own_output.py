@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import os
 
+from ..model import SCHEMA_VERSION
+
 __all__ = ["OWN_OUTPUT", "GDB_TEXT_SUFFIX", "is_own_output"]
 
 OWN_OUTPUT = ("hangdbg.json", "report.json", "report.html", "traces.json", "processes.json", "collect.json", "nccl.json",
-              "logs.json", "fr.json", "gpu.json", "split.json", "hangdbg-schema-v2.json",
-              ".hangdbg-run.json")  # hangdbg.outdir.RUN_MARKER
+              "logs.json", "fr.json", "gpu.json", "split.json", "check.json", "watch.json",
+              f"hangdbg-schema-v{SCHEMA_VERSION}.json", ".hangdbg-run.json")  # hangdbg.outdir.RUN_MARKER
 """The files hangdbg writes under ``-o DIR``: not evidence (their inputs are read instead), except
 the documents of ``hangdbg core`` (``hangdbg.json`` of ``core -o``), which stand for their cores."""
 
