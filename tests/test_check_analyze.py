@@ -226,3 +226,21 @@ def test_sizes_layouts_and_slot_lists():
     assert opts.world_size == 6 and opts.my_ranks() == [(4, 0, 1), (5, 1, 3)]
     with pytest.raises(ValueError):
         NodeCheckOptions("node9", opts.layout, "127.0.0.1", 1).my_ranks()
+
+
+def test_plan_of_a_hostfile_takes_slots_and_the_address_ssh_uses(tmp_path):
+    import shutil
+
+    from hangdbg.cli.check_cmd import CheckCommand
+    from hangdbg.cli.main import build_parser
+
+    if shutil.which("ssh") is None:
+        pytest.skip("no ssh client")
+    (tmp_path / "hostfile").write_text("# the job's nodes\nnodeA slots=4\nnodeB slots=2  # older\n")
+    (tmp_path / "ssh_config").write_text("Host nodeA\n    HostName 127.0.0.7\n")
+    args = build_parser(["check"]).parse_args(["check", "--hostfile", str(tmp_path / "hostfile"), "--ssh-config",
+                                               str(tmp_path / "ssh_config"), "--launcher", "ssh", "-o", str(tmp_path / "o")])
+    plan, targets = CheckCommand(Console(file=io.StringIO()), Console(file=io.StringIO())).plan(args)
+    assert plan.layout == (("nodeA", (0, 1, 2, 3)), ("nodeB", (0, 1)))
+    assert plan.addresses == {"nodeA": "127.0.0.7", "nodeB": "nodeb"}  # ssh -G lower-cases a name it cannot map
+    assert targets == f"--hostfile {tmp_path / 'hostfile'}" and plan.node_name_arg

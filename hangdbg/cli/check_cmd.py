@@ -86,7 +86,7 @@ class CheckCommand(Command):
                             "else 2 on this node, 1 per remote node)")
         g.add_argument("--backend", choices=("auto", "gloo", "nccl"), default="auto",
                        help="auto (default): nccl on nodes with GPUs, else gloo")
-        g.add_argument("--timeout", type=positive_float, default=30.0, metavar="S", help="seconds each step may take (default 30)")
+        g.add_argument("--timeout", type=positive_float, default=30.0, metavar="S", help="seconds each step may take (default 30; the bandwidth step is one step: --size x --iters must fit)")
         g.add_argument("--init-timeout", type=positive_float, default=120.0, metavar="S",
                        help="seconds for the rendezvous and for init_process_group, each (default 120)")
         g.add_argument("--size", type=parse_size, default=64 << 20, metavar="BYTES", help="bytes of the bandwidth all_reduce (default 64M)")
