@@ -10,6 +10,7 @@ the cause, and the ranks that timed out only waited for them: never a suspect.
 
 from __future__ import annotations
 
+import re
 import statistics
 from dataclasses import dataclass
 from typing import Any, Iterable
@@ -300,9 +301,10 @@ def blame(trial: Trial) -> Blame:
                 continue  # every rank gets the wrong sum: the data says something is wrong, not where
             cause.append(r)
             why.append(f"rank {r.rank} ({r.where}) {_how(r, fs, res)}")
-        if not cause and not hosts and any(r.result(step) and r.result(step).wrong_result for r in trial.ranks):  # type: ignore[union-attr]
-            bad = [r for r in trial.ranks if (x := r.result(step)) is not None and x.wrong_result]
-            why.append(f"{step} returned a wrong result on {ranks_text([r.rank for r in bad])}: {_first_line(bad[0].result(step).error)}")  # type: ignore[union-attr]
+        wrong = [x for r in trial.ranks if (x := r.result(step)) is not None and x.wrong_result]
+        if wrong and not cause and not hosts:
+            on = ranks_text([r.rank for r in trial.ranks if (x := r.result(step)) is not None and x.wrong_result])
+            why.append(f"{step} returned a wrong result on {on}: {_first_line(wrong[0].error)}")
     if any(r.state in ("stopped", "silent", "not-started") or r.exit_status not in (None, 0, 1) for r in cause):
         # a rank that died or stopped makes its peers fail with "connection closed by peer": they only lost it
         lost = [r for r in cause if (x := r.result(step or "")) is not None and _peer_lost(x.error)]
@@ -318,9 +320,12 @@ def blame(trial: Trial) -> Blame:
     return Blame(step, ranks, tuple(hosts), slots, tuple(why), waiting_set, step in BOOTSTRAP or step is None and bool(hosts))
 
 
+_PEER_LOST = re.compile(r"closed by peer|connection reset|broken pipe|connection closed|\beof\b|end of file", re.I)
+
+
 def _peer_lost(error: str | None) -> bool:
-    low = (error or "").lower()
-    return any(t in low for t in ("closed by peer", "connection reset", "broken pipe", "connection closed", "eof"))
+    """An error a rank gets when a peer went away (gloo: ``Connection closed by peer``)."""
+    return bool(_PEER_LOST.search(error or ""))
 
 
 def _how(r: RankResult, step: str, res: StepResult | None) -> str:

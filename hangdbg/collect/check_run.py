@@ -135,11 +135,15 @@ class Checker:
             argv.append("-v")
         return argv
 
-    def run(self, layout: Layout, purpose: str, ifname: str | None = None) -> Trial:
-        """One trial of ``layout``; retried once on another port when rank 0 could not listen."""
-        ifname = ifname or self.plan.ifname
+    def _number(self) -> int:
         with self._lock:
-            number = next(self._numbers)
+            return next(self._numbers)
+
+    def run(self, layout: Layout, purpose: str, ifname: str | None = None, number: int | None = None) -> Trial:
+        """One trial of ``layout``; retried once on another port when rank 0 could not listen.
+        ``number``: the trial's number (default: the next one)."""
+        ifname = ifname or self.plan.ifname
+        number = number or self._number()
         for attempt in range(2):
             port = (self.plan.master_port + number - 1) if self.plan.master_port else _free_port()
             trial = self._run_once(number, layout, purpose, ifname, port, attempt)
@@ -154,10 +158,12 @@ class Checker:
         return trial
 
     def run_many(self, layouts: list[Layout], purpose: str) -> list[Trial]:
+        """Trials of ``layouts`` at once, numbered in the order given."""
+        numbers = [self._number() for _ in layouts]
         if len(layouts) == 1:
-            return [self.run(layouts[0], purpose)]
+            return [self.run(layouts[0], purpose, number=numbers[0])]
         with ThreadPoolExecutor(max_workers=len(layouts)) as pool:
-            return list(pool.map(lambda lay: self.run(lay, purpose), layouts))
+            return list(pool.map(lambda job: self.run(job[0], purpose, number=job[1]), zip(layouts, numbers)))
 
     def _run_once(self, number: int, layout: Layout, purpose: str, ifname: str | None, port: int, attempt: int) -> Trial:
         hosts = [h for h, _ in layout]
