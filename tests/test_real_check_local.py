@@ -45,7 +45,8 @@ def test_healthy_facts_and_figures_are_sane(healthy):
     for r in doc["ranks"]:
         assert r["device"] == "cpu" and r["hostname"] and r["state"] == "exited" and r["exit_status"] == 0
         assert r["alloc_bytes"] == 64 << 20
-        assert r["numa"], "the NUMA node of the rank's CPUs (sysfs)"
+        if os.path.isdir("/sys/devices/system/node"):
+            assert r["numa"], "the NUMA node of the rank's CPUs (sysfs)"
         assert r["recv_from"] == (r["rank"] - 1) % 3 and 0 < r["recv_gbps"] < 1000
     bw = doc["bandwidth"]
     assert bw["trial"] == 1 and bw["bytes"] == 1 << 20 and bw["iters"] == 3 and bw["world_size"] == 3

@@ -12,7 +12,7 @@ from infra.check_faults import node_python
 
 pytest.importorskip("torch")
 
-FAST = ("--timeout", "5", "--init-timeout", "12", "--size", "1M", "--iters", "3", "--connect-timeout", "3")
+FAST = ("--timeout", "5", "--init-timeout", "10", "--size", "1M", "--iters", "3", "--connect-timeout", "3")
 
 
 def _check(sshd, *args, out):
