@@ -9,6 +9,7 @@ subset fails (an intermittent fault), the finding says so and names the whole se
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 import hostlist
@@ -49,7 +50,7 @@ def _why_for(host: str, blames: list[Blame]) -> list[str]:
     for b in blames:
         for w in b.why:
             if w.startswith(f"{host}:") or f"({host} slot" in w:
-                out.setdefault(w.split(") ", 1)[-1], w)
+                out.setdefault(re.sub(r"\d+", "N", w.split(") ", 1)[-1]), w)  # other ports, other ranks: the same cause
     return list(out.values())
 
 
@@ -116,8 +117,8 @@ def check_verdict(trials: list[Trial], retry: Trial | None, nodes: Isolation[str
                 action="run `hangdbg check` again (several times), and `hangdbg dump` the job if it hangs"))
         if b0.waiting and b0.ranks:
             findings.append(_finding(
-                Kind.WAITING, f"{ranks_text(b0.waiting)} only waited ({b0.step or 'start'} timed out) for "
-                f"{ranks_text(b0.ranks)}", severity=Severity.WAITING, ranks=b0.waiting, waits_for=b0.ranks))
+                Kind.WAITING, f"{ranks_text(b0.waiting)} only waited for {ranks_text(b0.ranks)} (they timed out)",
+                severity=Severity.WAITING, ranks=b0.waiting, waits_for=b0.ranks))
         if retry is not None:
             findings.append(_interface_finding(first, retry, env))
     best = max((t for t in trials if t.passed), key=lambda t: (len(t.ranks), -t.number), default=None)

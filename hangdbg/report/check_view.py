@@ -24,12 +24,18 @@ def _steps(doc: CheckDocument) -> Table:
     t.add_column("passed", justify="right", no_wrap=True)
     t.add_column("failed", ratio=1)
     t.add_column("slowest s", justify="right", no_wrap=True)
-    for step in STEPS:
-        passed, timed_out, failed, missing, secs = [], [], [], [], []
+    for i, step in enumerate(STEPS):
+        passed: list[int] = []
+        timed_out: list[int] = []
+        failed: list[int] = []
+        silent: list[int] = []
+        earlier: list[int] = []
+        secs: list[float] = []
         for r in doc.ranks:
             res = r.result(step)
+            stopped_at = r.failed_step
             if res is None:
-                missing.append(r.rank)
+                (earlier if stopped_at is not None and STEPS.index(stopped_at) < i else silent).append(r.rank)
             elif res.ok:
                 passed.append(r.rank)
                 secs.append(res.seconds)
@@ -37,19 +43,17 @@ def _steps(doc: CheckDocument) -> Table:
                 timed_out.append(r.rank)
             else:
                 failed.append(r.rank)
-        if not (passed or failed or timed_out) and missing and step != STEPS[0]:
-            row_failed = Text(f"not reached by {rank_set(missing)}", style="dim")
-        else:
-            parts = []
-            if failed:
-                parts.append(Text(f"failed: {rank_set(failed)}", style="bold red"))
-            if timed_out:
-                parts.append(Text(f"timed out (waiting): {rank_set(timed_out)}", style="yellow"))
-            if missing and (passed or failed or timed_out):
-                parts.append(Text(f"no result: {rank_set(missing)}", style="bold red"))
-            row_failed = Text("; ").join(parts) if parts else Text("")
+        parts = []
+        if failed:
+            parts.append(Text(f"failed: {rank_set(failed)}", style="bold red"))
+        if silent:
+            parts.append(Text(f"no result: {rank_set(silent)}", style="bold red"))
+        if timed_out:
+            parts.append(Text(f"timed out (waiting): {rank_set(timed_out)}", style="yellow"))
+        if earlier:
+            parts.append(Text(f"not reached: {rank_set(earlier)}", style="dim"))
         ok_style = "green" if len(passed) == len(doc.ranks) else "red"
-        t.add_row(step, Text(f"{len(passed)}/{len(doc.ranks)}", style=ok_style), row_failed,
+        t.add_row(step, Text(f"{len(passed)}/{len(doc.ranks)}", style=ok_style), Text("; ").join(parts),
                   f"{max(secs):.3g}" if secs else "")
     return t
 
@@ -61,8 +65,12 @@ def _nodes(doc: CheckDocument) -> Table:
     for n in doc.nodes:
         recv = sorted(r.recv_gbps for r in doc.ranks if r.host == n.host and r.recv_gbps)
         mid = f"{recv[len(recv) // 2]:.3g}" if recv else ""
-        bad = n.host in doc.bad_nodes
-        status = Text(n.status + (": " + n.reason if n.reason else ""), style="bold red" if bad or n.status != "ok" else "green")
+        bad = n.host in doc.bad_nodes or any(g.startswith(f"{n.host}:") for g in doc.bad_gpus)
+        if n.status == "failed" and not bad:
+            status = Text("waited for others", style="yellow")  # its ranks only timed out
+        else:
+            label = "bad: " + n.status if bad and n.status in ("ok", "failed") else n.status
+            status = Text(label + (": " + n.reason if n.reason else ""), style="bold red" if bad or n.status != "ok" else "green")
         t.add_row(Text(n.host, style="bold red" if bad else ""), ",".join(map(str, n.slots)), status,
                   f"{n.ifname_configured or '-'} / {n.route_interface or '?'}", mid)
     return t
