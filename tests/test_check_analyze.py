@@ -244,3 +244,21 @@ def test_plan_of_a_hostfile_takes_slots_and_the_address_ssh_uses(tmp_path):
     assert plan.layout == (("nodeA", (0, 1, 2, 3)), ("nodeB", (0, 1)))
     assert plan.addresses == {"nodeA": "127.0.0.7", "nodeB": "nodeb"}  # ssh -G lower-cases a name it cannot map
     assert targets == f"--hostfile {tmp_path / 'hostfile'}" and plan.node_name_arg
+
+
+UNREACH = {"error": "ConnectionError: cannot reach the rendezvous at 127.0.0.1:29500 within 10 s: "
+                    "ConnectionRefusedError: Connection refused"}
+WAITED = {"timeout": True, "error": "TimeoutError: ranks [1, 2] did not check in within 10 s"}
+
+
+def test_unreachable_rendezvous_host_is_blamed_when_no_other_node_reaches_it():
+    three = (("node1", (0,)), ("node2", (0,)), ("node3", (0,)))
+    b = blame(_trial(three, {0: ("rendezvous", WAITED), 1: ("rendezvous", UNREACH), 2: ("rendezvous", UNREACH)}))
+    assert b.hosts == ("node1",) and b.ranks == (0,)
+    assert "no rank of the 2 other nodes can reach: its address is unreachable from them" in b.why[-1]
+    # one node of three cannot reach it: that node is the cause
+    b = blame(_trial(three, {0: ("rendezvous", WAITED), 1: ("rendezvous", UNREACH), 2: ("rendezvous", WAITED)}))
+    assert b.hosts == ("node2",) and b.waiting == (0, 2)
+    # two nodes: either side may be at fault, bisection decides
+    b = blame(_trial(three[:2], {0: ("rendezvous", WAITED), 1: ("rendezvous", UNREACH)}))
+    assert b.hosts == () and "either side may be at fault" in b.why[-1]

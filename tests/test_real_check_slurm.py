@@ -39,7 +39,8 @@ def test_healthy_allocation(cluster, allocation, tmp_path):
 
 
 def test_wrong_interface_on_one_node(cluster, allocation, tmp_path):
-    """node2 has GLOO_SOCKET_IFNAME=bogus0: its ranks fail init on their own, node1's only wait.
+    """node2 has GLOO_SOCKET_IFNAME=bogus0: its ranks fail on their own (the interface step, before
+    gloo would fail in init), check in with their failure, and node1's ranks stop waiting at once.
     The retry on the interface that routes to the rendezvous passes; the bisection names node2."""
     wrapper = node_python(tmp_path / "python", "node2", env={"GLOO_SOCKET_IFNAME": "bogus0"})
     start = time.monotonic()
@@ -48,7 +49,7 @@ def test_wrong_interface_on_one_node(cluster, allocation, tmp_path):
     assert rc == 3, doc["headline"]
     assert doc["bad_nodes"] == ["node2"] and doc["exclude"] == "node2"
     [bad] = suspects(doc)
-    assert bad["hosts"] == ["node2"] and "Unable to find address for: bogus0" in bad["summary"]
+    assert bad["hosts"] == ["node2"] and "GLOO_SOCKET_IFNAME=bogus0 names no interface of this node" in bad["summary"]
     assert "--exclude=node2" in bad["action"]
     [iface] = of_kind(doc, "check-interface")
     assert iface["severity"] == "warning" and "passes" in iface["summary"] and "node2: bogus0" in iface["summary"]
@@ -57,6 +58,9 @@ def test_wrong_interface_on_one_node(cluster, allocation, tmp_path):
     assert [(t["purpose"], t["ifname"], t["passed"]) for t in doc["trials"]] == [
         ("all", None, False), ("interface", "auto", True), ("bisect nodes", None, False), ("bisect nodes", None, True)]
     assert doc["headline"].endswith("run with --exclude=node2")
+    first = doc["trials"][0]
+    assert first["failed_step"] == "interface" and first["seconds"] < 15  # not the 15 s rendezvous budget
+    assert {s["step"]: s["timeout"] for r in doc["ranks"][:2] for s in r["steps"] if not s["ok"]} == {"rendezvous": True}
     assert time.monotonic() - start < 120
 
 

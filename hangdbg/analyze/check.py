@@ -20,9 +20,9 @@ from ..rankset import ranks_text
 __all__ = ["STEPS", "BOOTSTRAP", "StepResult", "RankResult", "CheckNode", "Trial", "Blame", "Bandwidth",
            "rank_result", "check_node", "blame", "bandwidth", "slow_ranks", "slow_nodes", "slots_text"]
 
-STEPS = ("facts", "alloc", "rendezvous", "init", "barrier", "all_reduce", "all_gather", "broadcast", "send_recv", "bandwidth")
+STEPS = ("facts", "alloc", "interface", "rendezvous", "init", "barrier", "all_reduce", "all_gather", "broadcast", "send_recv", "bandwidth")
 """The steps of a rank, in the order it runs them (:mod:`hangdbg.collect.check_rank`)."""
-BOOTSTRAP = frozenset({"rendezvous", "init"})
+BOOTSTRAP = frozenset({"interface", "rendezvous", "init"})
 """Steps that set up the connections: a failure there is retried on another network interface."""
 TRANSPORT_FAILED = ("unreachable", "no-hangdbg", "timeout", "error", "no-answer")
 
@@ -311,6 +311,7 @@ def blame(trial: Trial) -> Blame:
         waiting += [r.rank for r in lost]
         cause = [r for r in cause if r not in lost]
         why[:] = [w for w in why if not any(w.startswith(f"rank {r.rank} (") for r in lost)]
+    cause, why = _rendezvous_host(trial, cause, why)
     ranks = tuple(sorted(r.rank for r in cause))
     hosts = sorted(set(hosts) | {r.host for r in cause})
     slots = tuple(sorted({(r.host, r.slot) for r in cause}))
@@ -320,7 +321,28 @@ def blame(trial: Trial) -> Blame:
     return Blame(step, ranks, tuple(hosts), slots, tuple(why), waiting_set, step in BOOTSTRAP or step is None and bool(hosts))
 
 
-_PEER_LOST = re.compile(r"closed by peer|connection reset|broken pipe|connection closed|\beof\b|end of file", re.I)
+_PEER_LOST = re.compile(r"closed by peer|connection reset|broken pipe|connection closed|likely closed|\beof\b|end of file", re.I)
+
+
+def _unreachable(r: RankResult) -> bool:
+    res = r.result("rendezvous")
+    return res is not None and not res.ok and (res.error or "").startswith("ConnectionError: cannot reach the rendezvous")
+
+
+def _rendezvous_host(trial: Trial, cause: list[RankResult], why: list[str]) -> tuple[list[RankResult], list[str]]:
+    """When every rank off the first node (the rendezvous host) cannot reach it, the ranks do
+    not tell who is at fault: with two or more other nodes it is the host's address (blamed
+    instead); with one other node either side may be (no one is blamed: bisection decides)."""
+    host = trial.layout[0][0]
+    others = [r for r in trial.ranks if r.host != host]
+    if not others or not all(_unreachable(r) for r in others) or any(r.host == host for r in cause):
+        return cause, why
+    kept = [w for w in why if not any(w.startswith(f"rank {r.rank} (") for r in others)]
+    if len({r.host for r in others}) < 2:
+        return [], kept + [f"{others[0].host} cannot reach the rendezvous on {host} ({trial.master}): either side may be at fault"]
+    first = [r for r in trial.ranks if r.host == host][:1]
+    return first, kept + [f"rank {first[0].rank} ({first[0].where}) hosts the rendezvous ({trial.master}), which no rank of "
+                          f"the {len({r.host for r in others})} other nodes can reach: its address is unreachable from them"]
 
 
 def _peer_lost(error: str | None) -> bool:

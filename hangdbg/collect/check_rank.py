@@ -9,10 +9,13 @@ prints one line ``HANGDBG-CHECK {json}`` on stdout as it ends::
      "error": "no result within 30 s"}
 
 Steps, in order: ``facts`` (host, device, memory, NUMA), ``alloc`` (allocate, fill, check and
-free a tensor: most of the free memory of the GPU, ``--alloc-bytes`` on CPU), ``rendezvous``
-(every rank but 0 opens a TCP connection to ``MASTER_ADDR:MASTER_PORT``, retrying until
-``--init-timeout``: a rank that cannot reach the rendezvous says so instead of timing out in the
-store client), ``init`` (``init_process_group``), ``barrier``, ``all_reduce`` / ``all_gather`` / ``broadcast`` of known
+free a tensor: most of the free memory of the GPU, ``--alloc-bytes`` on CPU), ``interface``
+(the ``GLOO_SOCKET_IFNAME`` / ``NCCL_SOCKET_IFNAME`` of the backend names interfaces this node
+has), ``rendezvous`` (every rank but 0 opens a TCP connection to ``MASTER_ADDR:MASTER_PORT``,
+retrying until ``--init-timeout``, so a rank that cannot reach it says so instead of timing out
+in the store client; then every rank checks in on rank 0's TCP store and waits for the others:
+a rank that failed an earlier step checks in with its failure, and the others stop waiting at
+once instead of after ``--init-timeout``), ``init`` (``init_process_group``), ``barrier``, ``all_reduce`` / ``all_gather`` / ``broadcast`` of known
 tensors with the result checked on every rank, ``send_recv`` around the ring (each rank sends
 to rank+1 and receives from rank-1), and ``bandwidth``: an all_reduce of ``--size`` bytes timed
 over ``--iters`` iterations (algbw = size / time; busbw = algbw x 2(n-1)/n, the nccl-tests
@@ -40,7 +43,7 @@ import traceback
 from datetime import timedelta
 
 PREFIX = "HANGDBG-CHECK "
-STEPS = ("facts", "alloc", "rendezvous", "init", "barrier", "all_reduce", "all_gather", "broadcast", "send_recv", "bandwidth")
+STEPS = ("facts", "alloc", "interface", "rendezvous", "init", "barrier", "all_reduce", "all_gather", "broadcast", "send_recv", "bandwidth")
 _lock = threading.Lock()
 
 
@@ -134,6 +137,42 @@ def facts(torch, device) -> dict:
     return out
 
 
+def connect_store(dist, rank: int, world: int, addr: str, port: int, limit: float):
+    """Rank 0: the TCP store's server; the others: reach it (a plain TCP connection first, so
+    that an unreachable address is an error of its own: ``ConnectionError``), then its client."""
+    if rank != 0:
+        end = time.monotonic() + limit
+        last = "no attempt"
+        while True:
+            try:
+                with socket.create_connection((addr, port), timeout=min(5.0, limit)):
+                    break
+            except OSError as exc:
+                last = f"{type(exc).__name__}: {exc.strerror or exc}"
+            if time.monotonic() >= end:
+                raise ConnectionError(f"cannot reach the rendezvous at {addr}:{port} within {limit:g} s: {last}")
+            time.sleep(0.2)
+    return dist.TCPStore(addr, port, world, rank == 0, timedelta(seconds=limit), wait_for_workers=False)
+
+
+def announce(dist, dog: Watchdog, rank: int, world: int, addr: str, port: int, init_timeout: float, failed: str) -> None:
+    """A rank that failed before the rendezvous checks in with its failure, so that the others
+    stop waiting for it at once (best effort: an unreachable store is left alone)."""
+    dog.begin("announce", init_timeout + 5)
+    try:
+        store = connect_store(dist, rank, world, addr, port, min(init_timeout, 30.0))
+        store.set(f"hangdbg/in/{rank}", failed[:2000])
+        store.add("hangdbg/failed", 1)
+        store.add("hangdbg/in", 1)
+        if rank == 0:  # the store lives in this process: keep it until the others have read it
+            end = time.monotonic() + init_timeout
+            while store.add("hangdbg/in", 0) < world and time.monotonic() < end:
+                time.sleep(0.1)
+            time.sleep(1.0)
+    except Exception:
+        pass
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--backend", default="auto", choices=("auto", "gloo", "nccl"), help="auto: nccl when CUDA is available, else gloo")
@@ -164,10 +203,19 @@ def main(argv: list[str] | None = None) -> int:
             torch.cuda.set_device(device)
         emit("facts", True, time.monotonic() - t0, backend=args.backend, **facts(torch, device))
     except Exception as exc:  # no torch, no GPU: the rank cannot take part
-        emit("facts", False, time.monotonic() - t0, error=_error(exc))
-        return 1
+        text = _error(exc)
+        emit("facts", False, time.monotonic() - t0, error=text)
+        if "torch.distributed" in sys.modules:  # torch is there: tell the others not to wait
+            announce(sys.modules["torch.distributed"], dog, int(os.environ.get("RANK", "0")),
+                     int(os.environ.get("WORLD_SIZE", "1")), os.environ.get("MASTER_ADDR", "127.0.0.1"),
+                     int(os.environ.get("MASTER_PORT", "29500")), args.init_timeout,
+                     f"failed facts: {text.splitlines()[0] if text else ''}")
+        sys.stdout.flush()
+        os._exit(1)
 
     rank, world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
+
+    failures: list[str] = []
 
     def step(name: str, fn, limit: float | None = None) -> bool:
         dog.begin(name, (limit or args.timeout) + 5)
@@ -178,8 +226,11 @@ def main(argv: list[str] | None = None) -> int:
             took = time.monotonic() - start
             text = _error(exc)
             emit(name, False, took, error=text, timeout=_is_timeout(text))
+            failures.append(f"failed {name}: {text.splitlines()[0] if text else ''}")
             return False
         bad = fields.pop("wrong", None)
+        if bad:
+            failures.append(f"failed {name}: {bad}")
         emit(name, bad is None, time.monotonic() - start, **({"error": bad, "wrong_result": True} if bad else {}), **fields)
         return bad is None
 
@@ -206,26 +257,57 @@ def main(argv: list[str] | None = None) -> int:
             out["wrong"] = f"the tensor read back {got}, not {want}"
         return out
 
+    def interface():
+        names = {n for _, n in socket.if_nameindex()}
+        var = "NCCL_SOCKET_IFNAME" if use_cuda else "GLOO_SOCKET_IFNAME"
+        value = os.environ.get(var)
+        if value and not _ifname_matches(var, value, names):
+            raise RuntimeError(f"{var}={value} names no interface of this node (it has {', '.join(sorted(names))})")
+        return {"variable": var, "value": value}
+
+    addr, port = os.environ["MASTER_ADDR"], int(os.environ["MASTER_PORT"])
+    stores: list = []
+
+    def connect(limit: float):
+        store = connect_store(dist, rank, world, addr, port, limit)
+        stores.append(store)
+        return store
+
     def rendezvous():
-        addr, port = os.environ["MASTER_ADDR"], int(os.environ["MASTER_PORT"])
-        if rank == 0:
-            return {"hosts_store": True, "address": f"{addr}:{port}"}
-        end = time.monotonic() + args.init_timeout
-        last = "no attempt"
+        store = connect(args.init_timeout)
+        try:
+            return check_in(store)
+        except TimeoutError:
+            raise
+        except Exception as exc:  # the store's host (rank 0) went away while this rank waited
+            raise TimeoutError(f"stopped waiting: the rendezvous host (rank 0) went away: {_error(exc)}") from None
+
+    def check_in(store):
+        store.set(f"hangdbg/in/{rank}", "ok")
+        store.add("hangdbg/in", 1)
+        end = time.monotonic() + args.init_timeout + (2.0 if rank == 0 else 0.0)  # the host leaves last
         while True:
-            try:
-                with socket.create_connection((addr, port), timeout=min(5.0, args.init_timeout)):
-                    return {"address": f"{addr}:{port}"}
-            except OSError as exc:
-                last = f"{type(exc).__name__}: {exc.strerror or exc}"
+            if store.add("hangdbg/failed", 0) > 0:
+                said = [(r, store.get(f"hangdbg/in/{r}").decode(errors="replace")) for r in range(world)
+                        if store.check([f"hangdbg/in/{r}"])]
+                bad = "; ".join(f"rank {r} {text}" for r, text in said if text != "ok")
+                if rank == 0:  # the store lives here: keep it until every rank has read the news
+                    while store.add("hangdbg/in", 0) < world and time.monotonic() < end:
+                        time.sleep(0.1)
+                    time.sleep(0.5)
+                raise TimeoutError(f"stopped waiting: {bad[:1000]}")
+            if store.add("hangdbg/in", 0) >= world:
+                return {"address": f"{addr}:{port}", "hosts_store": rank == 0}
             if time.monotonic() >= end:
-                raise ConnectionError(f"cannot reach the rendezvous at {addr}:{port} within {args.init_timeout:g} s: {last}")
-            time.sleep(0.2)
+                missing = [r for r in range(world) if not store.check([f"hangdbg/in/{r}"])]
+                raise TimeoutError(f"ranks {missing[:32]} did not check in within {args.init_timeout:g} s")
+            time.sleep(0.1)
 
     group = []
 
     def init():
-        dist.init_process_group(args.backend, timeout=timedelta(seconds=args.init_timeout))
+        dist.init_process_group(args.backend, store=dist.PrefixStore("pg", stores[0]), rank=rank, world_size=world,
+                                timeout=timedelta(seconds=args.init_timeout))
         # the steps run in a group of every rank whose timeout is --timeout (the default group's
         # is --init-timeout, which covers the ranks' different start times)
         group.append(dist.new_group(timeout=timedelta(seconds=args.timeout)))
@@ -315,7 +397,12 @@ def main(argv: list[str] | None = None) -> int:
             out.update(recv_from=left, recv_time_s=mid, recv_gbps=nbytes / mid / 1e9)
         return out
 
-    ok = step("alloc", alloc) and step("rendezvous", rendezvous, args.init_timeout) and step("init", init, args.init_timeout)
+    ok = step("alloc", alloc) and step("interface", interface)
+    if not ok:
+        announce(dist, dog, rank, world, addr, port, args.init_timeout, failures[-1])
+        sys.stdout.flush()
+        os._exit(1)
+    ok = step("rendezvous", rendezvous, args.init_timeout) and step("init", init, args.init_timeout)
     for name, fn in (("barrier", barrier), ("all_reduce", all_reduce), ("all_gather", all_gather),
                      ("broadcast", broadcast), ("send_recv", send_recv),
                      ("bandwidth", bandwidth)):
@@ -334,6 +421,21 @@ def _error(exc: BaseException) -> str:
     text = f"{type(exc).__name__}: {exc}".strip()
     lines = [ln for ln in text.splitlines() if ln.strip() and not ln.startswith(("Exception raised from", "frame #"))]
     return "\n".join(lines[:6])[:2000] or traceback.format_exc(limit=1)[-500:]
+
+
+def _ifname_matches(var: str, value: str, names: set[str]) -> bool:
+    """Whether ``GLOO_SOCKET_IFNAME`` (interface names, comma-separated, each must exist) or
+    ``NCCL_SOCKET_IFNAME`` (prefixes; ``=`` exact names; ``^`` a list to exclude) selects an
+    interface of ``names`` (format: the NCCL environment variables documentation, NCCL 2.x)."""
+    items = [v.strip() for v in value.split(",") if v.strip()]
+    if var == "GLOO_SOCKET_IFNAME":
+        return bool(items) and all(v in names for v in items)
+    exclude = value.startswith("^")
+    body = value[1:] if exclude else value
+    exact = body.startswith("=")
+    wanted = [v.strip() for v in (body[1:] if exact else body).split(",") if v.strip()]
+    hit = [n for n in names if any(n == w if exact else n.startswith(w) for w in wanted)]
+    return bool(set(names) - set(hit)) if exclude else bool(hit)
 
 
 def _is_timeout(text: str) -> bool:
