@@ -3,6 +3,7 @@ node that cannot reach the rendezvous (its own network namespace) or cannot be r
 
 from __future__ import annotations
 
+import shutil
 import time
 
 import pytest
@@ -35,6 +36,8 @@ def test_node_on_a_network_of_its_own(sshd, tmp_path, bad):
     rendezvous step while the others only wait. node1: it hosts the rendezvous, whose address
     neither other node can reach, so its host is blamed. The interface retry does not help;
     the bad node alone and the other two together pass: "passes alone but the others fail with it"."""
+    if shutil.which("unshare") is None or shutil.which("ip") is None:
+        pytest.skip("needs unshare (util-linux) and ip (iproute2) for a network namespace")
     wrapper = node_python(tmp_path / "python", bad, netns=True)
     start = time.monotonic()
     rc, doc = _check(sshd, "--hosts", "node[1-3]", "--launcher", "pdsh", "--remote-python", wrapper, out=tmp_path / "o")
