@@ -19,7 +19,7 @@ FAST = ("--nproc-per-node", "2", "--timeout", "5", "--init-timeout", "15", "--si
 @pytest.fixture(scope="module")
 def allocation(cluster):
     """A 2-node job that only holds its nodes (what `salloc -N 2` gives a user)."""
-    job = cluster.sbatch("#!/bin/sh\nsleep 900\n", "-N", "2", "--ntasks-per-node=1")
+    job = cluster.sbatch("#!/bin/sh\nsleep 900\n", "-N", "2", "--ntasks-per-node=1", "--output=/dev/null")
     cluster.wait_state(job, "RUNNING", timeout=60)
     yield str(job)
     cluster.scancel(job)
