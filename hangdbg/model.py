@@ -168,11 +168,12 @@ class Kind(_DocumentedEnum):
     XID = ("xid", "an NVIDIA Xid error, with its meaning and the action that clears it")
     ECC = ("ecc", "uncorrectable ECC errors, failed or pending row remapping (nvidia-smi -q)")
     PCIE_AER = ("pcie-aer", "PCIe errors a device or port reported (kernel AER): a GPU's link or a root port")
-    # tracer files
+    # hangdbg check
     CHECK_FAILED = ("check-failed", "hangdbg check: a node or GPU that fails the diagnostics job (by itself, or makes the "
                     "others fail), isolated by bisection; the action holds the sbatch --exclude value")
     CHECK_INTERFACE = ("check-interface", "hangdbg check: the job passes on another network interface than the one configured")
     CHECK_SLOW = ("check-slow", "hangdbg check: ranks or nodes far below the median bandwidth")
+    # tracer files
     TRACE_STOPPED = ("trace-stopped", "trace files without the tracer's end line: stopped, killed or still running")
     TRACE_DIVERGED = ("trace-diverged", "the first traced call that not all ranks made, or ranks whose trace stops elsewhere")
 

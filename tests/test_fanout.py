@@ -143,3 +143,12 @@ def test_a_hangdbg_agent_of_another_run_is_not_a_rank(tmp_path):
 
     assert is_hangdbg([sys.executable, "-m", "hangdbg", "agent"]) and is_hangdbg(["/venv/bin/python", "/venv/bin/hangdbg", "agent"])
     assert not is_hangdbg([sys.executable, "/src/hangdbg/demo/job.py"]) and not is_hangdbg([sys.executable, "-m", "hangdbg.demo.job"])
+
+
+def test_hostfile_slots_per_host_expressions_included(tmp_path):
+    from hangdbg.collect.hosts import read_hostfile_slots
+
+    hf = tmp_path / "hostfile"
+    hf.write_text("node[1-2] slots=8\nnode3\nnode1 slots=2  # listed again: the first line wins\n")
+    assert read_hostfile_slots(hf) == {"node1": 8, "node2": 8, "node3": 1}
+    assert read_hostfile(hf) == ["node1", "node2", "node3"]

@@ -48,11 +48,7 @@ class Isolation(Generic[U]):
     @property
     def bad(self) -> list[U]:
         """Every unit to leave out (``alone`` and ``with_others``), in the order found."""
-        out: list[U] = []
-        for u in [*self.alone, *self.with_others]:
-            if u not in out:
-                out.append(u)
-        return out
+        return list(dict.fromkeys([*self.alone, *self.with_others]))
 
 
 def isolate(units: Sequence[U], run_many: Callable[[list[tuple[U, ...]]], list[Outcome[U]]],

@@ -4,23 +4,20 @@ from __future__ import annotations
 
 import argparse
 import re
-import shlex
-import shutil
 import socket
 import subprocess
 import sys
 
 from ..analyze.check_verdict import check_verdict
-from ..collect.check_node import CheckJob
+from ..collect.check_node import CheckJob, gpu_list
 from ..collect.check_run import CheckPlan, run_check, setup_error
-from ..collect.hosts import expand_hosts, read_hostfile
-from ..collect.runners import LocalRunner, PdshRunner, Runner, SrunRunner, SshRunner
-from ..collect.slurm import node_addresses, show_job
-from ..errors import HangdbgError, UsageError
+from ..collect.runners import LocalRunner
+from ..collect.slurm import node_addresses
+from ..errors import HangdbgError
 from ..report.safetext import visible
 from ..tools.subproc import run as run_tool
 from .common import EXIT_ERROR, Command, add_output_arguments, exit_status, out_dir, positive_float, positive_int
-from .remote import add_remote_arguments, wants_remote
+from .remote import add_remote_arguments, remote_targets, ssh_options, wants_remote
 
 __all__ = ["CheckCommand", "parse_size"]
 
@@ -34,17 +31,6 @@ def parse_size(text: str) -> int:
     if value < 4:
         raise argparse.ArgumentTypeError("must be at least 4 bytes")
     return value
-
-
-def _local_gpus() -> int:
-    smi = shutil.which("nvidia-smi")
-    if not smi:
-        return 0
-    try:
-        res = subprocess.run([smi, "-L"], capture_output=True, text=True, timeout=20)
-    except (OSError, subprocess.SubprocessError):
-        return 0
-    return sum(1 for ln in res.stdout.splitlines() if ln.startswith("GPU "))
 
 
 def _job_gpus(jobid: str) -> int:
@@ -145,69 +131,27 @@ class CheckCommand(Command):
         common = dict(job=job, ifname=args.ifname, master_port=args.master_port, bisect=args.bisect,
                       verbose=bool(getattr(args, "verbose", False)))
         if not wants_remote(args):
-            n = args.nproc_per_node or _local_gpus() or 2
+            n = args.nproc_per_node or len(gpu_list()) or 2
             host = socket.gethostname().split(".")[0] or "localhost"
             out = out_dir(args, "hangdbg-check")
             plan = CheckPlan(((host, tuple(range(n))),), {host: "127.0.0.1"}, lambda hosts: LocalRunner(host),
                              sys.executable, True, out=out, **common)  # type: ignore[arg-type]
             return plan, f"--nproc-per-node {n}"
-        python = args.remote_python
+        targets = remote_targets(args, "check")
+        targets.make_runner(targets.hosts)  # checks the hosts and --remote-setup before anything runs
         if args.jobid:
-            job = show_job(args.jobid)
-            hosts = list(job.nodes)
-            if args.nodes:
-                want = expand_hosts(args.nodes)
-                unknown = [h for h in want if h not in job.nodes]
-                if unknown:
-                    raise UsageError(f"nodes {','.join(unknown)} are not in job {args.jobid} ({','.join(job.nodes)})")
-                hosts = want
             n = args.nproc_per_node or _job_gpus(args.jobid) or 1
-            srun_args = [a for arg in args.srun_arg for a in shlex.split(arg)]
-            addresses = node_addresses(hosts)
-            out = out_dir(args, "hangdbg-check")
-            plan = CheckPlan(tuple((h, tuple(range(n))) for h in hosts), addresses,
-                             lambda hs: SrunRunner(args.jobid, hs, srun_args), python, False, out=out, **common)  # type: ignore[arg-type]
-            return plan, f"--jobid {args.jobid}" + (f" -w {args.nodes}" if args.nodes else "")
-        if args.nodes:
-            raise UsageError("-w/--nodes goes with --jobid; use --hosts to choose hosts")
-        if args.hosts:
-            hosts = expand_hosts(args.hosts)
-            slots = {h: args.nproc_per_node or 1 for h in hosts}
+            slots = {h: n for h in targets.hosts}
+            addresses = node_addresses(targets.hosts)
+            what = f"--jobid {args.jobid}" + (f" -w {args.nodes}" if args.nodes else "")
         else:
-            hosts = read_hostfile(args.hostfile)
-            slots = _hostfile_slots(args.hostfile, hosts, args.nproc_per_node)
-        if not hosts:
-            raise UsageError("no hosts to check")
-        ssh_options = (["-F", args.ssh_config] if args.ssh_config else []) + [x for o in args.ssh_option for x in ("-o", o)]
-        use_pdsh = args.launcher == "pdsh" or (args.launcher == "auto" and shutil.which("pdsh") is not None)
-
-        def make(hs: list[str]) -> Runner:
-            if use_pdsh:
-                return PdshRunner(hs, ssh_options, args.remote_setup, args.connect_timeout)
-            return SshRunner(hs, ssh_options, args.remote_setup, args.connect_timeout)
-
-        make(hosts)  # checks the hosts and --remote-setup before anything runs
-        addresses = {h: _ssh_address(h, ssh_options) for h in hosts}
+            slots = {h: args.nproc_per_node or targets.slots.get(h, 1) for h in targets.hosts}
+            addresses = {h: _ssh_address(h, ssh_options(args)) for h in targets.hosts}
+            what = f"--hosts {args.hosts}" if args.hosts else f"--hostfile {args.hostfile}"
         out = out_dir(args, "hangdbg-check")
-        plan = CheckPlan(tuple((h, tuple(range(slots[h]))) for h in hosts), addresses, make, python, True, out=out,
-                         **common)  # type: ignore[arg-type]
-        return plan, f"--hosts {args.hosts}" if args.hosts else f"--hostfile {args.hostfile}"
-
-
-def _hostfile_slots(path: str, hosts: list[str], nproc: int | None) -> dict[str, int]:
-    """``slots=N`` of each host of a deepspeed/pdsh hostfile (``nproc`` wins; 1 when absent)."""
-    found: dict[str, int] = {}
-    try:
-        with open(path, encoding="utf-8", errors="replace") as f:
-            for line in f:
-                words = line.split("#", 1)[0].split()
-                if words:
-                    m = re.search(r"slots=(\d+)", line)
-                    found[words[0]] = int(m.group(1)) if m else 1
-    except OSError:
-        pass
-    return {h: nproc or max(1, found.get(h, 1)) for h in hosts}
-
+        plan = CheckPlan(tuple((h, tuple(range(slots[h]))) for h in targets.hosts), addresses, targets.make_runner,
+                         args.remote_python, not args.jobid, out=out, **common)  # type: ignore[arg-type]
+        return plan, what
 
 
 def _facts_error(r) -> str:

@@ -39,8 +39,8 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
              "run a real torchrun/gloo job that hangs in a known way and dump it"),
     "check": ("check_cmd", "CheckCommand",
               "run a short diagnostics job (collectives, bandwidth) on this node, a SLURM job's nodes or ssh hosts; bisect to the bad node or GPU"),
-    "agent": ("agent_cmd", "AgentCommand", ""),
-    "check-node": ("check_node_cmd", "CheckNodeCommand", ""),  # internal: a node's part of `check`  # internal: run on every node by dump/collect; not listed
+    "agent": ("agent_cmd", "AgentCommand", ""),  # internal: run on every node by dump/collect; not listed
+    "check-node": ("check_node_cmd", "CheckNodeCommand", ""),  # internal: a node's part of `check`; not listed
     "traces": ("traces_cmd", "TracesCommand",
              "compare the per-rank files of the tracer package: where each rank stopped"),
     "report": ("report_cmd", "ReportCommand",

@@ -6,13 +6,14 @@ import argparse
 import shlex
 import shutil
 import sys
+from typing import Callable, NamedTuple
 
 from ..analyze import analyze
 from ..analyze.fanout import FAILED_STATUSES
 from ..analyze.fanout import node_findings as failed_node_findings
 from ..analyze.headline import fanout_headline
 from ..collect.fanout import FanoutResult, NodeResult, agent_argv, fan_out, node_entry
-from ..collect.hosts import expand_hosts, read_hostfile
+from ..collect.hosts import expand_hosts, read_hostfile_slots
 from ..collect.runners import HOST, PdshRunner, Runner, SrunRunner, SshRunner
 from ..collect.slurm import show_job
 from ..errors import UsageError
@@ -29,6 +30,9 @@ __all__ = [
     "node_entries",
     "node_findings",
     "remote_runner",
+    "remote_targets",
+    "ssh_options",
+    "Targets",
     "wants_remote",
 ]
 
@@ -84,8 +88,31 @@ def agent_args(args: argparse.Namespace, with_host: bool) -> list[str]:
     return out
 
 
-def remote_runner(args: argparse.Namespace) -> tuple[Runner, list[str], bool]:
-    """The transport, the node names, and whether they are the whole job."""
+class Targets(NamedTuple):
+    """The nodes of ``--jobid``/``--hosts``/``--hostfile`` and how to reach them.
+
+    ``make_runner``: a transport for any subset of ``hosts``; ``whole``: ``hosts`` are every node
+    of the job; ``slots``: a hostfile's ``slots=N`` per host (empty for ``--jobid``/``--hosts``).
+    """
+
+    make_runner: Callable[[list[str]], Runner]
+    hosts: list[str]
+    whole: bool
+    slots: dict[str, int]
+
+
+def ssh_options(args: argparse.Namespace) -> list[str]:
+    """The ssh options of ``--ssh-config`` and ``--ssh-option``."""
+    return (["-F", args.ssh_config] if args.ssh_config else []) + [x for o in args.ssh_option for x in ("-o", o)]
+
+
+def remote_targets(args: argparse.Namespace, what: str = "dump") -> Targets:
+    """The nodes named by the options and a transport factory for them (srun into the job;
+    pdsh when installed or asked for, else an ssh pool).
+
+    Raises:
+        UsageError: no such running job, ``-w`` nodes not in it, ``-w`` without ``--jobid``, no hosts.
+    """
     if args.jobid:
         job = show_job(args.jobid)
         hosts = list(job.nodes)
@@ -97,17 +124,28 @@ def remote_runner(args: argparse.Namespace) -> tuple[Runner, list[str], bool]:
                 raise UsageError(f"nodes {','.join(unknown)} are not in job {args.jobid} ({','.join(job.nodes)})")
             hosts, whole = want, len(want) == len(job.nodes)
         srun_args = [a for arg in args.srun_arg for a in shlex.split(arg)]
-        return SrunRunner(args.jobid, hosts, srun_args), hosts, whole
+        return Targets(lambda hs: SrunRunner(args.jobid, hs, srun_args), hosts, whole, {})
     if args.nodes:
         raise UsageError("-w/--nodes goes with --jobid; use --hosts to choose hosts")
-    hosts = expand_hosts(args.hosts) if args.hosts else read_hostfile(args.hostfile)
+    slots = read_hostfile_slots(args.hostfile) if not args.hosts else {}
+    hosts = expand_hosts(args.hosts) if args.hosts else list(slots)
     if not hosts:
-        raise UsageError("no hosts to dump")
-    ssh_options = (["-F", args.ssh_config] if args.ssh_config else []) + [x for o in args.ssh_option for x in ("-o", o)]
+        raise UsageError(f"no hosts to {what}")
+    options = ssh_options(args)
     use_pdsh = args.launcher == "pdsh" or (args.launcher == "auto" and shutil.which("pdsh") is not None)
-    if use_pdsh:
-        return PdshRunner(hosts, ssh_options, args.remote_setup, args.connect_timeout), hosts, True
-    return SshRunner(hosts, ssh_options, args.remote_setup, args.connect_timeout), hosts, True
+
+    def make(hs: list[str]) -> Runner:
+        if use_pdsh:
+            return PdshRunner(hs, options, args.remote_setup, args.connect_timeout)
+        return SshRunner(hs, options, args.remote_setup, args.connect_timeout)
+
+    return Targets(make, hosts, True, slots)
+
+
+def remote_runner(args: argparse.Namespace) -> tuple[Runner, list[str], bool]:
+    """The transport, the node names, and whether they are the whole job (:func:`remote_targets`)."""
+    targets = remote_targets(args)
+    return targets.make_runner(targets.hosts), targets.hosts, targets.whole
 
 
 def fan_out_with_progress(cmd: Command, runner: Runner, hosts: list[str], argv: list[str], out, timeout: float,

@@ -41,7 +41,7 @@ import psutil
 
 from ..tools.subproc import LOG
 
-__all__ = ["CheckJob", "NodeCheckOptions", "parse_layout", "route_interface", "run_node", "RANK_SCRIPT", "PREFIX"]
+__all__ = ["CheckJob", "NodeCheckOptions", "gpu_list", "parse_layout", "route_interface", "run_node", "RANK_SCRIPT", "PREFIX"]
 
 RANK_SCRIPT = Path(__file__).with_name("check_rank.py")
 PREFIX = "HANGDBG-CHECK "
@@ -159,16 +159,22 @@ def route_interface(addr: str) -> str | None:
     return "lo" if local.startswith("127.") else None
 
 
-def node_facts(opts: NodeCheckOptions) -> dict:
-    """Host name, GPUs (``nvidia-smi -L``), IPv4 interfaces, the route to the rendezvous."""
-    gpus: list[str] = []
+def gpu_list() -> list[str]:
+    """This node's GPUs, one ``GPU 0: NAME (UUID: ...)`` line each (``nvidia-smi -L``); empty
+    without nvidia-smi or when it fails."""
     smi = shutil.which("nvidia-smi")
-    if smi:
-        try:
-            res = subprocess.run([smi, "-L"], capture_output=True, text=True, timeout=20)
-            gpus = [ln.strip() for ln in res.stdout.splitlines() if ln.startswith("GPU ")]
-        except (OSError, subprocess.SubprocessError):
-            pass
+    if not smi:
+        return []
+    try:
+        res = subprocess.run([smi, "-L"], capture_output=True, text=True, timeout=20)
+    except (OSError, subprocess.SubprocessError):
+        return []
+    return [ln.strip() for ln in res.stdout.splitlines() if ln.startswith("GPU ")]
+
+
+def node_facts(opts: NodeCheckOptions) -> dict:
+    """Host name, GPUs (:func:`gpu_list`), IPv4 interfaces, the route to the rendezvous."""
+    gpus = gpu_list()
     ifaces = {name: [a.address for a in addrs if a.family == socket.AF_INET]
               for name, addrs in psutil.net_if_addrs().items()}
     ssh = os.environ.get("SSH_CONNECTION", "").split()

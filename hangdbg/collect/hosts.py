@@ -19,7 +19,7 @@ from ..parse.textlines import open_input
 MAX_HOSTFILE = 16 << 20
 """Bytes a hostfile may have (a million hosts fit)."""
 
-__all__ = ["expand_hosts", "read_hostfile", "check_host", "check_hosts"]
+__all__ = ["expand_hosts", "read_hostfile", "read_hostfile_slots", "check_host", "check_hosts"]
 
 _LABEL = r"[A-Za-z0-9_](?:[A-Za-z0-9_-]{0,61}[A-Za-z0-9_])?"
 _NAME = re.compile(rf"{_LABEL}(?:\.{_LABEL})*\.?")
@@ -75,9 +75,22 @@ def expand_hosts(expr: str) -> list[str]:
 
 
 def read_hostfile(path: str | Path) -> list[str]:
-    """Hosts of a hostfile in the deepspeed/pdsh format: one ``host slots=N`` per line.
+    """Hosts of a hostfile in the deepspeed/pdsh format: one ``host slots=N`` per line
+    (:func:`read_hostfile_slots`, its slots left out).
 
-    Blank lines and ``#`` comments are skipped; a host may itself be a ``node[1-4]`` expression.
+    Raises:
+        UsageError: see :func:`read_hostfile_slots`.
+    """
+    return list(read_hostfile_slots(path))
+
+
+def read_hostfile_slots(path: str | Path) -> dict[str, int]:
+    """Hosts of a hostfile in the deepspeed/pdsh format, one ``host slots=N`` per line, with
+    their slots (1 when the line gives none), in file order; a host listed twice keeps its
+    first line.
+
+    Blank lines and ``#`` comments are skipped; a host may itself be a ``node[1-4]`` expression
+    (each of its hosts gets the line's slots).
 
     Raises:
         UsageError: the file cannot be read, is not a regular file, is bigger than 16 MiB, or a
@@ -90,7 +103,7 @@ def read_hostfile(path: str | Path) -> list[str]:
         raise UsageError(f"cannot read hostfile {path}: {exc.strerror or exc}") from None
     if len(data) > MAX_HOSTFILE:
         raise UsageError(f"hostfile {path} is larger than {MAX_HOSTFILE >> 20} MiB: not a hostfile")
-    hosts: list[str] = []
+    hosts: dict[str, int] = {}
     for n, rawb in enumerate(data.splitlines(), 1):
         try:
             raw = rawb.decode("utf-8")
@@ -104,5 +117,7 @@ def read_hostfile(path: str | Path) -> list[str]:
         host, *rest = line.split()
         if any(not r.startswith("slots=") or not r[6:].isdigit() for r in rest):
             raise UsageError(f"{path}:{n}: expected `host slots=N`, got {raw.strip()!r}")
-        hosts.extend(expand_hosts(host))
-    return list(dict.fromkeys(hosts))
+        slots = int(rest[-1][6:]) if rest else 1
+        for h in expand_hosts(host):
+            hosts.setdefault(h, slots)
+    return hosts

@@ -79,6 +79,20 @@ def _classify_exit(code: int | None, stderr: str) -> tuple[str, str] | None:
     return None
 
 
+def _host_failure(code: int | None, stderr: str, timed_out: bool, timeout: float, what: str) -> tuple[str, str] | None:
+    """What became of one host's command (:meth:`Runner._pump`'s result), or None when it ran:
+    a timeout, :func:`_classify_exit`, or an exit status other than 0 and 3 (ignored when the
+    agent still sent its result)."""
+    if timed_out:
+        return "timeout", f"no answer within {timeout:g} s"
+    if (bad := _classify_exit(code, stderr)) is not None:
+        return bad
+    if code not in (0, 3):
+        tail = " ".join(stderr.strip().splitlines()[-2:])[-300:]
+        return "error", f"{what} exited with status {code}" + (f": {tail}" if tail else "")
+    return None
+
+
 class Runner:
     """Base class: ``run(agent_argv, on_line, timeout) -> failures``; ``stop()`` kills it all."""
 
@@ -200,14 +214,9 @@ class SshRunner(Runner):
             except FileNotFoundError:
                 failures[host] = ("error", "ssh not found")
                 return
-            code, err, timed_out = self._pump(proc, host, on_line, timeout)
-            if timed_out:
-                failures[host] = ("timeout", f"no answer within {timeout:g} s")
-            elif (bad := _classify_exit(code, err)) is not None:
+            bad = _host_failure(*self._pump(proc, host, on_line, timeout), timeout, "remote command")
+            if bad is not None:
                 failures[host] = bad
-            elif code not in (0, 3):  # ignored when the agent still sent its result
-                tail = " ".join(err.strip().splitlines()[-2:])[-300:]
-                failures[host] = ("error", f"remote command exited with status {code}" + (f": {tail}" if tail else ""))
 
         pool = ThreadPoolExecutor(max_workers=max(1, min(self.jobs, len(self.hosts))))
         try:
@@ -291,13 +300,8 @@ class LocalRunner(Runner):
             proc = self._spawn(_for_host(agent_argv, self.host))
         except FileNotFoundError as exc:
             return {self.host: ("error", f"cannot run {exc.filename}")}
-        code, err, timed_out = self._pump(proc, self.host, on_line, timeout)
-        if timed_out:
-            return {self.host: ("timeout", f"no answer within {timeout:g} s")}
-        if code not in (0, 3):
-            tail = " ".join(err.strip().splitlines()[-2:])[-300:]
-            return {self.host: ("error", f"exited with status {code}" + (f": {tail}" if tail else ""))}
-        return {}
+        bad = _host_failure(*self._pump(proc, self.host, on_line, timeout), timeout, "the command")
+        return {} if bad is None else {self.host: bad}
 
 
 class FakeRunner(Runner):
