@@ -58,9 +58,14 @@ def test_wrong_interface_on_one_node(cluster, allocation, tmp_path):
     assert [(t["purpose"], t["ifname"], t["passed"]) for t in doc["trials"]] == [
         ("all", None, False), ("interface", "auto", True), ("bisect nodes", None, False), ("bisect nodes", None, True)]
     assert doc["headline"].endswith("run with --exclude=node2")
-    first = doc["trials"][0]
-    assert first["failed_step"] == "interface" and first["seconds"] < 15  # not the 15 s rendezvous budget
-    assert {s["step"]: s["timeout"] for r in doc["ranks"][:2] for s in r["steps"] if not s["ok"]} == {"rendezvous": True}
+    assert doc["trials"][0]["failed_step"] == "interface"
+    # node1's ranks stopped waiting because node2's checked in with their failure, not because the
+    # 15 s rendezvous budget ran out (the wall time is not asserted: it depends on the machine's load)
+    for r in doc["ranks"][:2]:
+        [waited] = [s for s in r["steps"] if not s["ok"]]
+        assert waited["step"] == "rendezvous" and waited["timeout"] is True
+        assert "stopped waiting: rank 2 failed interface" in waited["error"] or \
+            "stopped waiting: rank 3 failed interface" in waited["error"], waited["error"]
     assert time.monotonic() - start < 120
 
 
