@@ -1,4 +1,4 @@
-"""Benchmark: ``hangdbg.analyze.analyze`` on 1k / 10k / 100k synthetic ranks.
+"""Benchmark: ``hangdbg.stacks.analysis.analyze`` on 1k / 10k / 100k synthetic ranks.
 
 Goal (from the project plan): "Analysis of 100,000 synthetic ranks (stacks of ~40 frames, a few
 hundred distinct shapes): under 2 s and 1 GB on this 2-core machine, with the 1k / 10k / 100k
@@ -14,7 +14,7 @@ What is measured
     - ``interned``: equal frames are the same ``Frame`` object (what a parser with a frame
       cache would produce); every rank still has its own ``Thread`` objects and frame tuples.
       This exercises the analyzer's fast path (bucketing threads by the ``id`` of their frames).
-      hangdbg's parser (``hangdbg/parse/pyspy_text.py``, ``_frame``) interns frames without
+      hangdbg's parser (``hangdbg/stacks/pyspy_text.py``, ``_frame``) interns frames without
       locals since commit 7d4058e, so this is what ``hangdbg dump`` / ``analyze`` feed it.
     - ``fresh``: every rank has its own ``Frame`` objects (equal but not identical; strings are
       shared). This is the analyzer's fallback path: dumps taken with ``--locals`` (frames with
@@ -74,7 +74,7 @@ import time
 from pathlib import Path
 
 from _common import source_state  # noqa: E402
-from hangdbg.analyze import analyze
+from hangdbg.stacks.analysis import analyze
 from hangdbg.model import Frame, RankDump, Thread
 
 HERE = Path(__file__).resolve().parent

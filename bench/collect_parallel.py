@@ -66,7 +66,7 @@ from pathlib import Path
 import psutil
 
 from _common import source_state  # noqa: E402
-from hangdbg.analyze import analyze
+from hangdbg.stacks.analysis import analyze
 from hangdbg.collect.local import CollectOptions, collect
 from hangdbg.collect.procs import find_ranks
 from hangdbg.tools.pyspy import PySpyOptions, find_pyspy, pyspy_argv

@@ -26,11 +26,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from hangdbg.analyze import analyze  # noqa: E402
+from hangdbg.stacks.analysis import analyze  # noqa: E402
 from hangdbg.collect.fanout import fan_out  # noqa: E402
-from hangdbg.collect.frames import encode_message  # noqa: E402
-from hangdbg.collect.runners import FakeRunner  # noqa: E402
-from hangdbg.parse.saved import load_dumps  # noqa: E402
+from hangdbg.transport.wire import encode_message  # noqa: E402
+from hangdbg.transport.runners import FakeRunner  # noqa: E402
+from hangdbg.stacks.saved import load_dumps  # noqa: E402
 
 SITE = "/venv/lib/python3.11/site-packages"
 

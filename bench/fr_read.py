@@ -26,8 +26,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import ROOT, source_state
 
 sys.path.insert(0, str(ROOT))
-from hangdbg.sources.flight_recorder import READER
-from hangdbg.parse.flight_recorder import RestrictedUnpickler
+from hangdbg.evidence.flight_recorder.reader import READER
+from hangdbg.evidence.flight_recorder.grammar import RestrictedUnpickler
 
 
 def dump(rank: int, nranks: int, entries: int) -> dict:

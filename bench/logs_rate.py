@@ -28,9 +28,9 @@ READER = """
 import json, resource, sys, time
 kind, path = sys.argv[1], sys.argv[2]
 if kind == "torch-log":
-    from hangdbg.sources.torch_log import READER as m
+    from hangdbg.evidence.torch_log.reader import READER as m
 else:
-    from hangdbg.sources.xid import READER as m
+    from hangdbg.evidence.gpu.reader import READER as m
 t0 = time.perf_counter()
 rep = m.read([path])
 dt = time.perf_counter() - t0

@@ -8,7 +8,7 @@ then times in the same run: ``LC_ALL=C grep -c 'NCCL INFO' FILE`` and the real c
 the hangdbg process tree (main process + scan workers, sampled with psutil) and of its largest
 process (``getrusage``). Goal (issue 4): within 3x of grep, memory under 200 MB.
 
-The scan path used is recorded (``scan_path``: ``c`` when the ``hangdbg._ncclscan`` extension is
+The scan path used is recorded (``scan_path``: ``c`` when the ``hangdbg.evidence.nccl._cscan`` extension is
 built, else ``python``); unless --no-pure, the same command is also timed with ``HANGDBG_PURE=1``
 (the pure-Python scan) in the same run.
 
@@ -123,7 +123,7 @@ def main() -> None:
         grep = [timed(["grep", "-c", "NCCL INFO", str(path)], env=genv) for _ in range(a.repeat)]
         env = dict(os.environ, PYTHONPATH=str(ROOT), NO_COLOR="1")
         cmd = [sys.executable, "-m", "hangdbg", "nccl", "summary", str(path), "--json"]
-        path_used = subprocess.run([sys.executable, "-c", "from hangdbg.parse.nccl_scan import scan_path; print(scan_path())"],
+        path_used = subprocess.run([sys.executable, "-c", "from hangdbg.evidence.nccl.scan import scan_path; print(scan_path())"],
                                    env=env, capture_output=True, text=True, check=True).stdout.strip()
         hd = [timed(cmd, env=env) for _ in range(a.repeat)]
         pure = []

@@ -12,7 +12,7 @@ Public API (stable names; everything else is internal)::
 
 Every conclusion is a :class:`Finding` (``kind``: :class:`Kind`, ``severity``: :class:`Severity`).
 (The functions are not named ``collect``/``analyze`` so that they do not shadow the subpackages
-``hangdbg.collect`` and ``hangdbg.analyze``.) torch is never imported by ``import hangdbg``.
+``hangdbg.collect`` and ``hangdbg.stacks.analysis``.) torch is never imported by ``import hangdbg``.
 """
 
 from __future__ import annotations
@@ -20,12 +20,12 @@ from __future__ import annotations
 from ._version import __version__
 from .errors import HangdbgError, NoRanksFound, UsageError
 from .model import (Analysis, Evidence, Finding, Frame, Group, Kind, Place, RankDump, RankProcess, RankState, Severity,
-                    SourceKind, SourceReport, Thread, TreeNode, Verdict)
+    SourceKind, SourceReport, Thread, TreeNode, Verdict)
 from .rankset import compress, expand
 
 _LAZY = {  # loaded on first use: `import hangdbg` stays cheap (the CLI starts faster) and never imports torch
-    "analyze_dumps": ("hangdbg.analyze", "analyze"),
-    "read_evidence": ("hangdbg.sources.evidence", "read_evidence"),
+    "analyze_dumps": ("hangdbg.stacks.analysis", "analyze"),
+    "read_evidence": ("hangdbg.evidence.read", "read_evidence"),
     "collect_stacks": ("hangdbg.collect.local", "collect"),
     "CollectOptions": ("hangdbg.collect.local", "CollectOptions"),
     "find_ranks": ("hangdbg.collect.procs", "find_ranks"),

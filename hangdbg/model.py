@@ -67,7 +67,7 @@ SEVERITY_ORDER: dict[Severity, int] = {s: i for i, s in enumerate(Severity)}
 
 
 class SourceKind(_DocumentedEnum):
-    """The kinds of evidence, one reader each (``hangdbg.sources``)."""
+    """The kinds of evidence, one reader each (``hangdbg.evidence``)."""
 
     STACKS = ("stacks", "py-spy dump texts and `hangdbg dump -o` directories (and the joint analysis of all stacks)")
     CORE = ("core", "ELF core files, read with gdb and pystack")
@@ -420,12 +420,12 @@ class Analysis(_HasFindings):
         findings: the suspects, most important first, then the ranks that wait for them and the
             ranks that could not be read; no suspect when no rank stands out.
         missing_ranks: ranks expected on the examined nodes that have no process.
-        headline: one sentence for a human (``hangdbg.analyze.headline``).
+        headline: one sentence for a human (``hangdbg.headline``).
         places: where each rank is (rank -> Place).
         progressing: ranks whose stacks changed between samples.
         unreadable: ranks whose stack could not be taken.
         waits: what each rank waits on (the nodes of the wait-for graph), by rank.
-        edges: who waits for whom (``hangdbg.analyze.waitfor``).
+        edges: who waits for whom (``hangdbg.stacks.waitfor``).
     """
 
     ranks: tuple[RankDump, ...]

@@ -3,7 +3,7 @@
 A :class:`RankWait` says what one rank's main thread is doing in field terms (a collective on a
 process group, a point-to-point op with a peer, a store wait on keys, a lock, a system call,
 computation, nothing readable) and on which evidence; :class:`WaitEdge` says that one rank waits
-for another and why. ``hangdbg.analyze.waitfor`` builds both from the stacks (and, when present,
+for another and why. ``hangdbg.stacks.waitfor`` builds both from the stacks (and, when present,
 locals, native frames, op records of ``hangdbg.hooks.record_collectives`` and the job's store).
 """
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from hangdbg.analyze import analyze
+from hangdbg.stacks.analysis import analyze
 from hangdbg.rankset import compress, expand
-from hangdbg.analyze.places import place_of
+from hangdbg.stacks.places import place_of
 from hangdbg.model import Frame, RankDump, Thread
 
 C10D = "/venv/lib/python3.11/site-packages/torch/distributed/distributed_c10d.py"

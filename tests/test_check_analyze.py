@@ -14,11 +14,11 @@ import pytest
 from rich.console import Console
 
 from conftest import validate
-from hangdbg.analyze.bisect import Outcome, isolate
-from hangdbg.analyze.check import STEPS, Trial, blame, check_node, rank_result, slots_text, slow_nodes, slow_ranks
-from hangdbg.analyze.check_verdict import check_verdict
+from hangdbg.check.bisect import Outcome, isolate
+from hangdbg.check.blame import STEPS, Trial, blame, check_node, rank_result, slots_text, slow_nodes, slow_ranks
+from hangdbg.check.verdict import check_verdict
 from hangdbg.cli.check_cmd import parse_size
-from hangdbg.collect.check_node import NodeCheckOptions, parse_layout
+from hangdbg.check.node import NodeCheckOptions, parse_layout
 from hangdbg.report.build import check_document
 from hangdbg.report.check_view import render_check
 from hangdbg.report.schema import to_json

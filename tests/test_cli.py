@@ -218,7 +218,7 @@ def test_ctrl_c_keeps_what_arrived_in_a_real_terminal(tmp_path):
 
 def test_cli_and_collectors_never_import_torch():
     code = (
-        "import sys, hangdbg, hangdbg.cli.main, hangdbg.demo.launch, hangdbg.parse.saved\n"
+        "import sys, hangdbg, hangdbg.cli.main, hangdbg.demo.launch, hangdbg.stacks.saved\n"
         "assert 'torch' not in sys.modules, 'torch imported'\n"
         "print('ok')"
     )

@@ -9,8 +9,8 @@ import os
 import stat
 
 from hangdbg.collect.fanout import FileSink, fan_out
-from hangdbg.collect.frames import FrameDecoder, encode_message
-from hangdbg.collect.runners import FakeRunner, SshRunner
+from hangdbg.transport.wire import FrameDecoder, encode_message
+from hangdbg.transport.runners import FakeRunner, SshRunner
 
 
 def _file(host: str, name: str, data: bytes = b"pwned\n") -> dict:
@@ -66,7 +66,7 @@ def test_fan_out_writes_nothing_outside_out(tmp_path):
     (tmp_path / "victim.txt").write_text("precious\n")
     out = tmp_path / "out"
     before = _listing(tmp_path)
-    result = fan_out(FakeRunner({"all": _hostile(tmp_path)}), ["node1"], ["agent"], out, timeout=10, command="collect")
+    result = fan_out(FakeRunner({"all": _hostile(tmp_path)}), ["node1"], ["agent"], out, timeout=10)
     _check_confined(tmp_path, out, before)
     assert (tmp_path / "victim.txt").read_text() == "precious\n"
     assert [n.host for n in result.nodes] == ["node1"] and result.garbled_lines >= 6
@@ -100,7 +100,7 @@ def test_through_a_real_transport_process(tmp_path, monkeypatch):
     (tmp_path / "victim.txt").write_text("precious\n")
     out = tmp_path / "out"
     before = _listing(tmp_path)
-    result = fan_out(SshRunner(["node1"]), ["node1"], ["agent"], out, timeout=30, command="collect")
+    result = fan_out(SshRunner(["node1"]), ["node1"], ["agent"], out, timeout=30)
     _check_confined(tmp_path, out, before)
     assert not list(out.rglob("from-node1-stream.txt"))
     assert [(n.host, n.status) for n in result.nodes] == [("node1", "ok")]

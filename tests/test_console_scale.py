@@ -11,7 +11,7 @@ from dataclasses import replace
 from rich.console import Console
 
 from conftest import ROOT
-from hangdbg.analyze import analyze
+from hangdbg.stacks.analysis import analyze
 from hangdbg.model import Frame
 from hangdbg.report.console import render_analysis
 

@@ -21,14 +21,14 @@ from conftest import FIXTURES, check_golden, read_json, run_cli, run_json
 from infra.cores import SEGV, SEGV_LINE, SETENV, SETENV_LINE, TORCH, TORCH_LINE, WAIT, WAIT_LINE, core_of as _core_of, core_pattern as _core_pattern, env as _env, start as _start, unlimited_cores as _unlimited_cores
 
 from hangdbg.model import FileError
-from hangdbg.sources.core import CoreOptions, read_core
+from hangdbg.evidence.core.reader import CoreOptions, read_core
 from hangdbg.collect.gcore import plan_cores, write_core
 from hangdbg.collect.procs import RankProcess
-from hangdbg.parse import native_stacks
-from hangdbg.parse.elfcore import is_core, read_core_info
-from hangdbg.parse.textlines import read_head
-from hangdbg.sources import stack_text
-from hangdbg.sources.core_json import read_documents
+from hangdbg.stacks import native_text as native_stacks
+from hangdbg.evidence.core.elf import is_core, read_core_info
+from hangdbg.text.lines import read_head
+from hangdbg.evidence.stacks import text_reader as stack_text
+from hangdbg.evidence.core.json_reader import read_documents
 
 STACKS = FIXTURES / "stacks"
 
@@ -139,7 +139,7 @@ def test_rank_set_at_run_time_comes_from_gdb_environ(cores):
     assert "RANK" not in info.environ and info.signal == signal.SIGSEGV and info.si_code <= 0
     c = read_core(str(cores["late"]), CoreOptions(timeout=60))
     assert (c.dump.rank, c.dump.rank_source, c.dump.host, c.how) == (7, "RANK", "node-late", "self")
-    from hangdbg.sources.core import finding_of
+    from hangdbg.evidence.core.reader import finding_of
 
     f = finding_of(c)
     assert f.severity == "suspect" and f.summary.startswith("rank 7 on node-late crashed with SIGSEGV in ")
@@ -203,10 +203,10 @@ def test_wrong_exe_and_missing_gdb(cores):
 
 
 def _core_document_file(paths: list[str], out: Path):
-    from hangdbg.analyze import analyze
+    from hangdbg.stacks.analysis import analyze
     from hangdbg.report.build import core_document
     from hangdbg.report.schema import to_json
-    from hangdbg.sources.core import load
+    from hangdbg.evidence.core.reader import load
 
     report, dumps, readings = load(paths, CoreOptions(timeout=60))
     out.write_text(to_json(core_document(readings, report, analyze(dumps), paths)))
@@ -437,7 +437,7 @@ def test_lldb_and_eu_stack():
 
 
 def test_stack_texts_go_through_the_analyzer():
-    from hangdbg.analyze import analyze
+    from hangdbg.stacks.analysis import analyze
 
     _rep, dumps = _load("faulthandler_ranks.txt", "torch_cpp.txt")
     a = analyze(dumps)

@@ -8,14 +8,14 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-from hangdbg.analyze import analyze
+from hangdbg.stacks.analysis import analyze
 from hangdbg.model import Kind, Severity, SourceKind
-from hangdbg.parse.debug_server import is_debug_server_dump, parse_debug_server_dump
-from hangdbg.parse.saved import load_dumps
-from hangdbg.parse.thread_dump_text import parse_thread_dump
-from hangdbg.sources.evidence import read_sources
-from hangdbg.sources.pyspy import READER
-from hangdbg.sources.stack_text import READER as STACK_TEXT
+from hangdbg.stacks.debug_server import is_debug_server_dump, parse_debug_server_dump
+from hangdbg.stacks.saved import load_dumps
+from hangdbg.stacks.thread_dump_text import parse_thread_dump
+from hangdbg.evidence.read import read_sources
+from hangdbg.evidence.stacks.reader import READER
+from hangdbg.evidence.stacks.text_reader import READER as STACK_TEXT
 
 FIX = Path(__file__).parent / "fixtures" / "debug_server"
 STACKS = FIX / "stacks_20250330_192000.txt"

@@ -9,9 +9,9 @@ from typing import Any
 import pytest
 from conftest import FIXTURES, run_cli
 
-from hangdbg.analyze import analyze
+from hangdbg.stacks.analysis import analyze
 from hangdbg.model import Analysis, Frame, RankDump, Thread
-from hangdbg.parse.saved import load_dumps
+from hangdbg.stacks.saved import load_dumps
 from hangdbg.report.export import SPEEDSCOPE_SCHEMA, folded_lines, speedscope_document
 
 FEW = FIXTURES / "pyspy_few"

@@ -17,12 +17,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "bench"))
 
 from fanout_scale import recorded_outputs  # noqa: E402
 
-from hangdbg.analyze import analyze  # noqa: E402
+from hangdbg.stacks.analysis import analyze  # noqa: E402
 from hangdbg.collect.fanout import fan_out  # noqa: E402
-from hangdbg.collect.frames import FrameDecoder, encode_message  # noqa: E402
-from hangdbg.collect.hosts import expand_hosts, read_hostfile  # noqa: E402
-from hangdbg.collect.runners import FakeRunner, remote_command  # noqa: E402
-from hangdbg.collect.slurm import parse_show_job  # noqa: E402
+from hangdbg.transport.wire import FrameDecoder, encode_message  # noqa: E402
+from hangdbg.transport.hosts import expand_hosts, read_hostfile  # noqa: E402
+from hangdbg.transport.runners import FakeRunner, remote_command  # noqa: E402
+from hangdbg.transport.slurm import parse_show_job  # noqa: E402
 from hangdbg.errors import UsageError  # noqa: E402
 
 
@@ -146,7 +146,7 @@ def test_a_hangdbg_agent_of_another_run_is_not_a_rank(tmp_path):
 
 
 def test_hostfile_slots_per_host_expressions_included(tmp_path):
-    from hangdbg.collect.hosts import read_hostfile_slots
+    from hangdbg.transport.hosts import read_hostfile_slots
 
     hf = tmp_path / "hostfile"
     hf.write_text("node[1-2] slots=8\nnode3\nnode1 slots=2  # listed again: the first line wins\n")

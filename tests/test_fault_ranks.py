@@ -62,7 +62,7 @@ def test_other_users_rank_is_permission_denied_not_no_rank(rank_process):
     "export HANGDBG_T=1; # done;",
 ])
 def test_remote_setup_ending_in_separator_or_comment_still_runs_the_agent(setup, tmp_path):
-    from hangdbg.collect.runners import remote_command
+    from hangdbg.transport.runners import remote_command
 
     marker = tmp_path / "agent ran"
     cmd = remote_command(["touch", str(marker)], setup)
@@ -72,7 +72,7 @@ def test_remote_setup_ending_in_separator_or_comment_still_runs_the_agent(setup,
 
 
 def test_remote_setup_is_run_in_the_agents_shell(tmp_path):
-    from hangdbg.collect.runners import remote_command
+    from hangdbg.transport.runners import remote_command
 
     out = tmp_path / "env"
     cmd = remote_command(["sh", "-c", f'echo "$HANGDBG_T" > {out}'], "export HANGDBG_T=seen # venv")
@@ -81,7 +81,7 @@ def test_remote_setup_is_run_in_the_agents_shell(tmp_path):
 
 
 def test_failing_remote_setup_keeps_the_agent_from_running(tmp_path):
-    from hangdbg.collect.runners import remote_command
+    from hangdbg.transport.runners import remote_command
 
     marker = tmp_path / "agent ran"
     res = subprocess.run(["sh", "-c", remote_command(["touch", str(marker)], "false;")], timeout=30)
@@ -90,7 +90,7 @@ def test_failing_remote_setup_keeps_the_agent_from_running(tmp_path):
 
 @pytest.mark.parametrize("setup", ["source ~/.venv/bin/activate &&", "true ||", "cat |", "true \\"])
 def test_remote_setup_with_a_dangling_operator_is_a_usage_error(setup):
-    from hangdbg.collect.runners import SshRunner, remote_command
+    from hangdbg.transport.runners import SshRunner, remote_command
     from hangdbg.errors import UsageError
 
     with pytest.raises(UsageError, match="--remote-setup"):
@@ -138,10 +138,10 @@ def zombie_and_live():
 
 
 def test_rank_dead_in_a_later_sample_is_gone_not_hung(tmp_path, zombie_and_live):
-    from hangdbg.analyze import analyze
+    from hangdbg.stacks.analysis import analyze
     from hangdbg.collect.local import CollectOptions, collect
     from hangdbg.model import Kind, RankProcess
-    from hangdbg.parse import load_dumps
+    from hangdbg.stacks.saved import load_dumps
     from hangdbg.tools.pyspy import PySpyOptions
 
     dead, live = zombie_and_live
@@ -189,9 +189,9 @@ def _interrupted_out(tmp_path: Path) -> Path:
 
 
 def test_interrupted_dump_reanalysed_calls_unread_ranks_not_dumped_not_missing(tmp_path):
-    from hangdbg.analyze import analyze
+    from hangdbg.stacks.analysis import analyze
     from hangdbg.model import Kind
-    from hangdbg.parse import load_dumps
+    from hangdbg.stacks.saved import load_dumps
 
     dumps, stats = load_dumps([_interrupted_out(tmp_path)])
     assert [d.rank for d in dumps] == [0, 1, 2, 3] and not stats.unreadable
@@ -215,7 +215,7 @@ def test_interrupted_dump_cli(tmp_path):
 
 @pytest.mark.parametrize("content", ["{", "[]", '{"processes": [{"rank": "x"}, 3, {"rank": true}]}', "\x00" * 100])
 def test_broken_processes_json_is_skipped_not_a_traceback(tmp_path, content):
-    from hangdbg.parse import load_dumps
+    from hangdbg.stacks.saved import load_dumps
 
     out = _interrupted_out(tmp_path)
     (out / "processes.json").write_text(content)
@@ -268,7 +268,7 @@ def test_huge_pyspy_output_is_capped_bounded_and_parsed_in_time(tmp_path, rank_p
 
 
 def test_deep_thread_keeps_innermost_and_outermost_frames():
-    from hangdbg.parse.pyspy_text import INNER_FRAMES, MAX_FRAMES, OUTER_FRAMES, parse_pyspy_dump
+    from hangdbg.stacks.pyspy_text import INNER_FRAMES, MAX_FRAMES, OUTER_FRAMES, parse_pyspy_dump
 
     n = 50_000
     text = 'Thread 1 (idle): "MainThread"\n' + "".join(f"    f{i} (/a.py:{i})\n" for i in range(n))
@@ -280,7 +280,7 @@ def test_deep_thread_keeps_innermost_and_outermost_frames():
 
 
 def test_parse_stops_at_its_deadline():
-    from hangdbg.parse.pyspy_text import parse_pyspy_dump
+    from hangdbg.stacks.pyspy_text import parse_pyspy_dump
 
     text = 'Thread 1 (idle): "MainThread"\n' + "    f (/a.py:1)\n" * 100_000
     procs, garbled = parse_pyspy_dump(text, deadline=time.monotonic() - 1)

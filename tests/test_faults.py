@@ -99,7 +99,7 @@ NASTY_ERROR = b"ssh: connect to host [/yellow] port 22: \x1b]0;pwned\x07\x1b[2J\
 
 def _frames(host: str, rank: int, name: str | None = None, status: str = "ok") -> bytes:
     """Agent output of ``host`` claiming ``rank`` (a rank dump and a done message), as lines."""
-    from hangdbg.collect.frames import encode_message
+    from hangdbg.transport.wire import encode_message
 
     text = (f"# hangdbg rank={rank} pid={100 + rank} host={host} world_size=2 rank_source=RANK sample=1 "
             f"time=2026-01-01T00:00:00Z\n" + STACK.replace("{pid}", str(100 + rank)))

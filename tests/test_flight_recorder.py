@@ -18,15 +18,10 @@ from hypothesis import strategies as st
 
 from hangdbg.model import FileError
 from hangdbg.report.schema import to_jsonable
-from hangdbg.sources.flight_recorder import READER
-from hangdbg.analyze.fr_crosscheck import cross_check
+from hangdbg.evidence.flight_recorder.reader import READER
+from hangdbg.evidence.crosscheck import cross_check
 from hangdbg.model import Analysis, Place, TreeNode
-from hangdbg.parse.flight_recorder import (
-    FrDumpError,
-    load_dump,
-    restricted_loads,
-    sniff,
-)
+from hangdbg.evidence.flight_recorder.grammar import FrDumpError, load_dump, restricted_loads, sniff
 
 JOB = FIXTURES / "flight_recorder" / "hung_gloo_job.py"
 WORLD = 4

@@ -13,10 +13,11 @@ import pytest
 from conftest import FIXTURES, run_json
 
 from hangdbg.model import Kind, Severity, SourceKind
-from hangdbg.parse import fr_trace_text, nccl_ras
-from hangdbg.sources.flight_recorder import READER as FR
-from hangdbg.sources.nccl_ras import READER as RAS
-from hangdbg.sources.walk import classify
+from hangdbg.evidence.flight_recorder import trace_text as fr_trace_text
+from hangdbg.evidence.nccl_ras import grammar as nccl_ras
+from hangdbg.evidence.flight_recorder.reader import READER as FR
+from hangdbg.evidence.nccl_ras.reader import READER as RAS
+from hangdbg.evidence.walk import classify
 
 D = FIXTURES / "fr_text"
 
@@ -73,7 +74,7 @@ def test_state_mismatch_is_a_warning_not_a_suspect():
              "error msg: Culprit rank 1; Error type: COLLECTIVE_STATE_MISMATCH, Expected state: 'completed' does "
              "not match found state: 'scheduled'"]
     t = fr_trace_text.parse_lines(enumerate(lines, 1))
-    from hangdbg.analyze.fr_trace_text import analyze_text
+    from hangdbg.evidence.flight_recorder.trace_analysis import analyze_text
     findings, _, _ = analyze_text([t])
     assert [(f.kind, f.severity, f.ranks) for f in findings] == [(Kind.FR_STUCK, Severity.WARNING, (1,))]
 
@@ -84,7 +85,7 @@ def test_ranks_without_dumps_and_repeated_blocks_counted_once():
     block = ["Not all ranks joining collective, sequence number: 4", "collective: nccl:all_reduce",
              "missing ranks: {1}", "expected ranks: {0, 1}"]
     t = fr_trace_text.parse_lines(enumerate(lines + block + block, 1))
-    from hangdbg.analyze.fr_trace_text import analyze_text
+    from hangdbg.evidence.flight_recorder.trace_analysis import analyze_text
     findings, _, _ = analyze_text([t])
     sus = [f.ranks for f in findings if f.severity is Severity.SUSPECT]
     assert sorted(sus) == [(1,), (5, 6)]
@@ -228,7 +229,7 @@ def test_later_blocks_of_the_same_ranks_follow_from_the_first():
         return [f"Not all ranks joining collective, sequence number: {seq}", "group info: 0:default_pg",
                 "collective: nccl:all_reduce", "missing ranks: {3}", "expected ranks: {0, 1, 2, 3}"]
     t = fr_trace_text.parse_lines(enumerate(block(12) + block(11) + block(13), 1))
-    from hangdbg.analyze.fr_trace_text import analyze_text
+    from hangdbg.evidence.flight_recorder.trace_analysis import analyze_text
     findings, _, _ = analyze_text([t])
     (s,) = [f for f in findings if f.severity is Severity.SUSPECT]
     assert s.ranks == (3,) and "seq 11 " in s.summary and "2 later collectives" in s.summary
@@ -280,7 +281,7 @@ Warnings
 def test_a_mismatch_state_torch_may_add_is_still_a_wrong_call():
     lines = ["Collective sequence number: 4 has errors", "group info: 0:default_pg", "collective: nccl:all_reduce",
              "expected ranks: {0, 1, 2, 3}", "error msg: Culprit rank 3; Error type: SIZE_OF_TENSOR_MISMATCH"]
-    from hangdbg.analyze.fr_trace_text import analyze_text
+    from hangdbg.evidence.flight_recorder.trace_analysis import analyze_text
     findings, _, _ = analyze_text([fr_trace_text.parse_lines(enumerate(lines, 1))])
     (s,) = [f for f in findings if f.severity is Severity.SUSPECT]
     assert s.kind is Kind.FR_MISMATCH and s.ranks == (3,) and "size of tensor" in s.summary
@@ -305,7 +306,7 @@ def test_entry_table_first_difference_blames_the_minority():
              row("all_reduce(input_sizes=[[8]], state=started)", "all_reduce(input_sizes=[[8]], state=started)",
                  "broadcast(input_sizes=[[8]], state=started)")]
     t = fr_trace_text.parse_lines(enumerate(lines, 1))
-    from hangdbg.analyze.fr_trace_text import analyze_text
+    from hangdbg.evidence.flight_recorder.trace_analysis import analyze_text
     findings, _, _ = analyze_text([t])
     (s,) = [f for f in findings if f.severity is Severity.SUSPECT]
     assert s.kind is Kind.FR_MISMATCH and s.ranks == (2,) and "broadcast" in s.summary

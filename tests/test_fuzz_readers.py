@@ -17,8 +17,8 @@ from hypothesis import strategies as st
 
 from conftest import FIXTURES
 from hangdbg.model import Severity, SourceReport
-from hangdbg.sources.registry import READERS
-from hangdbg.sources.walk import walk
+from hangdbg.evidence.registry import READERS
+from hangdbg.evidence.walk import walk
 
 
 def _corpus() -> list[bytes]:
@@ -77,8 +77,8 @@ def test_reader_never_raises(reader, doc, end):
 @settings(max_examples=25, deadline=None)
 @given(docs=st.lists(documents, min_size=1, max_size=4))
 def test_report_of_random_directory_never_raises(docs):
-    from hangdbg.analyze.verdict import build_verdict
-    from hangdbg.sources.evidence import read_sources
+    from hangdbg.evidence.verdict import build_verdict
+    from hangdbg.evidence.read import read_sources
 
     with tempfile.TemporaryDirectory() as d:
         for i, doc in enumerate(docs):

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 from conftest import FIXTURES, ROOT
 
-from hangdbg.parse.pyspy_text import parse_pyspy_dump
-from hangdbg.parse.saved import load_dumps
+from hangdbg.stacks.pyspy_text import parse_pyspy_dump
+from hangdbg.stacks.saved import load_dumps
 
 HUGE = "9" * 5000  # beyond Python's 4300-digit int() limit: int() raises ValueError
 

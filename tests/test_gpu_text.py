@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from conftest import FIXTURES, run_json
 
-from hangdbg.parse import xid
-from hangdbg.sources.xid import READER
+from hangdbg.evidence.gpu import grammar as xid
+from hangdbg.evidence.gpu.reader import READER
 
 FX = FIXTURES / "gpu_text"
 

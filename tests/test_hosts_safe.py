@@ -10,9 +10,9 @@ import stat
 import pytest
 
 from conftest import run_cli
-from hangdbg.collect.hosts import check_host, expand_hosts, read_hostfile
-from hangdbg.collect.runners import PdshRunner, SrunRunner, SshRunner, ssh_argv
-from hangdbg.collect.slurm import parse_show_job
+from hangdbg.transport.hosts import check_host, expand_hosts, read_hostfile
+from hangdbg.transport.runners import PdshRunner, SrunRunner, SshRunner, ssh_argv
+from hangdbg.transport.slurm import parse_show_job
 from hangdbg.errors import UsageError
 
 BAD = ["-oProxyCommand=touch /tmp/pwned", "-n", "node1;id", "$(id)", "a b", "..", "../x", "/etc", "n`id`",

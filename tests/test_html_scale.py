@@ -16,7 +16,7 @@ from conftest import ROOT
 from infra.chromium import chromium, rendered_dom, screenshot
 from infra.png import count_colour
 
-from hangdbg.analyze import analyze
+from hangdbg.stacks.analysis import analyze
 from hangdbg.model import Frame, RankDump, Thread, Verdict
 from hangdbg.report.html import FILTER_SCRIPT, render_html
 

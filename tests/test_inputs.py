@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from hangdbg.parse import textlines
+from hangdbg.text import lines as textlines
 
 ROOT = Path(__file__).resolve().parent.parent
 LIMIT_AS = 2 << 30
@@ -132,7 +132,7 @@ def test_record_starts_is_the_record_regex() -> None:
     """The candidate scan of :func:`record_starts` finds exactly what ``RECORD.finditer`` finds."""
     import random
 
-    from hangdbg.parse.nccl import RECORD, record_starts
+    from hangdbg.evidence.nccl.grammar import RECORD, record_starts
 
     rnd = random.Random(14)
     alphabet = ["a", ":", "1", " ", "[0]", " NCCL INFO ", " INFO ", "\0", "node1:12:13 [0] NCCL INFO x", "(", ":1:2 ",
@@ -202,7 +202,7 @@ def test_deeply_nested_json_is_reported_too_deeply_nested(name: str, text: str, 
 
 
 def test_load_json_turns_recursion_into_a_value_error() -> None:
-    from hangdbg.parse.jsondoc import load_json
+    from hangdbg.text.jsondoc import load_json
 
     assert load_json(b'{"a": [1, "\\u00e9"]}') == {"a": [1, "é"]}
     with pytest.raises(ValueError, match="too deeply nested"):
@@ -248,7 +248,7 @@ def test_a_compressed_bomb_from_a_node_is_refused_after_the_cap() -> None:
     import base64
     import zlib
 
-    from hangdbg.collect.frames import MARKER, MAX_MESSAGE, FrameDecoder, encode_message
+    from hangdbg.transport.wire import MARKER, MAX_MESSAGE, FrameDecoder, encode_message
 
     bomb = zlib.compressobj(9)
     body = bomb.compress(b'{"type": "rank", "name": "rank-0000", "text": "')
@@ -273,7 +273,7 @@ def test_a_nested_message_from_a_node_is_garbled_not_a_traceback() -> None:
     import base64
     import zlib
 
-    from hangdbg.collect.frames import MARKER, FrameDecoder
+    from hangdbg.transport.wire import MARKER, FrameDecoder
 
     payload = base64.b64encode(zlib.compress(_deep().encode())).decode("ascii")
     dec = FrameDecoder()
@@ -281,7 +281,7 @@ def test_a_nested_message_from_a_node_is_garbled_not_a_traceback() -> None:
 
 
 def test_a_trace_file_line_past_the_cap_is_skipped_and_counted(tmp_path: Path) -> None:
-    from hangdbg.parse.traces import read_trace
+    from hangdbg.evidence.traces.grammar import read_trace
 
     t = tmp_path / "trace-node1-0-100.txt"
     t.write_bytes(b"# tracer v1 host=node1 rank=0 pid=100 start=2024-01-01T00:00:00 argv=train.py\n"
@@ -294,7 +294,7 @@ def test_a_trace_file_line_past_the_cap_is_skipped_and_counted(tmp_path: Path) -
 def test_a_saved_dump_file_past_the_cap_is_read_up_to_it_and_said(tmp_path: Path) -> None:
     """A saved py-spy file larger than 64 MiB (a runaway log saved as rank-0.txt) is read up to the
     cap, in bounded memory, and the command says it was cut instead of reading it whole."""
-    from hangdbg.parse.saved import MAX_DUMP_FILE
+    from hangdbg.stacks.saved import MAX_DUMP_FILE
 
     good = (ROOT / "tests" / "fixtures" / "pyspy_few").glob("*.txt")
     first = next(iter(sorted(good)))
@@ -365,7 +365,7 @@ def test_dash_twice_or_from_a_terminal_is_a_usage_error() -> None:
 
 
 def test_read_capped_reads_small_large_and_growing_files(tmp_path):
-    from hangdbg.parse.textlines import open_input, read_capped
+    from hangdbg.text.lines import open_input, read_capped
 
     small = tmp_path / "small"
     small.write_bytes(b"x" * 100)

@@ -16,11 +16,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from hangdbg.parse.nccl import RECORD, _SHAPE, record_starts, sniff
-from hangdbg.parse.nccl_scan import scan
+from hangdbg.evidence.nccl.grammar import RECORD, _SHAPE, record_starts, sniff
+from hangdbg.evidence.nccl.scan import scan
 from hangdbg.report.schema import to_jsonable
-from hangdbg.sources.nccl import NcclReader
-from hangdbg.parse.textlines import strip_prefix
+from hangdbg.evidence.nccl.reader import NcclReader
+from hangdbg.text.lines import strip_prefix
 
 from conftest import check_golden, read_json, run_cli, run_json
 
@@ -238,7 +238,7 @@ def test_fast_scan_leaves_unicode_space_before_a_host_to_the_line_parser(lead):
 
 def test_last_opcount_window_widens(monkeypatch):
     """The last opCount of a rank that stopped early lies before the end window of its chunk."""
-    import hangdbg.parse.nccl_scan as mod
+    import hangdbg.evidence.nccl.scan as mod
 
     paths = [fx("lagging.log"), fx("subcomm.log"), fx("messy.log")]
     want = signature(scan(paths, workers=1))
@@ -411,7 +411,7 @@ def test_cli_split_per_process_files_and_slices(tmp_path):
 
 def test_split_keeps_old_style_trace_records(tmp_path):
     # NCCL <= 2.2 TRACE records have no NCCL token: they belong to their rank, not to unattributed.log
-    from hangdbg.parse.nccl_split import split_logs
+    from hangdbg.evidence.nccl.split import split_logs
 
     log = tmp_path / "old.log"
     log.write_text("node-00:100:101 [0] NCCL INFO ncclCommInitRank comm 0x1 rank 0 nranks 2 cudaDev 0 busId 1000 - Init START\n"

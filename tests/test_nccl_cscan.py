@@ -1,4 +1,4 @@
-"""The C scan of standard NCCL collective lines (``hangdbg/_ncclscan.c``) against the pure-Python
+"""The C scan of standard NCCL collective lines (``hangdbg/evidence/nccl/_cscan.c``) against the pure-Python
 scan it replaces (``_scan_chunk_py``: the ``_FAST`` / ``_FAST_OP`` regexes): same chunk results
 (counts, last opCounts, kept other lines, key order) and same :class:`NcclLog` on every fixture,
 with small chunks and worker processes, and on random and mutated lines (hypothesis).
@@ -19,16 +19,16 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from hangdbg.parse import nccl_scan as nccl
-from hangdbg.parse.nccl import NcclLog
-from hangdbg.sources.nccl import NcclReader
+from hangdbg.evidence.nccl import scan as nccl
+from hangdbg.evidence.nccl.grammar import NcclLog
+from hangdbg.evidence.nccl.reader import NcclReader
 
 try:
-    from hangdbg import _ncclscan
+    from hangdbg.evidence.nccl import _cscan as _ncclscan
 except ImportError:  # pragma: no cover - depends on the build
     _ncclscan = None
 
-pytestmark = pytest.mark.skipif(_ncclscan is None, reason="hangdbg._ncclscan is not built (no C compiler at install)")
+pytestmark = pytest.mark.skipif(_ncclscan is None, reason="hangdbg.evidence.nccl._cscan is not built (no C compiler at install)")
 
 FIX = Path(__file__).parent / "fixtures" / "nccl"
 

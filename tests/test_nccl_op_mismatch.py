@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import pytest
 
-from hangdbg.analyze.headline import source_headline
-from hangdbg.parse import nccl_scan
-from hangdbg.sources.nccl import NcclReader
+from hangdbg.evidence.registry import headline_of
+from hangdbg.evidence.nccl import scan as nccl_scan
+from hangdbg.evidence.nccl.reader import NcclReader
 
 KIND = "nccl-op-mismatch"
 
@@ -67,7 +67,7 @@ def test_a_rank_issuing_another_collective_at_the_same_opcount_is_the_suspect(tm
     assert f.action
     assert any("rank 3" in s.summary or 3 in s.ranks for s in suspects(rep))
     assert {e.line for e in f.evidence} >= {4 + 5 * 4 + 4}  # rank 3's line at opCount 5 is quoted
-    assert "3" in source_headline(rep)
+    assert "3" in headline_of(rep)
 
 
 def test_only_the_first_differing_opcount_is_reported(tmp_path):

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import pytest
 
-from hangdbg.analyze.headline import source_headline
-from hangdbg.parse.nccl import NcclLog
-from hangdbg.sources.nccl import NcclReader
+from hangdbg.evidence.registry import headline_of
+from hangdbg.evidence.nccl.grammar import NcclLog
+from hangdbg.evidence.nccl.reader import NcclReader
 
 COLL = ("{h}:{pid}:{pid} [{d}] NCCL INFO AllReduce: opCount {op:x} sendbuff 0x7f00 recvbuff 0x7f00 count 8 "
         "datatype 7 op 0 root 0 comm 0x55{d}0 [nranks={n}] stream 0x56{d}0")
@@ -31,7 +31,7 @@ def test_net_plugin_on_part_of_the_hosts_is_a_suspect_naming_both_hosts(tmp_path
     assert set(f.hosts) == {"nodeA", "nodeB"}
     assert "net plugin" in f.summary and "/opt/hpcx/sharp/lib/libnccl-net.so" in f.summary
     assert "net plugin differs" in f.action
-    assert "same on every host" not in source_headline(rep)
+    assert "same on every host" not in headline_of(rep)
 
 
 def test_the_same_plugin_named_by_two_line_variants_is_not_a_difference(tmp_path):
@@ -138,7 +138,7 @@ def test_an_error_chain_ending_in_init_is_an_init_failure_and_no_all_clear(tmp_p
                          "[1,0]<stdout>:n6:11:13 [0] NCCL INFO Ring 00 : 0[0] -> 1[1] via P2P/IPC\n")
     [f] = suspects(rep, "nccl-init-failed")
     assert f.ranks == (4,) and f.hosts == ("n7",) and "Socket creation failed" in f.summary
-    assert "init completed" not in source_headline(rep)
+    assert "init completed" not in headline_of(rep)
 
 
 def test_a_bootstrap_chain_names_bootstrap(tmp_path):
@@ -219,5 +219,5 @@ def test_the_first_ib_completion_error_is_quoted(tmp_path):
 def test_all_clear_says_only_what_the_log_shows(tmp_path):
     rep = read(tmp_path, "n1:1:1 [0] NCCL INFO Bootstrap : Using eth0:10.0.0.1<0>\n"
                          "n2:2:2 [0] NCCL INFO Bootstrap : Using eth0:10.0.0.2<0>\n")
-    text = source_headline(rep)
+    text = headline_of(rep)
     assert "init completed" not in text and "opCounts agree" not in text and "no process wrote an init line" in text

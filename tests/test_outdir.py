@@ -26,7 +26,7 @@ from faults import ROOT_ONLY, fill, mounted, tmpfs  # noqa: E402
 from hangdbg import outdir  # noqa: E402
 from hangdbg.cli.common import out_dir  # noqa: E402
 from hangdbg.collect.fanout import fan_out  # noqa: E402
-from hangdbg.collect.runners import FakeRunner  # noqa: E402
+from hangdbg.transport.runners import FakeRunner  # noqa: E402
 from hangdbg.errors import UsageError  # noqa: E402
 
 STACKS = FIXTURES / "pyspy_few"

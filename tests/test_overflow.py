@@ -12,12 +12,7 @@ import pytest
 torch = pytest.importorskip("torch")
 nn = torch.nn
 
-from hangdbg.hooks.overflow import (  # noqa: E402
-    BatchLimitReached,
-    DebugUnderflowOverflow,
-    OverflowDetected,
-    detect_overflow,
-)
+from hangdbg.hooks.overflow import BatchLimitReached, DebugUnderflowOverflow, OverflowDetected, detect_overflow
 
 
 class LogNet(nn.Module):

@@ -14,14 +14,8 @@ from pathlib import Path
 import pytest
 
 from hangdbg.model import Frame, Thread
-from hangdbg.parse import (
-    LoadStats,
-    ParsedProcess,
-    load_dumps,
-    parse_pyspy_dump,
-    rank_from_filename,
-    sample_from_filename,
-)
+from hangdbg.stacks.saved import LoadStats, load_dumps
+from hangdbg.stacks.pyspy_text import ParsedProcess, parse_pyspy_dump, rank_from_filename, sample_from_filename
 
 FIXTURES = Path(__file__).parent / "fixtures" / "pyspy"
 PY311 = "/root/.pyenv/versions/3.11.7/bin/python3.11"
@@ -561,7 +555,7 @@ def test_load_dumps_unreadable_reported_not_raised(tmp_path, monkeypatch):
     write(tmp_path / "d" / ".hidden", "garbage")
     fifo = tmp_path / "pipe"
     os.mkfifo(fifo)
-    import hangdbg.parse.saved as saved
+    import hangdbg.stacks.saved as saved
 
     real = saved.open_input
 

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from hangdbg.parse import pyspy_text
-from hangdbg.parse.pyspy_text import _by_lines, parse_pyspy_dump
+from hangdbg.stacks import pyspy_text
+from hangdbg.stacks.pyspy_text import _by_lines, parse_pyspy_dump
 
 HERE = Path(__file__).parent
 ARTIFACTS = HERE.parent.parent / "shared" / "real-artifacts"
@@ -83,7 +83,7 @@ def test_the_body_cache_is_bounded(monkeypatch):
 
 
 def test_a_rank_read_once_is_built_as_the_merge_would_build_it():
-    from hangdbg.parse import saved
+    from hangdbg.stacks import saved
 
     seen = 0
     for name, text in TEXTS:

@@ -9,13 +9,13 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-from hangdbg.analyze import analyze
-from hangdbg.analyze.places import place_of
+from hangdbg.stacks.analysis import analyze
+from hangdbg.stacks.places import place_of
 from hangdbg.model import Kind, Severity
-from hangdbg.parse.pyspy_text import parse_pyspy_dump
-from hangdbg.parse.saved import load_dumps
-from hangdbg.parse.thread_dump_text import parse_thread_dump
-from hangdbg.sources.pyspy import READER
+from hangdbg.stacks.pyspy_text import parse_pyspy_dump
+from hangdbg.stacks.saved import load_dumps
+from hangdbg.stacks.thread_dump_text import parse_thread_dump
+from hangdbg.evidence.stacks.reader import READER
 
 FIX = Path(__file__).parent / "fixtures" / "pyspy_few"
 

@@ -7,7 +7,7 @@ import io
 from rich.console import Console
 
 from hangdbg.model import Finding, Kind, RankState, SourceKind, SourceReport, Verdict
-from hangdbg.report.evidence import ranks_table, render_source_report
+from hangdbg.report.source_view import ranks_table, render_source_report
 from hangdbg.report.verdict_console import render_verdict
 
 

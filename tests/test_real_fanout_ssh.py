@@ -150,7 +150,7 @@ def test_remote_setup_runs_before_the_agent(sshd, two_node_job, tmp_path):
 
 
 def test_agent_keeps_raw_dumps_in_a_shared_directory(two_node_job, tmp_path):
-    from hangdbg.collect.frames import FrameDecoder
+    from hangdbg.transport.wire import FrameDecoder
 
     res = subprocess.run([sys.executable, "-m", "hangdbg", "agent", "--node-name", "node2", "--match-env",
                           "EMULATED_NODE=node2", "-o", str(tmp_path)], capture_output=True, text=True, timeout=120)

@@ -17,8 +17,8 @@ from pathlib import Path
 import pytest
 
 from hangdbg.hooks.recorder import _head, _RecordFile, _suffix, record_dir
-from hangdbg.parse.op_record import CurrentOp, OpRecord, parse_op_record
-from hangdbg.sources.op_records import read_op_records, record_path
+from hangdbg.stacks.op_record import CurrentOp, OpRecord, parse_op_record
+from hangdbg.collect.op_records import read_op_records, record_path
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -169,7 +169,7 @@ def test_reader_retries_a_torn_record(tmp_path, monkeypatch):
     path = tmp_path / f"{me}.json"
     f = _write(path, me, [(_head(b"barrier", b'"group":"WORLD","group_ranks":[0,1]', None, 1, False), b"running")])
     try:
-        import hangdbg.sources.op_records as reader
+        import hangdbg.collect.op_records as reader
 
         texts = iter([GOOD.replace('"gen":                   7', '"gen":                   6')])
         real = reader.parse_op_record
@@ -260,7 +260,7 @@ ONE_RANK = textwrap.dedent("""
     import torch, torch.distributed as dist
     from hangdbg.hooks import record_collectives
     from hangdbg.hooks.recorder import stop_recording
-    from hangdbg.sources.op_records import read_op_records
+    from hangdbg.collect.op_records import read_op_records
 
     out = {}
     def now():
@@ -330,7 +330,7 @@ HUNG = textwrap.dedent("""
     from datetime import timedelta
     import torch, torch.distributed as dist
     from hangdbg.hooks import record_collectives
-    from hangdbg.sources.op_records import read_op_records
+    from hangdbg.collect.op_records import read_op_records
 
     def op_now():
         op = read_op_records([os.getpid()])[os.getpid()].op

@@ -112,8 +112,8 @@ def test_report_usage_errors(tmp_path):
 def test_json_is_indented_when_small_and_compact_when_large(monkeypatch):
     import json
 
-    from hangdbg.analyze import analyze
-    from hangdbg.parse import load_dumps
+    from hangdbg.stacks.analysis import analyze
+    from hangdbg.stacks.saved import load_dumps
     from hangdbg.report import schema
     from hangdbg.report.build import stacks_document
 

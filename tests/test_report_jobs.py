@@ -9,12 +9,12 @@ import shutil
 import pytest
 from conftest import FIXTURES
 
-from hangdbg.analyze.jobs import job_groups, mixed_jobs
+from hangdbg.evidence.jobs import job_groups, mixed_jobs
 from hangdbg.model import ClassifiedFile, SourceKind
-from hangdbg.parse.job_signature import signature
-from hangdbg.sources.evidence import _second_chance, read_evidence
-from hangdbg.sources.registry import reader_for
-from hangdbg.sources.walk import NO_READER, classify
+from hangdbg.evidence.job_signature import signature
+from hangdbg.evidence.read import _second_chance, read_evidence
+from hangdbg.evidence.registry import reader_for
+from hangdbg.evidence.walk import NO_READER, classify
 
 FX = FIXTURES / "report_jobs"
 

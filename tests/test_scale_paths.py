@@ -6,8 +6,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from hangdbg.analyze import analyze
-from hangdbg.parse import load_dumps, saved
+from hangdbg.stacks.analysis import analyze
+from hangdbg.stacks.saved import load_dumps
+from hangdbg.stacks import saved
 from hangdbg.report import schema
 from hangdbg.report.build import stacks_document
 
@@ -53,7 +54,7 @@ def test_a_large_document_encoded_on_every_core_is_the_same_text(tmp_path, monke
 
 def test_the_native_stack_sniffer_prefilter_drops_no_stack():
     """The fixed texts checked before the line-by-line sniff are in every file the sniff takes."""
-    from hangdbg.parse import native_stacks
+    from hangdbg.stacks import native_text as native_stacks
 
     taken = 0
     roots = [FIXTURES, FIXTURES.parent.parent.parent / "shared" / "real-artifacts"]

@@ -6,12 +6,12 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from hangdbg.analyze.native_causes import native_cause
-from hangdbg.analyze.places import place_of, primary_thread
+from hangdbg.stacks.native_causes import native_cause
+from hangdbg.stacks.places import place_of, primary_thread
 from hangdbg.model import Frame, Kind, Severity, Thread
-from hangdbg.parse.native_stacks import parse_stacks, sniff
-from hangdbg.parse.textlines import iter_lines
-from hangdbg.sources import stack_text
+from hangdbg.stacks.native_text import parse_stacks, sniff
+from hangdbg.text.lines import iter_lines
+from hangdbg.evidence.stacks import text_reader as stack_text
 
 STACKS = Path(__file__).parent / "fixtures" / "stacks"
 

@@ -11,14 +11,13 @@ import pytest
 from rich.console import Console
 
 from conftest import FIXTURES, run_cli
-from hangdbg.analyze import analyze
+from hangdbg.stacks.analysis import analyze
 from hangdbg.cli.common import Command, print_error
 from hangdbg.frames import Frame
-from hangdbg.model import (
-    Evidence, FileError, Finding, Kind, RankDump, RankState, Severity, SourceKind, SourceReport, Thread, Verdict,
-)
+from hangdbg.model import (Evidence, FileError, Finding, Kind, RankDump, RankState, Severity, SourceKind, SourceReport,
+    Thread, Verdict)
 from hangdbg.report.console import render_analysis
-from hangdbg.report.evidence import findings_table, render_source_report
+from hangdbg.report.source_view import findings_table, render_source_report
 from hangdbg.report.safetext import escape, safe_text, visible
 from hangdbg.report.verdict_console import render_verdict
 

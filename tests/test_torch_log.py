@@ -19,11 +19,11 @@ from conftest import FIXTURES, check_golden, run_cli, run_json
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from hangdbg.analyze.torch_log import analyze_events
-from hangdbg.parse import torch_log
-from hangdbg.parse.textlines import iter_lines_from
+from hangdbg.evidence.torch_log.analysis import analyze_events
+from hangdbg.evidence.torch_log import grammar as torch_log
+from hangdbg.text.lines import iter_lines_from
 from hangdbg.report.schema import to_jsonable
-from hangdbg.sources.torch_log import READER
+from hangdbg.evidence.torch_log.reader import READER
 
 FX = FIXTURES / "torchlog"
 
@@ -456,9 +456,9 @@ def test_ranks_text_and_victims_without_a_rank():
     """One ranks_text for every summary; SIGTERM victims whose entries name no rank read "unnamed ranks",
     not "ranks  stopped by the agent"."""
     from hangdbg.rankset import ranks_text
-    from hangdbg.analyze.torch_log import analyze_events
+    from hangdbg.evidence.torch_log.analysis import analyze_events
     from hangdbg.model import Evidence
-    from hangdbg.parse.torch_log import ChildFailure, TorchLogEvents
+    from hangdbg.evidence.torch_log.grammar import ChildFailure, TorchLogEvents
 
     assert [ranks_text(r) for r in ([3], [3, 3], [2, 0, 1, 5], ())] == ["rank 3", "rank 3", "ranks {0-2, 5}", "unnamed ranks"]
     e = Evidence("log", 1, "x")

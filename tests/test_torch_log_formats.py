@@ -1,7 +1,7 @@
 """Torch-log formats beyond the watchdog line: collective-fingerprint and DDP model mismatches,
 the heartbeat monitor, NCCL errors, hard-wrapped lines and torchrun summaries pasted without
 their header. Fixtures are written from the formats PyTorch's source prints (see
-``hangdbg/parse/torch_messages.py``)."""
+``hangdbg/evidence/torch_log/messages.py``)."""
 
 from __future__ import annotations
 
@@ -10,10 +10,10 @@ import time
 
 from conftest import FIXTURES
 
-from hangdbg.analyze.torch_log import analyze_events
+from hangdbg.evidence.torch_log.analysis import analyze_events
 from hangdbg.model import Kind, Severity
-from hangdbg.parse import torch_log
-from hangdbg.sources.torch_log import READER
+from hangdbg.evidence.torch_log import grammar as torch_log
+from hangdbg.evidence.torch_log.reader import READER
 
 FX = FIXTURES / "torchlog_formats"
 
@@ -225,7 +225,7 @@ def test_nccl_result_line_alone_names_its_rank():
 
 
 def test_joiner_passes_unjoinable_lines_through_unchanged():
-    from hangdbg.parse.wrapped import Joiner
+    from hangdbg.evidence.torch_log.wrapped import Joiner
 
     j = Joiner(lambda t: t.endswith("("), lambda t: t.count("(") == t.count(")") and "(" in t)
     lines = [(1, "call("), (2, "x"), (3, "y"), (4, "z"), (5, "w"), (6, "v"), (7, "f("), (8, "a)"), (9, "g(")]

@@ -10,11 +10,11 @@ detected by watchdog at work: W, last enqueued NCCL work: E, last completed NCCL
 
 from __future__ import annotations
 
-from hangdbg.analyze.headline import source_headline
-from hangdbg.analyze.torch_log import analyze_events
-from hangdbg.parse import torch_log
-from hangdbg.parse.textlines import iter_lines_from
-from hangdbg.sources.torch_log import READER
+from hangdbg.evidence.registry import headline_of
+from hangdbg.evidence.torch_log.analysis import analyze_events
+from hangdbg.evidence.torch_log import grammar as torch_log
+from hangdbg.text.lines import iter_lines_from
+from hangdbg.evidence.torch_log.reader import READER
 
 GLOG = "[E1122 10:07:31.426415540 ProcessGroupNCCL.cpp:632]"
 V24 = "PG ID 0 PG GUID 0(default_pg)"
@@ -62,7 +62,7 @@ def test_minority_in_another_collective_at_the_same_seqnum_is_the_suspect(tmp_pa
     assert "SeqNum 4084" in f.summary and f.action
     # the untagged lines of ranks 1, 2 joined rank 3's group: one group, not "the process group" and "0"
     assert set(rep.facts.seqs) == {"0"} and {s.rank for s in rep.facts.seqs["0"]} == {1, 2, 3}
-    assert source_headline(rep).startswith("rank 3 runs BROADCAST")
+    assert headline_of(rep).startswith("rank 3 runs BROADCAST")
 
 
 def test_two_ranks_in_different_collectives_are_undecided(tmp_path):
@@ -192,7 +192,7 @@ def test_every_rank_in_the_same_op_says_none_stands_out_and_what_to_collect(tmp_
     assert f.kind == "watchdog-timeout" and f.severity == "warning"
     assert "none of the ranks in these logs stands out" in f.summary and "SeqNum 469508" in f.summary
     assert "collect" in f.action
-    head = source_headline(rep)
+    head = headline_of(rep)
     assert "no watchdog timeout" not in head and "ranks {1-3, 6-7} timed out in ALLREDUCE" in head
 
 
@@ -211,7 +211,7 @@ def test_abort_without_a_timeout_line_is_a_warning_not_an_all_clear(tmp_path):
                           "have failed or timed out. Due to the asynchronous nature of CUDA kernels, subsequent GPU "
                           "operations might run on corrupted/incomplete data.")])
     assert [(f.kind, f.severity, f.ranks) for f in rep.findings] == [("watchdog-timeout", "warning", (6,))]
-    assert "no rank stands out" not in source_headline(rep)
+    assert "no rank stands out" not in headline_of(rep)
 
 
 def test_analysis_of_no_events_is_empty():
@@ -243,7 +243,7 @@ def test_status_line_alone_is_a_timeout_not_an_all_clear(tmp_path):
     rep = read(tmp_path, [status(7, 80078, 80078, 80077)])
     (f,) = rep.findings
     assert f.kind == "watchdog-timeout" and f.severity == "warning" and f.ranks == (7,) and "work 80078" in f.summary
-    assert "no watchdog timeout" not in source_headline(rep)
+    assert "no watchdog timeout" not in headline_of(rep)
     rep = read(tmp_path, [wd(7, 80078, tag=V24), status(7, 80078, 80078, 80077)])
     assert len(kinds(rep, "watchdog-timeout")) == 1
 

@@ -433,7 +433,7 @@ def test_external_sigkill_in_loop_leaves_whole_lines(tmp_path):
     last = text.splitlines()[-1]
     loop_lines = {_at("kill_script.py", m) for m in ("while True:", "n += 1", "if n == 2000:", '"LOOPING"')}
     assert last[13:] in loop_lines, last
-    from hangdbg.parse.traces import read_trace
+    from hangdbg.evidence.traces.grammar import read_trace
     t = read_trace(tmp_path / "kill.txt", last=1)
     assert t.last_lines == (last,) and not t.ended
     assert text.count(_at("kill_script.py", "n += 1") + "\n") > 2000

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 
 from conftest import check_golden, of_kind, run_cli, run_json
-from hangdbg.parse.traces import divergence, read_trace
+from hangdbg.evidence.traces.grammar import divergence, read_trace
 
 HEAD = "# tracer v1 host=node{n} rank={r} pid={p} start=2026-11-22T03:20:00Z argv=train.py --lr 0.1\n"
 

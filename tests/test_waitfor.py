@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from hangdbg.analyze import analyze
-from hangdbg.analyze.needs import needs
-from hangdbg.analyze.waitfor import key_rank, program_order
+from hangdbg.stacks.analysis import analyze
+from hangdbg.collect.needs import needs
+from hangdbg.stacks.waitfor import key_rank, program_order
 from hangdbg.model import Frame, Kind, RankDump, Severity, Thread
-from hangdbg.parse.saved import load_dumps
+from hangdbg.stacks.saved import load_dumps
 from test_analyze import TRAIN, coll, rank
 
 TOPO = Path(__file__).parent / "fixtures" / "topology"

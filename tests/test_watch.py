@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 
 from conftest import ROOT, run_cli, validate
-from hangdbg.analyze.stall import Observation, StallDetector, stacks_signature, waiting_or_idle
-from hangdbg.collect.watch import HeartbeatProbe, LogProbe, pids_alive, watch_loop
+from hangdbg.watch.stall import Observation, StallDetector, stacks_signature, waiting_or_idle
+from hangdbg.watch.probes import HeartbeatProbe, LogProbe, pids_alive, watch_loop
 from hangdbg.hooks.heartbeat import heartbeat
 from hangdbg.model import Frame, RankDump, Thread
 
@@ -204,7 +204,7 @@ def test_over_ssh_a_job_ends_only_after_its_ranks_were_seen():
 def test_log_probe_reads_at_most_the_cap_per_observation(tmp_path, monkeypatch):
     """A large log seen for the first time, or a burst, is read from its last LOG_READ_CAP bytes
     (whole lines only): memory stays bounded, and progress still moves."""
-    import hangdbg.collect.watch as watch
+    import hangdbg.watch.probes as watch
 
     monkeypatch.setattr(watch, "LOG_READ_CAP", 40)
     log = tmp_path / "train.log"

@@ -13,12 +13,12 @@ from conftest import FIXTURES, check_golden, run_cli, run_json
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from hangdbg.analyze.xid import findings_from
-from hangdbg.parse import xid
+from hangdbg.evidence.gpu.analysis import findings_from
+from hangdbg.evidence.gpu import grammar as xid
 from hangdbg.report.schema import to_jsonable
-from hangdbg.sources.xid import READER
-from hangdbg.parse.textlines import iter_lines_from
-from hangdbg.parse.xid_codes import XID_CODES, xid_info
+from hangdbg.evidence.gpu.reader import READER
+from hangdbg.text.lines import iter_lines_from
+from hangdbg.evidence.gpu.xid_codes import XID_CODES, xid_info
 
 FX = FIXTURES / "xid"
 

@@ -10,8 +10,8 @@ import threading
 from pathlib import Path
 
 from ..collect.agent import agent_host, run_agent
-from ..collect.frames import encode_message
-from ..collect.gather import GatherOptions, gather
+from ..transport.wire import encode_message
+from ..collect.gather import CoreRead, GatherOptions, gather
 from ..tools.subproc import LOG
 from .common import Command
 from .dump_cmd import add_collect_arguments, collect_options
@@ -67,7 +67,7 @@ class AgentCommand(Command):
 
         gopts = gather_options(args)
         if gopts is not None:  # hangdbg collect: evidence from local disks instead of stacks
-            send(gather(gopts, host, send))
+            send(gather(gopts, host, send, read_core))
             return 0
         out = args.out / host if args.out is not None else None
         status = run_agent(collect_options(args, out), send, args.jobid, args.pid, host, args.match_env, args.adapt)
@@ -92,3 +92,18 @@ def gather_options(args: argparse.Namespace) -> GatherOptions | None:
         return None
     return GatherOptions(tuple(args.nccl_logs), tuple(args.cores), tuple(args.traces), tuple(args.logs),
                          args.dmesg, args.max_bytes, args.exe)
+
+
+def read_core(core: str, exe: str | None) -> CoreRead | str:
+    """A core file read as ``hangdbg core`` reads it, for ``collect``: its JSON document and
+    gdb's backtrace texts, or why it could not be read."""
+    from ..evidence.core.reader import CoreOptions, load
+    from ..report.build import core_document
+    from ..report.schema import to_json
+    from ..stacks.analysis import analyze
+
+    report, dumps, readings = load([core], CoreOptions(exe=exe))
+    if not dumps:
+        return "; ".join(d for c in readings for d in c.diagnoses) or "not a readable core file"
+    doc = core_document(readings, report, analyze(dumps, live=False), [core])
+    return CoreRead(to_json(doc) + "\n", [c.gdb_text for c in readings if c.gdb_text])

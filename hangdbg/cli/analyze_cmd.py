@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import argparse
 
-from ..analyze import analyze
+from ..stacks.analysis import analyze
 from ..errors import UsageError
-from ..parse import load_dumps
+from ..stacks.saved import load_dumps
 from ..parallel import gc_paused
 from .common import Command, add_export_arguments, add_output_arguments, emit_stacks
 

@@ -8,11 +8,11 @@ import socket
 import subprocess
 import sys
 
-from ..analyze.check_verdict import check_verdict
-from ..collect.check_node import CheckJob, gpu_list
-from ..collect.check_run import CheckPlan, run_check, setup_error
-from ..collect.runners import LocalRunner
-from ..collect.slurm import node_addresses
+from ..check.verdict import check_verdict
+from ..check.node import CheckJob, gpu_list
+from ..check.run import CheckPlan, run_check, setup_error
+from ..transport.runners import LocalRunner
+from ..transport.slurm import node_addresses
 from ..errors import HangdbgError
 from ..report.safetext import visible
 from ..tools.subproc import run as run_tool

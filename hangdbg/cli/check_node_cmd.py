@@ -9,8 +9,8 @@ import sys
 import threading
 
 from ..collect.agent import agent_host
-from ..collect.check_node import CheckJob, NodeCheckOptions, parse_layout, run_node
-from ..collect.frames import encode_message
+from ..check.node import CheckJob, NodeCheckOptions, parse_layout, run_node
+from ..transport.wire import encode_message
 from ..errors import UsageError
 from ..tools.subproc import LOG
 from .agent_cmd import _FrameHandler

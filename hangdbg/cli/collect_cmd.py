@@ -13,15 +13,16 @@ from pathlib import Path
 
 from rich.table import Table
 
-from ..analyze.headline import collect_headline
+from ..headline import collect_headline
 from ..collect.fanout import NodeResult, agent_argv
 from ..errors import UsageError
 from ..report.build import collect_document
 from ..report.safetext import escape
-from ..sources.evidence import read_evidence
+from ..evidence.read import read_evidence
 from .agent_cmd import add_gather_arguments, gather_options
 from .common import EXIT_ERROR, EXIT_OK, Command, add_output_arguments, out_dir, write_json
-from .remote import FAILED_STATUSES, add_remote_arguments, fan_out_with_progress, node_entries, node_findings, remote_runner, wants_remote
+from .remote import (FAILED_STATUSES, add_remote_arguments, fan_out_with_progress, node_entries, node_findings,
+    remote_runner, wants_remote)
 from .report_cmd import ReportCommand
 
 

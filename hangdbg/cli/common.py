@@ -26,10 +26,10 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from ..errors import UsageError
 from ..model import Kind, Analysis, Finding, Severity, SourceReport
 from ..outdir import check_writable, claim, not_saved, save_text
-from ..parse.textlines import files_where
+from ..text.lines import files_where
 from ..report.safetext import escape
-from ..sources.base import Reader
-from ..sources.own_output import is_own_output
+from ..evidence.base import Reader
+from ..evidence.own_output import is_own_output
 
 # The report layer (documents, pydantic, rich views) is imported where it is used: a command
 # starts in a tenth of a second (`nccl summary` of a 1 GB log takes under a second in all).
@@ -293,7 +293,7 @@ class ReaderCommand(Command):
 
     def run(self, args: argparse.Namespace) -> int:
         from ..report.build import source_document
-        from ..report.evidence import render_source_report
+        from ..report.source_view import render_source_report
 
         reader = self.reader(args)
         files = expand_paths(args.paths, self.takes(reader))

@@ -10,14 +10,14 @@ from pathlib import Path
 from rich.console import Group as RGroup
 from rich.panel import Panel
 
-from ..analyze import analyze
+from ..stacks.analysis import analyze
 from ..errors import UsageError
 from ..report.build import core_document
 from ..report.console import render_analysis
-from ..report.evidence import findings_table, headline_panel
+from ..report.source_view import findings_table, headline_panel
 from ..report.safetext import escape
-from ..sources.core import CoreOptions, CoreReading, load
-from ..sources.own_output import GDB_TEXT_SUFFIX
+from ..evidence.core.reader import CoreOptions, CoreReading, load
+from ..evidence.own_output import GDB_TEXT_SUFFIX
 from ..outdir import save_text
 from .common import Command, add_output_arguments, exit_status, positive_float, positive_int, print_error
 

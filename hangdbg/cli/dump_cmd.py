@@ -6,7 +6,7 @@ import argparse
 import os
 from pathlib import Path
 
-from ..analyze import analyze
+from ..stacks.analysis import analyze
 from ..collect.adaptive import adapt
 from ..collect.gcore import human_size, plan_cores, write_cores
 from ..collect.local import CollectOptions, collect
@@ -16,8 +16,8 @@ from ..report.build import process_list
 from ..report.document import CoreWritten
 from ..report.safetext import visible
 from ..tools.pyspy import OUTPUT_CAP, PySpyOptions, find_pyspy
-from .common import (Command, add_export_arguments, add_output_arguments, emit_stacks, out_dir, positive_float, positive_int, progress_bar,
-                     write_json)
+from .common import (Command, add_export_arguments, add_output_arguments, emit_stacks, out_dir, positive_float,
+    positive_int, progress_bar, write_json)
 from .remote import add_remote_arguments, dump_remote, wants_remote
 
 

@@ -6,7 +6,7 @@ type, sizes or dtypes differ across ranks, collectives that never completed.
 
 Also read, by content: the text ``torchfrtrace`` (``fr_trace``) printed after matching the dumps,
 and NCCL RAS reports (``ncclras``), the other cross-rank report of where each rank is (read by
-:mod:`hangdbg.sources.nccl_ras` and merged into this command's report).
+:mod:`hangdbg.evidence.nccl_ras.reader` and merged into this command's report).
 """
 
 from __future__ import annotations
@@ -18,13 +18,13 @@ from typing import Callable, Sequence
 from rich.console import RenderableType
 from rich.table import Table
 
-from ..facts import FrFacts
+from ..evidence.flight_recorder.facts import FrFacts
 from ..model import RankState, SourceKind, SourceReport
-from ..parse.textlines import read_head
+from ..text.lines import read_head
 from ..report.safetext import safe_text
-from ..sources import nccl_ras
-from ..sources.base import Reader
-from ..sources.flight_recorder import READER
+from ..evidence.nccl_ras import reader as nccl_ras
+from ..evidence.base import Reader
+from ..evidence.flight_recorder.reader import READER
 from .common import ReaderCommand
 
 

@@ -7,11 +7,11 @@ import argparse
 from rich.console import RenderableType
 from rich.table import Table
 
-from ..facts import GpuFacts
+from ..evidence.gpu.facts import GpuFacts
 from ..model import SourceReport
 from ..report.safetext import safe_text
-from ..sources.base import Reader
-from ..sources.xid import GpuReader
+from ..evidence.base import Reader
+from ..evidence.gpu.reader import GpuReader
 from .common import ReaderCommand
 
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import argparse
 
-from ..sources.base import Reader
-from ..sources.torch_log import READER
+from ..evidence.base import Reader
+from ..evidence.torch_log.reader import READER
 from .common import ReaderCommand
 
 

@@ -16,17 +16,18 @@ import re
 from rich.console import RenderableType
 from rich.table import Table
 
-from ..analyze.headline import split_headline, unread_headline
+from ..headline import split_headline, unread_headline
 from ..errors import UsageError
-from ..facts import NcclFacts
+from ..evidence.nccl.facts import NcclFacts
 from ..model import SourceReport
-from ..parse.nccl_split import split_logs
+from ..evidence.nccl.split import split_logs
 from ..report.build import split_document
 from ..report.document import SplitRow
 from ..report.safetext import escape, safe_text
-from ..sources.base import Reader
-from ..sources.nccl import NcclReader
-from .common import EXIT_ERROR, EXIT_OK, Command, ReaderCommand, add_output_arguments, expand_paths, out_dir, print_error
+from ..evidence.base import Reader
+from ..evidence.nccl.reader import NcclReader
+from .common import (EXIT_ERROR, EXIT_OK, Command, ReaderCommand, add_output_arguments, expand_paths, out_dir,
+    print_error)
 
 NO_RECORDS_HELP = ("run the job with NCCL_DEBUG=INFO (and NCCL_DEBUG_SUBSYS=INIT,COLL,NET for collective lines), "
                    "optionally NCCL_DEBUG_FILE=/some/dir/nccl.%h.%p, and pass those files")

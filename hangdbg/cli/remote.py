@@ -8,18 +8,19 @@ import shutil
 import sys
 from typing import Callable, NamedTuple
 
-from ..analyze import analyze
-from ..analyze.fanout import FAILED_STATUSES
-from ..analyze.fanout import node_findings as failed_node_findings
-from ..analyze.headline import fanout_headline
-from ..collect.fanout import FanoutResult, NodeResult, agent_argv, fan_out, node_entry
-from ..collect.hosts import expand_hosts, read_hostfile_slots
-from ..collect.runners import HOST, PdshRunner, Runner, SrunRunner, SshRunner
-from ..collect.slurm import show_job
+from ..stacks.analysis import analyze
+from ..collect.node_status import FAILED_STATUSES
+from ..collect.node_status import node_findings as failed_node_findings
+from ..headline import fanout_headline
+from ..collect.fanout import FanoutResult, NodeResult, agent_argv, fan_out, node_file
+from ..transport.hosts import expand_hosts, read_hostfile_slots
+from ..transport.runners import HOST, PdshRunner, Runner, SrunRunner, SshRunner
+from ..transport.slurm import show_job
 from ..errors import UsageError
 from ..model import Finding
+from ..report.build import node_document, node_entry
 from ..report.document import NodeEntry
-from .common import EXIT_ERROR, EXIT_FOUND, Command, emit_stacks, out_dir, progress_bar
+from .common import EXIT_ERROR, EXIT_FOUND, Command, emit_stacks, out_dir, progress_bar, write_json
 
 __all__ = [
     "FAILED_STATUSES",
@@ -159,8 +160,11 @@ def fan_out_with_progress(cmd: Command, runner: Runner, hosts: list[str], argv: 
             nonlocal failed
             failed += n.status in FAILED_STATUSES
             progress.update(task, advance=1, failed=failed)
+            path = node_file(out, n.host)
+            if path is not None:  # the node's final status, as it arrives
+                write_json(path, node_document(command, node_entry(n)))
 
-        return fan_out(runner, hosts, argv, out, timeout, on_node, command)
+        return fan_out(runner, hosts, argv, out, timeout, on_node)
 
 
 def node_entries(nodes: list[NodeResult]) -> list[NodeEntry]:

@@ -1,6 +1,6 @@
 """``hangdbg report DIR...``: every kind of evidence a job left, one verdict.
 
-The reading and merging is :func:`hangdbg.sources.evidence.read_evidence`; this prints the
+The reading and merging is :func:`hangdbg.evidence.read.read_evidence`; this prints the
 verdict (console, ``--json``, HTML).
 """
 
@@ -16,8 +16,9 @@ from ..report.build import report_document
 from ..report.html import render_html
 from ..report.safetext import safe_text
 from ..report.verdict_console import render_verdict
-from ..sources.evidence import read_evidence
-from .common import Command, add_export_arguments, add_output_arguments, exit_status, progress_bar, write_exports, write_text
+from ..evidence.read import read_evidence
+from .common import (Command, add_export_arguments, add_output_arguments, exit_status, progress_bar, write_exports,
+    write_text)
 
 
 class ReportCommand(Command):

@@ -1,7 +1,7 @@
 """``-`` as a path: standard input, for the commands that read files (``journalctl -k | hangdbg
 gpu -``, ``kubectl logs POD | hangdbg logs -``).
 
-Readers open regular files only (:func:`hangdbg.parse.textlines.open_input`: a FIFO could block
+Readers open regular files only (:func:`hangdbg.text.lines.open_input`: a FIFO could block
 forever, ``/dev/zero`` never end). ``-`` is the one way to read a pipe: standard input is copied,
 as it arrives, into a private temporary file that the readers then read like any log (bounded
 lines, sniffing by content), and the file is removed when the command ends. A pipe that never

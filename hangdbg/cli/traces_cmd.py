@@ -17,9 +17,9 @@ from rich.table import Table
 from ..errors import UsageError
 from ..model import SourceReport
 from ..report.safetext import escape, safe_text
-from ..sources.base import Reader
-from ..facts import TracesFacts
-from ..sources.traces import TracesReader, where
+from ..evidence.base import Reader
+from ..evidence.traces.facts import TracesFacts
+from ..evidence.traces.reader import TracesReader, where
 from .common import ReaderCommand
 
 

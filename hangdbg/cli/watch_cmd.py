@@ -1,7 +1,7 @@
 """``hangdbg watch``: a companion process that watches a running job, dumps it when it stalls
 (before a watchdog kills it) and tells someone.
 
-Signals (:mod:`hangdbg.analyze.stall`): ``--log`` files that stop growing (``--log-pattern``:
+Signals (:mod:`hangdbg.watch.stall`): ``--log`` files that stop growing (``--log-pattern``:
 only matching lines count), ``--heartbeat DIR`` files that stop changing, or, without either (or
 with ``--stacks``), the ranks' stacks sampled with non-blocking py-spy that stop changing while
 ranks wait in torch.distributed. On a stall: the same collection and analysis as ``hangdbg dump``
@@ -30,24 +30,12 @@ from typing import Any
 
 from rich.console import Console
 
-from ..analyze.stall import (
-    Observation,
-    Stall,
-    StallDetector,
-    stacks_signature,
-    waiting_or_idle,
-)
+from ..watch.stall import Observation, Stall, StallDetector, stacks_signature, waiting_or_idle
 from ..collect.fanout import agent_argv, fan_out
 from ..collect.local import CollectOptions, collect
 from ..collect.procs import find_ranks
-from ..collect.slurm import WAITING_STATES, job_state, show_job
-from ..collect.watch import (
-    HeartbeatProbe,
-    LogProbe,
-    kill_process_trees,
-    pids_alive,
-    watch_loop,
-)
+from ..transport.slurm import WAITING_STATES, job_state, show_job
+from ..watch.probes import HeartbeatProbe, LogProbe, kill_process_trees, pids_alive, watch_loop
 from ..errors import HangdbgError, UsageError
 from ..model import RankDump
 from ..report.build import watch_document
@@ -55,15 +43,7 @@ from ..report.document import StallEntry
 from ..report.safetext import visible
 from ..tools.pyspy import PySpyOptions, find_pyspy
 from ..tools.subproc import Popen, communicate_or_kill, run
-from .common import (
-    EXIT_FOUND,
-    EXIT_OK,
-    Command,
-    add_output_arguments,
-    out_dir,
-    positive_float,
-    write_json,
-)
+from .common import EXIT_FOUND, EXIT_OK, Command, add_output_arguments, out_dir, positive_float, write_json
 from .remote import add_remote_arguments, agent_args, remote_runner, wants_remote
 
 __all__ = ["WatchCommand"]

@@ -6,7 +6,7 @@ Steps, in order (each recorded in :attr:`hangdbg.model.RankDump.steps` and writt
 1. ``retried``: a rank py-spy could not read (``Failed to find a python interpreter`` while it
    starts or exits, a timeout) is dumped once more; ``pystack``: if that fails too, pystack
    reads it (``pystack remote``). A rank that stays unreadable is reported as unknown.
-2. ``native`` / ``locals``: the passes :func:`hangdbg.analyze.needs.needs` asks for.
+2. ``native`` / ``locals``: the passes :func:`hangdbg.collect.needs.needs` asks for.
 3. ``resampled``: two more rounds with ``--locals`` (the second ``RESAMPLE_INTERVAL`` seconds
    after the first) when the ranks the others wait for are on CPU (a slow step or a hang?): of
    those ranks, and of every rank of small equivalence classes, a few of large ones.
@@ -25,12 +25,12 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, replace
 from typing import Callable
 
-from ..analyze import analyze
-from ..analyze.needs import needs
+from ..stacks.analysis import analyze
+from .needs import needs
 from ..errors import is_gone
 from ..model import Frame, RankDump, RankProcess, Thread
-from ..parse.op_record import CurrentOp
-from ..sources.op_records import read_op_records
+from ..stacks.op_record import CurrentOp
+from .op_records import read_op_records
 from ..tools.pyspy import PySpyResult, run_pyspy
 from ..tools.pystack import PystackResult, run_pystack_remote
 from ..tools.store import lookup_keys

@@ -18,19 +18,16 @@ from pathlib import Path
 from typing import Callable
 
 from ..model import RankDump
-from ..parse.op_record import CurrentOp
-from ..parse.saved import load_dump_texts
+from ..stacks.op_record import CurrentOp
+from ..stacks.saved import load_dump_texts
 from ..rankset import rank_number
-from ..report.build import node_document
-from ..report.document import NodeEntry
-from ..report.schema import to_json
 from ..tools.subproc import LOG
-from ..outdir import save_chunk, save_text
-from .frames import FrameDecoder
+from ..outdir import save_chunk
+from ..transport.wire import FrameDecoder
 from .local import write_raw
-from .runners import Runner
+from ..transport.runners import Runner
 
-__all__ = ["NodeResult", "FanoutResult", "FileSink", "fan_out", "agent_argv", "node_entry"]
+__all__ = ["NodeResult", "FanoutResult", "FileSink", "fan_out", "agent_argv", "node_file"]
 
 _SAFE = re.compile(r"[^A-Za-z0-9._-]")
 
@@ -54,9 +51,11 @@ class NodeResult:
     """Files the node sent (``hangdbg collect``), relative to ``OUT/<host>/``."""
 
 
-def node_entry(n: NodeResult) -> NodeEntry:
-    """A node's result as it appears in the documents."""
-    return NodeEntry(n.host, n.status, n.reason, tuple(n.ranks), tuple(n.files), n.seconds)  # type: ignore[arg-type]
+def node_file(out: Path, host: str) -> Path | None:
+    """``OUT/nodes/<host>.json``, the file of one node's final status (written by the caller as
+    the node finishes), or None when the host's name would lead outside ``out``."""
+    path = out / "nodes" / f"{_safe(host)}.json"
+    return path if inside(out, path) else None
 
 
 class FileSink:
@@ -127,7 +126,6 @@ def fan_out(
     out: Path,
     timeout: float,
     on_node: Callable[[NodeResult], None] | None = None,
-    command: str = "dump",
 ) -> FanoutResult:
     """Run ``argv`` (the agent) on ``hosts`` through ``runner`` and gather the job's dumps.
 
@@ -137,8 +135,8 @@ def fan_out(
         argv: the agent command (see :func:`agent_argv`).
         out: output directory (``raw/<host>/``, ``nodes/<host>.json``).
         timeout: seconds for the whole fan-out (every node runs at once).
-        on_node: called once per node as its final status becomes known (progress bars).
-        command: ``dump`` or ``collect``, for the node documents (``nodes/<host>.json``).
+        on_node: called once per node as its final status becomes known (progress bars, the
+            node's document in :func:`node_file`).
     """
     decoder = FrameDecoder(hosts=frozenset(hosts))
     files = FileSink(out)
@@ -155,9 +153,6 @@ def fan_out(
         if result.host in done:
             return
         done[result.host] = result
-        node_path = out / "nodes" / f"{_safe(result.host)}.json"
-        if inside(out, node_path):
-            save_text(node_path, to_json(node_document(command, node_entry(result))) + "\n")
         if on_node is not None:
             on_node(result)
 

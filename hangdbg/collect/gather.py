@@ -19,9 +19,10 @@ import subprocess
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, NamedTuple
 
-from ..parse.textlines import open_input
+from ..evidence.own_output import GDB_TEXT_SUFFIX
+from ..text.lines import open_input
 from ..tools.subproc import run
 
 __all__ = ["GatherOptions", "gather", "CHUNK_BYTES", "expand_globs"]
@@ -30,6 +31,18 @@ CHUNK_BYTES = 1 << 20
 """Bytes of file data per message."""
 
 Send = Callable[[dict[str, Any]], None]
+
+
+class CoreRead(NamedTuple):
+    """A core file read on its node: the ``hangdbg core`` JSON document (text) and gdb's
+    backtrace texts."""
+
+    document: str
+    gdb_texts: list[str]
+
+
+ReadCore = Callable[[str, "str | None"], "CoreRead | str"]
+"""``read_core(core, exe)``: the core file read, or why it could not be (one line)."""
 
 
 @dataclass(frozen=True)
@@ -134,7 +147,7 @@ def _tail(path: str, limit: int) -> str:
     """The last ``limit`` bytes of the regular file ``path`` from the first whole line, as text.
 
     Raises:
-        OSError: not readable, or not a regular file (:class:`hangdbg.parse.textlines.NotRegularFile`).
+        OSError: not readable, or not a regular file (:class:`hangdbg.text.lines.NotRegularFile`).
     """
     with open_input(path) as f:
         size = os.fstat(f.fileno()).st_size
@@ -171,13 +184,15 @@ def _kernel_log() -> tuple[str | None, str, str]:
                       "); with kernel.dmesg_restrict=1 run as root or grant CAP_SYSLOG")
 
 
-def gather(opts: GatherOptions, host: str, send: Send) -> dict[str, Any]:
+def gather(opts: GatherOptions, host: str, send: Send, read_core: ReadCore | None = None) -> dict[str, Any]:
     """Gather this node's evidence and ``send`` it; returns the final ``done`` message.
 
     Args:
         opts: what to gather.
         host: this node's name (``{host}`` in globs; labels every message).
         send: called with each message (a JSON-able dict).
+        read_core: reads a core file into what is sent (``hangdbg agent`` passes the one of
+            ``hangdbg core``); None: core files are reported as not read.
     """
     s = _Sender(host, send, opts.max_bytes)
     used: set[str] = set()
@@ -186,7 +201,7 @@ def gather(opts: GatherOptions, host: str, send: Send) -> dict[str, Any]:
     if nccl:
         _send_nccl(s, nccl, used)
     for core in expand_globs(opts.cores, host):
-        _send_core(s, core, opts.exe, used)
+        _send_core(s, core, opts.exe, used, read_core)
     for kind, patterns in (("traces", opts.traces), ("logs", opts.logs)):
         for p in expand_globs(patterns, host):
             s.file(_unique(f"{kind}/{os.path.basename(p)}", used), p)
@@ -206,7 +221,7 @@ def gather(opts: GatherOptions, host: str, send: Send) -> dict[str, Any]:
 def _send_nccl(s: _Sender, logs: list[str], used: set[str]) -> None:
     """Split the node's NCCL logs per rank here and send the per-rank files (the raw logs when
     they hold no NCCL record or the split fails)."""
-    from ..parse.nccl_split import split_logs  # noqa: PLC0415
+    from ..evidence.nccl.split import split_logs  # noqa: PLC0415
 
     with tempfile.TemporaryDirectory(prefix="hangdbg-nccl-") as tmp:
         try:
@@ -225,25 +240,21 @@ def _send_nccl(s: _Sender, logs: list[str], used: set[str]) -> None:
         s.file(_unique(f"nccl/{os.path.basename(p)}", used), p)
 
 
-def _send_core(s: _Sender, core: str, exe: str | None, used: set[str]) -> None:
+def _send_core(s: _Sender, core: str, exe: str | None, used: set[str], read_core: ReadCore | None) -> None:
     """Read a core file here (signal, threads, Python frames, rank from its environment) and send
     only the ``hangdbg core`` JSON document and gdb's backtrace text, never the core itself."""
-    from ..analyze import analyze  # noqa: PLC0415 - the agent imports the core reader only when asked
-    from ..report.build import core_document  # noqa: PLC0415
-    from ..report.schema import to_json  # noqa: PLC0415
-    from ..sources.core import CoreOptions, load  # noqa: PLC0415
-    from ..sources.own_output import GDB_TEXT_SUFFIX  # noqa: PLC0415
-
+    if read_core is None:
+        s.problem(core, "this agent does not read core files")
+        return
     try:
-        report, dumps, readings = load([core], CoreOptions(exe=exe))
+        got = read_core(core, exe)
     except Exception as exc:  # a reader bug must not stop the other files
         s.problem(core, f"cannot read the core file: {exc!r}")
         return
-    if not dumps:
-        s.problem(core, "; ".join(d for c in readings for d in c.diagnoses) or "not a readable core file")
+    if isinstance(got, str):
+        s.problem(core, got)
         return
     name = os.path.basename(core)
-    s.text(_unique(f"cores/{name}.json", used), to_json(core_document(readings, report, analyze(dumps, live=False), [core])) + "\n", core)
-    for c in readings:
-        if c.gdb_text:
-            s.text(_unique(f"cores/{name}{GDB_TEXT_SUFFIX}", used), c.gdb_text, core)
+    s.text(_unique(f"cores/{name}.json", used), got.document, core)
+    for text in got.gdb_texts:
+        s.text(_unique(f"cores/{name}{GDB_TEXT_SUFFIX}", used), text, core)

@@ -138,7 +138,7 @@ def write_core(rank: RankProcess, out: Path, timeout: float = 300.0, gcore: str 
 
 def _short_core(path: Path) -> bool:
     """True when the core at ``path`` is shorter than its segments say (or unreadable)."""
-    from ..parse.elfcore import CoreFileError, read_core_info
+    from ..evidence.core.elf import CoreFileError, read_core_info
 
     if not path.is_file():
         return False

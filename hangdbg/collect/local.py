@@ -17,7 +17,7 @@ from typing import Callable
 from ..errors import is_gone
 from ..model import RankDump, Thread
 from ..outdir import save_text
-from ..parse.pyspy_text import parse_pyspy_dump
+from ..stacks.pyspy_text import parse_pyspy_dump
 from .procs import RankProcess
 from ..tools.pyspy import PySpyOptions, PySpyResult, kill_running, run_pyspy
 

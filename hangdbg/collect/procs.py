@@ -20,14 +20,8 @@ from typing import Callable
 import psutil
 
 from ..errors import NoRanksFound, RanksUnreadable, UsageError
-from ..launch_env import (
-    LOCAL_RANK_VARS,
-    LOCAL_WORLD_SIZE_VARS,
-    WORLD_SIZE_VARS,
-    first_int,
-    host_from_environ,
-    rank_from_environ,
-)
+from ..launch_env import (LOCAL_RANK_VARS, LOCAL_WORLD_SIZE_VARS, WORLD_SIZE_VARS, first_int, host_from_environ,
+    rank_from_environ)
 from ..launchers import is_hangdbg, is_launcher
 from ..model import RankProcess
 

@@ -9,14 +9,14 @@
 :func:`record_collectives` replaces the functions :data:`WRAPPED` of ``torch.distributed``
 (collectives, point-to-point ops, ``*_object`` forms, ``new_group``) by thin wrappers that keep, in
 a small file per process, which op the rank is in, on which group, with which peer, the how-many-th
-it is and whether it returned; :func:`hangdbg.sources.op_records.read_op_records` reads them.
+it is and whether it returned; :func:`hangdbg.collect.op_records.read_op_records` reads them.
 
 File ``{directory}/{pid}.json``; directory: the argument, else :func:`record_dir`
 (``$HANGDBG_RECORD_DIR``, else ``/dev/shm/hangdbg-rec-<uid>``, else ``<tempdir>/hangdbg-rec-<uid>``),
 created with mode 0o700 (the default one must be a directory of this user only). The file (mode
 0o600, 4096 bytes unless huge groups need more, a multiple of 4096) is mapped with ``mmap`` and
 rewritten in place, never replaced. It is one JSON object padded with spaces (fields:
-:mod:`hangdbg.parse.op_record`)::
+:mod:`hangdbg.stacks.op_record`)::
 
     {"gen":                   42,"version":1,"pid":4242,"rank":1,"world_size":4,
      "groups":{"WORLD":[0,1,2,3],"1":[1,2,3]},"op":{"op":"recv","group":"WORLD",

@@ -1,7 +1,7 @@
 """From the model to the documents of :mod:`hangdbg.report.document` (the JSON twin of every view).
 
 Builders only: no I/O, no printing. The headline of each document comes from
-:mod:`hangdbg.analyze.headline` (through the analysis, the verdict or :func:`source_headline`).
+:mod:`hangdbg.headline` (through the analysis, the verdict or :func:`hangdbg.evidence.registry.headline_of`).
 """
 
 from __future__ import annotations
@@ -12,14 +12,16 @@ from datetime import datetime, timezone
 from typing import Any, Sequence
 
 from .._version import __version__
-from ..analyze.fanout import node_findings
-from ..analyze.headline import cores_headline, node_headline, processes_headline, source_headline
-from ..model import SCHEMA_VERSION, Analysis, Finding, Frame, Place, RankProcess, SourceReport, TreeNode, Verdict, by_severity
-from ..sources.core import CoreReading, core_fact
+from ..collect.node_status import node_findings
+from ..evidence.registry import headline_of
+from ..headline import cores_headline, node_headline, processes_headline
+from ..model import (SCHEMA_VERSION, Analysis, Finding, Frame, Place, RankProcess, SourceReport, TreeNode, Verdict,
+    by_severity)
+from ..evidence.core.reader import CoreReading, core_fact
 from .document import (CollectDocument, CoreDocument, CoreEntry, CoreWritten, FrDocument, GpuDocument, GroupEntry,
-                       LogsDocument, NcclDocument, NodeDocument, NodeEntry, PlaceEntry, ProcessList, RankEntry,
-                       ReportDocument, SourceSection, SplitDocument, SplitRow, StacksDocument, StacksSection,
-                       ThreadEntry, TracesDocument, TreeEntry, StallEntry, WatchDocument)
+    LogsDocument, NcclDocument, NodeDocument, NodeEntry, PlaceEntry, ProcessList, RankEntry, ReportDocument,
+    SourceSection, SplitDocument, SplitRow, StacksDocument, StacksSection, ThreadEntry, TracesDocument, TreeEntry,
+    StallEntry, WatchDocument)
 
 __all__ = ["header", "stacks_section", "source_section", "stacks_document", "report_document", "source_document",
            "core_document", "collect_document", "split_document", "process_list", "node_document", "watch_document",
@@ -130,7 +132,7 @@ def source_document(rep: SourceReport, command: str, inputs: Sequence[str]) -> A
     """The document of a command that reads one kind of evidence (``nccl summary``, ``logs``,
     ``fr``, ``gpu``, ``traces``)."""
     cls = _SOURCE_DOCUMENTS[command]
-    return cls(**header(command, rep.findings, source_headline(rep)), inputs=tuple(inputs), source=source_section(rep))
+    return cls(**header(command, rep.findings, headline_of(rep)), inputs=tuple(inputs), source=source_section(rep))
 
 
 def report_document(v: Verdict, inputs: Sequence[str], out_dir: str | None = None) -> ReportDocument:
@@ -179,6 +181,11 @@ def process_list(command: str, processes: Sequence[RankProcess]) -> ProcessList:
                        collector_host=host, processes=tuple(processes))
 
 
+def node_entry(n: Any) -> NodeEntry:
+    """A node's result (:class:`hangdbg.collect.fanout.NodeResult`) as it appears in the documents."""
+    return NodeEntry(n.host, n.status, n.reason, tuple(n.ranks), tuple(n.files), n.seconds)
+
+
 def node_document(command: str, node: NodeEntry) -> NodeDocument:
     """``OUT/nodes/HOST.json``: one node of the fan-out."""
     findings = node_findings([(node.host, node.status, node.reason)])
@@ -212,9 +219,9 @@ def watch_document(targets: str, out_dir: str, signals: Sequence[str], stall: fl
 
 
 def check_document(targets: str, backend: str, out_dir: str | None, trials: Sequence[Any], verdict: Any) -> Any:
-    """The document of ``hangdbg check`` from its trials (:class:`hangdbg.analyze.check.Trial`,
-    the first on every node) and :func:`hangdbg.analyze.check_verdict.check_verdict`."""
-    from ..analyze.check import blame, slots_text
+    """The document of ``hangdbg check`` from its trials (:class:`hangdbg.check.blame.Trial`,
+    the first on every node) and :func:`hangdbg.check.verdict.check_verdict`."""
+    from ..check.blame import blame, slots_text
     from .document import CheckDocument, TrialEntry
 
     first = trials[0]

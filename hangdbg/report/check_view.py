@@ -10,10 +10,10 @@ from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
-from ..analyze.check import STEPS
+from ..check.blame import STEPS
 from ..rankset import rank_set
 from .document import CheckDocument
-from .evidence import findings_table, headline_panel
+from .source_view import findings_table, headline_panel
 
 __all__ = ["render_check"]
 

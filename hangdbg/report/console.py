@@ -17,7 +17,7 @@ from rich.tree import Tree
 
 from ..model import Analysis, TreeNode
 from ..rankset import rank_class
-from .evidence import findings_table
+from .source_view import findings_table
 from .safetext import escape, safe_text
 
 __all__ = ["render_analysis", "headline_title"]

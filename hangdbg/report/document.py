@@ -15,9 +15,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Generic, Literal, TypeVar, Union
 
-from ..analyze.check import Bandwidth, CheckNode, RankResult
-from ..facts import (CoreFact, CoreFacts, CoreJsonFacts, FrFacts, GpuFacts, NcclFacts, RasFacts, StacksFacts,
-                     StackTextFacts, TorchLogFacts, TracesFacts)
+from ..check.blame import Bandwidth, CheckNode, RankResult
+from ..evidence.core.facts import CoreFact, CoreFacts, CoreJsonFacts
+from ..evidence.flight_recorder.facts import FrFacts
+from ..evidence.gpu.facts import GpuFacts
+from ..evidence.nccl.facts import NcclFacts
+from ..evidence.nccl_ras.facts import RasFacts
+from ..evidence.stacks.facts import StacksFacts, StackTextFacts
+from ..evidence.torch_log.facts import TorchLogFacts
+from ..evidence.traces.facts import TracesFacts
 from ..model import ClassifiedFile, FileError, Finding, Frame, RankProcess, RankState, SourceKind, Thread
 from ..waits import RankWait, WaitEdge
 
@@ -438,7 +444,7 @@ class TrialEntry:
         master: the rendezvous ``address:port``.
         passed: every rank passed every step.
         failed_step: the first step a rank did not pass.
-        blamed: what it blamed, one line per cause (:func:`hangdbg.analyze.check.blame`).
+        blamed: what it blamed, one line per cause (:func:`hangdbg.check.blame.blame`).
         seconds: its wall time.
         log: its messages as they arrived (``OUT/trials/NN-PURPOSE/messages.jsonl``).
     """

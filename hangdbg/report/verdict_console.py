@@ -10,7 +10,7 @@ from rich.table import Table
 
 from ..model import Finding, Severity, Verdict
 from .console import render_analysis
-from .evidence import ranks_table, who_text
+from .source_view import ranks_table, who_text
 from .safetext import escape, safe_text
 
 __all__ = ["render_verdict"]

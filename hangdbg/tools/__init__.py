@@ -2,5 +2,5 @@
 plumbing they share (own session, killed as a group on timeout, logged with ``-v``).
 
 Above the ground floor (``model``, ``errors``) and below everything else, so that the readers
-(``hangdbg.sources``) and the collectors (``hangdbg.collect``) can both use them.
+(``hangdbg.evidence``) and the collectors (``hangdbg.collect``) can both use them.
 """

@@ -1,0 +1,449 @@
+"""One rank of ``hangdbg check``'s diagnostics job (run as a script: stdlib and torch only).
+
+The node launcher (:mod:`hangdbg.check.node`) starts one of these per GPU (or per slot
+on CPU) with the torchrun environment (``RANK``, ``WORLD_SIZE``, ``LOCAL_RANK``, ``MASTER_ADDR``,
+``MASTER_PORT``) and ``HANGDBG_CHECK_SLOT`` (the GPU index, or slot, this rank tests). Each step
+prints one line ``HANGDBG-CHECK {json}`` on stdout as it ends::
+
+    {"step": "all_reduce", "rank": 3, "ok": false, "seconds": 30.0, "timeout": true,
+     "error": "no result within 30 s"}
+
+Steps, in order: ``facts`` (host, device, memory, NUMA), ``alloc`` (allocate, fill, check and
+free a tensor: most of the free memory of the GPU, ``--alloc-bytes`` on CPU), ``interface``
+(the ``GLOO_SOCKET_IFNAME`` / ``NCCL_SOCKET_IFNAME`` of the backend names interfaces this node
+has), ``rendezvous`` (every rank but 0 opens a TCP connection to ``MASTER_ADDR:MASTER_PORT``,
+retrying until ``--init-timeout``, so a rank that cannot reach it says so instead of timing out
+in the store client; then every rank checks in on rank 0's TCP store and waits for the others:
+a rank that failed an earlier step checks in with its failure, and the others stop waiting at
+once instead of after ``--init-timeout``), ``init`` (``init_process_group``), ``barrier``, ``all_reduce`` / ``all_gather`` / ``broadcast`` of known
+tensors with the result checked on every rank, ``send_recv`` around the ring (each rank sends
+to rank+1 and receives from rank-1), and ``bandwidth``: an all_reduce of ``--size`` bytes timed
+over ``--iters`` iterations (algbw = size / time; busbw = algbw x 2(n-1)/n, the nccl-tests
+convention) and the same ring exchange of ``--size`` bytes, timed per rank (the bandwidth of
+the link from rank-1 to this rank).
+
+Hard timeouts: the process group's own timeout is ``--init-timeout`` for the rendezvous and
+``--timeout`` for the steps after it; a watchdog thread ends the process (exit status 4) when a
+step is still running ``--timeout`` + 5 seconds after it began (``--init-timeout`` + 5 for init),
+so a rank never outlives its budget even when torch does not raise. A rank stopped by a signal
+(SIGSTOP) cannot print anything: the node launcher reports it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import socket
+import statistics
+import sys
+import threading
+import time
+import traceback
+from datetime import timedelta
+
+PREFIX = "HANGDBG-CHECK "
+STEPS = ("facts", "alloc", "interface", "rendezvous", "init", "barrier", "all_reduce", "all_gather", "broadcast", "send_recv", "bandwidth")
+_lock = threading.Lock()
+
+
+def emit(step: str, ok: bool, seconds: float, **fields) -> None:
+    """One result line on stdout (whole, flushed)."""
+    doc = {"step": step, "rank": int(os.environ.get("RANK", "0")), "ok": ok, "seconds": round(seconds, 6), **fields}
+    with _lock:
+        sys.stdout.write(PREFIX + json.dumps(doc, default=str) + "\n")
+        sys.stdout.flush()
+
+
+class Watchdog:
+    """Ends the process when the current step overruns its hard deadline."""
+
+    def __init__(self) -> None:
+        self.step = "start"
+        self.limit = 0.0
+        self.started = time.monotonic()
+        self._cond = threading.Condition()
+        threading.Thread(target=self._watch, daemon=True).start()
+
+    def begin(self, step: str, limit: float) -> None:
+        with self._cond:
+            self.step, self.limit, self.started = step, limit, time.monotonic()
+            self._cond.notify()
+
+    def _watch(self) -> None:
+        with self._cond:
+            while True:
+                left = self.started + self.limit - time.monotonic() if self.limit else None
+                if left is not None and left <= 0:
+                    break
+                self._cond.wait(left)
+        emit(self.step, False, time.monotonic() - self.started, timeout=True,
+             error=f"no result within {self.limit:g} s (hangdbg's hard timeout)")
+        os._exit(4)
+
+
+def _numa_of_pci(bus_id: str) -> int | None:
+    try:
+        with open(f"/sys/bus/pci/devices/{bus_id.lower()}/numa_node") as f:
+            value = int(f.read().strip())
+        return value if value >= 0 else None
+    except (OSError, ValueError):
+        return None
+
+
+def _numa_of_cpus() -> list[int]:
+    """NUMA nodes of the CPUs this process may run on (Linux sysfs)."""
+    try:
+        allowed = os.sched_getaffinity(0)
+        nodes = []
+        base = "/sys/devices/system/node"
+        for name in sorted(os.listdir(base)):
+            if name.startswith("node") and name[4:].isdigit():
+                with open(f"{base}/{name}/cpulist") as f:
+                    cpus = _cpulist(f.read())
+                if cpus & allowed:
+                    nodes.append(int(name[4:]))
+        return nodes
+    except (OSError, ValueError):
+        return []
+
+
+def _cpulist(text: str) -> set[int]:
+    out: set[int] = set()
+    for part in text.strip().split(","):
+        if "-" in part:
+            a, b = part.split("-")
+            out.update(range(int(a), int(b) + 1))
+        elif part:
+            out.add(int(part))
+    return out
+
+
+def facts(torch, device) -> dict:
+    out = {
+        "hostname": socket.gethostname(), "pid": os.getpid(), "torch": torch.__version__,
+        "slot": os.environ.get("HANGDBG_CHECK_SLOT"), "local_rank": int(os.environ.get("LOCAL_RANK", "0")),
+        "device": str(device), "cpus": len(os.sched_getaffinity(0)), "numa": _numa_of_cpus(),
+        "GLOO_SOCKET_IFNAME": os.environ.get("GLOO_SOCKET_IFNAME"), "NCCL_SOCKET_IFNAME": os.environ.get("NCCL_SOCKET_IFNAME"),
+        "CUDA_VISIBLE_DEVICES": os.environ.get("CUDA_VISIBLE_DEVICES"),
+    }
+    if device.type == "cuda":
+        props = torch.cuda.get_device_properties(device)
+        bus = getattr(props, "pci_bus_id", None)
+        if bus is None and hasattr(props, "pci_domain_id"):
+            bus = f"{props.pci_domain_id:04x}:{props.pci_bus_id:02x}:{props.pci_device_id:02x}.0"
+        out.update(gpu_name=props.name, gpu_memory=props.total_memory, gpu_uuid=str(getattr(props, "uuid", "")) or None,
+                   gpu_pci=bus, gpu_numa=_numa_of_pci(bus) if isinstance(bus, str) else None)
+    return out
+
+
+def connect_store(dist, rank: int, world: int, addr: str, port: int, limit: float):
+    """Rank 0: the TCP store's server; the others: reach it (a plain TCP connection first, so
+    that an unreachable address is an error of its own: ``ConnectionError``), then its client."""
+    if rank != 0:
+        end = time.monotonic() + limit
+        last = "no attempt"
+        while True:
+            try:
+                with socket.create_connection((addr, port), timeout=min(5.0, limit)):
+                    break
+            except OSError as exc:
+                last = f"{type(exc).__name__}: {exc.strerror or exc}"
+            if time.monotonic() >= end:
+                raise ConnectionError(f"cannot reach the rendezvous at {addr}:{port} within {limit:g} s: {last}")
+            time.sleep(0.2)
+    return dist.TCPStore(addr, port, world, rank == 0, timedelta(seconds=limit), wait_for_workers=False)
+
+
+def announce(dist, dog: Watchdog, rank: int, world: int, addr: str, port: int, init_timeout: float, failed: str) -> None:
+    """A rank that failed before the rendezvous checks in with its failure, so that the others
+    stop waiting for it at once (best effort: an unreachable store is left alone)."""
+    dog.begin("announce", init_timeout + 5)
+    try:
+        store = connect_store(dist, rank, world, addr, port, min(init_timeout, 30.0))
+        store.set(f"hangdbg/in/{rank}", failed[:2000])
+        store.add("hangdbg/failed", 1)
+        store.add("hangdbg/in", 1)
+        if rank == 0:  # the store lives in this process: keep it until the others have read it
+            end = time.monotonic() + init_timeout
+            while store.add("hangdbg/in", 0) < world and time.monotonic() < end:
+                time.sleep(0.1)
+            time.sleep(1.0)
+    except Exception:
+        pass
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--backend", default="auto", choices=("auto", "gloo", "nccl"), help="auto: nccl when CUDA is available, else gloo")
+    p.add_argument("--init-timeout", type=float, default=120.0)
+    p.add_argument("--timeout", type=float, default=30.0)
+    p.add_argument("--size", type=int, default=64 << 20, help="bytes of the bandwidth all_reduce")
+    p.add_argument("--iters", type=int, default=5)
+    p.add_argument("--alloc-bytes", type=int, default=64 << 20, help="bytes allocated on CPU (on a GPU: 90%% of its free memory)")
+    args = p.parse_args(argv)
+
+    dog = Watchdog()
+    dog.begin("facts", args.init_timeout + 5)
+    t0 = time.monotonic()
+    try:
+        import torch
+        import torch.distributed as dist
+
+        use_cuda = args.backend == "nccl" or (args.backend == "auto" and torch.cuda.is_available())
+        args.backend = "nccl" if use_cuda else "gloo"
+        if use_cuda and torch.version.cuda is None:
+            raise RuntimeError(f"--backend nccl needs CUDA: torch {torch.__version__} is a CPU-only build")
+        if use_cuda and not torch.cuda.is_available():
+            raise RuntimeError(f"--backend nccl needs a GPU: torch {torch.__version__} (CUDA {torch.version.cuda}) sees none "
+                               f"(CUDA_VISIBLE_DEVICES={os.environ.get('CUDA_VISIBLE_DEVICES')}; is the driver loaded, "
+                               "the GPU on the bus?)")
+        device = torch.device("cuda", 0) if use_cuda else torch.device("cpu")
+        if use_cuda:
+            torch.cuda.set_device(device)
+        emit("facts", True, time.monotonic() - t0, backend=args.backend, **facts(torch, device))
+    except Exception as exc:  # no torch, no GPU: the rank cannot take part
+        text = _error(exc)
+        emit("facts", False, time.monotonic() - t0, error=text)
+        if "torch.distributed" in sys.modules:  # torch is there: tell the others not to wait
+            announce(sys.modules["torch.distributed"], dog, int(os.environ.get("RANK", "0")),
+                     int(os.environ.get("WORLD_SIZE", "1")), os.environ.get("MASTER_ADDR", "127.0.0.1"),
+                     int(os.environ.get("MASTER_PORT", "29500")), args.init_timeout,
+                     f"failed facts: {text.splitlines()[0] if text else ''}")
+        sys.stdout.flush()
+        os._exit(1)
+
+    rank, world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
+
+    failures: list[str] = []
+
+    def step(name: str, fn, limit: float | None = None) -> bool:
+        dog.begin(name, (limit or args.timeout) + 5)
+        start = time.monotonic()
+        try:
+            fields = fn() or {}
+        except Exception as exc:
+            took = time.monotonic() - start
+            text = _error(exc)
+            emit(name, False, took, error=text, timeout=_is_timeout(text))
+            failures.append(f"failed {name}: {text.splitlines()[0] if text else ''}")
+            return False
+        bad = fields.pop("wrong", None)
+        if bad:
+            failures.append(f"failed {name}: {bad}")
+        emit(name, bad is None, time.monotonic() - start, **({"error": bad, "wrong_result": True} if bad else {}), **fields)
+        return bad is None
+
+    def sync() -> None:
+        if use_cuda:
+            torch.cuda.synchronize()
+
+    def alloc():
+        if use_cuda:
+            free, total = torch.cuda.mem_get_info()
+            nbytes = int(free * 0.9) // 4 * 4
+        else:
+            free = total = None
+            nbytes = args.alloc_bytes // 4 * 4
+        t = torch.full((nbytes // 4,), 1.5, dtype=torch.float32, device=device)
+        got = float(t[:: max(1, t.numel() // 1024)].sum())
+        want = 1.5 * len(range(0, t.numel(), max(1, t.numel() // 1024)))
+        del t
+        if use_cuda:
+            torch.cuda.empty_cache()
+        sync()
+        out = {"bytes": nbytes, "free_bytes": free, "total_bytes": total}
+        if got != want:
+            out["wrong"] = f"the tensor read back {got}, not {want}"
+        return out
+
+    def interface():
+        names = {n for _, n in socket.if_nameindex()}
+        var = "NCCL_SOCKET_IFNAME" if use_cuda else "GLOO_SOCKET_IFNAME"
+        value = os.environ.get(var)
+        if value and not _ifname_matches(var, value, names):
+            raise RuntimeError(f"{var}={value} names no interface of this node (it has {', '.join(sorted(names))})")
+        return {"variable": var, "value": value}
+
+    addr, port = os.environ["MASTER_ADDR"], int(os.environ["MASTER_PORT"])
+    stores: list = []
+
+    def connect(limit: float):
+        store = connect_store(dist, rank, world, addr, port, limit)
+        stores.append(store)
+        return store
+
+    def rendezvous():
+        store = connect(args.init_timeout)
+        try:
+            return check_in(store)
+        except TimeoutError:
+            raise
+        except Exception as exc:  # the store's host (rank 0) went away while this rank waited
+            raise TimeoutError(f"stopped waiting: the rendezvous host (rank 0) went away: {_error(exc)}") from None
+
+    def check_in(store):
+        store.set(f"hangdbg/in/{rank}", "ok")
+        store.add("hangdbg/in", 1)
+        end = time.monotonic() + args.init_timeout + (2.0 if rank == 0 else 0.0)  # the host leaves last
+        while True:
+            if store.add("hangdbg/failed", 0) > 0:
+                said = [(r, store.get(f"hangdbg/in/{r}").decode(errors="replace")) for r in range(world)
+                        if store.check([f"hangdbg/in/{r}"])]
+                bad = "; ".join(f"rank {r} {text}" for r, text in said if text != "ok")
+                if rank == 0:  # the store lives here: keep it until every rank has read the news
+                    while store.add("hangdbg/in", 0) < world and time.monotonic() < end:
+                        time.sleep(0.1)
+                    time.sleep(0.5)
+                raise TimeoutError(f"stopped waiting: {bad[:1000]}")
+            if store.add("hangdbg/in", 0) >= world:
+                return {"address": f"{addr}:{port}", "hosts_store": rank == 0}
+            if time.monotonic() >= end:
+                missing = [r for r in range(world) if not store.check([f"hangdbg/in/{r}"])]
+                raise TimeoutError(f"ranks {missing[:32]} did not check in within {args.init_timeout:g} s")
+            time.sleep(0.1)
+
+    group = []
+
+    def init():
+        dist.init_process_group(args.backend, store=dist.PrefixStore("pg", stores[0]), rank=rank, world_size=world,
+                                timeout=timedelta(seconds=args.init_timeout))
+        # the steps run in a group of every rank whose timeout is --timeout (the default group's
+        # is --init-timeout, which covers the ranks' different start times)
+        group.append(dist.new_group(timeout=timedelta(seconds=args.timeout)))
+        return {"world_size": dist.get_world_size(), "backend": dist.get_backend()}
+
+    def barrier():
+        dist.barrier(group=group[0])
+
+    def all_reduce():
+        t = torch.full((1024,), float(rank + 1), device=device)
+        dist.all_reduce(t, group=group[0])
+        sync()
+        want = world * (world + 1) / 2
+        wrong = int((t != want).sum())
+        return {"wrong": f"{wrong} of 1024 values differ from {want:g} (first {float(t[0]):g})"} if wrong else {}
+
+    def all_gather():
+        t = torch.tensor([float(rank)], device=device)
+        outs = [torch.zeros(1, device=device) for _ in range(world)]
+        dist.all_gather(outs, t, group=group[0])
+        sync()
+        got = [int(o.item()) for o in outs]
+        return {"wrong": f"gathered {got[:16]}, not ranks 0..{world - 1} in order"} if got != list(range(world)) else {}
+
+    def broadcast():
+        t = torch.arange(1024, dtype=torch.float32, device=device) if rank == 0 else torch.zeros(1024, device=device)
+        dist.broadcast(t, 0, group=group[0])
+        sync()
+        want = torch.arange(1024, dtype=torch.float32, device=device)
+        wrong = int((t != want).sum())
+        return {"wrong": f"{wrong} of 1024 values differ from rank 0's"} if wrong else {}
+
+    def ring(n: int) -> tuple[float, object, int]:
+        right, left = (rank + 1) % world, (rank - 1) % world
+        t = torch.full((n,), float(rank), device=device)
+        buf = torch.empty(n, device=device)
+        start = time.monotonic()
+        if use_cuda:  # NCCL: the send and the receive in one group call (no ordering deadlock)
+            reqs = dist.batch_isend_irecv([dist.P2POp(dist.isend, t, right, group[0]),
+                                           dist.P2POp(dist.irecv, buf, left, group[0])])
+            for req in reqs:
+                req.wait()
+            sync()
+            return time.monotonic() - start, buf, left
+        if rank % 2 == 0:  # gloo pairs: even ranks send first, odd ranks receive first
+            s = dist.isend(t, right, group=group[0])
+            r = dist.irecv(buf, left, group=group[0])
+        else:
+            r = dist.irecv(buf, left, group=group[0])
+            s = dist.isend(t, right, group=group[0])
+        r.wait()
+        took = time.monotonic() - start
+        s.wait()
+        return took, buf, left
+
+    def send_recv():
+        if world == 1:
+            return {"skipped": "one rank"}
+        _, buf, left = ring(1024)
+        wrong = int((buf != float(left)).sum())  # type: ignore[operator]
+        return {"wrong": f"{wrong} of 1024 values from rank {left} are wrong"} if wrong else {"from_rank": left}
+
+    def bandwidth():
+        n = max(1, args.size // 4)
+        nbytes = n * 4
+        t = torch.ones(n, device=device)
+        dist.all_reduce(t, group=group[0])  # warm-up
+        sync()
+        times = []
+        for _ in range(args.iters):
+            dist.barrier(group=group[0])
+            start = time.monotonic()
+            dist.all_reduce(t, group=group[0])
+            sync()
+            times.append(time.monotonic() - start)
+        avg = sum(times) / len(times)
+        algbw = nbytes / avg / 1e9
+        out = {"bytes": nbytes, "iters": args.iters, "time_s": avg, "algbw_gbps": algbw,
+               "busbw_gbps": algbw * 2 * (world - 1) / world}
+        if world > 1:
+            p2p = []
+            for _ in range(max(1, args.iters)):
+                dist.barrier(group=group[0])
+                took, _buf, left = ring(n)
+                p2p.append(took)
+            mid = statistics.median(p2p)
+            out.update(recv_from=left, recv_time_s=mid, recv_gbps=nbytes / mid / 1e9)
+        return out
+
+    ok = step("alloc", alloc) and step("interface", interface)
+    if not ok:
+        announce(dist, dog, rank, world, addr, port, args.init_timeout, failures[-1])
+        sys.stdout.flush()
+        os._exit(1)
+    ok = step("rendezvous", rendezvous, args.init_timeout) and step("init", init, args.init_timeout)
+    for name, fn in (("barrier", barrier), ("all_reduce", all_reduce), ("all_gather", all_gather),
+                     ("broadcast", broadcast), ("send_recv", send_recv),
+                     ("bandwidth", bandwidth)):
+        ok = ok and step(name, fn)
+    dog.begin("end", args.timeout + 5)
+    if ok:
+        try:
+            dist.destroy_process_group()
+        except Exception:
+            pass
+    sys.stdout.flush()
+    os._exit(0 if ok else 1)  # no atexit: a process group torn down by a failed peer may hang in its destructor
+
+
+def _error(exc: BaseException) -> str:
+    text = f"{type(exc).__name__}: {exc}".strip()
+    lines = [ln for ln in text.splitlines() if ln.strip() and not ln.startswith(("Exception raised from", "frame #"))]
+    return "\n".join(lines[:6])[:2000] or traceback.format_exc(limit=1)[-500:]
+
+
+def _ifname_matches(var: str, value: str, names: set[str]) -> bool:
+    """Whether ``GLOO_SOCKET_IFNAME`` (interface names, comma-separated, each must exist) or
+    ``NCCL_SOCKET_IFNAME`` (prefixes; ``=`` exact names; ``^`` a list to exclude) selects an
+    interface of ``names`` (format: the NCCL environment variables documentation, NCCL 2.x)."""
+    items = [v.strip() for v in value.split(",") if v.strip()]
+    if var == "GLOO_SOCKET_IFNAME":
+        return bool(items) and all(v in names for v in items)
+    exclude = value.startswith("^")
+    body = value[1:] if exclude else value
+    exact = body.startswith("=")
+    wanted = [v.strip() for v in (body[1:] if exact else body).split(",") if v.strip()]
+    hit = [n for n in names if any(n == w if exact else n.startswith(w) for w in wanted)]
+    return bool(set(names) - set(hit)) if exclude else bool(hit)
+
+
+def _is_timeout(text: str) -> bool:
+    low = text.lower()
+    if text.startswith("ConnectionError: cannot reach the rendezvous"):
+        return False  # this rank's own failure, not a wait for others
+    return "timed out" in low or "timeout" in low or "time out" in low
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,193 @@
+"""``hangdbg check``'s verdict: the findings, the headline and the ``--exclude=`` value.
+
+Inputs are the trials (:mod:`hangdbg.check.blame`) and what the bisection found
+(:mod:`hangdbg.check.bisect`). The bad nodes are the ones that fail by themselves and the
+ones that make the others fail; a GPU is named instead of its node when some GPUs of the node
+pass and others fail. A first trial that failed is never followed by an all-clear: when no
+subset fails (an intermittent fault), the finding says so and names the whole set.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+import hostlist
+
+from ..model import Evidence, Finding, Kind, Severity, SourceKind
+from ..rankset import ranks_text
+from .bisect import Isolation
+from .blame import Bandwidth, Blame, RankResult, Trial, bandwidth, blame, slots_text, slow_nodes, slow_ranks
+
+__all__ = ["CheckVerdict", "check_verdict"]
+
+
+@dataclass(frozen=True, slots=True)
+class CheckVerdict:
+    """``bad_nodes``: nodes to leave out; ``bad_gpus``: ``host:slot`` of GPUs to leave out (their
+    node passes otherwise); ``exclude``: ``bad_nodes`` as a SLURM host list (``node[2,5]``), or None."""
+
+    headline: str
+    findings: tuple[Finding, ...]
+    bad_nodes: tuple[str, ...]
+    bad_gpus: tuple[str, ...]
+    exclude: str | None
+    bandwidth: Bandwidth | None
+
+
+def _evidence(lines: tuple[str, ...] | list[str]) -> tuple[Evidence, ...]:
+    return tuple(Evidence("check", None, w) for w in list(lines)[:6])
+
+
+def _finding(kind: Kind, summary: str, severity: Severity = Severity.SUSPECT, **kw) -> Finding:
+    return Finding(kind, summary, severity=severity, source=SourceKind.CHECK, **kw)
+
+
+def _why_for(host: str, blames: list[Blame]) -> list[str]:
+    """The blame lines about ``host``, one per distinct cause (the same fault seen in several
+    runs under other rank numbers is one line)."""
+    out: dict[str, str] = {}
+    for b in blames:
+        for w in b.why:
+            if w.startswith(f"{host}:") or f"({host} slot" in w:
+                out.setdefault(re.sub(r"\d+", "N", w.split(") ", 1)[-1]), w)  # other ports, other ranks: the same cause
+    return list(out.values())
+
+
+def check_verdict(trials: list[Trial], retry: Trial | None, nodes: Isolation[str] | None,
+                  gpus: dict[str, Isolation[int]], backend: str, slow_factor: float = 0.5) -> CheckVerdict:
+    """The verdict of a check (``trials`` in order, the first one with every node).
+
+    Args:
+        trials: every trial run; ``retry``: the interface retry (one of them) or None.
+        nodes: the bisection over nodes (None: one node, or not bisected).
+        gpus: the bisection over the slots of each node that failed by itself.
+        backend: ``gloo`` or ``nccl`` (names the interface variable).
+        slow_factor: ranks and nodes below this fraction of the median bandwidth are slow.
+    """
+    first = trials[0]
+    findings: list[Finding] = []
+    blames = [blame(t) for t in trials if not t.passed]
+    nccl = backend == "nccl" or any(r.backend == "nccl" for r in first.ranks)
+    env = "NCCL_SOCKET_IFNAME" if nccl else "GLOO_SOCKET_IFNAME"
+    bad_nodes: list[str] = []
+    bad_gpus: list[str] = []
+    if not first.passed:
+        b0 = blame(first)
+        if nodes is None:
+            alone = [first.hosts[0]] if len(first.hosts) == 1 else []
+            with_others: list[str] = []
+            together: list[tuple[str, ...]] = []
+        else:
+            alone, with_others, together = nodes.alone, nodes.with_others, nodes.together
+        for host in alone:
+            iso = gpus.get(host)
+            slots = dict(first.layout)[host]
+            if iso is not None and iso.bad and len(iso.bad) < len(slots):
+                for slot in iso.bad:
+                    bad_gpus.append(f"{host}:{slot}")
+                keep = slots_text([s for s in slots if s not in iso.bad])
+                why = _why_for(host, blames)
+                findings.append(_finding(
+                    Kind.CHECK_FAILED, f"GPU {slots_text(iso.bad)} of {host} fails the check by itself; its other GPUs "
+                    f"pass" + (f": {why[0]}" if why else ""), hosts=(host,),
+                    gpus=tuple(f"{host}:{s}" for s in iso.bad), evidence=_evidence(why),
+                    action=f"leave the GPU out (CUDA_VISIBLE_DEVICES={keep} on {host}) or the node (sbatch --exclude={host}); "
+                           "then look at `nvidia-smi -q` and the kernel log (hangdbg gpu) for it"))
+                continue
+            bad_nodes.append(host)
+            findings.append(_node_finding(host, "fails the check by itself", first, b0, blames,
+                                          f"leave it out: sbatch --exclude={host} (and drain it: scontrol update "
+                                          f"nodename={host} state=drain reason=hangdbg-check)"))
+        for host in with_others:
+            bad_nodes.append(host)
+            findings.append(_node_finding(host, "passes alone but the others fail with it", first, b0, blames,
+                                          f"leave it out (sbatch --exclude={host}); check its network: the route and "
+                                          f"firewall to the other nodes, {env}, the address its name resolves to"))
+        for group in together:
+            findings.append(_finding(
+                Kind.CHECK_FAILED, f"{', '.join(group)} fail the check only together (every half passes): the network "
+                f"between them, or a fault that needs them all", hosts=tuple(sorted(group)), evidence=_evidence(b0.why),
+                action="run `hangdbg check` on pairs of these nodes, and with NCCL_DEBUG=INFO; exclude them if it persists"))
+        if not (bad_nodes or bad_gpus or together):
+            hosts = tuple(dict.fromkeys(b0.hosts or first.hosts))
+            findings.append(_finding(
+                Kind.CHECK_FAILED, f"the check failed on every node ({b0.why[0] if b0.why else 'no detail'}) but no "
+                f"subset fails again: an intermittent fault", hosts=hosts, ranks=b0.ranks, evidence=_evidence(b0.why),
+                action="run `hangdbg check` again (several times), and `hangdbg dump` the job if it hangs"))
+        if b0.waiting and b0.ranks:
+            findings.append(_finding(
+                Kind.WAITING, f"{ranks_text(b0.waiting)} only waited for {ranks_text(b0.ranks)} (they timed out)",
+                severity=Severity.WAITING, ranks=b0.waiting, waits_for=b0.ranks))
+        if retry is not None:
+            findings.append(_interface_finding(first, retry, env))
+    best = max((t for t in trials if t.passed), key=lambda t: (len(t.ranks), -t.number), default=None)
+    bw = bandwidth(best) if best is not None and (first.passed or len(best.ranks) > 1) else None
+    if best is not None:
+        findings += _slow_findings(best.ranks, slow_factor)
+    exclude = hostlist.collect_hostlist(bad_nodes) if bad_nodes else None
+    findings.sort(key=lambda f: (f.severity is not Severity.SUSPECT, f.severity is Severity.WAITING))
+    return CheckVerdict(_headline(first, findings, bad_nodes, bad_gpus, exclude, bw), tuple(findings),
+                        tuple(bad_nodes), tuple(bad_gpus), exclude, bw)
+
+
+def _node_finding(host: str, what: str, first: Trial, b0: Blame, blames: list[Blame], action: str) -> Finding:
+    why = _why_for(host, blames)
+    return _finding(Kind.CHECK_FAILED, f"{host} {what}" + (f": {why[0]}" if why else ""), hosts=(host,),
+                    ranks=tuple(r for r in b0.ranks if _host_of(first, r) == host), evidence=_evidence(why), action=action)
+
+
+def _host_of(trial: Trial, rank: int) -> str | None:
+    return next((r.host for r in trial.ranks if r.rank == rank), None)
+
+
+def _interface_finding(first: Trial, retry: Trial, env: str) -> Finding:
+    used = sorted({f"{n.host}: {n.ifname_set}" for n in retry.nodes if n.ifname_set})
+    configured = sorted({f"{n.host}: {n.ifname_configured}" for n in first.nodes if n.ifname_configured})
+    set_to = ", ".join(used) or "the interface that routes to the rendezvous"
+    if retry.passed:
+        was = f"as configured ({', '.join(configured)})" if configured else f"with {env} unset"
+        return _finding(Kind.CHECK_INTERFACE, f"every check passes with {env} set to the interface that routes to the "
+                        f"rendezvous ({set_to}); {was} the start-up fails", severity=Severity.WARNING,
+                        hosts=tuple(n.host for n in first.nodes if n.ifname_configured),
+                        action=f"set {env} to that interface for the job (or fix the nodes' setting)")
+    b = blame(retry)
+    return _finding(Kind.CHECK_INTERFACE, f"another interface does not help: with {env} set to {set_to} the check fails too"
+                    + (f" ({b.why[0]})" if b.why else ""), severity=Severity.INFO)
+
+
+def _slow_findings(ranks: tuple[RankResult, ...], factor: float) -> list[Finding]:
+    out = []
+    for host, mine, mid in slow_nodes(ranks, factor):
+        out.append(_finding(Kind.CHECK_SLOW, f"{host} is slow: its ranks receive at {mine:.3g} GB/s, the nodes' median is "
+                            f"{mid:.3g} GB/s", severity=Severity.WARNING, hosts=(host,),
+                            action=f"check its network links (ibstat, ethtool, `nvidia-smi topo -m`); leave it out with "
+                                   f"sbatch --exclude={host} if it stays slow"))
+    slow = slow_ranks(ranks, factor)
+    if slow:
+        rows = "; ".join(f"rank {r.rank} ({r.where}) from rank {r.recv_from}: {r.recv_gbps:.3g} GB/s" for r in slow[:8])
+        out.append(_finding(Kind.CHECK_SLOW, f"{ranks_text([r.rank for r in slow])} receive far below the median: {rows}",
+                            severity=Severity.WARNING, ranks=tuple(r.rank for r in slow),
+                            hosts=tuple(sorted({r.host for r in slow})), gpus=tuple(f"{r.host}:{r.slot}" for r in slow)))
+    return out
+
+
+def _headline(first: Trial, findings: list[Finding], bad_nodes: list[str], bad_gpus: list[str], exclude: str | None,
+              bw: Bandwidth | None) -> str:
+    n_nodes, n_ranks = len(first.hosts), len(first.ranks)
+    if first.passed:
+        figures = f"; all_reduce of {bw.bytes} bytes: algbw {bw.algbw_gbps:.3g} GB/s, busbw {bw.busbw_gbps:.3g} GB/s" if bw else ""
+        slow = [f for f in findings if f.kind is Kind.CHECK_SLOW]
+        return (f"healthy: {n_ranks} ranks on {n_nodes} node(s) passed every check{figures}"
+                + (f" ({len(slow)} slow finding(s))" if slow else ""))
+    parts = []
+    if bad_nodes:
+        parts.append(f"bad node(s) {', '.join(bad_nodes)}")
+    if bad_gpus:
+        parts.append(f"bad GPU(s) {', '.join(bad_gpus)}")
+    suspects = [f for f in findings if f.severity is Severity.SUSPECT]
+    what = suspects[0].summary if suspects else "the check failed"
+    if parts:
+        tail = f"; run with --exclude={exclude}" if exclude else ""
+        return f"{' and '.join(parts)}: {what}{tail}"
+    return what

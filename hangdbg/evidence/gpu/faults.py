@@ -1,0 +1,147 @@
+"""GPU and PCIe faults in kernel logs and tool output that carry no Xid number.
+
+Grammars (one line each; :mod:`hangdbg.evidence.gpu.grammar` feeds them the lines of a kernel log or of a
+saved terminal session):
+
+* ``nvidia-smi`` when NVML cannot open a GPU (NVML ``nvmlDeviceGetHandleByIndex`` errors,
+  ``nvmlErrorString``: ``NVML_ERROR_GPU_IS_LOST`` "GPU is lost", ``NVML_ERROR_RESET_REQUIRED``
+  "GPU requires reset", ``NVML_ERROR_UNKNOWN`` "Unknown Error")::
+
+    Unable to determine the device handle for GPU0000:03:00.0: Unknown Error
+    Unable to determine the device handle for GPU 0000:02:00.0: GPU is lost. Reboot the system to recover this GPU
+
+* the resource manager's reset-required status (open-gpu-kernel-modules ``nvAssertOkFailedNoLog``
+  / ``nvCheckOkFailedNoLog`` with ``NV_ERR_RESET_REQUIRED``)::
+
+    NVRM: GPU0 nvCheckOkFailedNoLog: Check failed: Reset required [NV_ERR_RESET_REQUIRED] (0x00000062) returned from ...
+
+* ECC failures as CUDA and the driver word them (CUDA ``cudaErrorECCUncorrectable`` "uncorrectable
+  ECC error encountered"; Xid 63/64 "Row remapping failure")::
+
+    RuntimeError: CUDA error: uncorrectable ECC error encountered
+    NVRM: Xid ... (handled by the Xid grammar) / "... Row remapping failure ..."
+
+* PCIe Advanced Error Reporting, Linux ``drivers/pci/pcie/aer.c`` (``aer_print_error``,
+  ``aer_isr_one_error``)::
+
+    pcieport 0000:00:03.0: AER: Corrected error received: 0000:00:03.0
+    pcieport 0000:00:03.0: PCIe Bus Error: severity=Corrected, type=Data Link Layer, (Transmitter ID)
+    pcieport 0000:00:03.0:   device [8086:6f08] error status/mask=00001000/00002000
+    pcieport 0000:00:03.0:    [12] Timeout
+    nvidia 0000:3b:00.0: AER: PCIe Bus Error: severity=Uncorrected (Fatal), type=Transaction Layer, (Requester ID)
+
+  Older kernels print ``AER: Corrected error received: id=00e8``; some omit the ``AER:`` before
+  ``PCIe Bus Error``.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from ...model import Evidence
+
+__all__ = ["NEEDLES", "PROMPT", "AerRecord", "GpuFault", "aer_line", "fault_of"]
+
+_BDF = r"[0-9a-fA-F]{4,8}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}(?:\.[0-7])?"
+
+_HANDLE = re.compile(r"Unable to determine the device handle for GPU ?(?P<bus>" + _BDF + r"): (?P<why>[^\r\n]{1,200}?)\s*$")
+_RESET = re.compile(r"\[NV_ERR_RESET_REQUIRED\]|GPU requires reset")
+_BUS_IN = re.compile(r"(?:PCI:|GPU ?)(" + _BDF + r")")
+_GPU_IDX = re.compile(r"NVRM: GPU(?P<idx>\d{1,3}) ")
+_ECC = re.compile(r"(?P<what>uncorrectable ECC error(?: encountered)?|[Rr]ow remapping failure)")
+_AER_HEAD = re.compile(
+    r"^(?P<drv>[A-Za-z][\w-]{0,40}) (?P<dev>" + _BDF + r"): (?:AER: )?(?:PCIe Bus Error: severity=(?P<sev>[A-Za-z() -]{1,40}?), "
+    r"type=(?P<type>[A-Za-z ]{1,40}?), \((?P<agent>[A-Za-z ]{1,30})\)"
+    r"|(?P<rsev>(?:Multiple )?(?:Corrected|Uncorrected \((?:Non-)?Fatal\))) error received: (?:id=)?(?P<src>[0-9a-fA-F:.]{1,16}))\s*$")
+_AER_DEVICE = re.compile(r"^(?P<drv>[A-Za-z][\w-]{0,40}) (?P<dev>" + _BDF + r"):\s+device \[(?P<vid>[0-9a-fA-F]{4}):(?P<did>[0-9a-fA-F]{4})\]")
+_AER_BIT = re.compile(r"^(?P<drv>[A-Za-z][\w-]{0,40}) (?P<dev>" + _BDF + r"):\s+\[\s?(?P<bit>\d{1,2})\] (?P<name>[A-Za-z][\w ()/-]{0,60}?)\s*$")
+
+PROMPT = re.compile(r"^\[?[A-Za-z_][\w.-]{0,31}@(?P<host>[A-Za-z0-9][A-Za-z0-9.-]{0,62})[\]: ][^\n]{0,200}?[$#%>] {1,4}"
+                    r"(?:sudo {1,4})?(?:nvidia-smi|dmesg|journalctl|cat|grep|tail|less)\b")
+"""A shell prompt that runs a log or GPU tool (``zeyer@cn-234 ~ % nvidia-smi``, ``[root@node3 ~]# dmesg``):
+the host of the lines that follow."""
+
+NEEDLES = (b"AER", b"PCIe Bus Error", b"handle for GPU", b"RESET_REQUIRED", b"requires reset", b"ECC error",
+           b"emapping failure", b"nvidia-smi", b"dmesg", b"journalctl")
+"""Byte strings one of which every line of these grammars holds (a prompt, a head line), for the
+fast line filter; an AER record's continuation lines are read while it is open."""
+
+
+@dataclass(frozen=True, slots=True)
+class GpuFault:
+    """A GPU that is lost, needs a reset or has uncorrectable memory errors, without an Xid number.
+
+    Attributes:
+        bus: ``0000:03:00`` when the line names the PCI bus, ``GPU0`` for the driver's GPU index, else ``""``.
+        what: ``"unusable"`` (nvidia-smi cannot open it), ``"reset-required"``, ``"ecc"`` or ``"remap-failed"``.
+        detail: the tool's own words (``Unknown Error``, ``GPU is lost...``).
+    """
+
+    host: str
+    bus: str
+    what: str
+    detail: str
+    time: str
+    evidence: Evidence
+
+
+@dataclass
+class AerRecord:
+    """One PCIe AER error a device or root port reported (the ``PCIe Bus Error`` line and its
+    ``device [vvvv:dddd]`` / ``[bit] name`` lines).
+
+    Attributes:
+        driver: the kernel driver that printed it (``pcieport`` for a root or switch port, ``nvidia``).
+        device: the printing device, ``0000:00:03.0``.
+        severity: ``Corrected``, ``Uncorrected (Non-Fatal)`` or ``Uncorrected (Fatal)``.
+        type: ``Data Link Layer``, ``Physical Layer``, ``Transaction Layer``.
+        vendor: the PCI vendor id of the ``device [...]`` line (``10de`` = NVIDIA), ``""`` when absent.
+        errors: the status bits' names (``Timeout``, ``BadTLP``, ``RxErr``).
+    """
+
+    host: str
+    driver: str
+    device: str
+    severity: str
+    type: str
+    time: str
+    evidence: list[Evidence]
+    vendor: str = ""
+    errors: list[str] = field(default_factory=list)
+
+    @property
+    def fatal(self) -> bool:
+        return self.severity.startswith("Uncorrected")
+
+
+def fault_of(msg: str) -> tuple[str, str, str] | None:
+    """``(bus, what, detail)`` of a line that reports a GPU fault (see :class:`GpuFault`), else None."""
+    m = _HANDLE.search(msg)
+    if m:
+        why = m.group("why").strip()
+        return m.group("bus"), "unusable", why
+    if "RESET_REQUIRED" in msg or "requires reset" in msg:
+        m2 = _RESET.search(msg)
+        if m2:
+            idx = _GPU_IDX.search(msg)
+            bus = _BUS_IN.search(msg)
+            return (bus.group(1) if bus else f"GPU{idx.group('idx')}" if idx else ""), "reset-required", m2.group(0).strip("[]")
+    if "ECC error" in msg or "emapping failure" in msg:
+        m3 = _ECC.search(msg)
+        if m3:
+            what = "ecc" if "ECC" in m3.group("what") else "remap-failed"
+            bus = _BUS_IN.search(msg)
+            return (bus.group(1) if bus else ""), what, m3.group("what")
+    return None
+
+
+def aer_line(msg: str) -> tuple[str, re.Match[str]] | None:
+    """``("head" | "device" | "bit", match)`` for a line of a PCIe AER report, else None."""
+    if len(msg) > 400:
+        return None
+    for name, rx in (("head", _AER_HEAD), ("device", _AER_DEVICE), ("bit", _AER_BIT)):
+        m = rx.match(msg)
+        if m:
+            return name, m
+    return None

@@ -1,0 +1,278 @@
+"""The records of a scanned NCCL_DEBUG log (:class:`Proc`, :class:`Comm`, :class:`ConnectFailure`)
+and the grammars of single messages: net/tuner/profiler plugin lines, connect retries, socket
+errors, error-chain frames (NCCL 2.x ``src/net.cc``, ``src/plugin/*.cc``, ``misc/socket.cc``,
+``bootstrap.cc``, ``include/checks.h``). Used by :mod:`hangdbg.evidence.nccl.grammar`.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from dataclasses import dataclass, field
+
+from ...model import Evidence
+
+__all__ = ["MAX_OPS", "P2P_OPS", "Comm", "ConnectFailure", "Proc", "add_op", "op_fields", "op_sig"]
+
+_PLUGIN_NONE = re.compile(
+    r"NET/Plugin ?:? ?(?:Could not find|No plugin found|Plugin load returned|Failed to find|Plugin load \([^)]*\) returned)"
+    r"|Using internal (?:network )?(?:plugin|implementation)", re.IGNORECASE)
+_PLUGIN_LOADED = re.compile(
+    r"(?:Loaded (?:net|coll|nccl)? ?plugin|NET/Plugin ?: ?Loaded(?: net plugin)?|NET/Plugin: Using) ?:? ?(?P<name>[^(\n]{0,200}?)\s{0,8}(?:\(v\d+\))?\s{0,8}$"
+    r"|NET/OFI Using (?P<ofi>\S+)", re.IGNORECASE)
+# Net plugin lines, by NCCL version (src/net.cc 2.4-2.18, src/plugin/net.cc and plugin_open.cc 2.19+)
+# and by plugins themselves (nccl-rdma-sharp-plugins: "Plugin Path : PATH", aws-ofi-nccl: "NET/OFI").
+_PLUGIN_PATH = re.compile(r"^Plugin Path {0,8}: {0,8}(?P<path>\S+)")
+_PLUGIN_EXT = re.compile(r"^Successfully loaded external (?:network )?plugin\s+(?P<path>\S+)")
+_PLUGIN_INIT = re.compile(r"^(?:Initialized|Assigned) NET plugin (?P<name>\S+)")
+_PLUGIN_ENV = re.compile(r"^NCCL_NET_PLUGIN set by environment to (?P<name>\S+)")
+_PLUGIN_OTHER = re.compile(r"^(?P<kind>TUNER|PROFILER|ENV|GIN)/Plugin\s*:\s*(?P<rest>.*)$")
+_INTERNAL_NETS = frozenset({"ib", "socket", "ib_sharp", "collnet"})
+# Single-node and P2P evidence (init.cc): "nranks N" is printed by ncclCommInitAll (<= 2.4, one
+# process drives every GPU), "comm .. nRanks N nNodes M localRanks L" by newer init.cc.
+_INIT_ALL = re.compile(r"^nranks (?P<n>\d+)\s*$")
+_NNODES = re.compile(r"\bnNodes (?P<n>\d+)\b")
+_P2P_ENV = re.compile(r"^NCCL_P2P_(?:DISABLE|LEVEL) set by environment to (?P<v>\S+)")
+# Connectivity (misc/socket.cc, include/socket.h, bootstrap.cc).
+_RETRY = re.compile(r"^Call to connect returned (?P<why>.+?),? retrying\b")
+_NET_ERROR = re.compile(
+    r"(?:Socket creation failed|Call to connect failed|socketStartConnect|socketProgress|connect failed|bind failed)"
+    r"\s*:?\s*(?P<why>.*)$")
+_CHECKED_IN = re.compile(r"Bootstrap Root\s*:\s*rank (?P<rank>\d+) of (?P<n>\d+) ranks has already checked in")
+_CHAIN_FILE = re.compile(r"^(?P<file>[\w./+-]{1,200}\.(?:cc|cu|cpp|c|h)):\d{1,7} -> (?P<code>\d{1,9})(?P<rest>.*)$")
+_BENIGN_WARN = re.compile(r"Failed to open libibverbs|NET/IB : No device found|libnccl-net|ncclNetPlugin", re.IGNORECASE)
+
+
+@dataclass(slots=True)
+class Comm:
+    """One NCCL communicator as one process saw it (``comm`` pointers are per process).
+
+    ``key`` identifies the communicator across processes: ``commId`` when the init lines print
+    it (NCCL >= 2.12), else ``n{nranks}#{k}`` - the k-th communicator of that size the process
+    created (ranks create their communicators in the same order, as PyTorch process groups do).
+    """
+
+    ptr: str
+    rank: int | None = None
+    nranks: int | None = None
+    comm_id: str | None = None
+    parent: str | None = None
+    key: str = ""
+    state: str = ""  # "", "start", "complete", "aborted", "destroyed"
+    counts: Counter = field(default_factory=Counter)
+    last_op: int | None = None
+    last_coll: str | None = None
+    last_where: tuple[int, int] | None = None  # (file index, line number)
+    last_text: str | None = None
+    init_ev: Evidence | None = None
+    had_init: bool = False  # an init record (Init START/COMPLETE, nRanks/nNodes line), not only Abort/Destroy
+    order: int = 0
+    slices: dict = field(default_factory=dict)  # slice -> Counter(collective)
+    ops: dict = field(default_factory=dict)  # opCount -> [(OpSig, (file index, line), text)]: the last MAX_OPS
+
+
+MAX_OPS = 256
+"""opCounts kept per communicator for the cross-rank comparison (the last ones: where a job hangs)."""
+MAX_OPS_PER_COUNT = 64
+"""Operations kept per opCount (NCCL >= 2.12 gives every operation of one group the same opCount)."""
+P2P_OPS = frozenset({"Send", "Recv", "SendRecv"})
+_ROOTED = frozenset({"Broadcast", "Reduce"})
+_REDUCING = frozenset({"AllReduce", "Reduce", "ReduceScatter"})
+# The fields of a collective line after ``opCount N`` (NCCL 2.x ``enqueue.cc`` ``ncclEnqueueCheck``:
+# ``sendbuff %p recvbuff %p count %zu datatype %d op %d root %d comm %p [nranks=%d] stream %p``;
+# RCCL appends ``task %d globalrank %d``).
+_OP_FIELDS = re.compile(r"\bcount (?P<count>\d{1,20}) datatype (?P<dt>\d{1,4}) op (?P<redop>\d{1,6}) root (?P<root>-?\d{1,9}) comm ")
+
+
+def op_sig(name: str, count: int, datatype: int, redop: int, root: int) -> tuple:
+    """What every rank of a communicator must pass alike for one collective (NCCL's rule: same
+    type, count, datatype, reduction and, for Broadcast/Reduce, root): ``(name, count, datatype,
+    redop or None, root or None)``; the reduction only of reducing collectives, the root only of
+    rooted ones (NCCL prints 0 or the peer in the other fields). Send/Recv -> ``("p2p",)``: their
+    count and peer (printed as ``root``) legitimately differ between the two sides."""
+    if name in P2P_OPS:
+        return ("p2p",)
+    return (name, count, datatype, redop if name in _REDUCING else None, root if name in _ROOTED else None)
+
+
+def op_fields(name: str, rest: str) -> tuple | None:
+    """The :func:`op_sig` of a collective line's fields after ``opCount N``, None when they do not
+    parse or hold numbers no job has (a count above 2**62)."""
+    m = _OP_FIELDS.search(rest)
+    if m is None:
+        return None
+    count = int(m.group("count"))
+    if count > 1 << 62:
+        return None
+    return op_sig(name, count, int(m.group("dt")), int(m.group("redop")), int(m.group("root")))
+
+
+def add_op(c: Comm, op: int, sig: tuple, where: tuple[int, int], text: str | None) -> None:
+    """Keep one operation of ``c`` at opCount ``op`` (the last :data:`MAX_OPS` opCounts)."""
+    lst = c.ops.get(op)
+    if lst is None:
+        if len(c.ops) >= MAX_OPS:
+            low = min(c.ops)
+            if op < low:
+                return
+            del c.ops[low]
+        lst = c.ops[op] = []
+    if len(lst) < MAX_OPS_PER_COUNT:
+        lst.append((sig, where, text))
+
+
+@dataclass(slots=True)
+class ConnectFailure:
+    """A WARN naming a peer that could not be reached: ``Connect to IP<port> failed : why``."""
+
+    peer: str
+    port: int
+    reason: str
+    evidence: Evidence
+
+
+@dataclass(slots=True)
+class Proc:
+    """One process (``host``, ``pid``) that wrote NCCL records."""
+
+    host: str
+    pid: int
+    files: set = field(default_factory=set)
+    devs: set = field(default_factory=set)
+    launcher_rank: int | None = None
+    version: str | None = None
+    ifaces: set = field(default_factory=set)  # "ib0", "mlx5_0:1/IB"
+    ips: set = field(default_factory=set)
+    plugin: str | None = None  # "none" or "loaded: NAME"
+    other_plugins: set = field(default_factory=set)  # "TUNER: internal", "PROFILER: loaded NAME"
+    boot_ifaces: set = field(default_factory=set)  # interfaces of "Bootstrap : Using" lines
+    init_fail: Evidence | None = None  # first error-chain line through init.cc / init.cu
+    chain_first: tuple | None = None  # (file, code, rest, Evidence) of the first error-chain line
+    boot_chain: bool = False  # an error chain went through bootstrap.cc
+    retries: int = 0  # "Call to connect returned X, retrying" lines
+    retry_ev: Evidence | None = None
+    net_errors: list = field(default_factory=list)  # (why, Evidence): socket creation/connect errors
+    checked_in: list = field(default_factory=list)  # Evidence of "rank R of N ranks has already checked in"
+    init_all: int | None = None  # "nranks N" of ncclCommInitAll: one process drives N GPUs
+    nnodes: int | None = None  # "nNodes M" of an init line
+    p2p_env: str | None = None  # NCCL_P2P_DISABLE / NCCL_P2P_LEVEL as logged
+    benign_warns: int = 0  # WARNs that say nothing about a failure (no libibverbs on a socket-only host)
+    networks: set = field(default_factory=set)
+    transports: set = field(default_factory=set)
+    ring_size: int = 0  # ranks listed by a ring line "Channel 00/02 :    0   1   2   3" (every rank of that communicator)
+    comms: dict = field(default_factory=dict)  # ptr -> Comm (latest incarnation)
+    all_comms: list = field(default_factory=list)
+    ncomms: int = 0
+    warns: list = field(default_factory=list)
+    nwarns: int = 0
+    chains: list = field(default_factory=list)
+    nchains: int = 0
+    connects: list = field(default_factory=list)
+    records: int = 0
+    first_ev: Evidence | None = None
+    slice: int = 0
+
+    @property
+    def label(self) -> str:
+        return f"{self.host}.{self.pid}"
+
+    @property
+    def sort_key(self) -> tuple:
+        """Processes in rank order, those without a rank last (by host, pid)."""
+        r = self.rank
+        return (r is None, r if r is not None else 0, self.host, self.pid)
+
+    @property
+    def rank(self) -> int | None:
+        """The global rank: rank in the largest communicator (first created), else the launcher's."""
+        best = None
+        for c in self.all_comms:
+            if c.rank is None or c.nranks is None:
+                continue
+            if best is None or (c.nranks, -c.order) > (best.nranks, -best.order):
+                best = c
+        if best is not None:
+            return best.rank
+        return self.launcher_rank
+
+
+class _Unspliced:
+    """A record header match whose host was corrected (:meth:`NcclLog._unsplice_line`)."""
+
+    __slots__ = ("_host", "_m")
+
+    def __init__(self, m: re.Match, host: str) -> None:
+        self._m, self._host = m, host
+
+    def group(self, name: str):
+        return self._host if name == "host" else self._m.group(name)
+
+    def start(self) -> int:
+        return self._m.start()
+
+    def end(self) -> int:
+        return self._m.end()
+
+
+def _small(text: str, limit: int = 1 << 20) -> int | None:
+    """A count from a log line, ``None`` when it is garbage (a number no job has)."""
+    n = int(text)
+    return n if 0 <= n <= limit else None
+
+
+def _plugin(p: Proc, msg: str) -> None:
+    """A plugin-loading line -> ``p.plugin`` (net plugin: ``"none"`` or ``"loaded: NAME"``) or
+    ``p.other_plugins`` (tuner, profiler, env, gin).
+
+    Formats: NCCL 2.4-2.18 ``src/net.cc`` (``NET/Plugin : No plugin found (libnccl-net.so)[, using
+    internal implementation]``, ``NET/Plugin : Plugin load (libnccl-net.so) returned 2 : ...``,
+    ``NET/Plugin: Loaded net plugin NAME (vN)``, ``NET/Plugin: Failed to find ncclNetPlugin_vN symbol``);
+    2.19+ ``src/plugin/plugin_open.cc`` / ``net.cc`` (``NET/Plugin: Could not find: libnccl-net.so.
+    Using internal network plugin.``, ``Successfully loaded external network plugin PATH``,
+    ``Initialized NET plugin NAME``, ``NCCL_NET_PLUGIN set by environment to NAME``, ``TUNER/Plugin:
+    ...``, ``PROFILER/Plugin: ...``); plugins' own lines (nccl-rdma-sharp-plugins ``Plugin Path : PATH``,
+    aws-ofi-nccl ``NET/OFI Using aws-ofi-nccl VERSION``). A net plugin once seen loaded stays loaded
+    (the internal fall-back lines come first)."""
+    om = _PLUGIN_OTHER.match(msg)
+    if om:
+        rest = om.group("rest")
+        low = rest.lower()
+        state = "internal" if ("could not find" in low or "internal" in low or "no plugin" in low) else rest.strip()[:80]
+        p.other_plugins.add(f"{om.group('kind')}: {state}")
+        return
+    loaded = p.plugin is not None and p.plugin.startswith("loaded")
+    for rx in (_PLUGIN_PATH, _PLUGIN_EXT):
+        m = rx.match(msg)
+        if m:
+            p.plugin = "loaded: " + m.group("path")
+            return
+    m = _PLUGIN_ENV.match(msg)
+    if m:
+        if m.group("name").lower() == "none" and not loaded:
+            p.plugin = "none"
+        return
+    m = _PLUGIN_INIT.match(msg)
+    if m:
+        if m.group("name").lower() not in _INTERNAL_NETS and not loaded:
+            p.plugin = "loaded: " + m.group("name")
+        return
+    if _PLUGIN_NONE.search(msg):
+        if not loaded:
+            p.plugin = "none"
+        return
+    lm = _PLUGIN_LOADED.search(msg)
+    if lm and not loaded:
+        name = (lm.group("name") or lm.group("ofi") or "?").strip()
+        p.plugin = "loaded: " + name
+
+
+def _transport(t: str) -> str:
+    """``P2P/IPC/read`` -> ``P2P/IPC``; ``NET/IB/0`` -> ``NET/IB``; ``SHM/direct/direct`` -> ``SHM``."""
+    parts = [x for x in t.split("/") if x and not x.isdigit()]
+    if not parts:
+        return t
+    if parts[0] == "NET" and len(parts) > 1:
+        return "/".join(parts[:2])
+    if parts[0] == "P2P" and len(parts) > 1 and parts[1] in ("IPC", "CUMEM", "direct"):
+        return "P2P/" + parts[1]
+    return parts[0]

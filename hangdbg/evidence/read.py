@@ -1,0 +1,141 @@
+"""Everything a dead job left, read and merged into one verdict (``hangdbg report``).
+
+Walks the paths, detects each file's kind by its content (:mod:`hangdbg.evidence.walk`), hands the
+files of each kind to their reader (a reader bug becomes an error line, never a lost report),
+analyzes every source of stacks together (py-spy dumps, core files, saved stack texts), checks the
+flight recorder against those stacks, and merges it all with :func:`build_verdict`.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import replace
+from typing import Callable, Sequence
+
+from ..stacks.analysis import analyze
+from .crosscheck import cross_check
+from .jobs import mixed_jobs
+from .verdict import build_verdict
+from ..model import Analysis, ClassifiedFile, FileError, RankDump, SourceKind, SourceReport, Verdict
+from .job_signature import JobSignature, signature
+from ..text.lines import read_head
+from .base import StackReader, with_source
+from .stacks.reader import with_analysis
+from .registry import reader_for
+from .walk import NO_READER, walk
+
+__all__ = ["read_sources", "read_evidence"]
+
+
+def read_sources(paths: Sequence[str], on_kind: Callable[[SourceKind, int], None] | None = None
+                 ) -> tuple[list[SourceReport], Analysis | None, list[FileError], list[ClassifiedFile]]:
+    """Classify and read everything under ``paths``.
+
+    Args:
+        paths: directories (walked) or files.
+        on_kind: called with each kind and its number of files after they were read (progress).
+
+    Returns:
+        ``(sources, analysis, unparsed, files)`` as :func:`build_verdict` takes them.
+
+    Raises:
+        FileNotFoundError: a named path does not exist.
+    """
+    classified = [_second_chance(c) for c in walk(paths)]
+    by_kind: dict[SourceKind, list[str]] = {}
+    unparsed = []
+    for c in classified:
+        for k in c.kinds:
+            by_kind.setdefault(k, []).append(c.file)
+        if not c.kinds:
+            unparsed.append(FileError(c.file, c.reason))
+    sources: list[SourceReport] = []
+    dumps: list[RankDump] = []
+    for kind, files in by_kind.items():
+        reader = reader_for(kind)
+        try:
+            if isinstance(reader, StackReader):  # stacks: analyzed together below
+                rep, found = reader.read_dumps(files)
+                dumps.extend(found)
+            else:
+                rep = reader.read(files)
+        except Exception as exc:  # a reader bug must not lose the rest of the report
+            rep = SourceReport(kind=kind, files=tuple(files),
+                               errors=tuple(FileError(f, f"{kind} reader failed: {exc!r}") for f in files))
+        sources.append(with_source(rep))
+        if on_kind is not None:
+            on_kind(kind, len(files))
+    analysis = None
+    if dumps:
+        stacks = next((s for s in sources if s.kind is SourceKind.STACKS), None)
+        # live processes (py-spy dumps) among the stacks: a rank without one is missing
+        analysis = analyze(dumps, live=stacks is not None and stacks.records > 0)
+        if stacks is None:  # cores and stack texts only
+            sources.append(with_analysis(SourceReport(kind=SourceKind.STACKS), analysis))
+        else:
+            sources[sources.index(stacks)] = with_analysis(stacks, analysis)
+        sources = [_cross_checked(s, analysis) if s.kind is SourceKind.FLIGHT_RECORDER else s for s in sources]
+    return sources, analysis, unparsed, classified
+
+
+LOG_KINDS = (SourceKind.TORCH_LOG, SourceKind.NCCL, SourceKind.GPU)
+"""The line readers of the per-kind commands ``logs``, ``nccl summary`` and ``gpu``."""
+PROBE_MAX_BYTES = 8 << 20
+"""Larger files get no second chance (their head decided)."""
+_NO_LOG_READER = {SourceKind.STACK_TEXT}
+
+
+def _second_chance(c: ClassifiedFile) -> ClassifiedFile:
+    """``c`` with the log readers that find records in it although their ``sniff`` of its first
+    64 KiB said no.
+
+    The per-kind commands read every file they are given; ``report`` only what a sniff takes. A
+    text file that no log reader took (none at all, or only a stack reader: a torchrun log that
+    starts with ``frame #N:`` lines) is read by each log reader alone and kept by those that
+    recognise records in it, so that ``report`` finds what ``logs`` / ``nccl summary`` / ``gpu``
+    find in that file. Documentation, binary, empty and hangdbg's own files are not retried, nor
+    py-spy dumps (``stacks``: a job's thousands of dump files must be read once).
+    """
+    if c.kinds and not set(c.kinds) <= _NO_LOG_READER or not c.kinds and c.reason != NO_READER:
+        return c
+    try:
+        if os.path.getsize(c.file) > PROBE_MAX_BYTES:
+            return c
+    except OSError:
+        return c
+    found = []
+    for kind in LOG_KINDS:
+        try:
+            if reader_for(kind).read([c.file]).records > 0:
+                found.append(kind)
+        except Exception:  # a reader bug must not lose the walk; the reader's own pass reports it
+            continue
+    return replace(c, kinds=c.kinds + tuple(found), reason="") if found else c
+
+
+def _cross_checked(fr: SourceReport, analysis: Analysis) -> SourceReport:
+    """The flight recorder's report with its agreement or contradiction with the stacks added."""
+    return with_source(replace(fr, findings=fr.findings + tuple(cross_check(fr, analysis))))
+
+
+def read_evidence(paths: Sequence[str], on_kind: Callable[[SourceKind, int], None] | None = None) -> Verdict:
+    """:func:`read_sources` then :func:`build_verdict`: the verdict on everything under ``paths``.
+
+    Raises:
+        FileNotFoundError: a named path does not exist.
+    """
+    sources, analysis, unparsed, files = read_sources(paths, on_kind)
+    return build_verdict(sources, analysis, unparsed, files, mixed_jobs(_signatures(files)))
+
+
+def _signatures(files: Sequence[ClassifiedFile]) -> list[tuple[str, JobSignature]]:
+    """The job traits of every file a reader took (its first 64 KiB)."""
+    out = []
+    for c in files:
+        if not c.kinds or set(c.kinds) & {SourceKind.CORE, SourceKind.CORE_JSON, SourceKind.FLIGHT_RECORDER}:
+            continue  # binary dumps: their job traits are not in text lines
+        try:
+            out.append((c.file, signature(read_head(c.file))))
+        except OSError:
+            continue
+    return out

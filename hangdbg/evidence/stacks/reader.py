@@ -1,0 +1,92 @@
+"""The stacks reader: py-spy ``dump`` texts and ``hangdbg dump -o DIR`` outputs, and the joint
+analysis of every source of stacks.
+
+The files go through :func:`hangdbg.stacks.saved.load_dumps` and the same analyzer as a live
+``hangdbg dump``; ``hangdbg report`` analyzes the dumps of this reader, of core files and of
+stack texts together and :func:`with_analysis` puts the analysis' findings in the stacks report.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import replace
+from typing import Sequence
+
+from ...stacks.analysis import analyze
+from .facts import StacksFacts
+from ...model import Analysis, FileError, RankDump, RankState, SourceKind, SourceReport
+from ...stacks.debug_server import is_debug_server_dump
+from ...stacks.saved import load_dumps
+from ..base import ReaderBase, with_source
+
+__all__ = ["PySpyReader", "READER", "with_analysis"]
+
+_PYSPY = re.compile(rb"^(?:# hangdbg rank=|Process \d+: |Thread (?:0x[0-9A-Fa-f]+|\d+) \((?:idle|active))", re.M)
+_OWN_DUMP = re.compile(rb"^(?:-+ ?Thread ?ID: ?\d+|# ?ThreadID: ?\d+|# ?Thread: ?[^()\n]{0,200}\(\d+\))", re.M)
+
+
+def with_analysis(report: SourceReport, a: Analysis) -> SourceReport[StacksFacts]:
+    """``report`` (kind ``stacks``) with the analysis' findings and one RankState per rank.
+
+    Args:
+        report: the stacks report (files, skipped lines), or an empty one.
+        a: the joint analysis of every stack source (``live=False`` when only core files and
+            saved stack texts were read: see :func:`hangdbg.stacks.analysis.analyze`).
+    """
+    states = []
+    known = set()
+    for d in a.ranks:
+        known.add(d.rank)
+        place = a.places.get(d.rank)
+        if d.rank in a.missing_ranks:
+            state = "gone"
+        elif d.rank in a.unreadable:
+            state = "unreadable"
+        else:
+            state = place.describe() if place else ""
+        coll = place.collective if place is not None and place.kind == "collective" else None
+        states.append(RankState(rank=d.rank, host=d.host, pid=d.pid, last_collective=coll, state=state, source=SourceKind.STACKS))
+    states += [RankState(rank=r, state="missing", source=SourceKind.STACKS) for r in a.missing_ranks if r not in known]
+    findings = a.findings
+    return with_source(replace(report, kind=SourceKind.STACKS, findings=tuple(findings),
+                               ranks=tuple(sorted(states, key=lambda s: s.rank)), records=report.records or len(a.ranks),
+                               facts=StacksFacts(len(a.ranks), len(a.groups), a.headline)))
+
+
+class PySpyReader(ReaderBase[StacksFacts]):
+    """py-spy dump texts: ``records`` counts the rank dumps read."""
+
+    kind = SourceKind.STACKS
+
+    def sniff(self, head: bytes) -> bool:
+        """True for py-spy ``dump`` text (py-spy 0.3/0.4: ``Process N: cmd`` / ``Thread 0x..
+        (idle)`` lines), hangdbg's raw files (``# hangdbg rank=`` header) and thread dumps a program
+        printed itself (``-- Thread ID: N ---`` / ``# ThreadID: N`` headers, see
+        :mod:`hangdbg.stacks.thread_dump_text`), and the per-rank dumps of PyTorch's debug server
+        (``=== Rank N: addr ===`` blocks, :mod:`hangdbg.stacks.debug_server`)."""
+        return b"\x00" not in head and (_PYSPY.search(head) is not None or _OWN_DUMP.search(head) is not None
+                                         or is_debug_server_dump(head))
+
+    def read_dumps(self, paths: Sequence[str]) -> tuple[SourceReport[StacksFacts], list[RankDump]]:
+        """Read py-spy dump texts into rank dumps (the caller analyzes them with other stacks).
+
+        Returns:
+            ``(report, dumps)``: the report has the files, skipped lines and unreadable files but
+            no findings yet (see :func:`with_analysis`).
+        """
+        paths = [str(p) for p in paths]
+        try:
+            dumps, stats = load_dumps(paths)
+        except FileNotFoundError as exc:
+            return SourceReport(kind=self.kind, files=tuple(paths), errors=(FileError(str(exc.filename), "no such file"),)), []
+        errors = tuple(FileError(p, why) for p, why in stats.unreadable)
+        return SourceReport(kind=self.kind, files=tuple(paths), records=len(dumps), lines_skipped=stats.garbled_lines,
+                            errors=errors), dumps
+
+    def _read(self, paths: list[str]) -> SourceReport[StacksFacts]:
+        """Read and analyze py-spy dump texts on their own."""
+        report, dumps = self.read_dumps(paths)
+        return with_analysis(report, analyze(dumps)) if dumps else report
+
+
+READER = PySpyReader()

@@ -1,0 +1,101 @@
+"""One verdict from every kind of evidence (``hangdbg report``).
+
+Heuristic (ours): a failure has a root cause and many symptoms. Findings are ordered by what
+usually comes first in a post-mortem: the hardware (GPU fallen off the bus, fatal Xid, ECC), then
+a process that died (core file, torchrun's first failure), then the network set-up (refused
+connections, an init that never completed, hosts whose NCCL set-up differs), then what the
+collectives show (a mismatch, a missing or lagging rank), and last the timeouts every rank
+reports once a peer is gone. Within one level, a finding whose ranks or hosts other kinds of
+evidence also name comes first.
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+from ..model import SEVERITY_ORDER, Analysis, ClassifiedFile, FileError, Finding, Kind, Severity, SourceReport, Verdict
+from ..headline import headline, unread_headline, verdict_all_clear
+
+__all__ = ["build_verdict", "PRIORITY"]
+
+PRIORITY: dict[Kind, int] = {
+    Kind.GPU_LOST: 0, Kind.XID: 1, Kind.ECC: 1, Kind.PCIE_AER: 1,
+    Kind.CORE_CRASH: 2, Kind.CHILD_FAILED: 2, Kind.CHILD_ERROR: 2, Kind.CRASH: 2, Kind.FATAL_ERROR: 2,
+    Kind.MIXED_JOBS: 0, Kind.NCCL_CONNECT_FAILED: 3, Kind.NCCL_INIT_INCOMPLETE: 3, Kind.NODE_FAILED: 3, Kind.NCCL_SETUP_DIFFERS: 4,
+    # the stack analyzer's kinds share one level: it orders its own suspects (stable sort)
+    Kind.MISSING: 5, Kind.DIFFERENT_COLLECTIVE: 5, Kind.DEADLOCK: 5, Kind.OUTSIDE_COLLECTIVE: 5, Kind.BEHIND: 5,
+    Kind.AHEAD: 5, Kind.P2P_MISMATCH: 5, Kind.STORE_KEY_MISSING: 5, Kind.WAIT_CYCLE: 5, Kind.FR_MISMATCH: 5, Kind.TRACE_DIVERGED: 5,
+    Kind.FR_MISSING_RANK: 6, Kind.DESYNC_REPORT: 6, Kind.OP_MISMATCH: 6, Kind.TRACE_STOPPED: 6, Kind.NCCL_SLICE_DIFFERS: 6,
+    Kind.SEQ_LAGGING: 7, Kind.NCCL_LAGGING: 7, Kind.NO_TIMEOUT: 7, Kind.DUMP_SIGNAL: 7,
+    Kind.FR_STUCK: 8, Kind.FR_CONTRADICTS: 8, Kind.CPP_EXCEPTION: 8, Kind.CORE_KILLED: 8, Kind.NCCL_ABORTED: 8,
+    Kind.NCCL_INIT_FAILED: 3, Kind.NCCL_BOOTSTRAP: 3, Kind.NCCL_P2P_BLOCKED: 4, Kind.NCCL_OP_MISMATCH: 6,
+    # analyze/torch_messages.py: a rank's own NCCL error; mismatches PyTorch detected; the watchdog's own hang
+    Kind.RANK_ERROR: 3, Kind.COLLECTIVE_MISMATCH: 5, Kind.MODEL_MISMATCH: 5, Kind.COLLECTIVE_DATA: 4, Kind.WATCHDOG_HUNG: 6,
+    Kind.BARRIER_MISSING: 5,
+    Kind.UNREADABLE: 8, Kind.UNDECIDED: 8, Kind.NCCL_WARN: 8, Kind.CORE_UNREADABLE: 8, Kind.FIRST_COLLECTIVE: 8,
+    Kind.WATCHDOG_TIMEOUT: 9, Kind.LOG_INCOMPLETE: 9, Kind.WAITING: 9, Kind.FR_AGREES: 9, Kind.CORE_ON_DEMAND: 9,
+    Kind.RAS_ERROR: 3, Kind.RAS_UNREACHABLE: 3, Kind.RAS_MISMATCH: 7, Kind.RAS_OK: 9,
+    # native stack texts (analyze/native_causes.py)
+    Kind.CUDA_ERROR: 1, Kind.ABORT_HANG: 3, Kind.COMM_INIT_FAILED: 3, Kind.CUDA_STUCK: 8,
+    Kind.STALL: 5,  # hangdbg watch: the suspects of its stall dump
+    Kind.CHECK_FAILED: 3, Kind.CHECK_INTERFACE: 4, Kind.CHECK_SLOW: 7,  # hangdbg check
+    Kind.NOT_SAVED: 9,  # hangdbg's own output dir (disk full, read-only): never about the job
+}
+"""Root cause before symptom: lower first. Every :class:`Kind` has a level (a test checks)."""
+
+
+def _corroboration(f: Finding, named: dict[object, set[str]]) -> int:
+    """How many other kinds of evidence name the same ranks or hosts as a suspect."""
+    kinds: set[str] = set()
+    for r in f.ranks:
+        kinds |= named.get(("rank", r), set())
+    for h in f.hosts:
+        kinds |= named.get(("host", h), set())
+    kinds.discard(str(f.source))
+    return len(kinds)
+
+
+def build_verdict(sources: Sequence[SourceReport], analysis: Analysis | None = None,
+                  unparsed: Sequence[FileError] = (), files: Sequence[ClassifiedFile] = (),
+                  notes: Sequence[Finding] = ()) -> Verdict:
+    """Merge the readers' reports into one :class:`Verdict`.
+
+    Args:
+        sources: one report per reader that found files (each finding's ``source`` set).
+        analysis: the joint stack analysis, when stacks were read.
+        unparsed: files no reader took.
+        files: every file looked at.
+        notes: findings about the inputs as a whole (:mod:`hangdbg.evidence.jobs`).
+    """
+    named: dict[object, set[str]] = {}
+    every = [f for s in sources for f in s.findings] + list(notes)
+    for f in every:
+        if f.severity is Severity.SUSPECT:
+            for r in f.ranks:
+                named.setdefault(("rank", r), set()).add(str(f.source))
+            for h in f.hosts:
+                named.setdefault(("host", h), set()).add(str(f.source))
+
+    def order(f: Finding) -> tuple:
+        return (SEVERITY_ORDER[f.severity], PRIORITY.get(f.kind, 8), -_corroboration(f, named), len(f.ranks) or 10**9)
+
+    findings = tuple(sorted(every, key=order))
+    states = sorted((st for s in sources for st in s.ranks), key=lambda st: st.rank)
+    errors = [e for s in sources for e in s.errors]
+    n_files = len(files)
+    if not any(s.records for s in sources):
+        text = unread_headline(n_files)
+    else:
+        text = headline(findings, verdict_all_clear(n_files, analysis.headline if analysis is not None else None))
+        mixed = next((f for f in notes if f.kind is Kind.MIXED_JOBS), None)
+        if mixed is not None and mixed is not findings[0]:  # never merged silently
+            text += f" [{mixed.summary.split(':', 1)[0]}: {mixed.action}]"
+    return Verdict(
+        headline=text,
+        findings=findings,
+        sources=tuple(sources),
+        analysis=analysis,
+        rank_states=tuple(states),
+        unparsed=tuple(unparsed) + tuple(errors),
+        files=tuple(files),
+    )

@@ -1,0 +1,56 @@
+"""The headline of a stack analysis (``dump``, ``analyze``, ``demo``, ``core``): the one sentence on top."""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+from ..model import Finding, Group, Kind, suspects_of
+from ..rankset import rank_set, ranks_text
+
+__all__ = ["stacks_headline"]
+
+
+def stacks_headline(groups: Sequence[Group], findings: Sequence[Finding], all_progress: bool,
+                    unreadable: Sequence[int], elsewhere: int, multi_node: bool = False) -> str:
+    """The sentence of a stack analysis.
+
+    Args:
+        groups: the equivalence classes.
+        findings: the analysis' findings (suspects first).
+        all_progress: every rank's stack changed between samples.
+        unreadable: ranks whose stack could not be taken.
+        elsewhere: ranks of the job on nodes that were not examined.
+        multi_node: the ranks are on several nodes (name the suspects' hosts).
+    """
+    notes = []
+    if unreadable:
+        notes.append(f"could not read the stacks of {ranks_text(unreadable)}")
+    if elsewhere:
+        notes.append(f"{elsewhere} ranks live on nodes not examined")
+    tail = (" (" + "; ".join(notes) + ")") if notes else ""
+    suspects = suspects_of(findings)
+    if all_progress:
+        return f"no hang: every rank's stack changed between samples, the job is making progress{tail}"
+    if suspects and len({s.summary for s in suspects}) == 1 and len(suspects) > 1:
+        # one finding that names several groups (a collective split with no majority)
+        return f"suspect ranks {rank_set(r for s in suspects for r in s.ranks)}: {suspects[0].summary}{tail}"
+    if suspects:
+        first = suspects[0]
+        lead = ranks_text(first.ranks)
+        if multi_node and first.hosts:
+            lead += f" on {', '.join(first.hosts[:4])}{' ...' if len(first.hosts) > 4 else ''}"
+        n = len(suspects) - 1
+        more = f" (+{n} more suspect group{'s' if n > 1 else ''})" if n else ""
+        return f"suspect {lead}: {first.summary}{more}{tail}"
+    undecided = [f for f in findings if f.kind is Kind.UNDECIDED]
+    if undecided:
+        u = undecided[0]
+        return f"undecided: {u.summary}; {u.action}{tail}"
+    if not groups:
+        return f"no stack could be read{tail}"
+    if len(groups) == 1:
+        g = groups[0]
+        return f"all {len(g.ranks)} ranks are in the same place ({g.place.describe()}); no single rank stands out{tail}"
+    if {g.place.kind for g in groups} <= {"init"}:
+        return f"all ranks wait in rendezvous/init; no single rank stands out{tail}"
+    return f"no rank waits in a collective; the ranks are in {len(groups)} places{tail}"

@@ -1,0 +1,526 @@
+"""Name the suspects of a hang from the ranks' stacks: the ranks the others wait for, each with a
+one-line reason, as :class:`~hangdbg.model.Finding` objects of severity ``suspect``.
+
+Rules, in order (a rank named by an earlier rule is not named again):
+
+1. ``missing``: ranks of the examined nodes that have no process (never started or exited).
+   Ranks waiting in init/rendezvous are then a consequence, not suspects.
+2. ``deadlock``: a rank whose chosen thread and another thread both wait to acquire a mutex.
+3. ``outside-collective``: ranks outside any collective while other ranks wait in one.
+4. ``different-collective``: ranks in a collective or call site that differs from the majority
+   (with no strict majority, every split is named).
+3b. ``outside-collective`` with no waiting rank in the dumps and the job's size unknown (saved
+   dumps of one or a few ranks): ranks
+   blocked on something named that is not another rank (a data loader queue, a pipe, a socket, a
+   file, a lock: :func:`hangdbg.stacks.wait_state.identified_block`) are roots of the wait-for
+   graph by themselves; any rank waiting in a collective waits for them.
+5. ``behind``: ranks in the same place but at a lower loop counter (``--locals``: integer locals
+   named step, iteration, epoch, i, ...), the "code loops" problem that STAT attacks with
+   loop-order variables. When a few ranks are *ahead* of a majority that is behind, the few
+   are named instead (kind ``ahead``) and the reason says which way they differ.
+
+When every dumped rank waits for others and none of those is in the dumps (the job's size unknown),
+:func:`not_dumped` says so and what to collect (an ``undecided`` warning, never a suspect).
+When every rank is in the same place, or every rank is still making progress between samples,
+no rank is named. The ranks that only wait (in a collective or a rendezvous) are never suspects:
+:func:`waiting_findings` says whom they wait for.
+"""
+
+from __future__ import annotations
+
+from typing import Mapping
+
+from ..model import Finding, Frame, Kind, RankDump, Severity, Thread
+from ..waits import WaitKind
+from .cycles import resolve_cycles
+from .waitfor import WaitGraph
+from .places import read_source
+from .wait_state import identified_block
+from .classes import RankView
+from ..rankset import ranks_text
+
+__all__ = ["find_suspects", "waiting_findings", "not_dumped", "place_buckets", "expected_ranks", "progressing_ranks", "LOOP_VARIABLES"]
+
+LOOP_VARIABLES = (
+    "epoch", "global_step", "step", "steps", "completed_steps", "iteration", "iter", "itr", "it",
+    "batch_idx", "batch_num", "micro_step", "i", "j", "k", "n", "idx",
+)
+
+
+def _ranks_text(ranks) -> str:
+    return ranks_text(ranks)
+
+
+def expected_ranks(dumps: list[RankDump], whole_job: bool = False) -> tuple[set[int], int]:
+    """Ranks that should have a process on the examined nodes, and how many live elsewhere.
+
+    With ``world_size`` only (one node holds the whole job): ``range(world_size)``. When
+    ``local_world_size < world_size`` (a multi-node job seen from one node): the ranks of each
+    seen node, ``rank - local_rank + range(local_world_size)`` (torchrun's contiguous layout).
+    With ``whole_job`` (every node was asked): ``range(world_size)``.
+    """
+    sizes = [d.world_size for d in dumps if d.world_size]
+    if not sizes:
+        return {d.rank for d in dumps}, 0
+    world = max(sizes)
+    if whole_job:
+        return set(range(world)), 0
+    # (first rank, size) of each seen node, from the dumps that know their local rank
+    nodes = {(d.rank - d.local_rank, d.local_world_size) for d in dumps
+             if d.local_world_size and d.local_rank is not None}
+    if nodes and max(size for _, size in nodes) < world:
+        exp: set[int] = set()
+        for base, size in nodes:
+            exp.update(range(max(0, base), min(world, base + size)))
+        exp.update(d.rank for d in dumps)
+        return exp, world - len(exp)
+    return set(range(world)), 0
+
+
+def progressing_ranks(dumps: list[RankDump], views: dict[int, RankView]) -> set[int]:
+    """Ranks whose chosen thread's Python stack changed between samples, or whose loop counters
+    changed between samples that both carry ``--locals`` (a sample without locals, such as the
+    first round of an adaptive dump, has no counters to compare)."""
+    out = set()
+    for d in dumps:
+        if len(d.samples) < 2 or d.rank not in views:
+            continue
+        name = views[d.rank].thread.name
+        stacks, counters = set(), set()
+        for sample in d.samples:
+            t = next((t for t in sample if t.name == name), sample[0] if sample else None)
+            if t is None:
+                continue
+            stacks.add(t.stack_key)
+            if any(f.locals for f in t.frames):
+                counters.add((t.stack_key, _loop_values(t)))
+        if len(stacks) > 1 or len(counters) > 1:
+            out.add(d.rank)
+    return out
+
+
+def _loop_values(thread: Thread) -> tuple:
+    vals = []
+    for depth, f in enumerate(reversed(thread.python_frames)):
+        for name, value in f.locals:
+            if name in LOOP_VARIABLES:
+                try:
+                    vals.append((depth, f.function, name, int(value)))
+                except ValueError:
+                    pass
+    return tuple(vals)
+
+
+def _top(view: RankView) -> str:
+    site = view.place.call_site
+    return f"{site}{_code(site)}" if site is not None else "an unknown frame"
+
+
+def _frame_text(frame: Frame) -> str:
+    return f"{frame}{_code(frame)}"
+
+
+def _code(frame: Frame | None) -> str:
+    """`` `source line` `` of a frame when its file is readable here, else ''."""
+    text = read_source(frame) if frame is not None else ""
+    return f" `{text}`" if text else ""
+
+
+def place_buckets(views: list[RankView]) -> list[list[RankView]]:
+    """The ranks grouped by where they are (kind, collective, call site), largest group first
+    (then lowest rank): computed once per analysis, every rule reads it."""
+    by_place: dict[int, list[RankView]] = {}  # places are shared by the ranks of a stack: group by identity first
+    for v in views:
+        by_place.setdefault(id(v.place), []).append(v)
+    by: dict[tuple, list[RankView]] = {}
+    for members in by_place.values():
+        p = members[0].place
+        by.setdefault((p.kind, p.collective, p.call_site.key if p.call_site else None), []).extend(members)
+    return sorted(by.values(), key=lambda b: (-len(b), min(v.rank for v in b)))
+
+
+def find_suspects(
+    views: list[RankView],
+    missing: list[int],
+    progressing: set[int],
+    buckets: list[list[RankView]],
+    graph: WaitGraph,
+    sampled: bool = False,
+    groups: Groups | None = None,
+    unranked: frozenset[int] = frozenset(),
+    size_unknown: bool = False,
+    exited: frozenset[int] = frozenset(),
+) -> list[Finding]:
+    """Apply the rules of this module (see the module docstring): the suspects, most important
+    first, without hosts or evidence (the caller adds them); or one ``undecided`` warning when the
+    stacks cannot decide.
+
+    Args:
+        buckets: :func:`place_buckets` of ``views``.
+        graph: the wait-for graph (:func:`hangdbg.stacks.waitfor.build_graph`).
+        sampled: some rank was sampled more than once (a computing rank can be told from a slow step).
+        groups: :func:`waiting_groups` of the graph (computed when not given).
+        unranked: ranks whose number is only their order among the files (the text says so).
+        size_unknown: no dump knows the job's size (saved dumps of one or a few ranks): rule 3b
+            applies (with every rank of a known job dumped and none waiting, nobody waits for them).
+        exited: the missing ranks that were seen alive and then gone (a later sample, a retry):
+            they died during the dump, the job is dying rather than hung.
+    """
+    suspects: list[Finding] = []
+    named: set[int] = set()
+
+    def name(ranks, reason: str, kind: Kind) -> None:
+        ranks = tuple(sorted(r for r in ranks if r not in named))
+        if ranks:
+            named.update(ranks)
+            suspects.append(Finding(kind, reason, ranks, severity=Severity.SUSPECT))
+
+    if missing:
+        gone = set(missing)
+        waiting = [kept for b in buckets if b[0].place.kind != "outside" and (kept := [v for v in b if v.rank not in gone])]
+        where = _where(waiting) if waiting else "the others are elsewhere"
+        died = sorted(gone & exited)
+        if died:
+            rest = f"; {where}" if waiting or len(views) > len(died) else ""
+            name(died, f"{_ranks_text(died)} exited while hangdbg was dumping (seen alive, then gone): "
+                       f"the job is dying, not hung{rest}", Kind.MISSING)
+        name(missing, f"no process for {_ranks_text(missing)} (never started or exited); {where}", Kind.MISSING)
+
+    for v in views:
+        if v.lock_waiters:
+            other = v.lock_waiters[0]
+            name(
+                [v.rank],
+                f"thread deadlock: {v.thread.name or 'a thread'} waits for a lock in {_top(v)} while thread "
+                f"{other.name or other.thread_id} waits for a lock in "
+                f"{_frame_text(other.python_frames[0]) if other.python_frames else '?'}",
+                Kind.DEADLOCK,
+            )
+    if missing:
+        return suspects
+    waits = graph.waits
+    roots = [r for r in graph.roots if r not in named]
+    unknown = [r for r in roots if waits[r].kind is WaitKind.UNKNOWN]
+    if unknown and len(unknown) < len(roots):
+        roots = [r for r in roots if r not in unknown]  # what the stacks show first; the unreadable are a warning
+    elif unknown:  # only unreadable roots: a mismatch the stacks show comes first, else they are the suspects
+        _resolve(graph, buckets, name)
+        if suspects:
+            roots = []
+    if roots:
+        undecided = _undecided(roots, graph, sampled)
+        if undecided is not None:
+            return suspects + [undecided]
+        by_view = {v.rank: v for v in views}
+        base = waiting_groups(graph) if groups is None else groups
+        for r in roots:
+            w = waits[r]
+            dist = graph.distances_to(r)
+            nearest_first = sorted(select(base, {r}, dist), key=lambda g: (dist[g[0][0]], len(g[1])))
+            chain = chain_text(graph, nearest_first, r)
+            if w.kind is WaitKind.UNKNOWN:
+                name([r], f"could not be read ({w.detail}); {chain}", Kind.UNREADABLE)
+                continue
+            view = by_view.get(r)
+            state = " (still running: its stack changed between samples)" if r in progressing else ""
+            code = _code(view.place.call_site) if view is not None else ""
+            name([r], f"{w.describe()}{code}{state}, in no collective; {chain}", Kind.OUTSIDE_COLLECTIVE)
+    elif not suspects:
+        _resolve(graph, buckets, name)
+        if not suspects and graph.unresolved:
+            return [_unresolved(graph)]
+        if not suspects and size_unknown and not any(w.waiting for w in waits.values()):
+            suspects.extend(_lone_roots(views, waits, progressing, unranked))
+            named.update(r for f in suspects for r in f.ranks)
+    _behind([v for v in views if waits[v.rank].waiting], name)
+    return suspects
+
+
+_BLOCK_ACTIONS = (
+    ("data loader", "look at the data loader's workers (py-spy dump --subprocesses --pid of this rank: a dead or stuck "
+                    "worker, a full /dev/shm); rerun with num_workers=0 to confirm"),
+    ("queue", "dump the threads or processes that fill the queue (py-spy dump --subprocesses)"),
+    ("lock", "take native frames to see the lock's owner: hangdbg dump --native"),
+    ("file", "check the file system the rank reads (a hung NFS/Lustre mount, a missing file)"),
+    ("socket", "check the service or peer the rank talks to (host, port, firewall)"),
+)
+
+
+def who_text(ranks, unknown: frozenset[int] | set[int]) -> str:
+    """``rank 3``, or ``the dumped process (rank unknown, numbered 0 by file order)`` for ranks whose
+    number is only their order among the files."""
+    if ranks and set(ranks) <= set(unknown):
+        n = len(ranks)
+        return (f"the dumped process{'es' if n > 1 else ''} (rank unknown, numbered {_ranks_text(ranks).split(' ', 1)[-1]} "
+                "by file order)")
+    return _ranks_text(ranks)
+
+
+def _lone_roots(views: list[RankView], waits, progressing: set[int], unknown: frozenset[int]) -> list[Finding]:
+    """Rule 3b: no dumped rank waits for another; the ranks blocked on something named that is not
+    a rank are the roots (grouped by what they wait on)."""
+    by: dict[str, list[int]] = {}
+    for v in views:
+        w = waits[v.rank]
+        if v.rank not in progressing and identified_block(w) and not _is_worker(v):
+            by.setdefault(w.describe(), []).append(v.rank)
+    out = []
+    n = len(views)
+    for what, ranks in by.items():
+        w = waits[ranks[0]]
+        view = next(v for v in views if v.rank == ranks[0])
+        unsure = f" ({who_text(ranks, unknown)})" if set(ranks) <= unknown else ""
+        others = "no other rank was dumped" if n == len(ranks) else f"none of the {n} dumped ranks waits in one"
+        action = next((a for key, a in _BLOCK_ACTIONS if key in w.detail), "dump what it waits for")
+        if w.kind is WaitKind.LOCK or any(key in w.detail for key in _LONE_CAUSES):
+            out.append(Finding(Kind.OUTSIDE_COLLECTIVE,
+                               f"{what}{_code(view.place.call_site)}{unsure}, not in any collective: "
+                               f"it waits on nothing inside the job, so every rank that waits in a collective waits "
+                               f"for it ({others})", tuple(ranks), severity=Severity.SUSPECT, action=action))
+        else:  # a thread, a subprocess, a future, a plain queue: maybe work of the job itself, maybe idle
+            out.append(Finding(Kind.OUTSIDE_COLLECTIVE,
+                               f"{what}{_code(view.place.call_site)}{unsure}, not in any collective ({others}): "
+                               f"if other ranks wait in a collective, this is why", tuple(ranks),
+                               severity=Severity.WARNING, action=action + "; dump every rank to see who waits"))
+    return out
+
+
+_LONE_CAUSES = ("data loader", "file", "socket", "lock", "sleep")
+"""What a lone rank can wait on and be the suspect for (a hung job's rank that waits on these waits
+on nothing of the job); other named waits (a thread, a subprocess, a future, a queue) are only a
+warning: the work they wait for may be the job's own, or the process idle."""
+
+_WORKER_LOOPS = (("torch/utils/data/_utils/worker.py", "_worker_loop"),
+                 ("torch/utils/data/_utils/pin_memory.py", "_pin_memory_loop"))
+"""A DataLoader worker process or pin-memory thread idles in a queue by design (torch 1.x-2.x)."""
+
+
+def _is_worker(v: RankView) -> bool:
+    """True when the thread that speaks for ``v`` is a DataLoader worker loop, not a rank's own code."""
+    return any(f.file.replace("\\", "/").endswith(file) and f.function == fn
+               for f in v.thread.frames for file, fn in _WORKER_LOOPS)
+
+
+def not_dumped(graph: WaitGraph, views: list[RankView], unknown: frozenset[int] = frozenset()) -> Finding | None:
+    """An ``undecided`` warning when every dumped rank waits for other ranks (a collective, a
+    rendezvous) and none of those is in the dumps: the ranks that do not arrive were not dumped.
+
+    Args:
+        graph: the wait-for graph; the rule applies only when it has no edge and nothing unresolved.
+        views: the readable ranks.
+        unknown: ranks numbered by file order (the text says their rank is unknown).
+
+    Returns:
+        The finding, or None when some dumped rank does not wait or some edge exists. The caller
+        applies it only when the job's size is unknown (a complete job in one collective is not this).
+    """
+    if not views or graph.edges or graph.unresolved or not all(graph.waits[v.rank].waiting for v in views):
+        return None
+    ranks = tuple(sorted(v.rank for v in views))
+    places = {graph.waits[r].describe() for r in ranks}
+    where = next(iter(places)) if len(places) == 1 else "; ".join(sorted(places))
+    one = len(ranks) == 1
+    return Finding(Kind.UNDECIDED,
+                   f"{who_text(ranks, unknown)} {'waits' if one else 'wait'} {where} for ranks that are not in these "
+                   f"dumps: no dumped rank is elsewhere, and the job's size is unknown",
+                   ranks, severity=Severity.WARNING,
+                   action="dump every rank of the job while it hangs (hangdbg dump on every node, or py-spy dump --pid "
+                          "for each rank): the rank outside the collective is the cause")
+
+
+def _resolve(graph: WaitGraph, buckets: list[list[RankView]], name) -> None:
+    """No root: what does not match (p2p, store keys), else a collective split from the majority."""
+    hits: list[int] = []
+
+    def counted(ranks, reason: str, kind: Kind) -> None:
+        hits.append(1)
+        name(ranks, reason, kind)
+
+    resolve_cycles(graph, counted)
+    if not hits:
+        in_coll = [b for b in buckets if b[0].place.kind == "collective"
+                   and graph.waits[b[0].rank].kind is WaitKind.COLLECTIVE]
+        collective_splits(in_coll, name)
+
+
+def _undecided(roots: list[int], graph: WaitGraph, sampled: bool) -> Finding | None:
+    """An ``undecided`` warning when the roots might not be stuck: ranks on CPU seen once (a slow
+    step or a hang?), or ranks inside a C++ call whose native frames were not taken."""
+    waits = graph.waits
+    hidden = [r for r in roots if waits[r].kind in (WaitKind.BLOCKED, WaitKind.COMPUTE)
+              and "native" not in waits[r].evidence and waits[r].detail.startswith("inside")]
+    if hidden:
+        w = waits[hidden[0]]
+        where = f" under {w.site}" if w.site is not None else ""
+        return Finding(Kind.UNDECIDED, f"{_ranks_text(hidden)} {'is' if len(hidden) == 1 else 'are'} inside a C++ call"
+                       f"{where} that Python frames cannot show: it may be a wait for other ranks "
+                       "(DDP's gradient all_reduce in backward(), work.wait())", tuple(hidden),
+                       severity=Severity.WARNING, action="take native frames: hangdbg dump --native")
+    computing = [r for r in roots if waits[r].kind is WaitKind.COMPUTE]
+    if computing and len(computing) == len(roots) and not sampled:
+        w = waits[computing[0]]
+        mine = set(computing)
+        waiters = sorted({r for e in graph.edges if not mine.isdisjoint(e.targets) for r in e.waiters})
+        others = (f"{_ranks_text(waiters)} {'waits' if len(waiters) == 1 else 'wait'} {waits[waiters[0]].describe()}"
+                  if waiters else "the others wait")
+        return Finding(Kind.UNDECIDED, f"{_ranks_text(computing)} {'is' if len(computing) == 1 else 'are'} on CPU "
+                       f"({w.describe()}), in no collective, while {others}: one sample cannot tell a slow step "
+                       "from a hang",
+                       tuple(computing), severity=Severity.WARNING,
+                       action="sample again: hangdbg dump --samples 3 --locals")
+    return None
+
+
+def _unresolved(graph: WaitGraph) -> Finding:
+    """Waiting ranks whose peer or keys the stacks do not show, and nobody else to blame."""
+    ranks = graph.unresolved
+    w = graph.waits[ranks[0]]
+    verb = "waits" if len(ranks) == 1 else "wait"
+    if w.kind is WaitKind.STORE and w.keys:
+        return Finding(Kind.UNDECIDED, f"{_ranks_text(ranks)} {verb} {w.describe()}, but which of them the store lacks "
+                       "is unknown", tuple(ranks), severity=Severity.WARNING,
+                       action="run hangdbg dump on the node while the job hangs: it asks the job's store")
+    what = "peer" if w.kind is WaitKind.P2P else "keys"
+    return Finding(Kind.UNDECIDED, f"{_ranks_text(ranks)} {verb} {w.describe()} but the stacks do not show the {what}",
+                   tuple(ranks), severity=Severity.WARNING, action="take locals and native frames: hangdbg dump --locals --native")
+
+
+def _where(buckets: list[list[RankView]]) -> str:
+    parts = []
+    for b in buckets:
+        verb = "waits" if len(b) == 1 else "wait"
+        parts.append(f"{_ranks_text(v.rank for v in b)} {verb} {b[0].place.describe()}")
+    return "; ".join(parts)
+
+
+def collective_splits(buckets: list[list[RankView]], name) -> None:
+    if len(buckets) < 2:
+        return
+    top = buckets[0]
+    if len(top) > len(buckets[1]):
+        ref = top[0].place
+        waits = f"{_ranks_text(v.rank for v in top)} {'waits' if len(top) == 1 else 'wait'} {ref.describe()}"
+        for b in buckets[1:]:
+            p = b[0].place
+            what = "different collective" if p.collective != ref.collective else "same collective from a different call site"
+            name([v.rank for v in b], f"{what}: {p.describe()} while {waits}", Kind.DIFFERENT_COLLECTIVE)
+        return
+    desc = "; ".join(f"{_ranks_text(v.rank for v in b)} {b[0].place.describe()}" for b in buckets)
+    for b in buckets:
+        name([v.rank for v in b], f"collective mismatch with no majority: {desc}", Kind.DIFFERENT_COLLECTIVE)
+
+
+def _behind(views: list[RankView], name) -> None:
+    by: dict[tuple, list[RankView]] = {}
+    for v in views:
+        if v.has_locals:
+            by.setdefault(v.key, []).append(v)
+    for members in by.values():
+        if len(members) < 2:
+            continue
+        values = {v.rank: _loop_values(v.thread) for v in members}
+        shapes = {tuple(x[:3] for x in vals) for vals in values.values()}
+        if len(shapes) != 1 or not next(iter(shapes)):
+            continue
+        keyed = {r: tuple(x[3] for x in vals) for r, vals in values.items()}
+        ahead = max(keyed.values())
+        behind = [r for r, k in keyed.items() if k < ahead]
+        if not behind:
+            continue
+        labels = [var for (_, _, var, _) in values[behind[0]]]
+        front = [r for r, k in keyed.items() if k == ahead]
+        where = members[0].place.describe()
+
+        def fmt(value, labels=labels):
+            return ", ".join(f"{lab}={x}" for lab, x in zip(labels, value, strict=True))
+
+        if len(behind) > len(members) // 2 and len(front) < len(behind):
+            # a few ranks ahead of the many: the few did an extra iteration (skipped or
+            # repeated work); the stragglers are the many, so say which way they differ
+            name(front, f"ahead of the others in the same place ({where}): {fmt(ahead)} while "
+                 f"{_ranks_text(behind)} {'is' if len(behind) == 1 else 'are'} at "
+                 f"{fmt(min(keyed[r] for r in behind))}", Kind.AHEAD)
+            continue
+        for value in sorted({keyed[r] for r in behind}):
+            rs = [r for r in behind if keyed[r] == value]
+            name(rs, f"behind in the same place ({where}): {fmt(value)} while "
+                 f"{_ranks_text(front)} {'is' if len(front) == 1 else 'are'} at {fmt(ahead)}", Kind.BEHIND)
+
+
+
+Groups = list[tuple[tuple[int, ...], tuple[int, ...]]]
+
+
+def waiting_groups(graph: WaitGraph) -> Groups:
+    """The waiting ranks as ``(ranks, waits_for)`` groups: the ranks that wait by the same edges
+    of the graph (one place, mostly), largest first; waiting ranks whose target is unknown form
+    groups of their own (``waits_for`` empty). Computed once per analysis (:func:`select`
+    narrows it with set operations); the per-rank work is a list comprehension per edge."""
+    out: Groups = []
+    edges_of = graph.out
+    several: dict[tuple[int, ...], list[int]] = {}
+    for e in graph.edges:
+        mine = edges_of.get(e.waiters[0]) if e.waiters else None
+        if mine is not None and len(mine) == 1:
+            alone = [r for r in e.waiters if edges_of[r] is mine]
+        else:
+            alone = [r for r in e.waiters if len(edges_of[r]) == 1]
+        if alone:
+            out.append((tuple(alone), e.targets))
+        if len(alone) < len(e.waiters):
+            taken = set(alone)
+            for r in e.waiters:
+                if r not in taken:
+                    several.setdefault(edges_of[r], []).append(r)
+    for rs in several.values():
+        out.append((tuple(sorted(set(rs))), graph.targets(rs[0])))
+    unknown: dict[int, list[int]] = {}
+    for r in graph.unresolved:
+        if r not in edges_of:
+            unknown.setdefault(id(graph.waits[r]), []).append(r)
+    out.extend((tuple(rs), ()) for rs in unknown.values())
+    out.sort(key=lambda g: (-len(g[0]), g[0][0]))
+    return out
+
+
+def select(groups: Groups, skip: set[int], within: set[int] | Mapping[int, int] | None = None) -> Groups:
+    """``groups`` without the ``skip`` ranks and, when given, only the ``within`` ranks."""
+    out = []
+    for ranks, targets in groups:
+        keep = set(ranks).difference(skip)
+        if within is not None:
+            keep.intersection_update(within)
+        if keep:
+            out.append((ranks if len(keep) == len(ranks) else tuple(sorted(keep)), targets))
+    return out
+
+
+def chain_text(graph: WaitGraph, groups: list[tuple[tuple[int, ...], tuple[int, ...]]], root: int | None = None) -> str:
+    """``ranks 4,6-7 wait for it in all_reduce at x.py:40; ranks 0-3 wait for ranks 4-7 in ...``."""
+    parts = []
+    for ranks, targets in groups:
+        verb = "waits" if len(ranks) == 1 else "wait"
+        whom = "it" if root is not None and targets == (root,) else _ranks_text(targets) if targets else "others"
+        parts.append(f"{_ranks_text(ranks)} {verb} for {whom} {graph.waits[ranks[0]].describe()}")
+    return "; ".join(parts)
+
+
+def waiting_findings(graph: WaitGraph, suspects: list[Finding], groups: Groups | None = None) -> list[Finding]:
+    """The ranks that wait while suspects were named: one ``waiting`` finding per place and set of
+    ranks waited for (``waits_for``: the ranks they wait for directly, else the suspects). Empty
+    when no suspect was named.
+
+    Args:
+        graph: the wait-for graph of the analysis.
+        suspects: the findings of :func:`find_suspects`.
+        groups: :func:`waiting_groups` of the graph (computed when not given).
+    """
+    blamed = sorted({r for f in suspects if f.is_suspect for r in f.ranks})
+    if not blamed:
+        return []
+    out = []
+    for ranks, targets in select(waiting_groups(graph) if groups is None else groups, set(blamed)):
+        waits_for = targets or tuple(blamed)
+        out.append(Finding(Kind.WAITING, chain_text(graph, [(ranks, waits_for)]), ranks, severity=Severity.WAITING,
+                           waits_for=waits_for))
+    return out

@@ -1,0 +1,321 @@
+"""Transports that run the node agent on many nodes: srun, pdsh, an ssh pool, and a fake.
+
+Each runner starts the agent on its nodes and feeds every output line to ``on_line(host, line)``
+as it arrives (``host`` is ``None`` when the transport does not say, e.g. one srun for all
+nodes: the frames name their host). ``run`` returns what the transport knows of each node that
+failed (unreachable, no hangdbg, timeout) as ``{host: (status, reason)}``. Commands are argv
+lists; the remote command of ssh/pdsh is joined with :func:`shlex.join` (every word quoted).
+Every runner checks its hosts when it is made (:func:`hangdbg.transport.hosts.check_host`: a bad
+host raises UsageError before any command is built), and ssh gets ``--`` before the host.
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+import subprocess
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from typing import Callable
+
+from ..errors import UsageError
+from ..tools.subproc import Popen, kill_group
+from .hosts import check_host, check_hosts
+
+__all__ = ["Runner", "SrunRunner", "SshRunner", "PdshRunner", "LocalRunner", "FakeRunner", "remote_command", "check_setup", "ssh_argv", "HOST"]
+
+OnLine = Callable[[str | None, str], None]
+Failures = dict[str, tuple[str, str]]
+HOST = "{host}"
+"""Placeholder in the agent argv, replaced by each node's name (ssh: per host; pdsh: ``%h``)."""
+
+
+def _for_host(argv: list[str], host: str) -> list[str]:
+    return [a.replace(HOST, host) for a in argv]
+
+
+def check_setup(setup: str | None) -> None:
+    """Refuse ``--remote-setup`` text that leaves the agent's command line incomplete: a
+    trailing ``&&``, ``||``, ``|`` or backslash (it would swallow or break the agent).
+
+    A trailing ``;``, ``&`` or ``# comment`` is fine: :func:`remote_command` puts the setup on
+    lines of its own.
+
+    Raises:
+        UsageError: the setup text ends with such an operator.
+    """
+    if setup and setup.rstrip().endswith(("&&", "|", "\\")):
+        raise UsageError(f"--remote-setup ends with an operator that waits for more: {setup!r}; "
+                         "drop the trailing &&, ||, | or \\ (the agent runs after the setup)")
+
+
+def remote_command(argv: list[str], setup: str | None = None) -> str:
+    """The shell command a remote login shell runs: the setup text, then argv quoted.
+
+    ``setup`` (e.g. ``source ~/.pdshrc``) is the user's own shell text, run as given in the
+    login shell (remote non-interactive shells skip ``~/.bashrc``, so a venv must be activated
+    here), inside a ``{ ...; }`` group on lines of its own: a trailing ``;``, ``&`` or
+    ``# comment`` can neither break nor comment out the agent, which runs when the group
+    succeeds: ``{\nSETUP\n} && ARGV``.
+
+    Raises:
+        UsageError: see :func:`check_setup`.
+    """
+    cmd = shlex.join(argv)
+    if not setup or not setup.strip():
+        return cmd
+    check_setup(setup)
+    return f"{{\n{setup.strip(chr(10))}\n}} && {cmd}"
+
+
+def _classify_exit(code: int | None, stderr: str) -> tuple[str, str] | None:
+    """A transport-level failure from an exit status and stderr, or None if the agent ran."""
+    tail = " ".join(stderr.strip().splitlines()[-2:])[-300:]
+    if "No module named hangdbg" in stderr or code == 127 or "command not found" in stderr or "No such file" in stderr:
+        return "no-hangdbg", f"hangdbg is not installed there (use --remote-python / --remote-setup): {tail}"
+    if code == 255:
+        return "unreachable", tail or "ssh failed (exit status 255)"
+    return None
+
+
+def _host_failure(code: int | None, stderr: str, timed_out: bool, timeout: float, what: str) -> tuple[str, str] | None:
+    """What became of one host's command (:meth:`Runner._pump`'s result), or None when it ran:
+    a timeout, :func:`_classify_exit`, or an exit status other than 0 and 3 (ignored when the
+    agent still sent its result)."""
+    if timed_out:
+        return "timeout", f"no answer within {timeout:g} s"
+    if (bad := _classify_exit(code, stderr)) is not None:
+        return bad
+    if code not in (0, 3):
+        tail = " ".join(stderr.strip().splitlines()[-2:])[-300:]
+        return "error", f"{what} exited with status {code}" + (f": {tail}" if tail else "")
+    return None
+
+
+class Runner:
+    """Base class: ``run(agent_argv, on_line, timeout) -> failures``; ``stop()`` kills it all."""
+
+    hosts: list[str]
+
+    def __init__(self) -> None:
+        self._procs: set[subprocess.Popen] = set()
+        self._lock = threading.Lock()
+
+    def run(self, agent_argv: list[str], on_line: OnLine, timeout: float) -> Failures:  # pragma: no cover
+        raise NotImplementedError
+
+    def _spawn(self, argv: list[str], env: dict[str, str] | None = None) -> subprocess.Popen:
+        proc = Popen(
+            argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+            text=True, errors="replace", env=env, start_new_session=True, bufsize=1,
+        )
+        with self._lock:
+            self._procs.add(proc)
+        return proc
+
+    def _pump(self, proc: subprocess.Popen, host: str | None, on_line: OnLine, timeout: float) -> tuple[int | None, str, bool]:
+        """Feed stdout lines until exit or ``timeout``; returns (exit code, stderr, timed out)."""
+        err: list[str] = []
+        reader = threading.Thread(target=lambda: err.extend(proc.stderr), daemon=True)
+        reader.start()
+        fired = threading.Event()
+
+        def expire() -> None:
+            fired.set()
+            self._kill(proc)
+
+        timer = threading.Timer(timeout, expire)
+        timer.start()
+        try:
+            for line in proc.stdout:
+                on_line(host, line.rstrip("\n"))
+            code = proc.wait()
+        finally:
+            timer.cancel()
+            with self._lock:
+                self._procs.discard(proc)
+        reader.join(timeout=5)
+        return code, "".join(err), fired.is_set()
+
+    @staticmethod
+    def _kill(proc: subprocess.Popen) -> None:
+        kill_group(proc)
+
+    def stop(self) -> None:
+        """Kill every transport process still running (Ctrl-C)."""
+        with self._lock:
+            for proc in list(self._procs):
+                self._kill(proc)
+
+
+class SrunRunner(Runner):
+    """One ``srun --jobid=ID --overlap -N n --ntasks-per-node=1 -w nodes AGENT`` for all nodes,
+    so that SLURM's own tree does the fan-out."""
+
+    def __init__(self, jobid: str, hosts: list[str], srun_args: list[str] | None = None, env: dict[str, str] | None = None) -> None:
+        super().__init__()
+        self.jobid, self.hosts, self.srun_args, self.env = jobid, check_hosts(hosts), srun_args or [], env
+
+    def argv(self, agent_argv: list[str]) -> list[str]:
+        return [
+            "srun", f"--jobid={self.jobid}", "--overlap", "-N", str(len(self.hosts)),
+            "--ntasks-per-node=1", "-w", ",".join(self.hosts), "--kill-on-bad-exit=0",
+            *self.srun_args, *agent_argv,
+        ]
+
+    def run(self, agent_argv: list[str], on_line: OnLine, timeout: float) -> Failures:
+        try:
+            proc = self._spawn(self.argv(agent_argv), self.env)
+        except FileNotFoundError:
+            return {h: ("error", "srun not found (is this a SLURM login node?)") for h in self.hosts}
+        code, err, timed_out = self._pump(proc, None, on_line, timeout)
+        failures: Failures = {}
+        for m in re.finditer(r"srun: error: (\S+): tasks? [\d,\-]+: (.*)", err):
+            failures[m.group(1)] = ("error", f"agent {m.group(2).strip()}")
+        if timed_out:
+            return {h: failures.get(h, ("timeout", f"no answer within {timeout:g} s")) for h in self.hosts} | failures
+        if code not in (0, 3) and not failures:
+            reason = " ".join(err.strip().splitlines()[-3:])[-400:] or f"srun exited with status {code}"
+            failures = {h: ("error", reason) for h in self.hosts}
+        return failures
+
+
+def ssh_argv(host: str, options: list[str], connect_timeout: int, command: str) -> list[str]:
+    """``ssh -o BatchMode=yes -o ConnectTimeout=T [options] -- host command``.
+
+    After ``--`` ssh reads no more options: neither ``host`` nor the command can be taken for one.
+    """
+    return ["ssh", "-o", "BatchMode=yes", "-o", f"ConnectTimeout={connect_timeout}", *options, "--", host, command]
+
+
+class SshRunner(Runner):
+    """The agent over ``ssh -o BatchMode=yes -o ConnectTimeout=T host -- CMD``, a bounded pool.
+
+    Host key checking stays as the user's ssh configuration has it (never turned off here).
+    """
+
+    def __init__(self, hosts: list[str], ssh_options: list[str] | None = None, setup: str | None = None,
+                 connect_timeout: int = 10, jobs: int = 32) -> None:
+        super().__init__()
+        check_setup(setup)  # before any transport runs
+        self.hosts, self.ssh_options, self.setup = check_hosts(hosts), ssh_options or [], setup
+        self.connect_timeout, self.jobs = connect_timeout, jobs
+
+    def argv(self, host: str, agent_argv: list[str]) -> list[str]:
+        return ssh_argv(check_host(host), self.ssh_options, self.connect_timeout, remote_command(_for_host(agent_argv, host), self.setup))
+
+    def run(self, agent_argv: list[str], on_line: OnLine, timeout: float) -> Failures:
+        failures: Failures = {}
+
+        def one(host: str) -> None:
+            try:
+                proc = self._spawn(self.argv(host, agent_argv))
+            except FileNotFoundError:
+                failures[host] = ("error", "ssh not found")
+                return
+            bad = _host_failure(*self._pump(proc, host, on_line, timeout), timeout, "remote command")
+            if bad is not None:
+                failures[host] = bad
+
+        pool = ThreadPoolExecutor(max_workers=max(1, min(self.jobs, len(self.hosts))))
+        try:
+            list(pool.map(one, self.hosts))
+        except BaseException:  # Ctrl-C: kill the ssh processes instead of waiting for them
+            pool.shutdown(wait=False, cancel_futures=True)
+            self.stop()
+            raise
+        pool.shutdown()
+        return failures
+
+
+class PdshRunner(Runner):
+    """The agent through ``pdsh -S -R exec -w hosts ssh ... %h -- CMD``.
+
+    The exec module runs the same ssh argv as :class:`SshRunner` (BatchMode, ConnectTimeout,
+    the user's ssh options; host keys checked) with ``%h`` replaced by each host, so the agent
+    learns its node's name. ``-S`` makes pdsh exit with the largest remote status (it otherwise
+    exits 0 when ssh fails). Output lines come as ``host: line``.
+    """
+
+    def __init__(self, hosts: list[str], ssh_options: list[str] | None = None, setup: str | None = None,
+                 connect_timeout: int = 10, fanout: int = 32) -> None:
+        super().__init__()
+        check_setup(setup)  # before any transport runs
+        self.hosts, self.ssh_options, self.setup = check_hosts(hosts), ssh_options or [], setup
+        self.connect_timeout, self.fanout = connect_timeout, fanout
+
+    def argv(self, agent_argv: list[str], timeout: float) -> list[str]:
+        command = remote_command(_for_host(agent_argv, "%h"), self.setup)
+        return [
+            "pdsh", "-S", "-R", "exec", "-f", str(self.fanout), "-u", str(max(1, int(timeout))),
+            "-w", ",".join(self.hosts), *ssh_argv("%h", self.ssh_options, self.connect_timeout, command),
+        ]
+
+    def run(self, agent_argv: list[str], on_line: OnLine, timeout: float) -> Failures:
+        try:
+            proc = self._spawn(self.argv(agent_argv, timeout))
+        except FileNotFoundError:
+            return {h: ("error", "pdsh not found") for h in self.hosts}
+
+        def split(_host: str | None, line: str) -> None:
+            host, sep, rest = line.partition(": ")
+            on_line(host if sep else None, rest if sep else line)
+
+        code, err, timed_out = self._pump(proc, None, split, timeout + 10)
+        failures: Failures = {}
+        by_host: dict[str, list[str]] = {}
+        for line in err.splitlines():
+            m = re.match(r"pdsh@\S+: (\S+): (.*)", line)
+            host, sep, rest = (m.group(1), ":", m.group(2)) if m else line.partition(": ")
+            if sep and host in self.hosts:
+                by_host.setdefault(host, []).append(rest)
+        for host, lines in by_host.items():
+            text = "\n".join(lines)
+            code_m = re.search(r"exited with exit code (\d+)", text)
+            host_code = int(code_m.group(1)) if code_m else None
+            if "command timeout" in text:
+                failures[host] = ("timeout", f"no answer within {timeout:g} s")
+            elif (bad := _classify_exit(host_code, text)) is not None:
+                failures[host] = bad
+            elif host_code not in (None, 0, 3):
+                failures[host] = ("error", text[-300:])
+        if timed_out:
+            for h in self.hosts:
+                failures.setdefault(h, ("timeout", f"no answer within {timeout:g} s"))
+        return failures
+
+
+class LocalRunner(Runner):
+    """The command as a child process on this node (``hangdbg check`` with ``--nproc-per-node``):
+    the same path as the remote transports, without one. ``{host}`` becomes ``host``."""
+
+    def __init__(self, host: str) -> None:
+        super().__init__()
+        self.host = host
+        self.hosts = [host]
+
+    def run(self, agent_argv: list[str], on_line: OnLine, timeout: float) -> Failures:
+        try:
+            proc = self._spawn(_for_host(agent_argv, self.host))
+        except FileNotFoundError as exc:
+            return {self.host: ("error", f"cannot run {exc.filename}")}
+        bad = _host_failure(*self._pump(proc, self.host, on_line, timeout), timeout, "the command")
+        return {} if bad is None else {self.host: bad}
+
+
+class FakeRunner(Runner):
+    """Replays recorded agent output (``{host: [lines]}``) for unit tests of the coordinator."""
+
+    def __init__(self, outputs: dict[str, list[str]], failures: Failures | None = None, delay: float = 0.0) -> None:
+        super().__init__()
+        self.outputs, self.failures, self.delay = outputs, failures or {}, delay
+        self.hosts = list(outputs) + [h for h in self.failures if h not in outputs]
+
+    def run(self, agent_argv: list[str], on_line: OnLine, timeout: float) -> Failures:
+        for host, lines in self.outputs.items():
+            for line in lines:
+                on_line(None, line)
+                if self.delay:
+                    time.sleep(self.delay)
+        return dict(self.failures)

@@ -1,0 +1,135 @@
+"""The node agent's wire format: self-describing text lines that survive interleaving.
+
+An agent writes every message as one or more lines::
+
+    HANGDBG1 <host> <msgid> <part>/<parts> <data>
+
+``data`` is a slice of the base64 of the zlib-compressed JSON message. Lines of many nodes may be
+interleaved line by line (one ``srun`` for all nodes), prefixed (``pdsh``'s ``node1: ``) or mixed
+with other output (a login banner, a warning): the decoder looks for the ``HANGDBG1`` marker
+anywhere in a line, keys messages by (host, msgid) and ignores everything else, counting it.
+Lines are at most ~4 KB, well under the line buffers of srun and pdsh.
+
+Anything on a node's output can look like a frame (a login banner, a user program under srun),
+so the decoder given the run's ``hosts`` takes only frames of those hosts, and of the host whose
+stream the line came from when the transport says (ssh, pdsh): a frame claiming host ``..`` or
+another node is counted in ``foreign`` and dropped.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+import zlib
+from dataclasses import dataclass, field
+from typing import Any, Iterator
+
+from ..text.jsondoc import load_json
+
+__all__ = ["MARKER", "MAX_MESSAGE", "TooLarge", "encode_message", "FrameDecoder", "inflate"]
+
+MARKER = "HANGDBG1"
+_CHUNK = 4000
+MAX_MESSAGE = 64 << 20
+"""Bytes a message may have once decompressed (the biggest, a file chunk of 1 MiB or a rank's
+py-spy text, is far below): a compressed bomb from a node (1.3 MB inflating to 2 GB) is refused
+after inflating this much, never held whole."""
+
+
+class TooLarge(ValueError):
+    """A message larger than :data:`MAX_MESSAGE` after decompression."""
+
+
+def inflate(data: bytes, limit: int = MAX_MESSAGE) -> bytes:
+    """zlib-decompress ``data``, holding at most ``limit`` + 1 bytes of output.
+
+    Raises:
+        TooLarge: the output would be larger than ``limit`` bytes ("too large after decompression").
+        zlib.error: not zlib data, or truncated.
+    """
+    d = zlib.decompressobj()
+    out = d.decompress(data, limit + 1)
+    if len(out) > limit or d.unconsumed_tail:
+        raise TooLarge(f"too large after decompression (more than {limit >> 20} MiB)")
+    if not d.eof:
+        raise zlib.error("truncated compressed data")
+    return out
+
+
+def encode_message(host: str, msgid: int, message: dict[str, Any]) -> Iterator[str]:
+    """Lines (without newline) carrying ``message`` from ``host``; ``host`` must have no spaces."""
+    payload = base64.b64encode(zlib.compress(json.dumps(message).encode(), 6)).decode("ascii")
+    parts = max(1, -(-len(payload) // _CHUNK))
+    for i in range(parts):
+        yield f"{MARKER} {host} {msgid} {i + 1}/{parts} {payload[i * _CHUNK:(i + 1) * _CHUNK]}"
+
+
+@dataclass
+class FrameDecoder:
+    """Reassemble agent messages from lines in any order; never raises on bad input.
+
+    ``feed(line, stream)`` returns the ``(host, message)`` pairs that became complete with that
+    line. ``garbled`` counts marker lines that could not be used, ``other`` the lines without a
+    marker, ``foreign`` the frames of a host not in ``hosts`` (when given) or not the ``stream``'s
+    host (when the transport names it; a ``user@`` prefix on either side is ignored).
+    A message too large after decompression (:data:`MAX_MESSAGE`) becomes a ``problem`` message of
+    its host saying so.
+    """
+
+    garbled: int = 0
+    other: int = 0
+    hosts: frozenset[str] | None = None
+    foreign: int = 0
+    _parts: dict[tuple[str, str], dict[int, str]] = field(default_factory=dict)
+
+    def accepts(self, host: str, stream: str | None = None) -> bool:
+        """Whether a frame of ``host`` read on ``stream``'s output (None: not known) is taken."""
+        if self.hosts is not None and host not in self.hosts:
+            return False
+        return stream is None or _bare(stream) == _bare(host)
+
+    def feed(self, line: str, stream: str | None = None) -> list[tuple[str, dict[str, Any]]]:
+        at = line.find(MARKER + " ")
+        if at < 0:
+            if line.strip():
+                self.other += 1
+            return []
+        fields = line[at:].strip().split(" ")
+        if len(fields) != 5:
+            self.garbled += 1
+            return []
+        _, host, msgid, frac, data = fields
+        if not self.accepts(host, stream):
+            self.foreign += 1
+            return []
+        try:
+            part, parts = (int(x) for x in frac.split("/"))
+        except ValueError:
+            self.garbled += 1
+            return []
+        if not 1 <= part <= parts:
+            self.garbled += 1
+            return []
+        got = self._parts.setdefault((host, msgid), {})
+        got[part] = data
+        if len(got) < parts:
+            return []
+        del self._parts[(host, msgid)]
+        try:
+            blob = "".join(got[i] for i in range(1, parts + 1))
+            message = load_json(inflate(base64.b64decode(blob, validate=True)))
+        except TooLarge as exc:
+            self.garbled += 1
+            return [(host, {"type": "problem", "what": f"message {msgid}", "reason": str(exc)})]
+        except (KeyError, ValueError, binascii.Error, zlib.error):
+            self.garbled += 1
+            return []
+        if not isinstance(message, dict):
+            self.garbled += 1
+            return []
+        return [(host, message)]
+
+
+def _bare(host: str) -> str:
+    return host.rpartition("@")[2]
