@@ -1,6 +1,13 @@
 """hangdbg: find out why a distributed PyTorch job hangs or dies.
 
-Public API (stable names; everything else is internal)::
+Public API (stable names; everything else is internal). The use cases, one per command, take a
+typed plan and return the result the command renders (:mod:`hangdbg.api`)::
+
+    from hangdbg import DumpPlan, TargetSpec, api
+    result = api.dump(DumpPlan(target=TargetSpec(jobid="4242")))   # every node of a SLURM job
+    print(result.headline, [(f.kind, f.ranks, f.hosts) for f in result.suspects])
+
+and the parts they are made of::
 
     from hangdbg import find_ranks, collect_stacks, analyze_dumps
     dumps = collect_stacks(find_ranks())   # py-spy every rank of this node's job
@@ -11,8 +18,9 @@ Public API (stable names; everything else is internal)::
     print(verdict.headline, [(f.kind, f.ranks, f.hosts) for f in verdict.suspects])
 
 Every conclusion is a :class:`Finding` (``kind``: :class:`Kind`, ``severity``: :class:`Severity`).
-(The functions are not named ``collect``/``analyze`` so that they do not shadow the subpackages
-``hangdbg.collect`` and ``hangdbg.stacks.analysis``.) torch is never imported by ``import hangdbg``.
+(The functions are not named ``collect``, ``check``, ``watch`` or ``report`` at this level, so that
+they do not shadow the subpackages of those names: they are ``hangdbg.api.check`` and so on.)
+torch is never imported by ``import hangdbg``.
 """
 
 from __future__ import annotations
@@ -24,14 +32,20 @@ from .model import (Analysis, Evidence, Finding, Frame, Group, Kind, Place, Rank
 from .rankset import compress, expand
 
 _LAZY = {  # loaded on first use: `import hangdbg` stays cheap (the CLI starts faster) and never imports torch
+    "api": ("hangdbg.api", None),
+    "DumpPlan": ("hangdbg.collect.plan", "DumpPlan"),
+    "WatchPlan": ("hangdbg.watch.plan", "WatchPlan"),
+    "CheckPlan": ("hangdbg.check.plan", "CheckPlan"),
+    "CheckJob": ("hangdbg.check.node", "CheckJob"),
+    "TargetSpec": ("hangdbg.transport.targets", "TargetSpec"),
     "analyze_dumps": ("hangdbg.stacks.analysis", "analyze"),
     "read_evidence": ("hangdbg.evidence.read", "read_evidence"),
     "collect_stacks": ("hangdbg.collect.local", "collect"),
     "CollectOptions": ("hangdbg.collect.local", "CollectOptions"),
     "find_ranks": ("hangdbg.collect.procs", "find_ranks"),
     "PySpyOptions": ("hangdbg.tools.pyspy", "PySpyOptions"),
-    "load_dumps": ("hangdbg.parse", "load_dumps"),
-    "parse_pyspy_dump": ("hangdbg.parse", "parse_pyspy_dump"),
+    "load_dumps": ("hangdbg.stacks.saved", "load_dumps"),
+    "parse_pyspy_dump": ("hangdbg.stacks.pyspy_text", "parse_pyspy_dump"),
     "rank_logging": ("hangdbg.hooks.rank_logging", None),
     "breakpoint": ("hangdbg.hooks.breakpoint", "breakpoint"),
     "capture": ("hangdbg.hooks.capture", "capture"),
@@ -63,6 +77,12 @@ def __dir__() -> list[str]:
 
 __all__ = [
     "__version__",
+    "api",
+    "DumpPlan",
+    "WatchPlan",
+    "CheckPlan",
+    "CheckJob",
+    "TargetSpec",
     "analyze_dumps",
     "read_evidence",
     "collect_stacks",

@@ -1,13 +1,13 @@
 """Every file hangdbg writes under ``-o DIR``, written one way, and output directories owned per run.
 
-**Writing.** :func:`save_text`, :func:`save_bytes`, :func:`save_chunk` and :func:`append_text`
-are the only writers of an output directory (raw py-spy outputs, the fan-out's node files and
+**Writing.** The methods of :class:`OutDir` (``save_text``, ``save_bytes``, ``save_chunk``,
+``append_text``) are the only writers of an output directory (raw py-spy outputs, the fan-out's node files and
 statuses, the JSON documents, HTML, ``nccl split`` files). A file is written to ``NAME.part`` and
 renamed (a reader never sees half a file). A file is always created anew, never opened
 through a symlink (``O_EXCL | O_NOFOLLOW``; the rename replaces a link at ``NAME`` rather
 than following it): a link planted in ``-o`` cannot make hangdbg write outside it. When it
 cannot be written (``ENOSPC`` disk full, ``EDQUOT``, ``EROFS``, ``EACCES``, or any other ``OSError``) the partial file is removed, the
-file is recorded as *not saved* with the reason (:func:`not_saved`) and the caller goes on: the
+file is recorded as *not saved* with the reason (:attr:`OutDir.not_saved`, one list per run) and the caller goes on: the
 analysis of what was collected is the point, so it is still printed, and the command's document
 gets a ``not-saved`` warning naming the files (the exit status is not changed by it).
 
@@ -41,9 +41,9 @@ from pathlib import Path
 from typing import IO, Sequence
 
 from .errors import UsageError
+from .model import Finding, Kind, Severity
 
-__all__ = ["NotSaved", "RUN_MARKER", "OWN_ENTRIES", "save_text", "save_bytes", "save_chunk", "append_text",
-           "record_not_saved", "not_saved", "forget_not_saved", "check_writable", "claim", "holds_a_run"]
+__all__ = ["NotSaved", "OutDir", "not_saved_finding", "not_saved_note", "RUN_MARKER", "OWN_ENTRIES", "check_writable", "claim", "holds_a_run"]
 
 RUN_MARKER = ".hangdbg-run.json"
 """The marker a ``dump``/``collect`` run writes into its output directory."""
@@ -63,28 +63,141 @@ class NotSaved:
     reason: str
 
 
-_LOCK = threading.Lock()
-_NOT_SAVED: list[NotSaved] = []
-_FAILED_CHUNKS: set[str] = set()
+def not_saved_finding(lost: Sequence[NotSaved]) -> Finding | None:
+    """The ``not-saved`` warning naming the files of ``lost`` (None when every file was saved):
+    the analysis is complete, only these files are missing on disk (the exit status is not
+    changed by it)."""
+    if not lost:
+        return None
+    reasons = sorted({n.reason for n in lost})
+    names = ", ".join(n.path for n in lost[:3]) + (f" and {len(lost) - 3} more" if len(lost) > 3 else "")
+    return Finding(Kind.NOT_SAVED, f"{len(lost)} output file(s) not saved ({'; '.join(reasons)}): {names}",
+                   severity=Severity.WARNING,
+                   action="free space or choose another output directory with -o DIR; the analysis above is complete")
 
 
-def record_not_saved(path: str | os.PathLike, reason: str) -> None:
-    """Record that ``path`` was not saved (thread-safe)."""
-    with _LOCK:
-        _NOT_SAVED.append(NotSaved(str(path), reason))
+def not_saved_note(lost: Sequence[NotSaved]) -> str:
+    """The headline's note about ``lost`` (``" (3 output file(s) not saved: No space left on device)"``), or ``""``."""
+    if not lost:
+        return ""
+    return f" ({len(lost)} output file(s) not saved: {sorted({n.reason for n in lost})[0]})"
 
 
-def not_saved() -> list[NotSaved]:
-    """The files not saved since the last :func:`forget_not_saved` (the start of the command)."""
-    with _LOCK:
-        return list(_NOT_SAVED)
+class OutDir:
+    """One run's output directory, and the files of it that could not be written.
 
+    Every file hangdbg writes under ``-o DIR`` is written by one of its methods (see the module
+    docstring); a file that cannot be written is recorded in :attr:`not_saved` of *this* run,
+    never in process-global state (``watch`` runs a ``dump`` per stall in the same process, each
+    with its own directory and its own list). Thread-safe: py-spy results and node frames arrive
+    from worker threads.
 
-def forget_not_saved() -> None:
-    """Start a new command: no file recorded as not saved."""
-    with _LOCK:
-        _NOT_SAVED.clear()
-        _FAILED_CHUNKS.clear()
+    Args:
+        path: the directory (created by the writers as they need it; :func:`claim` it first).
+    """
+
+    def __init__(self, path: str | os.PathLike) -> None:
+        self.path = Path(path)
+        self._lock = threading.Lock()
+        self._not_saved: list[NotSaved] = []
+        self._failed_chunks: set[str] = set()
+
+    def __truediv__(self, name: str | os.PathLike) -> Path:
+        return self.path / name
+
+    def __fspath__(self) -> str:
+        return os.fspath(self.path)
+
+    def __str__(self) -> str:
+        return str(self.path)
+
+    def __repr__(self) -> str:
+        return f"OutDir({str(self.path)!r})"
+
+    @property
+    def not_saved(self) -> tuple[NotSaved, ...]:
+        """The files that could not be written so far, in the order they failed."""
+        with self._lock:
+            return tuple(self._not_saved)
+
+    def record_not_saved(self, path: str | os.PathLike, reason: str) -> None:
+        """Record that ``path`` was not saved (``reason``: the ``strerror``)."""
+        with self._lock:
+            self._not_saved.append(NotSaved(str(path), reason))
+
+    def save_bytes(self, path: str | os.PathLike, data: bytes) -> bool:
+        """Write ``data`` to ``path`` (absolute, or relative to this directory) atomically:
+        ``path.part``, then renamed; parents created.
+
+        Returns:
+            True when saved; False when it could not be (``OSError``: disk full, quota, read-only,
+            permission...): the partial file is removed and the file recorded (:attr:`not_saved`).
+            Never raises for a write failure.
+        """
+        path = self.path / path
+        tmp = path.with_name(path.name + ".part")
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            with _fresh(tmp) as f:
+                f.write(data)
+            tmp.replace(path)  # rename: a symlink at ``path`` is replaced, not followed
+            return True
+        except OSError as exc:
+            _unlink(tmp)
+            self.record_not_saved(path, _reason(exc))
+            return False
+
+    def save_text(self, path: str | os.PathLike, text: str) -> bool:
+        """:meth:`save_bytes` of ``text`` in UTF-8 (unencodable characters replaced)."""
+        return self.save_bytes(path, text.encode("utf-8", "replace"))
+
+    def save_chunk(self, path: str | os.PathLike, offset: int, data: bytes, last: bool) -> bool:
+        """Write one chunk (``offset``: bytes into the file) of a file that arrives in pieces: into
+        ``path.part``; renamed to ``path`` when ``last``. A file one of whose chunks failed is
+        removed and recorded once (:attr:`not_saved`); its later chunks are dropped.
+
+        Returns:
+            True when the chunk was written.
+        """
+        path = self.path / path
+        part = path.with_name(path.name + ".part")
+        key = str(path)
+        with self._lock:
+            if key in self._failed_chunks:
+                return False
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            with (_fresh(part) if offset == 0 else _existing(part, 0)) as f:
+                f.seek(offset)
+                f.write(data)
+            if last:
+                part.replace(path)
+            return True
+        except OSError as exc:
+            _unlink(part)
+            with self._lock:
+                self._failed_chunks.add(key)
+            self.record_not_saved(path, _reason(exc))
+            return False
+
+    def append_text(self, path: str | os.PathLike, text: str, first: bool) -> bool:
+        """Append ``text`` to ``path`` (created, or truncated when ``first``), for files written in
+        many pieces (``nccl split``, check's messages). On failure the file is removed and
+        recorded (:attr:`not_saved`).
+
+        Returns:
+            True when written.
+        """
+        path = self.path / path
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            with (_fresh(path) if first else _existing(path, os.O_APPEND)) as f:
+                f.write(text.encode("utf-8", "replace"))
+            return True
+        except OSError as exc:
+            _unlink(path)
+            self.record_not_saved(path, _reason(exc))
+            return False
 
 
 def _reason(exc: OSError) -> str:
@@ -123,81 +236,6 @@ def _existing(path: Path, flags: int) -> IO[bytes]:
     """
     fd = os.open(path, os.O_WRONLY | flags | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0))
     return os.fdopen(fd, "ab" if flags & os.O_APPEND else "r+b")
-
-
-def save_bytes(path: str | os.PathLike, data: bytes) -> bool:
-    """Write ``data`` to ``path`` atomically (``path.part``, then renamed; parents created).
-
-    Returns:
-        True when saved; False when it could not be (``OSError``: disk full, quota, read-only,
-        permission...): the partial file is removed and the file recorded (:func:`not_saved`).
-        Never raises for a write failure.
-    """
-    path = Path(path)
-    tmp = path.with_name(path.name + ".part")
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        with _fresh(tmp) as f:
-            f.write(data)
-        tmp.replace(path)  # rename: a symlink at ``path`` is replaced, not followed
-        return True
-    except OSError as exc:
-        _unlink(tmp)
-        record_not_saved(path, _reason(exc))
-        return False
-
-
-def save_text(path: str | os.PathLike, text: str) -> bool:
-    """:func:`save_bytes` of ``text`` in UTF-8 (unencodable characters replaced)."""
-    return save_bytes(path, text.encode("utf-8", "replace"))
-
-
-def save_chunk(path: str | os.PathLike, offset: int, data: bytes, last: bool) -> bool:
-    """Write one chunk of a file that arrives in pieces: into ``path.part`` at ``offset``; renamed
-    to ``path`` when ``last``. A file one of whose chunks failed is removed and recorded once
-    (:func:`not_saved`); its later chunks are dropped.
-
-    Returns:
-        True when the chunk was written.
-    """
-    path = Path(path)
-    part = path.with_name(path.name + ".part")
-    key = str(path)
-    with _LOCK:
-        if key in _FAILED_CHUNKS:
-            return False
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        with (_fresh(part) if offset == 0 else _existing(part, 0)) as f:
-            f.seek(offset)
-            f.write(data)
-        if last:
-            part.replace(path)
-        return True
-    except OSError as exc:
-        _unlink(part)
-        with _LOCK:
-            _FAILED_CHUNKS.add(key)
-        record_not_saved(path, _reason(exc))
-        return False
-
-
-def append_text(path: str | os.PathLike, text: str, first: bool) -> bool:
-    """Append ``text`` to ``path`` (created, or truncated when ``first``), for files written in
-    many pieces (``nccl split``). On failure the file is removed and recorded (:func:`not_saved`).
-
-    Returns:
-        True when written.
-    """
-    path = Path(path)
-    try:
-        with (_fresh(path) if first else _existing(path, os.O_APPEND)) as f:
-            f.write(text.encode("utf-8", "replace"))
-        return True
-    except OSError as exc:
-        _unlink(path)
-        record_not_saved(path, _reason(exc))
-        return False
 
 
 def check_writable(out: str | os.PathLike) -> Path:
@@ -285,7 +323,7 @@ def _previous(out: Path) -> str:
         return ""
 
 
-def claim(out: str | os.PathLike, command: str, argv: Sequence[str] = (), force: bool = False) -> Path:
+def claim(out: str | os.PathLike, command: str, argv: Sequence[str] = (), force: bool = False) -> OutDir:
     """Make ``out`` this run's output directory (see the module docstring): checked writable,
     refused when it holds another run's output unless ``force`` (then that output is removed
     first), and marked with :data:`RUN_MARKER` ``{"id", "time", "command", "argv", "host", "pid"}``.
@@ -313,8 +351,8 @@ def claim(out: str | os.PathLike, command: str, argv: Sequence[str] = (), force:
             raise UsageError(f"cannot remove {p} of the earlier run: {_reason(exc)}", help=CHOOSE_ANOTHER) from None
     marker = {"id": uuid.uuid4().hex, "time": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "command": command,
               "argv": list(argv), "host": socket.gethostname(), "pid": os.getpid()}
-    if not save_text(out / RUN_MARKER, json.dumps(marker, indent=1) + "\n"):
-        forget = not_saved()[-1]
-        raise UsageError(f"cannot write into the output directory {out}: {forget.reason}", help=CHOOSE_ANOTHER)
-    return out
+    run = OutDir(out)
+    if not run.save_text(RUN_MARKER, json.dumps(marker, indent=1) + "\n"):
+        raise UsageError(f"cannot write into the output directory {out}: {run.not_saved[-1].reason}", help=CHOOSE_ANOTHER)
+    return run
 

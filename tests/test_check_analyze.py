@@ -14,11 +14,12 @@ import pytest
 from rich.console import Console
 
 from conftest import validate
-from hangdbg.check.bisect import Outcome, isolate
+from hangdbg.check.bisection import Outcome, isolate
 from hangdbg.check.blame import STEPS, Trial, blame, check_node, rank_result, slots_text, slow_nodes, slow_ranks
 from hangdbg.check.verdict import check_verdict
 from hangdbg.cli.check_cmd import parse_size
 from hangdbg.check.node import NodeCheckOptions, parse_layout
+from hangdbg.check.plan import CheckResult
 from hangdbg.report.build import check_document
 from hangdbg.report.check_view import render_check
 from hangdbg.report.schema import to_json
@@ -198,7 +199,7 @@ def test_document_follows_the_schema_and_the_view_says_it(tmp_path):
     iso = isolate(["node1", "node2"], lambda subsets: [Outcome(s != ("node2",), ("node2",) if s == ("node2",) else ())
                                                        for s in subsets], blamed=["node2"])
     v = check_verdict([first, retry, alone, rest], retry, iso, {}, "gloo")
-    doc = check_document("--jobid 7", "auto", str(tmp_path), [first, retry, alone, rest], v)
+    doc = check_document(CheckResult("--jobid 7", "auto", str(tmp_path), (first, retry, alone, rest), v))
     data = validate(json.loads(to_json(doc)))
     assert data["command"] == "check" and data["found"] and data["exclude"] == "node2"
     assert [t["purpose"] for t in data["trials"]] == ["all", "interface", "bisect nodes", "bisect nodes"]
@@ -231,7 +232,8 @@ def test_sizes_layouts_and_slot_lists():
 def test_plan_of_a_hostfile_takes_slots_and_the_address_ssh_uses(tmp_path):
     import shutil
 
-    from hangdbg.cli.check_cmd import CheckCommand
+    from hangdbg.api._check import setup
+    from hangdbg.cli.check_cmd import check_plan
     from hangdbg.cli.main import build_parser
 
     if shutil.which("ssh") is None:
@@ -240,7 +242,7 @@ def test_plan_of_a_hostfile_takes_slots_and_the_address_ssh_uses(tmp_path):
     (tmp_path / "ssh_config").write_text("Host nodeA\n    HostName 127.0.0.7\n")
     args = build_parser(["check"]).parse_args(["check", "--hostfile", str(tmp_path / "hostfile"), "--ssh-config",
                                                str(tmp_path / "ssh_config"), "--launcher", "ssh", "-o", str(tmp_path / "o")])
-    plan, targets = CheckCommand(Console(file=io.StringIO()), Console(file=io.StringIO())).plan(args)
+    plan, targets = setup(check_plan(args))
     assert plan.layout == (("nodeA", (0, 1, 2, 3)), ("nodeB", (0, 1)))
     assert plan.addresses == {"nodeA": "127.0.0.7", "nodeB": "nodeb"}  # ssh -G lower-cases a name it cannot map
     assert targets == f"--hostfile {tmp_path / 'hostfile'}" and plan.node_name_arg

@@ -10,6 +10,8 @@ import os
 
 import pytest
 
+from hangdbg.outdir import OutDir
+
 from conftest import FIXTURES, check_golden, read_json, run_cli, run_json, suspects
 from infra.cores import SEGV, core_of, core_pattern, env, start
 
@@ -78,7 +80,7 @@ def test_file_sink_rejects_path_escapes(tmp_path):
 
     from hangdbg.collect.fanout import FileSink
 
-    sink = FileSink(tmp_path / "out")
+    sink = FileSink(OutDir(tmp_path / "out"))
     data = base64.b64encode(b"x").decode()
     sink.write("../evil", {"name": "../../etc/passwd", "data": data, "offset": 0, "last": True})
     sink.write("node1", {"name": "/abs/../a", "data": data, "offset": 0, "last": True})

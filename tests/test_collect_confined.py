@@ -9,6 +9,7 @@ import os
 import stat
 
 from hangdbg.collect.fanout import FileSink, fan_out
+from hangdbg.outdir import OutDir
 from hangdbg.transport.wire import FrameDecoder, encode_message
 from hangdbg.transport.runners import FakeRunner, SshRunner
 
@@ -66,7 +67,7 @@ def test_fan_out_writes_nothing_outside_out(tmp_path):
     (tmp_path / "victim.txt").write_text("precious\n")
     out = tmp_path / "out"
     before = _listing(tmp_path)
-    result = fan_out(FakeRunner({"all": _hostile(tmp_path)}), ["node1"], ["agent"], out, timeout=10)
+    result = fan_out(FakeRunner({"all": _hostile(tmp_path)}), ["node1"], ["agent"], OutDir(out), timeout=10)
     _check_confined(tmp_path, out, before)
     assert (tmp_path / "victim.txt").read_text() == "precious\n"
     assert [n.host for n in result.nodes] == ["node1"] and result.garbled_lines >= 6
@@ -79,7 +80,7 @@ def test_file_sink_refuses_a_symlink_out_of_the_dir(tmp_path):
     (out / "node1").symlink_to(elsewhere)
     (out / "node2").mkdir()
     (out / "node2" / "f.txt").symlink_to(tmp_path / "victim.txt")
-    sink = FileSink(out)
+    sink = FileSink(OutDir(out))
     sink.write("node1", _file("node1", "x.txt"))
     sink.write("node2", _file("node2", "f.txt"))
     assert list(elsewhere.iterdir()) == [] and not (tmp_path / "victim.txt").exists()
@@ -100,7 +101,7 @@ def test_through_a_real_transport_process(tmp_path, monkeypatch):
     (tmp_path / "victim.txt").write_text("precious\n")
     out = tmp_path / "out"
     before = _listing(tmp_path)
-    result = fan_out(SshRunner(["node1"]), ["node1"], ["agent"], out, timeout=30)
+    result = fan_out(SshRunner(["node1"]), ["node1"], ["agent"], OutDir(out), timeout=30)
     _check_confined(tmp_path, out, before)
     assert not list(out.rglob("from-node1-stream.txt"))
     assert [(n.host, n.status) for n in result.nodes] == [("node1", "ok")]

@@ -13,6 +13,8 @@ from pathlib import Path
 
 import pytest
 
+from hangdbg.outdir import OutDir
+
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "bench"))
 
 from fanout_scale import recorded_outputs  # noqa: E402
@@ -48,7 +50,7 @@ def test_interleaved_nodes_merge_into_one_job(tmp_path):
     lines = [x for x in itertools.chain(*itertools.zip_longest(*outputs.values())) if x]
     runner = FakeRunner({"all": lines})
     hosts = list(outputs)
-    result = fan_out(runner, hosts, ["agent"], tmp_path, timeout=10)
+    result = fan_out(runner, hosts, ["agent"], OutDir(tmp_path), timeout=10)
     assert [(n.host, n.status, n.ranks) for n in result.nodes] == [
         (h, "ok", (2 * i, 2 * i + 1)) for i, h in enumerate(hosts)
     ]
@@ -64,7 +66,7 @@ def test_dead_and_silent_nodes_are_reported_and_their_ranks_missing(tmp_path):
     cut = outputs[hosts[1]][:-1]  # node 2's agent died before its "done" message ended
     runner = FakeRunner({hosts[0]: outputs[hosts[0]], hosts[1]: cut},
                         failures={"node9": ("unreachable", "ssh: connect to host node9 port 22: No route to host")})
-    result = fan_out(runner, hosts + ["node9"], ["agent"], tmp_path, timeout=10)
+    result = fan_out(runner, hosts + ["node9"], ["agent"], OutDir(tmp_path), timeout=10)
     status = {n.host: (n.status, n.reason) for n in result.nodes}
     assert status["node0001"][0] == "ok"
     assert status["node0002"][0] == "error" and "stopped before it finished" in status["node0002"][1]

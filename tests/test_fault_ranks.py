@@ -12,6 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from hangdbg.outdir import OutDir
+
 from faults import RUNUSER, system_python
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -158,7 +160,7 @@ if pid == {dead.pid}:
 """)
     ranks = [RankProcess(p.pid, r, "n1", r, 2, 2, "RANK", "python train.py", ("j",)) for r, p in enumerate((dead, live))]
     out = tmp_path / "out"
-    opts = CollectOptions(pyspy=PySpyOptions(timeout=30, executable=str(exe)), samples=3, interval=0.2, out=out)
+    opts = CollectOptions(pyspy=PySpyOptions(timeout=30, executable=str(exe)), samples=3, interval=0.2, out=OutDir(out))
     dumps = collect(ranks, opts)
     assert open(f"/proc/{dead.pid}/stat").read().split()[2] == "Z"
     by_rank = {d.rank: d for d in dumps}

@@ -23,7 +23,7 @@ PKG = ROOT / "hangdbg"
 
 GROUND = {"hangdbg._version", "hangdbg.errors", "hangdbg.model", "hangdbg.rankset", "hangdbg.launch_env",
           "hangdbg.launchers", "hangdbg.frames", "hangdbg.waits", "hangdbg.outdir", "hangdbg.parallel",
-          "hangdbg.headline", "hangdbg.plans"}
+          "hangdbg.headline", "hangdbg.events"}
 """Frozen dataclasses, enums and small pure helpers: import nothing from the project but the
 ground floor itself and ``hangdbg.text`` (model re-exports frames and waits)."""
 
@@ -275,3 +275,28 @@ def test_every_finding_kind_is_made_somewhere():
                    if name not in ("hangdbg.model", "hangdbg.evidence.verdict"))
     for k in Kind:
         assert f"Kind.{k.name}" in made, f"{k} is documented but no module makes it"
+
+
+def test_every_public_name_resolves():
+    """Every name of ``hangdbg.__all__`` (loaded lazily) and of ``hangdbg.api.__all__`` can be used:
+    a moved module is never left behind in the lazy table."""
+    import hangdbg
+    import hangdbg.api
+
+    for name in hangdbg.__all__:
+        assert getattr(hangdbg, name) is not None, name
+    for name in hangdbg.api.__all__:
+        assert getattr(hangdbg.api, name) is not None, name
+
+
+def test_no_module_beside_a_child_program_shadows_the_standard_library():
+    """The programs hangdbg runs by path (``python hangdbg/check/rank.py``, the demo jobs) have their
+    directory first on ``sys.path``: a module there named like a standard module (``bisect.py``)
+    would be imported instead of it, by ``random`` inside torch."""
+    from hangdbg.check.node import RANK_SCRIPT
+    from hangdbg.demo.launch import JOB_SCRIPT, TOPOLOGY_SCRIPT
+
+    for script in (RANK_SCRIPT, JOB_SCRIPT, TOPOLOGY_SCRIPT):
+        assert script.is_file(), script
+        clash = sorted(p.stem for p in script.parent.glob("*.py") if p.stem in sys.stdlib_module_names)
+        assert not clash, f"{script.parent.relative_to(ROOT)} holds {clash}: named like standard modules"

@@ -412,12 +412,13 @@ def test_cli_split_per_process_files_and_slices(tmp_path):
 def test_split_keeps_old_style_trace_records(tmp_path):
     # NCCL <= 2.2 TRACE records have no NCCL token: they belong to their rank, not to unattributed.log
     from hangdbg.evidence.nccl.split import split_logs
+    from hangdbg.outdir import OutDir
 
     log = tmp_path / "old.log"
     log.write_text("node-00:100:101 [0] NCCL INFO ncclCommInitRank comm 0x1 rank 0 nranks 2 cudaDev 0 busId 1000 - Init START\n"
                    "node-00:100:101 [0] 12.5 enqueue.cc:10 TRACE launch kernel\n"
                    "node-01:200:201 [0] NCCL INFO ncclCommInitRank comm 0x2 rank 1 nranks 2 cudaDev 0 busId 1000 - Init START\n")
-    res = split_logs([str(log)], tmp_path / "out")
+    res = split_logs([str(log)], OutDir(tmp_path / "out"))
     assert res.written == {"rank0.log": 2, "rank1.log": 1}
 
 

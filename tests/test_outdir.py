@@ -47,19 +47,18 @@ def _parts(d: Path) -> list[Path]:
 
 @ROOT_ONLY
 def test_disk_full_fanout_keeps_the_analysis_and_leaves_no_part_files(tmp_path):
-    outdir.forget_not_saved()
     outputs = recorded_outputs(3, 2)
     lines = [x for out in outputs.values() for x in out]
     with _tmpfs(tmp_path / "full", "64k") as mnt:
         _fill(mnt, 4096)
-        result = fan_out(FakeRunner({"all": lines}), list(outputs), ["agent"], mnt, timeout=10)
+        out = outdir.OutDir(mnt)
+        result = fan_out(FakeRunner({"all": lines}), list(outputs), ["agent"], out, timeout=10)
         # the stacks taken are analysed though the disk could not keep them
         assert sorted(d.rank for d in result.dumps) == [0, 1, 2, 3, 4, 5]
         assert [n.status for n in result.nodes] == ["ok"] * 3
-        lost = outdir.not_saved()
+        lost = out.not_saved
         assert lost and all(n.reason == os.strerror(28) for n in lost)  # ENOSPC
         assert _parts(mnt) == []
-    outdir.forget_not_saved()
 
 
 @ROOT_ONLY
@@ -106,13 +105,22 @@ def test_out_under_a_regular_file_is_a_usage_error(tmp_path):
 
 
 def test_save_text_never_raises_and_removes_the_part(tmp_path):
-    outdir.forget_not_saved()
     (tmp_path / "afile").write_text("x")
-    assert outdir.save_text(tmp_path / "ok" / "a.json", "{}") and (tmp_path / "ok" / "a.json").read_text() == "{}"
-    assert not outdir.save_text(tmp_path / "afile" / "b.json", "{}")
-    assert [n.path for n in outdir.not_saved()] == [str(tmp_path / "afile" / "b.json")]
+    out = outdir.OutDir(tmp_path)
+    assert out.save_text(tmp_path / "ok" / "a.json", "{}") and (tmp_path / "ok" / "a.json").read_text() == "{}"
+    assert not out.save_text("afile/b.json", "{}")  # relative to the directory
+    assert [n.path for n in out.not_saved] == [str(tmp_path / "afile" / "b.json")]
     assert _parts(tmp_path) == []
-    outdir.forget_not_saved()
+
+
+def test_each_run_keeps_its_own_not_saved_list(tmp_path):
+    """Two runs in one process (watch dumps a stall while it watches) never see each other's
+    failures: the not-saved list belongs to the output directory of a run, not to the process."""
+    (tmp_path / "afile").write_text("x")
+    first, second = outdir.OutDir(tmp_path / "one"), outdir.OutDir(tmp_path / "two")
+    assert not first.save_text(tmp_path / "afile" / "b.json", "{}")
+    assert second.save_text("c.json", "{}")
+    assert len(first.not_saved) == 1 and second.not_saved == ()
 
 
 # --- item 5: a reused -o dir ------------------------------------------------------------------
@@ -120,13 +128,13 @@ def test_save_text_never_raises_and_removes_the_part(tmp_path):
 def test_second_fanout_into_the_same_dir_never_reports_stale_stacks_of_a_failed_node(tmp_path):
     outputs = recorded_outputs(3, 2)
     hosts = list(outputs)
-    first = fan_out(FakeRunner(dict(outputs)), hosts, ["agent"], tmp_path, timeout=10)
+    first = fan_out(FakeRunner(dict(outputs)), hosts, ["agent"], outdir.OutDir(tmp_path), timeout=10)
     assert sorted(d.rank for d in first.dumps) == [0, 1, 2, 3, 4, 5]
     assert (tmp_path / "raw" / hosts[1]).is_dir()
     # this time node 2 is unreachable: its old raw files are still in the dir
     second = fan_out(FakeRunner({h: outputs[h] for h in hosts if h != hosts[1]},
                                 failures={hosts[1]: ("unreachable", "ssh: No route to host")}),
-                     hosts, ["agent"], tmp_path, timeout=10)
+                     hosts, ["agent"], outdir.OutDir(tmp_path), timeout=10)
     assert {n.host: n.status for n in second.nodes}[hosts[1]] == "unreachable"
     assert sorted(d.rank for d in second.dumps) == [0, 1, 4, 5]
 

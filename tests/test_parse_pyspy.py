@@ -1,4 +1,4 @@
-"""Tests of hangdbg.parse: py-spy dump text parsing and loading saved dumps.
+"""Tests of the stack grammars (hangdbg.stacks): py-spy dump text parsing and loading saved dumps.
 
 Fixtures in tests/fixtures/pyspy/ were captured with py-spy 0.4.3 on Python 3.11.7 (torch 2.13
 gloo job under torchrun, a lock deadlock, sleep, busy threads), except the hand-written

@@ -115,10 +115,10 @@ def test_json_is_indented_when_small_and_compact_when_large(monkeypatch):
     from hangdbg.stacks.analysis import analyze
     from hangdbg.stacks.saved import load_dumps
     from hangdbg.report import schema
-    from hangdbg.report.build import stacks_document
+    from hangdbg.report.build import analysis_document
 
     dumps, _ = load_dumps([str(FIXTURES / "pyspy" / "torch_xargs.txt")])
-    doc = stacks_document(analyze(dumps), "analyze")
+    doc = analysis_document(analyze(dumps), "analyze")
     small = schema.to_json(doc)
     assert small.startswith('{\n  "schema_version": 3,') and validate(json.loads(small))
     monkeypatch.setattr(schema, "PRETTY_LIMIT", 100)

@@ -10,7 +10,7 @@ from hangdbg.stacks.analysis import analyze
 from hangdbg.stacks.saved import load_dumps
 from hangdbg.stacks import saved
 from hangdbg.report import schema
-from hangdbg.report.build import stacks_document
+from hangdbg.report.build import analysis_document
 
 FIXTURES = Path(__file__).parent / "fixtures"
 
@@ -42,7 +42,7 @@ def test_files_read_on_every_core_load_as_read_here(tmp_path, monkeypatch):
 
 def test_a_large_document_encoded_on_every_core_is_the_same_text(tmp_path, monkeypatch):
     dumps, _ = load_dumps([_job(tmp_path)])
-    doc = stacks_document(analyze(dumps), "analyze")
+    doc = analysis_document(analyze(dumps), "analyze")
     serial = schema.to_json(doc, pretty=False)
     monkeypatch.setattr(schema, "PARALLEL_RANKS", 2)
     monkeypatch.setattr(schema, "cores", lambda: 3)

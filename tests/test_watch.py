@@ -185,15 +185,16 @@ def test_a_real_heartbeat_stall_is_dumped_with_real_pyspy(tmp_path):
         proc.wait()
 
 
-def test_over_ssh_a_job_ends_only_after_its_ranks_were_seen():
+def test_over_ssh_a_job_ends_only_after_its_ranks_were_seen(tmp_path):
     """A stack watcher started before the job's ranks exist must not call the job ended."""
-    import argparse
+    from hangdbg.api._watch import _Watcher
+    from hangdbg.events import Events
+    from hangdbg.transport.targets import TargetSpec
+    from hangdbg.watch.plan import WatchPlan
 
-    from hangdbg.cli.watch_cmd import WatchCommand
-
-    cmd = WatchCommand(None, None)  # type: ignore[arg-type]
-    cmd.args = argparse.Namespace(pid=None, jobid=None, hosts="node[1-2]", verbose=False, json=True)
-    cmd.sample_stacks, cmd.seen_ranks, cmd.no_ranks = True, False, 5
+    cmd = _Watcher(WatchPlan(target=TargetSpec(hosts="node[1-2]"), out=tmp_path / "w"), Events())
+    assert cmd.plan.samples_stacks
+    cmd.seen_ranks, cmd.no_ranks = False, 5
     assert cmd.alive()
     cmd.seen_ranks = True
     assert not cmd.alive()

@@ -5,7 +5,7 @@ A trial runs ``hangdbg check-node`` on each of its nodes through a :class:`~.run
 nodes' frames into a :class:`~hangdbg.check.blame.Trial` and writes every message to
 ``OUT/trials/NN-PURPOSE/messages.jsonl`` the moment it arrives. :func:`run_check` runs the whole
 set; when it fails: one retry on the interface that routes to the rendezvous (bootstrap
-failures only), then :func:`~hangdbg.check.bisect.isolate` over the nodes and over the GPUs
+failures only), then :func:`~hangdbg.check.bisection.isolate` over the nodes and over the GPUs
 (slots) of a node that fails by itself. Subsets of one round run at once.
 """
 
@@ -22,21 +22,21 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from .bisect import Isolation, Outcome, isolate
+from .bisection import Isolation, Outcome, isolate
 from .blame import Trial, blame, check_node, rank_result, slots_text
-from ..outdir import append_text
+from ..outdir import OutDir
 from ..tools.subproc import LOG
 from .node import CheckJob
 from ..transport.wire import FrameDecoder
 from ..transport.runners import HOST, Runner
 
-__all__ = ["CheckPlan", "CheckRun", "Checker", "run_check", "node_budget", "setup_error"]
+__all__ = ["CheckSetup", "CheckRun", "Checker", "run_check", "node_budget", "setup_error"]
 
 Layout = tuple[tuple[str, tuple[int, ...]], ...]
 
 
 @dataclass(frozen=True)
-class CheckPlan:
+class CheckSetup:
     """How to run the check.
 
     Attributes:
@@ -50,7 +50,7 @@ class CheckPlan:
         ifname: the interface to use from the start (None: the nodes' own setting).
         master_port: first rendezvous port (None: a random free one per trial).
         bisect: bisect a failure (``--no-bisect``: only the first trial).
-        out: the output directory.
+        out: the output directory (``trials/NN-PURPOSE/messages.jsonl`` of every trial).
         verbose: ask the nodes for their commands (``-v``).
     """
 
@@ -63,7 +63,7 @@ class CheckPlan:
     ifname: str | None = None
     master_port: int | None = None
     bisect: bool = True
-    out: Path = Path(".")
+    out: OutDir = field(default_factory=lambda: OutDir("."))
     verbose: bool = False
 
 
@@ -83,7 +83,7 @@ class CheckRun:
     gpus: dict[str, Isolation[int]] = field(default_factory=dict)
 
 
-def node_budget(plan: CheckPlan) -> float:
+def node_budget(plan: CheckSetup) -> float:
     """Seconds a node may take for a trial: start (imports) + rendezvous + init, seven steps,
     and slack for the transport."""
     return 3 * plan.job.init_timeout + 8 * plan.job.timeout + 60
@@ -106,7 +106,7 @@ def _free_port() -> int:
 class Checker:
     """Runs trials of one plan (thread-safe: subsets of a bisection round run at once)."""
 
-    def __init__(self, plan: CheckPlan, on_trial: Callable[[Trial], None] | None = None) -> None:
+    def __init__(self, plan: CheckSetup, on_trial: Callable[[Trial], None] | None = None) -> None:
         self.plan = plan
         self.on_trial = on_trial
         self.trials: list[Trial] = []
@@ -167,7 +167,8 @@ class Checker:
 
     def _run_once(self, number: int, layout: Layout, purpose: str, ifname: str | None, port: int, attempt: int) -> Trial:
         hosts = [h for h, _ in layout]
-        log_path = self.plan.out / "trials" / f"{number:02d}-{purpose.replace(' ', '-')}{'-again' if attempt else ''}" / "messages.jsonl"
+        out = self.plan.out
+        log_path = Path("trials") / f"{number:02d}-{purpose.replace(' ', '-')}{'-again' if attempt else ''}" / "messages.jsonl"
         decoder = FrameDecoder(hosts=frozenset(hosts))
         facts: dict[str, dict] = {}
         steps: dict[int, list[dict]] = {}
@@ -175,16 +176,12 @@ class Checker:
         done: dict[str, dict] = {}
         lock = threading.Lock()
         argv = self.argv(layout, port, ifname)
-        try:
-            log_path.parent.mkdir(parents=True, exist_ok=True)
-        except OSError:
-            pass  # append_text records the file as not saved
-        append_text(log_path, json.dumps({"type": "trial", "number": number, "purpose": purpose, "argv": argv}) + "\n", True)
+        out.append_text(log_path, json.dumps({"type": "trial", "number": number, "purpose": purpose, "argv": argv}) + "\n", True)
 
         def on_line(stream: str | None, line: str) -> None:
             with lock:
                 for host, msg in decoder.feed(line, stream):
-                    append_text(log_path, json.dumps({"from": host, **msg}, default=str) + "\n", False)
+                    out.append_text(log_path, json.dumps({"from": host, **msg}, default=str) + "\n", False)
                     kind = msg.get("type")
                     if kind == "node" and isinstance(msg.get("facts"), dict):
                         facts[host] = msg["facts"]
@@ -231,7 +228,7 @@ class Checker:
         return Trial(number, purpose, layout, ifname, f"{addr}:{port}", tuple(nodes), tuple(ranks), seconds)
 
 
-def run_check(plan: CheckPlan, on_trial: Callable[[Trial], None] | None = None) -> CheckRun:
+def run_check(plan: CheckSetup, on_trial: Callable[[Trial], None] | None = None) -> CheckRun:
     """Run the check on every node; on a failure, retry on another interface (bootstrap
     failures) and bisect to the nodes and GPUs that fail (see the module docstring)."""
     checker = Checker(plan, on_trial)
@@ -253,7 +250,7 @@ def setup_error(trial: Trial) -> str | None:
     return None
 
 
-def _run_check(plan: CheckPlan, checker: Checker) -> CheckRun:
+def _run_check(plan: CheckSetup, checker: Checker) -> CheckRun:
     first = checker.run(plan.layout, "all")
     run = CheckRun(first, checker.trials)
     if first.passed or not plan.bisect or setup_error(first) is not None:

@@ -1,7 +1,7 @@
 """``hangdbg check``'s verdict: the findings, the headline and the ``--exclude=`` value.
 
 Inputs are the trials (:mod:`hangdbg.check.blame`) and what the bisection found
-(:mod:`hangdbg.check.bisect`). The bad nodes are the ones that fail by themselves and the
+(:mod:`hangdbg.check.bisection`). The bad nodes are the ones that fail by themselves and the
 ones that make the others fail; a GPU is named instead of its node when some GPUs of the node
 pass and others fail. A first trial that failed is never followed by an all-clear: when no
 subset fails (an intermittent fault), the finding says so and names the whole set.
@@ -16,7 +16,7 @@ import hostlist
 
 from ..model import Evidence, Finding, Kind, Severity, SourceKind
 from ..rankset import ranks_text
-from .bisect import Isolation
+from .bisection import Isolation
 from .blame import Bandwidth, Blame, RankResult, Trial, bandwidth, blame, slots_text, slow_nodes, slow_ranks
 
 __all__ = ["CheckVerdict", "check_verdict"]

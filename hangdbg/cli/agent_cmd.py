@@ -11,10 +11,12 @@ from pathlib import Path
 
 from ..collect.agent import agent_host, run_agent
 from ..transport.wire import encode_message
-from ..collect.gather import CoreRead, GatherOptions, gather
+from ..api._collect import read_core
+from ..collect.gather import GatherOptions, gather
+from ..outdir import OutDir
 from ..tools.subproc import LOG
 from .common import Command
-from .dump_cmd import add_collect_arguments, collect_options
+from .dump_cmd import add_collect_arguments, dump_plan
 
 
 class _FrameHandler(logging.Handler):
@@ -66,11 +68,13 @@ class AgentCommand(Command):
             LOG.setLevel(logging.INFO)
 
         gopts = gather_options(args)
-        if gopts is not None:  # hangdbg collect: evidence from local disks instead of stacks
+        if gopts:  # hangdbg collect: evidence from local disks instead of stacks
             send(gather(gopts, host, send, read_core))
             return 0
-        out = args.out / host if args.out is not None else None
-        status = run_agent(collect_options(args, out), send, args.jobid, args.pid, host, args.match_env, args.adapt)
+        plan = dump_plan(args)
+        out = OutDir(args.out / host) if args.out is not None else None
+        status = run_agent(plan.collect_options(out), send, plan.target.jobid, list(plan.target.pids) or None, host,
+                           list(plan.target.match_env), plan.adapt)
         return {"ok": 0, "no-ranks": 3}.get(status, 1)
 
 
@@ -86,24 +90,8 @@ def add_gather_arguments(p: argparse.ArgumentParser) -> None:
     g.add_argument("--max-bytes", type=int, default=256 << 20, metavar="N", help="send at most the last N bytes of a file (default 256 MiB)")
 
 
-def gather_options(args: argparse.Namespace) -> GatherOptions | None:
-    """The evidence options, or None when none was given."""
-    if not (args.nccl_logs or args.cores or args.traces or args.logs or args.dmesg):
-        return None
+def gather_options(args: argparse.Namespace) -> GatherOptions:
+    """The evidence options (false when none was given)."""
     return GatherOptions(tuple(args.nccl_logs), tuple(args.cores), tuple(args.traces), tuple(args.logs),
                          args.dmesg, args.max_bytes, args.exe)
 
-
-def read_core(core: str, exe: str | None) -> CoreRead | str:
-    """A core file read as ``hangdbg core`` reads it, for ``collect``: its JSON document and
-    gdb's backtrace texts, or why it could not be read."""
-    from ..evidence.core.reader import CoreOptions, load
-    from ..report.build import core_document
-    from ..report.schema import to_json
-    from ..stacks.analysis import analyze
-
-    report, dumps, readings = load([core], CoreOptions(exe=exe))
-    if not dumps:
-        return "; ".join(d for c in readings for d in c.diagnoses) or "not a readable core file"
-    doc = core_document(readings, report, analyze(dumps, live=False), [core])
-    return CoreRead(to_json(doc) + "\n", [c.gdb_text for c in readings if c.gdb_text])

@@ -1,14 +1,12 @@
-"""``hangdbg analyze PATH...``: redo the analysis on saved py-spy dump texts."""
+"""``hangdbg analyze PATH...``: redo the analysis on saved py-spy dump texts (:func:`hangdbg.api.analyze`)."""
 
 from __future__ import annotations
 
 import argparse
 
-from ..stacks.analysis import analyze
-from ..errors import UsageError
-from ..stacks.saved import load_dumps
-from ..parallel import gc_paused
-from .common import Command, add_export_arguments, add_output_arguments, emit_stacks
+from ..api._dump import analyze
+from .common import Command, add_output_arguments, show_stacks
+from .dump_cmd import add_export_arguments
 
 
 class AnalyzeCommand(Command):
@@ -25,19 +23,6 @@ class AnalyzeCommand(Command):
         add_export_arguments(p)
 
     def run(self, args: argparse.Namespace) -> int:
-        with gc_paused():  # millions of acyclic objects at 100,000 ranks: see hangdbg.parallel
-            return self._run(args)
-
-    def _run(self, args: argparse.Namespace) -> int:
-        try:
-            dumps, stats = load_dumps(args.paths)
-        except FileNotFoundError as exc:
-            raise UsageError(str(exc)) from None
-        for path, reason in stats.unreadable:
-            self.warn(f"{path}: {reason}" if reason.startswith("larger than") else f"skipped {path}: {reason}")
-        if stats.garbled_lines:
-            self.err.print(f"[dim]{stats.garbled_lines} unrecognised lines skipped[/dim]", highlight=False)
-        if not dumps:
-            self.warn(f"no py-spy dump found in {' '.join(map(str, args.paths))}")
-        return emit_stacks(self, analyze(dumps), args, "analyze", inputs=[str(p) for p in args.paths],
-                           garbled_lines=stats.garbled_lines)
+        result = analyze(args.paths, self.events(args), out=args.out, speedscope=args.speedscope,
+                         speedscope_by=args.speedscope_by, folded=args.folded)
+        return show_stacks(self, result, args)

@@ -11,37 +11,12 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from rich.table import Table
-
-from ..headline import collect_headline
-from ..collect.fanout import NodeResult, agent_argv
-from ..errors import UsageError
-from ..report.build import collect_document
-from ..report.safetext import escape
-from ..evidence.read import read_evidence
+from ..api._collect import collect
+from ..api._report import report
 from .agent_cmd import add_gather_arguments, gather_options
-from .common import EXIT_ERROR, EXIT_OK, Command, add_output_arguments, out_dir, write_json
-from .remote import (FAILED_STATUSES, add_remote_arguments, fan_out_with_progress, node_entries, node_findings,
-    remote_runner, wants_remote)
+from .common import EXIT_ERROR, EXIT_OK, Command, add_output_arguments
 from .report_cmd import ReportCommand
-
-
-
-def _agent_args(args: argparse.Namespace, with_host: bool) -> list[str]:
-    out: list[str] = []
-    for flag, values in (("--nccl-logs", args.nccl_logs), ("--cores", args.cores), ("--traces", args.traces), ("--logs", args.logs)):
-        for v in values:
-            out += [flag, v]
-    if args.dmesg:
-        out.append("--dmesg")
-    if args.exe:
-        out += ["--exe", args.exe]
-    out += ["--max-bytes", str(args.max_bytes)]
-    if getattr(args, "verbose", False):
-        out.append("-v")  # the agents send their external commands back as log frames
-    if with_host:
-        out += ["--node-name", "{host}"]
-    return out
+from .targets import add_target_arguments, target_spec
 
 
 class CollectCommand(Command):
@@ -56,7 +31,7 @@ class CollectCommand(Command):
 
     @classmethod
     def add_arguments(cls, p: argparse.ArgumentParser) -> None:
-        add_remote_arguments(p)
+        add_target_arguments(p)
         add_gather_arguments(p)
         p.add_argument("--report", action="store_true",
                        help="then read DIR as `hangdbg report DIR -o DIR` does (report.json, report.html) and print it")
@@ -67,45 +42,16 @@ class CollectCommand(Command):
                                 "default ./hangdbg-collect-DATE", tree=True)
 
     def run(self, args: argparse.Namespace) -> int:
-        if not wants_remote(args):
-            raise UsageError("collect needs --jobid, --hosts or --hostfile (on this node alone, point `hangdbg report` at the files)")
-        if gather_options(args) is None:
-            raise UsageError("nothing to collect: give --nccl-logs, --cores, --traces, --logs and/or --dmesg")
-        if args.match_env:
-            raise UsageError("--match-env is for dump (it selects ranks); collect reads files")
-        runner, hosts, _whole = remote_runner(args)
-        out = out_dir(args, "hangdbg-collect")
-        argv = agent_argv(args.remote_python, _agent_args(args, with_host=not args.jobid))
-        timeout = args.node_timeout or 600.0
-        result = fan_out_with_progress(self, runner, hosts, argv, out, timeout, "collect", "collect")
-        failed = node_findings(result.nodes)
-        sent = sum(len(n.files) for n in result.nodes)
-        text = collect_headline(failed, sent, len(result.nodes), str(out))
-        doc = collect_document(str(out), node_entries(result.nodes), result.garbled_lines, failed, text)
-        write_json(out / "collect.json", doc)
-        for f in failed:
-            self.warn(f.summary)
+        from ..report.build import collect_document
+        from ..report.collect_view import render_collect
+
+        gather = gather_options(args)
+        result = collect(target_spec(args), gather, self.events(args), out=args.out, force=args.force,
+                         node_timeout=args.node_timeout or 600.0, verbose=bool(getattr(args, "verbose", False)))
         if args.report:
-            args.paths = [str(out)]
-            code = ReportCommand(self.out, self.err).show(read_evidence(args.paths), args)
+            code = ReportCommand(self.out, self.err).show_verdict(report([result.out_dir]), args, [result.out_dir],
+                                                                  Path(result.out_dir))
         else:
-            if args.json:
-                self.print_json(doc)
-            else:
-                self.out.print(_table(result.nodes))
-                self.out.print(f"evidence in {escape(str(out))}: run [bold]hangdbg report {escape(str(out))}[/bold]",
-                               highlight=False)
-            code = EXIT_OK if sent else EXIT_ERROR
-        return EXIT_ERROR if failed and code == EXIT_OK else code
-
-
-def _table(nodes: list[NodeResult]) -> Table:
-    t = Table(title="Evidence per node", title_justify="left", expand=True)
-    t.add_column("node", no_wrap=True)
-    t.add_column("status", no_wrap=True)
-    t.add_column("files", justify="right")
-    t.add_column("notes", ratio=1)
-    for n in nodes:
-        style = "red" if n.status in FAILED_STATUSES else ""
-        t.add_row(escape(n.host), n.status, str(len(n.files)), escape(n.reason or ""), style=style)
-    return t
+            self.show(collect_document(result), args, lambda: render_collect(result), result.not_saved)
+            code = EXIT_OK if result.files else EXIT_ERROR
+        return EXIT_ERROR if not result.complete and code == EXIT_OK else code

@@ -21,15 +21,15 @@ from pathlib import Path
 from typing import Any, Callable, ClassVar, Sequence
 
 from rich.console import Console, RenderableType
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from ..errors import UsageError
-from ..model import Kind, Analysis, Finding, Severity, SourceReport
-from ..outdir import check_writable, claim, not_saved, save_text
-from ..text.lines import files_where
-from ..report.safetext import escape
 from ..evidence.base import Reader
 from ..evidence.own_output import is_own_output
+from ..model import SourceReport
+from ..outdir import NotSaved, OutDir, check_writable, claim
+from ..report.safetext import escape
+from ..text.lines import files_where
+from .events import ConsoleEvents
 
 # The report layer (documents, pydantic, rich views) is imported where it is used: a command
 # starts in a tenth of a second (`nccl summary` of a 1 GB log takes under a second in all).
@@ -61,7 +61,12 @@ def positive_float(text: str) -> float:
 
 
 class Command:
-    """Base of a subcommand: ``add_arguments`` on the parser, ``run(args) -> exit status``."""
+    """Base of a subcommand: ``add_arguments`` on the parser, ``run(args) -> exit status``.
+
+    ``files`` is the command's output directory once it has one (``-o DIR``, or one it claimed);
+    every file the command writes goes through it (or through :meth:`sink`), and the files that
+    could not be written are listed there and reported with the document.
+    """
 
     description = ""
 
@@ -69,6 +74,13 @@ class Command:
         self.out = out
         self.err = err
         self.document: Any = None
+        self.files: OutDir | None = None
+
+    def sink(self) -> OutDir:
+        """Where files named by path go (the output directory, else the current directory)."""
+        if self.files is None:
+            self.files = OutDir(".")
+        return self.files
 
     @classmethod
     def add_arguments(cls, parser: argparse.ArgumentParser) -> None:  # pragma: no cover - abstract
@@ -76,6 +88,11 @@ class Command:
 
     def run(self, args: argparse.Namespace) -> int:  # pragma: no cover - abstract
         raise NotImplementedError
+
+    def events(self, args: argparse.Namespace, prefix: str = "hangdbg") -> ConsoleEvents:
+        """Progress bars, warnings and ``-v`` lines on stderr (no status notes with ``--json``)."""
+        return ConsoleEvents(self.err, verbose=bool(getattr(args, "verbose", False)),
+                             quiet=bool(getattr(args, "json", False)), prefix=prefix)
 
     # -- output -------------------------------------------------------------------------------
     def print_json(self, doc: Any) -> None:
@@ -93,27 +110,38 @@ class Command:
         self.err.print(f"[yellow]warning:[/yellow] {escape(text)}", highlight=False)
 
     def emit(self, doc: Any, args: argparse.Namespace, name: str, render: Callable[[], RenderableType | None]) -> None:
-        """Write ``doc`` to ``--out``/``name`` when asked, then print it (``--json``) or its report."""
+        """Write ``doc`` to ``--out``/``name`` when asked (through :attr:`files`), then show it."""
+        from ..report.build import with_not_saved
+        from ..report.schema import to_json
+
         out = getattr(args, "out", None)
-        doc = with_not_saved(doc)
-        if out is not None:
-            write_json(Path(out) / name, doc)
-            doc = with_not_saved(doc)
-        self.document = doc  # what the command said, for a caller running it (``watch`` runs ``dump``)
+        if out is not None and (self.files is None or self.files.path != Path(out)):
+            self.files = OutDir(out)
+        written = None
+        if self.files is not None and (out is not None or self.files.path != Path(".")):
+            self.files.save_text(name, to_json(with_not_saved(doc, self.files.not_saved)) + "\n")
+            written = str(self.files.path)
+        lost = self.files.not_saved if self.files is not None else ()
+        self.show(with_not_saved(doc, lost), args, render, lost, written)
+
+    def show(self, doc: Any, args: argparse.Namespace, render: Callable[[], RenderableType | None],
+             lost: Sequence[NotSaved] = (), written_to: str | None = None) -> None:
+        """Print ``doc`` (``--json``) or its view (``render()``), then the files not saved and
+        where the output went."""
+        self.document = doc  # what the command said, for a caller running it
         if args.json:
             self.print_json(doc)
         else:
             view = render()
             if view is not None:
                 self.out.print(view)
-        lost = not_saved()
         for n in lost[:10]:
             self.warn(f"not saved: {n.path}: {n.reason}")
         if len(lost) > 10:
             self.warn(f"not saved: {len(lost) - 10} more file(s)")
-        if out is not None and not args.json:
+        if written_to is not None and not args.json:
             but = f" (but for the {len(lost)} file(s) not saved)" if lost else ""
-            self.err.print(f"[dim]written to {escape(str(out))}{but}[/dim]", highlight=False)
+            self.err.print(f"[dim]written to {escape(written_to)}{but}[/dim]", highlight=False)
 
 
 def print_error(err: Console, text: str, help: str | None = None) -> None:
@@ -150,89 +178,20 @@ def add_export_arguments(parser: argparse.ArgumentParser) -> None:
                         "flamegraph.pl, which speedscope imports too)")
 
 
-def write_exports(analysis: Analysis | None, args: argparse.Namespace, warn: Callable[[str], None]) -> None:
-    """Write ``--speedscope``/``--folded`` of ``analysis`` (options absent: nothing). A file that
-    cannot be written is recorded as not saved (:func:`write_text`); with no stack analysis
-    nothing is written and ``warn`` says so."""
-    speedscope, folded = getattr(args, "speedscope", None), getattr(args, "folded", None)
-    if speedscope is None and folded is None:
-        return
-    if analysis is None or not analysis.ranks:
-        names = " and ".join(str(p) for p in (speedscope, folded) if p is not None)
-        warn(f"no stacks among the inputs: {names} not written")
-        return
-    import json
-
-    from ..report.export import folded_lines, speedscope_document
-
-    if speedscope is not None:
-        doc = speedscope_document(analysis, by=getattr(args, "speedscope_by", "class"))
-        write_text(Path(speedscope), json.dumps(doc, ensure_ascii=False) + "\n")
-    if folded is not None:
-        lines = folded_lines(analysis)
-        write_text(Path(folded), "".join(line + "\n" for line in lines))
-
-
-def out_dir(args: argparse.Namespace, prefix: str = "hangdbg-dump", own: bool = True) -> Path:
+def out_dir(args: argparse.Namespace, prefix: str = "hangdbg-dump", own: bool = True) -> OutDir:
     """``--out``, or ``./PREFIX-YYYYmmdd-HHMMSS``: claimed for this run (:func:`hangdbg.outdir.claim`:
-    created, writable, not holding another run's output unless ``--force``), and stored back into
-    ``args.out``. ``own=False`` (``nccl split``, whose files are named after the ranks and
-    rewritten whole): only created and checked writable.
+    created, writable, not holding another run's output unless ``--force``); it becomes the
+    command's :attr:`Command.files` by the caller. ``own=False`` (``nccl split``, whose files are
+    named after the ranks and rewritten whole): only created and checked writable.
 
     Raises:
         UsageError: the directory cannot be created or written (read-only, a file in the way,
             full), or holds another run's output and ``--force`` was not given.
     """
-    if args.out is None:
-        args.out = Path(f"{prefix}-{datetime.now().strftime('%Y%m%d-%H%M%S')}")
+    path = args.out if args.out is not None else Path(f"{prefix}-{datetime.now().strftime('%Y%m%d-%H%M%S')}")
     if own:
-        claim(args.out, str(getattr(args, "command", None) or prefix), force=bool(getattr(args, "force", False)))
-    else:
-        check_writable(args.out)
-    return args.out
-
-
-def with_not_saved(doc: Any) -> Any:
-    """``doc`` with a ``not-saved`` warning (and a headline note) when files of the output
-    directory could not be written (:func:`hangdbg.outdir.not_saved`); unchanged otherwise, or
-    when it has one already. ``found`` (the exit status) is not changed."""
-    lost = not_saved()
-    if not lost or any(f.kind is Kind.NOT_SAVED for f in doc.findings):
-        return doc
-    reasons = sorted({n.reason for n in lost})
-    names = ", ".join(n.path for n in lost[:3]) + (f" and {len(lost) - 3} more" if len(lost) > 3 else "")
-    summary = f"{len(lost)} output file(s) not saved ({'; '.join(reasons)}): {names}"
-    finding = Finding(Kind.NOT_SAVED, summary, severity=Severity.WARNING,
-                      action="free space or choose another output directory with -o DIR; the analysis above is complete")
-    headline = f"{doc.headline} ({len(lost)} output file(s) not saved: {reasons[0]})"
-    return replace(doc, findings=tuple(doc.findings) + (finding,), headline=headline)
-
-
-def progress_bar(console: Console, label: str, total: int, pending: bool = False) -> Progress:
-    """A transient rich progress bar on ``console`` (stderr), shown only on a terminal when there
-    is more than one item; tasks carry a ``failed`` field."""
-    status = "{task.fields[failed]} failed" + (", {task.remaining:.0f} pending" if pending else "")
-    return Progress(
-        TextColumn(f"[bold]{label}[/bold]"), BarColumn(), MofNCompleteColumn(), TextColumn(status),
-        TimeElapsedColumn(), console=console, transient=True, disable=not (console.is_terminal and total > 1),
-    )
-
-
-def write_json(path: Path, doc: Any) -> bool:
-    """Write a document atomically (a reader never sees half a file): :func:`write_text`."""
-    from ..report.schema import to_json
-
-    return write_text(path, to_json(doc) + "\n")
-
-
-def write_text(path: Path, text: str) -> bool:
-    """Write a file atomically (:func:`hangdbg.outdir.save_text`). Never raises: a file that
-    cannot be written is recorded as not saved (:func:`with_not_saved` reports it).
-
-    Returns:
-        True when saved.
-    """
-    return save_text(path, text)
+        return claim(path, str(getattr(args, "command", None) or prefix), force=bool(getattr(args, "force", False)))
+    return OutDir(check_writable(path))
 
 
 def expand_paths(paths: Sequence[str], takes: Callable[[str, bytes], bool]) -> list[str]:
@@ -309,23 +268,18 @@ class ReaderCommand(Command):
         return exit_status(doc.found, rep.records > 0)
 
 
-def emit_stacks(cmd: Command, a: Analysis, args: argparse.Namespace, command: str, **doc: Any) -> int:
-    """Print a stack analysis (or its document), save ``hangdbg.json`` under ``--out``.
-
-    Args:
-        doc: more fields of :func:`hangdbg.report.build.stacks_document` (``out_dir``, ``inputs``,
-            ``nodes``, ``findings``, ``headline``...).
+def show_stacks(cmd: Command, result: Any, args: argparse.Namespace) -> int:
+    """Show the result of ``dump``, ``analyze`` or ``demo`` (:class:`~hangdbg.collect.result.StacksResult`:
+    its document already written by the use case); the exit status.
 
     Returns:
-        3 when a suspect was named, 1 when not one stack could be read, else 0.
+        3 when a suspect was named; 1 when a node could not be read (the job was not seen whole),
+        when not one stack could be read, or when the stacks cannot decide (no all-clear); else 0.
     """
     from ..report.build import stacks_document
-    from ..report.console import render_analysis
+    from ..report.console import render_stacks
 
-    write_exports(a, args, cmd.warn)  # first: a file not saved is in the document
-    document = with_not_saved(stacks_document(a, command, **doc))
-    view = replace(a, headline=document.headline, findings=document.findings)
-    cmd.emit(document, args, "hangdbg.json",
-             lambda: render_analysis(view, tree=not args.no_tree, evidence=not getattr(args, "no_evidence", False)))
-    decided = not any(f.kind is Kind.UNDECIDED for f in a.findings)  # no all-clear when the stacks cannot decide
-    return exit_status(document.found, a.readable and bool(a.ranks) and decided)
+    cmd.show(stacks_document(result), args,
+             lambda: render_stacks(result, tree=not args.no_tree, evidence=not getattr(args, "no_evidence", False)),
+             result.not_saved, result.out_dir or (str(args.out) if getattr(args, "out", None) is not None else None))
+    return int(result.status)

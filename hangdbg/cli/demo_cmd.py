@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import argparse
+from dataclasses import replace
 
-from ..collect.procs import find_ranks
+from ..api._dump import dump
 from ..demo.launch import SCENARIOS, DemoJob, default_nproc
-from .common import Command, add_output_arguments
-from .dump_cmd import add_collect_arguments, dump_ranks
+from ..transport.targets import TargetSpec
+from .common import Command, add_output_arguments, show_stacks
+from .dump_cmd import add_collect_arguments, dump_plan
 
 
 class DemoCommand(Command):
@@ -25,14 +27,16 @@ class DemoCommand(Command):
         add_output_arguments(p, "raw/, processes.json, hangdbg.json; default ./hangdbg-dump-DATE", tree=True)
 
     def run(self, args: argparse.Namespace) -> int:
-        args.nproc = args.nproc or default_nproc(args.scenario)
+        nproc = args.nproc or default_nproc(args.scenario)
+        plan = dump_plan(args)
         if args.scenario == "behind":
-            args.locals = True
-        if args.scenario in ("busy", "healthy") and args.samples == 1:
-            args.samples, args.locals = 3, True
-        with DemoJob(args.scenario, args.nproc) as job:
-            with self.err.status(f"starting a {args.nproc}-rank gloo job ({args.scenario}) under torchrun..."):
+            plan = replace(plan, locals=True)
+        if args.scenario in ("busy", "healthy") and plan.samples == 1:
+            plan = replace(plan, samples=3, locals=True)
+        with DemoJob(args.scenario, nproc) as job:
+            with self.err.status(f"starting a {nproc}-rank gloo job ({args.scenario}) under torchrun..."):
                 job.wait_ready()
             self.err.print(f"demo job {args.scenario!r} is hung (torchrun pid {job.pid}); dumping it", style="dim",
                            markup=False, highlight=False)
-            return dump_ranks(self, args, find_ranks([job.pid]), command="demo")
+            result = dump(replace(plan, target=TargetSpec(pids=(job.pid,))), self.events(args), command="demo")
+            return show_stacks(self, result, args)

@@ -18,7 +18,7 @@ from rich.console import Console
 
 from .._version import __version__
 from ..errors import HangdbgError, UsageError
-from ..outdir import check_writable, forget_not_saved
+from ..outdir import check_writable
 from ..report.safetext import visible
 from ..tools.subproc import LOG
 from .stdin_input import spooled_stdin
@@ -126,7 +126,6 @@ def main(argv: Sequence[str] | None = None, out: Console | None = None, err: Con
         handler = _ConsoleHandler(err)
         LOG.addHandler(handler)
         LOG.setLevel(logging.INFO)
-    forget_not_saved()
     try:
         if getattr(args, "out", None) is not None and args.command != "agent":
             check_writable(args.out)  # before any work: an -o that cannot be written is exit 2

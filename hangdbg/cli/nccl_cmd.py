@@ -159,7 +159,7 @@ class NcclCommand(Command):
     def _split(self, args: argparse.Namespace) -> int:
         paths = expand_paths(args.paths, _every_file)
         pattern = _regex(args.split_on)
-        out = out_dir(args, "hangdbg-nccl-split", own=False)
+        out = self.files = out_dir(args, "hangdbg-nccl-split", own=False)
         res = split_logs(paths, out, pattern)
         for path, why in res.errors:
             self.warn(f"cannot read {path}: {why}")

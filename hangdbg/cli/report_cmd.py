@@ -1,7 +1,7 @@
 """``hangdbg report DIR...``: every kind of evidence a job left, one verdict.
 
-The reading and merging is :func:`hangdbg.evidence.read.read_evidence`; this prints the
-verdict (console, ``--json``, HTML).
+The reading and merging is :func:`hangdbg.api.report`; this prints the verdict (console,
+``--json``) and has :func:`hangdbg.api.save_report` write its files (HTML, report.json).
 """
 
 from __future__ import annotations
@@ -9,16 +9,12 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-
-from ..errors import UsageError
+from ..api._report import report, save_report
 from ..model import Verdict
-from ..report.build import report_document
-from ..report.html import render_html
 from ..report.safetext import safe_text
 from ..report.verdict_console import render_verdict
-from ..evidence.read import read_evidence
-from .common import (Command, add_export_arguments, add_output_arguments, exit_status, progress_bar, write_exports,
-    write_text)
+from .common import Command, add_output_arguments, exit_status
+from .dump_cmd import add_export_arguments
 
 
 class ReportCommand(Command):
@@ -38,23 +34,15 @@ class ReportCommand(Command):
         add_export_arguments(p)
 
     def run(self, args: argparse.Namespace) -> int:
-        with progress_bar(self.err, "reading evidence", 2) as progress:
-            task = progress.add_task("reading", total=None, failed=0)
-            try:
-                v = read_evidence([str(p) for p in args.paths], lambda _kind, n: progress.advance(task, n))
-            except FileNotFoundError as exc:
-                raise UsageError(f"{exc.filename}: no such file or directory") from None
-        return self.show(v, args)
+        return self.show_verdict(report(args.paths, self.events(args)), args, args.paths, args.out)
 
-    def show(self, v: Verdict, args: argparse.Namespace) -> int:
-        """Print (and under ``--out`` write) the verdict of ``args.paths``; the exit status."""
-        doc = report_document(v, [str(p) for p in args.paths], str(args.out) if args.out is not None else None)
-        html_paths = [args.html] if args.html else []
-        if args.out is not None:
-            html_paths.append(Path(args.out) / "report.html")
-        saved = [hp for hp in html_paths if write_text(Path(hp), render_html(v, hp))]
-        write_exports(v.analysis, args, self.warn)  # the stacks it analysed (py-spy dumps, cores)
-        self.emit(doc, args, "report.json", lambda: render_verdict(v, tree=not args.no_tree, evidence=not args.no_evidence))
+    def show_verdict(self, v: Verdict, args: argparse.Namespace, inputs: list[str], out: Path | None) -> int:
+        """Print the verdict of ``inputs`` (and write its files under ``out``); the exit status."""
+        doc, saved, lost = save_report(v, inputs, out, getattr(args, "html", None), getattr(args, "speedscope", None),
+                                       getattr(args, "speedscope_by", "class"), getattr(args, "folded", None),
+                                       self.events(args))
+        self.show(doc, args, lambda: render_verdict(v, tree=not args.no_tree, evidence=not args.no_evidence), lost,
+                  str(out) if out is not None else None)
         if not args.json:
             for hp in saved:  # one not saved is named among the not-saved warnings instead
                 self.err.print(safe_text(f"HTML report: {hp}", style="dim"), highlight=False)

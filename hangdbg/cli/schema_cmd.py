@@ -9,7 +9,8 @@ from rich.table import Table
 
 from ..model import SCHEMA_VERSION, Kind, Severity, SourceKind
 from ..report.schema import schema_text
-from .common import EXIT_OK, Command, write_text
+from ..outdir import OutDir
+from .common import EXIT_OK, Command
 
 
 class SchemaCommand(Command):
@@ -26,7 +27,10 @@ class SchemaCommand(Command):
     def run(self, args: argparse.Namespace) -> int:
         text = schema_text()
         if args.out is not None:
-            write_text(Path(args.out) / f"hangdbg-schema-v{SCHEMA_VERSION}.json", text + "\n")
+            self.files = OutDir(args.out)
+            self.files.save_text(f"hangdbg-schema-v{SCHEMA_VERSION}.json", text + "\n")
+            for n in self.files.not_saved:
+                self.warn(f"not saved: {n.path}: {n.reason}")
         if args.kinds:
             for enum, title in ((Kind, "finding kinds"), (Severity, "severities (most important first)"),
                                 (SourceKind, "evidence kinds")):

@@ -28,14 +28,13 @@ from typing import Callable
 from ..stacks.analysis import analyze
 from .needs import needs
 from ..errors import is_gone
-from ..model import Frame, RankDump, RankProcess, Thread
+from ..model import Analysis, Frame, RankDump, RankProcess, Thread
 from ..stacks.op_record import CurrentOp
 from .op_records import read_op_records
 from ..tools.pyspy import PySpyResult, run_pyspy
 from ..tools.pystack import PystackResult, run_pystack_remote
 from ..tools.store import lookup_keys
-from ..outdir import save_text
-from .local import CollectOptions, header_line, threads_of, write_raw
+from .local import RAW, CollectOptions, header_line, threads_of
 
 __all__ = ["adapt", "AdaptResult", "RawSink"]
 
@@ -45,14 +44,16 @@ RESAMPLE_INTERVAL = 0.5
 
 @dataclass(frozen=True, slots=True)
 class AdaptResult:
-    """The dumps after the adaptive steps, the store's answer and the op records: what the
-    caller's analysis needs (the analyses made here only decide the steps)."""
+    """The dumps after the adaptive steps, the store's answer, the op records, and the analysis of
+    them all (the last one the steps made, or one more when a step changed the dumps after it:
+    the caller never analyzes again)."""
 
     dumps: list[RankDump]
     store_keys: dict[str, bool]
     ops: dict[int, CurrentOp]
     """rank -> the op its in-job recorder says it is in (jobs that call
     ``hangdbg.hooks.record_collectives``)."""
+    analysis: Analysis
 
 
 RawSink = Callable[[RankProcess, str, str], None]
@@ -76,7 +77,7 @@ def adapt(ranks: list[RankProcess], dumps: list[RankDump], opts: CollectOptions,
 
         def on_raw(_p: RankProcess, name: str, text: str) -> None:
             if out is not None:
-                write_raw(out / "raw", name, text)
+                out.save_text(RAW / name, text)
 
     by_rank = {p.rank: p for p in ranks}
     current = {d.rank: d for d in dumps}
@@ -86,7 +87,7 @@ def adapt(ranks: list[RankProcess], dumps: list[RankDump], opts: CollectOptions,
     if records:
         log(f"adaptive: op records of {len(records)} rank(s) (hangdbg.hooks.record_collectives)")
         if opts.out is not None:
-            save_text(opts.out / "ops.json", json.dumps({r: asdict(op) for r, op in sorted(ops.items())}, indent=1) + "\n")
+            opts.out.save_text("ops.json", json.dumps({r: asdict(op) for r, op in sorted(ops.items())}, indent=1) + "\n")
     jobs = max(1, opts.jobs)
 
     def run(selected: list[int], native: bool, locals_: bool, step: str) -> None:
@@ -105,7 +106,11 @@ def adapt(ranks: list[RankProcess], dumps: list[RankDump], opts: CollectOptions,
         for r in still:
             log(f"adaptive: pystack remote on rank {r}")
             current[r] = _from_pystack(current[r], by_rank[r], run_pystack_remote(by_rank[r].pid, opts.pyspy.timeout), on_raw)
-    a = analyze(sorted(current.values(), key=lambda d: d.rank), ops=ops)
+
+    def analysis(store_keys: dict[str, bool] | None = None) -> Analysis:
+        return analyze(sorted(current.values(), key=lambda d: d.rank), store_keys=store_keys, ops=ops)
+
+    a = analysis()
     want = needs(a)
     # 2. native and locals passes
     native = sorted(r for r in want.native if r in by_rank and current[r].threads)
@@ -117,8 +122,9 @@ def adapt(ranks: list[RankProcess], dumps: list[RankDump], opts: CollectOptions,
         log(f"adaptive: --locals pass on {len(local)} rank(s) in a p2p op or store wait")
         run(local, False, True, "locals")
     if native or local:
-        a = analyze(sorted(current.values(), key=lambda d: d.rank), ops=ops)
+        a = analysis()
         want = needs(a)
+    changed = False  # since ``a`` was made
     # 3. more samples when the ranks the others wait for are on CPU
     if want.resample:
         readable = [r for r in sorted(want.resample) if r in by_rank and current[r].threads]
@@ -127,6 +133,7 @@ def adapt(ranks: list[RankProcess], dumps: list[RankDump], opts: CollectOptions,
             if k:
                 time.sleep(RESAMPLE_INTERVAL)
             run(readable, False, True, "resampled")
+        changed = bool(readable)
     # 4. the job's store
     store: dict[str, bool] = {}
     keys = want.store_keys
@@ -136,9 +143,12 @@ def adapt(ranks: list[RankProcess], dumps: list[RankDump], opts: CollectOptions,
             found = lookup_keys(probe.pid, keys, timeout=min(opts.pyspy.timeout, 30.0))
             log(f"adaptive: asked the job's store for {len(keys)} key(s): {found.error or 'ok'}")
             store = dict(found.keys)
+            changed = changed or bool(store)
             if opts.out is not None:
-                save_text(opts.out / "store.json", json.dumps({"keys": store, "error": found.error}, indent=1) + "\n")
-    return AdaptResult(sorted(current.values(), key=lambda d: d.rank), store, ops)
+                opts.out.save_text("store.json", json.dumps({"keys": store, "error": found.error}, indent=1) + "\n")
+    if changed:
+        a = analysis(store)
+    return AdaptResult(sorted(current.values(), key=lambda d: d.rank), store, ops, a)
 
 
 def _add_sample(d: RankDump, p: RankProcess, res: PySpyResult, step: str, on_raw: RawSink,

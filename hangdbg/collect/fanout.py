@@ -22,9 +22,9 @@ from ..stacks.op_record import CurrentOp
 from ..stacks.saved import load_dump_texts
 from ..rankset import rank_number
 from ..tools.subproc import LOG
-from ..outdir import save_chunk
+from ..outdir import OutDir
 from ..transport.wire import FrameDecoder
-from .local import write_raw
+from .local import RAW
 from ..transport.runners import Runner
 
 __all__ = ["NodeResult", "FanoutResult", "FileSink", "fan_out", "agent_argv", "node_file"]
@@ -66,15 +66,16 @@ class FileSink:
     path that resolves outside ``out`` (a symlink in the way) is refused and counted in ``bad``.
     """
 
-    def __init__(self, out: Path) -> None:
+    def __init__(self, out: OutDir) -> None:
         self.out = out
         self.bad = 0
 
     def path(self, host: str, name: str) -> Path | None:
         """``OUT/<host>/<name>`` sanitised, or None when nothing is left or it leaves ``out``."""
         parts = [_safe(p) for p in name.split("/") if p not in ("", ".", "..")]
-        path = self.out.joinpath(_safe(host), *parts) if parts else None
-        if path is None or not inside(self.out, path) or not inside(self.out, path.with_name(path.name + ".part")):
+        top = self.out.path
+        path = top.joinpath(_safe(host), *parts) if parts else None
+        if path is None or not inside(top, path) or not inside(top, path.with_name(path.name + ".part")):
             return None
         return path
 
@@ -88,7 +89,7 @@ class FileSink:
         if path is None or offset < 0:
             self.bad += 1
             return
-        save_chunk(path, offset, data, bool(msg.get("last")))  # a failed file is recorded as not saved
+        self.out.save_chunk(path, offset, data, bool(msg.get("last")))  # a failed file is recorded as not saved
 
 
 @dataclass(frozen=True, slots=True)
@@ -123,7 +124,7 @@ def fan_out(
     runner: Runner,
     hosts: list[str],
     argv: list[str],
-    out: Path,
+    out: OutDir,
     timeout: float,
     on_node: Callable[[NodeResult], None] | None = None,
 ) -> FanoutResult:
@@ -162,9 +163,9 @@ def fan_out(
                 kind = msg.get("type")
                 seen.setdefault(host, time.monotonic())
                 if kind == "rank" and isinstance(msg.get("text"), str) and isinstance(msg.get("name"), str):
-                    raw = out / "raw" / _safe(host)
-                    if inside(out, raw / _safe(msg["name"])):
-                        write_raw(raw, _safe(msg["name"]), msg["text"])
+                    raw = RAW / _safe(host) / _safe(msg["name"])
+                    if inside(out.path, out / raw):
+                        out.save_text(raw, msg["text"])
                         texts.setdefault(host, {})[_safe(msg["name"])] = msg["text"]  # analysed from memory
                 elif kind == "file":
                     files.write(host, msg)

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any, Callable, NamedTuple
 
 from ..evidence.own_output import GDB_TEXT_SUFFIX
+from ..outdir import OutDir
 from ..text.lines import open_input
 from ..tools.subproc import run
 
@@ -67,6 +68,21 @@ class GatherOptions:
     dmesg: bool = False
     max_bytes: int = 256 << 20
     exe: str | None = None
+
+    def __bool__(self) -> bool:
+        """Anything asked for at all."""
+        return bool(self.nccl_logs or self.cores or self.traces or self.logs or self.dmesg)
+
+    def to_argv(self) -> list[str]:
+        """These options as the agent's command-line options (``hangdbg agent --nccl-logs ...``)."""
+        out: list[str] = []
+        for flag, values in (("--nccl-logs", self.nccl_logs), ("--cores", self.cores), ("--traces", self.traces),
+                             ("--logs", self.logs)):
+            for v in values:
+                out += [flag, v]
+        out += ["--dmesg"] if self.dmesg else []
+        out += ["--exe", self.exe] if self.exe else []
+        return out + ["--max-bytes", str(self.max_bytes)]
 
 
 def expand_globs(patterns: tuple[str, ...] | list[str], host: str) -> list[str]:
@@ -211,7 +227,7 @@ def gather(opts: GatherOptions, host: str, send: Send, read_core: ReadCore | Non
             s.problem("kernel log", problem)
         else:
             s.text(_unique(f"dmesg/kernel-{host}.log", used), text, source)
-    asked = bool(opts.nccl_logs or opts.cores or opts.traces or opts.logs or opts.dmesg)
+    asked = bool(opts)
     status = "ok" if s.files else ("nothing" if not s.problems else "error")
     if not asked:
         status = "nothing"
@@ -225,7 +241,7 @@ def _send_nccl(s: _Sender, logs: list[str], used: set[str]) -> None:
 
     with tempfile.TemporaryDirectory(prefix="hangdbg-nccl-") as tmp:
         try:
-            res = split_logs(logs, Path(tmp))
+            res = split_logs(logs, OutDir(tmp))
         except Exception as exc:  # send the raw logs rather than nothing
             s.problem("nccl split", f"splitting failed ({exc!r}); the raw logs are sent")
         else:

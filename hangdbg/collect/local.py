@@ -16,12 +16,12 @@ from typing import Callable
 
 from ..errors import is_gone
 from ..model import RankDump, Thread
-from ..outdir import save_text
+from ..outdir import OutDir
 from ..stacks.pyspy_text import parse_pyspy_dump
 from .procs import RankProcess
 from ..tools.pyspy import PySpyOptions, PySpyResult, kill_running, run_pyspy
 
-__all__ = ["CollectOptions", "collect", "raw_name", "raw_text", "write_raw", "header_line", "threads_of"]
+__all__ = ["CollectOptions", "collect", "raw_name", "raw_text", "header_line", "threads_of", "RAW"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -33,14 +33,15 @@ class CollectOptions:
         samples: dumps per rank (>= 1).
         interval: seconds between the starts of two sample rounds.
         jobs: py-spy processes run at once (bounded pool).
-        out: directory for raw outputs, or ``None`` to keep nothing on disk.
+        out: the run's output directory (raw outputs go to its ``raw/``: :data:`RAW`), or
+            ``None`` to keep nothing on disk.
     """
 
     pyspy: PySpyOptions = PySpyOptions()
     samples: int = 1
     interval: float = 1.0
     jobs: int = 8
-    out: Path | None = None
+    out: OutDir | None = None
 
 
 def raw_name(rank: int, sample: int, samples: int) -> str:
@@ -72,11 +73,10 @@ def raw_text(p: RankProcess, sample: int, res: PySpyResult) -> str:
     return header_line(p, sample) + "\n" + body
 
 
-def write_raw(raw: Path, name: str, text: str) -> bool:
-    """Write one raw dump atomically (a reader never sees half a file); a dump that cannot be
-    written (disk full, read-only) is recorded as not saved, never raised
-    (:func:`hangdbg.outdir.save_text`). Returns True when saved."""
-    return save_text(raw / name, text)
+RAW = Path("raw")
+"""Where the raw outputs go in an output directory: ``raw/rank-NNNN.txt`` (``raw/HOST/`` for the
+fan-out), each written atomically as it arrives (:meth:`hangdbg.outdir.OutDir.save_text`: a dump
+that cannot be written is recorded as not saved, never raised)."""
 
 
 PARSE_FLOOR = 2.0
@@ -133,7 +133,7 @@ def collect(
                 p = futures[fut]
                 res = fut.result()
                 if opts.out is not None:
-                    write_raw(opts.out / "raw", raw_name(p.rank, k, opts.samples), raw_text(p, k, res))
+                    opts.out.save_text(RAW / raw_name(p.rank, k, opts.samples), raw_text(p, k, res))
                 threads, error, python = threads_of(res, opts.pyspy.timeout)
                 if error:
                     errors[p.pid] = error

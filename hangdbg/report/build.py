@@ -7,15 +7,19 @@ Builders only: no I/O, no printing. The headline of each document comes from
 from __future__ import annotations
 
 import socket
-from dataclasses import fields
+from dataclasses import fields, replace
 from datetime import datetime, timezone
 from typing import Any, Sequence
 
 from .._version import __version__
 from ..collect.node_status import node_findings
+from ..check.plan import CheckResult
+from ..collect.result import CollectResult, StacksResult
+from ..watch.plan import WatchResult
 from ..evidence.registry import headline_of
 from ..headline import cores_headline, node_headline, processes_headline
-from ..model import (SCHEMA_VERSION, Analysis, Finding, Frame, Place, RankProcess, SourceReport, TreeNode, Verdict,
+from ..outdir import NotSaved, not_saved_finding, not_saved_note
+from ..model import (SCHEMA_VERSION, Analysis, Kind, Severity, Finding, Frame, Place, RankProcess, SourceReport, TreeNode, Verdict,
     by_severity)
 from ..evidence.core.reader import CoreReading, core_fact
 from .document import (CollectDocument, CoreDocument, CoreEntry, CoreWritten, FrDocument, GpuDocument, GroupEntry,
@@ -23,7 +27,7 @@ from .document import (CollectDocument, CoreDocument, CoreEntry, CoreWritten, Fr
     SourceSection, SplitDocument, SplitRow, StacksDocument, StacksSection, ThreadEntry, TracesDocument, TreeEntry,
     StallEntry, WatchDocument)
 
-__all__ = ["header", "stacks_section", "source_section", "stacks_document", "report_document", "source_document",
+__all__ = ["with_not_saved", "header", "stacks_section", "source_section", "stacks_document", "analysis_document", "report_document", "source_document",
            "core_document", "collect_document", "split_document", "process_list", "node_document", "watch_document",
            "check_document"]
 
@@ -108,18 +112,19 @@ def stacks_section(a: Analysis) -> StacksSection:
                          tuple(table.stacks))
 
 
-def stacks_document(a: Analysis, command: str, *, out_dir: str | None = None, inputs: Sequence[str] = (),
-                    garbled_lines: int = 0, nodes: Sequence[NodeEntry] = (), cores: Sequence[CoreWritten] = (),
-                    findings: Sequence[Finding] | None = None, headline: str | None = None) -> StacksDocument:
-    """The document of ``dump``, ``analyze`` or ``demo``.
+def stacks_document(result: StacksResult) -> StacksDocument:
+    """The document of ``dump``, ``analyze`` or ``demo``: the same result the console view shows
+    (:func:`hangdbg.report.console.render_stacks`)."""
+    return StacksDocument(**header(result.command, result.findings, result.headline),
+                          collector_host=socket.gethostname(), out_dir=result.out_dir, inputs=result.inputs,
+                          garbled_lines=result.garbled_lines, stacks=stacks_section(result.analysis),
+                          nodes=tuple(node_entry(n) for n in result.nodes),
+                          cores=tuple(CoreWritten(c.rank, c.pid, c.path, c.size, c.seconds, c.error) for c in result.cores))
 
-    Args:
-        findings, headline: those of the analysis unless given (the fan-out adds its nodes').
-    """
-    findings = a.findings if findings is None else findings
-    return StacksDocument(**header(command, findings, a.headline if headline is None else headline),
-                          collector_host=socket.gethostname(), out_dir=out_dir, inputs=tuple(inputs),
-                          garbled_lines=garbled_lines, stacks=stacks_section(a), nodes=tuple(nodes), cores=tuple(cores))
+
+def analysis_document(a: Analysis, command: str) -> StacksDocument:
+    """The document of a bare analysis (what it says, nothing the command added)."""
+    return stacks_document(StacksResult(command, a, a.headline, a.findings))
 
 
 def source_section(rep: SourceReport) -> SourceSection:
@@ -160,11 +165,10 @@ def core_document(readings: Sequence[CoreReading], report: SourceReport, analysi
                         cores=tuple(cores), stacks=stacks_section(analysis))
 
 
-def collect_document(out_dir: str, nodes: Sequence[NodeEntry], garbled_lines: int, findings: Sequence[Finding],
-                     headline: str) -> CollectDocument:
+def collect_document(result: CollectResult) -> CollectDocument:
     """The document of ``hangdbg collect``."""
-    return CollectDocument(**header("collect", findings, headline), out_dir=out_dir, nodes=tuple(nodes),
-                           garbled_lines=garbled_lines)
+    return CollectDocument(**header("collect", result.findings, result.headline), out_dir=result.out_dir,
+                           nodes=tuple(node_entry(n) for n in result.nodes), garbled_lines=result.garbled_lines)
 
 
 def split_document(inputs: Sequence[str], out_dir: str, files: Sequence[SplitRow], unattributed: int,
@@ -193,12 +197,10 @@ def node_document(command: str, node: NodeEntry) -> NodeDocument:
                                                                   len(node.files))), node=node)
 
 
-def watch_document(targets: str, out_dir: str, signals: Sequence[str], stall: float, interval: float,
-                   observations: int, ended: str, stalls: Sequence[StallEntry]) -> WatchDocument:
+def watch_document(result: WatchResult) -> WatchDocument:
     """The document of ``hangdbg watch``: one ``stall`` finding per stall, naming the ranks its
     dump blamed (a suspect) or, when the dump named none, a warning saying what the dump said."""
-    from ..model import Kind, Severity
-
+    stalls = result.stalls
     findings = []
     for st in stalls:
         said = st.headline or "the dump could not be taken"
@@ -212,18 +214,21 @@ def watch_document(targets: str, out_dir: str, signals: Sequence[str], stall: fl
                     f"{last.headline or 'the dump could not be taken'}")
     else:
         headline = {"job-ended": "the job ended without a stall", "interrupted": "watch interrupted; no stall seen",
-                    "running": "watching; no stall so far", "once": "no stall"}[ended]
-    return WatchDocument(**header("watch", by_severity(findings), headline), targets=targets, out_dir=out_dir,
-                         signals=tuple(signals), stall_seconds=stall, interval_seconds=interval,
-                         observations=observations, ended=ended, stalls=tuple(stalls))  # type: ignore[arg-type]
+                    "running": "watching; no stall so far", "once": "no stall"}[result.ended]
+    return WatchDocument(**header("watch", by_severity(findings), headline), targets=result.targets,
+                         out_dir=result.out_dir, signals=result.signals, stall_seconds=result.stall,
+                         interval_seconds=result.interval, observations=result.observations,
+                         ended=result.ended,
+                         stalls=tuple(StallEntry(*astuple_shallow(st)) for st in stalls))
 
 
-def check_document(targets: str, backend: str, out_dir: str | None, trials: Sequence[Any], verdict: Any) -> Any:
+def check_document(result: CheckResult) -> Any:
     """The document of ``hangdbg check`` from its trials (:class:`hangdbg.check.blame.Trial`,
-    the first on every node) and :func:`hangdbg.check.verdict.check_verdict`."""
+    the first on every node) and its verdict (:func:`hangdbg.check.verdict.check_verdict`)."""
     from ..check.blame import blame, slots_text
     from .document import CheckDocument, TrialEntry
 
+    trials, verdict = result.trials, result.verdict
     first = trials[0]
     entries = []
     for t in trials:
@@ -231,7 +236,22 @@ def check_document(targets: str, backend: str, out_dir: str | None, trials: Sequ
         entries.append(TrialEntry(t.number, t.purpose, tuple(f"{h}:{slots_text(s)}" for h, s in t.layout), t.ifname,
                                   t.master, t.passed, t.failed_step, blame(t).why, round(t.seconds, 3),
                                   f"trials/{name}/messages.jsonl"))
-    return CheckDocument(**header("check", verdict.findings, verdict.headline), targets=targets, backend=backend,
-                         out_dir=out_dir, world_size=len(first.ranks), bad_nodes=verdict.bad_nodes,
+    return CheckDocument(**header("check", verdict.findings, verdict.headline), targets=result.targets,
+                         backend=result.backend, out_dir=result.out_dir, world_size=len(first.ranks), bad_nodes=verdict.bad_nodes,
                          bad_gpus=verdict.bad_gpus, exclude=verdict.exclude, bandwidth=verdict.bandwidth,
                          nodes=first.nodes, ranks=first.ranks, trials=tuple(entries))
+
+
+def astuple_shallow(obj: Any) -> tuple[Any, ...]:
+    """A dataclass's field values in order (not recursing as :func:`dataclasses.astuple` does)."""
+    return tuple(getattr(obj, f.name) for f in fields(obj))
+
+
+def with_not_saved(doc: Any, lost: Sequence[NotSaved]) -> Any:
+    """``doc`` with a ``not-saved`` warning (and a headline note) when files of ``lost`` could not
+    be written; unchanged otherwise, or when it has one already. ``found`` (the exit status) is
+    not changed."""
+    finding = not_saved_finding(lost)
+    if finding is None or any(f.kind is Kind.NOT_SAVED for f in doc.findings):
+        return doc
+    return replace(doc, findings=tuple(doc.findings) + (finding,), headline=doc.headline + not_saved_note(lost))

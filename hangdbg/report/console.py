@@ -7,7 +7,7 @@ builds renderables only, never prints on its own.
 
 from __future__ import annotations
 
-from typing import Iterator
+from typing import Iterator, Sequence
 
 from rich.console import Group as RGroup
 from rich.console import RenderableType
@@ -15,12 +15,13 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.tree import Tree
 
-from ..model import Analysis, TreeNode
+from ..collect.result import StacksResult
+from ..model import Analysis, Finding, TreeNode
 from ..rankset import rank_class
 from .source_view import findings_table
 from .safetext import escape, safe_text
 
-__all__ = ["render_analysis", "headline_title"]
+__all__ = ["render_analysis", "render_stacks", "headline_title"]
 
 _CLASSES_SHOWN = 12  # largest classes listed (and every class holding a suspect); the rest summed up
 _CLASS_FRAMES = 8  # innermost frames shown per class (the whole stack is in the tree)
@@ -28,16 +29,16 @@ _ERRORS_SHOWN = 20  # ranks listed one per row in the table of unreadable ranks;
 _COLLAPSE = 3  # chains of single-child nodes with unchanged ranks longer than this are folded
 
 
-def headline_title(a: Analysis) -> str:
+def headline_title(found: bool, readable: bool) -> str:
     """``hang found`` / ``no single rank stands out`` / ``nothing could be read``."""
-    if a.found:
+    if found:
         return "hang found"
-    return "no single rank stands out" if a.readable else "nothing could be read"
+    return "no single rank stands out" if readable else "nothing could be read"
 
 
-def _headline(a: Analysis) -> Panel:
-    style = "bold red" if a.found else ("bold green" if a.readable else "bold yellow")
-    return Panel(safe_text(a.headline), title=headline_title(a), border_style=style, expand=True)
+def _headline(text: str, found: bool, readable: bool) -> Panel:
+    style = "bold red" if found else ("bold green" if readable else "bold yellow")
+    return Panel(safe_text(text), title=headline_title(found, readable), border_style=style, expand=True)
 
 
 def _world(a: Analysis) -> int | None:
@@ -116,13 +117,27 @@ def _errors(a: Analysis) -> Iterator[RenderableType]:
 
 
 def render_analysis(a: Analysis, tree: bool = True, evidence: bool = True) -> RenderableType:
-    """All parts of the report as one renderable (headline, findings, problems, classes, tree)."""
-    parts: list[RenderableType] = [_headline(a)]
-    if a.findings:
-        parts.append(findings_table(a.findings, evidence, title="Findings (suspects first)"))
+    """A stack analysis as one renderable: its headline, its findings, the ranks that could not
+    be read, the equivalence classes, the merged tree."""
+    return _render(a, a.headline, a.findings, a.found, tree, evidence)
+
+
+def render_stacks(result: StacksResult, tree: bool = True, evidence: bool = True) -> RenderableType:
+    """The console view of ``dump``, ``analyze`` or ``demo``: the result's headline and findings
+    (the nodes not read, the files not saved) above its analysis; the JSON twin is
+    :func:`hangdbg.report.build.stacks_document` of the same result."""
+    return _render(result.analysis, result.headline, result.findings, result.found, tree, evidence)
+
+
+def _render(a: Analysis, headline: str, findings: Sequence[Finding], found: bool, tree: bool,
+            evidence: bool) -> RenderableType:
+    parts: list[RenderableType] = [_headline(headline, found, a.readable)]
+    if findings:
+        parts.append(findings_table(findings, evidence, title="Findings (suspects first)"))
     parts.extend(_errors(a))
     if a.groups:
         parts.append(_groups(a))
     if tree and a.tree.children:
-        parts.append(_tree(a.tree, len(a.tree.ranks), _world(a), frozenset(r for f in a.suspects for r in f.ranks)))
+        suspects = frozenset(r for f in findings if f.is_suspect for r in f.ranks)
+        parts.append(_tree(a.tree, len(a.tree.ranks), _world(a), suspects))
     return RGroup(*parts)

@@ -1,4 +1,5 @@
-"""Exports of a stack analysis to the flame-graph tools people already use (pure builders, no I/O).
+"""Exports of a stack analysis to the flame-graph tools people already use (builders, and
+:func:`write_exports`, which writes them through the run's :class:`~hangdbg.outdir.OutDir`).
 
 * :func:`folded_lines`: Brendan Gregg's folded stacks (``frame;frame;frame COUNT``, outermost
   frame first; https://github.com/brendangregg/FlameGraph, the input of ``flamegraph.pl``, which
@@ -16,9 +17,13 @@ be taken, and threads without frames, are left out. A frame is named ``function 
 
 from __future__ import annotations
 
-from typing import Any, Iterable, Literal
+import json
+import os
+from typing import Any, Callable, Iterable
 
+from ..collect.plan import SpeedscopeBy as ExportBy
 from ..model import Analysis, Frame, RankDump
+from ..outdir import OutDir
 from ..rankset import ranks_text
 
 SPEEDSCOPE_SCHEMA = "https://www.speedscope.app/file-format-schema.json"
@@ -26,7 +31,6 @@ SPEEDSCOPE_SCHEMA = "https://www.speedscope.app/file-format-schema.json"
 
 EXPORTER = "hangdbg"
 
-ExportBy = Literal["class", "rank"]
 
 _FOLDED_REPLACE = str.maketrans({";": ",", "\n": " ", "\r": " "})
 
@@ -133,3 +137,21 @@ def speedscope_document(analysis: Analysis, by: ExportBy = "class") -> dict[str,
     return {"$schema": SPEEDSCOPE_SCHEMA, "shared": {"frames": table.frames}, "profiles": profiles,
             "name": f"hangdbg: {len(readable)} ranks, one profile per {by}", "activeProfileIndex": 0,
             "exporter": EXPORTER}
+
+
+def write_exports(analysis: Analysis | None, files: OutDir, speedscope: str | os.PathLike | None = None,
+                  speedscope_by: ExportBy = "class", folded: str | os.PathLike | None = None,
+                  warn: Callable[[str], None] = lambda _text: None) -> None:
+    """Write the ``--speedscope``/``--folded`` files of ``analysis`` (none asked: nothing) through
+    ``files`` (a file that cannot be written is in its ``not_saved``); with no stack analysis
+    nothing is written and ``warn`` says so."""
+    if speedscope is None and folded is None:
+        return
+    if analysis is None or not analysis.ranks:
+        names = " and ".join(str(p) for p in (speedscope, folded) if p is not None)
+        warn(f"no stacks among the inputs: {names} not written")
+        return
+    if speedscope is not None:
+        files.save_text(speedscope, json.dumps(speedscope_document(analysis, by=speedscope_by), ensure_ascii=False) + "\n")
+    if folded is not None:
+        files.save_text(folded, "".join(line + "\n" for line in folded_lines(analysis)))

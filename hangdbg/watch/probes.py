@@ -23,7 +23,7 @@ import re
 import signal
 import time
 from dataclasses import dataclass, field
-from typing import Callable, Hashable
+from typing import Literal, Callable, Hashable
 
 import psutil
 
@@ -171,7 +171,7 @@ def kill_process_trees(pids: list[int], grace: float = 10.0) -> str:
 class WatchEnd:
     """Why :func:`watch_loop` returned: ``job-ended`` or ``once``; ``observations`` made."""
 
-    reason: str
+    reason: Literal["job-ended", "once"]
     observations: int
 
 

@@ -14,7 +14,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from ...outdir import append_text
+from ...outdir import OutDir
 from .grammar import _looks_cut, has_marker, records
 from .scan import scan
 from ...text.lines import iter_lines, strip_prefix
@@ -40,7 +40,7 @@ class SplitResult:
     records: int
 
 
-def split_logs(paths: list[str], out: Path, pattern: re.Pattern[str] | None = None) -> SplitResult:
+def split_logs(paths: list[str], out: OutDir, pattern: re.Pattern[str] | None = None) -> SplitResult:
     """Write one file per rank of the NCCL_DEBUG logs ``paths`` into ``out`` (created).
 
     Args:
@@ -55,7 +55,7 @@ def split_logs(paths: list[str], out: Path, pattern: re.Pattern[str] | None = No
     log = scan(paths)
     if not log.records:
         return SplitResult([], {}, [], 0)
-    out.mkdir(parents=True, exist_ok=True)
+    out.path.mkdir(parents=True, exist_ok=True)
     names = _file_names(log)
     by_rank: dict[int, tuple[str, int]] = {}  # rank -> (host, pid) of its process
     for key, p in log.procs.items():
@@ -152,7 +152,7 @@ class _Writer:
 
     LIMIT = 64 * 1024
 
-    def __init__(self, out: Path) -> None:
+    def __init__(self, out: OutDir) -> None:
         self.out = out
         self.buf: dict[str, list[str]] = {}
         self.size: dict[str, int] = {}
@@ -168,7 +168,7 @@ class _Writer:
             self._flush(name)
 
     def _flush(self, name: str) -> None:
-        if name not in self.lost and not append_text(self.out / name, "\n".join(self.buf[name]) + "\n",
+        if name not in self.lost and not self.out.append_text(name, "\n".join(self.buf[name]) + "\n",
                                                      first=name not in self.started):
             self.lost.add(name)  # recorded as not saved (disk full, read-only); the counts stay right
         self.started.add(name)

@@ -54,7 +54,7 @@ class NextCall:
 
 @dataclass(frozen=True, slots=True)
 class DivergenceFacts:
-    """Where the ranks' call sequences part (see :class:`hangdbg.parse.traces.Divergence`)."""
+    """Where the ranks' call sequences part (see :class:`hangdbg.evidence.traces.grammar.Divergence`)."""
 
     common_calls: int
     last_common_call: str | None

@@ -1,0 +1,100 @@
+"""The ``check`` use case: a short diagnostics job on the nodes a training job would use, and
+bisection to the bad node or GPU (:func:`check`)."""
+
+from __future__ import annotations
+
+import socket
+
+from ..check.blame import RankResult, Trial
+from ..check.node import gpu_list
+from ..check.plan import CheckPlan, CheckResult
+from ..check.run import CheckSetup, run_check, setup_error
+from ..check.verdict import check_verdict
+from ..errors import HangdbgError
+from ..events import Events
+from ..report.build import check_document
+from ..report.schema import to_json
+from ..transport.runners import LocalRunner
+from ..transport.slurm import node_addresses
+from ..transport.targets import job_gpus, resolve, ssh_address
+from ._dump import claim_out
+
+__all__ = ["check", "setup"]
+
+
+def setup(plan: CheckPlan) -> tuple[CheckSetup, str]:
+    """The nodes, slots, rendezvous addresses and transport of ``plan``, and a description of the
+    targets (``--nproc-per-node 2``, ``--jobid 42 -w node2``, ``--hosts node[1-2]``).
+
+    Raises:
+        UsageError: bad targets (no such job, no hosts), the output directory cannot be used.
+    """
+    common = dict(job=plan.job, ifname=plan.ifname, master_port=plan.master_port, bisect=plan.bisect,
+                  verbose=plan.verbose)
+    t = plan.target
+    if not t.remote:
+        n = plan.nproc_per_node or len(gpu_list()) or 2
+        host = socket.gethostname().split(".")[0] or "localhost"
+        out = claim_out(plan.out, "check", plan.to_argv(), plan.force, prefix="hangdbg-check")
+        return CheckSetup(((host, tuple(range(n))),), {host: "127.0.0.1"}, lambda hosts: LocalRunner(host),
+                          t.remote_python, True, out=out, **common), f"--nproc-per-node {n}"  # type: ignore[arg-type]
+    targets = resolve(t, "check")
+    targets.make_runner(targets.hosts)  # checks the hosts and the remote setup before anything runs
+    if t.jobid:
+        n = plan.nproc_per_node or job_gpus(t.jobid) or 1
+        slots = {h: n for h in targets.hosts}
+        addresses = node_addresses(targets.hosts)
+    else:
+        slots = {h: plan.nproc_per_node or targets.slots.get(h, 1) for h in targets.hosts}
+        addresses = {h: ssh_address(h, t.ssh_argv_options()) for h in targets.hosts}
+    out = claim_out(plan.out, "check", plan.to_argv(), plan.force, prefix="hangdbg-check")
+    return CheckSetup(tuple((h, tuple(range(slots[h]))) for h in targets.hosts), addresses, targets.make_runner,
+                      t.remote_python, not t.jobid, out=out, **common), t.describe()  # type: ignore[arg-type]
+
+
+def check(plan: CheckPlan, events: Events | None = None) -> CheckResult:
+    """Run the diagnostics job of ``plan`` on its nodes; on a failure, retry it on another network
+    interface (start-up failures) and bisect it over the nodes and their GPUs; write every
+    message to ``OUT/trials/`` as it arrives and the document to ``OUT/check.json``.
+
+    Raises:
+        HangdbgError: the check could not run at all (hangdbg or torch missing where the ranks
+            run, nccl on a CPU-only torch): a setup error, never a bad node.
+        UsageError: bad targets or output directory.
+    """
+    events = events or Events()
+    run_setup, targets = setup(plan)
+
+    def on_trial(t: Trial) -> None:
+        what = "passed" if t.passed else f"failed at {t.failed_step or 'start'}"
+        events.note(f"run {t.number} ({t.purpose}) on {t.label}: {what} in {t.seconds:.1f} s")
+
+    ranks = sum(len(s) for _, s in run_setup.layout)
+    with events.busy(f"check: {len(run_setup.layout)} node(s), {ranks} ranks..."):
+        run = run_check(run_setup, on_trial)
+    _refuse_setup_errors(run.first)
+    verdict = check_verdict(run.trials, run.retry, run.nodes, run.gpus, plan.job.backend, plan.slow)
+    result = CheckResult(targets, plan.job.backend, str(run_setup.out.path), tuple(run.trials), verdict)
+    run_setup.out.save_text("check.json", to_json(check_document(result)) + "\n")
+    return result
+
+
+def _refuse_setup_errors(first: Trial) -> None:
+    """A check that could not start anywhere, for a reason of the setup, is exit 1 with the
+    remedy, never a bad node."""
+    broken = setup_error(first)
+    if broken is not None and len(first.nodes) > 1:
+        raise HangdbgError(f"the check could not start on any node: {broken}",
+                           help="hangdbg (and torch) must be importable by --remote-python on the nodes; "
+                                "--remote-setup can activate a venv or load modules first")
+    if first.ranks and all(_facts_error(r, "No module named 'torch'") for r in first.ranks):
+        raise HangdbgError("torch is not installed where the ranks run: the diagnostics job needs it",
+                           help="pip install torch on the nodes, or pass --remote-python (a Python with torch and hangdbg)")
+    if first.ranks and all(_facts_error(r, "is a CPU-only build") for r in first.ranks):
+        raise HangdbgError("--backend nccl needs CUDA, and the torch where the ranks run is a CPU-only build",
+                           help="use --backend gloo (or auto), or a Python with a CUDA build of torch (--remote-python)")
+
+
+def _facts_error(r: RankResult, text: str) -> bool:
+    res = r.result("facts")
+    return res is not None and not res.ok and text in (res.error or "")

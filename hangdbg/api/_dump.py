@@ -1,0 +1,213 @@
+"""The ``dump`` use case: the stacks of every rank of a hung job, analyzed once, written as they arrive.
+
+:func:`dump` carries out a :class:`~hangdbg.collect.plan.DumpPlan` on this node (py-spy on every
+rank in parallel, the adaptive steps, ``--core``) or on every node of a job (the agent through
+srun, pdsh or ssh; the coordinator merges what arrives), and returns one
+:class:`~hangdbg.collect.result.StacksResult`, which the console view and the JSON document are
+both rendered from. :func:`analyze` is the same analysis of saved dump files. ``watch`` calls
+:func:`dump` for each stall.
+"""
+
+from __future__ import annotations
+
+import os
+from datetime import datetime
+from pathlib import Path
+from typing import Sequence
+
+from ..collect.adaptive import adapt
+from ..collect.fanout import NodeResult, agent_argv, fan_out, node_file
+from ..collect.gcore import GcoreResult, human_size, plan_cores, write_cores
+from ..collect.local import collect
+from ..collect.node_status import FAILED_STATUSES, node_findings
+from ..collect.plan import DumpPlan, SpeedscopeBy
+from ..collect.procs import Denied, RankProcess, denied_note, find_ranks
+from ..collect.result import StacksResult
+from ..errors import HangdbgError, UsageError
+from ..events import Events
+from ..headline import fanout_headline
+from ..outdir import OutDir, claim
+from ..parallel import gc_paused
+from ..report.build import node_document, node_entry, process_list, stacks_document
+from ..report.export import write_exports
+from ..report.schema import to_json
+from ..stacks.analysis import analyze as analyze_stacks
+from ..stacks.saved import load_dumps
+from ..tools.pyspy import OUTPUT_CAP, find_pyspy
+from ..transport.targets import resolve
+
+__all__ = ["dump", "analyze", "claim_out", "save_result"]
+
+
+def claim_out(out: Path | None, command: str, argv: Sequence[str] = (), force: bool = False,
+              prefix: str = "hangdbg-dump") -> OutDir:
+    """``out``, or ``./PREFIX-YYYYmmdd-HHMMSS``, claimed for this run (:func:`hangdbg.outdir.claim`).
+
+    Raises:
+        UsageError: it cannot be created or written, or holds another run's output and not ``force``.
+    """
+    path = out if out is not None else Path(f"{prefix}-{datetime.now().strftime('%Y%m%d-%H%M%S')}")
+    return claim(path, command, argv, force=force)
+
+
+def dump(plan: DumpPlan, events: Events | None = None, *, command: str = "dump") -> StacksResult:
+    """Dump the ranks ``plan`` names, analyze them and write everything under its output directory.
+
+    Writes, as it goes: ``processes.json``, ``raw/`` (every py-spy output as it arrives),
+    ``nodes/HOST.json`` (each node's status as it finishes), ``ops.json``/``store.json`` (the
+    adaptive steps), core files (``--core``), the exports of the plan, and last ``hangdbg.json``
+    (the document of the returned result).
+
+    Args:
+        plan: what to dump and how.
+        events: progress bars, warnings and ``-v`` lines (none by default).
+        command: the document's command (``dump``; ``demo`` for the demo job).
+
+    Returns:
+        The result; a node that could not be read leaves it incomplete (``complete`` False).
+
+    Raises:
+        HangdbgError: no training process was found; py-spy is not installed (here, for the
+            ranks of this node); the job cannot be reached (no such SLURM job).
+        UsageError: the output directory cannot be used.
+    """
+    events = events or Events()
+    if plan.target.remote:
+        return _dump_nodes(plan, events)  # py-spy runs on the nodes
+    denied: Denied = []
+    ranks = find_ranks(list(plan.target.pids) or None, denied=denied)
+    if denied:
+        events.warn(denied_note(denied, len(ranks)))
+    if os.geteuid() != 0:
+        others = [r.pid for r in ranks if _owner(r.pid) not in (None, os.getuid())]
+        if others:
+            events.warn(f"{len(others)} ranks belong to another user; py-spy will need sudo")
+    if find_pyspy(plan.py_spy) is None:
+        raise HangdbgError("py-spy not found", help="pip install py-spy (or pass --py-spy PATH)")
+    return _dump_here(plan, ranks, events, command)
+
+
+def _dump_here(plan: DumpPlan, ranks: list[RankProcess], events: Events, command: str) -> StacksResult:
+    out = claim_out(plan.out, command, plan.to_argv(), plan.force)
+    out.save_text("processes.json", to_json(process_list(command, ranks)) + "\n")
+    if plan.core:
+        _check_core_room(plan, ranks, out, events)  # before the stacks: a refusal then loses nothing taken
+    opts = plan.collect_options(out)
+    truncated: list[tuple[int, int]] = []
+    with events.progress("py-spy", len(ranks) * opts.samples) as advance:
+        def on_result(p, _k, res) -> None:
+            if res.dropped:
+                truncated.append((p.rank, res.dropped))
+            advance(bool(res.error))
+
+        dumps = collect(ranks, opts, on_result)
+    for rank, dropped in truncated:
+        events.warn(f"rank {rank}: py-spy printed more than {OUTPUT_CAP >> 20} MiB; {dropped} bytes dropped")
+    if plan.adapt:
+        with events.busy("adaptive collection: what the first round lacks..."):
+            adapted = adapt(ranks, dumps, opts, events.log)
+        analysis = adapted.analysis
+    else:
+        analysis = analyze_stacks(dumps)
+    cores = _write_cores(plan, ranks, out, events) if plan.core else ()
+    result = StacksResult(command, analysis, analysis.headline, analysis.findings, out_dir=str(out.path),
+                          cores=cores)
+    return save_result(result, out, plan)
+
+
+def _dump_nodes(plan: DumpPlan, events: Events) -> StacksResult:
+    """Fan out, merge, analyze: the agent on every node, one analysis of the whole job. A node not
+    read leaves the result incomplete: its ranks were not looked at (not "missing"), and the
+    job was not seen whole, so there is no all-clear."""
+    targets = resolve(plan.target)
+    out = claim_out(plan.out, "dump", plan.to_argv(), plan.force)
+    argv = agent_argv(plan.target.remote_python, plan.agent_argv(with_host=not plan.target.jobid))
+    with events.progress("nodes", len(targets.hosts), pending=True) as advance:
+        def on_node(n: NodeResult) -> None:
+            advance(n.status in FAILED_STATUSES)
+            path = node_file(out.path, n.host)
+            if path is not None:  # the node's final status, as it arrives
+                out.save_text(path, to_json(node_document("dump", node_entry(n))) + "\n")
+
+        fan = fan_out(targets.make_runner(targets.hosts), targets.hosts, argv, out, plan.node_budget(), on_node)
+    failed = node_findings([(n.host, n.status, n.reason) for n in fan.nodes])
+    analysis = analyze_stacks(fan.dumps, whole_job=targets.whole and not failed, store_keys=fan.store_keys, ops=fan.ops)
+    for f in failed:
+        events.warn(f.summary)
+    headline = fanout_headline(analysis.headline, [(n.host, n.status) for n in fan.nodes if n.status in FAILED_STATUSES])
+    result = StacksResult("dump", analysis, headline, analysis.findings + tuple(failed), out_dir=str(out.path),
+                          nodes=tuple(fan.nodes), garbled_lines=fan.garbled_lines, complete=not failed)
+    return save_result(result, out, plan)
+
+
+def analyze(paths: Sequence[str | os.PathLike], events: Events | None = None, *, out: Path | None = None,
+            speedscope: Path | None = None, speedscope_by: SpeedscopeBy = "class", folded: Path | None = None) -> StacksResult:
+    """The analysis of saved py-spy dump texts (``hangdbg analyze``): a ``dump -o`` directory,
+    files named ``rank-N.txt``, or one file with several ``Process N:`` blocks.
+
+    Args:
+        paths: files or directories.
+        out: write ``hangdbg.json`` (and nothing else) into this directory.
+        speedscope, speedscope_by, folded: the exports to write too.
+
+    Raises:
+        UsageError: a path does not exist.
+    """
+    events = events or Events()
+    with gc_paused():  # millions of acyclic objects at 100,000 ranks: see hangdbg.parallel
+        try:
+            dumps, stats = load_dumps([str(p) for p in paths])
+        except FileNotFoundError as exc:
+            raise UsageError(str(exc)) from None
+        for path, reason in stats.unreadable:
+            events.warn(f"{path}: {reason}" if reason.startswith("larger than") else f"skipped {path}: {reason}")
+        if stats.garbled_lines:
+            events.note(f"{stats.garbled_lines} unrecognised lines skipped")
+        if not dumps:
+            events.warn(f"no py-spy dump found in {' '.join(map(str, paths))}")
+        a = analyze_stacks(dumps)
+        result = StacksResult("analyze", a, a.headline, a.findings, inputs=tuple(str(p) for p in paths),
+                              garbled_lines=stats.garbled_lines)
+        plan = DumpPlan(speedscope=speedscope, speedscope_by=speedscope_by, folded=folded)
+        return save_result(result, OutDir(out) if out is not None else None, plan, events)
+
+
+def save_result(result: StacksResult, out: OutDir | None, plan: DumpPlan, events: Events | None = None) -> StacksResult:
+    """Write the plan's exports, then the result's document (``hangdbg.json`` under ``out``); the
+    result noting every file of this run that could not be saved (exports outside ``out``
+    included)."""
+    sink = out if out is not None else OutDir(".")
+    write_exports(result.analysis, sink, plan.speedscope, plan.speedscope_by, plan.folded, (events or Events()).warn)
+    if out is None:
+        return result.with_not_saved(sink.not_saved)
+    result = result.with_not_saved(out.not_saved)
+    out.save_text("hangdbg.json", to_json(stacks_document(result)) + "\n")
+    return result.with_not_saved(out.not_saved)
+
+
+def _check_core_room(plan: DumpPlan, ranks: list[RankProcess], out: OutDir, events: Events) -> None:
+    """``--core``: warn about the cores' size and refuse when they do not fit (unless ``force``)."""
+    cores = plan_cores(ranks, out.path)
+    need, free = human_size(cores.needed), human_size(cores.free)
+    events.warn(f"writing {len(ranks)} core files of about {need} in all (the ranks' readable memory) to {out} ({free} free)")
+    if not cores.fits and not plan.force:
+        raise HangdbgError(
+            f"the core files would not fit: about {need} needed, {free} free in {out}",
+            help="write them elsewhere with -o DIR on a larger file system, or pass --force to try anyway")
+
+
+def _write_cores(plan: DumpPlan, ranks: list[RankProcess], out: OutDir, events: Events) -> tuple[GcoreResult, ...]:
+    """``--core``: gcore every rank after the stacks were taken (so the pause does not disturb
+    them); each may take 15 x the py-spy timeout."""
+    results = write_cores(ranks, out.path, timeout=plan.timeout * 15)
+    for r in results:
+        if r.error:
+            events.warn(f"no core of rank {r.rank}: {r.error}")
+    return tuple(results)
+
+
+def _owner(pid: int) -> int | None:
+    try:
+        return os.stat(f"/proc/{pid}").st_uid
+    except OSError:
+        return None

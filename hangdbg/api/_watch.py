@@ -1,0 +1,252 @@
+"""The ``watch`` use case: watch a running job, dump it when it stalls (before a watchdog kills it),
+and tell someone.
+
+Signals (:mod:`hangdbg.watch.stall`): log files that stop growing (only matching lines count with
+a pattern), heartbeat files that stop changing, or the ranks' stacks, sampled with non-blocking
+py-spy, that stop changing while ranks wait in torch.distributed. On a stall: the same collection
+and analysis as ``dump`` (:func:`hangdbg.api.dump`, called directly) into
+``OUT/stall-YYYYmmdd-HHMMSS/``, then the plan's ``on_hang`` command and its ``then`` action.
+``OUT/watch.json`` (the ``watch`` document) is rewritten after every stall and at the end.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import tempfile
+import time
+from dataclasses import replace
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from ..collect.fanout import agent_argv, fan_out
+from ..collect.local import collect
+from ..collect.procs import find_ranks
+from ..collect.result import StacksResult
+from ..errors import HangdbgError, UsageError
+from ..events import Events
+from ..model import RankDump
+from ..outdir import OutDir
+from ..report.build import watch_document
+from ..report.schema import to_json
+from ..tools.pyspy import find_pyspy
+from ..tools.subproc import Popen, communicate_or_kill, run
+from ..transport.slurm import WAITING_STATES, job_state, show_job
+from ..transport.targets import Targets, resolve
+from ..watch.plan import SIGNALS, Ended, StallRecord, WatchPlan, WatchResult
+from ..watch.probes import HeartbeatProbe, LogProbe, kill_process_trees, pids_alive, watch_loop
+from ..watch.stall import Observation, Stall, StallDetector, stacks_signature, waiting_or_idle
+from ._dump import claim_out, dump
+
+__all__ = ["watch", "ON_HANG_TIMEOUT"]
+
+ON_HANG_TIMEOUT = 600.0
+"""Seconds ``on_hang`` may run before it is killed (the watch goes on)."""
+
+
+def watch(plan: WatchPlan, events: Events | None = None) -> WatchResult:
+    """Watch the job of ``plan`` until it ends (or, with ``once``, until the first stall was handled).
+
+    Ctrl-C and SIGTERM end the watch (``ended``: ``interrupted``) and still write ``watch.json``.
+
+    Raises:
+        HangdbgError: py-spy is not installed; the job cannot be reached.
+        UsageError: the output directory cannot be used.
+    """
+    if find_pyspy(plan.py_spy) is None:
+        raise HangdbgError("py-spy not found", help="pip install py-spy (or pass --py-spy PATH)")
+    return _Watcher(plan, events or Events()).run()
+
+
+class _Watcher:
+    """One watch: its probes, its stalls so far, and the document it keeps up to date."""
+
+    def __init__(self, plan: WatchPlan, events: Events) -> None:
+        self.plan = plan
+        self.events = events
+        self.out = claim_out(plan.out, "watch", plan.to_argv(), plan.force, prefix="hangdbg-watch")
+        self.log_probe = LogProbe(list(plan.logs), plan.pattern()) if plan.logs else None
+        self.beat_probe = HeartbeatProbe(plan.heartbeat) if plan.heartbeat else None
+        self.stalls: list[StallRecord] = []
+        self.observations = 0
+        self.no_ranks = 0
+        self.seen_ranks = False
+        self.remote: Targets | None = None
+
+    def run(self) -> WatchResult:
+        plan = self.plan
+        if plan.target.jobid:
+            self._wait_for_start(plan.target.jobid)
+        if plan.target.remote:
+            self.remote = resolve(plan.target)
+        self.events.note(f"watching {plan.target.describe()}: {', '.join(plan.signals)}; stall after {plan.stall:g} s, "
+                         f"every {plan.interval:g} s; dumps under {self.out}")
+        detector = StallDetector(plan.stall, plan.grace, time.monotonic())
+        self._write("running")
+        ended: Ended = "interrupted"
+        previous = signal.signal(signal.SIGTERM, _raise_interrupt)
+        try:
+            end = watch_loop(detector, self.observe, self.alive, self.on_stall, plan.interval, plan.once, self.events.log)
+            ended, self.observations = end.reason, end.observations
+        except KeyboardInterrupt:
+            self.events.note("interrupted")
+        finally:
+            signal.signal(signal.SIGTERM, previous)
+            result = self._write(ended)
+        return result
+
+    # -- observing --------------------------------------------------------------------------------
+    def observe(self, now: float) -> Observation:
+        obs = Observation(now, log=self.log_probe.progress() if self.log_probe else None,
+                          heartbeat=self.beat_probe.picture() if self.beat_probe else None)
+        self.observations += 1
+        if self.plan.samples_stacks:
+            dumps = self._sample()
+            if dumps:
+                obs = replace(obs, stacks=stacks_signature(dumps), waiting=waiting_or_idle(dumps))
+        return obs
+
+    def _sample(self) -> list[RankDump]:
+        """One non-blocking py-spy sample of every rank (no locals, no retry); [] when no rank was found."""
+        sample = self.plan.sample_plan()
+        if self.remote is None:
+            try:
+                ranks = find_ranks(list(self.plan.target.pids))
+            except HangdbgError as exc:
+                self.events.log(f"no ranks to sample: {exc}")
+                self.no_ranks += 1
+                return []
+            dumps = collect(ranks, sample.collect_options(None))
+        else:
+            argv = agent_argv(self.plan.target.remote_python, sample.agent_argv(with_host=not self.plan.target.jobid))
+            with tempfile.TemporaryDirectory(prefix="hangdbg-watch-sample-") as tmp:
+                fan = fan_out(self.remote.make_runner(self.remote.hosts), self.remote.hosts, argv, OutDir(tmp),
+                              2 * self.plan.timeout + 30)
+            for n in fan.nodes:
+                if n.status not in ("ok", "no-ranks"):
+                    self.events.log(f"node {n.host}: {n.status} {n.reason or ''}")  # a node that stops answering: go on
+            dumps = fan.dumps
+        self.no_ranks = 0 if dumps else self.no_ranks + 1
+        self.seen_ranks = self.seen_ranks or bool(dumps)
+        return dumps
+
+    def alive(self) -> bool:
+        t = self.plan.target
+        if t.pids:
+            return pids_alive(list(t.pids))
+        if t.jobid:
+            try:
+                show_job(t.jobid)
+                # RUNNING is alive even with no rank anywhere: the batch script is still setting up
+                # (its first srun has not started), or it is between two steps
+                return True
+            except UsageError as exc:  # not RUNNING, or gone from the controller
+                self.events.log(str(exc))
+                return False
+            except HangdbgError as exc:  # scontrol failed: say so, judge by the ranks meanwhile
+                self.events.log(f"cannot ask SLURM: {exc}")
+        # over ssh (or scontrol failing): no rank on any node twice in a row
+        # (only once ranks were seen: a watcher may start before the job's ranks do)
+        return not (self.plan.samples_stacks and self.seen_ranks and self.no_ranks >= 2)
+
+    def _wait_for_start(self, jobid: str) -> None:
+        """Wait while SLURM job ``jobid`` is pending (``sbatch ...; hangdbg watch --jobid ID``)."""
+        said = ""
+        while True:
+            state = job_state(jobid).state
+            if state not in WAITING_STATES:
+                return
+            if state != said:
+                self.events.note(f"SLURM job {jobid} is {state}; waiting for it to run")
+                said = state
+            time.sleep(min(self.plan.interval, 10.0))
+
+    # -- on a stall -------------------------------------------------------------------------------
+    def on_stall(self, stall: Stall) -> None:
+        plan = self.plan
+        t0 = time.monotonic()
+        detected = datetime.now(timezone.utc).isoformat(timespec="seconds")
+        stall_dir = _fresh(self.out.path / f"stall-{datetime.now().strftime('%Y%m%d-%H%M%S')}")
+        self.events.note(f"STALL: {stall.reason}; dumping into {stall_dir}")
+        code, result = self._dump(stall_dir)
+        headline = result.headline if result is not None else None
+        suspects = sorted({r for f in result.findings if f.is_suspect for r in f.ranks}) if result is not None else []
+        dump_seconds = time.monotonic() - t0
+        self.events.note(f"dump done in {dump_seconds:.1f} s: {headline or 'no answer'}")
+        hook = self._on_hang(stall_dir, headline, suspects, stall) if plan.on_hang else None
+        then = self._then() if plan.then else None
+        sig = stall.signal if stall.signal in SIGNALS else "stacks"
+        self.stalls.append(StallRecord(detected, sig, round(stall.seconds, 1), stall.reason, str(stall_dir), code,
+                                       headline, tuple(suspects), round(dump_seconds, 2), hook, then))
+        self._write("running")
+
+    def _dump(self, stall_dir: Path) -> tuple[int, StacksResult | None]:
+        """The stall's ``dump`` (:func:`hangdbg.api.dump`, its adaptive steps included): its
+        exit status and result (None when it failed; the watch goes on)."""
+        plan = self.plan.dump_plan(stall_dir)
+        self.events.log("dump: " + " ".join(plan.to_argv()))
+        try:
+            result = dump(plan, self.events)
+        except HangdbgError as exc:
+            self.events.warn(f"the stall dump failed: {exc}")
+            return (2 if isinstance(exc, UsageError) else 1), None
+        self.events.result(result)
+        return result.status, result
+
+    def _on_hang(self, stall_dir: Path, headline: str | None, suspects: list[int], stall: Stall) -> int | None:
+        """Run ``on_hang`` through ``sh -c`` (the user's own command line, as they wrote it; our values
+        only in its environment); its output goes to the events as notes (stdout may carry ``--json``)."""
+        env = dict(os.environ, HANGDBG_DUMP_DIR=str(stall_dir), HANGDBG_JSON=str(stall_dir / "hangdbg.json"),
+                   HANGDBG_HEADLINE=headline or "", HANGDBG_SUSPECTS=",".join(map(str, suspects)),
+                   HANGDBG_STALL_REASON=stall.reason)
+        try:
+            proc = Popen(["/bin/sh", "-c", str(self.plan.on_hang)], env=env, stdin=subprocess.DEVNULL,
+                         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True)
+        except OSError as exc:
+            self.events.warn(f"--on-hang could not run: {exc}")
+            return None
+        got = communicate_or_kill(proc, ON_HANG_TIMEOUT)
+        if got is None:
+            self.events.warn(f"--on-hang ran longer than {ON_HANG_TIMEOUT:g} s and was stopped")
+            return None
+        said = got[0].decode("utf-8", "replace").rstrip()
+        if said:
+            self.events.output(said)
+        if proc.returncode != 0:
+            self.events.warn(f"--on-hang exited with status {proc.returncode}")
+        return proc.returncode
+
+    def _then(self) -> str:
+        t, then = self.plan.target, self.plan.then
+        if then == "kill" and t.pids:
+            return kill_process_trees(list(t.pids))
+        jobid = str(t.jobid)
+        argv = ["scancel", jobid] if then in ("kill", "scancel") else ["scontrol", "requeue", jobid]
+        try:
+            res = run(argv, timeout=60, text=True, errors="replace")
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            return f"{then}: {' '.join(argv)} failed: {exc}"
+        said = (res.stderr or res.stdout).strip()[:200]
+        return f"{then}: {' '.join(argv)} exited {res.returncode}" + (f": {said}" if said else "")
+
+    def _write(self, ended: Ended) -> WatchResult:
+        plan = self.plan
+        result = WatchResult(plan.target.describe(), str(self.out.path), plan.signals, plan.stall, plan.interval,
+                             self.observations, ended, tuple(self.stalls))
+        self.out.save_text("watch.json", to_json(watch_document(result)) + "\n")
+        return result
+
+
+def _raise_interrupt(_signum: int, _frame: Any) -> None:
+    raise KeyboardInterrupt
+
+
+def _fresh(path: Path) -> Path:
+    """``path``, or ``path-2``, ``path-3``... when it exists (two stalls in one second)."""
+    n, candidate = 1, path
+    while candidate.exists():
+        n += 1
+        candidate = path.with_name(f"{path.name}-{n}")
+    return candidate

@@ -1,0 +1,52 @@
+"""The target options of ``dump``, ``watch`` and ``check`` (``--pid``, ``--jobid``, ``--hosts``,
+``--hostfile`` and how to reach the nodes), parsed into one
+:class:`~hangdbg.transport.targets.TargetSpec`."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from ..transport.targets import LAUNCHERS, TargetSpec
+
+__all__ = ["add_target_arguments", "target_spec"]
+
+
+def add_target_arguments(p: argparse.ArgumentParser, dump: bool = True) -> None:
+    """The target options; ``dump=False`` (``check``) leaves out the options about finding and
+    dumping ranks (``--node-timeout``, ``--match-env``)."""
+    g = p.add_argument_group("other nodes (SLURM, ssh, pdsh)")
+    target = g.add_mutually_exclusive_group()
+    target.add_argument("--jobid", help="every node of this running SLURM job (one srun runs the agent on all of them)")
+    target.add_argument("--hosts", metavar="EXPR", help="hosts to reach over ssh/pdsh, e.g. 'node[1-8]' (python-hostlist syntax)")
+    target.add_argument("--hostfile", metavar="FILE", help="deepspeed/pdsh hostfile: `host slots=N` lines")
+    g.add_argument("-w", "--nodes", metavar="EXPR", help="with --jobid: only these nodes of the job")
+    g.add_argument("--srun-arg", action="append", default=[], metavar="ARG", help="extra srun argument, e.g. --srun-arg=--gres=gpu:0 --srun-arg=--mem=0 (repeatable)")
+    g.add_argument("--launcher", choices=LAUNCHERS, default="auto", help="for --hosts/--hostfile: pdsh when installed (auto), or an ssh pool")
+    g.add_argument("--ssh-config", metavar="FILE", help="ssh client configuration (ssh -F FILE)")
+    g.add_argument("--ssh-option", action="append", default=[], metavar="OPT", help="extra ssh -o option, e.g. --ssh-option Port=2222 (repeatable; host key checking is never turned off by hangdbg)")
+    g.add_argument("--connect-timeout", type=int, default=10, metavar="S", help="ssh ConnectTimeout in seconds (default 10)")
+    g.add_argument("--remote-python", metavar="PATH", default=sys.executable, help=f"Python with hangdbg on the nodes (default: this one, {sys.executable})")
+    g.add_argument("--remote-setup", metavar="SHELL", help="shell text run before the agent over ssh/pdsh, e.g. 'source ~/.pdshrc' (non-interactive shells skip ~/.bashrc)")
+    if not dump:
+        return
+    g.add_argument("--node-timeout", type=float, metavar="S", help="seconds a node may take (default: 6 x --timeout + samples x interval + 30, or 2 x --timeout with --no-adapt)")
+    g.add_argument("--match-env", action="append", default=[], metavar="KEY=VALUE", help="ranks must have KEY=VALUE in their environment; {host} is replaced by the node's name (repeatable)")
+
+
+def target_spec(args: argparse.Namespace) -> TargetSpec:
+    """The :class:`TargetSpec` of the parsed options (``--pid`` where the command has it).
+
+    Raises:
+        UsageError: two targets, ``-w`` without ``--jobid``, a pid <= 0.
+    """
+    def opt(name: str, default: object = None) -> object:
+        value = getattr(args, name, None)  # commands offer some of the target options only (the agent)
+        return default if value is None else value
+
+    return TargetSpec(
+        pids=tuple(opt("pid", ())), jobid=opt("jobid"), nodes=opt("nodes"), hosts=opt("hosts"),  # type: ignore[arg-type]
+        hostfile=opt("hostfile"), srun_args=tuple(opt("srun_arg", ())), launcher=opt("launcher", "auto"),  # type: ignore[arg-type]
+        ssh_config=opt("ssh_config"), ssh_options=tuple(opt("ssh_option", ())),  # type: ignore[arg-type]
+        connect_timeout=opt("connect_timeout", 10), remote_python=opt("remote_python", sys.executable),  # type: ignore[arg-type]
+        remote_setup=opt("remote_setup"), match_env=tuple(opt("match_env", ())))  # type: ignore[arg-type]

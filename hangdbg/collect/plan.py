@@ -1,0 +1,137 @@
+"""The plan of one ``hangdbg dump``: what to dump, how, and what to write (:class:`DumpPlan`).
+
+The command line builds it once from its options; :func:`hangdbg.api.dump` carries it out, on this
+node or through the agent on every node of a job (:meth:`DumpPlan.agent_argv`), and ``watch``
+hands one to the same function for each stall. :meth:`DumpPlan.to_argv` gives it back as
+``hangdbg dump`` options (a test checks that parsing them gives the same plan).
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal
+
+from ..errors import UsageError
+from ..tools.pyspy import PySpyOptions
+from ..transport.runners import HOST
+from ..transport.targets import TargetSpec
+from .local import CollectOptions
+
+__all__ = ["DumpPlan", "SPEEDSCOPE_BY", "SpeedscopeBy"]
+
+SpeedscopeBy = Literal["class", "rank"]
+SPEEDSCOPE_BY: tuple[SpeedscopeBy, ...] = ("class", "rank")
+"""A speedscope export has one profile per equivalence class or per rank."""
+
+
+@dataclass(frozen=True, slots=True)
+class DumpPlan:
+    """Everything one ``dump`` needs (the defaults are the command's).
+
+    Attributes:
+        target: the ranks of this node, of a SLURM job or of ssh hosts.
+        native: py-spy ``--native`` (C/C++ frames) for every rank.
+        locals: py-spy ``--locals`` (enables the loop-iteration check).
+        nonblocking: py-spy ``--nonblocking``: the ranks are not paused.
+        timeout: seconds before one py-spy run is abandoned.
+        samples: dumps per rank (>= 1); ranks whose stacks change are progressing.
+        interval: seconds between samples.
+        jobs: py-spy runs at once (None: 8; with ``native``, the number of CPUs).
+        py_spy: the py-spy program (None: found on PATH or next to this Python).
+        adapt: run the adaptive steps (retry, native/locals passes, samples, store lookup).
+        core: also gcore every rank of this node after the stacks.
+        force: write the cores even when they look too big; reuse an ``out`` holding another run.
+        out: the output directory (None: ``./hangdbg-dump-DATE``).
+        node_timeout: seconds a node may take (None: :meth:`node_budget`).
+        speedscope: also write the stacks as a speedscope file here.
+        speedscope_by: one speedscope profile per ``class`` or per ``rank``.
+        folded: also write folded stacks (flamegraph.pl) here.
+        verbose: the node agents send back the external commands they run (``-v``).
+    """
+
+    target: TargetSpec = field(default_factory=TargetSpec)
+    native: bool = False
+    locals: bool = False
+    nonblocking: bool = False
+    timeout: float = 20.0
+    samples: int = 1
+    interval: float = 1.0
+    jobs: int | None = None
+    py_spy: str | None = None
+    adapt: bool = True
+    core: bool = False
+    force: bool = False
+    out: Path | None = None
+    node_timeout: float | None = None
+    speedscope: Path | None = None
+    speedscope_by: SpeedscopeBy = "class"
+    folded: Path | None = None
+    verbose: bool = False
+
+    def __post_init__(self) -> None:
+        if self.target.remote and self.target.pids:
+            raise UsageError("--pid is for this node; with --jobid/--hosts the agent finds the ranks")
+        if self.target.remote and self.core:
+            raise UsageError("--core writes cores of this node's ranks; run `hangdbg dump --core` on the node")
+        if self.samples < 1 or self.timeout <= 0 or self.interval <= 0 or (self.jobs is not None and self.jobs < 1):
+            raise UsageError("--samples and --jobs take integers >= 1, --timeout and --interval seconds > 0")
+        if self.speedscope_by not in SPEEDSCOPE_BY:
+            raise UsageError(f"--speedscope-by is one of {', '.join(SPEEDSCOPE_BY)}")
+
+    @property
+    def pyspy(self) -> PySpyOptions:
+        """The options of every py-spy run."""
+        return PySpyOptions(native=self.native, locals=self.locals, nonblocking=self.nonblocking,
+                            timeout=self.timeout, executable=self.py_spy)
+
+    def collect_options(self, raw_out: object | None) -> CollectOptions:
+        """How :func:`hangdbg.collect.local.collect` runs (``raw_out``: the run's
+        :class:`~hangdbg.outdir.OutDir`, or None to keep nothing on disk)."""
+        jobs = self.jobs or (max(2, os.cpu_count() or 2) if self.native else 8)
+        return CollectOptions(self.pyspy, self.samples, self.interval, jobs, raw_out)  # type: ignore[arg-type]
+
+    def node_budget(self) -> float:
+        """Seconds one node may take: ``node_timeout``, or room for the adaptive steps (a retry,
+        pystack, a native pass, two samples, a store lookup): 6 x ``timeout`` + the samples + 30
+        (2 x ``timeout`` without them)."""
+        if self.node_timeout is not None:
+            return self.node_timeout
+        return (6 if self.adapt else 2) * self.timeout + self.samples * self.interval + 30
+
+    def agent_argv(self, with_host: bool) -> list[str]:
+        """The options of ``hangdbg agent`` on every node (py-spy flags, timeouts, samples, the
+        SLURM job, ``--match-env``; ``--node-name {host}`` when the transport does not tell the
+        node its name)."""
+        out = self._pyspy_argv()
+        if self.verbose:
+            out.append("-v")  # the agents send their external commands back as log frames
+        out += self.target.to_argv(agent=True)
+        if with_host:
+            out += ["--node-name", HOST]
+        return out
+
+    def _pyspy_argv(self) -> list[str]:
+        out = [f"--{flag}" for flag in ("native", "locals", "nonblocking") if getattr(self, flag)]
+        if not self.adapt:
+            out.append("--no-adapt")
+        out += ["--timeout", str(self.timeout), "--samples", str(self.samples), "--interval", str(self.interval)]
+        if self.jobs:
+            out += ["--jobs", str(self.jobs)]
+        if self.py_spy:
+            out += ["--py-spy", self.py_spy]
+        return out
+
+    def to_argv(self) -> list[str]:
+        """This plan as ``hangdbg dump`` options (without the word ``dump``)."""
+        argv = self._pyspy_argv() + self.target.to_argv()
+        argv += ["--core"] if self.core else []
+        argv += ["--force"] if self.force else []
+        argv += ["-o", str(self.out)] if self.out is not None else []
+        argv += ["--node-timeout", str(self.node_timeout)] if self.node_timeout is not None else []
+        argv += ["--speedscope", str(self.speedscope)] if self.speedscope is not None else []
+        argv += ["--speedscope-by", self.speedscope_by] if self.speedscope_by != "class" else []
+        argv += ["--folded", str(self.folded)] if self.folded is not None else []
+        argv += ["-v"] if self.verbose else []
+        return argv

@@ -1,0 +1,203 @@
+"""The plan of one ``hangdbg watch`` (:class:`WatchPlan`), and what it found (:class:`WatchResult`).
+
+The command line builds the plan once from its options; :func:`hangdbg.api.watch` carries it
+out and hands each stall's dump to :func:`hangdbg.api.dump` as a
+:class:`~hangdbg.collect.plan.DumpPlan` (:meth:`WatchPlan.dump_plan`).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal
+
+from ..collect.plan import DumpPlan
+from ..errors import UsageError
+from ..transport.targets import TargetSpec
+
+__all__ = ["WatchPlan", "WatchResult", "StallRecord", "THEN", "SIGNALS"]
+
+THEN = ("kill", "scancel", "requeue")
+"""What ``--then`` may do after a stall's dump."""
+
+Ended = Literal["running", "job-ended", "once", "interrupted"]
+"""Why a watch ended (``running``: it has not, a stall was just handled)."""
+
+SIGNALS = ("log", "heartbeat", "stacks")
+"""What can declare a stall."""
+
+
+@dataclass(frozen=True, slots=True)
+class WatchPlan:
+    """Everything one ``watch`` needs (the defaults are the command's).
+
+    Attributes:
+        target: the job: ``pids`` on this node, a SLURM job, or ssh hosts (not "this node" alone).
+        logs: training logs (globs allowed): a stall when they stop growing.
+        log_pattern: with ``logs``: only lines matching this regular expression count.
+        heartbeat: the directory of :func:`hangdbg.hooks.heartbeat` files: a stall when none changes.
+        stacks: also sample the stacks (the default without ``logs``/``heartbeat``).
+        stall: seconds without progress that make a stall.
+        interval: seconds between observations.
+        grace: seconds after the start with no stall declared (start-up, compilation).
+        once: stop after the first stall.
+        on_hang: shell command run after a stall's dump (the user's own command line, run by
+            ``sh -c``; hangdbg's values only in its environment).
+        then: ``kill``, ``scancel`` or ``requeue`` the job after the dump.
+        native, locals, timeout, py_spy: the stall dump's py-spy options.
+        node_timeout: seconds a node may take in the stall dump (None: the dump's default).
+        force: reuse an ``out`` that holds another run's output.
+        out: the output directory (None: ``./hangdbg-watch-DATE``).
+        verbose: log every decision and external command.
+    """
+
+    target: TargetSpec = field(default_factory=TargetSpec)
+    logs: tuple[str, ...] = ()
+    log_pattern: str | None = None
+    heartbeat: str | None = None
+    stacks: bool = False
+    stall: float = 300.0
+    interval: float = 10.0
+    grace: float = 0.0
+    once: bool = False
+    on_hang: str | None = None
+    then: str | None = None
+    native: bool = False
+    locals: bool = False
+    timeout: float = 20.0
+    py_spy: str | None = None
+    node_timeout: float | None = None
+    force: bool = False
+    out: Path | None = None
+    verbose: bool = False
+
+    def __post_init__(self) -> None:
+        t = self.target
+        if not t.pids and not t.remote:
+            raise UsageError("watch what? give --pid PID (this node), --jobid ID, --hosts EXPR or --hostfile FILE")
+        if self.then is not None and self.then not in THEN:
+            raise UsageError(f"--then is one of {', '.join(THEN)}, not {self.then!r}")
+        if self.then in ("scancel", "requeue") and not t.jobid:
+            raise UsageError(f"--then {self.then} needs --jobid")
+        if self.then == "kill" and not (t.pids or t.jobid):
+            raise UsageError("--then kill needs --pid or --jobid (over ssh, stop the job with --on-hang)")
+        if self.log_pattern and not self.logs:
+            raise UsageError("--log-pattern goes with --log")
+        if self.stall <= 0 or self.interval <= 0 or self.timeout <= 0:
+            raise UsageError("--stall, --interval and --timeout take seconds > 0")
+        self.pattern()  # a bad regular expression is a usage error now, not at the first log line
+
+    def pattern(self) -> re.Pattern[str] | None:
+        """``log_pattern`` compiled.
+
+        Raises:
+            UsageError: it is not a regular expression.
+        """
+        try:
+            return re.compile(self.log_pattern) if self.log_pattern else None
+        except re.error as exc:
+            raise UsageError(f"--log-pattern is not a regular expression: {exc}") from None
+
+    @property
+    def samples_stacks(self) -> bool:
+        """The stacks are sampled (asked, or no other signal given)."""
+        return self.stacks or not (self.logs or self.heartbeat)
+
+    @property
+    def signals(self) -> tuple[str, ...]:
+        """The signals watched, of :data:`SIGNALS`."""
+        on = {"log": bool(self.logs), "heartbeat": bool(self.heartbeat), "stacks": self.samples_stacks}
+        return tuple(s for s in SIGNALS if on[s])
+
+    def dump_plan(self, out: Path) -> DumpPlan:
+        """The ``dump`` a stall runs into ``out`` (its adaptive steps included)."""
+        return DumpPlan(target=self.target, native=self.native, locals=self.locals, timeout=self.timeout,
+                        py_spy=self.py_spy, out=out, node_timeout=self.node_timeout, verbose=self.verbose)
+
+    def sample_plan(self) -> DumpPlan:
+        """One cheap stack sample per observation: non-blocking py-spy, no locals, no adaptive steps."""
+        return DumpPlan(target=self.target, nonblocking=True, timeout=self.timeout, py_spy=self.py_spy, adapt=False,
+                        jobs=8)
+
+    def to_argv(self) -> list[str]:
+        """This plan as ``hangdbg watch`` options (without the word ``watch``)."""
+        argv = self.target.to_argv()
+        argv += ["--log", *self.logs] if self.logs else []
+        argv += ["--log-pattern", self.log_pattern] if self.log_pattern else []
+        argv += ["--heartbeat", self.heartbeat] if self.heartbeat else []
+        argv += ["--stacks"] if self.stacks else []
+        argv += ["--stall", str(self.stall), "--interval", str(self.interval)]
+        argv += ["--grace", str(self.grace)] if self.grace else []
+        argv += ["--once"] if self.once else []
+        argv += ["--on-hang", self.on_hang] if self.on_hang is not None else []
+        argv += ["--then", self.then] if self.then else []
+        argv += [f"--{f}" for f in ("native", "locals") if getattr(self, f)]
+        argv += ["--timeout", str(self.timeout)]
+        argv += ["--py-spy", self.py_spy] if self.py_spy else []
+        argv += ["--node-timeout", str(self.node_timeout)] if self.node_timeout is not None else []
+        argv += ["--force"] if self.force else []
+        argv += ["-o", str(self.out)] if self.out is not None else []
+        argv += ["-v"] if self.verbose else []
+        return argv
+
+
+@dataclass(frozen=True, slots=True)
+class StallRecord:
+    """One stall ``watch`` declared and what it did about it.
+
+    Attributes:
+        detected: when (ISO 8601, UTC).
+        signal: what declared it (of :data:`SIGNALS`).
+        quiet_seconds: seconds the signal had not moved.
+        reason: one sentence.
+        dump_dir: the stall's dump (``OUT/stall-YYYYmmdd-HHMMSS``, its ``hangdbg.json`` inside).
+        dump_exit: the exit status ``dump`` would have had (3: suspects named; 1: nothing read or
+            the dump failed; 2: usage), None when it did not run.
+        headline: the dump's headline, None when it could not be taken.
+        suspects: the ranks the dump blamed.
+        dump_seconds: seconds from the detection to the finished dump.
+        on_hang_exit: exit status of ``on_hang`` (None: not given, or it could not run).
+        then: what ``then`` did (``"kill: sent SIGTERM to 5 processes"``), or None.
+    """
+
+    detected: str
+    signal: str
+    quiet_seconds: float
+    reason: str
+    dump_dir: str
+    dump_exit: int | None
+    headline: str | None
+    suspects: tuple[int, ...]
+    dump_seconds: float
+    on_hang_exit: int | None
+    then: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class WatchResult:
+    """What one ``watch`` saw (also what ``OUT/watch.json`` says, rewritten after every stall).
+
+    Attributes:
+        targets: the job, as its options name it (``--pid 123``, ``--jobid 42``).
+        out_dir: the output directory (``watch.json``, a ``stall-DATE/`` per stall).
+        signals: the signals watched.
+        stall, interval: the plan's seconds.
+        observations: observations made.
+        ended: ``running`` (a stall was just handled), ``job-ended``, ``once`` or ``interrupted``.
+        stalls: every stall declared, oldest first.
+    """
+
+    targets: str
+    out_dir: str
+    signals: tuple[str, ...]
+    stall: float
+    interval: float
+    observations: int
+    ended: Ended
+    stalls: tuple[StallRecord, ...] = ()
+
+    @property
+    def found(self) -> bool:
+        """A stall was declared (the CLI exits 3)."""
+        return bool(self.stalls)
