@@ -366,7 +366,7 @@ def test_slice_table_marks_the_rank_the_finding_names(tmp_path, name):
 
     from rich.console import Console
 
-    from hangdbg.cli.nccl_cmd import _slices
+    from hangdbg.report.kind_views import nccl_slices_table
 
     log = tmp_path / "tie.log"
     log.write_text(
@@ -379,7 +379,7 @@ def test_slice_table_marks_the_rank_the_finding_names(tmp_path, name):
     assert [f.ranks for f in rep.findings if f.kind == "nccl-slice-differs"] == [(1,)]
     assert facts(rep)["slice_majority"] == [{}, {name: 1}]
     out = Console(file=io.StringIO(), force_terminal=True, color_system="standard", width=200)
-    out.print(_slices(rep.facts))
+    out.print(nccl_slices_table(rep.facts))
     red = [re.sub(r"\x1b\[[0-9;]*m", "", ln).split("\u2502")[1].strip()
            for ln in out.file.getvalue().splitlines() if "\x1b[31m" in ln]
     assert red == ["rank 1"]

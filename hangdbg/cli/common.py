@@ -15,7 +15,6 @@ One meaning per flag and per exit status, for every command:
 from __future__ import annotations
 
 import argparse
-from dataclasses import replace
 from datetime import datetime
 from pathlib import Path
 from typing import Any, Callable, ClassVar, Sequence

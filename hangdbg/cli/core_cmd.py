@@ -11,7 +11,7 @@ from ..stacks.analysis import analyze
 from ..errors import UsageError
 from ..report.build import core_document
 from ..report.core_view import render_cores
-from ..evidence.core.reader import CoreOptions, CoreReading, load
+from ..evidence.core.reader import CoreOptions, load
 from ..evidence.own_output import GDB_TEXT_SUFFIX
 from ..outdir import OutDir
 from .common import Command, add_output_arguments, exit_status, positive_float, positive_int, print_error

@@ -13,38 +13,19 @@ from __future__ import annotations
 
 import argparse
 from dataclasses import replace
-from typing import Callable, Sequence
+from typing import Callable
 
 from rich.console import RenderableType
-from rich.table import Table
 
 from ..evidence.flight_recorder.facts import FrFacts
-from ..model import RankState, SourceKind, SourceReport
+from ..model import SourceKind, SourceReport
 from ..text.lines import read_head
 from ..report.safetext import safe_text
 from ..evidence.nccl_ras import reader as nccl_ras
 from ..evidence.base import Reader
 from ..evidence.flight_recorder.reader import READER
+from ..report.kind_views import fr_table
 from .common import ReaderCommand
-
-
-def _table(facts: FrFacts, states: Sequence[RankState]) -> Table:
-    t = Table(title="Ranks (last collective per process group)", title_justify="left", expand=True)
-    for col in ("rank", "group", "last seq", "last collective", "state", "last started", "last completed"):
-        t.add_column(col, no_wrap=col != "last collective", overflow="fold")
-    for row in facts.table:
-        last, begun, done = row.last, row.last_started, row.last_completed
-        state = last.state if last else ""
-        t.add_row(str(row.rank), safe_text(row.group), str(last.seq) if last else "-",
-                  safe_text(last.desc) if last else "(none)",
-                  safe_text(state, style="" if state == "completed" or not last else "yellow"),
-                  safe_text(f"{begun.seq} {begun.op}") if begun else "-", safe_text(f"{done.seq} {done.op}") if done else "-")
-    for r in states:  # ranks without a (readable) dump, and those named by fr_trace text or RAS, have no row
-        if r.state in ("no dump", "dump unreadable") or (not facts.table and r.state):
-            t.add_row(str(r.rank), safe_text(r.group), str(r.seq) if r.seq is not None else "-", safe_text(r.last_collective or ""),
-                      safe_text(r.state, style="red" if "dump" in r.state or "never" in r.state or "behind" in r.state
-                           else "yellow"), "-", "-")
-    return t
 
 
 def _is_ras(path: str) -> bool:
@@ -107,4 +88,4 @@ class FrCommand(ReaderCommand):
                         style="dim")
         else:
             note = safe_text(f"no dump read ({fmts or 'RAS reports only'}), {rep.lines_read} lines", style="dim")
-        return [_table(f, rep.ranks), note]
+        return [fr_table(f, rep.ranks), note]

@@ -5,33 +5,13 @@ from __future__ import annotations
 import argparse
 
 from rich.console import RenderableType
-from rich.table import Table
 
 from ..evidence.gpu.facts import GpuFacts
 from ..model import SourceReport
-from ..report.safetext import safe_text
 from ..evidence.base import Reader
 from ..evidence.gpu.reader import GpuReader
+from ..report.kind_views import gpu_table
 from .common import ReaderCommand
-
-
-def _gpu_table(facts: GpuFacts) -> Table:
-    t = Table(title="GPUs", title_justify="left", expand=True)
-    for col in ("node:GPU (PCI)", "Xid (count)", "ECC uncorr. vol/agg", "remap pending/failed"):
-        t.add_column(col, no_wrap=col != "Xid (count)")
-    t.add_column("UUID", style="dim", overflow="fold")
-    for g in facts.gpus:
-        xids = ", ".join(f"{x.code}x{x.count}" if x.count > 1 else str(x.code) for x in g.xids)
-        if g.fallen_off_bus:
-            xids = (xids + ", " if xids else "") + "fell off the bus"
-        e = g.ecc
-        ecc_txt = rem = ""
-        if e is not None:
-            vol, agg = e.volatile_uncorrectable, e.aggregate_uncorrectable
-            ecc_txt = f"{'-' if vol is None else vol}/{'-' if agg is None else agg}"
-            rem = f"{'yes' if e.remap_pending else 'no'}/{'YES' if e.remap_failed else 'no'}"
-        t.add_row(safe_text(g.gpu), safe_text(xids), ecc_txt, rem, safe_text(g.uuid))
-    return t
 
 
 class GpuCommand(ReaderCommand):
@@ -65,4 +45,4 @@ class GpuCommand(ReaderCommand):
         return reader.read_host(files, host=args.host)
 
     def extra_views(self, rep: SourceReport, args: argparse.Namespace) -> list[RenderableType]:
-        return [_gpu_table(rep.facts)] if isinstance(rep.facts, GpuFacts) and rep.facts.gpus else []
+        return [gpu_table(rep.facts)] if isinstance(rep.facts, GpuFacts) and rep.facts.gpus else []

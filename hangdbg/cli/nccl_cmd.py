@@ -14,7 +14,6 @@ import argparse
 import re
 
 from rich.console import RenderableType
-from rich.table import Table
 
 from ..headline import split_headline, unread_headline
 from ..errors import UsageError
@@ -23,9 +22,10 @@ from ..model import SourceReport
 from ..evidence.nccl.split import split_logs
 from ..report.build import split_document
 from ..report.document import SplitRow
-from ..report.safetext import escape, safe_text
+from ..report.safetext import safe_text
 from ..evidence.base import Reader
 from ..evidence.nccl.reader import NcclReader
+from ..report.kind_views import nccl_ranks_table, nccl_slices_table
 from .common import (EXIT_ERROR, EXIT_OK, Command, ReaderCommand, add_output_arguments, expand_paths, out_dir,
     print_error)
 
@@ -80,54 +80,10 @@ class NcclSummary(ReaderCommand):
     def extra_views(self, rep: SourceReport, args: argparse.Namespace) -> list[RenderableType]:
         if not isinstance(rep.facts, NcclFacts):
             return []
-        views: list[RenderableType] = [_ranks(rep, rep.facts, args.rows)]
+        views: list[RenderableType] = [nccl_ranks_table(rep, rep.facts, args.rows)]
         if rep.facts.slices:
-            views.append(_slices(rep.facts))
+            views.append(nccl_slices_table(rep.facts))
         return views
-
-
-def _ranks(rep: SourceReport, facts: NcclFacts, rows: int) -> Table:
-    blamed = {r for f in rep.suspects for r in f.ranks}
-    blamed_hosts = {h for f in rep.suspects for h in f.hosts}
-    procs = facts.processes
-    if not rows or len(procs) <= rows:
-        shown = list(procs)
-    else:  # the blamed first (all of them), then the others up to --rows
-        odd = [p for p in procs if p.rank in blamed or p.host in blamed_hosts]
-        if len(odd) > rows:
-            odd = [p for p in odd if p.rank in blamed] or odd[:rows]
-        rest = [p for p in procs if p not in odd][:max(0, rows - len(odd))]
-        shown = sorted(odd + rest, key=lambda p: procs.index(p))
-    types = sorted({k for p in procs for k in p.collectives})
-    t = Table(title=f"Ranks ({len(shown)} of {len(procs)} shown)", title_justify="left")
-    for col in ("rank", "host", "pid", "init", "version", "net / plugin", "interfaces"):
-        t.add_column(col, overflow="fold", no_wrap=col in ("rank", "pid", "init"))
-    for ty in types:
-        t.add_column(ty, justify="right")
-    t.add_column("last opCount per comm", overflow="fold")
-    for p in shown:
-        rank = safe_text("?" if p.rank is None else str(p.rank), style="red" if p.rank in blamed else "")
-        last = " ".join(f"{c.key[:10]}:{c.last_op_hex or '-'}" for c in p.comms)
-        t.add_row(rank, safe_text(p.host), str(p.pid), safe_text(p.state, style="" if p.state == "ok" else "red"),
-                  safe_text(p.version or "-"), safe_text(f"{','.join(p.networks) or '-'} / {p.plugin or '-'}"),
-                  safe_text(",".join(p.interfaces) or "-"), *[str(p.collectives.get(ty, 0)) for ty in types], safe_text(last))
-    return t
-
-
-def _slices(facts: NcclFacts) -> Table:
-    table, majority = facts.slices or {}, facts.slice_majority or ()
-    n = max((len(v) for v in table.values()), default=0)
-    t = Table(title=escape(f"Collectives per slice (--split-on {facts.split_on!r})"), title_justify="left")
-    t.add_column("rank")
-    for s in range(n):
-        t.add_column(f"slice {s}", justify="right")
-    for label, rows in table.items():
-        cells = []
-        for s, c in enumerate(rows):  # marked against the majority the nccl-slice-differs findings used
-            txt = " ".join(f"{k}:{v}" for k, v in c.items()) or "-"
-            cells.append(safe_text(txt, style="red" if s < len(majority) and c != majority[s] else ""))
-        t.add_row(safe_text(label), *cells)
-    return t
 
 
 class NcclCommand(Command):

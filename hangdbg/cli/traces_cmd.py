@@ -9,17 +9,14 @@ from __future__ import annotations
 import argparse
 import re
 
-from rich.columns import Columns
 from rich.console import RenderableType
-from rich.panel import Panel
-from rich.table import Table
 
 from ..errors import UsageError
 from ..model import SourceReport
-from ..report.safetext import escape, safe_text
 from ..evidence.base import Reader
 from ..evidence.traces.facts import TracesFacts
-from ..evidence.traces.reader import TracesReader, where
+from ..evidence.traces.reader import TracesReader
+from ..report.kind_views import traces_views
 from .common import ReaderCommand
 
 
@@ -54,23 +51,4 @@ class TracesCommand(ReaderCommand):
     def extra_views(self, rep: SourceReport, args: argparse.Namespace) -> list[RenderableType]:
         if not isinstance(rep.facts, TracesFacts):
             return []
-        t = Table(title="Traces", title_justify="left", expand=True)
-        for col in ("rank", "host", "pid", "events", "ended"):
-            t.add_column(col, no_wrap=True)
-        t.add_column("where the trace ends", ratio=1, overflow="fold")
-        if args.grep:
-            t.add_column(safe_text(f"grep {args.grep!r}"), justify="right", no_wrap=True)
-        for tr in rep.facts.traces:
-            row: list[RenderableType] = [str(tr.rank if tr.rank is not None else "?"), safe_text(tr.host), str(tr.pid),
-                                         str(tr.events), safe_text("yes") if tr.ended else safe_text("no", style="red"),
-                                         safe_text(where(tr.last_line))]
-            if args.grep:
-                row.append(str(tr.grep_count))
-            t.add_row(*row)
-        views: list[RenderableType] = [t]
-        if args.last:
-            panels = [Panel(safe_text("\n".join(x.strip() for x in tr.last_lines) or "(empty)"),
-                            title=escape(f"rank {tr.rank}" if tr.rank is not None else f"{tr.host} pid {tr.pid}"),
-                            border_style="green" if tr.ended else "red") for tr in rep.facts.traces]
-            views.append(Columns(panels, equal=True, expand=True) if len(panels) <= 4 else Columns(panels))
-        return views
+        return traces_views(rep.facts, args.grep, args.last)

@@ -18,7 +18,6 @@ import shutil
 import subprocess
 import tempfile
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, Callable, NamedTuple
 
 from ..evidence.own_output import GDB_TEXT_SUFFIX
