@@ -156,79 +156,17 @@ def analyze(dumps: list[FrDump], unreadable: dict[int, tuple[str, str]] | None =
     # 1. ranks without a (readable) dump
     no_dump = sorted(world - set(by_rank))
     if no_dump and by_rank:
-        cfg_ranks = {r for d in by_rank.values() for _, (_, m) in d.pg_config.items() for r in m}
-        how = ("from the member ranks in pg_config" if set(no_dump) <= cfg_ranks
-               else f"from the numbering of the dump files: {ranks_text(sorted(set(by_rank) | set(unreadable)))} exist")
-        bad = [r for r in no_dump if r in unreadable]
-        absent = [r for r in no_dump if r not in unreadable]
-        parts = []
-        if absent:
-            parts.append(f"{ranks_text(absent)} left no flight-recorder dump")
-        if bad:
-            parts.append(f"the dump of {ranks_text(bad)} could not be read")
-        ev = []
-        src = next((d for d in by_rank.values() if any(m for _, m in d.pg_config.values())), None)
-        if src is not None:
-            for name, (desc, members) in list(src.pg_config.items())[:3]:
-                if members:
-                    ev.append(Evidence(src.path, None, f"pg_config {name!r} desc={desc!r} ranks={list(members)}"))
-        ev += [Evidence(unreadable[r][0], None, f"rank {r} unreadable: {unreadable[r][1]}") for r in bad[:3]]
-        findings.append(Finding(
-            Kind.FR_MISSING_RANK,
-            f"{'; '.join(parts)} (expected {how}, {len(by_rank)} of {len(world)} dumps read): "
-            "such a rank died, was killed before dumping, or its file was not collected",
-            ranks=tuple(no_dump), evidence=tuple(ev),
-            action="look for this rank's exit (core file, torchrun log) and for its dump on its node"))
+        findings.append(_no_dump(no_dump, len(world), by_rank, unreadable))
         for r in no_dump:
             rows.append(RankState(r, state="dump unreadable" if r in unreadable else "no dump", source=KIND))
 
+    # 2. per process group: each rank's last collective, then the findings across its ranks
     for gname, g in sorted(groups.items(), key=lambda kv: (kv[0] != "0", kv[0])):
         label = _label(g)
         present = sorted(r for r in g.members if r in by_rank)
-        # per rank: last recorded collective, its state, last completed one
-        last: dict[int, FrEntry | None] = {}
-        last_seq: dict[int, int] = {}
-        group_pg_ids = {e.pg_id for lst in g.entries.values() for e in lst if e.pg_id is not None}
-        for r in present:
-            ents = g.entries.get(r, [])
-            last[r] = ents[-1] if ents else None
-            seq = ents[-1].collective_seq_id if ents else 0
-            # pg_status counts what a dump of active entries only (or a wrapped ring) leaves out
-            for pid in {e.pg_id for e in ents if e.pg_id is not None} or group_pg_ids:
-                st = by_rank[r].pg_status.get(pid)
-                if st and st[0] is not None and st[0] > seq:
-                    seq = st[0]
-            last_seq[r] = seq
-            d = by_rank[r]
-            states = [effective_state(e, d) for e in ents]
-            done = [e for e, st in zip(ents, states) if st == "completed"]
-            begun = [e for e, st in zip(ents, states) if st in ("started", "completed")]
-            lc = done[-1] if done else None
-            state = states[-1] if states else ""
-            p2p = g.p2p.get(r, [])
-            le = last[r]
-            fr_last: FrLast | None = None
-            if le is not None:
-                assert le.collective_seq_id is not None  # g.entries holds collectives with a seq only
-                fr_last = FrLast(le.collective_seq_id, le.op, le.describe(), state, le.state, le.retired)
-            table.append(FrRow(
-                rank=r, group=label, file=d.path, last=fr_last,
-                last_started=None if not begun else FrOp(begun[-1].collective_seq_id, begun[-1].op),
-                last_completed=None if lc is None else FrOp(lc.collective_seq_id, lc.op),
-                last_p2p=None if not p2p else FrOp(p2p[-1].p2p_seq_id, p2p[-1].profiling_name.split(":", 1)[-1],
-                                                   effective_state(p2p[-1], d)),
-            ))
-            if le is not None:
-                st_text = state + (f"; completed up to seq {lc.collective_seq_id} ({lc.op})" if lc and lc is not le
-                                   else "" if lc else "; none completed")
-                rows.append(RankState(r, last_collective=le.op, seq=le.collective_seq_id, group=label,
-                                      state=st_text, source=KIND))
-            elif p2p:
-                rows.append(RankState(r, last_collective=p2p[-1].op, seq=p2p[-1].p2p_seq_id, group=label + " (p2p)",
-                                      state=effective_state(p2p[-1], d), source=KIND))
+        last, last_seq = _group_rows(g, label, present, by_rank, table, rows)
         if not present:
             continue
-
         findings += _lagging(label, present, last, last_seq, by_rank)
         by_seq: dict[int, dict[int, FrEntry]] = defaultdict(dict)
         for r in present:
@@ -253,6 +191,85 @@ def analyze(dumps: list[FrDump], unreadable: dict[int, tuple[str, str]] | None =
         table=tuple(table),
     )
     return findings, rows, facts
+
+
+def _no_dump(no_dump: list[int], world: int, by_rank: dict[int, FrDump], unreadable: dict[int, tuple[str, str]]) -> Finding:
+    """``fr-missing-rank`` for the ranks of the world without a (readable) dump, with how the world
+    is known (the member ranks of ``pg_config``, or the numbering of the files)."""
+    cfg_ranks = {r for d in by_rank.values() for _, (_, m) in d.pg_config.items() for r in m}
+    how = ("from the member ranks in pg_config" if set(no_dump) <= cfg_ranks
+           else f"from the numbering of the dump files: {ranks_text(sorted(set(by_rank) | set(unreadable)))} exist")
+    bad = [r for r in no_dump if r in unreadable]
+    absent = [r for r in no_dump if r not in unreadable]
+    parts = []
+    if absent:
+        parts.append(f"{ranks_text(absent)} left no flight-recorder dump")
+    if bad:
+        parts.append(f"the dump of {ranks_text(bad)} could not be read")
+    ev = []
+    src = next((d for d in by_rank.values() if any(m for _, m in d.pg_config.values())), None)
+    if src is not None:
+        for name, (desc, members) in list(src.pg_config.items())[:3]:
+            if members:
+                ev.append(Evidence(src.path, None, f"pg_config {name!r} desc={desc!r} ranks={list(members)}"))
+    ev += [Evidence(unreadable[r][0], None, f"rank {r} unreadable: {unreadable[r][1]}") for r in bad[:3]]
+    return Finding(
+        Kind.FR_MISSING_RANK,
+        f"{'; '.join(parts)} (expected {how}, {len(by_rank)} of {world} dumps read): "
+        "such a rank died, was killed before dumping, or its file was not collected",
+        ranks=tuple(no_dump), evidence=tuple(ev),
+        action="look for this rank's exit (core file, torchrun log) and for its dump on its node")
+
+
+def _group_rows(g, label: str, present: list[int], by_rank: dict[int, FrDump], table: list[FrRow],
+                rows: list[RankState]) -> tuple[dict[int, FrEntry | None], dict[int, int]]:
+    """Each present rank's row of one process group (appended to ``table`` and ``rows``): its last
+    recorded collective and its state, the last started and completed ones, its last p2p op.
+
+    Returns:
+        rank -> last collective entry, and rank -> last collective seq (``pg_status`` counts
+        what a dump of active entries only, or a wrapped ring, leaves out).
+    """
+    last: dict[int, FrEntry | None] = {}
+    last_seq: dict[int, int] = {}
+    group_pg_ids = {e.pg_id for lst in g.entries.values() for e in lst if e.pg_id is not None}
+    for r in present:
+        ents = g.entries.get(r, [])
+        last[r] = ents[-1] if ents else None
+        seq = ents[-1].collective_seq_id if ents else 0
+        for pid in {e.pg_id for e in ents if e.pg_id is not None} or group_pg_ids:
+            st = by_rank[r].pg_status.get(pid)
+            if st and st[0] is not None and st[0] > seq:
+                seq = st[0]
+        last_seq[r] = seq
+        d = by_rank[r]
+        states = [effective_state(e, d) for e in ents]
+        done = [e for e, st in zip(ents, states) if st == "completed"]
+        begun = [e for e, st in zip(ents, states) if st in ("started", "completed")]
+        lc = done[-1] if done else None
+        state = states[-1] if states else ""
+        p2p = g.p2p.get(r, [])
+        le = last[r]
+        fr_last: FrLast | None = None
+        if le is not None:
+            assert le.collective_seq_id is not None  # g.entries holds collectives with a seq only
+            fr_last = FrLast(le.collective_seq_id, le.op, le.describe(), state, le.state, le.retired)
+        table.append(FrRow(
+            rank=r, group=label, file=d.path, last=fr_last,
+            last_started=None if not begun else FrOp(begun[-1].collective_seq_id, begun[-1].op),
+            last_completed=None if lc is None else FrOp(lc.collective_seq_id, lc.op),
+            last_p2p=None if not p2p else FrOp(p2p[-1].p2p_seq_id, p2p[-1].profiling_name.split(":", 1)[-1],
+                                               effective_state(p2p[-1], d)),
+        ))
+        if le is not None:
+            st_text = state + (f"; completed up to seq {lc.collective_seq_id} ({lc.op})" if lc and lc is not le
+                               else "" if lc else "; none completed")
+            rows.append(RankState(r, last_collective=le.op, seq=le.collective_seq_id, group=label,
+                                  state=st_text, source=KIND))
+        elif p2p:
+            rows.append(RankState(r, last_collective=p2p[-1].op, seq=p2p[-1].p2p_seq_id, group=label + " (p2p)",
+                                  state=effective_state(p2p[-1], d), source=KIND))
+    return last, last_seq
 
 
 def _lagging(label: str, present: list[int], last: dict, last_seq: dict[int, int],
