@@ -1,10 +1,13 @@
-"""Shared fixtures: real hung torchrun/gloo jobs (started once per module), a CLI runner, and the
-JSON contract: every document a test reads (``run_json``, ``read_json``) is validated against the
-schema ``hangdbg schema`` prints."""
+"""Shared fixtures: real hung torchrun/gloo jobs (started once per module), two CLI runners
+(``run_main``: ``main(argv, out, err)`` in this process; ``run_cli``: the real ``python -m hangdbg``
+in a child process), and the JSON contract: every document a test reads through ``main_json``,
+``run_json`` or ``read_json`` is validated against the schema ``hangdbg schema`` prints."""
 
 from __future__ import annotations
 
+import contextlib
 import functools
+import io
 import json
 import os
 import signal
@@ -27,7 +30,9 @@ FIXTURES = Path(__file__).resolve().parent / "fixtures"
 
 def run_cli(*args: str, timeout: float = 180, prefix: list[str] | None = None,
             env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
-    """Run the real command line (``python -m hangdbg ...``) and capture its output."""
+    """Run the real command line (``python -m hangdbg ...``) in a child process and capture its
+    output: for tests of the entry point itself (exit statuses through a process, signals, a
+    terminal) and of real jobs; :func:`run_main` runs the same command in this process."""
     env = dict(env or os.environ, NO_COLOR="1", COLUMNS="160")
     return subprocess.run(
         [*(prefix or []), sys.executable, "-m", "hangdbg", *map(str, args)],
@@ -35,14 +40,60 @@ def run_cli(*args: str, timeout: float = 180, prefix: list[str] | None = None,
     )
 
 
+def run_main(*args: str, env: dict[str, str] | None = None, stdin: bytes | None = None) -> subprocess.CompletedProcess:
+    """Run ``hangdbg ARGS`` in this process, through ``hangdbg.cli.main.main(argv, out, err)`` with
+    rich consoles writing to strings, as :func:`run_cli` would run it in a child (same width, no
+    colour, cwd the checkout), and return the same ``CompletedProcess`` (``returncode``, ``stdout``,
+    ``stderr`` as text).
+
+    argparse's own output (``--help``, ``--version``, usage errors) goes to ``sys.stdout`` and
+    ``sys.stderr`` and ends in ``SystemExit``: both are captured here and the exit code returned.
+    ``env`` (variables to set, e.g. a ``PATH`` with fake tools) holds in ``os.environ`` for the
+    duration of the call, so the programs the command starts see it; ``stdin`` is what ``-`` reads.
+    An exception that ``main`` lets out (a bug: a child would print a traceback) is raised."""
+    from rich.console import Console
+
+    from hangdbg.cli.main import main
+
+    argv = [str(a) for a in args]
+    out_buf, err_buf = io.StringIO(), io.StringIO()
+    out = Console(file=out_buf, width=160, color_system=None, force_terminal=False, force_interactive=False)
+    err = Console(file=err_buf, width=160, color_system=None, force_terminal=False, force_interactive=False)
+    stdin_stream = io.TextIOWrapper(io.BytesIO(stdin or b""), encoding="utf-8")
+    saved_env, saved_cwd, saved_stdin = dict(os.environ), os.getcwd(), sys.stdin
+    os.environ.update({**(env or {}), "NO_COLOR": "1", "COLUMNS": "160"})
+    try:
+        os.chdir(ROOT)
+        sys.stdin = stdin_stream
+        with contextlib.redirect_stdout(out_buf), contextlib.redirect_stderr(err_buf):
+            try:
+                code = main(argv, out, err)
+            except SystemExit as exc:  # argparse: --help, --version, usage errors
+                code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+    finally:
+        sys.stdin = saved_stdin
+        os.chdir(saved_cwd)
+        os.environ.clear()
+        os.environ.update(saved_env)
+    return subprocess.CompletedProcess(["hangdbg", *argv], code, out_buf.getvalue(), err_buf.getvalue())
+
+
+def main_json(*args: str, **kw) -> tuple[int, dict]:
+    """:func:`run_json` in this process (:func:`run_main`): the exit status and the validated document."""
+    res = run_main(*args, "--json", **kw)
+    assert res.stdout.strip(), f"no JSON printed; stderr:\n{res.stderr}"
+    return res.returncode, validate(json.loads(res.stdout))
+
+
 @functools.lru_cache(maxsize=1)
 def schema_validator():
-    """A draft 2020-12 validator of the schema that ``hangdbg schema`` prints (run once per process)."""
+    """A draft 2020-12 validator of the schema that ``hangdbg schema`` prints (built once per
+    process, in this process: ``schema_text()`` is what the command prints)."""
     import jsonschema
 
-    res = subprocess.run([sys.executable, "-m", "hangdbg", "schema"], capture_output=True, text=True, timeout=120, cwd=ROOT)
-    assert res.returncode == 0, res.stderr
-    schema = json.loads(res.stdout)
+    from hangdbg.report.schema import schema_text
+
+    schema = json.loads(schema_text())
     jsonschema.Draft202012Validator.check_schema(schema)
     return jsonschema.Draft202012Validator(schema)
 
@@ -66,7 +117,8 @@ def read_json(path) -> dict:
 
 
 def run_json(*args: str, **kw) -> tuple[int, dict]:
-    """Run a command with ``--json``; its exit status and its document (validated against the schema)."""
+    """Run a command with ``--json`` in a child process (:func:`run_cli`); its exit status and its
+    document (validated against the schema). :func:`main_json` runs it in this process."""
     res = run_cli(*args, "--json", **kw)
     assert res.stdout.strip(), f"no JSON printed; stderr:\n{res.stderr}"
     return res.returncode, validate(json.loads(res.stdout))
@@ -194,3 +246,5 @@ def rank_process() -> Iterator[int]:
     finally:
         proc.kill()
         proc.wait()
+
+

@@ -9,11 +9,12 @@ import subprocess
 import sys
 import textwrap
 import time
+from pathlib import Path
 
 import pytest
 from rich.console import Console
 
-from conftest import frames_of, FIXTURES, check_golden, read_json, run_cli, run_json, suspects, validate
+from conftest import frames_of, FIXTURES, check_golden, read_json, run_cli, run_json, run_main, suspects, validate
 from hangdbg.cli.main import main
 
 
@@ -23,30 +24,45 @@ def _console() -> tuple[Console, io.StringIO]:
 
 
 def test_usage_errors_exit_2():
-    assert run_cli("dump", "--samples", "0").returncode == 2
-    assert run_cli("frobnicate").returncode == 2
-    res = run_cli("dump", "--pid", "999999999")
+    assert run_main("dump", "--samples", "0").returncode == 2
+    assert run_main("frobnicate").returncode == 2
+    res = run_main("dump", "--pid", "999999999")
     assert res.returncode == 2 and "no process with pid 999999999" in res.stderr
-    res = run_cli("analyze", "/nonexistent/dir")
+    res = run_main("analyze", "/nonexistent/dir")
     assert res.returncode == 2 and "/nonexistent/dir" in res.stderr
 
 
 def test_version():
-    res = run_cli("--version")
+    res = run_main("--version")
     assert res.returncode == 0 and res.stdout.startswith("hangdbg ")
 
 
+def test_the_entry_points_exit_with_the_status_through_a_process(tmp_path):
+    """What a shell sees: ``python -m hangdbg`` and the ``hangdbg`` console script exit with the
+    command's status (0, 2 usage, 3 found), printing to the process's own stdout and stderr."""
+    res = run_cli("--version")
+    assert res.returncode == 0 and res.stdout.startswith("hangdbg ")
+    res = run_cli("analyze", FIXTURES / "pyspy" / "torch_rank0.txt", FIXTURES / "pyspy" / "torch_rank1.txt")
+    assert res.returncode == 3 and "merged call tree" in res.stdout, res.stderr
+    script = Path(sys.executable).with_name("hangdbg")  # what `pip install` put next to the interpreter
+    assert script.is_file(), f"no console script {script}"
+    res = subprocess.run([str(script), "frobnicate"], capture_output=True, text=True, timeout=120)
+    assert res.returncode == 2 and "invalid choice: 'frobnicate'" in res.stderr and not res.stdout
+    res = subprocess.run([str(script), "logs", str(tmp_path / "nope.log")], capture_output=True, text=True, timeout=120)
+    assert res.returncode == 2 and "no such file" in res.stderr and "Traceback" not in res.stderr
+
+
 @pytest.fixture
-def sleeper():
-    """A real Python process that is not a rank (no rank variable), and its non-Python parent."""
+def not_a_rank():
+    """A process that is not a rank (not Python, no rank variable)."""
     proc = subprocess.Popen(["sleep", "300"])
     yield proc
     proc.kill()
     proc.wait()
 
 
-def test_no_ranks_is_a_tool_error_with_help(sleeper):
-    res = run_cli("dump", "--pid", sleeper.pid)
+def test_no_ranks_is_a_tool_error_with_help(not_a_rank):
+    res = run_main("dump", "--pid", not_a_rank.pid)
     assert res.returncode == 1
     assert "no training process found" in res.stderr and "--pid" in res.stderr
 
@@ -161,7 +177,7 @@ def test_node_scan_with_two_jobs_asks_for_pid(tmp_path):
             env = dict(os.environ, RANK="0", WORLD_SIZE="1", MASTER_ADDR="127.0.0.1", MASTER_PORT=port)
             procs.append(subprocess.Popen([sys.executable, "-c", "import time; time.sleep(300)"], env=env))
         time.sleep(0.5)
-        res = run_cli("dump", "-o", tmp_path)
+        res = run_main("dump", "-o", tmp_path)
         assert res.returncode == 2
         assert "jobs; choose one with --pid" in " ".join(res.stderr.split())
         assert str(procs[0].pid) in res.stderr and str(procs[1].pid) in res.stderr

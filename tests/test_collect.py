@@ -12,7 +12,7 @@ import pytest
 
 from hangdbg.outdir import OutDir
 
-from conftest import FIXTURES, check_golden, read_json, run_cli, run_json, suspects
+from conftest import FIXTURES, check_golden, main_json, read_json, run_json, run_main, suspects
 from infra.cores import SEGV, core_of, core_pattern, env, start
 
 
@@ -69,9 +69,9 @@ def test_collect_cuts_big_files_and_reports_dead_nodes(sshd, node_disks, tmp_pat
 
 
 def test_collect_usage_errors(tmp_path):
-    res = run_cli("collect", "--hosts", "node1", "-o", tmp_path)
+    res = run_main("collect", "--hosts", "node1", "-o", tmp_path)
     assert res.returncode == 2 and "nothing to collect" in res.stderr
-    res = run_cli("collect", "--dmesg", "-o", tmp_path)
+    res = run_main("collect", "--dmesg", "-o", tmp_path)
     assert res.returncode == 2 and "--jobid, --hosts or --hostfile" in res.stderr
 
 
@@ -118,7 +118,7 @@ def test_collect_reads_cores_and_splits_nccl_logs_on_the_nodes(sshd, crashed_nod
     assert [f for f in core_files if f.endswith(".json")] and all(f.startswith("cores/") for f in core_files)
     assert not [p for p in (out / "node1").rglob("core.*") if not p.name.endswith((".json", ".txt"))]  # no core crossed
     assert "nccl/rank03.log" in nodes["node2"]["files"] and len(nodes["node2"]["files"]) >= 16  # split per rank
-    rc, rep = run_json("report", out)
+    rc, rep = main_json("report", out)
     assert rc == 3
     crash = next(s for s in suspects(rep) if s["kind"] == "core-crash")
     assert crash["ranks"] == [3] and crash["summary"].startswith("rank 3 on node1 crashed with SIGSEGV")

@@ -12,7 +12,7 @@ import time
 
 import pytest
 
-from conftest import FIXTURES, ROOT, read_json, run_cli, run_json, schema_validator
+from conftest import FIXTURES, ROOT, main_json, read_json, run_main, schema_validator
 
 # every command that reads files, with the arguments that precede the paths
 READERS = {
@@ -22,7 +22,7 @@ READERS = {
 
 
 def test_schema_is_draft_2020_12_and_describes_every_command():
-    res = run_cli("schema")
+    res = run_main("schema")
     assert res.returncode == 0, res.stderr
     schema = json.loads(res.stdout)
     assert schema["$schema"] == "https://json-schema.org/draft/2020-12/schema"
@@ -52,15 +52,15 @@ def test_schema_is_draft_2020_12_and_describes_every_command():
 
 
 def test_schema_kinds_table_and_out_dir(tmp_path):
-    res = run_cli("schema", "--kinds")
+    res = run_main("schema", "--kinds")
     assert res.returncode == 0 and "different-collective" in res.stdout and "waits_for" in res.stdout
-    res = run_cli("schema", "-o", tmp_path)
+    res = run_main("schema", "-o", tmp_path)
     assert res.returncode == 0 and json.loads((tmp_path / "hangdbg-schema-v3.json").read_text())["$id"]
 
 
 def test_a_document_that_breaks_the_contract_is_caught():
     """The validator is no rubber stamp: a v1-style document, or a rank given as text, fails."""
-    code, doc = run_json("analyze", FIXTURES / "pyspy" / "torch_xargs.txt")
+    code, doc = main_json("analyze", FIXTURES / "pyspy" / "torch_xargs.txt")
     v = schema_validator()
     assert v.is_valid(doc)
     assert not v.is_valid({**doc, "suspects": []})  # unknown key
@@ -76,10 +76,10 @@ def test_a_document_that_breaks_the_contract_is_caught():
 def test_unrecognised_file_is_exit_1_and_missing_path_is_exit_2(command, tmp_path):
     other = tmp_path / "notes.txt"
     other.write_text("lunch at noon, then the all-hands\n")
-    res = run_cli(*READERS[command], other)
+    res = run_main(*READERS[command], other)
     assert res.returncode == 1, (res.stdout, res.stderr)
     assert "Traceback" not in res.stderr
-    res = run_cli(*READERS[command], tmp_path / "nope")
+    res = run_main(*READERS[command], tmp_path / "nope")
     assert res.returncode == 2 and "Traceback" not in res.stderr and "no such" in res.stderr.lower()
 
 
@@ -87,7 +87,7 @@ def test_unrecognised_file_is_exit_1_and_missing_path_is_exit_2(command, tmp_pat
 def test_unrecognised_file_json_is_a_document_with_nothing_read(command, tmp_path):
     other = tmp_path / "notes.txt"
     other.write_text("lunch at noon\n")
-    code, doc = run_json(*READERS[command], other)
+    code, doc = main_json(*READERS[command], other)
     assert code == 1 and not doc["found"] and doc["command"] == command
 
 
@@ -103,7 +103,7 @@ def sleeper():
 
 def test_verbose_logs_each_external_command(sleeper, tmp_path):
     t0 = time.monotonic()
-    res = run_cli("-v", "dump", "--pid", sleeper.pid, "-o", tmp_path)
+    res = run_main("-v", "dump", "--pid", sleeper.pid, "-o", tmp_path)
     assert res.returncode == 0, res.stderr
     lines = [ln for ln in res.stderr.splitlines() if ln.startswith("hangdbg: ")]
     started = [ln for ln in lines if "py-spy dump --pid" in ln and ln.startswith("hangdbg: $ ")]
@@ -112,17 +112,17 @@ def test_verbose_logs_each_external_command(sleeper, tmp_path):
     seconds = float(ended[0].split("after ", 1)[1].split(" s:", 1)[0])
     assert 0 <= seconds <= time.monotonic() - t0
     assert f"--pid {sleeper.pid}" in started[0]
-    quiet = run_cli("dump", "--pid", sleeper.pid, "-o", tmp_path / "q")
+    quiet = run_main("dump", "--pid", sleeper.pid, "-o", tmp_path / "q")
     assert "py-spy dump --pid" not in quiet.stderr  # without -v: nothing
-    after = run_cli("dump", "-v", "--pid", sleeper.pid, "-o", tmp_path / "a")  # after the subcommand too
+    after = run_main("dump", "-v", "--pid", sleeper.pid, "-o", tmp_path / "a")  # after the subcommand too
     assert "hangdbg: $ " in after.stderr
 
 
 def test_agent_is_hidden_from_help_but_runs():
-    res = run_cli("--help")
+    res = run_main("--help")
     assert res.returncode == 0 and "schema" in res.stdout and "agent" not in res.stdout
     assert "check-node" not in res.stdout and "check" in res.stdout  # check-node is check's own, run on each node
-    res = run_cli("agent", "--help")
+    res = run_main("agent", "--help")
     assert res.returncode == 0 and "HANGDBG1" in " ".join(res.stdout.split())
 
 
@@ -150,7 +150,7 @@ def test_out_dir_holds_what_the_command_produces(tmp_path, command, inputs, name
     """-o DIR means one thing everywhere: the command's document (and its other products) in DIR,
     the same document --json prints; DIR is created."""
     out = tmp_path / "new" / "dir"
-    code, printed = run_json(*command, *inputs, "-o", out)
+    code, printed = main_json(*command, *inputs, "-o", out)
     written = read_json(out / name)
     assert code == 3 and written["command"] == printed["command"] and written["findings"] == printed["findings"]
     if command == ["report"]:
@@ -161,29 +161,29 @@ def test_json_nested_deeper_than_json_can_read_is_a_file_error(tmp_path):
     deep = "[" * 200_000 + "]" * 200_000
     (tmp_path / "fr").mkdir()
     (tmp_path / "fr" / "nccl_trace_rank_0.json").write_text('{"entries": ' + deep + "}")
-    res = run_cli("fr", tmp_path / "fr")
+    res = run_main("fr", tmp_path / "fr")
     assert res.returncode == 1 and "Traceback" not in res.stderr and "not valid JSON" in res.stderr
     (tmp_path / "el").mkdir()
     (tmp_path / "el" / "error.json").write_text('{"message": ' + deep + "}")
-    res = run_cli("logs", tmp_path / "el" / "error.json")
+    res = run_main("logs", tmp_path / "el" / "error.json")
     assert res.returncode == 1 and "Traceback" not in res.stderr and "invalid error file" in res.stderr
 
 
 def test_brackets_in_paths_and_patterns_are_text_not_markup(tmp_path):
     d = tmp_path / "m[/x]"  # a directory "m[" with "x]" in it: "[/x]" closes a rich markup tag
     d.mkdir(parents=True)
-    res = run_cli("core", d / "nope")
+    res = run_main("core", d / "nope")
     assert res.returncode == 2 and "Traceback" not in res.stderr and "m[/x]/nope" in res.stderr
-    res = run_cli("report", FIXTURES / "xid" / "syslog", "--html", d / "r.html")
+    res = run_main("report", FIXTURES / "xid" / "syslog", "--html", d / "r.html")
     assert res.returncode == 3 and "Traceback" not in res.stderr and "m[/x]/r.html" in res.stderr
-    res = run_cli("nccl", "summary", FIXTURES / "nccl" / "iterations.log", "--split-on", "[/a-z]+ iteration")
+    res = run_main("nccl", "summary", FIXTURES / "nccl" / "iterations.log", "--split-on", "[/a-z]+ iteration")
     assert res.returncode in (0, 3) and "Traceback" not in res.stderr and "[/a-z]+ iteration" in res.stdout
 
 
 def test_core_and_nccl_split_print_a_document_when_nothing_could_be_read(tmp_path):
     other = tmp_path / "notes.txt"
     other.write_text("no core, no NCCL\n")
-    code, doc = run_json("core", other)
+    code, doc = main_json("core", other)
     assert code == 1 and doc["headline"].startswith("nothing could be read") and doc["cores"][0]["diagnoses"]
-    code, doc = run_json("nccl", "split", other, "-o", tmp_path / "split")
+    code, doc = main_json("nccl", "split", other, "-o", tmp_path / "split")
     assert code == 1 and doc["files"] == [] and read_json(tmp_path / "split" / "split.json")["headline"] == doc["headline"]

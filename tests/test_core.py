@@ -17,7 +17,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from conftest import FIXTURES, check_golden, read_json, run_cli, run_json
+from conftest import FIXTURES, check_golden, main_json, read_json, run_cli, run_main
 from infra.cores import SEGV, SEGV_LINE, SETENV, SETENV_LINE, TORCH, TORCH_LINE, WAIT, WAIT_LINE, core_of as _core_of, core_pattern as _core_pattern, env as _env, start as _start, unlimited_cores as _unlimited_cores
 
 from hangdbg.model import FileError
@@ -83,7 +83,7 @@ def torch_core(tmp_path_factory):
 # --- core files ---------------------------------------------------------------------------------
 
 def test_segv_core_rank_host_signal_and_python_frame(cores):
-    rc, doc = run_json("core", cores["segv"])
+    rc, doc = main_json("core", cores["segv"])
     assert rc == 3
     assert doc["command"] == "core" and doc["schema_version"] == 3
     c = doc["cores"][0]
@@ -107,7 +107,7 @@ def test_segv_core_rank_host_signal_and_python_frame(cores):
 
 
 def test_abort_from_another_process_and_slurm_rank(cores):
-    rc, doc = run_json("core", cores["abrt"])
+    rc, doc = main_json("core", cores["abrt"])
     c = doc["cores"][0]
     assert (c["rank"], c["rank_source"], c["host"], c["signal"], c["how"]) == (6, "SLURM_PROCID", "node-b", "SIGABRT", "killed")
     (finding,) = doc["findings"]
@@ -121,7 +121,7 @@ def test_gcore_of_a_live_process(cores):
     assert live.poll() is None and psutil.Process(live.pid).status() != psutil.STATUS_STOPPED  # gcore detached
     info = read_core_info(str(cores["gcore"]))
     assert info.on_demand and info.crashing_tid is None and info.pid == live.pid
-    rc, doc = run_json("core", cores["gcore"])
+    rc, doc = main_json("core", cores["gcore"])
     c = doc["cores"][0]
     assert (c["rank"], c["host"], c["signal"], c["how"]) == (0, "node-c", None, "on demand")
     assert doc["findings"][0]["severity"] == "info"
@@ -147,13 +147,13 @@ def test_rank_set_at_run_time_comes_from_gdb_environ(cores):
 
 
 def test_several_cores_are_clustered_and_rendered(cores):
-    res = run_cli("core", cores["segv"], cores["abrt"], cores["gcore"])
+    res = run_main("core", cores["segv"], cores["abrt"], cores["gcore"])
     assert res.returncode == 3, res.stderr
     text = " ".join(res.stdout.split())
     assert "rank 3 on node-a crashed with SIGSEGV" in text and "was killed with SIGABRT" in text
     assert "core taken on demand (gcore)" in text
     assert "Equivalence classes" in text  # the analyzer's report of the three ranks
-    rc, doc = run_json("core", cores["segv"], cores["abrt"], cores["gcore"])
+    rc, doc = main_json("core", cores["segv"], cores["abrt"], cores["gcore"])
     assert sorted(r["rank"] for r in doc["stacks"]["ranks"]) == [0, 3, 6]
     assert sorted(r for g in doc["stacks"]["groups"] for r in g["ranks"]) == [0, 3, 6]
     assert [f["severity"] for f in doc["findings"]] == ["suspect", "warning", "info"]
@@ -161,7 +161,7 @@ def test_several_cores_are_clustered_and_rendered(cores):
 
 def test_torch_gloo_core_rank_and_crash_frame(torch_core, tmp_path):
     core, pid = torch_core
-    rc, doc = run_json("core", core, "-o", tmp_path)
+    rc, doc = main_json("core", core, "-o", tmp_path)
     assert rc == 3
     c = doc["cores"][0]
     assert (c["rank"], c["local_rank"], c["world_size"], c["host"], c["pid"]) == (5, 1, 8, "gpu-node-07", pid)
@@ -182,13 +182,13 @@ def test_bad_cores_are_diagnosed(cores, tmp_path):
     assert c.dump.pid == cores["segv_pid"] and c.dump.rank_source == ""  # the stack (environment) was cut off
     stub = tmp_path / "core.stub"
     stub.write_bytes(data[:100])
-    res = run_cli("core", stub)
+    res = run_main("core", stub)
     assert res.returncode == 1 and "unreadable ELF core headers" in res.stderr and "Traceback" not in res.stderr
     script = tmp_path / "train.py"
     script.write_text("print(1)\n")
-    res = run_cli("core", script)
+    res = run_main("core", script)
     assert res.returncode == 1 and "not an ELF core file" in res.stderr
-    res = run_cli("core", tmp_path / "nope")
+    res = run_main("core", tmp_path / "nope")
     assert res.returncode == 2
 
 
@@ -242,7 +242,7 @@ def test_report_of_core_documents_counts_each_stack_finding_once(cores, tmp_path
     d = tmp_path / "collected"
     d.mkdir()
     _core_document_file([str(cores["segv"]), str(cores["abrt"]), str(cores["gcore"])], d / "cores.json")
-    rc, doc = run_json("report", d)
+    rc, doc = main_json("report", d)
     keys = [(f["kind"], tuple(f["ranks"]), f["summary"]) for f in doc["findings"]]
     assert len(keys) == len(set(keys)), keys
     assert [f["ranks"] for f in doc["findings"] if f["kind"] == "core-crash"] == [[3]]
@@ -304,7 +304,7 @@ def test_dump_core_writes_cores_that_read_back(hung_ranks, tmp_path):
     for c, p in zip(written, hung_ranks, strict=True):
         assert Path(c["path"]).name == f"core.rank{c['rank']}.{p.pid}" and Path(c["path"]).stat().st_size == c["size"] > 0
         assert p.poll() is None and psutil.Process(p.pid).status() != psutil.STATUS_STOPPED
-    rc, back = run_json("core", *(c["path"] for c in written))
+    rc, back = main_json("core", *(c["path"] for c in written))
     assert [(c["rank"], c["host"], c["how"]) for c in back["cores"]] == [(0, "node-h", "on demand"), (1, "node-h", "on demand")]
     assert [g["ranks"] for g in back["stacks"]["groups"]] == [[0, 1]]  # same stack: one class, as the live dump
     assert back["stacks"]["groups"][0]["frames"][0]["function"] == "wait_for_peers"

@@ -7,7 +7,7 @@ import json
 from typing import Any
 
 import pytest
-from conftest import FIXTURES, run_cli
+from conftest import FIXTURES, run_main
 
 from hangdbg.stacks.analysis import analyze
 from hangdbg.model import Analysis, Frame, RankDump, Thread
@@ -154,9 +154,9 @@ def test_speedscope_rejects_an_unknown_grouping():
 # --- the command line -----------------------------------------------------------------------------
 @pytest.mark.parametrize("command", ["analyze", "report"])
 def test_cli_writes_both_files_and_keeps_the_exit_status(command, tmp_path):
-    plain = run_cli(command, FEW, "--json")
+    plain = run_main(command, FEW, "--json")
     ss, fo = tmp_path / "out" / "stacks.speedscope.json", tmp_path / "stacks.folded"
-    res = run_cli(command, FEW, "--json", "--speedscope", ss, "--speedscope-by", "rank", "--folded", fo)
+    res = run_main(command, FEW, "--json", "--speedscope", ss, "--speedscope-by", "rank", "--folded", fo)
     assert res.returncode == plain.returncode == 3, res.stderr
     assert json.loads(res.stdout)["found"] == json.loads(plain.stdout)["found"]
     doc = json.loads(ss.read_text())
@@ -168,9 +168,9 @@ def test_cli_writes_both_files_and_keeps_the_exit_status(command, tmp_path):
 
 
 def test_report_without_stacks_writes_nothing_and_warns(tmp_path):
-    plain = run_cli("report", FIXTURES / "gpu_text")
+    plain = run_main("report", FIXTURES / "gpu_text")
     fo = tmp_path / "x.folded"
-    res = run_cli("report", FIXTURES / "gpu_text", "--folded", fo)
+    res = run_main("report", FIXTURES / "gpu_text", "--folded", fo)
     assert res.returncode == plain.returncode
     assert not fo.exists()
     assert "no stacks among the inputs" in res.stderr and str(fo) in res.stderr
@@ -179,13 +179,13 @@ def test_report_without_stacks_writes_nothing_and_warns(tmp_path):
 def test_cli_file_not_writable_is_reported_not_raised(tmp_path):
     blocker = tmp_path / "file"
     blocker.write_text("")
-    res = run_cli("analyze", *TORCH, "--json", "--folded", blocker / "x.folded")
+    res = run_main("analyze", *TORCH, "--json", "--folded", blocker / "x.folded")
     assert res.returncode == 3, res.stderr
     assert "not saved" in res.stderr and "Traceback" not in res.stderr
     assert any(f["kind"] == "not-saved" for f in json.loads(res.stdout)["findings"])
 
 
 def test_dump_has_the_export_options():
-    res = run_cli("dump", "--help")
+    res = run_main("dump", "--help")
     assert res.returncode == 0
     assert all(opt in res.stdout for opt in ("--speedscope", "--speedscope-by", "--folded"))

@@ -206,10 +206,10 @@ def test_interrupted_dump_reanalysed_calls_unread_ranks_not_dumped_not_missing(t
 
 
 def test_interrupted_dump_cli(tmp_path):
-    from conftest import frames_of, run_json
+    from conftest import frames_of, main_json
 
     out = _interrupted_out(tmp_path)
-    rc, doc = run_json("analyze", out, timeout=120)
+    rc, doc = main_json("analyze", out)
     assert doc["stacks"]["missing_ranks"] == []
     assert sorted(doc["stacks"]["unreadable_ranks"]) == [2, 3]
     assert "interrupted" in doc["headline"] or any("interrupted" in f["summary"] for f in doc["findings"])

@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import FIXTURES, check_golden, read_json, run_cli, run_json
+from conftest import FIXTURES, check_golden, read_json, run_main, main_json
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -136,18 +136,18 @@ def test_a_rank_without_dump_is_named(real_dumps, tmp_path):
     assert "rank 2 left no flight-recorder dump" in miss.summary and "3 of 4 dumps read" in miss.summary
     assert any(r.rank == 2 and r.state == "no dump" for r in rep.ranks)
     assert _one(rep, "fr-mismatch").ranks == (3,)  # the rest is still analyzed
-    table = run_cli("fr", tmp_path).stdout  # the rank without a dump keeps its row in the table
+    table = run_main("fr", tmp_path).stdout  # the rank without a dump keeps its row in the table
     assert any(line.split()[:4] == ["│", "2", "│", "│"] and "no dump" in line for line in table.splitlines()), table
 
 
 def test_cli_on_real_dumps(real_dumps):
-    res = run_cli("fr", real_dumps / "pickle")
+    res = run_main("fr", real_dumps / "pickle")
     assert res.returncode == 3, res.stderr
     out = res.stdout
     assert "Ranks (last collective per process group)" in out
     assert "fr-mismatch" in out and "rank 3 broadcast in [[1024]] Float" in out
     assert "1:side" in out and "4 dumps (4 pickle), version 2.10" in out
-    code, doc = run_json("fr", real_dumps / "json", "-o", real_dumps / "report")
+    code, doc = main_json("fr", real_dumps / "json", "-o", real_dumps / "report")
     assert read_json(real_dumps / "report" / "fr.json")["findings"] == doc["findings"]
     assert code == 3 and doc["command"] == "fr" and doc["schema_version"] == 3 and doc["found"]
     assert doc["source"]["kind"] == "flight-recorder" and doc["findings"][0]["kind"] == "fr-mismatch"
@@ -184,7 +184,7 @@ def test_restricted_unpickler_refuses_a_malicious_pickle(real_dumps, tmp_path):
     assert "system" in rep.errors[0].reason
     assert rep.facts.dumps == 1 and any(r.rank == 1 and r.state == "dump unreadable" for r in rep.ranks)
     assert not marker.exists(), "the pickle's code ran"
-    res = run_cli("fr", d)
+    res = run_main("fr", d)
     assert "unreadable" in res.stdout and "refused" in res.stdout and not marker.exists()
 
 
@@ -206,15 +206,15 @@ def test_truncated_and_garbled_files_are_reported_and_the_rest_is_read(real_dump
     assert rep.facts.dumps == 1 and rep.lines_read > 0
     miss = _one(rep, "fr-missing-rank", ranks=(1, 2, 3, 4))
     assert "could not be read" in miss.summary
-    res = run_cli("fr", tmp_path)  # the CLI walks the directory, lists the bad files, exits 3
+    res = run_main("fr", tmp_path)  # the CLI walks the directory, lists the bad files, exits 3
     assert res.returncode == 3 and sum(line.startswith("could not read ") for line in res.stdout.splitlines()) == 4
 
 
 def test_no_readable_dump_is_a_clear_error(tmp_path):
     (tmp_path / "nccl_trace_rank_0").write_bytes(b"{\"entries\": [")
-    res = run_cli("fr", tmp_path / "nccl_trace_rank_0")
+    res = run_main("fr", tmp_path / "nccl_trace_rank_0")
     assert res.returncode == 1 and "nothing could be read" in res.stderr and "Traceback" not in res.stderr
-    res = run_cli("fr", tmp_path / "nowhere")
+    res = run_main("fr", tmp_path / "nowhere")
     assert res.returncode == 2 and "no such file or directory" in res.stderr
 
 
@@ -284,7 +284,7 @@ def test_entries_without_retired_follow_the_schema(tmp_path):
         for e in entries:
             del e["retired"]
     _write(tmp_path, "2.4", per_rank, "json")
-    code, doc = run_json("fr", tmp_path)
+    code, doc = main_json("fr", tmp_path)
     assert [row["last"]["retired"] for row in doc["source"]["facts"]["table"]] == [None, None]
 
 

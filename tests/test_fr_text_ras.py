@@ -10,7 +10,7 @@ from __future__ import annotations
 import shutil
 
 import pytest
-from conftest import FIXTURES, run_json
+from conftest import FIXTURES, main_json
 
 from hangdbg.model import Kind, Severity, SourceKind
 from hangdbg.evidence.flight_recorder import trace_text as fr_trace_text
@@ -196,14 +196,14 @@ def test_ras_garbage_is_counted_not_raised(tmp_path):
 def test_fr_and_report_read_both(tmp_path, name, ranks):
     shutil.copy(D / name, tmp_path / name)
     for cmd in (["fr"], ["report"]):
-        code, doc = run_json(*cmd, tmp_path)
+        code, doc = main_json(*cmd, tmp_path)
         assert code == 3, doc["headline"]
         assert [f["ranks"] for f in doc["findings"] if f["severity"] == "suspect"] == [ranks]
 
 
 def test_fr_on_ras_ok_alone_is_no_all_clear(tmp_path):
     shutil.copy(D / "ras_ok.txt", tmp_path / "ras_ok.txt")
-    code, doc = run_json("fr", tmp_path)
+    code, doc = main_json("fr", tmp_path)
     assert code == 0 and "not an all-clear for the job" in doc["headline"]
 
 

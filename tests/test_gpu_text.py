@@ -5,7 +5,7 @@ formats: the driver's ``nv.c`` "has fallen off the bus" report over several line
 
 from __future__ import annotations
 
-from conftest import FIXTURES, run_json
+from conftest import FIXTURES, main_json
 
 from hangdbg.evidence.gpu import grammar as xid
 from hangdbg.evidence.gpu.reader import READER
@@ -24,7 +24,7 @@ def test_multiline_fallen_off_the_bus_without_xid():
     lost = _one(rep, "gpu-lost")
     assert (lost.severity, lost.gpus, lost.hosts) == ("suspect", ("gpu-n11:0000:41:00",), ("gpu-n11",))
     assert "fallen off the bus" in lost.summary and [e.line for e in lost.evidence] == [2, 3, 4]
-    code, doc = run_json("gpu", FX / "gpu-n11.dmesg.txt")
+    code, doc = main_json("gpu", FX / "gpu-n11.dmesg.txt")
     assert code == 3 and "no GPU error" not in doc["headline"] and "no lost GPU" not in doc["headline"]
 
 

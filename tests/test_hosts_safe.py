@@ -9,7 +9,7 @@ import stat
 
 import pytest
 
-from conftest import run_cli
+from conftest import run_main
 from hangdbg.transport.hosts import check_host, expand_hosts, read_hostfile
 from hangdbg.transport.runners import PdshRunner, SrunRunner, SshRunner, ssh_argv
 from hangdbg.transport.slurm import parse_show_job
@@ -90,7 +90,7 @@ def test_cli_refuses_a_bad_host_with_exit_2(tmp_path, fake_transports, how):
         args = ["collect", f"--hosts=node1,{bad}", "--launcher", "ssh", "--logs", "/nonexistent"]
     else:
         args = ["dump", f"--hosts=node1,{bad}", "--launcher", "ssh" if how == "hosts" else "pdsh"]
-    res = run_cli(*args, "-o", out, env=env, timeout=120)
+    res = run_main(*args, "-o", out, env=env)
     assert res.returncode == 2, res.stderr
     assert "-oProxyCommand" in res.stderr and "Traceback" not in res.stderr
     assert not marker.exists(), marker.read_text()

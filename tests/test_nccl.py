@@ -22,7 +22,7 @@ from hangdbg.report.schema import to_jsonable
 from hangdbg.evidence.nccl.reader import NcclReader
 from hangdbg.text.lines import strip_prefix
 
-from conftest import check_golden, read_json, run_cli, run_json
+from conftest import check_golden, read_json, run_main, main_json
 
 FIX = Path(__file__).parent / "fixtures" / "nccl"
 sys.path.insert(0, str(FIX))
@@ -313,16 +313,16 @@ def test_fuzz_one_line_is_parsed_or_counted(tmp_path, line):
 
 # --- the command line -------------------------------------------------------------------------------
 def test_cli_summary_clean_and_suspects():
-    ok = run_cli("nccl", "summary", fx("clean.log"))
+    ok = run_main("nccl", "summary", fx("clean.log"))
     assert ok.returncode == 0, ok.stderr
     assert "no suspect" in ok.stdout and "AllReduce" in ok.stdout
-    bad = run_cli("nccl", "summary", fx("init_stuck.log"))
+    bad = run_main("nccl", "summary", fx("init_stuck.log"))
     assert bad.returncode == 3
     assert "rank 9 never completed init" in bad.stdout and "init incomplete" in bad.stdout
 
 
 def test_cli_summary_json():
-    code, doc = run_json("nccl", "summary", fx("refused.log"), fx("plugin_one_host.log"))
+    code, doc = main_json("nccl", "summary", fx("refused.log"), fx("plugin_one_host.log"))
     assert code == 3 and doc["command"] == "nccl summary" and doc["schema_version"] == 3
     kinds = {f["kind"]: f for f in doc["findings"]}
     assert kinds["nccl-connect-failed"]["hosts"] == ["node-02"]
@@ -331,7 +331,7 @@ def test_cli_summary_json():
 
 
 def test_cli_summary_split_on(tmp_path):
-    code, doc = run_json("nccl", "summary", fx("iterations.log"), "--split-on", r"iteration \d+", "-o", tmp_path)
+    code, doc = main_json("nccl", "summary", fx("iterations.log"), "--split-on", r"iteration \d+", "-o", tmp_path)
     assert code == 3
     assert read_json(tmp_path / "nccl.json")["source"]["facts"]["slices"] == doc["source"]["facts"]["slices"]
     slices = doc["source"]["facts"]["slices"]
@@ -339,7 +339,7 @@ def test_cli_summary_split_on(tmp_path):
     differ = [f for f in doc["findings"] if f["kind"] == "nccl-slice-differs"]
     assert [f["ranks"] for f in differ] == [[6]] and "slice 4" in differ[0]["summary"]
     assert sum(slices["rank 6"][4].values()) < sum(slices["rank 0"][4].values())
-    table = run_cli("nccl", "summary", fx("iterations.log"), "--split-on", r"iteration \d+")
+    table = run_main("nccl", "summary", fx("iterations.log"), "--split-on", r"iteration \d+")
     assert "Collectives per slice" in table.stdout
 
 
@@ -386,7 +386,7 @@ def test_slice_table_marks_the_rank_the_finding_names(tmp_path, name):
 
 
 def test_cli_split_interleaved(tmp_path):
-    code, doc = run_json("nccl", "split", fx("lagging.log"), "-o", tmp_path)
+    code, doc = main_json("nccl", "split", fx("lagging.log"), "-o", tmp_path)
     assert code == 0 and read_json(tmp_path / "split.json")["files"] == doc["files"]
     check_golden(doc, "nccl-split")
     assert [r["rank"] for r in doc["files"]] == list(range(16))
@@ -400,10 +400,10 @@ def test_cli_split_interleaved(tmp_path):
 
 
 def test_cli_split_per_process_files_and_slices(tmp_path):
-    res = run_cli("nccl", "split", FIX / "perproc", "-o", tmp_path / "a")
+    res = run_main("nccl", "split", FIX / "perproc", "-o", tmp_path / "a")
     assert res.returncode == 0, res.stderr
     assert sorted(p.name for p in (tmp_path / "a").iterdir()) == sorted([f"rank{r}.log" for r in range(8)] + ["split.json"])
-    res = run_cli("nccl", "split", fx("iterations.log"), "-o", tmp_path / "b", "--split-on", r"iteration \d+")
+    res = run_main("nccl", "split", fx("iterations.log"), "-o", tmp_path / "b", "--split-on", r"iteration \d+")
     assert res.returncode == 0, res.stderr
     names = {p.name for p in (tmp_path / "b").iterdir()}
     assert {"rank0.slice0000.log", "rank0.slice0004.log", "rank7.slice0004.log"} <= names
@@ -425,14 +425,14 @@ def test_split_keeps_old_style_trace_records(tmp_path):
 def test_cli_errors(tmp_path):
     other = tmp_path / "app.log"
     other.write_text("Epoch 0: loss=2.3\n")
-    res = run_cli("nccl", "summary", other)
+    res = run_main("nccl", "summary", other)
     assert res.returncode == 1 and "nothing could be read" in res.stderr and "NCCL_DEBUG=INFO" in res.stderr
-    assert run_cli("nccl", "summary", tmp_path / "missing.log").returncode == 2
-    assert run_cli("nccl", "summary", fx("clean.log"), "--split-on", "(").returncode == 2
+    assert run_main("nccl", "summary", tmp_path / "missing.log").returncode == 2
+    assert run_main("nccl", "summary", fx("clean.log"), "--split-on", "(").returncode == 2
 
 
 def test_rows_limit_shows_rows_when_nothing_is_blamed():
-    res = run_cli("nccl", "summary", fx("clean.log"), "--rows", "2")
+    res = run_main("nccl", "summary", fx("clean.log"), "--rows", "2")
     assert res.returncode == 0 and "Ranks (2 of 16 shown)" in res.stdout
-    res = run_cli("nccl", "summary", fx("lagging.log"), "--rows", "3")  # the blamed rank first, then others
+    res = run_main("nccl", "summary", fx("lagging.log"), "--rows", "3")  # the blamed rank first, then others
     assert res.returncode == 3 and "Ranks (3 of 16 shown)" in res.stdout

@@ -21,7 +21,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "bench"))
 
 from fanout_scale import recorded_outputs  # noqa: E402
 
-from conftest import FIXTURES, run_cli  # noqa: E402
+from conftest import FIXTURES, run_main  # noqa: E402
 from faults import ROOT_ONLY, fill, mounted, tmpfs  # noqa: E402
 from hangdbg import outdir  # noqa: E402
 from hangdbg.cli.common import out_dir  # noqa: E402
@@ -65,13 +65,13 @@ def test_disk_full_fanout_keeps_the_analysis_and_leaves_no_part_files(tmp_path):
 def test_disk_full_analyze_prints_the_answer_and_says_what_was_not_saved(tmp_path):
     with _tmpfs(tmp_path / "full", "64k") as mnt:
         _fill(mnt, 4096)  # room for the probe, not for hangdbg.json
-        res = run_cli("analyze", STACKS, "-o", mnt, timeout=120)
+        res = run_main("analyze", STACKS, "-o", mnt)
         _no_traceback(res)
         assert res.returncode in (0, 3), res.stderr
         assert "not saved" in res.stderr and "hangdbg.json" in res.stderr
         assert res.stdout.strip()  # the report was printed
         assert not (mnt / "hangdbg.json").exists() and _parts(mnt) == []
-        res = run_cli("analyze", STACKS, "-o", mnt, "--json", timeout=120)
+        res = run_main("analyze", STACKS, "-o", mnt, "--json")
         _no_traceback(res)
         import json
 
@@ -87,7 +87,7 @@ def test_read_only_out_is_a_usage_error_before_any_work(tmp_path):
         if os.access(ro, os.W_OK) and subprocess.run(["touch", str(ro / "x")]).returncode == 0:
             pytest.skip("the bind mount is writable here")
         for argv in (["analyze", STACKS], ["report", STACKS], ["nccl", "split", FIXTURES / "nccl"]):
-            res = run_cli(*argv, "-o", ro / "out", timeout=120)
+            res = run_main(*argv, "-o", ro / "out")
             _no_traceback(res)
             assert res.returncode == 2, (argv, res.stderr)
             assert "output directory" in res.stderr and "-o DIR" in res.stderr
@@ -97,7 +97,7 @@ def test_out_under_a_regular_file_is_a_usage_error(tmp_path):
     f = tmp_path / "afile"
     f.write_text("x")
     for target in (f / "out", f):
-        res = run_cli("analyze", STACKS, "-o", target, timeout=120)
+        res = run_main("analyze", STACKS, "-o", target)
         _no_traceback(res)
         assert res.returncode == 2, res.stderr
         assert "choose another output directory" in res.stderr

@@ -7,7 +7,7 @@ import shutil
 
 import pytest
 
-from conftest import FIXTURES, run_cli, run_json, suspects, validate
+from conftest import FIXTURES, main_json, run_cli, run_main, suspects, validate
 from infra.chromium import chromium, rendered_dom, screenshot
 
 SCENARIO = "mismatch"
@@ -37,7 +37,7 @@ def evidence_dir(hung_job, tmp_path_factory):
 
 
 def test_report_names_the_rank_from_a_dump_directory(evidence_dir, tmp_path):
-    rc, doc = run_json("report", evidence_dir, "-o", tmp_path / "out")
+    rc, doc = main_json("report", evidence_dir, "-o", tmp_path / "out")
     assert rc == 3
     assert doc["schema_version"] == 3 and doc["command"] == "report"
     assert suspects(doc)[0]["ranks"] == [3] and suspects(doc)[0]["kind"] == "different-collective"
@@ -55,7 +55,7 @@ def test_report_names_the_rank_from_a_dump_directory(evidence_dir, tmp_path):
 
 
 def test_text_report_orders_verdict_suspects_ranks_stacks(evidence_dir):
-    res = run_cli("report", evidence_dir)
+    res = run_main("report", evidence_dir)
     assert res.returncode == 3, res.stderr
     t = res.stdout
     assert t.index("failure found") < t.index("Suspects") < t.index("Per rank") < t.index("merged call tree") < t.index("Files not used")
@@ -70,7 +70,7 @@ def test_html_renders_in_chromium_and_escapes_everything(evidence_dir, tmp_path)
     _evil_dump(d / "javascript:alert(7).txt", pid=4343)  # (a rank of its own: 7)
     (d / "dump" / "raw" / "extra").mkdir()
     html = tmp_path / "report.html"
-    res = run_cli("report", d, "--html", html)
+    res = run_main("report", d, "--html", html)
     assert res.returncode == 3, res.stderr
     dom = rendered_dom(html)
     # the verdict renders on top, the suspects table and the tree are there
@@ -92,19 +92,19 @@ def test_html_renders_in_chromium_and_escapes_everything(evidence_dir, tmp_path)
 
 
 def test_report_of_fixture_files_without_a_job():
-    rc, doc = run_json("report", FIXTURES / "pyspy" / "torch_rank0.txt", FIXTURES / "pyspy" / "torch_rank1.txt")
+    rc, doc = main_json("report", FIXTURES / "pyspy" / "torch_rank0.txt", FIXTURES / "pyspy" / "torch_rank1.txt")
     assert rc in (0, 3)
     assert doc["files"] and all(f["kinds"] == ["stacks"] for f in doc["files"])
     assert doc["stacks"] is not None
 
 
 def test_report_usage_errors(tmp_path):
-    res = run_cli("report", tmp_path / "nope")
+    res = run_main("report", tmp_path / "nope")
     assert res.returncode == 2 and "no such file or directory" in res.stderr
-    res = run_cli("report", tmp_path)  # nothing to read is no all-clear
+    res = run_main("report", tmp_path)  # nothing to read is no all-clear
     assert res.returncode == 1 and "nothing could be read" in res.stdout
     (tmp_path / "notes.txt").write_text("lunch at noon\n")
-    rc, doc = run_json("report", tmp_path)  # the wrong directory handed to a CI gate: exit 1, not 0
+    rc, doc = main_json("report", tmp_path)  # the wrong directory handed to a CI gate: exit 1, not 0
     assert rc == 1 and not doc["found"] and doc["headline"].startswith("nothing could be read")
     assert [u["reason"] for u in doc["unparsed"]] == ["no reader recognised its content"]
 
@@ -133,11 +133,11 @@ def test_own_outputs_are_not_read_again(tmp_path):
     d.mkdir()
     shutil.copy(FIXTURES / "nccl" / "refused.log", d / "slurm-1.out")
     shutil.copy(FIXTURES / "xid" / "syslog", d / "syslog")
-    rc, first = run_json("report", d, "-o", d)
+    rc, first = main_json("report", d, "-o", d)
     assert rc == 3 and (d / "report.json").exists() and (d / "report.html").exists()
-    code, doc = run_json("nccl", "summary", d, "-o", d)
+    code, doc = main_json("nccl", "summary", d, "-o", d)
     assert code == 3 and doc["source"]["files"] == [str(d / "slurm-1.out"), str(d / "syslog")]
-    rc, again = run_json("report", d)
+    rc, again = main_json("report", d)
     assert again["findings"] == first["findings"]
     own = {u["file"].rsplit("/", 1)[-1]: u["reason"] for u in again["unparsed"]}
     assert set(own) == {"report.json", "report.html", "nccl.json"} and all("own output" in r for r in own.values())

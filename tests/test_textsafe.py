@@ -10,7 +10,7 @@ import json
 import pytest
 from rich.console import Console
 
-from conftest import FIXTURES, run_cli
+from conftest import FIXTURES, run_main
 from hangdbg.stacks.analysis import analyze
 from hangdbg.cli.common import Command, print_error
 from hangdbg.frames import Frame
@@ -105,11 +105,11 @@ def test_logs_command_escapes_terminal_sequences(tmp_path):
     log = tmp_path / "[/x]" / "rank0.log"
     log.parent.mkdir(parents=True)
     log.write_text("\n".join(src) + "\n")
-    res = run_cli("logs", log, timeout=120)
+    res = run_main("logs", log)
     assert res.returncode in (0, 3), res.stderr
     assert "Traceback" not in res.stderr
     _clean(res.stdout)
-    js = run_cli("logs", log, "--json", timeout=120)
+    js = run_main("logs", log, "--json")
     assert CLEAR in json.loads(js.stdout).__repr__() or "\\u001b" in js.stdout  # JSON keeps the raw text
 
 
@@ -118,16 +118,16 @@ def test_report_on_a_dir_named_like_markup(tmp_path):
     d.mkdir(parents=True)
     src = (FIXTURES / "torchlog" / "desync_lagging.log").read_text()
     (d / f"rank0-b]{TITLE}.log").write_text(src.replace("Watchdog caught", f"Watchdog {CLEAR} caught", 1))
-    res = run_cli("report", d, timeout=120)
+    res = run_main("report", d)
     assert res.returncode in (0, 1, 3), res.stderr
     assert "Traceback" not in res.stderr and "MarkupError" not in res.stderr
     for stream in (res.stdout, res.stderr):
         assert "\x1b" not in stream and "\x07" not in stream
-    res = run_cli("report", tmp_path / "[/x]nothing here", timeout=60)
+    res = run_main("report", tmp_path / "[/x]nothing here")
     assert "Traceback" not in res.stderr and "\x1b" not in res.stderr
 
 
 def test_usage_error_shows_escapes_of_argv():
-    res = run_cli("logs", "x.log", f"--bogus={TITLE}{CLEAR}", timeout=60)
+    res = run_main("logs", "x.log", f"--bogus={TITLE}{CLEAR}")
     assert res.returncode == 2 and "--bogus" in res.stderr
     assert "\x1b" not in res.stderr and "\x07" not in res.stderr and "\\x1b" in res.stderr

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 from infra.fuzz import mutated_lines
-from conftest import FIXTURES, check_golden, run_cli, run_json
+from conftest import FIXTURES, check_golden, run_main, main_json
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -141,7 +141,7 @@ def test_error_files_tie_prefers_the_rank_that_did_not_lose_its_peer(tmp_path):
 
 def test_real_cli_on_the_log_directory(torchrun_runs, tmp_path):
     log, logdir = torchrun_runs["raise"]
-    code, doc = run_json("logs", str(log), str(logdir))
+    code, doc = main_json("logs", str(log), str(logdir))
     assert code == 3
     assert doc["schema_version"] == 3 and doc["command"] == "logs" and doc["source"]["kind"] == "torch-log"
     check_golden(doc, "logs")
@@ -364,12 +364,12 @@ def test_sniff():
 
 
 def test_cli_text_and_exit_codes():
-    res = run_cli("logs", FX / "watchdog_pg_v24.log")
+    res = run_main("logs", FX / "watchdog_pg_v24.log")
     assert res.returncode == 3, res.stderr
     assert "rank 5 lags in process group 0 (default_pg)" in res.stdout and "Ranks" in res.stdout
-    res = run_cli("logs", FX / "watchdog_v18_noseq.log", "--no-evidence")
+    res = run_main("logs", FX / "watchdog_v18_noseq.log", "--no-evidence")
     assert res.returncode == 0 and "watchdog-timeout" in res.stdout
-    res = run_cli("logs", FX / "nope.log")
+    res = run_main("logs", FX / "nope.log")
     assert res.returncode == 2 and "no such file" in res.stderr
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from conftest import check_golden, of_kind, run_cli, run_json
+from conftest import check_golden, of_kind, run_main, main_json
 from hangdbg.evidence.traces.grammar import divergence, read_trace
 
 HEAD = "# tracer v1 host=node{n} rank={r} pid={p} start=2026-11-22T03:20:00Z argv=train.py --lr 0.1\n"
@@ -36,7 +36,7 @@ def test_divergence_names_the_ranks_that_stopped(tmp_path):
     assert [t.rank for t in traces] == [0, 1, 2, 3]
     d = divergence(traces)
     assert d.common == 2 and d.diverged and [traces[i].rank for i in d.behind] == [1]
-    rc, doc = run_json("traces", tmp_path, "--grep", "all_reduce")
+    rc, doc = main_json("traces", tmp_path, "--grep", "all_reduce")
     assert rc == 3
     (diverged,) = of_kind(doc, "trace-diverged")
     assert diverged["ranks"] == [1] and diverged["severity"] == "suspect"
@@ -52,17 +52,17 @@ def test_divergence_names_the_ranks_that_stopped(tmp_path):
 def test_all_ended_same_calls_exit_0(tmp_path):
     for r in range(2):
         _write(tmp_path, r, STEP.format(s=1))
-    res = run_cli("traces", tmp_path, "-n", "2")
+    res = run_main("traces", tmp_path, "-n", "2")
     assert res.returncode == 0, res.stderr
     assert "all 2 traces ended normally" in " ".join(res.stdout.split())
 
 
 def test_bad_inputs(tmp_path):
     (tmp_path / "trace-x-0-1.txt").write_text("not a header\n")
-    res = run_cli("traces", tmp_path)  # a garbled trace is reported, and nothing could be read
+    res = run_main("traces", tmp_path)  # a garbled trace is reported, and nothing could be read
     assert res.returncode == 1 and "not a tracer v1 file" in " ".join(res.stderr.split())
-    assert run_cli("traces", tmp_path / "missing").returncode == 2
-    assert run_cli("traces", tmp_path, "--grep", "(").returncode == 2
+    assert run_main("traces", tmp_path / "missing").returncode == 2
+    assert run_main("traces", tmp_path, "--grep", "(").returncode == 2
 
 
 def test_nul_padding_of_a_dead_process_is_ignored(tmp_path):
@@ -88,12 +88,12 @@ def test_same_calls_stopped_elsewhere_and_no_blame_without_a_majority(tmp_path):
     for r in range(4):
         text = STEP.format(s=1) + (f"    0.020000 train.py:{30 + r} | other_work()\n" if r == 2 else "")
         _write(tmp_path, r, text, ended=False)
-    rc, doc = run_json("traces", tmp_path)
+    rc, doc = main_json("traces", tmp_path)
     (odd,) = of_kind(doc, "trace-diverged")
     assert rc == 3 and odd["ranks"] == [2] and "while ranks {0-1, 3} are at train.py:21 | dist.all_reduce(t)" in odd["summary"]
     for r in range(4):  # a job killed while every rank computed somewhere else: no majority, no blame
         _write(tmp_path, r, STEP.format(s=1) + f"    0.020000 train.py:{40 + r} | step_{r}()\n", ended=False)
-    rc, doc = run_json("traces", tmp_path)
+    rc, doc = main_json("traces", tmp_path)
     assert rc == 0 and not of_kind(doc, "trace-diverged")
     assert [f["severity"] for f in of_kind(doc, "trace-stopped")] == ["warning"] and doc["headline"].startswith("no suspect")
 
@@ -103,7 +103,7 @@ def test_report_reads_trace_files(tmp_path):
         steps = 2 if r == 1 else 4
         _write(tmp_path, r, "".join(STEP.format(s=s) for s in range(steps)), ended=r != 1)
     (tmp_path / "notes.txt").write_text("nothing here\n")
-    rc, doc = run_json("report", tmp_path)
+    rc, doc = main_json("report", tmp_path)
     assert rc == 3 and [s["kind"] for s in doc["sources"]] == ["traces"]
     assert [(f["kind"], f["ranks"], f["source"]) for f in doc["findings"] if f["severity"] == "suspect"][0] == (
         "trace-diverged", [1], "traces")
@@ -116,8 +116,8 @@ def test_display_options_do_not_change_the_findings_and_odd_numbers_stay_json(tm
         _write(tmp_path, r, text, ended=False)
     with open(tmp_path / "trace-node1-3-103.txt", "a") as f:
         f.write("# tracer end elapsed=inf\n")  # a garbled end line: no time, and never `Infinity` in JSON
-    full = run_json("traces", tmp_path, "-n", "8")[1]
-    none = run_json("traces", tmp_path, "-n", "0")[1]  # a display option: same findings, same status
+    full = main_json("traces", tmp_path, "-n", "8")[1]
+    none = main_json("traces", tmp_path, "-n", "0")[1]  # a display option: same findings, same status
     assert [f["ranks"] for f in of_kind(full, "trace-diverged")] == [[2]] == [f["ranks"] for f in of_kind(none, "trace-diverged")]
     assert full["findings"] == none["findings"] and none["source"]["facts"]["traces"][2]["last_line"].endswith("read_shard()")
     assert full["source"]["facts"]["traces"][3]["ended"] and full["source"]["facts"]["traces"][3]["elapsed"] is None

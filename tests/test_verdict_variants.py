@@ -14,7 +14,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from conftest import FIXTURES, run_json
+from conftest import FIXTURES, main_json
 
 V = FIXTURES / "variants"
 
@@ -59,7 +59,7 @@ def run(tmp_path: Path, name: str, *cmd: str) -> dict:
     for f in files:
         shutil.copy(f, tmp_path / f.name)
     args = [str(tmp_path)] if cmd[0] == "report" else [str(tmp_path / f.name) for f in files]
-    rc, doc = run_json(*cmd, *args)
+    rc, doc = main_json(*cmd, *args)
     assert rc in (0, 1, 3), rc
     return doc
 

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import ROOT, run_cli, validate
+from conftest import ROOT, run_cli, run_main, validate
 from hangdbg.watch.stall import Observation, StallDetector, stacks_signature, waiting_or_idle
 from hangdbg.watch.probes import HeartbeatProbe, LogProbe, pids_alive, watch_loop
 from hangdbg.hooks.heartbeat import heartbeat
@@ -154,7 +154,7 @@ def test_the_loop_ends_with_the_job_and_stops_after_one_stall_with_once():
     (["--pid", "1", "--log", "x", "--log-pattern", "("], "not a regular expression"),
 ])
 def test_usage_errors(argv, said, tmp_path):
-    res = run_cli("watch", *argv, "-o", tmp_path / "out", timeout=60)
+    res = run_main("watch", *argv, "-o", tmp_path / "out")
     assert res.returncode == 2 and said in res.stderr, res.stderr
     assert "Traceback" not in res.stderr
 

@@ -9,7 +9,7 @@ import re
 
 import pytest
 from infra.fuzz import mutated_lines
-from conftest import FIXTURES, check_golden, run_cli, run_json
+from conftest import FIXTURES, check_golden, run_main, main_json
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -127,22 +127,22 @@ def test_sniff():
 
 
 def test_cli_gpu_text_json_exit_codes(tmp_path):
-    res = run_cli("gpu", FX, "--no-evidence")
+    res = run_main("gpu", FX, "--no-evidence")
     assert res.returncode == 3, res.stderr
     assert "GPUs" in res.stdout and "gpu-node3:0000:3b:00" in res.stdout and "fell off the bus" in res.stdout
-    code, doc = run_json("gpu", FX / "journal-k.txt")
+    code, doc = main_json("gpu", FX / "journal-k.txt")
     assert code == 3 and doc["command"] == "gpu" and doc["schema_version"] == 3 and doc["findings"][0]["gpus"]
-    check_golden(run_json("gpu", FX)[1], "gpu")
+    check_golden(main_json("gpu", FX)[1], "gpu")
     healthy = tmp_path / "n2.dmesg"
     healthy.write_text("[ 1.0] NVRM: loading NVIDIA UNIX x86_64 Kernel Module  535.104.05\n")
-    res = run_cli("gpu", healthy)
+    res = run_main("gpu", healthy)
     assert res.returncode == 0 and "no GPU error" in res.stdout
     # a file that is not a kernel log at all: nothing read, exit 1 (never an all-clear); a missing path: usage, 2
     other = tmp_path / "notes.txt"
     other.write_text("lunch at noon\n")
-    code, doc = run_json("gpu", other)
+    code, doc = main_json("gpu", other)
     assert code == 1 and not doc["found"] and doc["headline"].startswith("nothing could be read")
-    res = run_cli("gpu", tmp_path / "nope")
+    res = run_main("gpu", tmp_path / "nope")
     assert res.returncode == 2 and "no such file" in res.stderr
 
 
