@@ -1,7 +1,9 @@
 """Shared fixtures: real hung torchrun/gloo jobs (started once per module), two CLI runners
 (``run_main``: ``main(argv, out, err)`` in this process; ``run_cli``: the real ``python -m hangdbg``
-in a child process), and the JSON contract: every document a test reads through ``main_json``,
-``run_json`` or ``read_json`` is validated against the schema ``hangdbg schema`` prints."""
+in a child process), the JSON contract (every document a test reads through ``main_json``,
+``run_json`` or ``read_json`` is validated against the schema ``hangdbg schema`` prints), and the
+lanes: every test is marked ``real``, ``daemon`` or ``fuzz`` here, from its fixtures and names
+(``pytest_collection_modifyitems``)."""
 
 from __future__ import annotations
 
@@ -10,6 +12,7 @@ import functools
 import io
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -248,3 +251,72 @@ def rank_process() -> Iterator[int]:
         proc.wait()
 
 
+# --------------------------------------------------------------------------------------- lanes
+# Every test is put in its lane here, from its fixtures and its name, so that nobody has to remember
+# a decorator; `pytest -m "not real and not daemon and not fuzz"` is the fast lane. A test no rule
+# catches but that belongs elsewhere says so itself (``@pytest.mark.real``, ``pytestmark``).
+
+DAEMON_FIXTURES = {
+    "cluster": "the private SLURM cluster (munged, slurmctld, two slurmd)",
+    "sshd": "the private sshd on loopback",
+}
+
+REAL_FIXTURES = {
+    "hung_job": "a real hung torchrun/gloo demo job",
+    "topology_dump": "a real hung demo job of a topology scenario",
+    "rank_process": "a real process, dumped with real py-spy",
+    "fake_rank": "a real process, dumped with real py-spy",
+    "sleeper": "a real process, dumped with real py-spy",
+    "zombie_and_live": "real processes, dumped with real py-spy",
+    "real_dumps": "the flight-recorder dumps of a real hung gloo job",
+    "torchrun_runs": "two real torchrun/gloo jobs that fail",
+    "torch_core": "the core of a real torch process, read with gdb",
+    "cores": "real core files, read with gdb",
+    "hung_ranks": "real processes dumped with py-spy and gcore",
+    "crashed_node": "a real core file, read with gdb",
+    "dead_job": "the core of a real torch process, read with gdb",
+    "big_report": "a 10,000-rank report through the real command line",
+}
+"""Fixtures that start real jobs or real tools (py-spy, gdb, torchrun): a test that uses one
+(directly or through another fixture) is ``real``."""
+
+REAL_MODULE_PREFIX = "test_real_"
+DAEMON_MODULES = {"test_infra_slurm", "test_infra_sshd"}
+FUZZ_MODULES = {"test_fuzz_mutations", "test_fuzz_readers", "test_fuzz_regressions"}
+REAL_NAME = re.compile(r"^test_real_|(?:^|_)chromium(?:_|$)")
+"""A test named for what it runs on, ``test_real_...`` (``test_real_segfault_root_cause``), or for
+Chromium is ``real``."""
+FUZZ_WORD = re.compile(r"(?:^|_)fuzz")
+"""``test_fuzz_...``, ``test_fuzzed_...``: ``fuzz``."""
+HEAVY_EXAMPLES = 100
+"""A hypothesis test that runs more examples than this is a heavy one: ``fuzz``."""
+
+
+def _hypothesis_examples(item) -> int:
+    """How many examples a hypothesis test asks for (0 for other tests)."""
+    fn = getattr(item, "obj", None)
+    settings = getattr(fn, "_hypothesis_internal_use_settings", None)
+    if settings is None or not getattr(fn, "is_hypothesis_test", False):
+        return 0
+    return settings.max_examples
+
+
+def lanes_of(item) -> set[str]:
+    """The lanes (``real``, ``daemon``, ``fuzz``) the rules put a test in; none: the fast lane."""
+    module = item.module.__name__ if item.module is not None else ""
+    name = item.originalname if hasattr(item, "originalname") else item.name
+    fixtures = set(item.fixturenames)
+    lanes = set()
+    if fixtures & DAEMON_FIXTURES.keys() or module in DAEMON_MODULES:
+        lanes.add("daemon")
+    if fixtures & REAL_FIXTURES.keys() or module.startswith(REAL_MODULE_PREFIX) or REAL_NAME.search(name):
+        lanes.add("real")
+    if module in FUZZ_MODULES or FUZZ_WORD.search(name) or _hypothesis_examples(item) > HEAVY_EXAMPLES:
+        lanes.add("fuzz")
+    return lanes
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        for lane in sorted(lanes_of(item)):
+            item.add_marker(getattr(pytest.mark, lane))

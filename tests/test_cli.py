@@ -187,6 +187,7 @@ def test_node_scan_with_two_jobs_asks_for_pid(tmp_path):
             p.wait()
 
 
+@pytest.mark.real
 def test_ctrl_c_keeps_what_arrived_in_a_real_terminal(tmp_path):
     """Driven through a pty with pexpect: progress bar on the terminal, Ctrl-C, raw files kept."""
     import pexpect

@@ -8,6 +8,7 @@ import pytest
 from conftest import check_golden, read_json, run_cli, suspects
 
 pytest.importorskip("torch")
+pytestmark = pytest.mark.real  # `hangdbg demo` starts a real torchrun/gloo job
 
 
 def test_demo_names_rank3_in_broadcast_and_cleans_up(tmp_path):

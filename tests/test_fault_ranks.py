@@ -289,6 +289,7 @@ def test_parse_stops_at_its_deadline():
     assert garbled == 100_001 and not procs
 
 
+@pytest.mark.real
 @pytest.mark.skipif(os.geteuid() != 0 or RUNUSER is None, reason="needs root and runuser")
 def test_unreadable_processes_next_to_found_ranks_are_named(tmp_path):
     """A launcher whose children are ranks of two users, dumped as one of them: the readable rank is

@@ -21,6 +21,7 @@ import faults as F
 from faults import ROOT_ONLY
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
+pytestmark = pytest.mark.real  # every test runs the command line as a child process (guarded_run), seconds each
 TIMEOUT = 2
 MARGIN = 20  # seconds over --timeout a run may take (interpreter start-up, analysis) on a busy 2-core box
 

@@ -50,6 +50,7 @@ def _run_writers(tmp_path, mode, env):
     return out.read_text().split("\n")[:-1]
 
 
+@pytest.mark.real
 def test_printflock_8_procs_lines_intact_plain_print_interleaves(tmp_path):
     env = _env(HANGDBG_PRINTFLOCK=tmp_path / "lock")
     lines = _run_writers(tmp_path, "lock", env)
@@ -69,6 +70,7 @@ def test_printflock_8_procs_lines_intact_plain_print_interleaves(tmp_path):
     assert broken > 0
 
 
+@pytest.mark.real
 def test_printflock_timeout_with_stopped_holder(tmp_path):
     lock = tmp_path / "lock"
     holder = subprocess.Popen([sys.executable, "-c", textwrap.dedent(f"""
@@ -163,7 +165,7 @@ JOB = textwrap.dedent("""
 """)
 
 
-@pytest.mark.realjob
+@pytest.mark.real
 def test_breakpoint_under_torchrun_with_pexpect(tmp_path):
     pytest.importorskip("torch")
     pexpect = pytest.importorskip("pexpect")

@@ -2,7 +2,8 @@
 lines of bounded length, validates the numbers it reads, survives deeply nested JSON, binary
 hostfiles, non-UTF-8 ``scontrol`` output and compressed bombs. The CLI runs in a subprocess
 under a 2 GB address-space limit and a generous timeout: both are hang and memory guards, not
-speed measurements."""
+speed measurements. Those tests are ``real`` (a child process each, seconds with its start-up);
+the readers' own checks run in the fast lane."""
 
 from __future__ import annotations
 
@@ -47,6 +48,7 @@ COMMANDS = [["logs"], ["nccl", "summary"], ["gpu"], ["report"], ["core"], ["trac
 
 
 # --- only regular files ----------------------------------------------------------------------
+@pytest.mark.real
 @pytest.mark.parametrize("argv", COMMANDS, ids=lambda a: "-".join(a))
 def test_a_fifo_on_the_command_line_is_listed_not_read(argv: list[str], tmp_path: Path) -> None:
     fifo = tmp_path / "pipe.log"
@@ -57,6 +59,7 @@ def test_a_fifo_on_the_command_line_is_listed_not_read(argv: list[str], tmp_path
     assert b"not a regular file" in p.stdout + p.stderr
 
 
+@pytest.mark.real
 @pytest.mark.parametrize("argv", [["logs"], ["nccl", "summary"], ["gpu"], ["report"], ["traces"]], ids=lambda a: "-".join(a))
 def test_a_fifo_next_to_a_log_does_not_stop_the_log(argv: list[str], tmp_path: Path) -> None:
     fifo = tmp_path / "pipe.log"
@@ -68,6 +71,7 @@ def test_a_fifo_next_to_a_log_does_not_stop_the_log(argv: list[str], tmp_path: P
     assert b"not a regular file" in p.stdout + p.stderr
 
 
+@pytest.mark.real
 @pytest.mark.parametrize("argv", [["logs"], ["nccl", "summary"], ["gpu"], ["report"]], ids=lambda a: "-".join(a))
 def test_dev_zero_as_a_log_ends_in_bounded_memory(argv: list[str]) -> None:
     p = run(*argv, "/dev/zero", timeout=60)  # today: one endless line read into memory
@@ -76,6 +80,7 @@ def test_dev_zero_as_a_log_ends_in_bounded_memory(argv: list[str]) -> None:
     assert b"not a regular file" in p.stdout + p.stderr
 
 
+@pytest.mark.real
 def test_a_directory_walk_skips_fifos_and_survives_a_symlink_loop(tmp_path: Path) -> None:
     d = tmp_path / "job"
     (d / "sub").mkdir(parents=True)
@@ -106,6 +111,7 @@ def test_an_endless_line_is_cut_at_the_cap_and_the_next_lines_are_read() -> None
     assert len(lines[2][1]) == textlines.MAX_LINE
 
 
+@pytest.mark.real
 @pytest.mark.parametrize("argv", [["nccl", "summary"], ["report"], ["logs"], ["gpu"], ["traces"]], ids=lambda a: "-".join(a))
 def test_a_200_mb_one_line_file_finishes(argv: list[str], tmp_path: Path) -> None:
     """Today ``nccl summary`` never finishes: the record regex tries 128 host characters at every byte."""
@@ -119,6 +125,7 @@ def test_a_200_mb_one_line_file_finishes(argv: list[str], tmp_path: Path) -> Non
     no_traceback(p)
 
 
+@pytest.mark.real
 def test_nul_padding_after_a_real_nccl_log_keeps_its_records(tmp_path: Path) -> None:
     log = tmp_path / "nccl.log"
     log.write_bytes(NCCL.encode() + b"\0" * (64 << 10))
@@ -128,6 +135,7 @@ def test_nul_padding_after_a_real_nccl_log_keeps_its_records(tmp_path: Path) -> 
         assert b"2.18.3" in p.stdout
 
 
+@pytest.mark.fuzz
 def test_record_starts_is_the_record_regex() -> None:
     """The candidate scan of :func:`record_starts` finds exactly what ``RECORD.finditer`` finds."""
     import random
@@ -151,6 +159,7 @@ GARBLED = ("node1:100:100 [0] NCCL INFO NCCL version 2.18.3+cuda12.1\n"
            "root 0 comm 0x55d0 [nranks=4294967296] stream 0x3\n")
 
 
+@pytest.mark.real
 @pytest.mark.parametrize("argv", [["nccl", "summary"], ["report"]], ids=lambda a: "-".join(a))
 def test_a_garbled_nranks_builds_no_set_of_4_billion_ranks(argv: list[str], tmp_path: Path) -> None:
     log = tmp_path / "nccl.log"
@@ -160,6 +169,7 @@ def test_a_garbled_nranks_builds_no_set_of_4_billion_ranks(argv: list[str], tmp_
     assert b"4294967296" not in p.stdout.split(b'"evidence"')[0]
 
 
+@pytest.mark.real
 def test_a_garbled_flight_recorder_group_builds_no_huge_world(tmp_path: Path) -> None:
     dump = tmp_path / "nccl_trace_rank_0.json"
     dump.write_text(json.dumps({"version": "2.4", "pg_config": {"0": {"name": "0", "desc": "default_pg",
@@ -187,6 +197,7 @@ def _deep(n: int = 100_000) -> str:
     return "[" * n + "]" * n
 
 
+@pytest.mark.real
 @pytest.mark.parametrize("name,text", [
     ("nccl_trace_rank_0.json", '{"version": "2.4", "entries": ' + _deep() + "}"),
     ("error.json", '{"message": {"message": "x", "extraInfo": ' + _deep() + '}}'),
@@ -212,6 +223,7 @@ def test_load_json_turns_recursion_into_a_value_error() -> None:
 
 
 # --- encodings at the boundary ----------------------------------------------------------------
+@pytest.mark.real
 def test_a_binary_hostfile_is_a_usage_error_naming_the_line(tmp_path: Path) -> None:
     hf = tmp_path / "hostfile"
     hf.write_bytes(b"node1 slots=8\nnode2 slots=8\n\xff\xfe\x00\x01junk\n")
@@ -222,6 +234,7 @@ def test_a_binary_hostfile_is_a_usage_error_naming_the_line(tmp_path: Path) -> N
     assert not (tmp_path / "out").exists()
 
 
+@pytest.mark.real
 def test_a_fifo_as_hostfile_is_a_usage_error(tmp_path: Path) -> None:
     os.mkfifo(tmp_path / "hostfile")
     p = run("dump", "--hostfile", str(tmp_path / "hostfile"), "-o", str(tmp_path / "out"))
@@ -229,6 +242,7 @@ def test_a_fifo_as_hostfile_is_a_usage_error(tmp_path: Path) -> None:
     assert p.returncode == 2 and b"not a regular file" in p.stderr
 
 
+@pytest.mark.real
 def test_non_utf8_scontrol_output_is_decoded_not_a_traceback(tmp_path: Path) -> None:
     bindir = tmp_path / "bin"
     bindir.mkdir()
@@ -291,6 +305,7 @@ def test_a_trace_file_line_past_the_cap_is_skipped_and_counted(tmp_path: Path) -
     assert tr.garbled >= 1
 
 
+@pytest.mark.real
 def test_a_saved_dump_file_past_the_cap_is_read_up_to_it_and_said(tmp_path: Path) -> None:
     """A saved py-spy file larger than 64 MiB (a runaway log saved as rank-0.txt) is read up to the
     cap, in bounded memory, and the command says it was cut instead of reading it whole."""
@@ -327,6 +342,7 @@ def test_the_kernel_log_fallback_sends_the_tail_of_a_huge_file(tmp_path: Path) -
 XID = b"Nov 23 03:00:01 node7 kernel: NVRM: Xid (PCI:0000:07:00): 79, pid=123, GPU has fallen off the bus.\n"
 
 
+@pytest.mark.real
 @pytest.mark.parametrize("argv,data,expect", [
     (["gpu", "-"], XID, b"node7"),
     (["report", "-"], XID, b"fallen off the bus"),
@@ -348,6 +364,7 @@ def test_dash_reads_standard_input_and_leaves_no_temporary_file(argv: list[str],
     assert list(env_tmp.iterdir()) == []
 
 
+@pytest.mark.real
 def test_dash_twice_or_from_a_terminal_is_a_usage_error() -> None:
     p = run("logs", "-", "-")
     assert p.returncode == 2 and b"more than once" in p.stderr

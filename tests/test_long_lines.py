@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.real  # the command line as a child process under a timeout: a hang guard, seconds each
 RUN = 200_000
 CASES = {
     "nccl-record-prefix": (["nccl", "summary"], "node1:1:1 [0] NCCL INFO Init\n" + "a" * RUN + "\n"),

@@ -224,6 +224,7 @@ def test_rank_in_header_and_per_rank_file(tmp_path, monkeypatch):
     assert f.is_file() and "on rank=3" in f.read_text() and ei.value.report_path == str(f)
 
 
+@pytest.mark.real
 def test_ddp_wrapped_names(tmp_path):
     import torch.distributed as dist
 

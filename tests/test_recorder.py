@@ -303,6 +303,7 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
+@pytest.mark.real
 def test_one_rank_async_ops_and_p2pop(tmp_path):
     pytest.importorskip("torch")
     script = tmp_path / "one.py"
@@ -411,7 +412,7 @@ def _stop(proc: subprocess.Popen, ranks: list[int]) -> None:
             pass
 
 
-@pytest.mark.realjob
+@pytest.mark.real
 def test_real_torchrun_job_hung_in_recv(tmp_path):
     pytest.importorskip("torch")
     script = tmp_path / "hung.py"

@@ -456,7 +456,7 @@ def test_sigstop_file_ends_at_last_line_executed(tmp_path):
 
 
 # ------------------------------------------------------------------------------ real 4-rank job
-@pytest.mark.realjob
+@pytest.mark.real
 def test_torchrun_four_ranks_one_file_each(tmp_path):
     pytest.importorskip("torch")
     env = _env(TRACER_TEST_DIR=str(tmp_path), OMP_NUM_THREADS="1")

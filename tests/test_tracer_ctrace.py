@@ -414,6 +414,7 @@ def test_ctrace_object_reinstalls_itself(tmp_path):
     assert "> __main__:4 work\n" in (tmp_path / "rt.txt").read_text()
 
 
+@pytest.mark.real
 @needs_c
 def test_torch_compile_chains_to_the_frame_hook(tmp_path):
     """TorchDynamo installs its own frame hook on top of ours for a compiled call (calling ours

@@ -159,6 +159,7 @@ def test_usage_errors(argv, said, tmp_path):
     assert "Traceback" not in res.stderr
 
 
+@pytest.mark.real
 def test_a_real_heartbeat_stall_is_dumped_with_real_pyspy(tmp_path):
     """A process that beats every 0.2 s for 2 s, then blocks: the watcher declares a heartbeat
     stall, takes a real py-spy dump of it and writes the watch document."""
