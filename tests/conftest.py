@@ -1,9 +1,9 @@
-"""Shared fixtures: real hung torchrun/gloo jobs (started once per module), two CLI runners
-(``run_main``: ``main(argv, out, err)`` in this process; ``run_cli``: the real ``python -m hangdbg``
-in a child process), the JSON contract (every document a test reads through ``main_json``,
-``run_json`` or ``read_json`` is validated against the schema ``hangdbg schema`` prints), and the
-lanes: every test is marked ``real``, ``daemon`` or ``fuzz`` here, from its fixtures and names
-(``pytest_collection_modifyitems``)."""
+"""Shared fixtures: real hung torchrun/gloo jobs (started once per module), the private SLURM
+cluster and sshd (once per worker), two CLI runners (``run_main``: ``main(argv, out, err)`` in this
+process; ``run_cli``: the real ``python -m hangdbg`` in a child process), the JSON contract (every
+document a test reads through ``main_json``, ``run_json`` or ``read_json`` is validated against the
+schema ``hangdbg schema`` prints), and the lanes: every test is marked ``real``, ``daemon`` or
+``fuzz`` here, from its fixtures and names (``pytest_collection_modifyitems``)."""
 
 from __future__ import annotations
 
@@ -207,9 +207,11 @@ def hung_job(request):
         job.stop()
 
 
-@pytest.fixture(scope="module")
-def cluster():
-    """A private 2-node SLURM cluster (tests/infra/slurm.py), one per test module."""
+@pytest.fixture(scope="session")
+def slurm_cluster():
+    """A private 2-node SLURM cluster (tests/infra/slurm.py), booted once per pytest worker (the
+    ``localslurm`` xdist group keeps every test that uses it on one worker) and stopped at the end
+    of the session. Tests take it through :func:`cluster`."""
     from infra.slurm import LocalSlurm, SlurmUnavailable
 
     try:
@@ -223,8 +225,19 @@ def cluster():
 
 
 @pytest.fixture(scope="module")
-def sshd():
-    """A private sshd on 127.0.0.1 with node1..node3 aliases (tests/infra/sshd.py), one per module."""
+def cluster(slurm_cluster):
+    """The worker's SLURM cluster (:func:`slurm_cluster`), handed to one test module at a time:
+    after the module every job it left is cancelled and the nodes are idle again, as a fresh
+    cluster's would be."""
+    yield slurm_cluster
+    slurm_cluster.reset()
+
+
+@pytest.fixture(scope="session")
+def sshd_server():
+    """A private sshd on 127.0.0.1 with node1..node3 aliases (tests/infra/sshd.py), started once
+    per pytest worker (the ``localsshd`` xdist group keeps every test that uses it on one worker)
+    and stopped at the end of the session. Tests take it through :func:`sshd`."""
     from infra.sshd import LocalSshd, SshdUnavailable
 
     try:
@@ -235,6 +248,14 @@ def sshd():
         yield server
     finally:
         server.stop()
+
+
+@pytest.fixture(scope="module")
+def sshd(sshd_server):
+    """The worker's sshd (:func:`sshd_server`), handed to one test module at a time: the ssh
+    sessions a module left open (and what runs in them) are ended after it."""
+    yield sshd_server
+    sshd_server.end_sessions()
 
 
 @pytest.fixture
@@ -257,9 +278,11 @@ def rank_process() -> Iterator[int]:
 # catches but that belongs elsewhere says so itself (``@pytest.mark.real``, ``pytestmark``).
 
 DAEMON_FIXTURES = {
-    "cluster": "the private SLURM cluster (munged, slurmctld, two slurmd)",
-    "sshd": "the private sshd on loopback",
+    "slurm_cluster": "the private SLURM cluster (munged, slurmctld, two slurmd)",
+    "sshd_server": "the private sshd on loopback",
 }
+DAEMON_GROUPS = {"slurm_cluster": "localslurm", "sshd_server": "localsshd"}
+"""The xdist group of each daemon: under ``--dist loadgroup`` the daemon boots on one worker only."""
 
 REAL_FIXTURES = {
     "hung_job": "a real hung torchrun/gloo demo job",
@@ -316,7 +339,56 @@ def lanes_of(item) -> set[str]:
     return lanes
 
 
+def _daemon_group(item) -> str | None:
+    """The xdist group of the daemon a test uses, if any."""
+    daemons = sorted(DAEMON_GROUPS[f] for f in set(item.fixturenames) & DAEMON_GROUPS.keys())
+    if len(daemons) > 1:
+        raise pytest.UsageError(f"{item.nodeid} uses both daemons {daemons}: give it a group of its own")
+    return daemons[0] if daemons else None
+
+
+def _shares_a_module_fixture(item) -> bool:
+    """Whether a test uses a module-scoped fixture (a real job started once per module, say)."""
+    return any(defs[-1].scope == "module" for defs in item._fixtureinfo.name2fixturedefs.values())
+
+
+def xdist_groups(items) -> dict:
+    """{test: xdist group} for ``--dist loadgroup``: a daemon's tests go to its group (the daemon
+    boots on one worker); the tests that share a module-scoped fixture go to their module's group,
+    or to the module's daemon group when other tests of the module use a daemon (the fixture is
+    set up once, on one worker). Other tests are spread one by one."""
+    module_daemon: dict[str, str] = {}
+    for item in items:
+        group = _daemon_group(item)
+        if group is not None:
+            other = module_daemon.setdefault(item.module.__name__, group)
+            if other != group:
+                raise pytest.UsageError(f"{item.module.__name__} uses both daemons ({other}, {group}): split it")
+    groups = {}
+    for item in items:
+        group = _daemon_group(item)
+        if group is None and _shares_a_module_fixture(item):
+            group = module_daemon.get(item.module.__name__, item.module.__name__)
+        if group is not None:
+            groups[item] = group
+    return groups
+
+
+@pytest.hookimpl(tryfirst=True)  # before xdist's, which reads the xdist_group marks under loadgroup
 def pytest_collection_modifyitems(config, items):
+    groups = xdist_groups(items)
     for item in items:
         for lane in sorted(lanes_of(item)):
             item.add_marker(getattr(pytest.mark, lane))
+        if item in groups and item.get_closest_marker("xdist_group") is None:
+            item.add_marker(pytest.mark.xdist_group(groups[item]))
+
+
+def pytest_runtest_setup(item):
+    """Under ``--dist loadgroup`` a worker tells xdist the group of a test through its node id
+    (``...@group``). With pytest 9.2 and pytest-xdist 3.8 that no longer takes effect
+    (pytest-xdist#1386): the groups are silently ignored and a daemon or a module's real job would
+    start on both workers. Such a test fails here, before its fixtures start anything."""
+    if getattr(item.config.option, "loadgroup", False) and item.get_closest_marker("xdist_group") and "@" not in item.nodeid:
+        pytest.fail(f"pytest-xdist ignored this test's xdist_group under --dist loadgroup (pytest-xdist#1386, "
+                    f"pytest {pytest.__version__}): install pytest<9.2, as pyproject.toml asks", pytrace=False)

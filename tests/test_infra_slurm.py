@@ -21,12 +21,8 @@ from infra.slurm import (
 
 psutil = pytest.importorskip("psutil")
 
-# With ``pytest -n 2 --dist loadgroup`` keep this module on one worker (one cluster, not two).
-pytestmark = pytest.mark.xdist_group("localslurm")
 
 LAUNCHERS = {"srun": srun_job_script, "torchrun": torchrun_job_script}
-
-
 
 
 @pytest.fixture(scope="module")

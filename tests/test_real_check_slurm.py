@@ -11,7 +11,6 @@ from conftest import of_kind, run_json, suspects
 from infra.check_faults import node_python, stop_at_all_reduce
 
 pytest.importorskip("torch")
-pytestmark = pytest.mark.xdist_group("localslurm")
 
 FAST = ("--nproc-per-node", "2", "--timeout", "5", "--init-timeout", "15", "--size", "1M", "--iters", "3")
 

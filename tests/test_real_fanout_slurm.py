@@ -13,9 +13,6 @@ from conftest import ROOT, run_cli, run_json, suspects
 from infra.slurm import srun_job_script, torchrun_job_script, wait_ready
 
 pytest.importorskip("torch")
-pytestmark = pytest.mark.xdist_group("localslurm")
-
-
 
 
 @pytest.fixture(scope="module")

@@ -23,7 +23,6 @@ from conftest import validate
 from infra.slurm import TERMINAL_STATES, srun_job_script, wait_ready
 
 pytest.importorskip("torch")
-pytestmark = pytest.mark.xdist_group("localslurm")
 
 STALL = 6.0
 HOOK = 'printf "%s|%s|%s" "$HANGDBG_SUSPECTS" "$HANGDBG_DUMP_DIR" "$HANGDBG_HEADLINE" > '

@@ -325,6 +325,21 @@ class LocalSlurm:
         res = self.run(["scontrol", "-o", "show", "node", node], check=True)
         return _parse_kv(res.stdout)["NodeAddr"]
 
+    def reset(self, timeout: float = 60) -> None:
+        """Cancel every job and wait until every node is ``idle`` again: the state a fresh cluster
+        starts in, for the next user of a cluster that stays up (one per pytest worker, shared by
+        the test modules). Raises ``SlurmError`` when the nodes are not idle within ``timeout``."""
+        deadline = time.monotonic() + timeout
+        self._cancel_all_jobs(timeout=timeout)
+        states: dict[str, str] = {}
+        while time.monotonic() < deadline:
+            states = self.node_states()
+            if set(states.values()) == {"idle"}:
+                return
+            time.sleep(0.1)
+        raise SlurmError(f"nodes not idle {timeout}s after cancelling every job: {states}; "
+                         f"{self.log_tails()}")
+
     def daemon_pids(self) -> dict[str, int]:
         """{"munged": pid, "slurmctld": pid, "slurmd-node1": pid, ...} of the running daemons."""
         return {name: proc.pid for name, proc in self._procs.items() if proc.poll() is None}

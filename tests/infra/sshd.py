@@ -77,6 +77,24 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
+def _terminate(pids: list[int], grace: float = 3) -> None:
+    """SIGTERM each of ``pids``, then SIGKILL what is still alive after ``grace`` seconds."""
+    for pid in pids:
+        try:
+            os.kill(pid, signal.SIGTERM)
+        except ProcessLookupError:
+            pass
+    deadline = time.monotonic() + grace
+    for pid in pids:
+        while time.monotonic() < deadline and alive(pid):
+            time.sleep(0.02)
+        if alive(pid):
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+
+
 class LocalSshd:
     """A private sshd on 127.0.0.1:<free port> plus a matching client ssh_config.
 
@@ -147,31 +165,50 @@ class LocalSshd:
             raise
         return self
 
+    def session_pids(self) -> list[int]:
+        """PIDs of what this sshd's sessions run, or ran and left behind: the per-connection sshd
+        children, and every process whose environment says it came in through this server's port
+        (``SSH_CONNECTION=... 127.0.0.1 <port>``; a remote command outlives its session when the
+        client is killed, as a node timeout does), with their descendants."""
+        if self._proc is None or self.port is None:
+            return []
+        pids = set(descendants(self._proc.pid))  # per-connection sshd children (they setsid())
+        tail = f" 127.0.0.1 {self.port}".encode()
+        me = os.getpid()
+        for entry in os.listdir("/proc"):
+            if not entry.isdigit() or int(entry) == me:
+                continue
+            try:
+                with open(f"/proc/{entry}/environ", "rb") as f:
+                    env = f.read().split(b"\0")
+            except OSError:
+                continue
+            if any(v.startswith(b"SSH_CONNECTION=") and v.endswith(tail) for v in env):
+                pids.add(int(entry))
+                pids.update(descendants(int(entry)))
+        return sorted(pid for pid in pids if alive(pid))
+
+    def end_sessions(self) -> list[int]:
+        """End what this sshd's sessions run (:meth:`session_pids`: SIGTERM, then SIGKILL after
+        3 s); the sshd itself keeps listening. For the next user of a server that stays up (one
+        per pytest worker, shared by the test modules). Returns the PIDs that were signalled."""
+        victims = self.session_pids()
+        _terminate(victims)
+        return victims
+
     def stop(self) -> None:
+        """Stop the sshd and what its sessions run (:meth:`session_pids`), remove the temp dir."""
+        victims = self.session_pids()
         proc, self._proc = self._proc, None
         if proc is not None:
-            victims = descendants(proc.pid)  # per-connection sshd children (they setsid())
             if proc.poll() is None:
                 proc.terminate()
-            for pid in victims:
-                try:
-                    os.kill(pid, signal.SIGTERM)
-                except ProcessLookupError:
-                    pass
             try:
                 proc.wait(timeout=5)
             except subprocess.TimeoutExpired:
                 proc.kill()
                 proc.wait(timeout=5)
-            deadline = time.monotonic() + 3
-            for pid in victims:
-                while time.monotonic() < deadline and alive(pid):
-                    time.sleep(0.02)
-                if alive(pid):
-                    try:
-                        os.kill(pid, signal.SIGKILL)
-                    except ProcessLookupError:
-                        pass
+            _terminate(victims)
         if self._log_file is not None:
             self._log_file.close()
             self._log_file = None
