@@ -131,10 +131,7 @@ def test_a_hangdbg_agent_of_another_run_is_not_a_rank(tmp_path):
     agent = subprocess.Popen([sys.executable, "-m", "hangdbg", "watch", "--pid", str(rank.pid), "--log", str(tmp_path / "x"),
                               "--stall", "600", "-o", str(tmp_path / "w")], env=dict(env, SLURM_STEP_ID="2"), cwd=tmp_path,
                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    try:
-        import time
-
-        time.sleep(1.5)  # both exec'd
+    try:  # both have exec'd: Popen returns once the child's exec succeeded (no sleep needed)
         found = scan_node(slurm_job_filter("987654", "nodeX", own_step="3"))
         assert [(r.pid, r.rank) for r in found] == [(rank.pid, 0)]
     finally:
