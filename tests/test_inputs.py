@@ -202,7 +202,7 @@ def _deep(n: int = 100_000) -> str:
     ("nccl_trace_rank_0.json", '{"version": "2.4", "entries": ' + _deep() + "}"),
     ("error.json", '{"message": {"message": "x", "extraInfo": ' + _deep() + '}}'),
     ("core-rank0.json", '{"tool": "hangdbg", "command": "core", "ranks": ' + _deep() + "}"),
-])
+], ids=lambda v: v if v.endswith(".json") else "deep")  # (the 200 KB text as an id: PYTEST_CURRENT_TEST too long to exec)
 def test_deeply_nested_json_is_reported_too_deeply_nested(name: str, text: str, tmp_path: Path) -> None:
     (tmp_path / name).write_text(text)
     for argv in (["report", str(tmp_path)], ["fr", str(tmp_path / name)], ["logs", str(tmp_path / name)]):
