@@ -19,10 +19,10 @@ Frame order follows py-spy: ``Thread.frames[0]`` is the innermost frame (where t
 
 from __future__ import annotations
 
-import enum
 from dataclasses import dataclass, field
 from typing import Generic, Sequence, TypeVar
 
+from .enums import DocumentedEnum, DumpState, Level, NodeStatus, PlaceKind, ThreadStatus
 from .frames import Frame, is_python_file, shorten_path
 from .waits import RankWait, WaitEdge
 
@@ -31,28 +31,7 @@ SCHEMA_VERSION = 3
 changes; ``hangdbg schema`` prints their JSON Schema)."""
 
 
-class _DocumentedEnum(str, enum.Enum):
-    """A string enum whose members carry a one-line description (``member.doc``).
-
-    Members compare equal to their string value and serialise to it in JSON.
-    """
-
-    doc: str
-
-    def __new__(cls, value: str, doc: str = "") -> "_DocumentedEnum":
-        member = str.__new__(cls, value)
-        member._value_ = value
-        member.doc = doc
-        return member
-
-    def __str__(self) -> str:
-        return str(self.value)
-
-    def __format__(self, spec: str) -> str:
-        return format(str(self.value), spec)
-
-
-class Severity(_DocumentedEnum):
+class Severity(DocumentedEnum):
     """How a :class:`Finding` bears on the verdict. The order of the members is the order of
     importance (:data:`SEVERITY_ORDER`)."""
 
@@ -66,7 +45,7 @@ SEVERITY_ORDER: dict[Severity, int] = {s: i for i, s in enumerate(Severity)}
 """Sort key of :attr:`Finding.severity`, most important first."""
 
 
-class SourceKind(_DocumentedEnum):
+class SourceKind(DocumentedEnum):
     """The kinds of evidence, one reader each (``hangdbg.evidence``)."""
 
     STACKS = ("stacks", "py-spy dump texts and `hangdbg dump -o` directories (and the joint analysis of all stacks)")
@@ -83,8 +62,11 @@ class SourceKind(_DocumentedEnum):
     CHECK = ("check", "the diagnostics job of `hangdbg check` (collectives, bandwidth, bisection)")
 
 
-class Kind(_DocumentedEnum):
-    """What a :class:`Finding` says. ``hangdbg schema`` lists these with their descriptions."""
+class Kind(DocumentedEnum):
+    """What a :class:`Finding` says. ``hangdbg schema --kinds`` lists these with their level
+    (``level``: what a finding of the kind is about, :data:`KIND_LEVELS`) and description."""
+
+    level: Level
 
     # the stack analysis (dump, analyze, demo, core, report)
     MISSING = ("missing", "ranks expected on the examined nodes that have no process (never started, or exited)")
@@ -176,6 +158,28 @@ class Kind(_DocumentedEnum):
     # tracer files
     TRACE_STOPPED = ("trace-stopped", "trace files without the tracer's end line: stopped, killed or still running")
     TRACE_DIVERGED = ("trace-diverged", "the first traced call that not all ranks made, or ranks whose trace stops elsewhere")
+
+
+KIND_LEVELS: dict[Level, str] = {
+    Level.RANK: "missing deadlock outside-collective different-collective behind ahead store-key-missing waiting unreadable "
+                "crash fatal-error cpp-exception abort-hang comm-init-failed core-crash core-killed core-on-demand "
+                "core-unreadable nccl-init-incomplete nccl-lagging nccl-slice-differs nccl-warn nccl-aborted nccl-init-failed "
+                "child-failed child-error desync-report seq-lagging no-timeout dump-signal watchdog-timeout watchdog-hung "
+                "barrier-missing rank-error log-incomplete fr-missing-rank fr-contradicts fr-agrees ras-error ras-unreachable "
+                "trace-stopped",
+    Level.NODE: "node-failed nccl-connect-failed nccl-p2p-blocked check-failed check-slow",
+    Level.GPU: "cuda-error cuda-stuck gpu-lost xid ecc pcie-aer",
+    Level.JOB: "p2p-mismatch wait-cycle undecided stall mixed-jobs nccl-setup-differs nccl-bootstrap nccl-op-mismatch "
+               "collective-mismatch model-mismatch collective-data op-mismatch first-collective fr-mismatch fr-stuck "
+               "ras-mismatch ras-ok check-interface trace-diverged",
+    Level.TOOL: "not-saved",
+}
+"""The kinds of each :class:`Level` (values, space-separated): every :class:`Kind` is in exactly one."""
+for _level, _values in KIND_LEVELS.items():
+    for _value in _values.split():
+        Kind(_value).level = _level
+del _level, _values, _value
+
 
 @dataclass(frozen=True, slots=True)
 class Thread:
