@@ -189,18 +189,18 @@ class Thread:
         thread_id: the thread id py-spy printed (OS tid in py-spy >= 0.3.10, a pthread id in hex
             before).
         name: the Python thread name (``"MainThread"``), or ``None`` when py-spy printed none.
-        status: ``"idle"``, ``"active"`` or ``"active+gil"``.
+        status: :class:`ThreadStatus` (``idle``, ``active``, ``active+gil``, ``unknown``).
         frames: innermost first.
     """
 
     thread_id: int
     name: str | None
-    status: str
+    status: ThreadStatus
     frames: tuple[Frame, ...]
 
     @property
     def idle(self) -> bool:
-        return self.status == "idle"
+        return self.status == ThreadStatus.IDLE
 
     @property
     def python_frames(self) -> tuple[Frame, ...]:
@@ -289,27 +289,28 @@ class Place:
     """Where one rank's chosen thread is, in field terms.
 
     Attributes:
-        kind: ``"collective"`` (inside a torch.distributed / c10d collective), ``"init"`` (in
-            ``init_process_group``, a rendezvous or a store barrier), ``"outside"`` (anywhere else)
-            or ``"unknown"`` (no stack).
-        collective: the collective's name (``"all_reduce"``), for kind ``"collective"``.
+        kind: :class:`PlaceKind`: ``collective`` (inside a torch.distributed / c10d collective),
+            ``init`` (in ``init_process_group``, a rendezvous or a store barrier), ``outside``
+            (anywhere else) or ``unknown`` (no stack).
+        collective: the collective's name (``"all_reduce"``), for kind ``collective`` (the
+            init function's for ``init``).
         call_site: the user frame that called into torch.distributed (or the top frame for
-            ``"outside"``).
+            ``outside``).
         thread: the name of the thread this describes.
     """
 
-    kind: str
+    kind: PlaceKind
     collective: str | None = None
     call_site: Frame | None = None
     thread: str | None = None
 
     def describe(self) -> str:
         site = f" at {self.call_site.short_file}:{self.call_site.line}" if self.call_site else ""
-        if self.kind == "collective":
+        if self.kind == PlaceKind.COLLECTIVE:
             return f"in {self.collective}{site}"
-        if self.kind == "init":
+        if self.kind == PlaceKind.INIT:
             return f"in {self.collective or 'rendezvous'}{site}"
-        if self.kind == "outside" and self.call_site is not None:
+        if self.kind == PlaceKind.OUTSIDE and self.call_site is not None:
             return f"in {self.call_site}"
         return "stack unknown"
 

@@ -8,12 +8,15 @@ import json
 
 import pytest
 
-from conftest import run_cli
-from hangdbg.enums import DocumentedEnum, Level
-from hangdbg.model import KIND_LEVELS, Kind
-from hangdbg.report.schema import to_json
+from conftest import FIXTURES, run_cli, run_json
+from hangdbg.enums import DocumentedEnum, Level, PlaceKind, ThreadStatus
+from hangdbg.evidence.core.json_reader import read_documents
+from hangdbg.model import KIND_LEVELS, Frame, Kind, Place, Thread
+from hangdbg.report.schema import json_schema, to_json
+from hangdbg.stacks.places import place_of
+from hangdbg.stacks.pyspy_text import parse_pyspy_dump
 
-ENUMS = [Level]
+ENUMS = [Level, PlaceKind, ThreadStatus]
 
 
 @pytest.mark.parametrize("enum", ENUMS, ids=lambda e: e.__name__)
@@ -56,3 +59,52 @@ def test_schema_kinds_shows_each_kinds_level():
             rows[cells[0]] = cells[1]
     assert "level" in res.stdout
     assert rows == {k.value: k.level.value for k in Kind}
+
+
+def test_thread_status_of_every_grammar():
+    (proc,), garbled = parse_pyspy_dump((FIXTURES / "pyspy" / "busy_statuses.txt").read_text())
+    assert garbled == 0
+    assert [t.status for t in proc.threads] == [ThreadStatus.ACTIVE_GIL, ThreadStatus.ACTIVE, ThreadStatus.IDLE]
+    assert all(type(t.status) is ThreadStatus for t in proc.threads)
+    (proc,), _ = parse_pyspy_dump('Thread 7 (gil): "old"\n    f (a.py:1)\n')  # older py-spy's word
+    assert proc.threads[0].status is ThreadStatus.ACTIVE_GIL
+    # a status py-spy never prints: the line is not a thread header, it is counted, never raised
+    procs, garbled = parse_pyspy_dump('Thread 7 (sleepy): "x"\n    f (a.py:1)\n')
+    assert garbled == 2 and not any(p.threads for p in procs)
+
+
+def test_garbled_thread_status_in_a_core_document_is_read_as_unknown(tmp_path):
+    doc = {"tool": "hangdbg", "command": "core", "schema_version": 3, "findings": [],
+           "cores": [{"rank": 0, "threads": [{"thread_id": 1, "name": "MainThread", "status": status,
+                                               "frames": [{"function": "f", "file": "a.py", "line": 1}]}]}
+                     for status in ("idle", "active+gil", "zzz", None, 3, ["idle"])]}
+    for i, core in enumerate(doc["cores"]):
+        core["rank"] = i
+    path = tmp_path / "core.json"
+    path.write_text(json.dumps(doc))
+    report, dumps = read_documents([str(path)])
+    assert not report.errors
+    assert [d.threads[0].status for d in dumps] == [ThreadStatus.IDLE, ThreadStatus.ACTIVE_GIL] + [ThreadStatus.UNKNOWN] * 4
+
+
+def test_place_kinds_and_statuses_keep_their_strings_in_the_json():
+    ranks = []
+    for name, want in (("busy_statuses.txt", 0), ("torch_xargs.txt", 3)):
+        code, doc = run_json("analyze", FIXTURES / "pyspy" / name)
+        assert code == want
+        ranks += doc["stacks"]["ranks"]
+    assert {t["status"] for r in ranks for t in r["threads"]} == {"idle", "active", "active+gil"}
+    assert {r["place"]["kind"] for r in ranks if r["place"]} == {"collective", "outside"}
+    defs = json_schema()["$defs"]
+    for enum in (PlaceKind, ThreadStatus):
+        assert [m["const"] for m in defs[enum.__name__]["oneOf"]] == [m.value for m in enum]
+
+
+def test_place_kind_of_a_thread():
+    c10d = "/venv/lib/python3.11/site-packages/torch/distributed/distributed_c10d.py"
+    assert place_of(Thread(1, "MainThread", ThreadStatus.IDLE, (Frame("all_reduce", c10d, 1), Frame("step", "t.py", 2)))).kind \
+        is PlaceKind.COLLECTIVE
+    assert place_of(Thread(1, "MainThread", ThreadStatus.IDLE, ())).kind is PlaceKind.UNKNOWN
+    assert place_of(Thread(1, "MainThread", ThreadStatus.ACTIVE, (Frame("step", "t.py", 2),))).kind is PlaceKind.OUTSIDE
+    # a place or a thread made with the plain strings (as before the enums) still compares
+    assert Place("init").describe() == "in rendezvous" and Thread(1, None, "idle", ()).idle  # type: ignore[arg-type]

@@ -28,7 +28,7 @@ from typing import Callable
 from ..stacks.analysis import analyze
 from .needs import needs
 from ..errors import is_gone
-from ..model import Frame, RankDump, RankProcess, Thread
+from ..model import Frame, RankDump, RankProcess, Thread, ThreadStatus
 from ..stacks.op_record import CurrentOp
 from .op_records import read_op_records
 from ..tools.pyspy import PySpyResult, run_pyspy
@@ -169,7 +169,7 @@ def _from_pystack(d: RankDump, p: RankProcess, res: PystackResult, on_raw: RawSi
     for t in res.threads:
         frames = tuple(Frame(f.get("function") or "?", f.get("file") or "?", f.get("line")) for f in reversed(t["frames"]))
         name = "MainThread" if t.get("tid") == p.pid else None
-        threads.append(Thread(int(t.get("tid") or 0), name, "active" if t.get("gil") else "idle", frames))
+        threads.append(Thread(int(t.get("tid") or 0), name, ThreadStatus.ACTIVE if t.get("gil") else ThreadStatus.IDLE, frames))
     threads.sort(key=lambda t: t.name != "MainThread")
     got = tuple(threads)
     return replace(d, threads=got, samples=(*d.samples, got), error=None, python=res.python, steps=(*d.steps, "pystack"))

@@ -43,8 +43,7 @@ def header(command: str, findings: Sequence[Finding], headline: str) -> dict[str
 def _place(p: Place | None) -> PlaceEntry | None:
     if p is None:
         return None
-    kind = p.kind if p.kind in ("collective", "init", "outside") else "unknown"
-    return PlaceEntry(kind, p.collective, p.call_site, p.thread, p.describe())  # type: ignore[arg-type]
+    return PlaceEntry(p.kind, p.collective, p.call_site, p.thread, p.describe())
 
 
 def _tree(root: TreeNode) -> tuple[TreeEntry, ...]:

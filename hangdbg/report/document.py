@@ -24,7 +24,8 @@ from ..evidence.nccl_ras.facts import RasFacts
 from ..evidence.stacks.facts import StacksFacts, StackTextFacts
 from ..evidence.torch_log.facts import TorchLogFacts
 from ..evidence.traces.facts import TracesFacts
-from ..model import ClassifiedFile, FileError, Finding, Frame, RankProcess, RankState, SourceKind, Thread
+from ..model import (ClassifiedFile, FileError, Finding, Frame, PlaceKind, RankProcess, RankState, SourceKind, Thread,
+                     ThreadStatus)
 from ..waits import RankWait, WaitEdge
 
 __all__ = [
@@ -47,7 +48,7 @@ AnyFacts = Union[NcclFacts, TorchLogFacts, FrFacts, GpuFacts, CoreFacts, CoreJso
 class PlaceEntry:
     """Where a rank's chosen thread is (:class:`hangdbg.model.Place`), with ``text`` for people."""
 
-    kind: Literal["collective", "init", "outside", "unknown"]
+    kind: PlaceKind
     collective: str | None
     call_site: Frame | None
     thread: str | None
@@ -74,7 +75,7 @@ class ThreadEntry:
 
     thread_id: int
     name: str | None
-    status: str
+    status: ThreadStatus
     stack: int
 
 

@@ -17,7 +17,7 @@ from dataclasses import replace
 from typing import Mapping
 
 from ..errors import is_gone
-from ..model import Analysis, Evidence, Finding, Group, Kind, Place, RankDump, Severity, SourceKind
+from ..model import Analysis, Evidence, Finding, Group, Kind, Place, PlaceKind, RankDump, Severity, SourceKind
 from ..rankset import ranks_text
 from ..waits import RankWait, WaitKind
 from .classes import classify_ranks, group_ranks
@@ -140,10 +140,10 @@ def _waits(views, seen: dict[int, RankDump], missing: list[int], store_keys: Map
 def _placed(v, w: RankWait):
     """The view of a rank whose wait was learned from the native frames of its class: placed in
     that collective or p2p op (so it is grouped with the ranks that have the frames)."""
-    if v.place.kind == "collective" or w.kind not in (WaitKind.COLLECTIVE, WaitKind.P2P) \
+    if v.place.kind == PlaceKind.COLLECTIVE or w.kind not in (WaitKind.COLLECTIVE, WaitKind.P2P) \
             or not any(e.startswith("native of rank") or e == "record" for e in w.evidence):
         return v
-    return replace(v, place=Place("collective", w.op, w.site, v.place.thread))
+    return replace(v, place=Place(PlaceKind.COLLECTIVE, w.op, w.site, v.place.thread))
 
 
 def _extend_native(waits: dict[int, RankWait], views) -> None:
@@ -170,7 +170,7 @@ def _waiter_moved(dumps: list[RankDump], progressing: set[int]) -> bool:
     changed their stack (or loop counters) between samples: their collectives complete, so the
     job is making progress and a rank seen computing is a slow step, not a hang."""
     seen_waiting = [d for d in dumps if len(d.samples) > 1
-                    and any(place_of(s[0]).kind == "collective" for s in d.samples if s)]
+                    and any(place_of(s[0]).kind == PlaceKind.COLLECTIVE for s in d.samples if s)]
     moved = [d for d in seen_waiting if d.rank in progressing]
     return bool(moved) and 2 * len(moved) > len(seen_waiting)
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from ..model import Finding, Group, Kind, suspects_of
+from ..model import Finding, Group, Kind, PlaceKind, suspects_of
 from ..rankset import rank_set, ranks_text
 
 __all__ = ["stacks_headline"]
@@ -51,6 +51,6 @@ def stacks_headline(groups: Sequence[Group], findings: Sequence[Finding], all_pr
     if len(groups) == 1:
         g = groups[0]
         return f"all {len(g.ranks)} ranks are in the same place ({g.place.describe()}); no single rank stands out{tail}"
-    if {g.place.kind for g in groups} <= {"init"}:
+    if {g.place.kind for g in groups} <= {PlaceKind.INIT}:
         return f"all ranks wait in rendezvous/init; no single rank stands out{tail}"
     return f"no rank waits in a collective; the ranks are in {len(groups)} places{tail}"

@@ -17,7 +17,7 @@ from typing import Sequence
 
 from .facts import CoreFact, CoreJsonFacts
 from ...model import (SCHEMA_VERSION, Evidence, FileError, Finding, Frame, Kind, RankDump, RankState, Severity,
-    SourceKind, SourceReport, Thread)
+    SourceKind, SourceReport, Thread, ThreadStatus)
 from ...text.jsondoc import load_json
 from ...text.lines import open_input
 from ...rankset import rank_number
@@ -54,7 +54,7 @@ def _threads(core: dict) -> tuple[Thread, ...]:
             continue
         frames = tuple(_frame(f) for f in t.get("frames") or () if isinstance(f, dict))
         out.append(Thread(thread_id=_int(t.get("thread_id")) or 0, name=t.get("name") if isinstance(t.get("name"), str) else None,
-                          status=_str(t.get("status")) or "unknown", frames=frames))
+                          status=ThreadStatus.read(t.get("status"), ThreadStatus.UNKNOWN), frames=frames))
     return tuple(out)
 
 
