@@ -43,9 +43,11 @@ class DocumentedEnum(str, enum.Enum):
     def read(cls: type[E], value: object, default: E) -> E:
         """The member whose value is ``value``, else ``default``: what a reader of text or JSON
         written elsewhere (another hangdbg version, a garbled file) calls; never raises."""
+        if not isinstance(value, str):
+            return default
         try:
             return cls(value)
-        except (ValueError, TypeError):
+        except ValueError:
             return default
 
 

@@ -38,7 +38,7 @@ class SchemaCommand(Command):
                     t.add_column("level", no_wrap=True)  # what a finding of the kind is about
                 t.add_column("meaning", ratio=1)
                 for m in enum:
-                    t.add_row(m.value, *((m.level.value,) if enum is Kind else ()), m.doc)  # type: ignore[attr-defined]
+                    t.add_row(m.value, *((m.level.value,) if isinstance(m, Kind) else ()), m.doc)
                 self.out.print(t)
             return EXIT_OK
         self.out.file.write(text + "\n")
