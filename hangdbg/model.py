@@ -228,6 +228,9 @@ class RankDump:
         samples: every sample's threads, oldest first (the last one is ``threads``); a single
             dump has one sample.
         error: why the stack could not be taken, with the remedy; ``None`` on success.
+        state: :class:`DumpState`, decided where the dump is made: ``ok`` (``error`` is None),
+            ``gone`` (the process exited while hangdbg looked; earlier samples may be kept) or
+            ``unreadable`` (the default for a dump made with an ``error``).
         rank_source: the variable the rank came from (``"RANK"``, ``"order"``, ``"file name"``...).
         cmdline: the process command line.
         python: the interpreter version py-spy reported, if any.
@@ -249,6 +252,14 @@ class RankDump:
     cmdline: str = ""
     python: str | None = None
     steps: tuple[str, ...] = ()
+    state: DumpState = DumpState.OK
+
+    def __post_init__(self) -> None:
+        """Raises ValueError for a ``gone`` or ``unreadable`` dump without an ``error``."""
+        if self.error is not None and self.state == DumpState.OK:
+            object.__setattr__(self, "state", DumpState.UNREADABLE)
+        elif self.error is None and self.state != DumpState.OK:
+            raise ValueError(f"rank {self.rank}: a dump in state {self.state} needs the error that says why")
 
 
 @dataclass(frozen=True, slots=True)

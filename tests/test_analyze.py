@@ -7,7 +7,7 @@ import pytest
 from hangdbg.stacks.analysis import analyze
 from hangdbg.rankset import compress, expand
 from hangdbg.stacks.places import place_of
-from hangdbg.model import Frame, RankDump, Thread
+from hangdbg.model import DumpState, Frame, RankDump, Thread
 
 C10D = "/venv/lib/python3.11/site-packages/torch/distributed/distributed_c10d.py"
 LOGGER = "/venv/lib/python3.11/site-packages/torch/distributed/c10d_logger.py"
@@ -159,7 +159,8 @@ def test_progress_between_samples():
 def test_unreadable_and_gone_ranks():
     dumps = [rank(r, coll("all_reduce", 0, 120)) for r in (0, 1)]
     dumps.append(RankDump(rank=2, pid=12, world_size=4, error="permission denied attaching to pid 12: ..."))
-    dumps.append(RankDump(rank=3, pid=13, world_size=4, error="process 13 is gone (it exited while hangdbg was looking): x"))
+    dumps.append(RankDump(rank=3, pid=13, world_size=4, error="process 13 is gone (it exited while hangdbg was looking): x",
+                          state=DumpState.GONE))
     a = analyze(dumps)
     assert a.unreadable == (2,)
     assert a.missing_ranks == (3,)

@@ -9,14 +9,16 @@ import json
 import pytest
 
 from conftest import FIXTURES, run_cli, run_json
-from hangdbg.enums import DocumentedEnum, Level, PlaceKind, ThreadStatus
+from hangdbg.enums import DocumentedEnum, DumpState, Level, PlaceKind, ThreadStatus
 from hangdbg.evidence.core.json_reader import read_documents
-from hangdbg.model import KIND_LEVELS, Frame, Kind, Place, Thread
+from hangdbg.model import KIND_LEVELS, Frame, Kind, Place, RankDump, Thread
 from hangdbg.report.schema import json_schema, to_json
 from hangdbg.stacks.places import place_of
+from hangdbg.stacks.analysis import analyze
 from hangdbg.stacks.pyspy_text import parse_pyspy_dump
+from hangdbg.stacks.saved import load_dump_texts, load_dumps
 
-ENUMS = [Level, PlaceKind, ThreadStatus]
+ENUMS = [Level, PlaceKind, ThreadStatus, DumpState]
 
 
 @pytest.mark.parametrize("enum", ENUMS, ids=lambda e: e.__name__)
@@ -108,3 +110,73 @@ def test_place_kind_of_a_thread():
     assert place_of(Thread(1, "MainThread", ThreadStatus.ACTIVE, (Frame("step", "t.py", 2),))).kind is PlaceKind.OUTSIDE
     # a place or a thread made with the plain strings (as before the enums) still compares
     assert Place("init").describe() == "in rendezvous" and Thread(1, None, "idle", ()).idle  # type: ignore[arg-type]
+
+
+GONE_TEXT = "process 13 is gone (it exited while hangdbg was looking): Error: Failed to get process executable name"
+STACK = 'Process 13: python train.py\nPython v3.11.7 (/usr/bin/python3.11)\n\nThread 13 (idle): "MainThread"\n    step (train.py:2)\n'
+
+
+def test_rank_dump_state_follows_its_error():
+    assert RankDump(rank=0).state is DumpState.OK
+    assert RankDump(rank=0, error="permission denied").state is DumpState.UNREADABLE  # an error without a state
+    assert RankDump(rank=0, error=GONE_TEXT).state is DumpState.UNREADABLE  # the text is not read
+    assert RankDump(rank=0, error=GONE_TEXT, state=DumpState.GONE).state is DumpState.GONE
+    with pytest.raises(ValueError):
+        RankDump(rank=0, state=DumpState.GONE)  # gone without the error that says so
+
+
+def test_analysis_reads_the_state_not_the_error_text():
+    c10d = "/venv/lib/python3.11/site-packages/torch/distributed/distributed_c10d.py"
+    waiting = [RankDump(rank=r, world_size=3, threads=(Thread(1, "MainThread", ThreadStatus.IDLE, (
+        Frame("all_reduce", c10d, 1), Frame("step", "t.py", 2))),)) for r in (0, 1)]
+    gone = analyze([*waiting, RankDump(rank=2, world_size=3, error="py-spy timed out", state=DumpState.GONE)])
+    assert gone.missing_ranks == (2,) and gone.unreadable == () and gone.waits[2].kind.value == "gone"
+    unreadable = analyze([*waiting, RankDump(rank=2, world_size=3, error=GONE_TEXT, state=DumpState.UNREADABLE)])
+    assert unreadable.missing_ranks == () and unreadable.unreadable == (2,) and unreadable.waits[2].kind.value == "unknown"
+
+
+def test_saved_dumps_take_the_state_from_the_header_and_old_files_from_the_text():
+    header = "# hangdbg rank=2 pid=13 host=n1 sample=1"
+    texts = [
+        ("rank-0000.txt", f"# hangdbg rank=0 pid=13 sample=1 state=ok\n{STACK}"),
+        ("rank-0001.txt", f"# hangdbg rank=1 pid=14 sample=1 state=gone\nError: py-spy timed out and the process has exited\n"),
+        ("rank-0002.txt", f"{header} state=unreadable\nError: {GONE_TEXT}\n"),  # the header wins over the text
+        ("rank-0003.txt", f"# hangdbg rank=3 pid=16 sample=1\nError: {GONE_TEXT}\n"),  # an older hangdbg's file
+        ("rank-0004.txt", f"# hangdbg rank=4 pid=17 sample=1\nError: permission denied\n"),
+        ("rank-0005.txt", f"# hangdbg rank=5 pid=18 sample=1 state=sleepy\nError: permission denied\n"),  # garbled state
+    ]
+    dumps, _ = load_dump_texts(texts)
+    assert [d.state for d in dumps] == [DumpState.OK, DumpState.GONE, DumpState.UNREADABLE, DumpState.GONE,
+                                        DumpState.UNREADABLE, DumpState.UNREADABLE]
+    # samples: the last one found the process gone, the earlier stack is kept with the state
+    dumps, _ = load_dump_texts([("rank-0000.sample-1.txt", f"# hangdbg rank=0 pid=13 sample=1 state=ok\n{STACK}"),
+                                ("rank-0000.sample-2.txt", f"# hangdbg rank=0 pid=13 sample=2 state=gone\nError: {GONE_TEXT}\n")])
+    (d,) = dumps
+    assert (d.state, len(d.samples), d.error) == (DumpState.GONE, 1, GONE_TEXT)
+
+
+def test_interrupted_dump_ranks_are_unreadable(tmp_path):
+    (tmp_path / "raw").mkdir()
+    (tmp_path / "raw" / "rank-0000.txt").write_text(f"# hangdbg rank=0 pid=13 sample=1 state=ok\n{STACK}")
+    (tmp_path / "processes.json").write_text(json.dumps({"processes": [{"rank": 0, "pid": 13}, {"rank": 1, "pid": 14}]}))
+    dumps, _ = load_dumps([tmp_path])
+    assert [(d.rank, d.state) for d in dumps] == [(0, DumpState.OK), (1, DumpState.UNREADABLE)]
+
+
+def test_pyspy_on_a_process_that_exited_is_gone(tmp_path):
+    import subprocess
+    import sys
+
+    from hangdbg.collect.local import threads_of
+    from hangdbg.errors import diagnose_pyspy_failure
+    from hangdbg.tools.pyspy import PySpyOptions, PySpyResult, run_pyspy
+
+    proc = subprocess.Popen([sys.executable, "-c", "pass"])
+    proc.wait()
+    res = run_pyspy(proc.pid, PySpyOptions(timeout=10))
+    assert res.state is DumpState.GONE and f"process {proc.pid} is gone" in (res.error or "")
+    assert threads_of(res)[1:3] == (DumpState.GONE, res.error)
+    state, msg = diagnose_pyspy_failure("Error: Permission Denied (os error 1)", None, 1)
+    assert state is DumpState.UNREADABLE and msg.startswith("permission denied")
+    assert PySpyResult(1, "", "py-spy not found", 0.0).state is DumpState.UNREADABLE
+    assert threads_of(PySpyResult(1, "garbage\n", None, 0.0))[1] is DumpState.UNREADABLE  # no stack printed

@@ -16,8 +16,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Mapping
 
-from ..errors import is_gone
-from ..model import Analysis, Evidence, Finding, Group, Kind, Place, PlaceKind, RankDump, Severity, SourceKind
+from ..model import Analysis, DumpState, Evidence, Finding, Group, Kind, Place, PlaceKind, RankDump, Severity, SourceKind
 from ..rankset import ranks_text
 from ..waits import RankWait, WaitKind
 from .classes import classify_ranks, group_ranks
@@ -60,7 +59,7 @@ def analyze(dumps: list[RankDump] | tuple[RankDump, ...], whole_job: bool = Fals
     dumps = sorted(seen.values(), key=lambda d: d.rank)
     views = classify_ranks(dumps)
     by_rank = {v.rank: v for v in views}
-    gone = [d.rank for d in dumps if is_gone(d.error)]
+    gone = [d.rank for d in dumps if d.state == DumpState.GONE]
     unreadable = tuple(d.rank for d in dumps if not d.threads and d.rank not in gone)
     expected, elsewhere = expected_ranks(dumps, whole_job) if live else ({d.rank for d in dumps}, 0)
     missing = sorted((expected - set(seen)) | set(gone))
@@ -129,7 +128,7 @@ def _waits(views, seen: dict[int, RankDump], missing: list[int], store_keys: Map
     _extend_native(out, views)
     for r, d in seen.items():
         if r not in out:
-            gone = is_gone(d.error)
+            gone = d.state == DumpState.GONE
             out[r] = RankWait(WaitKind.GONE if gone else WaitKind.UNKNOWN, detail=d.error or "no stack", evidence=())
     for r in missing:
         if r not in out:
