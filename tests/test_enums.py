@@ -9,7 +9,7 @@ import json
 import pytest
 
 from conftest import FIXTURES, run_cli, run_json
-from hangdbg.enums import DocumentedEnum, DumpState, Level, PlaceKind, ThreadStatus
+from hangdbg.enums import DocumentedEnum, DumpState, Level, NodeStatus, PlaceKind, ThreadStatus
 from hangdbg.evidence.core.json_reader import read_documents
 from hangdbg.model import KIND_LEVELS, Frame, Kind, Place, RankDump, Thread
 from hangdbg.report.schema import json_schema, to_json
@@ -18,7 +18,7 @@ from hangdbg.stacks.analysis import analyze
 from hangdbg.stacks.pyspy_text import parse_pyspy_dump
 from hangdbg.stacks.saved import load_dump_texts, load_dumps
 
-ENUMS = [Level, PlaceKind, ThreadStatus, DumpState]
+ENUMS = [Level, PlaceKind, ThreadStatus, DumpState, NodeStatus]
 
 
 @pytest.mark.parametrize("enum", ENUMS, ids=lambda e: e.__name__)
@@ -180,3 +180,43 @@ def test_pyspy_on_a_process_that_exited_is_gone(tmp_path):
     assert state is DumpState.UNREADABLE and msg.startswith("permission denied")
     assert PySpyResult(1, "", "py-spy not found", 0.0).state is DumpState.UNREADABLE
     assert threads_of(PySpyResult(1, "garbage\n", None, 0.0))[1] is DumpState.UNREADABLE  # no stack printed
+
+
+def test_node_status_failed_is_the_old_list():
+    assert {s.value for s in NodeStatus if s.failed} == {"error", "unreachable", "no-hangdbg", "timeout", "no-answer"}
+    assert {s.value for s in NodeStatus if not s.failed} == {"ok", "no-ranks", "nothing", "failed"}
+
+
+def test_fanout_reads_node_statuses_it_does_not_know_as_error(tmp_path):
+    from hangdbg.collect.fanout import fan_out
+    from hangdbg.report.build import node_entry
+    from hangdbg.transport.runners import FakeRunner
+    from hangdbg.transport.wire import encode_message
+
+    lines = []
+    for i, said in enumerate(("ok", "no-ranks", "exploded", None, 5, ["ok"], "unreachable")):
+        lines += encode_message(f"n{i}", 1, {"type": "done", "status": said, "error": None, "processes": []})
+    runner = FakeRunner({"all": lines}, failures={"n8": ("timeout", "no answer within 3 s"), "n9": ("zzz", "?")})
+    result = fan_out(runner, [f"n{i}" for i in range(10)], ["agent"], tmp_path, timeout=10)
+    got = {n.host: n.status for n in result.nodes}
+    assert got == {"n0": NodeStatus.OK, "n1": NodeStatus.NO_RANKS, "n2": NodeStatus.ERROR, "n3": NodeStatus.ERROR,
+                   "n4": NodeStatus.ERROR, "n5": NodeStatus.ERROR,
+                   "n6": NodeStatus.ERROR,  # a transport's status is not the agent's to say
+                   "n7": NodeStatus.NO_ANSWER, "n8": NodeStatus.TIMEOUT, "n9": NodeStatus.ERROR}
+    assert all(type(s) is NodeStatus for s in got.values())
+    assert json.loads(to_json(node_entry(result.nodes[-1])))["status"] == "error"  # the JSON's string
+
+
+def test_agent_without_ranks_says_so_by_the_error_type(monkeypatch):
+    from hangdbg.collect import agent
+    from hangdbg.collect.local import CollectOptions
+    from hangdbg.errors import NoRanksFound, RanksUnreadable
+
+    for exc, want in ((NoRanksFound("nothing here"), NodeStatus.NO_RANKS),
+                      (RanksUnreadable("permission denied: no training process found"), NodeStatus.ERROR)):
+        def find_ranks(_pids, _keep, exc=exc):
+            raise exc
+        monkeypatch.setattr(agent, "find_ranks", find_ranks)
+        sent = []
+        assert agent.run_agent(CollectOptions(), sent.append) is want
+        assert sent[-1]["type"] == "done" and sent[-1]["status"] == want.value

@@ -15,6 +15,7 @@ import statistics
 from dataclasses import dataclass
 from typing import Any, Iterable
 
+from ..model import NodeStatus
 from ..rankset import ranks_text
 
 __all__ = ["STEPS", "BOOTSTRAP", "StepResult", "RankResult", "CheckNode", "Trial", "Blame", "Bandwidth",
@@ -24,7 +25,6 @@ STEPS = ("facts", "alloc", "interface", "rendezvous", "init", "barrier", "all_re
 """The steps of a rank, in the order it runs them (:mod:`hangdbg.check.rank`)."""
 BOOTSTRAP = frozenset({"interface", "rendezvous", "init"})
 """Steps that set up the connections: a failure there is retried on another network interface."""
-TRANSPORT_FAILED = ("unreachable", "no-hangdbg", "timeout", "error", "no-answer")
 
 
 @dataclass(frozen=True, slots=True)
@@ -109,14 +109,15 @@ class RankResult:
 class CheckNode:
     """A node of a trial: its status and facts.
 
-    ``status``: ``ok``, ``failed`` (a rank failed), or what the transport said: ``unreachable``,
-    ``no-hangdbg``, ``timeout``, ``error``, ``no-answer``. ``ifname_configured``: the node's own
+    ``status`` (:class:`~hangdbg.enums.NodeStatus`): ``ok``, ``failed`` (a rank failed), or what
+    the transport said (``status.failed``): ``unreachable``, ``no-hangdbg``, ``timeout``, ``error``,
+    ``no-answer``. ``ifname_configured``: the node's own
     ``GLOO_SOCKET_IFNAME``/``NCCL_SOCKET_IFNAME``; ``ifname_set``: what hangdbg set for the trial.
     """
 
     host: str
     slots: tuple[int, ...]
-    status: str
+    status: NodeStatus
     reason: str | None = None
     hostname: str | None = None
     gpus: tuple[str, ...] = ()
@@ -147,7 +148,7 @@ class Trial:
     @property
     def passed(self) -> bool:
         expected = sum(len(s) for _, s in self.layout)
-        return len(self.ranks) == expected and all(r.passed for r in self.ranks) and all(n.status == "ok" for n in self.nodes)
+        return len(self.ranks) == expected and all(r.passed for r in self.ranks) and all(n.status == NodeStatus.OK for n in self.nodes)
 
     @property
     def failed_step(self) -> str | None:
@@ -247,7 +248,8 @@ def rank_result(rank: int, host: str, slot: int, local_rank: int, steps: Iterabl
         _int(bw.get("bytes")), _int(bw.get("iters")), _num(bw.get("time_s")), _str(f.get("backend")), stderr)
 
 
-def check_node(host: str, slots: tuple[int, ...], facts: dict | None, status: str, reason: str | None, backend: str) -> CheckNode:
+def check_node(host: str, slots: tuple[int, ...], facts: dict | None, status: NodeStatus, reason: str | None,
+               backend: str) -> CheckNode:
     """A node from its ``node`` message's facts (None: it sent none) and its final status."""
     f = facts or {}
     ifaces: dict = f["interfaces"] if isinstance(f.get("interfaces"), dict) else {}
@@ -279,7 +281,7 @@ def blame(trial: Trial) -> Blame:
     why: list[str] = []
     hosts: list[str] = []
     for n in trial.nodes:
-        if n.status in TRANSPORT_FAILED:
+        if n.status.failed:
             hosts.append(n.host)
             why.append(f"{n.host}: {n.status}: {n.reason or 'the node did not run its ranks'}")
     step = trial.failed_step

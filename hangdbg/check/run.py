@@ -24,6 +24,7 @@ from typing import Callable
 
 from .bisect import Isolation, Outcome, isolate
 from .blame import Trial, blame, check_node, rank_result, slots_text
+from ..model import NodeStatus
 from ..outdir import append_text
 from ..tools.subproc import LOG
 from .node import CheckJob
@@ -218,14 +219,17 @@ class Checker:
                 ranks.append(rank_result(rank, host, slot, local, steps.get(rank, []), ends.get(rank)))
             base += len(slots)
             d = done.get(host)
-            if d is not None and d.get("status") in ("ok", "failed"):
-                status, reason = str(d["status"]), None
+            said = NodeStatus.read(d.get("status"), NodeStatus.ERROR) if d is not None else None
+            status: NodeStatus
+            if said in (NodeStatus.OK, NodeStatus.RANK_FAILED):
+                status, reason = said, None
             elif d is not None:
-                status, reason = "error", str(d.get("error") or "the node's launcher failed")
+                status, reason = NodeStatus.ERROR, str(d.get("error") or "the node's launcher failed")
             else:
-                status, reason = failures.get(host, ("no-answer", "the node sent no result"))
-                if status == "no-answer" and host in facts:
-                    status, reason = "error", "the node's launcher stopped before it finished"
+                failed, reason = failures.get(host, (NodeStatus.NO_ANSWER, "the node sent no result"))
+                status = NodeStatus.read(failed, NodeStatus.ERROR)  # what the transport said (a fake runner's text too)
+                if status is NodeStatus.NO_ANSWER and host in facts:
+                    status, reason = NodeStatus.ERROR, "the node's launcher stopped before it finished"
             nodes.append(check_node(host, slots, facts.get(host), status, reason, self.plan.job.backend))
         addr = self.plan.addresses.get(layout[0][0], layout[0][0])
         return Trial(number, purpose, layout, ifname, f"{addr}:{port}", tuple(nodes), tuple(ranks), seconds)
@@ -248,7 +252,8 @@ def setup_error(trial: Trial) -> str | None:
     if any(r.steps for r in trial.ranks) or not trial.nodes:
         return None
     statuses = {n.status for n in trial.nodes}
-    if statuses <= {"no-hangdbg", "error"} and len({n.reason for n in trial.nodes}) <= 1 or statuses == {"no-hangdbg"}:
+    if statuses <= {NodeStatus.NO_HANGDBG, NodeStatus.ERROR} and len({n.reason for n in trial.nodes}) <= 1 \
+            or statuses == {NodeStatus.NO_HANGDBG}:
         return trial.nodes[0].reason or trial.nodes[0].status
     return None
 

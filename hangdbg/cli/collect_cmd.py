@@ -21,7 +21,7 @@ from ..report.safetext import escape
 from ..evidence.read import read_evidence
 from .agent_cmd import add_gather_arguments, gather_options
 from .common import EXIT_ERROR, EXIT_OK, Command, add_output_arguments, out_dir, write_json
-from .remote import (FAILED_STATUSES, add_remote_arguments, fan_out_with_progress, node_entries, node_findings,
+from .remote import (add_remote_arguments, fan_out_with_progress, node_entries, node_findings,
     remote_runner, wants_remote)
 from .report_cmd import ReportCommand
 
@@ -106,6 +106,6 @@ def _table(nodes: list[NodeResult]) -> Table:
     t.add_column("files", justify="right")
     t.add_column("notes", ratio=1)
     for n in nodes:
-        style = "red" if n.status in FAILED_STATUSES else ""
+        style = "red" if n.status.failed else ""
         t.add_row(escape(n.host), n.status, str(len(n.files)), escape(n.reason or ""), style=style)
     return t

@@ -9,7 +9,6 @@ import sys
 from typing import Callable, NamedTuple
 
 from ..stacks.analysis import analyze
-from ..collect.node_status import FAILED_STATUSES
 from ..collect.node_status import node_findings as failed_node_findings
 from ..headline import fanout_headline
 from ..collect.fanout import FanoutResult, NodeResult, agent_argv, fan_out, node_file
@@ -23,7 +22,6 @@ from ..report.document import NodeEntry
 from .common import EXIT_ERROR, EXIT_FOUND, Command, emit_stacks, out_dir, progress_bar, write_json
 
 __all__ = [
-    "FAILED_STATUSES",
     "add_remote_arguments",
     "agent_args",
     "dump_remote",
@@ -158,7 +156,7 @@ def fan_out_with_progress(cmd: Command, runner: Runner, hosts: list[str], argv: 
 
         def on_node(n: NodeResult) -> None:
             nonlocal failed
-            failed += n.status in FAILED_STATUSES
+            failed += n.status.failed
             progress.update(task, advance=1, failed=failed)
             path = node_file(out, n.host)
             if path is not None:  # the node's final status, as it arrives
@@ -195,7 +193,7 @@ def dump_remote(cmd: Command, args: argparse.Namespace) -> int:
     analysis = analyze(result.dumps, whole_job=whole and not failed, store_keys=result.store_keys, ops=result.ops)
     for f in failed:
         cmd.warn(f.summary)
-    headline = fanout_headline(analysis.headline, [(n.host, n.status) for n in result.nodes if n.status in FAILED_STATUSES])
+    headline = fanout_headline(analysis.headline, [(n.host, n.status) for n in result.nodes if n.status.failed])
     code = emit_stacks(cmd, analysis, args, "dump", out_dir=str(out), nodes=node_entries(result.nodes),
                        garbled_lines=result.garbled_lines, findings=analysis.findings + tuple(failed), headline=headline)
     if code != EXIT_FOUND and failed:

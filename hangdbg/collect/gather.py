@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any, Callable, NamedTuple
 
 from ..evidence.own_output import GDB_TEXT_SUFFIX
+from ..model import NodeStatus
 from ..text.lines import open_input
 from ..tools.subproc import run
 
@@ -212,10 +213,10 @@ def gather(opts: GatherOptions, host: str, send: Send, read_core: ReadCore | Non
         else:
             s.text(_unique(f"dmesg/kernel-{host}.log", used), text, source)
     asked = bool(opts.nccl_logs or opts.cores or opts.traces or opts.logs or opts.dmesg)
-    status = "ok" if s.files else ("nothing" if not s.problems else "error")
+    status = NodeStatus.OK if s.files else (NodeStatus.NOTHING if not s.problems else NodeStatus.ERROR)
     if not asked:
-        status = "nothing"
-    return {"type": "done", "host": host, "status": status, "files": s.files, "problems": s.problems}
+        status = NodeStatus.NOTHING
+    return {"type": "done", "host": host, "status": status.value, "files": s.files, "problems": s.problems}
 
 
 def _send_nccl(s: _Sender, logs: list[str], used: set[str]) -> None:

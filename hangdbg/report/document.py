@@ -24,8 +24,8 @@ from ..evidence.nccl_ras.facts import RasFacts
 from ..evidence.stacks.facts import StacksFacts, StackTextFacts
 from ..evidence.torch_log.facts import TorchLogFacts
 from ..evidence.traces.facts import TracesFacts
-from ..model import (ClassifiedFile, FileError, Finding, Frame, PlaceKind, RankProcess, RankState, SourceKind, Thread,
-                     ThreadStatus)
+from ..model import (ClassifiedFile, FileError, Finding, Frame, NodeStatus, PlaceKind, RankProcess, RankState, SourceKind,
+                     Thread, ThreadStatus)
 from ..waits import RankWait, WaitEdge
 
 __all__ = [
@@ -160,14 +160,15 @@ class SourceSection(Generic[F]):
 class NodeEntry:
     """What became of one node of ``dump --jobid/--hosts`` or ``collect``.
 
-    ``status``: ``ok``, ``no-ranks`` (the agent found none), ``nothing`` (``collect``: no file
-    asked for is there), ``error``, ``unreachable``, ``no-hangdbg``, ``timeout``, ``no-answer``;
+    ``status`` (:class:`~hangdbg.enums.NodeStatus`): ``ok``, ``no-ranks`` (the agent found none),
+    ``nothing`` (``collect``: no file asked for is there), ``error``, ``unreachable``, ``no-hangdbg``,
+    ``timeout``, ``no-answer`` (``failed``: a node of ``check`` whose rank failed, never here);
     ``reason`` says why; ``ranks`` the ranks dumped, ``files`` the files sent (``collect``);
     ``seconds`` how long it took.
     """
 
     host: str
-    status: Literal["ok", "no-ranks", "nothing", "error", "unreachable", "no-hangdbg", "timeout", "no-answer"]
+    status: NodeStatus
     reason: str | None
     ranks: tuple[int, ...]
     files: tuple[str, ...]
