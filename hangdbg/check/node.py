@@ -3,7 +3,7 @@
 The coordinator runs ``hangdbg check-node`` on every node of a trial (srun, ssh, pdsh, or a local
 process) with the same ``--layout HOST=SLOTS`` list everywhere: the node finds its own entry by
 name, so its global ranks are the slots of the nodes before it plus its local rank (the torchrun
-numbering: node by node, then local rank). Each rank runs :mod:`check_rank` as a script with the
+numbering: node by node, then local rank). Each rank runs :mod:`hangdbg.check.rank` as a script with the
 torchrun environment, ``HANGDBG_CHECK_SLOT`` and ``HANGDBG_CHECK_NODE``; with GPUs,
 ``CUDA_VISIBLE_DEVICES`` is set to the rank's one GPU (its slot).
 
@@ -11,7 +11,7 @@ Messages sent (one ``send(dict)`` each, framed by the caller):
 
 * ``node``: the node's facts (host name, GPUs from ``nvidia-smi -L``, network interfaces, the
   interface that routes to the rendezvous address) before any rank starts;
-* ``step``: a rank's step result as :mod:`check_rank` printed it, plus ``host``, ``slot``;
+* ``step``: a rank's step result as :mod:`hangdbg.check.rank` printed it, plus ``host``, ``slot``;
 * ``rank-end``: how a rank ended: ``exited`` (with its exit status), ``stopped`` (state T: it
   got SIGSTOP and will never answer), or ``silent`` (alive but sent nothing within its step's
   hard limit: wedged); with the last lines of its stderr;
@@ -44,7 +44,7 @@ from ..tools.subproc import LOG
 
 __all__ = ["CheckJob", "NodeCheckOptions", "gpu_list", "parse_layout", "route_interface", "run_node", "RANK_SCRIPT", "PREFIX"]
 
-RANK_SCRIPT = Path(__file__).with_name("check_rank.py")
+RANK_SCRIPT = Path(__file__).with_name("rank.py")
 PREFIX = "HANGDBG-CHECK "
 Send = Callable[[dict], None]
 
@@ -71,7 +71,7 @@ class CheckJob:
     alloc_bytes: int = 64 << 20
 
     def argv(self) -> list[str]:
-        """These parameters as the options of ``check-node`` and of :mod:`check_rank` (the same names)."""
+        """These parameters as the options of ``check-node`` and of :mod:`hangdbg.check.rank` (the same names)."""
         return ["--backend", self.backend, "--init-timeout", f"{self.init_timeout:g}", "--timeout", f"{self.timeout:g}",
                 "--size", str(self.size), "--iters", str(self.iters), "--alloc-bytes", str(self.alloc_bytes)]
 

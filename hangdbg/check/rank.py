@@ -31,16 +31,22 @@ so a rank never outlives its budget even when torch does not raise. A rank stopp
 
 from __future__ import annotations
 
-import argparse
-import json
 import os
-import socket
-import statistics
 import sys
-import threading
-import time
-import traceback
-from datetime import timedelta
+
+# Run as a script, this file's folder (hangdbg/check/) is sys.path[0], and its bisect.py would
+# shadow the standard library's (random and statistics import it): drop it before they load.
+if sys.path and os.path.abspath(sys.path[0] or ".") == os.path.dirname(os.path.abspath(__file__)):
+    del sys.path[0]
+
+import argparse  # noqa: E402
+import json  # noqa: E402
+import socket  # noqa: E402
+import statistics  # noqa: E402
+import threading  # noqa: E402
+import time  # noqa: E402
+import traceback  # noqa: E402
+from datetime import timedelta  # noqa: E402
 
 PREFIX = "HANGDBG-CHECK "
 STEPS = ("facts", "alloc", "interface", "rendezvous", "init", "barrier", "all_reduce", "all_gather", "broadcast", "send_recv", "bandwidth")
