@@ -17,6 +17,7 @@ from typing import TypeVar
 __all__ = ["DocumentedEnum", "Level", "DumpState", "PlaceKind", "ThreadStatus", "NodeStatus"]
 
 E = TypeVar("E", bound="DocumentedEnum")
+D = TypeVar("D")
 
 
 class DocumentedEnum(str, enum.Enum):
@@ -40,9 +41,10 @@ class DocumentedEnum(str, enum.Enum):
         return format(str(self.value), spec)
 
     @classmethod
-    def read(cls: type[E], value: object, default: E) -> E:
-        """The member whose value is ``value``, else ``default``: what a reader of text or JSON
-        written elsewhere (another hangdbg version, a garbled file) calls; never raises."""
+    def read(cls: type[E], value: object, default: D) -> E | D:
+        """The member whose value is ``value``, else ``default`` (a member, or None): what a reader
+        of text or JSON written elsewhere (another hangdbg version, a garbled file) calls; never
+        raises."""
         if not isinstance(value, str):
             return default
         try:

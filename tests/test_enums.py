@@ -220,3 +220,55 @@ def test_agent_without_ranks_says_so_by_the_error_type(monkeypatch):
         sent = []
         assert agent.run_agent(CollectOptions(), sent.append) is want
         assert sent[-1]["type"] == "done" and sent[-1]["status"] == want.value
+
+
+def _facts(setup, error="RuntimeError: x"):
+    return {"step": "facts", "rank": 0, "ok": False, "seconds": 0.1, "error": error, **({"setup": setup} if setup else {})}
+
+
+def test_check_setup_errors_are_values_the_ranks_send():
+    import subprocess
+    import sys
+
+    from hangdbg.check import rank
+    from hangdbg.check.blame import SetupError, rank_setup
+
+    assert [m.value for m in SetupError] == ["no-hangdbg", "transport", "no-torch", "cpu-only"] and all(m.doc for m in SetupError)
+    assert rank_setup([_facts("no-torch", "ModuleNotFoundError: No module named 'torch'")]) is SetupError.NO_TORCH
+    assert rank_setup([_facts(None, "ModuleNotFoundError: No module named 'torch'")]) is None  # the text is not read
+    assert rank_setup([_facts("martian")]) is None and rank_setup([_facts(["cpu-only"])]) is None  # garbled: read, not raised
+    assert rank_setup([{"step": "facts", "ok": True}, {"step": "alloc", "ok": False, "setup": "no-torch"}]) is None
+    # the rank decides it where it fails, and its error text stays torch's words
+    assert rank._setup(ModuleNotFoundError("No module named 'torch'", name="torch")) == {"setup": "no-torch"}
+    assert rank._setup(ModuleNotFoundError("No module named 'torch.distributed'", name="torch.distributed")) == {}
+    assert rank._error(rank.SetupFailed("cpu-only", "--backend nccl needs CUDA")) == "RuntimeError: --backend nccl needs CUDA"
+    # end to end: the rank script where torch cannot be imported (-S: no site-packages)
+    res = subprocess.run([sys.executable, "-S", rank.__file__], capture_output=True, text=True, timeout=60,
+                         env={"RANK": "0", "WORLD_SIZE": "1", "PATH": "/usr/bin:/bin"})
+    (line,) = [ln for ln in res.stdout.splitlines() if ln.startswith(rank.PREFIX)]
+    msg = json.loads(line[len(rank.PREFIX):])
+    assert (res.returncode, msg["step"], msg["ok"], msg["setup"]) == (1, "facts", False, "no-torch")
+    assert rank_setup([msg]) is SetupError.NO_TORCH
+
+
+def test_check_setup_error_of_a_trial():
+    from dataclasses import replace
+
+    from hangdbg.check.blame import SetupError, Trial, check_node, rank_result
+    from hangdbg.check.run import SetupFailure, ranks_setup_error, setup_error
+
+    layout = (("n1", (0,)), ("n2", (0,)))
+    ranks = tuple(rank_result(r, h, 0, 0, [_facts("cpu-only")], {"state": "exited", "exit": 1}) for r, (h, _) in enumerate(layout))
+    nodes = tuple(check_node(h, s, None, NodeStatus.RANK_FAILED, None, "nccl") for h, s in layout)
+    t = Trial(1, "all", layout, None, "127.0.0.1:1", nodes, ranks, 1.0, {0: SetupError.CPU_ONLY, 1: SetupError.CPU_ONLY})
+    assert ranks_setup_error(t) is SetupError.CPU_ONLY and setup_error(t) is None
+    assert ranks_setup_error(replace(t, setup={0: SetupError.CPU_ONLY})) is None  # not every rank
+    assert ranks_setup_error(replace(t, setup={0: SetupError.CPU_ONLY, 1: SetupError.NO_TORCH})) is None
+    silent = tuple(rank_result(r, h, 0, 0, [], None) for r, (h, _) in enumerate(layout))
+    missing = tuple(check_node(h, s, None, NodeStatus.NO_HANGDBG, "hangdbg is not installed there", "gloo") for h, s in layout)
+    t = Trial(1, "all", layout, None, "127.0.0.1:1", missing, silent, 1.0)
+    assert setup_error(t) == SetupFailure(SetupError.NO_HANGDBG, "hangdbg is not installed there")
+    refused = tuple(check_node(h, s, None, NodeStatus.ERROR, "srun: Unable to create step", "gloo") for h, s in layout)
+    assert setup_error(replace(t, nodes=refused)) == SetupFailure(SetupError.TRANSPORT, "srun: Unable to create step")
+    apart = (refused[0], check_node("n2", (0,), None, NodeStatus.TIMEOUT, "no answer", "gloo"))
+    assert setup_error(replace(t, nodes=apart)) is None  # the nodes fail each their own way: bisection decides

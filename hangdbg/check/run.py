@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Callable
 
 from .bisect import Isolation, Outcome, isolate
-from .blame import Trial, blame, check_node, rank_result, slots_text
+from .blame import SetupError, Trial, blame, check_node, rank_result, rank_setup, slots_text
 from ..model import NodeStatus
 from ..outdir import append_text
 from ..tools.subproc import LOG
@@ -31,7 +31,7 @@ from .node import CheckJob
 from ..transport.wire import FrameDecoder
 from ..transport.runners import HOST, Runner
 
-__all__ = ["CheckPlan", "CheckRun", "Checker", "run_check", "node_budget", "setup_error"]
+__all__ = ["CheckPlan", "CheckRun", "Checker", "SetupFailure", "run_check", "node_budget", "setup_error", "ranks_setup_error"]
 
 Layout = tuple[tuple[str, tuple[int, ...]], ...]
 
@@ -232,7 +232,8 @@ class Checker:
                     status, reason = NodeStatus.ERROR, "the node's launcher stopped before it finished"
             nodes.append(check_node(host, slots, facts.get(host), status, reason, self.plan.job.backend))
         addr = self.plan.addresses.get(layout[0][0], layout[0][0])
-        return Trial(number, purpose, layout, ifname, f"{addr}:{port}", tuple(nodes), tuple(ranks), seconds)
+        setup = {r: s for r, msgs in steps.items() if (s := rank_setup(msgs)) is not None}
+        return Trial(number, purpose, layout, ifname, f"{addr}:{port}", tuple(nodes), tuple(ranks), seconds, setup)
 
 
 def run_check(plan: CheckPlan, on_trial: Callable[[Trial], None] | None = None) -> CheckRun:
@@ -246,16 +247,33 @@ def run_check(plan: CheckPlan, on_trial: Callable[[Trial], None] | None = None) 
         raise
 
 
-def setup_error(trial: Trial) -> str | None:
-    """Why the check could not run at all (no node could start its launcher, for the same
-    reason: hangdbg missing, the transport failing everywhere), or None."""
+@dataclass(frozen=True, slots=True)
+class SetupFailure:
+    """Why the check could not run at all: ``error`` what, ``reason`` the nodes' own words."""
+
+    error: SetupError
+    reason: str
+
+
+def setup_error(trial: Trial) -> SetupFailure | None:
+    """Why the check could not run at all on the nodes, or None: no node could start its launcher,
+    for the same reason: hangdbg missing (``no-hangdbg``), the transport failing everywhere
+    (``transport``)."""
     if any(r.steps for r in trial.ranks) or not trial.nodes:
         return None
     statuses = {n.status for n in trial.nodes}
     if statuses <= {NodeStatus.NO_HANGDBG, NodeStatus.ERROR} and len({n.reason for n in trial.nodes}) <= 1 \
             or statuses == {NodeStatus.NO_HANGDBG}:
-        return trial.nodes[0].reason or trial.nodes[0].status
+        error = SetupError.NO_HANGDBG if NodeStatus.NO_HANGDBG in statuses else SetupError.TRANSPORT
+        return SetupFailure(error, trial.nodes[0].reason or trial.nodes[0].status.value)
     return None
+
+
+def ranks_setup_error(trial: Trial) -> SetupError | None:
+    """The set-up error every rank of the trial reported at its ``facts`` step (``no-torch``,
+    ``cpu-only``: :attr:`Trial.setup`), or None when a rank reported none or another."""
+    found = {trial.setup.get(r.rank) for r in trial.ranks}
+    return found.pop() if len(found) == 1 else None
 
 
 def _run_check(plan: CheckPlan, checker: Checker) -> CheckRun:

@@ -10,7 +10,8 @@ import sys
 
 from ..check.verdict import check_verdict
 from ..check.node import CheckJob, gpu_list
-from ..check.run import CheckPlan, run_check, setup_error
+from ..check.blame import SetupError
+from ..check.run import CheckPlan, ranks_setup_error, run_check, setup_error
 from ..transport.runners import LocalRunner
 from ..transport.slurm import node_addresses
 from ..errors import HangdbgError
@@ -105,13 +106,14 @@ class CheckCommand(Command):
         first = result.first
         broken = setup_error(first)
         if broken is not None and len(first.nodes) > 1:
-            raise HangdbgError(f"the check could not start on any node: {broken}",
+            raise HangdbgError(f"the check could not start on any node: {broken.reason}",
                                help="hangdbg (and torch) must be importable by --remote-python on the nodes; "
                                     "--remote-setup can activate a venv or load modules first")
-        if first.ranks and all(_no_torch(r) for r in first.ranks):
+        ranks_broken = ranks_setup_error(first)
+        if ranks_broken is SetupError.NO_TORCH:
             raise HangdbgError("torch is not installed where the ranks run: the diagnostics job needs it",
                                help="pip install torch on the nodes, or pass --remote-python (a Python with torch and hangdbg)")
-        if first.ranks and all(_cpu_only(r) for r in first.ranks):
+        if ranks_broken is SetupError.CPU_ONLY:
             raise HangdbgError("--backend nccl needs CUDA, and the torch where the ranks run is a CPU-only build",
                                help="use --backend gloo (or auto), or a Python with a CUDA build of torch (--remote-python)")
         verdict = check_verdict(result.trials, result.retry, result.nodes, result.gpus, args.backend, args.slow)
@@ -152,16 +154,3 @@ class CheckCommand(Command):
         plan = CheckPlan(tuple((h, tuple(range(slots[h]))) for h in targets.hosts), addresses, targets.make_runner,
                          args.remote_python, not args.jobid, out=out, **common)  # type: ignore[arg-type]
         return plan, what
-
-
-def _facts_error(r) -> str:
-    res = r.result("facts")
-    return (res.error or "") if res is not None and not res.ok else ""
-
-
-def _no_torch(r) -> bool:
-    return "No module named 'torch'" in _facts_error(r)
-
-
-def _cpu_only(r) -> bool:
-    return "is a CPU-only build" in _facts_error(r)
