@@ -26,9 +26,10 @@ from .enums import DocumentedEnum, DumpState, Level, NodeStatus, PlaceKind, Thre
 from .frames import Frame, is_python_file, shorten_path
 from .waits import RankWait, WaitEdge
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 """Version of the JSON documents written by ``--json`` and ``-o/--out`` (bumped on incompatible
-changes; ``hangdbg schema`` prints their JSON Schema)."""
+changes; ``hangdbg schema`` prints their JSON Schema). 4: the equivalence classes are
+``stacks.classes`` (``groups`` in 2 and 3; ``groups`` now only ever means process groups)."""
 
 
 class Severity(DocumentedEnum):
@@ -327,7 +328,7 @@ class Place:
 
 
 @dataclass(frozen=True, slots=True)
-class Group:
+class EquivalenceClass:
     """An equivalence class: ranks whose chosen thread has the same Python stack."""
 
     ranks: tuple[int, ...]
@@ -431,7 +432,7 @@ class Analysis(_HasFindings):
 
     Attributes:
         ranks: the dumps analyzed, sorted by rank.
-        groups: equivalence classes, largest first.
+        classes: the equivalence classes, largest first.
         tree: the merged call-prefix tree of the chosen threads.
         findings: the suspects, most important first, then the ranks that wait for them and the
             ranks that could not be read; no suspect when no rank stands out.
@@ -445,7 +446,7 @@ class Analysis(_HasFindings):
     """
 
     ranks: tuple[RankDump, ...]
-    groups: tuple[Group, ...]
+    classes: tuple[EquivalenceClass, ...]
     tree: TreeNode
     findings: tuple[Finding, ...]
     missing_ranks: tuple[int, ...]
@@ -459,7 +460,7 @@ class Analysis(_HasFindings):
     @property
     def readable(self) -> bool:
         """False when ranks were given but not one stack could be read (the CLI exits 1)."""
-        return bool(self.groups) or not self.ranks
+        return bool(self.classes) or not self.ranks
 
 
 # --- Post-mortem evidence -------------------------------------------------------------------

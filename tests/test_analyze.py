@@ -49,7 +49,7 @@ def test_minority_collective_is_the_suspect():
     assert a.suspects[0].summary == (
         "different collective: in broadcast at job/train.py:118 while ranks {0-14} wait in all_reduce at job/train.py:120"
     )
-    assert [g.ranks for g in a.groups] == [tuple(range(15)), (15,)]
+    assert [g.ranks for g in a.classes] == [tuple(range(15)), (15,)]
     assert a.found
 
 
@@ -186,4 +186,4 @@ def test_tree_carries_rank_sets_and_deep_stacks():
 
 def test_equal_frames_group_without_interning():
     a = analyze([rank(r, coll("all_reduce", 0, 120)) for r in range(4)])  # fresh Frame objects per rank
-    assert len(a.groups) == 1 and a.groups[0].ranks == (0, 1, 2, 3)
+    assert len(a.classes) == 1 and a.classes[0].ranks == (0, 1, 2, 3)

@@ -1,4 +1,4 @@
-"""The JSON contract of hangdbg (``schema_version`` 2): one document type per command.
+"""The JSON contract of hangdbg (``schema_version`` 4): one document type per command.
 
 Every document starts with the same fields (:class:`Document`): ``schema_version``, ``tool``,
 ``version``, ``created``, ``command``, ``found`` (a suspect was named: the command exits 3),
@@ -31,7 +31,7 @@ from ..waits import RankWait, WaitEdge
 __all__ = [
     "Document", "StacksDocument", "ReportDocument", "NcclDocument", "LogsDocument", "FrDocument", "GpuDocument",
     "TracesDocument", "CoreDocument", "CollectDocument", "SplitDocument", "ProcessList", "DOCUMENTS",
-    "StacksSection", "RankEntry", "GroupEntry", "PlaceEntry", "TreeEntry", "SourceSection", "NodeEntry",
+    "StacksSection", "RankEntry", "ClassEntry", "PlaceEntry", "TreeEntry", "SourceSection", "NodeEntry",
     "CoreEntry", "CoreWritten", "SplitRow", "AnyFacts", "NodeDocument", "WatchDocument", "StallEntry",
     "CheckDocument", "TrialEntry",
 ]
@@ -56,7 +56,7 @@ class PlaceEntry:
 
 
 @dataclass(frozen=True, slots=True)
-class GroupEntry:
+class ClassEntry:
     """An equivalence class: ranks whose chosen thread has the same Python stack (innermost first)."""
 
     ranks: tuple[int, ...]
@@ -122,7 +122,7 @@ class TreeEntry:
 @dataclass(frozen=True, slots=True)
 class StacksSection:
     """The stack analysis: its headline, the ranks missing, progressing and unreadable, the
-    equivalence classes (largest first), every rank, the merged tree (nodes, root first), the
+    equivalence classes (``classes``, largest first; ``groups`` before schema_version 4), every rank, the merged tree (nodes, root first), the
     edges of the wait-for graph (``waiter`` waits for ``target``), and the distinct stacks of
     the ranks' threads (``stack_table``, innermost first; ``ranks[].threads[].stack`` indexes
     it)."""
@@ -131,7 +131,7 @@ class StacksSection:
     missing_ranks: tuple[int, ...]
     progressing_ranks: tuple[int, ...]
     unreadable_ranks: tuple[int, ...]
-    groups: tuple[GroupEntry, ...]
+    classes: tuple[ClassEntry, ...]
     ranks: tuple[RankEntry, ...]
     tree: tuple[TreeEntry, ...]
     edges: tuple[WaitEdge, ...]
@@ -219,7 +219,8 @@ class Document:
     """The fields every command's document starts with.
 
     Attributes:
-        schema_version: 3.
+        schema_version: 4 (:data:`hangdbg.model.SCHEMA_VERSION`; 4 named the equivalence classes
+            ``stacks.classes``, ``groups`` in 2 and 3).
         tool: ``"hangdbg"``.
         version: hangdbg's version.
         created: when (ISO 8601, UTC).
@@ -229,7 +230,7 @@ class Document:
         findings: every finding, the suspects first (most likely cause first).
     """
 
-    schema_version: Literal[3]
+    schema_version: Literal[4]
     tool: Literal["hangdbg"]
     version: str
     created: str

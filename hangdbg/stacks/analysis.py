@@ -16,7 +16,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Mapping
 
-from ..model import Analysis, DumpState, Evidence, Finding, Group, Kind, Place, PlaceKind, RankDump, Severity, SourceKind
+from ..model import Analysis, DumpState, EquivalenceClass, Evidence, Finding, Kind, Place, PlaceKind, RankDump, Severity, SourceKind
 from ..rankset import ranks_text
 from ..waits import RankWait, WaitKind
 from .classes import classify_ranks, group_ranks
@@ -65,9 +65,8 @@ def analyze(dumps: list[RankDump] | tuple[RankDump, ...], whole_job: bool = Fals
     missing = sorted((expected - set(seen)) | set(gone))
     progressing = progressing_ranks(dumps, by_rank)
 
-    raw_groups = group_ranks(views)
-    groups = tuple(Group(ranks, frames, place, thread) for frames, place, ranks, thread in raw_groups)
-    tree = build_tree([(g.frames, frozenset(g.ranks)) for g in groups])
+    classes = tuple(EquivalenceClass(ranks, frames, place, thread) for frames, place, ranks, thread in group_ranks(views))
+    tree = build_tree([(c.frames, frozenset(c.ranks)) for c in classes])
 
     waits = _waits(views, seen, missing, store_keys or {}, ops or {})
     views = [_placed(v, waits[v.rank]) for v in views]
@@ -94,11 +93,11 @@ def analyze(dumps: list[RankDump] | tuple[RankDump, ...], whole_job: bool = Fals
     multi_node = len(set(host_of.values())) > 1
     return Analysis(
         ranks=tuple(dumps),
-        groups=groups,
+        classes=classes,
         tree=tree,
         findings=tuple(findings),
         missing_ranks=tuple(missing),
-        headline=stacks_headline(groups, findings, all_progress, unreadable, elsewhere, multi_node),
+        headline=stacks_headline(classes, findings, all_progress, unreadable, elsewhere, multi_node),
         places=places,
         progressing=tuple(sorted(progressing)),
         unreadable=unreadable,

@@ -50,7 +50,7 @@ def with_analysis(report: SourceReport, a: Analysis) -> SourceReport[StacksFacts
     findings = a.findings
     return with_source(replace(report, kind=SourceKind.STACKS, findings=tuple(findings),
                                ranks=tuple(sorted(states, key=lambda s: s.rank)), records=report.records or len(a.ranks),
-                               facts=StacksFacts(len(a.ranks), len(a.groups), a.headline)))
+                               facts=StacksFacts(len(a.ranks), len(a.classes), a.headline)))
 
 
 class PySpyReader(ReaderBase[StacksFacts]):
