@@ -163,7 +163,11 @@ def collect(
     for p in ranks:
         got = tuple(samples[p.pid])
         failed = errors[p.pid]
-        state, error = (DumpState.GONE, gone[p.pid]) if p.pid in gone else failed if failed and not got else (DumpState.OK, None)
+        if p.pid in gone:  # found gone after a sample: its samples are kept, the rank is dead
+            failed = DumpState.GONE, gone[p.pid]
+        elif got:
+            failed = None
+        state, error = failed if failed is not None else (DumpState.OK, None)
         dumps.append(
             RankDump(
                 rank=p.rank,
