@@ -19,7 +19,7 @@ What is measured
   (``parse/pyspy_text.py``), files are read and parsed on every core and the rank list of the
   JSON is encoded on every core (``hangdbg/parallel.py``), the cyclic GC is paused while the
   acyclic objects are built, and each distinct stack is written once (``stacks.stack_table``,
-  schema_version 3).
+  since schema_version 3).
 
 Run: ``python bench/analyze_files.py`` (1k, 10k, 100k; ``--sizes 1000,10000`` for a shorter run).
 Results: ``bench/results/analyze_files.json``.

@@ -315,7 +315,7 @@ def check(analysis, n: int) -> None:
         raise AssertionError(f"wrong suspects for {n} ranks: {sorted(got)} != {sorted(want)}")
     if len(analysis.places) != n or analysis.missing_ranks or analysis.unreadable:
         raise AssertionError(f"{n} ranks: {len(analysis.places)} placed, missing {analysis.missing_ranks}")
-    majority = analysis.groups[0]
+    majority = analysis.classes[0]
     if majority.place.collective != "all_reduce" or len(majority.ranks) < 0.85 * n:
         raise AssertionError(f"unexpected majority group: {majority.place} x {len(majority.ranks)}")
 

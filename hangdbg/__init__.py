@@ -27,7 +27,7 @@ from __future__ import annotations
 
 from ._version import __version__
 from .errors import HangdbgError, NoRanksFound, UsageError
-from .model import (Analysis, Evidence, Finding, Frame, Group, Kind, Place, RankDump, RankProcess, RankState, Severity,
+from .model import (Analysis, EquivalenceClass, Evidence, Finding, Frame, Kind, Place, RankDump, RankProcess, RankState, Severity,
     SourceKind, SourceReport, Thread, TreeNode, Verdict)
 from .rankset import compress, expand
 
@@ -96,7 +96,7 @@ __all__ = [
     "RankProcess",
     "Analysis",
     "Frame",
-    "Group",
+    "EquivalenceClass",
     "Place",
     "RankDump",
     "Thread",

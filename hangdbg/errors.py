@@ -1,14 +1,16 @@
 """Errors of hangdbg, each carrying the remedy a user needs (as pystack's errors do).
 
-A collector failure on one rank is not raised: it is turned into a message by
-:func:`diagnose_pyspy_failure` and stored in ``RankDump.error`` so that the other ranks are kept.
+A collector failure on one rank is not raised: it is turned into a message and a
+:class:`~hangdbg.enums.DumpState` by :func:`diagnose_pyspy_failure` and stored in
+``RankDump.error`` and ``RankDump.state`` so that the other ranks are kept.
 The exceptions below are for failures that stop a whole command.
 """
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
+
+from .enums import DumpState
 
 __all__ = [
     "HangdbgError",
@@ -17,7 +19,6 @@ __all__ = [
     "RanksUnreadable",
     "diagnose_pyspy_failure",
     "gone_message",
-    "is_gone",
     "ptrace_remedy",
     "process_state",
 ]
@@ -82,8 +83,8 @@ def ptrace_remedy() -> str:
     return "; or ".join(parts)
 
 
-def diagnose_pyspy_failure(output: str, pid: int | None, returncode: int | None) -> str:
-    """Turn a failed ``py-spy dump`` into one message that names the fix.
+def diagnose_pyspy_failure(output: str, pid: int | None, returncode: int | None) -> tuple[DumpState, str]:
+    """Turn a failed ``py-spy dump`` into the rank's state and one message that names the fix.
 
     Args:
         output: py-spy's combined stdout and stderr (text).
@@ -91,43 +92,37 @@ def diagnose_pyspy_failure(output: str, pid: int | None, returncode: int | None)
         returncode: py-spy's exit status.
 
     Returns:
-        A message such as ``"permission denied: ... ; fix: ..."``. Heuristics follow py-spy 0.3/0.4
-        error texts (``Permission Denied``, ``Failed to get process executable name``,
-        ``Failed to find python version``).
+        ``(state, message)``: ``gone`` with :func:`gone_message` when the process no longer runs
+        (or py-spy says ``No such process``), else ``unreadable`` with a message such as
+        ``"permission denied: ... ; fix: ..."``. Heuristics follow py-spy 0.3/0.4 error texts
+        (``Permission Denied``, ``Failed to get process executable name``, ``Failed to find
+        python version``).
     """
     text = output.strip()
     low = text.lower()
     first = next((ln.strip() for ln in text.splitlines() if ln.strip()), f"exit status {returncode}")
     if process_gone(pid) or "no such process" in low:
-        return gone_message(pid, first)
+        return DumpState.GONE, gone_message(pid, first)
     if "permission denied" in low or "operation not permitted" in low or "os error 1)" in low:
-        return f"permission denied attaching to pid {pid}: {first}; fix: {ptrace_remedy()}"
+        return DumpState.UNREADABLE, f"permission denied attaching to pid {pid}: {first}; fix: {ptrace_remedy()}"
     if "failed to suspend process" in low or process_state(pid) == "T":
-        return (
+        return DumpState.UNREADABLE, (
             f"pid {pid} is stopped (SIGSTOP or a debugger holds it) and py-spy cannot pause it: {first}; "
             f"fix: retry with --nonblocking, or resume it with `kill -CONT {pid}`"
         )
     if "failed to find python version" in low or "failed to find python interpreter" in low:
-        return (
+        return DumpState.UNREADABLE, (
             f"pid {pid} does not look like a Python process py-spy understands: {first}; "
             "fix: point --pid at the Python rank, or upgrade py-spy (`pip install -U py-spy`)"
         )
-    return f"py-spy failed on pid {pid} (exit status {returncode}): {first}"
-
-
-_GONE = re.compile(r"process \d+ is gone\b")
+    return DumpState.UNREADABLE, f"py-spy failed on pid {pid} (exit status {returncode}): {first}"
 
 
 def gone_message(pid: int | None, detail: str) -> str:
     """The one message of a rank whose process exited (or is a zombie) while hangdbg looked:
-    ``process PID is gone (it exited while hangdbg was looking): DETAIL``; :func:`is_gone` knows it."""
+    ``process PID is gone (it exited while hangdbg was looking): DETAIL`` (its state is
+    :attr:`~hangdbg.enums.DumpState.GONE`)."""
     return f"process {pid} is gone (it exited while hangdbg was looking): {detail}"
-
-
-def is_gone(error: str | None) -> bool:
-    """True when a rank's error says its process is gone (:func:`gone_message`, at the start or
-    after hangdbg's own prefix such as a retry's ``...; then ...``)."""
-    return bool(error) and _GONE.search(error or "") is not None
 
 
 def process_gone(pid: int | None) -> bool:

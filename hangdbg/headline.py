@@ -18,6 +18,7 @@ from __future__ import annotations
 from typing import Sequence
 
 from .model import Finding, Severity, SourceReport, suspects_of
+from .enums import NodeStatus
 from .rankset import rank_set, ranks_text
 
 __all__ = ["headline", "source_headline", "unread_headline", "who", "cores_headline",
@@ -105,15 +106,15 @@ def processes_headline(host: str, ranks: Sequence[int]) -> str:
     return f"{len(ranks)} process{'es' if len(ranks) != 1 else ''} on {host} taken for {ranks_text(ranks)}"
 
 
-def node_headline(host: str, status: str, reason: str | None, ranks: Sequence[int], files: int) -> str:
+def node_headline(host: str, status: NodeStatus, reason: str | None, ranks: Sequence[int], files: int) -> str:
     """``OUT/nodes/HOST.json``: what became of one node of the fan-out."""
-    if status == "ok":
+    if status == NodeStatus.OK:
         what = f"{ranks_text(ranks)} dumped" if ranks else f"{files} file{'s' if files != 1 else ''} sent"
         return f"node {host}: {what}"
     return f"node {host}: {status}" + (f": {reason}" if reason else "")
 
 
-def _nodes_note(failed: Sequence[tuple[str, str]]) -> str:
+def _nodes_note(failed: Sequence[tuple[str, NodeStatus]]) -> str:
     """`` (2 nodes could not be read: node3 unreachable, node4 timeout)``."""
     if not failed:
         return ""
@@ -121,7 +122,7 @@ def _nodes_note(failed: Sequence[tuple[str, str]]) -> str:
     return f" ({len(failed)} node{'s' if len(failed) != 1 else ''} could not be read: {shown})"
 
 
-def fanout_headline(stacks_headline_text: str, failed: Sequence[tuple[str, str]]) -> str:
+def fanout_headline(stacks_headline_text: str, failed: Sequence[tuple[str, NodeStatus]]) -> str:
     """``dump --jobid/--hosts``: the stack analysis' sentence and the nodes that could not be read
     (``(host, status)``): a job not seen whole never reads as an all-clear."""
     return stacks_headline_text + _nodes_note(failed)

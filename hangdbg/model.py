@@ -19,40 +19,20 @@ Frame order follows py-spy: ``Thread.frames[0]`` is the innermost frame (where t
 
 from __future__ import annotations
 
-import enum
 from dataclasses import dataclass, field
 from typing import Generic, Sequence, TypeVar
 
-from .frames import Frame, is_python_file, shorten_path
+from .enums import DocumentedEnum, DumpState, Level, PlaceKind, ThreadStatus
+from .frames import Frame
 from .waits import RankWait, WaitEdge
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 """Version of the JSON documents written by ``--json`` and ``-o/--out`` (bumped on incompatible
-changes; ``hangdbg schema`` prints their JSON Schema)."""
+changes; ``hangdbg schema`` prints their JSON Schema). 4: the equivalence classes are
+``stacks.classes`` (``groups`` in 2 and 3; ``groups`` now only ever means process groups)."""
 
 
-class _DocumentedEnum(str, enum.Enum):
-    """A string enum whose members carry a one-line description (``member.doc``).
-
-    Members compare equal to their string value and serialise to it in JSON.
-    """
-
-    doc: str
-
-    def __new__(cls, value: str, doc: str = "") -> "_DocumentedEnum":
-        member = str.__new__(cls, value)
-        member._value_ = value
-        member.doc = doc
-        return member
-
-    def __str__(self) -> str:
-        return str(self.value)
-
-    def __format__(self, spec: str) -> str:
-        return format(str(self.value), spec)
-
-
-class Severity(_DocumentedEnum):
+class Severity(DocumentedEnum):
     """How a :class:`Finding` bears on the verdict. The order of the members is the order of
     importance (:data:`SEVERITY_ORDER`)."""
 
@@ -66,7 +46,7 @@ SEVERITY_ORDER: dict[Severity, int] = {s: i for i, s in enumerate(Severity)}
 """Sort key of :attr:`Finding.severity`, most important first."""
 
 
-class SourceKind(_DocumentedEnum):
+class SourceKind(DocumentedEnum):
     """The kinds of evidence, one reader each (``hangdbg.evidence``)."""
 
     STACKS = ("stacks", "py-spy dump texts and `hangdbg dump -o` directories (and the joint analysis of all stacks)")
@@ -83,8 +63,11 @@ class SourceKind(_DocumentedEnum):
     CHECK = ("check", "the diagnostics job of `hangdbg check` (collectives, bandwidth, bisection)")
 
 
-class Kind(_DocumentedEnum):
-    """What a :class:`Finding` says. ``hangdbg schema`` lists these with their descriptions."""
+class Kind(DocumentedEnum):
+    """What a :class:`Finding` says. ``hangdbg schema --kinds`` lists these with their level
+    (``level``: what a finding of the kind is about, :data:`KIND_LEVELS`) and description."""
+
+    level: Level
 
     # the stack analysis (dump, analyze, demo, core, report)
     MISSING = ("missing", "ranks expected on the examined nodes that have no process (never started, or exited)")
@@ -177,6 +160,28 @@ class Kind(_DocumentedEnum):
     TRACE_STOPPED = ("trace-stopped", "trace files without the tracer's end line: stopped, killed or still running")
     TRACE_DIVERGED = ("trace-diverged", "the first traced call that not all ranks made, or ranks whose trace stops elsewhere")
 
+
+KIND_LEVELS: dict[Level, str] = {
+    Level.RANK: "missing deadlock outside-collective different-collective behind ahead store-key-missing waiting unreadable "
+                "crash fatal-error cpp-exception abort-hang comm-init-failed core-crash core-killed core-on-demand "
+                "core-unreadable nccl-init-incomplete nccl-lagging nccl-slice-differs nccl-warn nccl-aborted nccl-init-failed "
+                "child-failed child-error desync-report seq-lagging no-timeout dump-signal watchdog-timeout watchdog-hung "
+                "barrier-missing rank-error log-incomplete fr-missing-rank fr-contradicts fr-agrees ras-error ras-unreachable "
+                "trace-stopped",
+    Level.NODE: "node-failed nccl-connect-failed nccl-p2p-blocked check-failed check-slow",
+    Level.GPU: "cuda-error cuda-stuck gpu-lost xid ecc pcie-aer",
+    Level.JOB: "p2p-mismatch wait-cycle undecided stall mixed-jobs nccl-setup-differs nccl-bootstrap nccl-op-mismatch "
+               "collective-mismatch model-mismatch collective-data op-mismatch first-collective fr-mismatch fr-stuck "
+               "ras-mismatch ras-ok check-interface trace-diverged",
+    Level.TOOL: "not-saved",
+}
+"""The kinds of each :class:`Level` (values, space-separated): every :class:`Kind` is in exactly one."""
+for _level, _values in KIND_LEVELS.items():
+    for _value in _values.split():
+        Kind(_value).level = _level
+del _level, _values, _value
+
+
 @dataclass(frozen=True, slots=True)
 class Thread:
     """One thread of a process as seen by one py-spy dump.
@@ -185,18 +190,18 @@ class Thread:
         thread_id: the thread id py-spy printed (OS tid in py-spy >= 0.3.10, a pthread id in hex
             before).
         name: the Python thread name (``"MainThread"``), or ``None`` when py-spy printed none.
-        status: ``"idle"``, ``"active"`` or ``"active+gil"``.
+        status: :class:`ThreadStatus` (``idle``, ``active``, ``active+gil``, ``unknown``).
         frames: innermost first.
     """
 
     thread_id: int
     name: str | None
-    status: str
+    status: ThreadStatus
     frames: tuple[Frame, ...]
 
     @property
     def idle(self) -> bool:
-        return self.status == "idle"
+        return self.status == ThreadStatus.IDLE
 
     @property
     def python_frames(self) -> tuple[Frame, ...]:
@@ -224,6 +229,9 @@ class RankDump:
         samples: every sample's threads, oldest first (the last one is ``threads``); a single
             dump has one sample.
         error: why the stack could not be taken, with the remedy; ``None`` on success.
+        state: :class:`DumpState`, decided where the dump is made: ``ok`` (``error`` is None),
+            ``gone`` (the process exited while hangdbg looked; earlier samples may be kept) or
+            ``unreadable`` (the default for a dump made with an ``error``).
         rank_source: the variable the rank came from (``"RANK"``, ``"order"``, ``"file name"``...).
         cmdline: the process command line.
         python: the interpreter version py-spy reported, if any.
@@ -245,6 +253,14 @@ class RankDump:
     cmdline: str = ""
     python: str | None = None
     steps: tuple[str, ...] = ()
+    state: DumpState = DumpState.OK
+
+    def __post_init__(self) -> None:
+        """Raises ValueError for a ``gone`` or ``unreadable`` dump without an ``error``."""
+        if self.error is not None and self.state == DumpState.OK:
+            object.__setattr__(self, "state", DumpState.UNREADABLE)
+        elif self.error is None and self.state != DumpState.OK:
+            raise ValueError(f"rank {self.rank}: a dump in state {self.state} needs the error that says why")
 
 
 @dataclass(frozen=True, slots=True)
@@ -285,33 +301,34 @@ class Place:
     """Where one rank's chosen thread is, in field terms.
 
     Attributes:
-        kind: ``"collective"`` (inside a torch.distributed / c10d collective), ``"init"`` (in
-            ``init_process_group``, a rendezvous or a store barrier), ``"outside"`` (anywhere else)
-            or ``"unknown"`` (no stack).
-        collective: the collective's name (``"all_reduce"``), for kind ``"collective"``.
+        kind: :class:`PlaceKind`: ``collective`` (inside a torch.distributed / c10d collective),
+            ``init`` (in ``init_process_group``, a rendezvous or a store barrier), ``outside``
+            (anywhere else) or ``unknown`` (no stack).
+        collective: the collective's name (``"all_reduce"``), for kind ``collective`` (the
+            init function's for ``init``).
         call_site: the user frame that called into torch.distributed (or the top frame for
-            ``"outside"``).
+            ``outside``).
         thread: the name of the thread this describes.
     """
 
-    kind: str
+    kind: PlaceKind
     collective: str | None = None
     call_site: Frame | None = None
     thread: str | None = None
 
     def describe(self) -> str:
         site = f" at {self.call_site.short_file}:{self.call_site.line}" if self.call_site else ""
-        if self.kind == "collective":
+        if self.kind == PlaceKind.COLLECTIVE:
             return f"in {self.collective}{site}"
-        if self.kind == "init":
+        if self.kind == PlaceKind.INIT:
             return f"in {self.collective or 'rendezvous'}{site}"
-        if self.kind == "outside" and self.call_site is not None:
+        if self.kind == PlaceKind.OUTSIDE and self.call_site is not None:
             return f"in {self.call_site}"
         return "stack unknown"
 
 
 @dataclass(frozen=True, slots=True)
-class Group:
+class EquivalenceClass:
     """An equivalence class: ranks whose chosen thread has the same Python stack."""
 
     ranks: tuple[int, ...]
@@ -415,7 +432,7 @@ class Analysis(_HasFindings):
 
     Attributes:
         ranks: the dumps analyzed, sorted by rank.
-        groups: equivalence classes, largest first.
+        classes: the equivalence classes, largest first.
         tree: the merged call-prefix tree of the chosen threads.
         findings: the suspects, most important first, then the ranks that wait for them and the
             ranks that could not be read; no suspect when no rank stands out.
@@ -429,7 +446,7 @@ class Analysis(_HasFindings):
     """
 
     ranks: tuple[RankDump, ...]
-    groups: tuple[Group, ...]
+    classes: tuple[EquivalenceClass, ...]
     tree: TreeNode
     findings: tuple[Finding, ...]
     missing_ranks: tuple[int, ...]
@@ -443,7 +460,7 @@ class Analysis(_HasFindings):
     @property
     def readable(self) -> bool:
         """False when ranks were given but not one stack could be read (the CLI exits 1)."""
-        return bool(self.groups) or not self.ranks
+        return bool(self.classes) or not self.ranks
 
 
 # --- Post-mortem evidence -------------------------------------------------------------------

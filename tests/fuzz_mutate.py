@@ -51,7 +51,7 @@ COMMANDS: dict[str, list[list[str]]] = {
     "fr_text": [["fr", "IN"]], "flight_recorder": [["fr", "IN"], ["logs", "IN"], ["nccl", "summary", "IN"]],
     "gpu_text": [["gpu", "IN"]], "xid": [["gpu", "IN"]],
     "tracer": [["traces", "DIR"]],
-    "stacks": [], "gdb": [], "faulthandler": [],
+    "stacks": [], "gdb": [], "faulthandler": [], "core_json": [],  # core_json: documents of `hangdbg core`, read by report
     "variants": [],  # tests/fixtures/variants: every kind of evidence, read by report
 }
 

@@ -8,6 +8,7 @@ from hangdbg.stacks.analysis import analyze
 from hangdbg.rankset import compress, expand
 from hangdbg.stacks.places import place_of
 from hangdbg.model import Frame, RankDump, Thread
+from hangdbg.enums import DumpState
 
 C10D = "/venv/lib/python3.11/site-packages/torch/distributed/distributed_c10d.py"
 LOGGER = "/venv/lib/python3.11/site-packages/torch/distributed/c10d_logger.py"
@@ -49,7 +50,7 @@ def test_minority_collective_is_the_suspect():
     assert a.suspects[0].summary == (
         "different collective: in broadcast at job/train.py:118 while ranks {0-14} wait in all_reduce at job/train.py:120"
     )
-    assert [g.ranks for g in a.groups] == [tuple(range(15)), (15,)]
+    assert [g.ranks for g in a.classes] == [tuple(range(15)), (15,)]
     assert a.found
 
 
@@ -159,7 +160,8 @@ def test_progress_between_samples():
 def test_unreadable_and_gone_ranks():
     dumps = [rank(r, coll("all_reduce", 0, 120)) for r in (0, 1)]
     dumps.append(RankDump(rank=2, pid=12, world_size=4, error="permission denied attaching to pid 12: ..."))
-    dumps.append(RankDump(rank=3, pid=13, world_size=4, error="process 13 is gone (it exited while hangdbg was looking): x"))
+    dumps.append(RankDump(rank=3, pid=13, world_size=4, error="process 13 is gone (it exited while hangdbg was looking): x",
+                          state=DumpState.GONE))
     a = analyze(dumps)
     assert a.unreadable == (2,)
     assert a.missing_ranks == (3,)
@@ -185,4 +187,4 @@ def test_tree_carries_rank_sets_and_deep_stacks():
 
 def test_equal_frames_group_without_interning():
     a = analyze([rank(r, coll("all_reduce", 0, 120)) for r in range(4)])  # fresh Frame objects per rank
-    assert len(a.groups) == 1 and a.groups[0].ranks == (0, 1, 2, 3)
+    assert len(a.classes) == 1 and a.classes[0].ranks == (0, 1, 2, 3)

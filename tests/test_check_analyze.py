@@ -20,6 +20,7 @@ from hangdbg.check.verdict import check_verdict
 from hangdbg.cli.check_cmd import parse_size
 from hangdbg.check.node import NodeCheckOptions, parse_layout
 from hangdbg.check.plan import CheckResult
+from hangdbg.enums import NodeStatus
 from hangdbg.report.build import check_document
 from hangdbg.report.check_view import render_check
 from hangdbg.report.schema import to_json
@@ -53,8 +54,9 @@ def _trial(layout, per_rank, number=1, purpose="all", statuses=None, states=None
             end = None if state == "not-started" else {"state": state, "exit": 0 if upto is None else 1}
             ranks.append(rank_result(r, host, slot, local, _steps(r, upto, fail, *rest), end))
         base += len(slots)
-        status = (statuses or {}).get(host, ("ok", None))
-        nodes.append(check_node(host, tuple(slots), {"hostname": host, "route_interface": "lo"}, *status, "gloo"))
+        status, reason = (statuses or {}).get(host, ("ok", None))
+        nodes.append(check_node(host, tuple(slots), {"hostname": host, "route_interface": "lo"}, NodeStatus(status), reason,
+                                "gloo"))
     return Trial(number, purpose, tuple((h, tuple(s)) for h, s in layout), None, "127.0.0.1:29500", tuple(nodes),
                  tuple(ranks), 10.0)
 

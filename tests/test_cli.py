@@ -107,7 +107,7 @@ def test_missing_pyspy_names_the_fix(fake_rank, tmp_path):
 def test_single_process_dump_and_json_schema(fake_rank, tmp_path):
     rc, doc = run_json("dump", "--pid", fake_rank.pid, "-o", tmp_path)
     assert rc == 0
-    assert doc["schema_version"] == 3 and doc["command"] == "dump"
+    assert doc["schema_version"] == 4 and doc["command"] == "dump"
     (r,) = doc["stacks"]["ranks"]
     assert (r["rank"], r["pid"], r["world_size"], r["error"]) == (0, fake_rank.pid, 1, None)
     assert [f["function"] for f in frames_of(doc, r["threads"][0])] == ["wait", "<module>"]
@@ -115,7 +115,7 @@ def test_single_process_dump_and_json_schema(fake_rank, tmp_path):
     assert suspects(doc) == [] and doc["stacks"]["missing_ranks"] == []
     assert set(doc) >= {"schema_version", "tool", "version", "created", "command", "found", "headline", "findings", "stacks"}
     assert not doc["found"] and doc["headline"] == doc["stacks"]["headline"]
-    assert set(doc["stacks"]) >= {"ranks", "groups", "missing_ranks", "tree"} and "suspects" not in doc
+    assert set(doc["stacks"]) >= {"ranks", "classes", "missing_ranks", "tree"} and "suspects" not in doc
     procs = read_json(tmp_path / "processes.json")  # written before the stacks, with the same header
     check_golden(procs, "processes")
     assert (procs["tool"], procs["command"], [p["pid"] for p in procs["processes"]]) == ("hangdbg", "dump", [fake_rank.pid])

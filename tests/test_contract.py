@@ -55,7 +55,7 @@ def test_schema_kinds_table_and_out_dir(tmp_path):
     res = run_main("schema", "--kinds")
     assert res.returncode == 0 and "different-collective" in res.stdout and "waits_for" in res.stdout
     res = run_main("schema", "-o", tmp_path)
-    assert res.returncode == 0 and json.loads((tmp_path / "hangdbg-schema-v3.json").read_text())["$id"]
+    assert res.returncode == 0 and json.loads((tmp_path / "hangdbg-schema-v4.json").read_text())["$id"]
 
 
 def test_a_document_that_breaks_the_contract_is_caught():

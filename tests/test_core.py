@@ -85,7 +85,7 @@ def torch_core(tmp_path_factory):
 def test_segv_core_rank_host_signal_and_python_frame(cores):
     rc, doc = main_json("core", cores["segv"])
     assert rc == 3
-    assert doc["command"] == "core" and doc["schema_version"] == 3
+    assert doc["command"] == "core" and doc["schema_version"] == 4
     c = doc["cores"][0]
     assert (c["rank"], c["rank_source"], c["host"], c["local_rank"], c["world_size"]) == (3, "RANK", "node-a", 1, 4)
     assert (c["signal"], c["how"], c["pid"]) == ("SIGSEGV", "crash", cores["segv_pid"])
@@ -155,7 +155,7 @@ def test_several_cores_are_clustered_and_rendered(cores):
     assert "Equivalence classes" in text  # the analyzer's report of the three ranks
     rc, doc = main_json("core", cores["segv"], cores["abrt"], cores["gcore"])
     assert sorted(r["rank"] for r in doc["stacks"]["ranks"]) == [0, 3, 6]
-    assert sorted(r for g in doc["stacks"]["groups"] for r in g["ranks"]) == [0, 3, 6]
+    assert sorted(r for g in doc["stacks"]["classes"] for r in g["ranks"]) == [0, 3, 6]
     assert [f["severity"] for f in doc["findings"]] == ["suspect", "warning", "info"]
 
 
@@ -306,8 +306,8 @@ def test_dump_core_writes_cores_that_read_back(hung_ranks, tmp_path):
         assert p.poll() is None and psutil.Process(p.pid).status() != psutil.STATUS_STOPPED
     rc, back = main_json("core", *(c["path"] for c in written))
     assert [(c["rank"], c["host"], c["how"]) for c in back["cores"]] == [(0, "node-h", "on demand"), (1, "node-h", "on demand")]
-    assert [g["ranks"] for g in back["stacks"]["groups"]] == [[0, 1]]  # same stack: one class, as the live dump
-    assert back["stacks"]["groups"][0]["frames"][0]["function"] == "wait_for_peers"
+    assert [g["ranks"] for g in back["stacks"]["classes"]] == [[0, 1]]  # same stack: one class, as the live dump
+    assert back["stacks"]["classes"][0]["frames"][0]["function"] == "wait_for_peers"
 
 
 def test_dump_core_refuses_when_the_cores_do_not_fit(hung_ranks, tmp_path):
@@ -442,7 +442,7 @@ def test_stack_texts_go_through_the_analyzer():
     _rep, dumps = _load("faulthandler_ranks.txt", "torch_cpp.txt")
     a = analyze(dumps)
     assert [d.rank for d in a.ranks] == [0, 1]
-    assert any(g.frames and g.frames[0].function == "embedding" for g in a.groups)
+    assert any(g.frames and g.frames[0].function == "embedding" for g in a.classes)
 
 
 def test_unreadable_file_is_reported(tmp_path):

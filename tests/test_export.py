@@ -114,7 +114,7 @@ def test_speedscope_one_profile_per_class():
     a = majority()
     doc = speedscope_document(a)
     check_speedscope(doc)
-    assert [len(g.ranks) for g in a.groups] == [3, 1]
+    assert [len(g.ranks) for g in a.classes] == [3, 1]
     names = [p["name"] for p in doc["profiles"]]
     assert len(names) == 2 and names[0].startswith("ranks {0-2}") and names[1].startswith("rank 3")
     assert [sum(p["weights"]) for p in doc["profiles"]] == [6, 1]  # main + helper thread of 3 ranks; 1 thread
@@ -141,7 +141,7 @@ def test_speedscope_of_saved_dumps(by):
     doc = speedscope_document(a, by=by)
     check_speedscope(doc)
     readable = [d for d in a.ranks if d.threads]
-    assert len(doc["profiles"]) == (len(a.groups) if by == "class" else len(readable))
+    assert len(doc["profiles"]) == (len(a.classes) if by == "class" else len(readable))
     if by == "rank":
         assert sum(sum(p["weights"]) for p in doc["profiles"]) == threads_with_frames(a.ranks)
 

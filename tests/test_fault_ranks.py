@@ -143,6 +143,7 @@ def test_rank_dead_in_a_later_sample_is_gone_not_hung(tmp_path, zombie_and_live)
     from hangdbg.stacks.analysis import analyze
     from hangdbg.collect.local import CollectOptions, collect
     from hangdbg.model import Kind, RankProcess
+    from hangdbg.enums import DumpState
     from hangdbg.stacks.saved import load_dumps
     from hangdbg.tools.pyspy import PySpyOptions
 
@@ -165,6 +166,9 @@ if pid == {dead.pid}:
     assert open(f"/proc/{dead.pid}/stat").read().split()[2] == "Z"
     by_rank = {d.rank: d for d in dumps}
     assert by_rank[0].error and "is gone" in by_rank[0].error, by_rank[0].error
+    assert (by_rank[0].state, by_rank[1].state) == (DumpState.GONE, DumpState.OK)
+    assert "state=gone" in (out / "raw" / "rank-0000.sample-2.txt").read_text().splitlines()[0]  # the header says so
+    assert [d.state for d in load_dumps([out])[0]] == [DumpState.GONE, DumpState.OK]
     for a in (analyze(dumps), analyze(load_dumps([out])[0])):  # live, and re-analysed from OUT
         assert 0 in a.missing_ranks
         gone = [f for f in a.findings if f.kind is Kind.MISSING]

@@ -149,7 +149,7 @@ def test_cli_on_real_dumps(real_dumps):
     assert "1:side" in out and "4 dumps (4 pickle), version 2.10" in out
     code, doc = main_json("fr", real_dumps / "json", "-o", real_dumps / "report")
     assert read_json(real_dumps / "report" / "fr.json")["findings"] == doc["findings"]
-    assert code == 3 and doc["command"] == "fr" and doc["schema_version"] == 3 and doc["found"]
+    assert code == 3 and doc["command"] == "fr" and doc["schema_version"] == 4 and doc["found"]
     assert doc["source"]["kind"] == "flight-recorder" and doc["findings"][0]["kind"] == "fr-mismatch"
     check_golden(doc, "fr")
     rows = {(r["rank"], r["group"]): r for r in doc["source"]["facts"]["table"]}
@@ -338,7 +338,7 @@ def test_cross_check_with_stack_places(tmp_path):
     fr = READER.read(_files(tmp_path))
     places = {0: Place("collective", "all_reduce"), 1: Place("collective", "all_reduce"),
               2: Place("collective", "barrier"), 3: Place("outside", None)}
-    a = Analysis(ranks=(), groups=(), tree=TreeNode(None, frozenset()), findings=(), missing_ranks=(),
+    a = Analysis(ranks=(), classes=(), tree=TreeNode(None, frozenset()), findings=(), missing_ranks=(),
                  headline="", places=places)
     found = cross_check(fr, a)
     agree = [f for f in found if f.kind == "fr-agrees"]

@@ -87,3 +87,14 @@ def test_report_of_a_folder_with_a_non_utf8_name_writes_its_html(tmp_path: Path)
     out = io.StringIO()
     code = main(["report", str(src), "-o", str(tmp_path / "out")], out=Console(file=out), err=Console(file=out))
     assert code in (0, 3) and (tmp_path / "out" / "report.html").is_file()
+
+
+def test_launcher_prefix_ranks_beyond_the_int_digit_limit_are_no_rank() -> None:
+    # seed 14:112 (once tests/fixtures/core_json shifted the seed files): an mpirun --tag-output prefix
+    # [1,999...]<stdout>: in an NCCL log made strip_prefix's int() raise ValueError
+    from hangdbg.text.lines import strip_prefix
+
+    for line in (f"[1,{HUGE}]<stdout>: node1:1:1 [0] NCCL INFO x", f"[rank{HUGE}]: x", f"[default{HUGE}]: x"):
+        p = strip_prefix(line)
+        assert (p.rank, p.local_rank) == (None, None) and not p.text.startswith("[")
+    assert strip_prefix("[1,3]<stdout>: x").rank == 3 and strip_prefix("[default2]: x").local_rank == 2

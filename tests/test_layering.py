@@ -21,7 +21,7 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 PKG = ROOT / "hangdbg"
 
-GROUND = {"hangdbg._version", "hangdbg.errors", "hangdbg.model", "hangdbg.rankset", "hangdbg.launch_env",
+GROUND = {"hangdbg._version", "hangdbg.errors", "hangdbg.enums", "hangdbg.model", "hangdbg.rankset", "hangdbg.launch_env",
           "hangdbg.launchers", "hangdbg.frames", "hangdbg.waits", "hangdbg.outdir", "hangdbg.parallel",
           "hangdbg.headline", "hangdbg.events"}
 """Frozen dataclasses, enums and small pure helpers: import nothing from the project but the

@@ -323,7 +323,7 @@ def test_cli_summary_clean_and_suspects():
 
 def test_cli_summary_json():
     code, doc = main_json("nccl", "summary", fx("refused.log"), fx("plugin_one_host.log"))
-    assert code == 3 and doc["command"] == "nccl summary" and doc["schema_version"] == 3
+    assert code == 3 and doc["command"] == "nccl summary" and doc["schema_version"] == 4
     kinds = {f["kind"]: f for f in doc["findings"]}
     assert kinds["nccl-connect-failed"]["hosts"] == ["node-02"]
     check_golden(doc, "nccl-summary")

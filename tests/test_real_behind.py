@@ -9,7 +9,7 @@ def test_same_place_without_locals(hung_job, tmp_path):
     rc, doc = run_json("dump", "--pid", hung_job.pid, "-o", tmp_path)
     assert rc == 0
     assert suspects(doc) == []
-    assert [g["ranks"] for g in doc["stacks"]["groups"]] == [[0, 1, 2, 3]]
+    assert [g["ranks"] for g in doc["stacks"]["classes"]] == [[0, 1, 2, 3]]
     assert "same place" in doc["headline"]
 
 

@@ -18,7 +18,7 @@ def test_dump_names_rank3_in_broadcast(hung_job, tmp_path):
     out = tmp_path / "out"
     rc, doc = run_json("dump", "--pid", hung_job.pid, "-o", out)
     assert rc == 3
-    assert doc["schema_version"] == 3
+    assert doc["schema_version"] == 4
     assert [s["ranks"] for s in suspects(doc)] == [[3]]
     assert suspects(doc)[0]["kind"] == "different-collective"
     assert "broadcast" in suspects(doc)[0]["summary"] and "all_reduce" in suspects(doc)[0]["summary"]
@@ -28,10 +28,10 @@ def test_dump_names_rank3_in_broadcast(hung_job, tmp_path):
         assert r["error"] is None and r["world_size"] == 4 and r["local_rank"] == r["rank"]
         assert psutil.Process(r["pid"]).ppid() == hung_job.pid  # workers, not the torchrun agent
         assert frames_of(doc, r["threads"][0])[0]["function"] in ("all_reduce", "broadcast")
-    groups = {tuple(g["ranks"]): g for g in doc["stacks"]["groups"]}
-    assert set(groups) == {(0, 1, 2), (3,)}
-    assert groups[(3,)]["place"]["collective"] == "broadcast"
-    assert groups[(3,)]["place"]["call_site"]["function"] == "train_step"
+    classes = {tuple(c["ranks"]): c for c in doc["stacks"]["classes"]}
+    assert set(classes) == {(0, 1, 2), (3,)}
+    assert classes[(3,)]["place"]["collective"] == "broadcast"
+    assert classes[(3,)]["place"]["call_site"]["function"] == "train_step"
     # raw outputs and the JSON are on disk
     raw = sorted(p.name for p in (out / "raw").iterdir())
     assert raw == [f"rank-000{i}.txt" for i in range(4)]
@@ -48,7 +48,7 @@ def test_dump_names_rank3_in_broadcast(hung_job, tmp_path):
     rc2, again = run_json("analyze", out)
     assert rc2 == 3
     assert suspects(again) == suspects(doc)
-    assert [g["ranks"] for g in again["stacks"]["groups"]] == [g["ranks"] for g in doc["stacks"]["groups"]]
+    assert [g["ranks"] for g in again["stacks"]["classes"]] == [g["ranks"] for g in doc["stacks"]["classes"]]
 
 
 def test_text_report(hung_job):

@@ -39,7 +39,7 @@ def evidence_dir(hung_job, tmp_path_factory):
 def test_report_names_the_rank_from_a_dump_directory(evidence_dir, tmp_path):
     rc, doc = main_json("report", evidence_dir, "-o", tmp_path / "out")
     assert rc == 3
-    assert doc["schema_version"] == 3 and doc["command"] == "report"
+    assert doc["schema_version"] == 4 and doc["command"] == "report"
     assert suspects(doc)[0]["ranks"] == [3] and suspects(doc)[0]["kind"] == "different-collective"
     assert "rank 3" in doc["headline"] and "broadcast" in doc["headline"]
     assert doc["stacks"]["headline"].startswith("suspect rank 3")
@@ -120,7 +120,7 @@ def test_json_is_indented_when_small_and_compact_when_large(monkeypatch):
     dumps, _ = load_dumps([str(FIXTURES / "pyspy" / "torch_xargs.txt")])
     doc = analysis_document(analyze(dumps), "analyze")
     small = schema.to_json(doc)
-    assert small.startswith('{\n  "schema_version": 3,') and validate(json.loads(small))
+    assert small.startswith('{\n  "schema_version": 4,') and validate(json.loads(small))
     monkeypatch.setattr(schema, "PRETTY_LIMIT", 100)
     big = schema.to_json(doc)
     assert "\n" not in big and json.loads(big) == json.loads(small)

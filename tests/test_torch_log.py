@@ -143,7 +143,7 @@ def test_real_cli_on_the_log_directory(torchrun_runs, tmp_path):
     log, logdir = torchrun_runs["raise"]
     code, doc = main_json("logs", str(log), str(logdir))
     assert code == 3
-    assert doc["schema_version"] == 3 and doc["command"] == "logs" and doc["source"]["kind"] == "torch-log"
+    assert doc["schema_version"] == 4 and doc["command"] == "logs" and doc["source"]["kind"] == "torch-log"
     check_golden(doc, "logs")
     assert doc["found"] and "rank 1" in doc["headline"]
     assert sum(f.endswith("error.json") for f in doc["source"]["files"]) == len(list(logdir.rglob("error.json"))) >= 1

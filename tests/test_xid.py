@@ -131,7 +131,7 @@ def test_cli_gpu_text_json_exit_codes(tmp_path):
     assert res.returncode == 3, res.stderr
     assert "GPUs" in res.stdout and "gpu-node3:0000:3b:00" in res.stdout and "fell off the bus" in res.stdout
     code, doc = main_json("gpu", FX / "journal-k.txt")
-    assert code == 3 and doc["command"] == "gpu" and doc["schema_version"] == 3 and doc["findings"][0]["gpus"]
+    assert code == 3 and doc["command"] == "gpu" and doc["schema_version"] == 4 and doc["findings"][0]["gpus"]
     check_golden(main_json("gpu", FX)[1], "gpu")
     healthy = tmp_path / "n2.dmesg"
     healthy.write_text("[ 1.0] NVRM: loading NVIDIA UNIX x86_64 Kernel Module  535.104.05\n")

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import socket
 
-from ..check.blame import RankResult, Trial
+from ..check.blame import SetupError, Trial
 from ..check.node import gpu_list
 from ..check.plan import CheckPlan, CheckResult
-from ..check.run import CheckSetup, run_check, setup_error
+from ..check.run import CheckSetup, ranks_setup_error, run_check, setup_error
 from ..check.verdict import check_verdict
 from ..errors import HangdbgError
 from ..events import Events
@@ -80,21 +80,17 @@ def check(plan: CheckPlan, events: Events | None = None) -> CheckResult:
 
 
 def _refuse_setup_errors(first: Trial) -> None:
-    """A check that could not start anywhere, for a reason of the setup, is exit 1 with the
-    remedy, never a bad node."""
+    """A check that could not start anywhere, for a reason of the setup (:class:`SetupError`,
+    carried as a value from where it happened), is exit 1 with the remedy, never a bad node."""
     broken = setup_error(first)
     if broken is not None and len(first.nodes) > 1:
-        raise HangdbgError(f"the check could not start on any node: {broken}",
+        raise HangdbgError(f"the check could not start on any node: {broken.reason}",
                            help="hangdbg (and torch) must be importable by --remote-python on the nodes; "
                                 "--remote-setup can activate a venv or load modules first")
-    if first.ranks and all(_facts_error(r, "No module named 'torch'") for r in first.ranks):
+    ranks_broken = ranks_setup_error(first)
+    if ranks_broken is SetupError.NO_TORCH:
         raise HangdbgError("torch is not installed where the ranks run: the diagnostics job needs it",
                            help="pip install torch on the nodes, or pass --remote-python (a Python with torch and hangdbg)")
-    if first.ranks and all(_facts_error(r, "is a CPU-only build") for r in first.ranks):
+    if ranks_broken is SetupError.CPU_ONLY:
         raise HangdbgError("--backend nccl needs CUDA, and the torch where the ranks run is a CPU-only build",
                            help="use --backend gloo (or auto), or a Python with a CUDA build of torch (--remote-python)")
-
-
-def _facts_error(r: RankResult, text: str) -> bool:
-    res = r.result("facts")
-    return res is not None and not res.ok and text in (res.error or "")

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from ..collect.fanout import NodeResult, agent_argv, fan_out, node_file
 from ..collect.gather import CoreRead, GatherOptions
-from ..collect.node_status import FAILED_STATUSES, node_findings
+from ..collect.node_status import node_findings
 from ..collect.result import CollectResult
 from ..errors import UsageError
 from ..events import Events
@@ -47,7 +47,7 @@ def collect(target: TargetSpec, gather: GatherOptions, events: Events | None = N
     options = gather.to_argv() + (["-v"] if verbose else []) + (["--node-name", HOST] if not target.jobid else [])
     with events.progress("nodes", len(targets.hosts), pending=True) as advance:
         def on_node(n: NodeResult) -> None:
-            advance(n.status in FAILED_STATUSES)
+            advance(n.status.failed)
             path = node_file(run.path, n.host)
             if path is not None:
                 run.save_text(path, to_json(node_document("collect", node_entry(n))) + "\n")

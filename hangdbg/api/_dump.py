@@ -19,7 +19,7 @@ from ..collect.adaptive import adapt
 from ..collect.fanout import NodeResult, agent_argv, fan_out, node_file
 from ..collect.gcore import GcoreResult, human_size, plan_cores, write_cores
 from ..collect.local import collect
-from ..collect.node_status import FAILED_STATUSES, node_findings
+from ..collect.node_status import node_findings
 from ..collect.plan import DumpPlan, SpeedscopeBy
 from ..collect.procs import Denied, RankProcess, denied_note, find_ranks
 from ..collect.result import StacksResult
@@ -124,7 +124,7 @@ def _dump_nodes(plan: DumpPlan, events: Events) -> StacksResult:
     argv = agent_argv(plan.target.remote_python, plan.agent_argv(with_host=not plan.target.jobid))
     with events.progress("nodes", len(targets.hosts), pending=True) as advance:
         def on_node(n: NodeResult) -> None:
-            advance(n.status in FAILED_STATUSES)
+            advance(n.status.failed)
             path = node_file(out.path, n.host)
             if path is not None:  # the node's final status, as it arrives
                 out.save_text(path, to_json(node_document("dump", node_entry(n))) + "\n")
@@ -134,7 +134,7 @@ def _dump_nodes(plan: DumpPlan, events: Events) -> StacksResult:
     analysis = analyze_stacks(fan.dumps, whole_job=targets.whole and not failed, store_keys=fan.store_keys, ops=fan.ops)
     for f in failed:
         events.warn(f.summary)
-    headline = fanout_headline(analysis.headline, [(n.host, n.status) for n in fan.nodes if n.status in FAILED_STATUSES])
+    headline = fanout_headline(analysis.headline, [(n.host, n.status) for n in fan.nodes if n.status.failed])
     result = StacksResult("dump", analysis, headline, analysis.findings + tuple(failed), out_dir=str(out.path),
                           nodes=tuple(fan.nodes), garbled_lines=fan.garbled_lines, complete=not failed)
     return save_result(result, out, plan)

@@ -28,6 +28,7 @@ from ..collect.result import StacksResult
 from ..errors import HangdbgError, UsageError
 from ..events import Events
 from ..model import RankDump
+from ..enums import NodeStatus
 from ..outdir import OutDir
 from ..report.build import watch_document
 from ..report.schema import to_json
@@ -125,7 +126,7 @@ class _Watcher:
                 fan = fan_out(self.remote.make_runner(self.remote.hosts), self.remote.hosts, argv, OutDir(tmp),
                               2 * self.plan.timeout + 30)
             for n in fan.nodes:
-                if n.status not in ("ok", "no-ranks"):
+                if n.status not in (NodeStatus.OK, NodeStatus.NO_RANKS):
                     self.events.log(f"node {n.host}: {n.status} {n.reason or ''}")  # a node that stops answering: go on
             dumps = fan.dumps
         self.no_ranks = 0 if dumps else self.no_ranks + 1

@@ -12,19 +12,30 @@ from __future__ import annotations
 
 import re
 import statistics
-from dataclasses import dataclass
-from typing import Any, Iterable
+from dataclasses import dataclass, field
+from typing import Any, Iterable, Mapping
 
+from ..enums import DocumentedEnum, NodeStatus
 from ..rankset import ranks_text
 
-__all__ = ["STEPS", "BOOTSTRAP", "StepResult", "RankResult", "CheckNode", "Trial", "Blame", "Bandwidth",
-           "rank_result", "check_node", "blame", "bandwidth", "slow_ranks", "slow_nodes", "slots_text"]
+__all__ = ["STEPS", "BOOTSTRAP", "SetupError", "StepResult", "RankResult", "CheckNode", "Trial", "Blame", "Bandwidth",
+           "rank_result", "rank_setup", "check_node", "blame", "bandwidth", "slow_ranks", "slow_nodes", "slots_text"]
 
 STEPS = ("facts", "alloc", "interface", "rendezvous", "init", "barrier", "all_reduce", "all_gather", "broadcast", "send_recv", "bandwidth")
 """The steps of a rank, in the order it runs them (:mod:`hangdbg.check.rank`)."""
 BOOTSTRAP = frozenset({"interface", "rendezvous", "init"})
 """Steps that set up the connections: a failure there is retried on another network interface."""
-TRANSPORT_FAILED = ("unreachable", "no-hangdbg", "timeout", "error", "no-answer")
+
+
+class SetupError(DocumentedEnum):
+    """Why the check could not run at all: the set-up is at fault, not a node or a GPU
+    (:func:`hangdbg.check.run.setup_error` of the nodes, :func:`hangdbg.check.run.ranks_setup_error`
+    of the ranks, whose ``facts`` step reports it as ``setup``: :mod:`hangdbg.check.rank`)."""
+
+    NO_HANGDBG = ("no-hangdbg", "hangdbg is not installed where --remote-python runs on the nodes")
+    TRANSPORT = ("transport", "no node could start its launcher, every one for the same reason (the transport failed)")
+    NO_TORCH = ("no-torch", "torch is not installed where the ranks run")
+    CPU_ONLY = ("cpu-only", "--backend nccl asks for CUDA, and the ranks' torch is a CPU-only build")
 
 
 @dataclass(frozen=True, slots=True)
@@ -109,14 +120,15 @@ class RankResult:
 class CheckNode:
     """A node of a trial: its status and facts.
 
-    ``status``: ``ok``, ``failed`` (a rank failed), or what the transport said: ``unreachable``,
-    ``no-hangdbg``, ``timeout``, ``error``, ``no-answer``. ``ifname_configured``: the node's own
+    ``status`` (:class:`~hangdbg.enums.NodeStatus`): ``ok``, ``failed`` (a rank failed), or what
+    the transport said (``status.failed``): ``unreachable``, ``no-hangdbg``, ``timeout``, ``error``,
+    ``no-answer``. ``ifname_configured``: the node's own
     ``GLOO_SOCKET_IFNAME``/``NCCL_SOCKET_IFNAME``; ``ifname_set``: what hangdbg set for the trial.
     """
 
     host: str
     slots: tuple[int, ...]
-    status: str
+    status: NodeStatus
     reason: str | None = None
     hostname: str | None = None
     gpus: tuple[str, ...] = ()
@@ -139,6 +151,8 @@ class Trial:
     nodes: tuple[CheckNode, ...]
     ranks: tuple[RankResult, ...]
     seconds: float
+    setup: Mapping[int, SetupError] = field(default_factory=dict)
+    """rank -> the set-up error its ``facts`` step reported (:func:`rank_setup`), for the ranks that did."""
 
     @property
     def hosts(self) -> tuple[str, ...]:
@@ -147,7 +161,7 @@ class Trial:
     @property
     def passed(self) -> bool:
         expected = sum(len(s) for _, s in self.layout)
-        return len(self.ranks) == expected and all(r.passed for r in self.ranks) and all(n.status == "ok" for n in self.nodes)
+        return len(self.ranks) == expected and all(r.passed for r in self.ranks) and all(n.status == NodeStatus.OK for n in self.nodes)
 
     @property
     def failed_step(self) -> str | None:
@@ -247,7 +261,17 @@ def rank_result(rank: int, host: str, slot: int, local_rank: int, steps: Iterabl
         _int(bw.get("bytes")), _int(bw.get("iters")), _num(bw.get("time_s")), _str(f.get("backend")), stderr)
 
 
-def check_node(host: str, slots: tuple[int, ...], facts: dict | None, status: str, reason: str | None, backend: str) -> CheckNode:
+def rank_setup(steps: Iterable[dict]) -> SetupError | None:
+    """The set-up error a rank's failed ``facts`` step reported (its ``setup`` field, a
+    :class:`SetupError` value), or None: none, or one this hangdbg does not know."""
+    for m in steps:
+        if m.get("step") == "facts" and m.get("ok") is not True:
+            return SetupError.read(m.get("setup"), None)
+    return None
+
+
+def check_node(host: str, slots: tuple[int, ...], facts: dict | None, status: NodeStatus, reason: str | None,
+               backend: str) -> CheckNode:
     """A node from its ``node`` message's facts (None: it sent none) and its final status."""
     f = facts or {}
     ifaces: dict = f["interfaces"] if isinstance(f.get("interfaces"), dict) else {}
@@ -279,7 +303,7 @@ def blame(trial: Trial) -> Blame:
     why: list[str] = []
     hosts: list[str] = []
     for n in trial.nodes:
-        if n.status in TRANSPORT_FAILED:
+        if n.status.failed:
             hosts.append(n.host)
             why.append(f"{n.host}: {n.status}: {n.reason or 'the node did not run its ranks'}")
     step = trial.failed_step

@@ -39,6 +39,7 @@ from typing import Callable
 
 import psutil
 
+from ..enums import NodeStatus
 from ..tools.subproc import LOG
 
 __all__ = ["BACKENDS", "CheckJob", "NodeCheckOptions", "gpu_list", "parse_layout", "route_interface", "run_node", "RANK_SCRIPT", "PREFIX"]
@@ -218,7 +219,7 @@ def _rank_env(opts: NodeCheckOptions, rank: int, local: int, slot: int, ifname: 
     return env
 
 
-def run_node(opts: NodeCheckOptions, send: Send, poll: float = 0.2) -> str:
+def run_node(opts: NodeCheckOptions, send: Send, poll: float = 0.2) -> NodeStatus:
     """Run this node's ranks of the trial; returns ``ok`` (every rank passed every step) or
     ``failed``. Raises ValueError when the node is not in the layout (before starting anything)."""
     mine = opts.my_ranks()
@@ -270,7 +271,7 @@ def run_node(opts: NodeCheckOptions, send: Send, poll: float = 0.2) -> str:
               "state": how, "exit": code if how == "exited" else None, "steps": r.steps,
               "stderr": [ln for ln in r.stderr]})
     passed = all(ended.get(r.rank) == "exited" and r.proc.returncode == 0 and not r.failed for r in ranks)
-    return "ok" if passed else "failed"
+    return NodeStatus.OK if passed else NodeStatus.RANK_FAILED
 
 
 def _state(pid: int) -> str | None:

@@ -31,16 +31,22 @@ so a rank never outlives its budget even when torch does not raise. A rank stopp
 
 from __future__ import annotations
 
-import argparse
-import json
 import os
-import socket
-import statistics
 import sys
-import threading
-import time
-import traceback
-from datetime import timedelta
+
+# Run as a script, this file's folder (hangdbg/check/) is sys.path[0], and its bisect.py would
+# shadow the standard library's (random and statistics import it): drop it before they load.
+if sys.path and os.path.abspath(sys.path[0] or ".") == os.path.dirname(os.path.abspath(__file__)):
+    del sys.path[0]
+
+import argparse  # noqa: E402
+import json  # noqa: E402
+import socket  # noqa: E402
+import statistics  # noqa: E402
+import threading  # noqa: E402
+import time  # noqa: E402
+import traceback  # noqa: E402
+from datetime import timedelta  # noqa: E402
 
 PREFIX = "HANGDBG-CHECK "
 STEPS = ("facts", "alloc", "interface", "rendezvous", "init", "barrier", "all_reduce", "all_gather", "broadcast", "send_recv", "bandwidth")
@@ -193,7 +199,7 @@ def main(argv: list[str] | None = None) -> int:
         use_cuda = args.backend == "nccl" or (args.backend == "auto" and torch.cuda.is_available())
         args.backend = "nccl" if use_cuda else "gloo"
         if use_cuda and torch.version.cuda is None:
-            raise RuntimeError(f"--backend nccl needs CUDA: torch {torch.__version__} is a CPU-only build")
+            raise SetupFailed("cpu-only", f"--backend nccl needs CUDA: torch {torch.__version__} is a CPU-only build")
         if use_cuda and not torch.cuda.is_available():
             raise RuntimeError(f"--backend nccl needs a GPU: torch {torch.__version__} (CUDA {torch.version.cuda}) sees none "
                                f"(CUDA_VISIBLE_DEVICES={os.environ.get('CUDA_VISIBLE_DEVICES')}; is the driver loaded, "
@@ -204,7 +210,7 @@ def main(argv: list[str] | None = None) -> int:
         emit("facts", True, time.monotonic() - t0, backend=args.backend, **facts(torch, device))
     except Exception as exc:  # no torch, no GPU: the rank cannot take part
         text = _error(exc)
-        emit("facts", False, time.monotonic() - t0, error=text)
+        emit("facts", False, time.monotonic() - t0, error=text, **_setup(exc))
         if "torch.distributed" in sys.modules:  # torch is there: tell the others not to wait
             announce(sys.modules["torch.distributed"], dog, int(os.environ.get("RANK", "0")),
                      int(os.environ.get("WORLD_SIZE", "1")), os.environ.get("MASTER_ADDR", "127.0.0.1"),
@@ -417,8 +423,28 @@ def main(argv: list[str] | None = None) -> int:
     os._exit(0 if ok else 1)  # no atexit: a process group torn down by a failed peer may hang in its destructor
 
 
+class SetupFailed(RuntimeError):
+    """A rank that cannot take part because of the set-up: ``setup`` is the value of a
+    ``hangdbg.check.blame.SetupError`` (this script imports nothing of hangdbg)."""
+
+    def __init__(self, setup: str, message: str) -> None:
+        super().__init__(message)
+        self.setup = setup
+
+
+def _setup(exc: BaseException) -> dict:
+    """``{"setup": VALUE}`` of a failed ``facts`` step whose cause is the set-up (``cpu-only``;
+    ``no-torch``: the import of torch itself failed), else ``{}``."""
+    if isinstance(exc, SetupFailed):
+        return {"setup": exc.setup}
+    if isinstance(exc, ModuleNotFoundError) and exc.name == "torch":
+        return {"setup": "no-torch"}
+    return {}
+
+
 def _error(exc: BaseException) -> str:
-    text = f"{type(exc).__name__}: {exc}".strip()
+    name = RuntimeError.__name__ if isinstance(exc, SetupFailed) else type(exc).__name__  # the words of torch's own checks
+    text = f"{name}: {exc}".strip()
     lines = [ln for ln in text.splitlines() if ln.strip() and not ln.startswith(("Exception raised from", "frame #"))]
     return "\n".join(lines[:6])[:2000] or traceback.format_exc(limit=1)[-500:]
 

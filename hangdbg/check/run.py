@@ -23,14 +23,15 @@ from pathlib import Path
 from typing import Callable
 
 from .bisection import Isolation, Outcome, isolate
-from .blame import Trial, blame, check_node, rank_result, slots_text
+from .blame import SetupError, Trial, blame, check_node, rank_result, rank_setup, slots_text
+from ..enums import NodeStatus
 from ..outdir import OutDir
 from ..tools.subproc import LOG
 from .node import CheckJob
 from ..transport.wire import FrameDecoder
 from ..transport.runners import HOST, Runner
 
-__all__ = ["CheckSetup", "CheckRun", "Checker", "run_check", "node_budget", "setup_error"]
+__all__ = ["CheckSetup", "CheckRun", "Checker", "SetupFailure", "run_check", "node_budget", "setup_error", "ranks_setup_error"]
 
 Layout = tuple[tuple[str, tuple[int, ...]], ...]
 
@@ -215,17 +216,21 @@ class Checker:
                 ranks.append(rank_result(rank, host, slot, local, steps.get(rank, []), ends.get(rank)))
             base += len(slots)
             d = done.get(host)
-            if d is not None and d.get("status") in ("ok", "failed"):
-                status, reason = str(d["status"]), None
+            said = NodeStatus.read(d.get("status"), NodeStatus.ERROR) if d is not None else None
+            status: NodeStatus
+            if said in (NodeStatus.OK, NodeStatus.RANK_FAILED):
+                status, reason = said, None
             elif d is not None:
-                status, reason = "error", str(d.get("error") or "the node's launcher failed")
+                status, reason = NodeStatus.ERROR, str(d.get("error") or "the node's launcher failed")
             else:
-                status, reason = failures.get(host, ("no-answer", "the node sent no result"))
-                if status == "no-answer" and host in facts:
-                    status, reason = "error", "the node's launcher stopped before it finished"
+                failed, reason = failures.get(host, (NodeStatus.NO_ANSWER, "the node sent no result"))
+                status = NodeStatus.read(failed, NodeStatus.ERROR)  # what the transport said (a fake runner's text too)
+                if status is NodeStatus.NO_ANSWER and host in facts:
+                    status, reason = NodeStatus.ERROR, "the node's launcher stopped before it finished"
             nodes.append(check_node(host, slots, facts.get(host), status, reason, self.plan.job.backend))
         addr = self.plan.addresses.get(layout[0][0], layout[0][0])
-        return Trial(number, purpose, layout, ifname, f"{addr}:{port}", tuple(nodes), tuple(ranks), seconds)
+        setup = {r: s for r, msgs in steps.items() if (s := rank_setup(msgs)) is not None}
+        return Trial(number, purpose, layout, ifname, f"{addr}:{port}", tuple(nodes), tuple(ranks), seconds, setup)
 
 
 def run_check(plan: CheckSetup, on_trial: Callable[[Trial], None] | None = None) -> CheckRun:
@@ -239,15 +244,33 @@ def run_check(plan: CheckSetup, on_trial: Callable[[Trial], None] | None = None)
         raise
 
 
-def setup_error(trial: Trial) -> str | None:
-    """Why the check could not run at all (no node could start its launcher, for the same
-    reason: hangdbg missing, the transport failing everywhere), or None."""
+@dataclass(frozen=True, slots=True)
+class SetupFailure:
+    """Why the check could not run at all: ``error`` what, ``reason`` the nodes' own words."""
+
+    error: SetupError
+    reason: str
+
+
+def setup_error(trial: Trial) -> SetupFailure | None:
+    """Why the check could not run at all on the nodes, or None: no node could start its launcher,
+    for the same reason: hangdbg missing (``no-hangdbg``), the transport failing everywhere
+    (``transport``)."""
     if any(r.steps for r in trial.ranks) or not trial.nodes:
         return None
     statuses = {n.status for n in trial.nodes}
-    if statuses <= {"no-hangdbg", "error"} and len({n.reason for n in trial.nodes}) <= 1 or statuses == {"no-hangdbg"}:
-        return trial.nodes[0].reason or trial.nodes[0].status
+    if statuses <= {NodeStatus.NO_HANGDBG, NodeStatus.ERROR} and len({n.reason for n in trial.nodes}) <= 1 \
+            or statuses == {NodeStatus.NO_HANGDBG}:
+        error = SetupError.NO_HANGDBG if NodeStatus.NO_HANGDBG in statuses else SetupError.TRANSPORT
+        return SetupFailure(error, trial.nodes[0].reason or trial.nodes[0].status.value)
     return None
+
+
+def ranks_setup_error(trial: Trial) -> SetupError | None:
+    """The set-up error every rank of the trial reported at its ``facts`` step (``no-torch``,
+    ``cpu-only``: :attr:`Trial.setup`), or None when a rank reported none or another."""
+    found = {trial.setup.get(r.rank) for r in trial.ranks}
+    return found.pop() if len(found) == 1 else None
 
 
 def _run_check(plan: CheckSetup, checker: Checker) -> CheckRun:

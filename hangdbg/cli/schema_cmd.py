@@ -21,7 +21,9 @@ class SchemaCommand(Command):
 
     @classmethod
     def add_arguments(cls, p: argparse.ArgumentParser) -> None:
-        p.add_argument("--kinds", action="store_true", help="print the finding kinds, severities and evidence kinds as tables")
+        p.add_argument("--kinds", action="store_true",
+                       help="print the finding kinds (with the level each is about: rank, node, gpu, job, tool), severities "
+                            "and evidence kinds as tables")
         p.add_argument("-o", "--out", metavar="DIR", type=Path, help=f"write DIR/hangdbg-schema-v{SCHEMA_VERSION}.json")
 
     def run(self, args: argparse.Namespace) -> int:
@@ -36,9 +38,11 @@ class SchemaCommand(Command):
                                 (SourceKind, "evidence kinds")):
                 t = Table(title=title, title_justify="left", expand=True)
                 t.add_column("value", no_wrap=True, style="bold")
+                if enum is Kind:
+                    t.add_column("level", no_wrap=True)  # what a finding of the kind is about
                 t.add_column("meaning", ratio=1)
                 for m in enum:
-                    t.add_row(m.value, m.doc)  # type: ignore[attr-defined]
+                    t.add_row(m.value, *((m.level.value,) if isinstance(m, Kind) else ()), m.doc)
                 self.out.print(t)
             return EXIT_OK
         self.out.file.write(text + "\n")

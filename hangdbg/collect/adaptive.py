@@ -27,14 +27,14 @@ from typing import Callable
 
 from ..stacks.analysis import analyze
 from .needs import needs
-from ..errors import is_gone
 from ..model import Analysis, Frame, RankDump, RankProcess, Thread
+from ..enums import DumpState, ThreadStatus
 from ..stacks.op_record import CurrentOp
 from .op_records import read_op_records
 from ..tools.pyspy import PySpyResult, run_pyspy
 from ..tools.pystack import PystackResult, run_pystack_remote
 from ..tools.store import lookup_keys
-from .local import RAW, CollectOptions, header_line, threads_of
+from .local import RAW, CollectOptions, raw_text, threads_of
 
 __all__ = ["adapt", "AdaptResult", "RawSink"]
 
@@ -97,12 +97,12 @@ def adapt(ranks: list[RankProcess], dumps: list[RankDump], opts: CollectOptions,
                 current[r] = _add_sample(current[r], by_rank[r], res, step, on_raw, popts.timeout)
 
     # 1. retry what py-spy could not read, then pystack
-    failed = [d.rank for d in dumps if not d.threads and d.error and not is_gone(d.error) and d.rank in by_rank]
+    failed = [d.rank for d in dumps if not d.threads and d.state == DumpState.UNREADABLE and d.rank in by_rank]
     if failed:
         log(f"adaptive: retrying py-spy on {len(failed)} unreadable rank(s)")
         time.sleep(0.5)
         run(failed, False, False, "retried")
-        still = [r for r in failed if not current[r].threads and not is_gone(current[r].error)]
+        still = [r for r in failed if not current[r].threads and current[r].state != DumpState.GONE]
         for r in still:
             log(f"adaptive: pystack remote on rank {r}")
             current[r] = _from_pystack(current[r], by_rank[r], run_pystack_remote(by_rank[r].pid, opts.pyspy.timeout), on_raw)
@@ -156,17 +156,15 @@ def _add_sample(d: RankDump, p: RankProcess, res: PySpyResult, step: str, on_raw
     """``d`` with one more sample from ``res`` (its raw text kept first); a failed run keeps ``d``
     (a rank found gone is marked so)."""
     k = len(d.samples) + 1 if d.samples else 1
-    body = res.text if res.text.endswith("\n") or not res.text else res.text + "\n"
-    if res.error:
-        body = f"Error: {res.error}\n{body}"
-    on_raw(p, f"rank-{p.rank:04d}.sample-{k}.txt", f"{header_line(p, k)} steps={step}\n{body}")
-    threads, error, python = threads_of(res, timeout)
+    on_raw(p, f"rank-{p.rank:04d}.sample-{k}.txt", raw_text(p, k, res, step))
+    threads, state, error, python = threads_of(res, timeout)
     steps = tuple(dict.fromkeys((*d.steps, *step.split(","))))
     if error:
-        if is_gone(error):
-            return replace(d, error=error, steps=steps)
-        return d if d.threads else replace(d, error=error, steps=steps)
-    return replace(d, threads=threads, samples=(*d.samples, threads), error=None, python=python or d.python, steps=steps)
+        if state == DumpState.GONE:
+            return replace(d, error=error, state=state, steps=steps)
+        return d if d.threads else replace(d, error=error, state=state, steps=steps)
+    return replace(d, threads=threads, samples=(*d.samples, threads), error=None, state=DumpState.OK,
+                   python=python or d.python, steps=steps)
 
 
 def _from_pystack(d: RankDump, p: RankProcess, res: PystackResult, on_raw: RawSink) -> RankDump:
@@ -174,12 +172,14 @@ def _from_pystack(d: RankDump, p: RankProcess, res: PystackResult, on_raw: RawSi
     on_raw(p, f"rank-{p.rank:04d}.pystack.json", json.dumps({"threads": res.threads, "error": res.error}))
     if res.error or not res.threads:
         why = res.error or "pystack found no thread"
-        return replace(d, error=f"{d.error}; then {why}" if d.error else why, steps=(*d.steps, "pystack"))
+        return replace(d, error=f"{d.error}; then {why}" if d.error else why, state=DumpState.UNREADABLE,
+                       steps=(*d.steps, "pystack"))
     threads = []
     for t in res.threads:
         frames = tuple(Frame(f.get("function") or "?", f.get("file") or "?", f.get("line")) for f in reversed(t["frames"]))
         name = "MainThread" if t.get("tid") == p.pid else None
-        threads.append(Thread(int(t.get("tid") or 0), name, "active" if t.get("gil") else "idle", frames))
+        threads.append(Thread(int(t.get("tid") or 0), name, ThreadStatus.ACTIVE if t.get("gil") else ThreadStatus.IDLE, frames))
     threads.sort(key=lambda t: t.name != "MainThread")
     got = tuple(threads)
-    return replace(d, threads=got, samples=(*d.samples, got), error=None, python=res.python, steps=(*d.steps, "pystack"))
+    return replace(d, threads=got, samples=(*d.samples, got), error=None, state=DumpState.OK, python=res.python,
+                   steps=(*d.steps, "pystack"))

@@ -14,9 +14,10 @@ from dataclasses import asdict, replace
 from typing import Any, Callable
 
 from .._version import __version__
-from ..errors import HangdbgError, UsageError
+from ..errors import HangdbgError, NoRanksFound, RanksUnreadable, UsageError
 from ..launch_env import host_from_environ
 from ..model import SCHEMA_VERSION
+from ..enums import NodeStatus
 from .adaptive import adapt
 from .local import CollectOptions, collect, raw_name, raw_text
 from .procs import EnvFilter, RankProcess, find_ranks, slurm_job_filter
@@ -52,8 +53,9 @@ def run_agent(
     node_name: str | None = None,
     match_env: list[str] | None = None,
     adaptive: bool = True,
-) -> str:
-    """Collect this node's ranks and ``send`` every message; returns the node status.
+) -> NodeStatus:
+    """Collect this node's ranks and ``send`` every message; returns the node status (``ok``,
+    ``no-ranks``: no rank found, ``error``: another failure, such as ranks not readable).
 
     Args:
         opts: collection options (``opts.out`` may name a shared directory to write to as well).
@@ -81,8 +83,9 @@ def run_agent(
     try:
         ranks = [replace(r, host=host) for r in find_ranks(pids, keep)]
     except HangdbgError as exc:
-        status = "no-ranks" if "no training process" in str(exc) else "error"
-        send({"type": "done", "host": host, "status": status, "error": str(exc), "processes": [],
+        found_none = isinstance(exc, NoRanksFound) and not isinstance(exc, RanksUnreadable)
+        status = NodeStatus.NO_RANKS if found_none else NodeStatus.ERROR
+        send({"type": "done", "host": host, "status": status.value, "error": str(exc), "processes": [],
               "seconds": time.monotonic() - start})
         return status
 
@@ -100,6 +103,6 @@ def run_agent(
 
         result = adapt(ranks, dumps, opts, lambda m: send({"type": "log", "text": m}), on_raw)
         store, ops = result.store_keys, {str(r): asdict(op) for r, op in result.ops.items()}
-    send({"type": "done", "host": host, "status": "ok", "error": None, "store": store, "ops": ops,
+    send({"type": "done", "host": host, "status": NodeStatus.OK.value, "error": None, "store": store, "ops": ops,
           "processes": [asdict(r) for r in ranks], "seconds": time.monotonic() - start})
-    return "ok"
+    return NodeStatus.OK

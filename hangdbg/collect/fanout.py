@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Callable
 
 from ..model import RankDump
+from ..enums import NodeStatus
 from ..stacks.op_record import CurrentOp
 from ..stacks.saved import load_dump_texts
 from ..rankset import rank_number
@@ -36,14 +37,15 @@ _SAFE = re.compile(r"[^A-Za-z0-9._-]")
 class NodeResult:
     """What became of one node.
 
-    ``status``: ``ok`` (ranks dumped, or files sent), ``no-ranks`` (agent ran, found none),
-    ``nothing`` (``collect``: none of the files asked for is on the node), ``error`` (the agent or
-    the transport failed), ``unreachable``, ``no-hangdbg``, ``timeout``, or ``no-answer`` (nothing
-    came back and the transport said nothing either). ``seconds``: until the node's result came.
+    ``status``: :class:`~hangdbg.enums.NodeStatus`: ``ok`` (ranks dumped, or files sent),
+    ``no-ranks`` (agent ran, found none), ``nothing`` (``collect``: none of the files asked for is
+    on the node), ``error`` (the agent or the transport failed), ``unreachable``, ``no-hangdbg``,
+    ``timeout``, or ``no-answer`` (nothing came back and the transport said nothing either);
+    ``status.failed``: the node could not be read. ``seconds``: until the node's result came.
     """
 
     host: str
-    status: str
+    status: NodeStatus
     reason: str | None = None
     ranks: tuple[int, ...] = ()
     seconds: float | None = None
@@ -181,7 +183,9 @@ def fan_out(
                     procs = msg.get("processes")
                     ranks = tuple(sorted(r for r in (rank_number(p.get("rank")) for p in (procs if isinstance(procs, list) else ())
                                                      if isinstance(p, dict)) if r is not None))
-                    status = msg.get("status") if msg.get("status") in ("ok", "no-ranks", "error", "nothing") else "error"
+                    status = NodeStatus.read(msg.get("status"), NodeStatus.ERROR)
+                    if status not in _AGENT_STATUSES:  # a garbled or unknown status: the agent failed
+                        status = NodeStatus.ERROR
                     reason = msg.get("error") or "; ".join(problems.get(host, [])) or None
                     took = msg.get("seconds")
                     took = float(took) if isinstance(took, (int, float)) else time.monotonic() - start
@@ -197,9 +201,10 @@ def fan_out(
         for host in [*hosts, *failures]:
             if host in done:
                 continue
-            status, reason = failures.get(host, ("no-answer", "the agent sent no result"))
-            if host in seen and status == "no-answer":
-                status, reason = "error", "the agent stopped before it finished (its node or job step died?)"
+            said, reason = failures.get(host, (NodeStatus.NO_ANSWER, "the agent sent no result"))
+            status = NodeStatus.read(said, NodeStatus.ERROR)  # what the transport said (a fake runner's text too)
+            if host in seen and status is NodeStatus.NO_ANSWER:
+                status, reason = NodeStatus.ERROR, "the agent stopped before it finished (its node or job step died?)"
             finish(NodeResult(host, status, reason, (), elapsed))
     # this run's dumps as they arrived, not what is on disk: a file not saved (disk full) is still
     # analysed, and a file an earlier run left in OUT/raw is never read as current
@@ -209,6 +214,10 @@ def fan_out(
     if decoder.foreign:
         LOG.warning("%d frame line(s) of hosts not asked for were ignored", decoder.foreign)
     return FanoutResult(dumps, nodes, decoder.garbled + decoder.foreign, store, ops)
+
+
+_AGENT_STATUSES = frozenset({NodeStatus.OK, NodeStatus.NO_RANKS, NodeStatus.ERROR, NodeStatus.NOTHING})
+"""The statuses a node's agent (``done`` message) reports; the others are the transport's."""
 
 
 def _ops(raw: dict) -> dict[int, CurrentOp]:

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, NamedTuple
 
 from ..evidence.own_output import GDB_TEXT_SUFFIX
+from ..enums import NodeStatus
 from ..outdir import OutDir
 from ..text.lines import open_input
 from ..tools.subproc import run
@@ -227,10 +228,10 @@ def gather(opts: GatherOptions, host: str, send: Send, read_core: ReadCore | Non
         else:
             s.text(_unique(f"dmesg/kernel-{host}.log", used), text, source)
     asked = bool(opts)
-    status = "ok" if s.files else ("nothing" if not s.problems else "error")
+    status = NodeStatus.OK if s.files else (NodeStatus.NOTHING if not s.problems else NodeStatus.ERROR)
     if not asked:
-        status = "nothing"
-    return {"type": "done", "host": host, "status": status, "files": s.files, "problems": s.problems}
+        status = NodeStatus.NOTHING
+    return {"type": "done", "host": host, "status": status.value, "files": s.files, "problems": s.problems}
 
 
 def _send_nccl(s: _Sender, logs: list[str], used: set[str]) -> None:

@@ -1,8 +1,9 @@
 """Collect the stacks of this node's ranks: py-spy on every rank in parallel, raw text to disk.
 
 Each raw dump is written to ``OUT/raw/rank-NNNN[.sample-K].txt`` the moment it arrives, with a
-``# hangdbg rank=... pid=... host=...`` header line, so an interrupted run keeps everything it
-took and ``hangdbg analyze OUT`` can redo the analysis later.
+``# hangdbg rank=... pid=... host=... state=...`` header line, so an interrupted run keeps
+everything it took and ``hangdbg analyze OUT`` can redo the analysis later (``state``: the
+:class:`~hangdbg.enums.DumpState` py-spy's run found, ``gone`` for a process that exited).
 """
 
 from __future__ import annotations
@@ -14,8 +15,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Callable
 
-from ..errors import is_gone
 from ..model import RankDump, Thread
+from ..enums import DumpState
 from ..outdir import OutDir
 from ..stacks.pyspy_text import parse_pyspy_dump
 from .procs import RankProcess
@@ -49,8 +50,9 @@ def raw_name(rank: int, sample: int, samples: int) -> str:
     return f"rank-{rank:04d}.txt" if samples == 1 else f"rank-{rank:04d}.sample-{sample}.txt"
 
 
-def header_line(p: RankProcess, sample: int) -> str:
-    """The ``# hangdbg key=value ...`` line that starts every raw file (values without spaces)."""
+def header_line(p: RankProcess, sample: int, state: DumpState | None = None) -> str:
+    """The ``# hangdbg key=value ...`` line that starts every raw file (values without spaces);
+    ``state``: how the py-spy run of this file went (left out when None)."""
     fields = {
         "rank": p.rank,
         "pid": p.pid,
@@ -60,17 +62,19 @@ def header_line(p: RankProcess, sample: int) -> str:
         "local_world_size": p.local_world_size,
         "rank_source": p.rank_source.replace(" ", "_"),
         "sample": sample,
+        "state": state.value if state is not None else None,
         "time": datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
     }
     return "# hangdbg " + " ".join(f"{k}={v}" for k, v in fields.items() if v is not None and v != "")
 
 
-def raw_text(p: RankProcess, sample: int, res: PySpyResult) -> str:
-    """What is kept of one py-spy run: the header line, hangdbg's diagnosis, py-spy's output."""
+def raw_text(p: RankProcess, sample: int, res: PySpyResult, steps: str = "") -> str:
+    """What is kept of one py-spy run: the header line (with the run's state, and the adaptive
+    ``steps`` that took it when given), hangdbg's diagnosis, py-spy's output."""
     body = res.text if res.text.endswith("\n") or not res.text else res.text + "\n"
     if res.error:
         body = f"Error: {res.error}\n{body}"
-    return header_line(p, sample) + "\n" + body
+    return header_line(p, sample, res.state) + (f" steps={steps}" if steps else "") + "\n" + body
 
 
 RAW = Path("raw")
@@ -83,9 +87,11 @@ PARSE_FLOOR = 2.0
 """Seconds the parse of one py-spy output may always take, even when py-spy used the budget."""
 
 
-def threads_of(res: PySpyResult, timeout: float | None = None) -> tuple[tuple[Thread, ...], str | None, str | None]:
-    """``(threads, error, python version)`` of the process ``res.pid`` in one py-spy run (the
-    first process when the text names none); a text naming only other pids is an error.
+def threads_of(res: PySpyResult, timeout: float | None = None
+               ) -> tuple[tuple[Thread, ...], DumpState, str | None, str | None]:
+    """``(threads, state, error, python version)`` of the process ``res.pid`` in one py-spy run
+    (the first process when the text names none); a text naming only other pids is an error
+    (``unreadable``), a failed run keeps its state (``gone`` or ``unreadable``).
 
     Args:
         res: the run.
@@ -93,16 +99,17 @@ def threads_of(res: PySpyResult, timeout: float | None = None) -> tuple[tuple[Th
             left of it (at least ``PARSE_FLOOR``) is spent; ``None``: no limit.
     """
     if res.error:
-        return (), res.error, None
+        return (), res.state, res.error, None
     deadline = None if timeout is None else time.monotonic() + max(PARSE_FLOOR, timeout - res.seconds)
     procs, _garbled = parse_pyspy_dump(res.text, deadline)
     if not procs:
-        return (), "py-spy printed no stack", None
+        return (), DumpState.UNREADABLE, "py-spy printed no stack", None
     first = next((p for p in procs if p.pid == res.pid), procs[0])
     if first.pid is not None and first.pid != res.pid:
         # a wrapper or a confused py-spy answering for another process: its stack is not this rank's
-        return (), f"py-spy printed the stacks of pid {first.pid}, not of pid {res.pid}", None
-    return first.threads, first.error, first.python
+        return (), DumpState.UNREADABLE, f"py-spy printed the stacks of pid {first.pid}, not of pid {res.pid}", None
+    state = DumpState.OK if first.error is None else DumpState.UNREADABLE
+    return first.threads, state, first.error, first.python
 
 
 def collect(
@@ -117,10 +124,11 @@ def collect(
         opts: collection options.
         on_result: called in the calling thread after each py-spy run (progress bars).
 
-    A rank whose dump failed keeps its process facts and gets ``error``; the others are kept.
+    A rank whose dump failed keeps its process facts and gets ``error`` and ``state``; the others
+    are kept. A rank found gone after a sample was taken is ``gone`` with its samples.
     """
     samples: dict[int, list[tuple[Thread, ...]]] = {p.pid: [] for p in ranks}
-    errors: dict[int, str | None] = {p.pid: None for p in ranks}
+    errors: dict[int, tuple[DumpState, str] | None] = {p.pid: None for p in ranks}
     pythons: dict[int, str | None] = {p.pid: None for p in ranks}
     gone: dict[int, str] = {}
     workers = max(1, min(opts.jobs, len(ranks)))
@@ -134,10 +142,10 @@ def collect(
                 res = fut.result()
                 if opts.out is not None:
                     opts.out.save_text(RAW / raw_name(p.rank, k, opts.samples), raw_text(p, k, res))
-                threads, error, python = threads_of(res, opts.pyspy.timeout)
+                threads, state, error, python = threads_of(res, opts.pyspy.timeout)
                 if error:
-                    errors[p.pid] = error
-                    if samples[p.pid] and is_gone(error):
+                    errors[p.pid] = state, error
+                    if samples[p.pid] and state == DumpState.GONE:
                         gone[p.pid] = error  # exited between samples: a dead rank, not a stale stack
                 else:
                     samples[p.pid].append(threads)
@@ -155,6 +163,12 @@ def collect(
     dumps = []
     for p in ranks:
         got = tuple(samples[p.pid])
+        failed = errors[p.pid]
+        if p.pid in gone:  # found gone after a sample: its samples are kept, the rank is dead
+            failed = DumpState.GONE, gone[p.pid]
+        elif got:
+            failed = None
+        state, error = failed if failed is not None else (DumpState.OK, None)
         dumps.append(
             RankDump(
                 rank=p.rank,
@@ -165,10 +179,11 @@ def collect(
                 local_world_size=p.local_world_size,
                 threads=got[-1] if got else (),
                 samples=got,
-                error=gone.get(p.pid) or (errors[p.pid] if not got else None),
+                error=error,
                 rank_source=p.rank_source,
                 cmdline=p.cmdline,
                 python=pythons[p.pid],
+                state=state,
             )
         )
     return sorted(dumps, key=lambda d: d.rank)

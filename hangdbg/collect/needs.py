@@ -81,10 +81,10 @@ def _one_per_class(a: Analysis, ranks: set[int]) -> set[int]:
     share their Python stack, so they are most likely in the same C/C++ call; the analysis extends
     the native frames of the sampled ranks to the class only when they all agree."""
     out = set()
-    for g in a.groups:
+    for g in a.classes:
         hit = [r for r in g.ranks if r in ranks]
         if len(hit) > 2 * CLASS_SAMPLE:
             step = (len(hit) - 1) / (CLASS_SAMPLE - 1)
             hit = [hit[round(i * step)] for i in range(CLASS_SAMPLE)]
         out.update(hit)
-    return out | (ranks - {r for g in a.groups for r in g.ranks})
+    return out | (ranks - {r for g in a.classes for r in g.ranks})

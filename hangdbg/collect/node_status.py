@@ -10,17 +10,16 @@ from __future__ import annotations
 from typing import Sequence
 
 from ..model import Evidence, Finding, Kind, Severity, SourceKind
+from ..enums import NodeStatus
 
-__all__ = ["FAILED_STATUSES", "node_findings"]
-
-FAILED_STATUSES = frozenset({"error", "unreachable", "no-hangdbg", "timeout", "no-answer"})
-"""Node statuses that mean the node could not be read."""
+__all__ = ["node_findings"]
 
 
-def node_findings(nodes: Sequence[tuple[str, str, str | None]]) -> list[Finding]:
-    """One ``node-failed`` warning per node ``(host, status, reason)`` that could not be read."""
+def node_findings(nodes: Sequence[tuple[str, NodeStatus, str | None]]) -> list[Finding]:
+    """One ``node-failed`` warning per node ``(host, status, reason)`` that could not be read
+    (``status.failed``)."""
     return [Finding(Kind.NODE_FAILED, f"node {host} could not be read: {status}" + (f": {reason}" if reason else ""),
                     hosts=(host,), severity=Severity.WARNING, source=SourceKind.NODES,
                     evidence=(Evidence(f"nodes/{host}.json", None, reason or status),),
                     action="check the node (is it up, is hangdbg installed there, can this host ssh/srun to it?)")
-            for host, status, reason in nodes if status in FAILED_STATUSES]
+            for host, status, reason in nodes if status.failed]

@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections import defaultdict
 
 from ..model import Analysis, Finding, Kind, RankState, Severity, SourceReport
+from ..enums import PlaceKind
 from ..rankset import ranks_text
 
 __all__ = ["cross_check"]
@@ -56,7 +57,7 @@ def cross_check(fr: SourceReport, stacks: Analysis) -> tuple[Finding, ...]:
             continue
         rows = pending.get(rank, [])
         fr_text = ", ".join(f"{r.last_collective} seq {r.seq} in pg {r.group} ({r.state.split(';')[0]})" for r in rows)
-        if place.kind == "collective":
+        if place.kind == PlaceKind.COLLECTIVE:
             if any(_norm(r.last_collective) == _norm(place.collective) for r in rows):
                 agree.append(rank)
                 agree_what.add(place.collective or "?")
@@ -67,7 +68,7 @@ def cross_check(fr: SourceReport, stacks: Analysis) -> tuple[Finding, ...]:
                 out.append(Finding(Kind.FR_CONTRADICTS, f"rank {rank}: the stack is {place.describe()} but the flight "
                                    "recorder has every recorded collective completed (the call did not reach the "
                                    "process group, or the dump is older than the stack)", ranks=(rank,), severity=Severity.WARNING))
-        elif place.kind == "outside" and rows:
+        elif place.kind == PlaceKind.OUTSIDE and rows:
             out.append(Finding(Kind.FR_CONTRADICTS, f"rank {rank}: the flight recorder has {fr_text} pending but the "
                                f"stack is outside any collective ({place.describe()}): an async op not waited for, "
                                "or the rank went on without it", ranks=(rank,), severity=Severity.WARNING))

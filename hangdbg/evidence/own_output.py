@@ -3,16 +3,19 @@
 from __future__ import annotations
 
 import os
+import re
 
-from ..model import SCHEMA_VERSION
-
-__all__ = ["OWN_OUTPUT", "GDB_TEXT_SUFFIX", "is_own_output"]
+__all__ = ["OWN_OUTPUT", "SCHEMA_FILE", "GDB_TEXT_SUFFIX", "is_own_output"]
 
 OWN_OUTPUT = ("hangdbg.json", "report.json", "report.html", "traces.json", "processes.json", "collect.json", "nccl.json",
               "logs.json", "fr.json", "gpu.json", "split.json", "check.json", "watch.json",
-              f"hangdbg-schema-v{SCHEMA_VERSION}.json", ".hangdbg-run.json")  # hangdbg.outdir.RUN_MARKER
+              ".hangdbg-run.json")  # hangdbg.outdir.RUN_MARKER
 """The files hangdbg writes under ``-o DIR``: not evidence (their inputs are read instead), except
 the documents of ``hangdbg core`` (``hangdbg.json`` of ``core -o``), which stand for their cores."""
+
+SCHEMA_FILE = re.compile(r"hangdbg-schema-v\d+\.json")
+"""The file ``hangdbg schema -o DIR`` writes, ``hangdbg-schema-v4.json`` (one per schema_version:
+the files of earlier versions are skipped too)."""
 
 GDB_TEXT_SUFFIX = ".hangdbg.gdb.txt"
 """The name ending of gdb's backtrace text that ``core -o`` and ``collect`` keep beside a core
@@ -20,8 +23,9 @@ document: the document is read, not this text (it would read as a second, rankle
 
 
 def is_own_output(path: str) -> bool:
-    """True for a file hangdbg itself wrote under ``-o DIR`` (see :data:`OWN_OUTPUT`), a node
-    status of the fan-out (``nodes/HOST.json``) or a kept gdb text (:data:`GDB_TEXT_SUFFIX`)."""
+    """True for a file hangdbg itself wrote under ``-o DIR`` (see :data:`OWN_OUTPUT`), a schema of
+    ``hangdbg schema -o`` (:data:`SCHEMA_FILE`, any version), a node status of the fan-out
+    (``nodes/HOST.json``) or a kept gdb text (:data:`GDB_TEXT_SUFFIX`)."""
     name = os.path.basename(path)
-    return (name in OWN_OUTPUT or name.endswith(GDB_TEXT_SUFFIX)
+    return (name in OWN_OUTPUT or name.endswith(GDB_TEXT_SUFFIX) or SCHEMA_FILE.fullmatch(name) is not None
             or (name.endswith(".json") and os.path.basename(os.path.dirname(path)) == "nodes"))

@@ -22,7 +22,7 @@ from ..outdir import NotSaved, not_saved_finding, not_saved_note
 from ..model import (SCHEMA_VERSION, Analysis, Kind, Severity, Finding, Frame, Place, RankProcess, SourceReport, TreeNode, Verdict,
     by_severity)
 from ..evidence.core.reader import CoreReading, core_fact
-from .document import (CollectDocument, CoreDocument, CoreEntry, CoreWritten, FrDocument, GpuDocument, GroupEntry,
+from .document import (CollectDocument, CoreDocument, CoreEntry, CoreWritten, FrDocument, GpuDocument, ClassEntry,
     LogsDocument, NcclDocument, NodeDocument, NodeEntry, PlaceEntry, ProcessList, RankEntry, ReportDocument,
     SourceSection, SplitDocument, SplitRow, StacksDocument, StacksSection, ThreadEntry, TracesDocument, TreeEntry,
     StallEntry, WatchDocument)
@@ -47,8 +47,7 @@ def header(command: str, findings: Sequence[Finding], headline: str) -> dict[str
 def _place(p: Place | None) -> PlaceEntry | None:
     if p is None:
         return None
-    kind = p.kind if p.kind in ("collective", "init", "outside") else "unknown"
-    return PlaceEntry(kind, p.collective, p.call_site, p.thread, p.describe())  # type: ignore[arg-type]
+    return PlaceEntry(p.kind, p.collective, p.call_site, p.thread, p.describe())
 
 
 def _tree(root: TreeNode) -> tuple[TreeEntry, ...]:
@@ -106,9 +105,9 @@ def stacks_section(a: Analysis) -> StacksSection:
                             waits.get(d.rank), edges_of.get(d.rank, ()),
                             tuple(ThreadEntry(t.thread_id, t.name, t.status, table.index(t.frames)) for t in d.threads))
                   for d in a.ranks)
-    groups = tuple(GroupEntry(g.ranks, len(g.ranks), g.thread, _place(g.place), g.frames)  # type: ignore[arg-type]
-                   for g in a.groups)
-    return StacksSection(a.headline, a.missing_ranks, a.progressing, a.unreadable, groups, ranks, _tree(a.tree), a.edges,
+    classes = tuple(ClassEntry(c.ranks, len(c.ranks), c.thread, _place(c.place), c.frames)  # type: ignore[arg-type]
+                    for c in a.classes)
+    return StacksSection(a.headline, a.missing_ranks, a.progressing, a.unreadable, classes, ranks, _tree(a.tree), a.edges,
                          tuple(table.stacks))
 
 

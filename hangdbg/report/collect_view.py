@@ -6,7 +6,6 @@ from __future__ import annotations
 from rich.console import Group, RenderableType
 from rich.table import Table
 
-from ..collect.node_status import FAILED_STATUSES
 from ..collect.result import CollectResult
 from .safetext import escape
 
@@ -21,7 +20,7 @@ def render_collect(result: CollectResult) -> RenderableType:
     t.add_column("files", justify="right")
     t.add_column("notes", ratio=1)
     for n in result.nodes:
-        style = "red" if n.status in FAILED_STATUSES else ""
+        style = "red" if n.status.failed else ""
         t.add_row(escape(n.host), n.status, str(len(n.files)), escape(n.reason or ""), style=style)
     out = escape(result.out_dir)
     return Group(t, f"evidence in {out}: run [bold]hangdbg report {out}[/bold]")

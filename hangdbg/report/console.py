@@ -45,7 +45,7 @@ def _world(a: Analysis) -> int | None:
     return max((d.world_size for d in a.ranks if d.world_size), default=None) or (len(a.ranks) or None)
 
 
-def _groups(a: Analysis) -> Table:
+def _classes(a: Analysis) -> Table:
     t = Table(title="Equivalence classes (ranks with the same stack)", title_justify="left", expand=True)
     t.add_column("#", justify="right")
     t.add_column("ranks", ratio=1, overflow="fold")
@@ -54,7 +54,7 @@ def _groups(a: Analysis) -> Table:
     t.add_column("stack (innermost first)", ratio=2, overflow="fold")
     world = _world(a)
     suspects = {r for s in a.suspects for r in s.ranks}
-    shown = [(i, g) for i, g in enumerate(a.groups, 1) if i <= _CLASSES_SHOWN or suspects.intersection(g.ranks)]
+    shown = [(i, g) for i, g in enumerate(a.classes, 1) if i <= _CLASSES_SHOWN or suspects.intersection(g.ranks)]
     for i, g in shown:
         style = "red" if suspects.intersection(g.ranks) else ""
         top = [escape(str(f)) for f in g.frames[:_CLASS_FRAMES]]
@@ -63,7 +63,7 @@ def _groups(a: Analysis) -> Table:
         frames = "\n".join(top) or "(no Python frames)"
         thread = f"\n[dim]thread {escape(g.thread)}[/dim]" if g.thread and g.thread != "MainThread" else ""
         t.add_row(str(i), escape(rank_class(g.ranks, world)), str(len(g.ranks)), escape(g.place.describe()) + thread, frames, style=style)
-    rest = [g for i, g in enumerate(a.groups, 1) if (i, g) not in shown]
+    rest = [g for i, g in enumerate(a.classes, 1) if (i, g) not in shown]
     if rest:
         ranks = [r for g in rest for r in g.ranks]
         t.add_row("...", escape(rank_class(ranks, world)), str(len(ranks)),
@@ -135,8 +135,8 @@ def _render(a: Analysis, headline: str, findings: Sequence[Finding], found: bool
     if findings:
         parts.append(findings_table(findings, evidence, title="Findings (suspects first)"))
     parts.extend(_errors(a))
-    if a.groups:
-        parts.append(_groups(a))
+    if a.classes:
+        parts.append(_classes(a))
     if tree and a.tree.children:
         suspects = frozenset(r for f in findings if f.is_suspect for r in f.ranks)
         parts.append(_tree(a.tree, len(a.tree.ranks), _world(a), suspects))

@@ -1,4 +1,4 @@
-"""The JSON contract of hangdbg (``schema_version`` 2): one document type per command.
+"""The JSON contract of hangdbg (``schema_version`` 4): one document type per command.
 
 Every document starts with the same fields (:class:`Document`): ``schema_version``, ``tool``,
 ``version``, ``created``, ``command``, ``found`` (a suspect was named: the command exits 3),
@@ -25,12 +25,13 @@ from ..evidence.stacks.facts import StacksFacts, StackTextFacts
 from ..evidence.torch_log.facts import TorchLogFacts
 from ..evidence.traces.facts import TracesFacts
 from ..model import ClassifiedFile, FileError, Finding, Frame, RankProcess, RankState, SourceKind, Thread
+from ..enums import NodeStatus, PlaceKind, ThreadStatus
 from ..waits import RankWait, WaitEdge
 
 __all__ = [
     "Document", "StacksDocument", "ReportDocument", "NcclDocument", "LogsDocument", "FrDocument", "GpuDocument",
     "TracesDocument", "CoreDocument", "CollectDocument", "SplitDocument", "ProcessList", "DOCUMENTS",
-    "StacksSection", "RankEntry", "GroupEntry", "PlaceEntry", "TreeEntry", "SourceSection", "NodeEntry",
+    "StacksSection", "RankEntry", "ClassEntry", "PlaceEntry", "TreeEntry", "SourceSection", "NodeEntry",
     "CoreEntry", "CoreWritten", "SplitRow", "AnyFacts", "NodeDocument", "WatchDocument", "StallEntry",
     "CheckDocument", "TrialEntry",
 ]
@@ -47,7 +48,7 @@ AnyFacts = Union[NcclFacts, TorchLogFacts, FrFacts, GpuFacts, CoreFacts, CoreJso
 class PlaceEntry:
     """Where a rank's chosen thread is (:class:`hangdbg.model.Place`), with ``text`` for people."""
 
-    kind: Literal["collective", "init", "outside", "unknown"]
+    kind: PlaceKind
     collective: str | None
     call_site: Frame | None
     thread: str | None
@@ -55,7 +56,7 @@ class PlaceEntry:
 
 
 @dataclass(frozen=True, slots=True)
-class GroupEntry:
+class ClassEntry:
     """An equivalence class: ranks whose chosen thread has the same Python stack (innermost first)."""
 
     ranks: tuple[int, ...]
@@ -74,7 +75,7 @@ class ThreadEntry:
 
     thread_id: int
     name: str | None
-    status: str
+    status: ThreadStatus
     stack: int
 
 
@@ -121,7 +122,7 @@ class TreeEntry:
 @dataclass(frozen=True, slots=True)
 class StacksSection:
     """The stack analysis: its headline, the ranks missing, progressing and unreadable, the
-    equivalence classes (largest first), every rank, the merged tree (nodes, root first), the
+    equivalence classes (``classes``, largest first; ``groups`` before schema_version 4), every rank, the merged tree (nodes, root first), the
     edges of the wait-for graph (``waiter`` waits for ``target``), and the distinct stacks of
     the ranks' threads (``stack_table``, innermost first; ``ranks[].threads[].stack`` indexes
     it)."""
@@ -130,7 +131,7 @@ class StacksSection:
     missing_ranks: tuple[int, ...]
     progressing_ranks: tuple[int, ...]
     unreadable_ranks: tuple[int, ...]
-    groups: tuple[GroupEntry, ...]
+    classes: tuple[ClassEntry, ...]
     ranks: tuple[RankEntry, ...]
     tree: tuple[TreeEntry, ...]
     edges: tuple[WaitEdge, ...]
@@ -159,14 +160,15 @@ class SourceSection(Generic[F]):
 class NodeEntry:
     """What became of one node of ``dump --jobid/--hosts`` or ``collect``.
 
-    ``status``: ``ok``, ``no-ranks`` (the agent found none), ``nothing`` (``collect``: no file
-    asked for is there), ``error``, ``unreachable``, ``no-hangdbg``, ``timeout``, ``no-answer``;
+    ``status`` (:class:`~hangdbg.enums.NodeStatus`): ``ok``, ``no-ranks`` (the agent found none),
+    ``nothing`` (``collect``: no file asked for is there), ``error``, ``unreachable``, ``no-hangdbg``,
+    ``timeout``, ``no-answer`` (``failed``: a node of ``check`` whose rank failed, never here);
     ``reason`` says why; ``ranks`` the ranks dumped, ``files`` the files sent (``collect``);
     ``seconds`` how long it took.
     """
 
     host: str
-    status: Literal["ok", "no-ranks", "nothing", "error", "unreachable", "no-hangdbg", "timeout", "no-answer"]
+    status: NodeStatus
     reason: str | None
     ranks: tuple[int, ...]
     files: tuple[str, ...]
@@ -217,7 +219,8 @@ class Document:
     """The fields every command's document starts with.
 
     Attributes:
-        schema_version: 3.
+        schema_version: 4 (:data:`hangdbg.model.SCHEMA_VERSION`; 4 named the equivalence classes
+            ``stacks.classes``, ``groups`` in 2 and 3).
         tool: ``"hangdbg"``.
         version: hangdbg's version.
         created: when (ISO 8601, UTC).
@@ -227,7 +230,7 @@ class Document:
         findings: every finding, the suspects first (most likely cause first).
     """
 
-    schema_version: Literal[3]
+    schema_version: Literal[4]
     tool: Literal["hangdbg"]
     version: str
     created: str

@@ -106,7 +106,7 @@ def speedscope_document(analysis: Analysis, by: ExportBy = "class") -> dict[str,
 
     Args:
         analysis: a stack analysis (:class:`hangdbg.model.Analysis`).
-        by: ``"class"``: one profile per equivalence class (``analysis.groups``, largest first),
+        by: ``"class"``: one profile per equivalence class (``analysis.classes``, largest first),
             named ``ranks {0-6, 8}`` (:func:`hangdbg.rankset.ranks_text`) with the class's place;
             ``"rank"``: one profile per rank whose stack was read, named ``rank N``.
 
@@ -124,7 +124,7 @@ def speedscope_document(analysis: Analysis, by: ExportBy = "class") -> dict[str,
     profiles: list[dict[str, Any]] = []
     if by == "class":
         by_rank = {d.rank: d for d in readable}
-        for g in analysis.groups:
+        for g in analysis.classes:
             label = ranks_text(g.ranks)
             where = g.place.describe()
             name = f"{label}: {where}" if where and where != "stack unknown" else label

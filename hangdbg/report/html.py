@@ -205,8 +205,8 @@ def render_html(v: Verdict, html_path: str | os.PathLike) -> str:
     tmpl = _env().get_template("report.html.j2")
     return tmpl.render(
         v=v, a=a, tree=tree, has_branch=_first_suspect(tree) is not None,
-        groups=[(compress(g.ranks), rank_class(g.ranks, world), g, not suspects.isdisjoint(g.ranks))
-                for g in (a.groups if a is not None else ())],
+        classes=[(compress(g.ranks), rank_class(g.ranks, world), g, not suspects.isdisjoint(g.ranks))
+                 for g in (a.classes if a is not None else ())],
         links=links, rank_set=rank_set, compress=compress, rank_rows=_rank_rows(v, world, suspects), file_rows=_file_rows(v, links),
         hosts_json={h: compress(rs) for h, rs in sorted(hosts.items())},
         others=[f for f in v.findings if f.severity is not Severity.SUSPECT],

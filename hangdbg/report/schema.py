@@ -5,7 +5,8 @@ objects, enums their value, tuples lists; a frozen object met twice in one docum
 shared by thousands of ranks) is converted once. The JSON Schema (draft 2020-12) that ``hangdbg
 schema`` prints is derived from the very same dataclasses by pydantic (imported only for that);
 the tests validate every command's real output against it. The enums (finding kinds, severities,
-evidence kinds) carry their one-line descriptions from :mod:`hangdbg.model` into the schema.
+evidence kinds, place kinds, thread and node statuses) carry their one-line descriptions from
+:mod:`hangdbg.model` and :mod:`hangdbg.enums` into the schema.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from typing import Any, Sequence, Union
 
 from .._version import __version__
 from ..model import SCHEMA_VERSION, Kind, Severity, SourceKind
+from ..enums import NodeStatus, PlaceKind, ThreadStatus
 from ..parallel import cores, fork_map
 from .document import DOCUMENTS
 
@@ -148,7 +150,8 @@ def json_schema() -> dict[str, Any]:
     union: Any = Union[tuple(DOCUMENTS)]
     schema: dict[str, Any] = TypeAdapter(union).json_schema(mode="serialization", ref_template="#/$defs/{model}")
     defs = schema.setdefault("$defs", {})
-    for enum_cls, title in ((Kind, "Kind"), (Severity, "Severity"), (SourceKind, "SourceKind")):
+    for enum_cls in (Kind, Severity, SourceKind, PlaceKind, ThreadStatus, NodeStatus):
+        title = enum_cls.__name__
         if title in defs:
             defs[title] = _describe(enum_cls, title)
     for d in defs.values():

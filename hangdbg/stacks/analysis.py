@@ -16,9 +16,8 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Mapping
 
-from ..errors import is_gone
-from ..model import Analysis, Evidence, Finding, Group, Kind, Place, RankDump, Severity, SourceKind
-from ..rankset import ranks_text
+from ..model import Analysis, EquivalenceClass, Evidence, Finding, Kind, Place, RankDump, Severity, SourceKind
+from ..enums import DumpState, PlaceKind
 from ..waits import RankWait, WaitKind
 from .classes import classify_ranks, group_ranks
 from .headline import stacks_headline
@@ -60,15 +59,14 @@ def analyze(dumps: list[RankDump] | tuple[RankDump, ...], whole_job: bool = Fals
     dumps = sorted(seen.values(), key=lambda d: d.rank)
     views = classify_ranks(dumps)
     by_rank = {v.rank: v for v in views}
-    gone = [d.rank for d in dumps if is_gone(d.error)]
+    gone = [d.rank for d in dumps if d.state == DumpState.GONE]
     unreadable = tuple(d.rank for d in dumps if not d.threads and d.rank not in gone)
     expected, elsewhere = expected_ranks(dumps, whole_job) if live else ({d.rank for d in dumps}, 0)
     missing = sorted((expected - set(seen)) | set(gone))
     progressing = progressing_ranks(dumps, by_rank)
 
-    raw_groups = group_ranks(views)
-    groups = tuple(Group(ranks, frames, place, thread) for frames, place, ranks, thread in raw_groups)
-    tree = build_tree([(g.frames, frozenset(g.ranks)) for g in groups])
+    classes = tuple(EquivalenceClass(ranks, frames, place, thread) for frames, place, ranks, thread in group_ranks(views))
+    tree = build_tree([(c.frames, frozenset(c.ranks)) for c in classes])
 
     waits = _waits(views, seen, missing, store_keys or {}, ops or {})
     views = [_placed(v, waits[v.rank]) for v in views]
@@ -95,11 +93,11 @@ def analyze(dumps: list[RankDump] | tuple[RankDump, ...], whole_job: bool = Fals
     multi_node = len(set(host_of.values())) > 1
     return Analysis(
         ranks=tuple(dumps),
-        groups=groups,
+        classes=classes,
         tree=tree,
         findings=tuple(findings),
         missing_ranks=tuple(missing),
-        headline=stacks_headline(groups, findings, all_progress, unreadable, elsewhere, multi_node),
+        headline=stacks_headline(classes, findings, all_progress, unreadable, elsewhere, multi_node),
         places=places,
         progressing=tuple(sorted(progressing)),
         unreadable=unreadable,
@@ -129,7 +127,7 @@ def _waits(views, seen: dict[int, RankDump], missing: list[int], store_keys: Map
     _extend_native(out, views)
     for r, d in seen.items():
         if r not in out:
-            gone = is_gone(d.error)
+            gone = d.state == DumpState.GONE
             out[r] = RankWait(WaitKind.GONE if gone else WaitKind.UNKNOWN, detail=d.error or "no stack", evidence=())
     for r in missing:
         if r not in out:
@@ -140,10 +138,10 @@ def _waits(views, seen: dict[int, RankDump], missing: list[int], store_keys: Map
 def _placed(v, w: RankWait):
     """The view of a rank whose wait was learned from the native frames of its class: placed in
     that collective or p2p op (so it is grouped with the ranks that have the frames)."""
-    if v.place.kind == "collective" or w.kind not in (WaitKind.COLLECTIVE, WaitKind.P2P) \
+    if v.place.kind == PlaceKind.COLLECTIVE or w.kind not in (WaitKind.COLLECTIVE, WaitKind.P2P) \
             or not any(e.startswith("native of rank") or e == "record" for e in w.evidence):
         return v
-    return replace(v, place=Place("collective", w.op, w.site, v.place.thread))
+    return replace(v, place=Place(PlaceKind.COLLECTIVE, w.op, w.site, v.place.thread))
 
 
 def _extend_native(waits: dict[int, RankWait], views) -> None:
@@ -170,7 +168,7 @@ def _waiter_moved(dumps: list[RankDump], progressing: set[int]) -> bool:
     changed their stack (or loop counters) between samples: their collectives complete, so the
     job is making progress and a rank seen computing is a slow step, not a hang."""
     seen_waiting = [d for d in dumps if len(d.samples) > 1
-                    and any(place_of(s[0]).kind == "collective" for s in d.samples if s)]
+                    and any(place_of(s[0]).kind == PlaceKind.COLLECTIVE for s in d.samples if s)]
     moved = [d for d in seen_waiting if d.rank in progressing]
     return bool(moved) and 2 * len(moved) > len(seen_waiting)
 

@@ -4,18 +4,19 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from ..model import Finding, Group, Kind, suspects_of
+from ..model import EquivalenceClass, Finding, Kind, suspects_of
+from ..enums import PlaceKind
 from ..rankset import rank_set, ranks_text
 
 __all__ = ["stacks_headline"]
 
 
-def stacks_headline(groups: Sequence[Group], findings: Sequence[Finding], all_progress: bool,
+def stacks_headline(classes: Sequence[EquivalenceClass], findings: Sequence[Finding], all_progress: bool,
                     unreadable: Sequence[int], elsewhere: int, multi_node: bool = False) -> str:
     """The sentence of a stack analysis.
 
     Args:
-        groups: the equivalence classes.
+        classes: the equivalence classes.
         findings: the analysis' findings (suspects first).
         all_progress: every rank's stack changed between samples.
         unreadable: ranks whose stack could not be taken.
@@ -46,11 +47,11 @@ def stacks_headline(groups: Sequence[Group], findings: Sequence[Finding], all_pr
     if undecided:
         u = undecided[0]
         return f"undecided: {u.summary}; {u.action}{tail}"
-    if not groups:
+    if not classes:
         return f"no stack could be read{tail}"
-    if len(groups) == 1:
-        g = groups[0]
+    if len(classes) == 1:
+        g = classes[0]
         return f"all {len(g.ranks)} ranks are in the same place ({g.place.describe()}); no single rank stands out{tail}"
-    if {g.place.kind for g in groups} <= {"init"}:
+    if {c.place.kind for c in classes} <= {PlaceKind.INIT}:
         return f"all ranks wait in rendezvous/init; no single rank stands out{tail}"
-    return f"no rank waits in a collective; the ranks are in {len(groups)} places{tail}"
+    return f"no rank waits in a collective; the ranks are in {len(classes)} places{tail}"

@@ -46,6 +46,7 @@ import re
 from dataclasses import dataclass, field, replace
 
 from ..model import Frame
+from ..enums import ThreadStatus
 from ..text.lines import strip_prefix
 
 __all__ = [
@@ -179,18 +180,17 @@ def is_eval_frame(f: Frame) -> bool:
     return f.native and bool(_EVAL.match(f.function))
 
 
-def thread_status(frames: tuple[Frame, ...], current: bool = False, gil: bool = False) -> str:
-    """``"active+gil"``/``"active"``/``"idle"`` from what the innermost native frame does (a wait
-    in a futex, poll, sleep or read is idle, as py-spy judges), ``"unknown"`` without native
-    frames."""
+def thread_status(frames: tuple[Frame, ...], current: bool = False, gil: bool = False) -> ThreadStatus:
+    """``active+gil``/``active``/``idle`` from what the innermost native frame does (a wait in a
+    futex, poll, sleep or read is idle, as py-spy judges), ``unknown`` without native frames."""
     if gil:
-        return "active+gil"
+        return ThreadStatus.ACTIVE_GIL
     if current:
-        return "active"
+        return ThreadStatus.ACTIVE
     if not frames or not frames[0].native:
-        return "unknown"
+        return ThreadStatus.UNKNOWN
     name = frames[0].function
-    return "idle" if any(w in name for w in _WAITS) else "active"
+    return ThreadStatus.IDLE if any(w in name for w in _WAITS) else ThreadStatus.ACTIVE
 
 
 def merge_native_python(native: tuple[Frame, ...], python_groups: list[tuple[Frame, ...]]) -> tuple[Frame, ...]:

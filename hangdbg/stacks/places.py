@@ -30,6 +30,7 @@ import os
 import re
 
 from ..model import Frame, Place, Thread
+from ..enums import PlaceKind
 from .native_causes import SERVICE_FRAMES, is_library_thread
 
 __all__ = ["place_of", "primary_thread", "lock_wait", "DIST_PATHS", "COLLECTIVES", "INIT_FUNCTIONS", "NATIVE_STORE",
@@ -163,30 +164,30 @@ def place_of(thread: Thread) -> Place:
             continue
         name = _bare(f.function)
         if name in INIT_FUNCTIONS:
-            return Place("init", name, _call_site(py, i), thread.name)
+            return Place(PlaceKind.INIT, name, _call_site(py, i), thread.name)
         if found is None and name in COLLECTIVES:
             found = (name, i)
     if found is not None:
-        return Place("collective", found[0], _call_site(py, found[1]), thread.name)
+        return Place(PlaceKind.COLLECTIVE, found[0], _call_site(py, found[1]), thread.name)
     wrapped = _wrapper_collective(py)
     if wrapped is not None:
-        return Place("collective", wrapped[0], wrapped[1], thread.name)
+        return Place(PlaceKind.COLLECTIVE, wrapped[0], wrapped[1], thread.name)
     if not py and is_library_thread(thread):  # NCCL's proxy, CUDA's event thread, a watchdog polling
-        return Place("unknown", thread=thread.name)
+        return Place(PlaceKind.UNKNOWN, thread=thread.name)
     service = next((f for f in thread.frames if f.native and SERVICE_FRAMES.search(f.function)), None)
     if service is not None:  # the c10d watchdog / abort / NCCL proxy thread waits, but in no collective
         if any(f.native and "WorkNCCL::checkTimeout" in f.function for f in thread.frames):
-            return Place("collective", TIMED_OUT, None, thread.name)  # the watchdog timed out this rank's collective
-        return Place("outside", None, service, thread.name)
+            return Place(PlaceKind.COLLECTIVE, TIMED_OUT, None, thread.name)  # the watchdog timed out this rank's collective
+        return Place(PlaceKind.OUTSIDE, None, service, thread.name)
     if any(f.native and _NATIVE_COMM_INIT.search(f.function) for f in thread.frames):
-        return Place("init", "NCCL communicator creation", None, thread.name)
+        return Place(PlaceKind.INIT, "NCCL communicator creation", None, thread.name)
     natives = [f.function for f in thread.frames if f.native]
     if any(_NATIVE_COLLECTIVE.search(n) for n in natives) and not any(NATIVE_STORE.search(n) for n in natives):
         site = next((f for f in py if "torch/" not in f.file), py[0] if py else None)
-        return Place("collective", _native_op(natives), site, thread.name)
+        return Place(PlaceKind.COLLECTIVE, _native_op(natives), site, thread.name)
     if not thread.frames:
-        return Place("unknown", thread=thread.name)
-    return Place("outside", None, py[0] if py else thread.frames[0], thread.name)
+        return Place(PlaceKind.UNKNOWN, thread=thread.name)
+    return Place(PlaceKind.OUTSIDE, None, py[0] if py else thread.frames[0], thread.name)
 
 
 _NATIVE_RECV = re.compile(r"waitRecv|RecvWork")
@@ -228,7 +229,7 @@ def lock_wait(thread: Thread) -> bool:
     Evidence, strongest first: native lock frames (``--native``), a Python ``Lock.acquire`` frame,
     or the top frame's source line (``with self.lock:`` / ``.acquire(``) when the file is readable.
     """
-    if thread.status != "idle" or not thread.frames:
+    if not thread.idle or not thread.frames:
         return False
     if any(f.native and _NATIVE_LOCK.search(f.function) for f in thread.frames[:12]):
         return True
@@ -248,7 +249,7 @@ def primary_thread(threads: tuple[Thread, ...], places: list[Place] | None = Non
     if not threads:
         return -1
     places = places if places is not None else [place_of(t) for t in threads]
-    for kind in ("collective", "init"):
+    for kind in (PlaceKind.COLLECTIVE, PlaceKind.INIT):
         hits = [i for i, p in enumerate(places) if p.kind == kind and any(not f.native for f in threads[i].frames)]
         if hits:
             return next((i for i in hits if threads[i].name == "MainThread"), hits[0])

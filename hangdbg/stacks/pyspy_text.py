@@ -32,7 +32,9 @@ import re
 import time
 from dataclasses import dataclass, field
 
-from ..model import Frame, Thread, is_python_file
+from ..model import Frame, Thread
+from ..enums import ThreadStatus
+from ..frames import is_python_file
 
 __all__ = ["ParsedProcess", "parse_pyspy_dump", "rank_from_filename", "sample_from_filename", "MAX_FRAMES"]
 
@@ -107,7 +109,7 @@ class _Builder:
         self.python: str | None = None
         # frames as read ([fn, file, line, native, locals] lists), or a thread body's frames
         # already built (:func:`_thread_body`)
-        self.threads: list[tuple[int, str | None, str, list[list] | tuple[Frame, ...]]] = []
+        self.threads: list[tuple[int, str | None, ThreadStatus, list[list] | tuple[Frame, ...]]] = []
         self.error: str | None = None
         self.reasons: list[str] = []
 
@@ -371,7 +373,7 @@ def _parse_header(text: str) -> dict[str, str]:
     return {k: v for k, sep, v in pairs if sep and k}
 
 
-def _parse_thread_header(text: str) -> tuple[int, str | None, str] | None:
+def _parse_thread_header(text: str) -> tuple[int, str | None, ThreadStatus] | None:
     """``Thread 1984 (active+gil): "Thread-1 (worker)"`` -> ``(1984, "Thread-1 (worker)", "active+gil")``."""
     m = _THREAD.match(text)
     if m is None:
@@ -494,7 +496,8 @@ def _basename(name: str) -> str:
     return str(name).replace("\\", "/").rsplit("/", 1)[-1]
 
 
-_STATUSES = {"idle": "idle", "active": "active", "active+gil": "active+gil", "gil": "active+gil"}
+_STATUSES = {"idle": ThreadStatus.IDLE, "active": ThreadStatus.ACTIVE, "active+gil": ThreadStatus.ACTIVE_GIL,
+             "gil": ThreadStatus.ACTIVE_GIL}  # py-spy's words (src/stack_trace.rs status_str; `gil`: older py-spy)
 _CAUSE_NUMBER = re.compile(r"^\d+:\s*")
 _SAMPLE = re.compile(r"[._-]?sample[._-]?(\d+)", re.IGNORECASE)
 _RANK = re.compile(r"(?<![a-z])rank[._-]?(\d{1,9})(?!\d)", re.IGNORECASE)

@@ -18,9 +18,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..errors import is_gone
 from ..launchers import is_launcher
 from ..model import Frame, RankDump, Thread
+from ..enums import DumpState
 from ..rankset import rank_number
 from ..parallel import cores, fork_map, gc_paused
 
@@ -81,9 +81,13 @@ def load_dumps(paths: Sequence[str | os.PathLike]) -> tuple[list[RankDump], Load
         (``rank_source="order"``). Blocks of the same rank (the collector's ``sample=K``
         headers, ``rank-0003.sample-2.txt`` names, or for order-numbered blocks the same pid)
         merge into one dump: ``samples`` holds the successful samples by sample number,
-        ``threads`` the last of them, and ``error`` is set only when no sample succeeded.
+        ``threads`` the last of them, and ``error`` is set only when no sample succeeded or the
+        last one found the process gone. ``state`` is what the collector's header line says
+        (``state=gone``); for a file without it (written by an older hangdbg), whether the error
+        is hangdbg's gone message (:func:`hangdbg.errors.gone_message`).
         A rank the ``processes.json`` of a named ``-o OUT`` directory lists but no file holds
-        (an interrupted dump) gets a dump without stacks whose ``error`` is :data:`NOT_DUMPED`.
+        (an interrupted dump) gets a dump without stacks whose ``error`` is :data:`NOT_DUMPED`
+        (``unreadable``).
 
     Raises:
         FileNotFoundError: a named path does not exist. A file that exists but cannot be read
@@ -166,7 +170,7 @@ def _listed_processes(p: Path) -> tuple[list[RankDump], str]:
             local_rank=_json_int(q.get("local_rank")), world_size=_json_int(q.get("world_size")),
             local_world_size=_json_int(q.get("local_world_size")), threads=(), samples=(),
             error=NOT_DUMPED, rank_source=str(q.get("rank_source") or "processes.json"),
-            cmdline=str(q.get("cmdline") or ""),
+            cmdline=str(q.get("cmdline") or ""), state=DumpState.UNREADABLE,
         ))
     return out, ""
 
@@ -360,7 +364,9 @@ def _merged(rank: int, group: list[_Entry]) -> RankDump:
     """The dump of a rank read several times (samples, or blocks of one pid)."""
     group = sorted(group, key=lambda e: (e.sample is None, e.sample or 0, e.order))
     samples: tuple[tuple[Thread, ...], ...] = tuple(e.proc.threads for e in group if e.proc.error is None)
-    errors = [e.proc.error for e in group if e.proc.error is not None]
+    failed = [e.proc for e in group if e.proc.error is not None]
+    # the last failure counts when no sample succeeded, or when the last sample found the process gone
+    final = failed[-1] if failed and (not samples or _state(group[-1].proc) == DumpState.GONE) else None
 
     def last(values):
         found = [v for v in values if v not in (None, "")]
@@ -376,7 +382,8 @@ def _merged(rank: int, group: list[_Entry]) -> RankDump:
         local_world_size=last(_int(h.get("local_world_size")) for h in headers),
         threads=samples[-1] if samples else (),
         samples=samples,
-        error=(errors[-1] if errors else None) if not samples or _gone(group[-1]) else None,
+        error=final.error if final is not None else None,
+        state=_state(final) if final is not None else DumpState.OK,
         rank_source=group[-1].rank_source,
         cmdline=last(e.proc.cmdline for e in group) or "",
         python=last(e.proc.python for e in group),
@@ -397,7 +404,7 @@ def _one(rank: int, e: _Entry) -> RankDump:
         local_world_size=_int(h.get("local_world_size")) if "local_world_size" in h else None,
         threads=proc.threads if ok else (), samples=(proc.threads,) if ok else (),
         error=None if ok else proc.error, rank_source=e.rank_source, cmdline=proc.cmdline, python=proc.python or None,
-        steps=tuple(dict.fromkeys(s for s in (h.get("steps") or "").split(",") if s)),
+        steps=tuple(dict.fromkeys(s for s in (h.get("steps") or "").split(",") if s)), state=_state(proc),
     )
 
 
@@ -411,6 +418,19 @@ def _local_rank_arg(cmdline: str) -> int | None:
 _LOCAL_RANK_ARG = re.compile(r"(?:^|\s)--local[_-]rank(?:=|\s+)(\d{1,6})(?!\S)")
 
 
-def _gone(e: _Entry) -> bool:
-    """The entry is a failed sample that found the process gone (it exited between samples)."""
-    return is_gone(e.proc.error)
+_GONE_MESSAGE = re.compile(r"process \d+ is gone\b")
+""":func:`hangdbg.errors.gone_message`, at the start of an error or after a prefix such as a
+retry's ``...; then ...``: how a raw file of a hangdbg without the header's ``state`` said so."""
+
+
+def _state(proc: ParsedProcess) -> DumpState:
+    """How the py-spy run of one block went: ``ok`` without an error; else the ``state`` of its
+    ``# hangdbg`` header (``gone``; any other value: ``unreadable``); a block without one (a raw
+    file of an older hangdbg, a plain py-spy text) is ``gone`` when its error is hangdbg's gone
+    message, the one place where a state is read from an error's text."""
+    if proc.error is None:
+        return DumpState.OK
+    said = proc.header.get("state")
+    if said is not None:
+        return DumpState.GONE if said == DumpState.GONE else DumpState.UNREADABLE
+    return DumpState.GONE if _GONE_MESSAGE.search(proc.error) else DumpState.UNREADABLE

@@ -31,6 +31,7 @@ from __future__ import annotations
 from typing import Mapping
 
 from ..model import Finding, Frame, Kind, RankDump, Severity, Thread
+from ..enums import PlaceKind
 from ..waits import WaitKind
 from .cycles import resolve_cycles
 from .waitfor import WaitGraph
@@ -177,7 +178,7 @@ def find_suspects(
 
     if missing:
         gone = set(missing)
-        waiting = [kept for b in buckets if b[0].place.kind != "outside" and (kept := [v for v in b if v.rank not in gone])]
+        waiting = [kept for b in buckets if b[0].place.kind != PlaceKind.OUTSIDE and (kept := [v for v in b if v.rank not in gone])]
         where = _where(waiting) if waiting else "the others are elsewhere"
         died = sorted(gone & exited)
         if died:
@@ -338,7 +339,7 @@ def _resolve(graph: WaitGraph, buckets: list[list[RankView]], name) -> None:
 
     resolve_cycles(graph, counted)
     if not hits:
-        in_coll = [b for b in buckets if b[0].place.kind == "collective"
+        in_coll = [b for b in buckets if b[0].place.kind == PlaceKind.COLLECTIVE
                    and graph.waits[b[0].rank].kind is WaitKind.COLLECTIVE]
         collective_splits(in_coll, name)
 

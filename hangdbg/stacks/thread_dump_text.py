@@ -29,6 +29,7 @@ from __future__ import annotations
 import re
 
 from ..model import Frame, Thread
+from ..enums import ThreadStatus
 from .pyspy_text import ParsedProcess
 
 __all__ = ["parse_thread_dump", "HEADER"]
@@ -90,6 +91,6 @@ def parse_thread_dump(text: str, headerless: bool = False) -> tuple[list[ParsedP
     named_main = any(name == "MainThread" for _, name, _, _ in stacks)
     mains = [] if named_main else [i for i, (_, name, frames, anonymous) in enumerate(stacks)
                                    if anonymous and name is None and frames and frames[-1].function == "<module>"]
-    built = tuple(Thread(tid, "MainThread" if mains == [i] else name, "idle", frames)
+    built = tuple(Thread(tid, "MainThread" if mains == [i] else name, ThreadStatus.IDLE, frames)
                   for i, (tid, name, frames, _) in enumerate(stacks))
     return [ParsedProcess(threads=built)], garbled

@@ -29,6 +29,7 @@ import re
 from dataclasses import replace
 
 from ..model import Frame, Place, Thread
+from ..enums import PlaceKind
 from .op_record import CurrentOp
 from ..waits import RankWait, WaitKind
 from .places import NATIVE_STORE, in_distributed, read_source
@@ -171,16 +172,16 @@ def wait_of(thread: Thread, place: Place, lock: bool = False) -> RankWait:
     if has_locals:
         evidence += ("locals",)
     site = place.call_site
-    if place.kind == "init":
+    if place.kind == PlaceKind.INIT:
         return RankWait(WaitKind.INIT, place.collective or "rendezvous", site, evidence=evidence)
-    if place.kind == "collective":
+    if place.kind == PlaceKind.COLLECTIVE:
         op = place.collective or "wait"
         if op in P2P_OPS:
             direction = P2P_OPS[op]
             return RankWait(WaitKind.P2P, op, site, peer_from_locals(thread.python_frames, direction),
                             direction, evidence=evidence)
         return RankWait(WaitKind.COLLECTIVE, op, site, evidence=evidence)
-    if place.kind == "unknown":
+    if place.kind == PlaceKind.UNKNOWN:
         return RankWait(WaitKind.UNKNOWN, "", None, detail="no stack", evidence=())
     top = thread.python_frames[0] if thread.python_frames else (thread.frames[0] if thread.frames else None)
     store = _store_op(thread, natives)

@@ -117,7 +117,8 @@ class Prefix:
 
     Attributes:
         text: the line without its decorations.
-        rank: the global rank a launcher prefix named (``[rank3]:``, ``[1,3]<stdout>:``), or None.
+        rank: the global rank a launcher prefix named (``[rank3]:``, ``[1,3]<stdout>:``), or None
+            (also for a number of more than 9 digits, which no rank has).
         local_rank: the local rank of torchrun's ``[default3]:`` prefix, or None.
     """
 
@@ -142,13 +143,19 @@ def strip_prefix(line: str) -> Prefix:
         if m is None or m.end() == pos:
             break
         if m.group("rank") is not None:
-            rank = int(m.group("rank"))
+            rank = _small(m.group("rank"))
         elif m.group("mpirank") is not None:
-            rank = int(m.group("mpirank"))
+            rank = _small(m.group("mpirank"))
         elif m.group("local") is not None:
-            local = int(m.group("local"))
+            local = _small(m.group("local"))
         pos = m.end()
     return Prefix(line[pos:] if pos else line, rank, local)
+
+
+def _small(digits: str) -> int | None:
+    """The number of a prefix's digits, None beyond 9 of them (a garbled line: int() of over 4300
+    digits raises ValueError)."""
+    return int(digits) if len(digits) <= 9 else None
 
 
 def iter_lines_from(stream: BinaryIO) -> Iterator[tuple[int, str]]:

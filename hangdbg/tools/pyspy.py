@@ -16,6 +16,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..enums import DumpState
 from ..errors import diagnose_pyspy_failure, gone_message, process_state
 from .subproc import Popen, communicate_capped, kill_group
 
@@ -47,7 +48,8 @@ class PySpyOptions:
 
 @dataclass(frozen=True, slots=True)
 class PySpyResult:
-    """One py-spy run: its text (stdout, plus stderr on failure) and a diagnosis if it failed."""
+    """One py-spy run: its text (stdout, plus stderr on failure), a diagnosis if it failed, and
+    the rank's state it found (``gone``: the process exited; ``unreadable``: any other failure)."""
 
     pid: int
     text: str
@@ -55,6 +57,12 @@ class PySpyResult:
     seconds: float
     dropped: int = 0
     """Bytes of output beyond :data:`OUTPUT_CAP`, dropped (the text ends with a ``#`` note)."""
+    state: DumpState = DumpState.OK
+    """``ok`` when ``error`` is None; set to ``unreadable`` for an ``error`` given without a state."""
+
+    def __post_init__(self) -> None:
+        if self.error is not None and self.state == DumpState.OK:
+            object.__setattr__(self, "state", DumpState.UNREADABLE)
 
 
 _RUNNING: set[subprocess.Popen] = set()
@@ -126,7 +134,7 @@ def run_pyspy(pid: int, opts: PySpyOptions) -> PySpyResult:
         state = process_state(pid)
         if state in (None, "Z", "X"):
             msg = gone_message(pid, f"py-spy timed out after {opts.timeout:g} s and the process has exited")
-            return PySpyResult(pid, (out or "") + (err or ""), msg, time.monotonic() - start, dropped)
+            return PySpyResult(pid, (out or "") + (err or ""), msg, time.monotonic() - start, dropped, DumpState.GONE)
         hint = {
             "D": "the process is in uninterruptible sleep (D state: I/O, a hung filesystem or driver)",
             "T": "the process is stopped (T state: SIGSTOP or a debugger holds it)",
@@ -140,5 +148,6 @@ def run_pyspy(pid: int, opts: PySpyOptions) -> PySpyResult:
     seconds = time.monotonic() - start
     if proc.returncode != 0 or not out.strip():
         text = (out or "") + (err or "")
-        return PySpyResult(pid, text, diagnose_pyspy_failure(text, pid, proc.returncode), seconds, dropped)
+        state, msg = diagnose_pyspy_failure(text, pid, proc.returncode)
+        return PySpyResult(pid, text, msg, seconds, dropped, state)
     return PySpyResult(pid, out, None, seconds, dropped)

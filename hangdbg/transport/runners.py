@@ -3,7 +3,8 @@
 Each runner starts the agent on its nodes and feeds every output line to ``on_line(host, line)``
 as it arrives (``host`` is ``None`` when the transport does not say, e.g. one srun for all
 nodes: the frames name their host). ``run`` returns what the transport knows of each node that
-failed (unreachable, no hangdbg, timeout) as ``{host: (status, reason)}``. Commands are argv
+failed (unreachable, no hangdbg, timeout) as ``{host: (status, reason)}`` (a
+:class:`~hangdbg.enums.NodeStatus` whose ``failed`` is true). Commands are argv
 lists; the remote command of ssh/pdsh is joined with :func:`shlex.join` (every word quoted).
 Every runner checks its hosts when it is made (:func:`hangdbg.transport.hosts.check_host`: a bad
 host raises UsageError before any command is built), and ssh gets ``--`` before the host.
@@ -19,6 +20,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import Callable
 
+from ..enums import NodeStatus
 from ..errors import UsageError
 from ..tools.subproc import Popen, kill_group
 from .hosts import check_host, check_hosts
@@ -26,7 +28,7 @@ from .hosts import check_host, check_hosts
 __all__ = ["Runner", "SrunRunner", "SshRunner", "PdshRunner", "LocalRunner", "FakeRunner", "remote_command", "check_setup", "ssh_argv", "HOST"]
 
 OnLine = Callable[[str | None, str], None]
-Failures = dict[str, tuple[str, str]]
+Failures = dict[str, tuple[NodeStatus, str]]
 HOST = "{host}"
 """Placeholder in the agent argv, replaced by each node's name (ssh: per host; pdsh: ``%h``)."""
 
@@ -69,27 +71,27 @@ def remote_command(argv: list[str], setup: str | None = None) -> str:
     return f"{{\n{setup.strip(chr(10))}\n}} && {cmd}"
 
 
-def _classify_exit(code: int | None, stderr: str) -> tuple[str, str] | None:
+def _classify_exit(code: int | None, stderr: str) -> tuple[NodeStatus, str] | None:
     """A transport-level failure from an exit status and stderr, or None if the agent ran."""
     tail = " ".join(stderr.strip().splitlines()[-2:])[-300:]
     if "No module named hangdbg" in stderr or code == 127 or "command not found" in stderr or "No such file" in stderr:
-        return "no-hangdbg", f"hangdbg is not installed there (use --remote-python / --remote-setup): {tail}"
+        return NodeStatus.NO_HANGDBG, f"hangdbg is not installed there (use --remote-python / --remote-setup): {tail}"
     if code == 255:
-        return "unreachable", tail or "ssh failed (exit status 255)"
+        return NodeStatus.UNREACHABLE, tail or "ssh failed (exit status 255)"
     return None
 
 
-def _host_failure(code: int | None, stderr: str, timed_out: bool, timeout: float, what: str) -> tuple[str, str] | None:
+def _host_failure(code: int | None, stderr: str, timed_out: bool, timeout: float, what: str) -> tuple[NodeStatus, str] | None:
     """What became of one host's command (:meth:`Runner._pump`'s result), or None when it ran:
     a timeout, :func:`_classify_exit`, or an exit status other than 0 and 3 (ignored when the
     agent still sent its result)."""
     if timed_out:
-        return "timeout", f"no answer within {timeout:g} s"
+        return NodeStatus.TIMEOUT, f"no answer within {timeout:g} s"
     if (bad := _classify_exit(code, stderr)) is not None:
         return bad
     if code not in (0, 3):
         tail = " ".join(stderr.strip().splitlines()[-2:])[-300:]
-        return "error", f"{what} exited with status {code}" + (f": {tail}" if tail else "")
+        return NodeStatus.ERROR, f"{what} exited with status {code}" + (f": {tail}" if tail else "")
     return None
 
 
@@ -168,16 +170,16 @@ class SrunRunner(Runner):
         try:
             proc = self._spawn(self.argv(agent_argv), self.env)
         except FileNotFoundError:
-            return {h: ("error", "srun not found (is this a SLURM login node?)") for h in self.hosts}
+            return {h: (NodeStatus.ERROR, "srun not found (is this a SLURM login node?)") for h in self.hosts}
         code, err, timed_out = self._pump(proc, None, on_line, timeout)
         failures: Failures = {}
         for m in re.finditer(r"srun: error: (\S+): tasks? [\d,\-]+: (.*)", err):
-            failures[m.group(1)] = ("error", f"agent {m.group(2).strip()}")
+            failures[m.group(1)] = (NodeStatus.ERROR, f"agent {m.group(2).strip()}")
         if timed_out:
-            return {h: failures.get(h, ("timeout", f"no answer within {timeout:g} s")) for h in self.hosts} | failures
+            return {h: failures.get(h, (NodeStatus.TIMEOUT, f"no answer within {timeout:g} s")) for h in self.hosts} | failures
         if code not in (0, 3) and not failures:
             reason = " ".join(err.strip().splitlines()[-3:])[-400:] or f"srun exited with status {code}"
-            failures = {h: ("error", reason) for h in self.hosts}
+            failures = {h: (NodeStatus.ERROR, reason) for h in self.hosts}
         return failures
 
 
@@ -212,7 +214,7 @@ class SshRunner(Runner):
             try:
                 proc = self._spawn(self.argv(host, agent_argv))
             except FileNotFoundError:
-                failures[host] = ("error", "ssh not found")
+                failures[host] = (NodeStatus.ERROR, "ssh not found")
                 return
             bad = _host_failure(*self._pump(proc, host, on_line, timeout), timeout, "remote command")
             if bad is not None:
@@ -256,7 +258,7 @@ class PdshRunner(Runner):
         try:
             proc = self._spawn(self.argv(agent_argv, timeout))
         except FileNotFoundError:
-            return {h: ("error", "pdsh not found") for h in self.hosts}
+            return {h: (NodeStatus.ERROR, "pdsh not found") for h in self.hosts}
 
         def split(_host: str | None, line: str) -> None:
             host, sep, rest = line.partition(": ")
@@ -275,14 +277,14 @@ class PdshRunner(Runner):
             code_m = re.search(r"exited with exit code (\d+)", text)
             host_code = int(code_m.group(1)) if code_m else None
             if "command timeout" in text:
-                failures[host] = ("timeout", f"no answer within {timeout:g} s")
+                failures[host] = (NodeStatus.TIMEOUT, f"no answer within {timeout:g} s")
             elif (bad := _classify_exit(host_code, text)) is not None:
                 failures[host] = bad
             elif host_code not in (None, 0, 3):
-                failures[host] = ("error", text[-300:])
+                failures[host] = (NodeStatus.ERROR, text[-300:])
         if timed_out:
             for h in self.hosts:
-                failures.setdefault(h, ("timeout", f"no answer within {timeout:g} s"))
+                failures.setdefault(h, (NodeStatus.TIMEOUT, f"no answer within {timeout:g} s"))
         return failures
 
 
@@ -299,7 +301,7 @@ class LocalRunner(Runner):
         try:
             proc = self._spawn(_for_host(agent_argv, self.host))
         except FileNotFoundError as exc:
-            return {self.host: ("error", f"cannot run {exc.filename}")}
+            return {self.host: (NodeStatus.ERROR, f"cannot run {exc.filename}")}
         bad = _host_failure(*self._pump(proc, self.host, on_line, timeout), timeout, "the command")
         return {} if bad is None else {self.host: bad}
 

@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from typing import Hashable
 
 from ..model import RankDump
+from ..enums import PlaceKind
 from ..stacks.places import place_of, primary_thread
 
 __all__ = ["Observation", "Stall", "StallDetector", "stacks_signature", "waiting_or_idle"]
@@ -147,7 +148,7 @@ def waiting_or_idle(dumps: list[RankDump]) -> bool:
     for d in read:
         places = [place_of(th) for th in d.threads]
         i = primary_thread(d.threads, places)
-        if places[i].kind in ("collective", "init"):
+        if places[i].kind in (PlaceKind.COLLECTIVE, PlaceKind.INIT):
             return True
         idle = idle and d.threads[i].idle
     return idle

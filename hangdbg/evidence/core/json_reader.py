@@ -2,7 +2,9 @@
 ``hangdbg.json``, or the ``cores/NAME.json`` files ``hangdbg collect`` brings home: cores are read
 on their node and only this document crosses the network).
 
-The document is built by :mod:`hangdbg.report.document` (schema version 2); this reader turns it
+The document is built by :mod:`hangdbg.report.document` (schema_version 2, 3 and 4 are read: the
+``cores``, ``findings`` and ``source`` it reads have one shape in all three; the stack section, whose
+equivalence classes are ``groups`` before 4 and ``classes`` from 4 on, is not read); this reader turns it
 back into the core reader's findings and per-rank states and one :class:`RankDump` per core, so
 the cores' stacks join the joint stack analysis of ``hangdbg report``.
 """
@@ -18,6 +20,7 @@ from typing import Sequence
 from .facts import CoreFact, CoreJsonFacts
 from ...model import (SCHEMA_VERSION, Evidence, FileError, Finding, Frame, Kind, RankDump, RankState, Severity,
     SourceKind, SourceReport, Thread)
+from ...enums import ThreadStatus
 from ...text.jsondoc import load_json
 from ...text.lines import open_input
 from ...rankset import rank_number
@@ -54,7 +57,7 @@ def _threads(core: dict) -> tuple[Thread, ...]:
             continue
         frames = tuple(_frame(f) for f in t.get("frames") or () if isinstance(f, dict))
         out.append(Thread(thread_id=_int(t.get("thread_id")) or 0, name=t.get("name") if isinstance(t.get("name"), str) else None,
-                          status=_str(t.get("status")) or "unknown", frames=frames))
+                          status=ThreadStatus.read(t.get("status"), ThreadStatus.UNKNOWN), frames=frames))
     return tuple(out)
 
 
@@ -84,12 +87,13 @@ def _load(path: str) -> dict:
     if not isinstance(doc, dict) or doc.get("command") != "core":
         raise ValueError("not a hangdbg core document")
     if doc.get("schema_version") not in _READS:
-        raise ValueError(f"schema_version {doc.get('schema_version')!r}, this hangdbg reads {SCHEMA_VERSION}: "
+        raise ValueError(f"schema_version {doc.get('schema_version')!r}, this hangdbg reads "
+                         f"{', '.join(map(str, _READS))}: "
                          "run the same hangdbg version on the nodes and here")
     return doc
 
 
-_READS = (2, SCHEMA_VERSION)  # the core document's shape is the same in schema_version 2 and 3
+_READS = (2, 3, SCHEMA_VERSION)  # what this reader reads of a core document is the same in schema_version 2, 3 and 4
 
 
 def _state(d: dict) -> RankState:

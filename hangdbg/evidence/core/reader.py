@@ -25,6 +25,7 @@ from ...launch_env import (LOCAL_RANK_VARS, LOCAL_WORLD_SIZE_VARS, RANK_VARS, WO
 from .facts import CoreFact, CoreFacts
 from ...model import (SEVERITY_ORDER, Evidence, FileError, Finding, Frame, Kind, RankDump, RankState, Severity,
     SourceKind, SourceReport, Thread)
+from ...enums import ThreadStatus
 from .elf import CoreFileError, CoreInfo, is_core, read_core_info
 from ...stacks.native_text import crash_site, merge_native_python, parse_stacks, thread_status
 from ...stacks.pyspy_text import parse_pyspy_dump
@@ -192,7 +193,7 @@ def _pyspy_fallback(core: str, exe: str, timeout: float) -> PystackResult:
     if not procs or procs[0].error or not procs[0].threads:
         return PystackResult(error="py-spy dump --core found no Python stack: "
                                    + (err.decode("utf-8", "replace").strip()[:200] or "no output"))
-    threads = tuple({"tid": t.thread_id, "gil": t.status == "active+gil",
+    threads = tuple({"tid": t.thread_id, "gil": t.status == ThreadStatus.ACTIVE_GIL,
                      "frames": [{"file": f.file, "function": f.function, "line": f.line, "entry": True}
                                 for f in reversed(t.python_frames)]} for t in procs[0].threads)
     return PystackResult(threads, procs[0].python)

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from pathlib import Path
 
 from ...outdir import OutDir
 from .grammar import _looks_cut, has_marker, records

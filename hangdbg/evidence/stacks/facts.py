@@ -15,7 +15,7 @@ class StacksFacts:
     and its headline."""
 
     rank_count: int = 0
-    group_count: int = 0
+    class_count: int = 0
     headline: str = ""
 
 

@@ -15,6 +15,7 @@ from typing import Sequence
 from ...stacks.analysis import analyze
 from .facts import StacksFacts
 from ...model import Analysis, FileError, RankDump, RankState, SourceKind, SourceReport
+from ...enums import PlaceKind
 from ...stacks.debug_server import is_debug_server_dump
 from ...stacks.saved import load_dumps
 from ..base import ReaderBase, with_source
@@ -44,13 +45,13 @@ def with_analysis(report: SourceReport, a: Analysis) -> SourceReport[StacksFacts
             state = "unreadable"
         else:
             state = place.describe() if place else ""
-        coll = place.collective if place is not None and place.kind == "collective" else None
+        coll = place.collective if place is not None and place.kind == PlaceKind.COLLECTIVE else None
         states.append(RankState(rank=d.rank, host=d.host, pid=d.pid, last_collective=coll, state=state, source=SourceKind.STACKS))
     states += [RankState(rank=r, state="missing", source=SourceKind.STACKS) for r in a.missing_ranks if r not in known]
     findings = a.findings
     return with_source(replace(report, kind=SourceKind.STACKS, findings=tuple(findings),
                                ranks=tuple(sorted(states, key=lambda s: s.rank)), records=report.records or len(a.ranks),
-                               facts=StacksFacts(len(a.ranks), len(a.groups), a.headline)))
+                               facts=StacksFacts(len(a.ranks), len(a.classes), a.headline)))
 
 
 class PySpyReader(ReaderBase[StacksFacts]):

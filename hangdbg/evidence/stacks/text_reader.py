@@ -15,6 +15,7 @@ from ...stacks.native_causes import is_service_thread, native_cause
 from .facts import StackTextFacts
 from ...model import (Evidence, FileError, Finding, Frame, Kind, RankDump, RankState, Severity, SourceKind,
     SourceReport, Thread)
+from ...enums import ThreadStatus
 from ...stacks.debug_server import is_debug_server_dump
 from ...stacks.native_text import (CrashLine, StackBlock, TextInfo, crash_site, merge_native_python, parse_stacks,
     sniff, thread_status)
@@ -187,7 +188,7 @@ def _threads(blocks: list[StackBlock]) -> list[tuple[Thread, bool, int]]:
         name = next((b.name for b in bs if b.name), None)
         t = Thread(tid, name, thread_status(frames, current), frames)
         out.append((t, fmt == "cpp", bs[0].line, current))
-    out.sort(key=lambda x: (not x[3], native_cause(x[0], x[1]) is None, is_service_thread(x[0]), x[0].status != "active",
+    out.sort(key=lambda x: (not x[3], native_cause(x[0], x[1]) is None, is_service_thread(x[0]), x[0].status != ThreadStatus.ACTIVE,
                             not x[0].python_frames))
     return [(t, thrown, line) for t, thrown, line, _cur in out]
 
