@@ -75,7 +75,8 @@ from pathlib import Path
 
 from _common import source_state  # noqa: E402
 from hangdbg.stacks.analysis import analyze
-from hangdbg.model import Frame, RankDump, Thread
+from hangdbg.model import RankDump, Thread
+from hangdbg.frames import Frame
 
 HERE = Path(__file__).resolve().parent
 RESULTS = HERE / "results"

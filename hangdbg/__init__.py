@@ -27,8 +27,9 @@ from __future__ import annotations
 
 from ._version import __version__
 from .errors import HangdbgError, NoRanksFound, UsageError
-from .model import (Analysis, EquivalenceClass, Evidence, Finding, Frame, Kind, Place, RankDump, RankProcess, RankState, Severity,
-    SourceKind, SourceReport, Thread, TreeNode, Verdict)
+from .model import (Analysis, EquivalenceClass, Evidence, Finding, Kind, Place, RankDump, RankProcess, RankState,
+    Severity, SourceKind, SourceReport, Thread, TreeNode, Verdict)
+from .frames import Frame
 from .rankset import compress, expand
 
 _LAZY = {  # loaded on first use: `import hangdbg` stays cheap (the CLI starts faster) and never imports torch

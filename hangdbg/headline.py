@@ -15,7 +15,7 @@ nothing here reads a file or imports a domain package; the command line only ren
 
 from __future__ import annotations
 
-from typing import Sequence
+from typing import Any, Sequence
 
 from .model import Finding, Severity, SourceReport, suspects_of
 from .enums import NodeStatus
@@ -70,7 +70,7 @@ def headline(findings: Sequence[Finding], all_clear: str) -> str:
     return text
 
 
-def source_headline(rep: SourceReport, all_clear: str) -> str:
+def source_headline(rep: SourceReport[Any], all_clear: str) -> str:
     """The headline of a command that reads one kind of evidence (``nccl summary``, ``logs``,
     ``fr``, ``gpu``, ``traces``); ``all_clear``: its reader's sentence for a report with no
     suspect and no warning (``Reader.all_clear``)."""

@@ -20,7 +20,7 @@ Frame order follows py-spy: ``Thread.frames[0]`` is the innermost frame (where t
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Generic, Sequence, TypeVar
+from typing import Any, Generic, Sequence, TypeVar
 
 from .enums import DocumentedEnum, DumpState, Level, PlaceKind, ThreadStatus
 from .frames import Frame
@@ -569,7 +569,7 @@ class Verdict(_HasFindings):
 
     headline: str
     findings: tuple[Finding, ...] = ()
-    sources: tuple[SourceReport, ...] = ()
+    sources: tuple[SourceReport[Any], ...] = ()
     analysis: Analysis | None = None
     rank_states: tuple[RankState, ...] = ()
     unparsed: tuple[FileError, ...] = ()

@@ -96,13 +96,13 @@ class OutDir:
         path: the directory (created by the writers as they need it; :func:`claim` it first).
     """
 
-    def __init__(self, path: str | os.PathLike) -> None:
+    def __init__(self, path: str | os.PathLike[str]) -> None:
         self.path = Path(path)
         self._lock = threading.Lock()
         self._not_saved: list[NotSaved] = []
         self._failed_chunks: set[str] = set()
 
-    def __truediv__(self, name: str | os.PathLike) -> Path:
+    def __truediv__(self, name: str | os.PathLike[str]) -> Path:
         return self.path / name
 
     def __fspath__(self) -> str:
@@ -120,12 +120,12 @@ class OutDir:
         with self._lock:
             return tuple(self._not_saved)
 
-    def record_not_saved(self, path: str | os.PathLike, reason: str) -> None:
+    def record_not_saved(self, path: str | os.PathLike[str], reason: str) -> None:
         """Record that ``path`` was not saved (``reason``: the ``strerror``)."""
         with self._lock:
             self._not_saved.append(NotSaved(str(path), reason))
 
-    def save_bytes(self, path: str | os.PathLike, data: bytes) -> bool:
+    def save_bytes(self, path: str | os.PathLike[str], data: bytes) -> bool:
         """Write ``data`` to ``path`` (absolute, or relative to this directory) atomically:
         ``path.part``, then renamed; parents created.
 
@@ -147,11 +147,11 @@ class OutDir:
             self.record_not_saved(path, _reason(exc))
             return False
 
-    def save_text(self, path: str | os.PathLike, text: str) -> bool:
+    def save_text(self, path: str | os.PathLike[str], text: str) -> bool:
         """:meth:`save_bytes` of ``text`` in UTF-8 (unencodable characters replaced)."""
         return self.save_bytes(path, text.encode("utf-8", "replace"))
 
-    def save_chunk(self, path: str | os.PathLike, offset: int, data: bytes, last: bool) -> bool:
+    def save_chunk(self, path: str | os.PathLike[str], offset: int, data: bytes, last: bool) -> bool:
         """Write one chunk (``offset``: bytes into the file) of a file that arrives in pieces: into
         ``path.part``; renamed to ``path`` when ``last``. A file one of whose chunks failed is
         removed and recorded once (:attr:`not_saved`); its later chunks are dropped.
@@ -180,7 +180,7 @@ class OutDir:
             self.record_not_saved(path, _reason(exc))
             return False
 
-    def append_text(self, path: str | os.PathLike, text: str, first: bool) -> bool:
+    def append_text(self, path: str | os.PathLike[str], text: str, first: bool) -> bool:
         """Append ``text`` to ``path`` (created, or truncated when ``first``), for files written in
         many pieces (``nccl split``, check's messages). On failure the file is removed and
         recorded (:attr:`not_saved`).
@@ -238,7 +238,7 @@ def _existing(path: Path, flags: int) -> IO[bytes]:
     return os.fdopen(fd, "ab" if flags & os.O_APPEND else "r+b")
 
 
-def check_writable(out: str | os.PathLike) -> Path:
+def check_writable(out: str | os.PathLike[str]) -> Path:
     """Check that ``out`` can be created (with its parents) and a file written in it, leaving no
     trace: the directories it had to create are removed again (the command's writers create them
     when they write, so a usage error found later leaves no empty directory behind).
@@ -323,7 +323,7 @@ def _previous(out: Path) -> str:
         return ""
 
 
-def claim(out: str | os.PathLike, command: str, argv: Sequence[str] = (), force: bool = False) -> OutDir:
+def claim(out: str | os.PathLike[str], command: str, argv: Sequence[str] = (), force: bool = False) -> OutDir:
     """Make ``out`` this run's output directory (see the module docstring): checked writable,
     refused when it holds another run's output unless ``force`` (then that output is removed
     first), and marked with :data:`RUN_MARKER` ``{"id", "time", "command", "argv", "host", "pid"}``.

@@ -22,7 +22,7 @@ import multiprocessing
 import os
 import threading
 from contextlib import contextmanager
-from typing import Callable, Iterator, Sequence, TypeVar, cast
+from typing import Any, Callable, Iterator, Sequence, TypeVar, cast
 
 __all__ = ["cores", "fork_map", "gc_paused"]
 
@@ -39,7 +39,7 @@ def cores() -> int:
         return max(1, os.cpu_count() or 1)
 
 
-_WORK: tuple[Callable, Sequence] | None = None  # what the forked workers inherit (never pickled to them)
+_WORK: tuple[Callable[..., Any], Sequence[Any]] | None = None  # what the forked workers inherit (never pickled to them)
 
 
 def _run(i: int) -> object:

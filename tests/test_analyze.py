@@ -7,7 +7,8 @@ import pytest
 from hangdbg.stacks.analysis import analyze
 from hangdbg.rankset import compress, expand
 from hangdbg.stacks.places import place_of
-from hangdbg.model import Frame, RankDump, Thread
+from hangdbg.model import RankDump, Thread
+from hangdbg.frames import Frame
 from hangdbg.enums import DumpState
 
 C10D = "/venv/lib/python3.11/site-packages/torch/distributed/distributed_c10d.py"

@@ -12,7 +12,7 @@ from rich.console import Console
 
 from conftest import ROOT
 from hangdbg.stacks.analysis import analyze
-from hangdbg.model import Frame
+from hangdbg.frames import Frame
 from hangdbg.report.console import render_analysis
 
 sys.path.insert(0, str(ROOT / "bench"))

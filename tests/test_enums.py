@@ -11,7 +11,8 @@ import pytest
 from conftest import FIXTURES, run_cli, run_json
 from hangdbg.enums import DocumentedEnum, DumpState, Level, NodeStatus, PlaceKind, ThreadStatus
 from hangdbg.evidence.core.json_reader import read_documents
-from hangdbg.model import KIND_LEVELS, Frame, Kind, Place, RankDump, Thread
+from hangdbg.model import KIND_LEVELS, Kind, Place, RankDump, Thread
+from hangdbg.frames import Frame
 from hangdbg.report.schema import json_schema, to_json
 from hangdbg.stacks.places import place_of
 from hangdbg.stacks.analysis import analyze

@@ -10,7 +10,8 @@ import pytest
 from conftest import FIXTURES, run_main
 
 from hangdbg.stacks.analysis import analyze
-from hangdbg.model import Analysis, Frame, RankDump, Thread
+from hangdbg.model import Analysis, RankDump, Thread
+from hangdbg.frames import Frame
 from hangdbg.stacks.saved import load_dumps
 from hangdbg.report.export import SPEEDSCOPE_SCHEMA, folded_lines, speedscope_document
 

@@ -17,7 +17,8 @@ from infra.chromium import chromium, rendered_dom, screenshot
 from infra.png import count_colour
 
 from hangdbg.stacks.analysis import analyze
-from hangdbg.model import Frame, RankDump, Thread, Verdict
+from hangdbg.model import RankDump, Thread, Verdict
+from hangdbg.frames import Frame
 from hangdbg.report.html import FILTER_SCRIPT, render_html
 
 sys.path.insert(0, str(ROOT / "bench"))

@@ -13,7 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from hangdbg.model import Frame, Thread
+from hangdbg.model import Thread
+from hangdbg.frames import Frame
 from hangdbg.stacks.saved import LoadStats, load_dumps
 from hangdbg.stacks.pyspy_text import ParsedProcess, parse_pyspy_dump, rank_from_filename, sample_from_filename
 

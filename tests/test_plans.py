@@ -167,7 +167,8 @@ def test_adapt_analyzes_once_when_no_step_changes_the_stacks(monkeypatch):
     the stacks are analyzed exactly once."""
     import hangdbg.collect.adaptive as adaptive
     from hangdbg.collect.local import CollectOptions
-    from hangdbg.model import Frame, RankDump, Thread
+    from hangdbg.model import RankDump, Thread
+    from hangdbg.frames import Frame
 
     calls = []
     real = adaptive.analyze

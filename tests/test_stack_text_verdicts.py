@@ -8,7 +8,8 @@ from pathlib import Path
 
 from hangdbg.stacks.native_causes import native_cause
 from hangdbg.stacks.places import place_of, primary_thread
-from hangdbg.model import Frame, Kind, Severity, Thread
+from hangdbg.model import Kind, Severity, Thread
+from hangdbg.frames import Frame
 from hangdbg.stacks.native_text import parse_stacks, sniff
 from hangdbg.text.lines import iter_lines
 from hangdbg.evidence.stacks import text_reader as stack_text

@@ -11,7 +11,8 @@ import pytest
 from hangdbg.stacks.analysis import analyze
 from hangdbg.collect.needs import needs
 from hangdbg.stacks.waitfor import key_rank, program_order
-from hangdbg.model import Frame, Kind, RankDump, Severity, Thread
+from hangdbg.model import Kind, RankDump, Severity, Thread
+from hangdbg.frames import Frame
 from hangdbg.stacks.saved import load_dumps
 from test_analyze import TRAIN, coll, rank
 

@@ -18,7 +18,8 @@ from conftest import ROOT, run_cli, run_main, validate
 from hangdbg.watch.stall import Observation, StallDetector, stacks_signature, waiting_or_idle
 from hangdbg.watch.probes import HeartbeatProbe, LogProbe, pids_alive, watch_loop
 from hangdbg.hooks.heartbeat import heartbeat
-from hangdbg.model import Frame, RankDump, Thread
+from hangdbg.model import RankDump, Thread
+from hangdbg.frames import Frame
 
 
 # --- the decision ------------------------------------------------------------------------------

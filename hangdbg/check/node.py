@@ -23,6 +23,7 @@ watchdog ends it otherwise) is killed, a stopped rank is killed once the others 
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -33,7 +34,7 @@ import sys
 import threading
 import time
 from collections import deque
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Callable
 
@@ -74,8 +75,12 @@ class CheckJob:
     iters: int = 5
     alloc_bytes: int = 64 << 20
 
+    def to_json(self) -> str:
+        """These parameters as the one argument of :mod:`hangdbg.check.rank` (a JSON object)."""
+        return json.dumps(asdict(self), sort_keys=True)
+
     def argv(self) -> list[str]:
-        """These parameters as the options of ``check-node`` and of :mod:`hangdbg.check.rank` (the same names)."""
+        """These parameters as the options of ``check-node`` (and of ``hangdbg check``)."""
         return ["--backend", self.backend, "--init-timeout", str(self.init_timeout), "--timeout", str(self.timeout),
                 "--size", str(self.size), "--iters", str(self.iters), "--alloc-bytes", str(self.alloc_bytes)]
 
@@ -202,7 +207,7 @@ class _Rank:
 
 
 def _rank_argv(opts: NodeCheckOptions) -> list[str]:
-    return [opts.python, str(RANK_SCRIPT), *opts.job.argv()]
+    return [opts.python, str(RANK_SCRIPT), opts.job.to_json()]
 
 
 def _rank_env(opts: NodeCheckOptions, rank: int, local: int, slot: int, ifname: str | None, gpus: bool) -> dict[str, str]:
@@ -293,8 +298,6 @@ def _kill(proc: subprocess.Popen) -> None:
 
 
 def _pump_out(r: _Rank, opts: NodeCheckOptions, send: Send) -> None:
-    import json
-
     assert r.proc.stdout is not None
     for line in r.proc.stdout:
         r.last = time.monotonic()

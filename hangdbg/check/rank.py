@@ -39,7 +39,6 @@ import sys
 if sys.path and os.path.abspath(sys.path[0] or ".") == os.path.dirname(os.path.abspath(__file__)):
     del sys.path[0]
 
-import argparse  # noqa: E402
 import json  # noqa: E402
 import socket  # noqa: E402
 import statistics  # noqa: E402
@@ -47,6 +46,7 @@ import threading  # noqa: E402
 import time  # noqa: E402
 import traceback  # noqa: E402
 from datetime import timedelta  # noqa: E402
+from typing import Any  # noqa: E402
 
 PREFIX = "HANGDBG-CHECK "
 STEPS = ("facts", "alloc", "interface", "rendezvous", "init", "barrier", "all_reduce", "all_gather", "broadcast", "send_recv", "bandwidth")
@@ -179,25 +179,57 @@ def announce(dist, dog: Watchdog, rank: int, world: int, addr: str, port: int, i
         pass
 
 
-def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--backend", default="auto", choices=("auto", "gloo", "nccl"), help="auto: nccl when CUDA is available, else gloo")
-    p.add_argument("--init-timeout", type=float, default=120.0)
-    p.add_argument("--timeout", type=float, default=30.0)
-    p.add_argument("--size", type=int, default=64 << 20, help="bytes of the bandwidth all_reduce")
-    p.add_argument("--iters", type=int, default=5)
-    p.add_argument("--alloc-bytes", type=int, default=64 << 20, help="bytes allocated on CPU (on a GPU: 90%% of its free memory)")
-    args = p.parse_args(argv)
+class Job:
+    """The diagnostics job's parameters (``hangdbg.check.node.CheckJob``, given as JSON: the only
+    argument of this script). Seconds: ``init_timeout``, ``timeout``; bytes: ``size``,
+    ``alloc_bytes``."""
 
+    FIELDS = {"backend": str, "init_timeout": float, "timeout": float, "size": int, "iters": int, "alloc_bytes": int}
+
+    def __init__(self, backend: str = "auto", init_timeout: float = 120.0, timeout: float = 30.0, size: int = 64 << 20,
+                 iters: int = 5, alloc_bytes: int = 64 << 20) -> None:
+        self.backend, self.init_timeout, self.timeout = backend, init_timeout, timeout
+        self.size, self.iters, self.alloc_bytes = size, iters, alloc_bytes
+
+    @classmethod
+    def from_json(cls, text: str) -> "Job":
+        """The job of ``text`` (a JSON object of :attr:`FIELDS`; missing ones keep their default).
+
+        Raises:
+            ValueError: not a JSON object, an unknown field, a value of the wrong type.
+        """
+        data = json.loads(text)
+        if not isinstance(data, dict) or set(data) - set(cls.FIELDS):
+            raise ValueError(f"not a job: {text[:200]!r}")
+        return cls(**{k: cls.FIELDS[k](v) for k, v in data.items()})
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    try:
+        job = Job.from_json(argv[0] if argv else "{}")
+    except ValueError as exc:
+        print(f"usage: rank.py JOB_JSON ({exc})", file=sys.stderr)
+        return 2
     dog = Watchdog()
-    dog.begin("facts", args.init_timeout + 5)
+    dog.begin("facts", job.init_timeout + 5)
+    torch, dist, device = _start(job, dog)
+    ok = RankCheck(job, dog, torch, dist, device).run()
+    sys.stdout.flush()
+    os._exit(0 if ok else 1)  # no atexit: a process group torn down by a failed peer may hang in its destructor
+
+
+def _start(job: Job, dog: Watchdog):
+    """The ``facts`` step: torch imported, the device chosen (``job.backend`` resolved), the facts
+    printed; ``(torch, torch.distributed, device)``. A rank that cannot take part (no torch, no
+    GPU) says why, tells the others not to wait, and exits 1."""
     t0 = time.monotonic()
     try:
         import torch
         import torch.distributed as dist
 
-        use_cuda = args.backend == "nccl" or (args.backend == "auto" and torch.cuda.is_available())
-        args.backend = "nccl" if use_cuda else "gloo"
+        use_cuda = job.backend == "nccl" or (job.backend == "auto" and torch.cuda.is_available())
+        job.backend = "nccl" if use_cuda else "gloo"
         if use_cuda and torch.version.cuda is None:
             raise SetupFailed("cpu-only", f"--backend nccl needs CUDA: torch {torch.__version__} is a CPU-only build")
         if use_cuda and not torch.cuda.is_available():
@@ -207,24 +239,56 @@ def main(argv: list[str] | None = None) -> int:
         device = torch.device("cuda", 0) if use_cuda else torch.device("cpu")
         if use_cuda:
             torch.cuda.set_device(device)
-        emit("facts", True, time.monotonic() - t0, backend=args.backend, **facts(torch, device))
+        emit("facts", True, time.monotonic() - t0, backend=job.backend, **facts(torch, device))
+        return torch, dist, device
     except Exception as exc:  # no torch, no GPU: the rank cannot take part
         text = _error(exc)
         emit("facts", False, time.monotonic() - t0, error=text, **_setup(exc))
         if "torch.distributed" in sys.modules:  # torch is there: tell the others not to wait
             announce(sys.modules["torch.distributed"], dog, int(os.environ.get("RANK", "0")),
                      int(os.environ.get("WORLD_SIZE", "1")), os.environ.get("MASTER_ADDR", "127.0.0.1"),
-                     int(os.environ.get("MASTER_PORT", "29500")), args.init_timeout,
+                     int(os.environ.get("MASTER_PORT", "29500")), job.init_timeout,
                      f"failed facts: {text.splitlines()[0] if text else ''}")
         sys.stdout.flush()
         os._exit(1)
 
-    rank, world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
 
-    failures: list[str] = []
+class RankCheck:
+    """The steps after ``facts``, each printed as it ends (:func:`emit`): ``alloc``, ``interface``,
+    ``rendezvous``, ``init``, the collectives with their results checked, ``bandwidth``."""
 
-    def step(name: str, fn, limit: float | None = None) -> bool:
-        dog.begin(name, (limit or args.timeout) + 5)
+    COLLECTIVES = ("barrier", "all_reduce", "all_gather", "broadcast", "send_recv", "bandwidth")
+
+    def __init__(self, job: Job, dog: Watchdog, torch, dist, device) -> None:
+        self.job, self.dog, self.torch, self.dist, self.device = job, dog, torch, dist, device
+        self.use_cuda = job.backend == "nccl"
+        self.rank, self.world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
+        self.addr, self.port = os.environ["MASTER_ADDR"], int(os.environ["MASTER_PORT"])
+        self.failures: list[str] = []
+        self.stores: list = []
+        self.group: list = []
+
+    def run(self) -> bool:
+        """Every step in order; False when one failed (the later ones are not run)."""
+        job = self.job
+        if not (self.step("alloc", self.alloc) and self.step("interface", self.interface)):
+            announce(self.dist, self.dog, self.rank, self.world, self.addr, self.port, job.init_timeout, self.failures[-1])
+            return False
+        ok = self.step("rendezvous", self.rendezvous, job.init_timeout) and self.step("init", self.init, job.init_timeout)
+        for name in self.COLLECTIVES:
+            ok = ok and self.step(name, getattr(self, name))
+        self.dog.begin("end", job.timeout + 5)
+        if ok:
+            try:
+                self.dist.destroy_process_group()
+            except Exception:
+                pass
+        return ok
+
+    def step(self, name: str, fn, limit: float | None = None) -> bool:
+        """Run one step under the watchdog (``limit`` seconds, default the job's timeout) and print
+        its result; a wrong result (``wrong`` in what it returns) fails it."""
+        self.dog.begin(name, (limit or self.job.timeout) + 5)
         start = time.monotonic()
         try:
             fields = fn() or {}
@@ -232,66 +296,65 @@ def main(argv: list[str] | None = None) -> int:
             took = time.monotonic() - start
             text = _error(exc)
             emit(name, False, took, error=text, timeout=_is_timeout(text))
-            failures.append(f"failed {name}: {text.splitlines()[0] if text else ''}")
+            self.failures.append(f"failed {name}: {text.splitlines()[0] if text else ''}")
             return False
         bad = fields.pop("wrong", None)
         if bad:
-            failures.append(f"failed {name}: {bad}")
+            self.failures.append(f"failed {name}: {bad}")
         emit(name, bad is None, time.monotonic() - start, **({"error": bad, "wrong_result": True} if bad else {}), **fields)
         return bad is None
 
-    def sync() -> None:
-        if use_cuda:
-            torch.cuda.synchronize()
+    def sync(self) -> None:
+        if self.use_cuda:
+            self.torch.cuda.synchronize()
 
-    def alloc():
-        if use_cuda:
+    def alloc(self) -> dict:
+        torch = self.torch
+        free: int | None
+        total: int | None
+        if self.use_cuda:
             free, total = torch.cuda.mem_get_info()
             nbytes = int(free * 0.9) // 4 * 4
         else:
             free = total = None
-            nbytes = args.alloc_bytes // 4 * 4
-        t = torch.full((nbytes // 4,), 1.5, dtype=torch.float32, device=device)
+            nbytes = self.job.alloc_bytes // 4 * 4
+        t = torch.full((nbytes // 4,), 1.5, dtype=torch.float32, device=self.device)
         got = float(t[:: max(1, t.numel() // 1024)].sum())
         want = 1.5 * len(range(0, t.numel(), max(1, t.numel() // 1024)))
         del t
-        if use_cuda:
+        if self.use_cuda:
             torch.cuda.empty_cache()
-        sync()
-        out = {"bytes": nbytes, "free_bytes": free, "total_bytes": total}
+        self.sync()
+        out: dict = {"bytes": nbytes, "free_bytes": free, "total_bytes": total}
         if got != want:
             out["wrong"] = f"the tensor read back {got}, not {want}"
         return out
 
-    def interface():
+    def interface(self) -> dict:
         names = {n for _, n in socket.if_nameindex()}
-        var = "NCCL_SOCKET_IFNAME" if use_cuda else "GLOO_SOCKET_IFNAME"
+        var = "NCCL_SOCKET_IFNAME" if self.use_cuda else "GLOO_SOCKET_IFNAME"
         value = os.environ.get(var)
         if value and not _ifname_matches(var, value, names):
             raise RuntimeError(f"{var}={value} names no interface of this node (it has {', '.join(sorted(names))})")
         return {"variable": var, "value": value}
 
-    addr, port = os.environ["MASTER_ADDR"], int(os.environ["MASTER_PORT"])
-    stores: list = []
-
-    def connect(limit: float):
-        store = connect_store(dist, rank, world, addr, port, limit)
-        stores.append(store)
-        return store
-
-    def rendezvous():
-        store = connect(args.init_timeout)
+    def rendezvous(self) -> dict:
+        store = connect_store(self.dist, self.rank, self.world, self.addr, self.port, self.job.init_timeout)
+        self.stores.append(store)
         try:
-            return check_in(store)
+            return self.check_in(store)
         except TimeoutError:
             raise
         except Exception as exc:  # the store's host (rank 0) went away while this rank waited
             raise TimeoutError(f"stopped waiting: the rendezvous host (rank 0) went away: {_error(exc)}") from None
 
-    def check_in(store):
+    def check_in(self, store) -> dict:
+        """Check in on rank 0's store and wait for every rank; a rank that failed earlier checked
+        in with its failure, and then nobody waits any longer."""
+        rank, world = self.rank, self.world
         store.set(f"hangdbg/in/{rank}", "ok")
         store.add("hangdbg/in", 1)
-        end = time.monotonic() + args.init_timeout + (2.0 if rank == 0 else 0.0)  # the host leaves last
+        end = time.monotonic() + self.job.init_timeout + (2.0 if rank == 0 else 0.0)  # the host leaves last
         while True:
             if store.add("hangdbg/failed", 0) > 0:
                 said = [(r, store.get(f"hangdbg/in/{r}").decode(errors="replace")) for r in range(world)
@@ -303,124 +366,108 @@ def main(argv: list[str] | None = None) -> int:
                     time.sleep(0.5)
                 raise TimeoutError(f"stopped waiting: {bad[:1000]}")
             if store.add("hangdbg/in", 0) >= world:
-                return {"address": f"{addr}:{port}", "hosts_store": rank == 0}
+                return {"address": f"{self.addr}:{self.port}", "hosts_store": rank == 0}
             if time.monotonic() >= end:
                 missing = [r for r in range(world) if not store.check([f"hangdbg/in/{r}"])]
-                raise TimeoutError(f"ranks {missing[:32]} did not check in within {args.init_timeout:g} s")
+                raise TimeoutError(f"ranks {missing[:32]} did not check in within {self.job.init_timeout:g} s")
             time.sleep(0.1)
 
-    group = []
-
-    def init():
-        dist.init_process_group(args.backend, store=dist.PrefixStore("pg", stores[0]), rank=rank, world_size=world,
-                                timeout=timedelta(seconds=args.init_timeout))
-        # the steps run in a group of every rank whose timeout is --timeout (the default group's
-        # is --init-timeout, which covers the ranks' different start times)
-        group.append(dist.new_group(timeout=timedelta(seconds=args.timeout)))
+    def init(self) -> dict:
+        dist = self.dist
+        dist.init_process_group(self.job.backend, store=dist.PrefixStore("pg", self.stores[0]), rank=self.rank,
+                                world_size=self.world, timeout=timedelta(seconds=self.job.init_timeout))
+        # the steps run in a group of every rank whose timeout is the job's (the default group's
+        # is the init timeout, which covers the ranks' different start times)
+        self.group.append(dist.new_group(timeout=timedelta(seconds=self.job.timeout)))
         return {"world_size": dist.get_world_size(), "backend": dist.get_backend()}
 
-    def barrier():
-        dist.barrier(group=group[0])
+    def barrier(self) -> dict:
+        self.dist.barrier(group=self.group[0])
+        return {}
 
-    def all_reduce():
-        t = torch.full((1024,), float(rank + 1), device=device)
-        dist.all_reduce(t, group=group[0])
-        sync()
-        want = world * (world + 1) / 2
+    def all_reduce(self) -> dict:
+        t = self.torch.full((1024,), float(self.rank + 1), device=self.device)
+        self.dist.all_reduce(t, group=self.group[0])
+        self.sync()
+        want = self.world * (self.world + 1) / 2
         wrong = int((t != want).sum())
         return {"wrong": f"{wrong} of 1024 values differ from {want:g} (first {float(t[0]):g})"} if wrong else {}
 
-    def all_gather():
-        t = torch.tensor([float(rank)], device=device)
-        outs = [torch.zeros(1, device=device) for _ in range(world)]
-        dist.all_gather(outs, t, group=group[0])
-        sync()
+    def all_gather(self) -> dict:
+        torch, world = self.torch, self.world
+        t = torch.tensor([float(self.rank)], device=self.device)
+        outs = [torch.zeros(1, device=self.device) for _ in range(world)]
+        self.dist.all_gather(outs, t, group=self.group[0])
+        self.sync()
         got = [int(o.item()) for o in outs]
         return {"wrong": f"gathered {got[:16]}, not ranks 0..{world - 1} in order"} if got != list(range(world)) else {}
 
-    def broadcast():
-        t = torch.arange(1024, dtype=torch.float32, device=device) if rank == 0 else torch.zeros(1024, device=device)
-        dist.broadcast(t, 0, group=group[0])
-        sync()
-        want = torch.arange(1024, dtype=torch.float32, device=device)
-        wrong = int((t != want).sum())
+    def broadcast(self) -> dict:
+        torch, device = self.torch, self.device
+        t = torch.arange(1024, dtype=torch.float32, device=device) if self.rank == 0 else torch.zeros(1024, device=device)
+        self.dist.broadcast(t, 0, group=self.group[0])
+        self.sync()
+        wrong = int((t != torch.arange(1024, dtype=torch.float32, device=device)).sum())
         return {"wrong": f"{wrong} of 1024 values differ from rank 0's"} if wrong else {}
 
-    def ring(n: int) -> tuple[float, object, int]:
-        right, left = (rank + 1) % world, (rank - 1) % world
-        t = torch.full((n,), float(rank), device=device)
-        buf = torch.empty(n, device=device)
+    def ring(self, n: int) -> tuple[float, Any, int]:
+        """Send ``n`` floats to rank+1 and receive as many from rank-1: seconds, the buffer, rank-1."""
+        dist, group, rank = self.dist, self.group[0], self.rank
+        right, left = (rank + 1) % self.world, (rank - 1) % self.world
+        t = self.torch.full((n,), float(rank), device=self.device)
+        buf = self.torch.empty(n, device=self.device)
         start = time.monotonic()
-        if use_cuda:  # NCCL: the send and the receive in one group call (no ordering deadlock)
-            reqs = dist.batch_isend_irecv([dist.P2POp(dist.isend, t, right, group[0]),
-                                           dist.P2POp(dist.irecv, buf, left, group[0])])
+        if self.use_cuda:  # NCCL: the send and the receive in one group call (no ordering deadlock)
+            reqs = dist.batch_isend_irecv([dist.P2POp(dist.isend, t, right, group), dist.P2POp(dist.irecv, buf, left, group)])
             for req in reqs:
                 req.wait()
-            sync()
+            self.sync()
             return time.monotonic() - start, buf, left
         if rank % 2 == 0:  # gloo pairs: even ranks send first, odd ranks receive first
-            s = dist.isend(t, right, group=group[0])
-            r = dist.irecv(buf, left, group=group[0])
+            s = dist.isend(t, right, group=group)
+            r = dist.irecv(buf, left, group=group)
         else:
-            r = dist.irecv(buf, left, group=group[0])
-            s = dist.isend(t, right, group=group[0])
+            r = dist.irecv(buf, left, group=group)
+            s = dist.isend(t, right, group=group)
         r.wait()
         took = time.monotonic() - start
         s.wait()
         return took, buf, left
 
-    def send_recv():
-        if world == 1:
+    def send_recv(self) -> dict:
+        if self.world == 1:
             return {"skipped": "one rank"}
-        _, buf, left = ring(1024)
-        wrong = int((buf != float(left)).sum())  # type: ignore[operator]
+        _, buf, left = self.ring(1024)
+        wrong = int((buf != float(left)).sum())
         return {"wrong": f"{wrong} of 1024 values from rank {left} are wrong"} if wrong else {"from_rank": left}
 
-    def bandwidth():
-        n = max(1, args.size // 4)
+    def bandwidth(self) -> dict:
+        dist, group, world, job = self.dist, self.group[0], self.world, self.job
+        n = max(1, job.size // 4)
         nbytes = n * 4
-        t = torch.ones(n, device=device)
-        dist.all_reduce(t, group=group[0])  # warm-up
-        sync()
+        t = self.torch.ones(n, device=self.device)
+        dist.all_reduce(t, group=group)  # warm-up
+        self.sync()
         times = []
-        for _ in range(args.iters):
-            dist.barrier(group=group[0])
+        for _ in range(job.iters):
+            dist.barrier(group=group)
             start = time.monotonic()
-            dist.all_reduce(t, group=group[0])
-            sync()
+            dist.all_reduce(t, group=group)
+            self.sync()
             times.append(time.monotonic() - start)
         avg = sum(times) / len(times)
         algbw = nbytes / avg / 1e9
-        out = {"bytes": nbytes, "iters": args.iters, "time_s": avg, "algbw_gbps": algbw,
+        out = {"bytes": nbytes, "iters": job.iters, "time_s": avg, "algbw_gbps": algbw,
                "busbw_gbps": algbw * 2 * (world - 1) / world}
         if world > 1:
             p2p = []
-            for _ in range(max(1, args.iters)):
-                dist.barrier(group=group[0])
-                took, _buf, left = ring(n)
+            for _ in range(max(1, job.iters)):
+                dist.barrier(group=group)
+                took, _buf, left = self.ring(n)
                 p2p.append(took)
             mid = statistics.median(p2p)
             out.update(recv_from=left, recv_time_s=mid, recv_gbps=nbytes / mid / 1e9)
         return out
-
-    ok = step("alloc", alloc) and step("interface", interface)
-    if not ok:
-        announce(dist, dog, rank, world, addr, port, args.init_timeout, failures[-1])
-        sys.stdout.flush()
-        os._exit(1)
-    ok = step("rendezvous", rendezvous, args.init_timeout) and step("init", init, args.init_timeout)
-    for name, fn in (("barrier", barrier), ("all_reduce", all_reduce), ("all_gather", all_gather),
-                     ("broadcast", broadcast), ("send_recv", send_recv),
-                     ("bandwidth", bandwidth)):
-        ok = ok and step(name, fn)
-    dog.begin("end", args.timeout + 5)
-    if ok:
-        try:
-            dist.destroy_process_group()
-        except Exception:
-            pass
-    sys.stdout.flush()
-    os._exit(0 if ok else 1)  # no atexit: a process group torn down by a failed peer may hang in its destructor
 
 
 class SetupFailed(RuntimeError):

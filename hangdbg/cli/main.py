@@ -12,7 +12,7 @@ import argparse
 import importlib
 import logging
 import sys
-from typing import Sequence
+from typing import Any, Sequence
 
 from rich.console import Console
 
@@ -22,7 +22,7 @@ from ..outdir import check_writable
 from ..report.safetext import visible
 from ..tools.subproc import LOG
 from .stdin_input import spooled_stdin
-from .common import EXIT_ERROR, EXIT_USAGE, print_error
+from .common import EXIT_ERROR, EXIT_USAGE, Command, print_error
 
 __all__ = ["main", "COMMANDS", "command_class"]
 
@@ -62,10 +62,11 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
 }
 
 
-def command_class(name: str) -> type:
+def command_class(name: str) -> type[Command]:
     """The class of subcommand ``name`` (its module imported now)."""
     module, cls, _ = COMMANDS[name]
-    return getattr(importlib.import_module(f"{__package__}.{module}"), cls)
+    found: type[Command] = getattr(importlib.import_module(f"{__package__}.{module}"), cls)
+    return found
 
 
 class _Parser(argparse.ArgumentParser):
@@ -90,12 +91,12 @@ def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     sub.required = True
     for name, (_module, _cls, help_line) in COMMANDS.items():
-        listed = {"help": help_line} if help_line else {}  # a parser without help is not listed
+        listed: dict[str, Any] = {"help": help_line} if help_line else {}  # a parser without help is not listed
         if chosen is not None and name != chosen:
             sub.add_parser(name, **listed)
             continue
         cls = command_class(name)
-        p = sub.add_parser(name, description=cls.description, parents=[verbose], **listed)
+        p = sub.add_parser(name, description=cls.description, parents=[verbose], **listed)  # type: ignore[list-item]
         cls.add_arguments(p)
         p.set_defaults(command_class=cls)
     return parser

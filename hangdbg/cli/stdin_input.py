@@ -42,7 +42,7 @@ def spooled_stdin(args: argparse.Namespace, stream: BinaryIO | None = None) -> I
     """
     attr = next((a for a in _PATH_ARGUMENTS if isinstance(getattr(args, a, None), list)), None)
     paths = getattr(args, attr) if attr else []
-    if STDIN not in map(str, paths):
+    if attr is None or STDIN not in map(str, paths):
         yield
         return
     if sum(str(p) == STDIN for p in paths) > 1:

@@ -27,7 +27,8 @@ from typing import Callable
 
 from ..stacks.analysis import analyze
 from .needs import needs
-from ..model import Analysis, Frame, RankDump, RankProcess, Thread
+from ..model import Analysis, RankDump, RankProcess, Thread
+from ..frames import Frame
 from ..enums import DumpState, ThreadStatus
 from ..stacks.op_record import CurrentOp
 from .op_records import read_op_records

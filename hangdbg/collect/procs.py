@@ -257,7 +257,7 @@ def find_ranks(pids: list[int] | None = None, keep: EnvFilter | None = None,
     if not pids and keep is None and len(jobs) > 1:
         lines = []
         for job, members in jobs.items():
-            parents = sorted({_parent(m.pid) for m in members} - {None})
+            parents = sorted(p for p in {_parent(m.pid) for m in members} if p is not None)
             lines.append(
                 f"  job {'/'.join(x for x in job if x) or '?'}: {len(members)} ranks, "
                 f"pids {','.join(str(m.pid) for m in members[:8])}{'...' if len(members) > 8 else ''}"

@@ -63,7 +63,7 @@ class DemoJob:
         self.env = dict(env or {})
         self.nproc = default_nproc(scenario) if nproc is None else nproc
         self._tmp = None if workdir else tempfile.mkdtemp(prefix="hangdbg-demo-")
-        self.workdir = Path(workdir or self._tmp)
+        self.workdir = Path(workdir if workdir is not None else str(self._tmp))
         self.ready_dir = self.workdir / "ready"
         self.log_path = self.workdir / "job.log"
         self.proc: subprocess.Popen | None = None

@@ -177,7 +177,7 @@ def run_store_barrier(dist, torch, args, rank: int, world: int) -> None:
 def make_model(torch):
     """Three Linear layers; ``forward(x, skip_hidden=True)`` leaves the hidden layer unused."""
 
-    class Net(torch.nn.Module):
+    class Net(torch.nn.Module):  # type: ignore[name-defined]  # torch is a parameter: imported by the caller
         def __init__(self):
             super().__init__()
             self.inp, self.hidden, self.out = torch.nn.Linear(16, 32), torch.nn.Linear(32, 32), torch.nn.Linear(32, 1)

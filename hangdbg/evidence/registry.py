@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from ..headline import source_headline
 from ..model import SourceKind, SourceReport
 from .core import reader as core, json_reader as core_json
@@ -16,7 +18,7 @@ from .base import Reader
 
 __all__ = ["READERS", "reader_for", "headline_of"]
 
-READERS: tuple[Reader, ...] = (
+READERS: tuple[Reader[Any], ...] = (
     pyspy.READER,
     core.READER,
     core_json.READER,
@@ -33,7 +35,7 @@ READERS: tuple[Reader, ...] = (
 _BY_KIND = {r.kind: r for r in READERS}
 
 
-def reader_for(kind: SourceKind) -> Reader:
+def reader_for(kind: SourceKind) -> Reader[Any]:
     """The registered reader of ``kind``.
 
     Raises:
@@ -42,7 +44,7 @@ def reader_for(kind: SourceKind) -> Reader:
     return _BY_KIND[kind]
 
 
-def headline_of(rep: SourceReport) -> str:
+def headline_of(rep: SourceReport[Any]) -> str:
     """The headline of a report of one kind: its findings, or its reader's all-clear
     (:func:`hangdbg.headline.source_headline`)."""
     return source_headline(rep, reader_for(rep.kind).all_clear(rep))

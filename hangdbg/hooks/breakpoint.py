@@ -77,7 +77,7 @@ def _interact_in(dbg: pdb.Pdb, frame) -> None:
         f.f_trace = dbg.trace_dispatch
         dbg.botframe = f
         f = f.f_back
-    dbg._set_stopinfo(dbg.botframe, None, -1)  # "continue" until a command says otherwise
+    dbg._set_stopinfo(dbg.botframe, None, -1)  # type: ignore[attr-defined]  # bdb's own, as Bdb.set_continue uses it  # "continue" until a command says otherwise
     sys.settrace(dbg.trace_dispatch)
     dbg.interaction(frame, None)
 

@@ -36,6 +36,7 @@ import select
 import sys
 import termios
 import threading
+from typing import NoReturn
 import time
 
 from .rank_logging import format_prefix
@@ -98,7 +99,7 @@ class Capture:
         self._line_buffered = None
         try:
             self._line_buffered = sys.stdout.line_buffering
-            sys.stdout.reconfigure(line_buffering=True)
+            sys.stdout.reconfigure(line_buffering=True)  # type: ignore[union-attr]  # a TextIOWrapper, or AttributeError
         except (AttributeError, ValueError):
             pass
 
@@ -108,7 +109,7 @@ class Capture:
         self._orig_excepthook = sys.excepthook
         sys.excepthook = self._excepthook
         self._orig_exit = os._exit
-        os._exit = self._os_exit
+        os._exit = self._os_exit  # type: ignore[assignment]  # a bound method in place of the function
         atexit.register(self.close)
 
     # -- reader thread -------------------------------------------------------------------------
@@ -197,7 +198,7 @@ class Capture:
         finally:
             self.drain()
 
-    def _os_exit(self, code: int) -> None:
+    def _os_exit(self, code: int) -> NoReturn:
         try:
             self.drain()
         finally:
@@ -224,7 +225,7 @@ class Capture:
             pass
         if self._line_buffered is not None:
             try:
-                sys.stdout.reconfigure(line_buffering=self._line_buffered)
+                sys.stdout.reconfigure(line_buffering=self._line_buffered)  # type: ignore[union-attr]
             except (AttributeError, ValueError):
                 pass
         with self._lock:

@@ -120,6 +120,11 @@ class _Resolved:
 
     __slots__ = ("name", "cls", "phase", "items", "marker")
 
+    def __init__(self) -> None:
+        self.name = self.cls = self.phase = ""
+        self.items: list[tuple[str, Any, Any]] = []
+        self.marker: str | None = None
+
     def lines(self) -> list[str]:
         out = []
         if self.marker:

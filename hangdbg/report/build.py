@@ -19,8 +19,9 @@ from ..watch.plan import WatchResult
 from ..evidence.registry import headline_of
 from ..headline import cores_headline, node_headline, processes_headline
 from ..outdir import NotSaved, not_saved_finding, not_saved_note
-from ..model import (SCHEMA_VERSION, Analysis, Kind, Severity, Finding, Frame, Place, RankProcess, SourceReport, TreeNode, Verdict,
-    by_severity)
+from ..model import (SCHEMA_VERSION, Analysis, Kind, Severity, Finding, Place, RankProcess, SourceReport, TreeNode,
+    Verdict, by_severity)
+from ..frames import Frame
 from ..evidence.core.reader import CoreReading, core_fact
 from .document import (CollectDocument, CoreDocument, CoreEntry, CoreWritten, FrDocument, GpuDocument, ClassEntry,
     LogsDocument, NcclDocument, NodeDocument, NodeEntry, PlaceEntry, ProcessList, RankEntry, ReportDocument,

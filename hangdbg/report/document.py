@@ -24,7 +24,8 @@ from ..evidence.nccl_ras.facts import RasFacts
 from ..evidence.stacks.facts import StacksFacts, StackTextFacts
 from ..evidence.torch_log.facts import TorchLogFacts
 from ..evidence.traces.facts import TracesFacts
-from ..model import ClassifiedFile, FileError, Finding, Frame, RankProcess, RankState, SourceKind, Thread
+from ..model import ClassifiedFile, FileError, Finding, RankProcess, RankState, SourceKind, Thread
+from ..frames import Frame
 from ..enums import NodeStatus, PlaceKind, ThreadStatus
 from ..waits import RankWait, WaitEdge
 

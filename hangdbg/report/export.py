@@ -22,7 +22,8 @@ import os
 from typing import Any, Callable, Iterable
 
 from ..collect.plan import SpeedscopeBy as ExportBy
-from ..model import Analysis, Frame, RankDump
+from ..model import Analysis, RankDump
+from ..frames import Frame
 from ..outdir import OutDir
 from ..rankset import ranks_text
 

@@ -27,7 +27,8 @@ from urllib.parse import quote
 
 import jinja2
 
-from ..model import Frame, Severity, TreeNode, Verdict
+from ..model import Severity, TreeNode, Verdict
+from ..frames import Frame
 from ..rankset import compress, rank_class, rank_set
 from .schema import to_jsonable
 

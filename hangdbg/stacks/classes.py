@@ -11,7 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from operator import attrgetter
 
-from ..model import Frame, Place, RankDump, Thread
+from ..model import Place, RankDump, Thread
+from ..frames import Frame
 from .places import lock_wait, place_of, primary_thread
 
 __all__ = ["RankView", "classify_ranks", "group_ranks"]

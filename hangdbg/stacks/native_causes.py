@@ -20,7 +20,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from ..model import Frame, Kind, Severity, Thread
+from ..model import Kind, Severity, Thread
+from ..frames import Frame
 
 __all__ = ["SERVICE_FRAMES", "NativeCause", "is_library_thread", "is_service_thread", "native_cause"]
 

@@ -45,7 +45,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field, replace
 
-from ..model import Frame
+from ..frames import Frame
 from ..enums import ThreadStatus
 from ..text.lines import strip_prefix
 

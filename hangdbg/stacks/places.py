@@ -29,7 +29,8 @@ import linecache
 import os
 import re
 
-from ..model import Frame, Place, Thread
+from ..model import Place, Thread
+from ..frames import Frame
 from ..enums import PlaceKind
 from .native_causes import SERVICE_FRAMES, is_library_thread
 

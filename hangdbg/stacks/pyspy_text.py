@@ -32,7 +32,8 @@ import re
 import time
 from dataclasses import dataclass, field
 
-from ..model import Frame, Thread
+from ..model import Thread
+from ..frames import Frame
 from ..enums import ThreadStatus
 from ..frames import is_python_file
 

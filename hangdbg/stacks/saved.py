@@ -19,7 +19,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..launchers import is_launcher
-from ..model import Frame, RankDump, Thread
+from ..model import RankDump, Thread
+from ..frames import Frame
 from ..enums import DumpState
 from ..rankset import rank_number
 from ..parallel import cores, fork_map, gc_paused

@@ -30,7 +30,8 @@ from __future__ import annotations
 
 from typing import Mapping
 
-from ..model import Finding, Frame, Kind, RankDump, Severity, Thread
+from ..model import Finding, Kind, RankDump, Severity, Thread
+from ..frames import Frame
 from ..enums import PlaceKind
 from ..waits import WaitKind
 from .cycles import resolve_cycles

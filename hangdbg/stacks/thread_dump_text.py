@@ -28,7 +28,8 @@ from __future__ import annotations
 
 import re
 
-from ..model import Frame, Thread
+from ..model import Thread
+from ..frames import Frame
 from ..enums import ThreadStatus
 from .pyspy_text import ParsedProcess
 

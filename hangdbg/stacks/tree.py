@@ -8,7 +8,8 @@ its cost grows with the number of distinct stacks, not with the number of ranks.
 
 from __future__ import annotations
 
-from ..model import Frame, TreeNode
+from ..model import TreeNode
+from ..frames import Frame
 
 __all__ = ["build_tree"]
 

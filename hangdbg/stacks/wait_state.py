@@ -28,7 +28,8 @@ from __future__ import annotations
 import re
 from dataclasses import replace
 
-from ..model import Frame, Place, Thread
+from ..model import Place, Thread
+from ..frames import Frame
 from ..enums import PlaceKind
 from .op_record import CurrentOp
 from ..waits import RankWait, WaitKind

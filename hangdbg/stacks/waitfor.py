@@ -24,7 +24,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Iterable, Mapping, Sequence
 
-from ..model import Frame, Thread
+from ..model import Thread
+from ..frames import Frame
 from ..waits import ROOT_KINDS, RankWait, WaitEdge, WaitKind
 
 __all__ = ["WaitGraph", "build_graph", "program_order", "key_rank"]

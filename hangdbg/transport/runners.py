@@ -119,7 +119,9 @@ class Runner:
     def _pump(self, proc: subprocess.Popen, host: str | None, on_line: OnLine, timeout: float) -> tuple[int | None, str, bool]:
         """Feed stdout lines until exit or ``timeout``; returns (exit code, stderr, timed out)."""
         err: list[str] = []
-        reader = threading.Thread(target=lambda: err.extend(proc.stderr), daemon=True)
+        assert proc.stdout is not None and proc.stderr is not None  # started with PIPE for both (_start)
+        stderr, stdout = proc.stderr, proc.stdout
+        reader = threading.Thread(target=lambda: err.extend(stderr), daemon=True)
         reader.start()
         fired = threading.Event()
 
@@ -130,7 +132,7 @@ class Runner:
         timer = threading.Timer(timeout, expire)
         timer.start()
         try:
-            for line in proc.stdout:
+            for line in stdout:
                 on_line(host, line.rstrip("\n"))
             code = proc.wait()
         finally:

@@ -18,7 +18,8 @@ from typing import Any
 from typing import Sequence
 
 from .facts import CoreFact, CoreJsonFacts
-from ...model import (SCHEMA_VERSION, Evidence, FileError, Finding, Frame, Kind, RankDump, RankState, Severity,
+from ...frames import Frame
+from ...model import (SCHEMA_VERSION, Evidence, FileError, Finding, Kind, RankDump, RankState, Severity, 
     SourceKind, SourceReport, Thread)
 from ...enums import ThreadStatus
 from ...text.jsondoc import load_json
@@ -42,7 +43,7 @@ def _str(v: Any) -> str:
     return v if isinstance(v, str) else ""
 
 
-def _frame(d: dict) -> Frame:
+def _frame(d: dict[str, Any]) -> Frame:
     pairs = d.get("locals")
     return Frame(function=_str(d.get("function")) or "??", file=_str(d.get("file")), line=_int(d.get("line")),
                  native=bool(d.get("native")),
@@ -50,7 +51,7 @@ def _frame(d: dict) -> Frame:
                  if isinstance(pairs, list) else ())
 
 
-def _threads(core: dict) -> tuple[Thread, ...]:
+def _threads(core: dict[str, Any]) -> tuple[Thread, ...]:
     out = []
     for t in core.get("threads") or ():
         if not isinstance(t, dict):
@@ -61,25 +62,18 @@ def _threads(core: dict) -> tuple[Thread, ...]:
     return tuple(out)
 
 
-def _enum(cls, v: Any, default):
-    try:
-        return cls(v)
-    except ValueError:
-        return default
-
-
-def _finding(d: dict) -> Finding:
+def _finding(d: dict[str, Any]) -> Finding:
     ev = tuple(Evidence(_str(e.get("source")), _int(e.get("line")), _str(e.get("text")))
                for e in d.get("evidence") or () if isinstance(e, dict))
-    return Finding(kind=_enum(Kind, d.get("kind"), Kind.CORE_CRASH), summary=_str(d.get("summary")),
+    return Finding(kind=Kind.read(d.get("kind"), Kind.CORE_CRASH), summary=_str(d.get("summary")),
                    ranks=tuple(r for r in d.get("ranks") or () if _int(r) is not None),
                    hosts=tuple(h for h in d.get("hosts") or () if isinstance(h, str)),
                    gpus=tuple(g for g in d.get("gpus") or () if isinstance(g, str)),
-                   severity=_enum(Severity, d.get("severity"), Severity.INFO),
-                   evidence=ev, action=_str(d.get("action")), source=_enum(SourceKind, d.get("source"), SourceKind.CORE))
+                   severity=Severity.read(d.get("severity"), Severity.INFO),
+                   evidence=ev, action=_str(d.get("action")), source=SourceKind.read(d.get("source"), SourceKind.CORE))
 
 
-def _load(path: str) -> dict:
+def _load(path: str) -> dict[str, Any]:
     if os.path.getsize(path) > MAX_BYTES:
         raise ValueError(f"larger than {MAX_BYTES >> 20} MiB")
     with open_input(path) as f:
@@ -96,14 +90,14 @@ def _load(path: str) -> dict:
 _READS = (2, 3, SCHEMA_VERSION)  # what this reader reads of a core document is the same in schema_version 2, 3 and 4
 
 
-def _state(d: dict) -> RankState:
+def _state(d: dict[str, Any]) -> RankState:
     return RankState(rank=d["rank"], host=_str(d.get("host")), pid=_int(d.get("pid")),
                      last_collective=d.get("last_collective") if isinstance(d.get("last_collective"), str) else None,
                      seq=_int(d.get("seq")), group=_str(d.get("group")), state=_str(d.get("state")),
-                     source=_enum(SourceKind, d.get("source"), SourceKind.CORE))
+                     source=SourceKind.read(d.get("source"), SourceKind.CORE))
 
 
-def _fact(c: dict, rank: int) -> CoreFact:
+def _fact(c: dict[str, Any], rank: int) -> CoreFact:
     env = c.get("environ")
     return CoreFact(file=_str(c.get("file")), rank=rank, rank_source=_str(c.get("rank_source")), host=_str(c.get("host")),
                     pid=_int(c.get("pid")), signal=c.get("signal") if isinstance(c.get("signal"), str) else None,
@@ -132,7 +126,7 @@ def read_documents(paths: Sequence[str]) -> tuple[SourceReport[CoreJsonFacts], l
         try:
             doc = _load(path)
             source = doc.get("source")
-            src: dict = source if isinstance(source, dict) else {}
+            src: dict[str, Any] = source if isinstance(source, dict) else {}
             # the core reader's own findings: the document's stack findings are redone jointly
             got_findings = [f for f in (_finding(f) for f in doc.get("findings") or () if isinstance(f, dict))
                             if f.source is SourceKind.CORE]

@@ -18,12 +18,13 @@ import subprocess
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Sequence
+from typing import Any, Sequence
 
 from ...launch_env import (LOCAL_RANK_VARS, LOCAL_WORLD_SIZE_VARS, RANK_VARS, WORLD_SIZE_VARS, first_int,
     rank_from_environ)
 from .facts import CoreFact, CoreFacts
-from ...model import (SEVERITY_ORDER, Evidence, FileError, Finding, Frame, Kind, RankDump, RankState, Severity,
+from ...frames import Frame
+from ...model import (SEVERITY_ORDER, Evidence, FileError, Finding, Kind, RankDump, RankState, Severity, 
     SourceKind, SourceReport, Thread)
 from ...enums import ThreadStatus
 from .elf import CoreFileError, CoreInfo, is_core, read_core_info
@@ -140,7 +141,7 @@ def _drop_internal(frames: tuple[Frame, ...]) -> tuple[Frame, ...]:
     return tuple(f for f in frames if not (f.native and (f.function.startswith(_CPYTHON_INTERNAL) or "vectorcall" in f.function)))
 
 
-def _python_groups(frames: list[dict]) -> list[tuple[Frame, ...]]:
+def _python_groups(frames: list[dict[str, Any]]) -> list[tuple[Frame, ...]]:
     """pystack frames (outermost first, ``entry`` flags) -> groups per interpreter call, innermost first."""
     groups: list[list[Frame]] = []
     for fr in frames:

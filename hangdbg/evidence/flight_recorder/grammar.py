@@ -39,7 +39,7 @@ import re
 from dataclasses import dataclass, field
 from typing import BinaryIO
 
-from ...model import Frame
+from ...frames import Frame
 from ...rankset import rank_number
 from ...text.jsondoc import TOO_DEEP, load_json
 from ...text.lines import open_input

@@ -9,6 +9,8 @@ A file's content decides which it is, before its name is looked at.
 
 from __future__ import annotations
 
+from typing import Any
+
 import re
 from dataclasses import replace
 
@@ -32,7 +34,7 @@ class FlightRecorderReader(ReaderBase[FrFacts]):
     kind = SourceKind.FLIGHT_RECORDER
 
 
-    def all_clear(self, rep: SourceReport) -> str:
+    def all_clear(self, rep: SourceReport[Any]) -> str:
         return f"{rep.records} dumps read: every rank recorded the same collectives and none is pending"
 
     def sniff(self, head: bytes) -> bool:

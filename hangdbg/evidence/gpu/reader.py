@@ -5,7 +5,7 @@ The grammar is :mod:`hangdbg.evidence.gpu.grammar`, the findings :mod:`hangdbg.e
 
 from __future__ import annotations
 
-from typing import Sequence
+from typing import Any, Sequence
 
 from .analysis import findings_from
 from .facts import GpuFacts
@@ -23,7 +23,7 @@ class GpuReader(ReaderBase[GpuFacts]):
     kind = SourceKind.GPU
 
 
-    def all_clear(self, rep: SourceReport) -> str:
+    def all_clear(self, rep: SourceReport[Any]) -> str:
         return f"no GPU error in {rep.records} kernel-log / nvidia-smi records: no fatal Xid, lost GPU or uncorrectable ECC error"
 
     def sniff(self, head: bytes) -> bool:

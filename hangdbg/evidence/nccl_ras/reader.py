@@ -8,6 +8,8 @@ together with flight-recorder dumps, being the other cross-rank report of where 
 
 from __future__ import annotations
 
+from typing import Any
+
 from .analysis import analyze_ras
 from .facts import RasFacts
 from ...model import FileError, SourceKind, SourceReport
@@ -23,7 +25,7 @@ class RasReader(ReaderBase[RasFacts]):
     kind = SourceKind.NCCL_RAS
 
 
-    def all_clear(self, rep: SourceReport) -> str:
+    def all_clear(self, rep: SourceReport[Any]) -> str:
         return (f"{rep.records} NCCL RAS report{'s' if rep.records != 1 else ''}: no NCCL error, missing process or differing "
                 "operation count at the time of the query (NCCL's own state, not an all-clear for the job)")
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import replace
-from typing import Sequence
+from typing import Any, Sequence
 
 from ...stacks.analysis import analyze
 from .facts import StacksFacts
@@ -26,7 +26,7 @@ _PYSPY = re.compile(rb"^(?:# hangdbg rank=|Process \d+: |Thread (?:0x[0-9A-Fa-f]
 _OWN_DUMP = re.compile(rb"^(?:-+ ?Thread ?ID: ?\d+|# ?ThreadID: ?\d+|# ?Thread: ?[^()\n]{0,200}\(\d+\))", re.M)
 
 
-def with_analysis(report: SourceReport, a: Analysis) -> SourceReport[StacksFacts]:
+def with_analysis(report: SourceReport[Any], a: Analysis) -> SourceReport[StacksFacts]:
     """``report`` (kind ``stacks``) with the analysis' findings and one RankState per rank.
 
     Args:

@@ -13,7 +13,8 @@ from pathlib import Path
 
 from ...stacks.native_causes import is_service_thread, native_cause
 from .facts import StackTextFacts
-from ...model import (Evidence, FileError, Finding, Frame, Kind, RankDump, RankState, Severity, SourceKind,
+from ...frames import Frame
+from ...model import (Evidence, FileError, Finding, Kind, RankDump, RankState, Severity, SourceKind, 
     SourceReport, Thread)
 from ...enums import ThreadStatus
 from ...stacks.debug_server import is_debug_server_dump

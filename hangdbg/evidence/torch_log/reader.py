@@ -6,6 +6,8 @@ The grammar is :mod:`hangdbg.evidence.torch_log.grammar`; the findings are :mod:
 
 from __future__ import annotations
 
+from typing import Any
+
 
 from .analysis import analyze_events
 from .facts import TorchLogFacts
@@ -27,7 +29,7 @@ class TorchLogReader(ReaderBase[TorchLogFacts]):
     kind = SourceKind.TORCH_LOG
 
 
-    def all_clear(self, rep: SourceReport) -> str:
+    def all_clear(self, rep: SourceReport[Any]) -> str:
         return f"no rank stands out in {rep.records} log events: no watchdog timeout, desync report or failed child"
 
     def sniff(self, head: bytes) -> bool:

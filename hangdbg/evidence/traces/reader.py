@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from typing import Sequence
+from typing import Any, Sequence
 
 from .facts import DivergenceFacts, NextCall, TraceEntry, TracesFacts
 from ...model import Evidence, FileError, Finding, Kind, RankState, Severity, SourceKind, SourceReport
@@ -134,7 +134,7 @@ class TracesReader(ReaderBase[TracesFacts]):
     kind = SourceKind.TRACES
 
 
-    def all_clear(self, rep: SourceReport) -> str:
+    def all_clear(self, rep: SourceReport[Any]) -> str:
         return f"all {rep.records} traces ended normally and made the same calls"
 
     def __init__(self, last: int = 8, grep: re.Pattern[str] | None = None) -> None:
