@@ -327,6 +327,8 @@ def parse_stacks(lines, source: str = "") -> tuple[list[StackBlock], int, TextIn
 
 
 def _line(st: _State, n: int, raw: str, text: str, rank: int | None) -> None:
+    """Read one line (``n``: its number, ``raw`` as in the file, ``text`` without a launcher prefix) into ``st``:
+    the first reader that knows the line takes it, in this order."""
     if not text:
         if st.cur and st.cur["format"] in ("faulthandler", "py-bt", "torch-cpp", "eu-stack", "ucx"):
             st.close()
@@ -334,11 +336,19 @@ def _line(st: _State, n: int, raw: str, text: str, rank: int | None) -> None:
     cur = st.cur
     if _numbered(st, n, text, rank):
         return
+    for read in (_gdb_line, _python_line, _cpp_line, _debugger_line):
+        if read(st, cur, n, raw, text, rank):
+            return
+    _other_line(st, cur, text)
+
+
+def _gdb_line(st: _State, cur: dict | None, n: int, raw: str, text: str, rank: int | None) -> bool:
+    """Gdb and eu-stack frames and thread headers; True when the line was one of them."""
     m = _GDB_FRAME.match(text)
     if m and not text.startswith("#!"):
         if cur is not None and cur["format"] == "py-bt" and not _ADDR_SP.match(m.group(2)):
             st.skipped += 1  # a numbered Python frame cut short (``#70 _bootst``)
-            return
+            return True
         if cur is None or cur["format"] not in ("gdb", "eu-stack"):
             cur = st.open(n, "gdb", 0, rank)  # a lone `bt` without a thread header
         f = parse_gdb_frame(m.group(2))
@@ -346,51 +356,61 @@ def _line(st: _State, n: int, raw: str, text: str, rank: int | None) -> None:
             st.skipped += 1
         else:
             cur["frames"].append(f)
-        return
+        return True
     m = _GDB_THREAD.match(text)
     if m:
         tid = int(m.group(3)) if m.group(3) else int(m.group(1))
         st.open(n, "gdb", tid, rank, name=m.group(4))
-        return
+        return True
     m = _EU_TID.match(text)
     if m:
         st.open(n, "eu-stack", int(m.group(1)), rank)
-        return
+        return True
+    return False
+
+
+def _python_line(st: _State, cur: dict | None, n: int, raw: str, text: str, rank: int | None) -> bool:
+    """Faulthandler threads, Python ``File`` lines (py-bt, faulthandler, gdb), py-bt native and start lines; True when the line was one of them."""
     m = _FH_THREAD.match(text)
     if m:
         st.open(n, "faulthandler", int(m.group(2), 16), rank, name=m.group(3) or None, current=m.group(1) == "Current thread",
                 title=st.fatal.get(rank, (0, ""))[1] if m.group(1) == "Current thread" else "")
-        return
+        return True
     m = _PY_FILE.match(text)
     if m:
         if cur is None or cur["format"] not in ("faulthandler", "py-bt", "gdb"):
             cur = st.open(n, "py-bt", 0, rank)
         cur["frames"].append(_python_frame(*m.groups()))
         st.after_pyfile = cur["format"] in ("py-bt", "gdb")
-        return
+        return True
     if st.after_pyfile:  # py-bt prints the source line under each File line
         st.after_pyfile = False
-        return
+        return True
     m = _PYBT_NATIVE.match(text)
     if m and cur is not None and cur["format"] in ("py-bt", "gdb"):
         cur["frames"].append(Frame(m.group(1), "", None, native=True))
-        return
+        return True
     if _PYBT_START.match(text):
         if cur is None or cur["format"] != "gdb" or any(not f.native for f in cur["frames"]):
             st.open(n, "py-bt", 0, rank)
-        return
+        return True
+    return False
+
+
+def _cpp_line(st: _State, cur: dict | None, n: int, raw: str, text: str, rank: int | None) -> bool:
+    """A fatal Python error, PyTorch C++ exception traces (``Exception raised from``, ``frame #N:``), lldb frames, signal handlers; True when the line was one of them."""
     m = _FH_FATAL.match(text)
     if m:
         st.close()
         st.fatal[rank] = (n, f"Fatal Python error: {m.group(1)}")
         st.evidence.append((n, raw, rank))
-        return
+        return True
     m = _TORCH_START.match(text)
     if m:
         st.torch_index += 1
         st.open(n, "torch-cpp", st.torch_index, rank, title=f"Exception raised from {m.group(1)} at {m.group(2)}:{m.group(3)}")
         st.evidence.append((n, raw, rank))
-        return
+        return True
     m = _LLDB_FRAME.match(text)
     if m:
         if cur is None or cur["format"] != "lldb":
@@ -399,9 +419,9 @@ def _line(st: _State, n: int, raw: str, text: str, rank: int | None) -> None:
         func = func.split("(")[0] if "(" in func and not func.startswith("operator") else func
         cur["frames"].append(Frame(func or "??", m.group(5) or m.group(3) or "",
                                    int(m.group(6)) if m.group(6) else None, native=True))
-        return
+        return True
     if _signal_handler(st, n, raw, text, rank):
-        return
+        return True
     m = _TORCH_FRAME.match(text)
     if m:
         if cur is None or cur["format"] != "torch-cpp" or (rank is not None and cur.get("rank") not in (None, rank)):
@@ -411,7 +431,12 @@ def _line(st: _State, n: int, raw: str, text: str, rank: int | None) -> None:
         if func.startswith("/") and not lib:  # old form: "frame #10: /usr/bin/python() [0x4f3c6e]"
             func, lib = "??", func.split("(")[0]
         cur["frames"].append(Frame(func or "??", lib, None, native=True))
-        return
+        return True
+    return False
+
+
+def _debugger_line(st: _State, cur: dict | None, n: int, raw: str, text: str, rank: int | None) -> bool:
+    """Lldb thread headers, gdb's core, signal and current-thread lines; True when the line was one of them."""
     m = _LLDB_THREAD.match(text)
     if m:
         rest = m.group(4)
@@ -422,20 +447,25 @@ def _line(st: _State, n: int, raw: str, text: str, rank: int | None) -> None:
                 title=f"signal {stop.group(1)}" if stop else "")
         if stop and stop.group(1) not in ATTACH_SIGNALS:
             st.signal = st.signal or stop.group(1)
-        return
+        return True
     m = _GDB_CORE.match(text)
     if m:
         st.cmdline = m.group(1)
-        return
+        return True
     m = _GDB_SIGNAL.match(text)
     if m:
         st.signal = m.group(1)
         st.evidence.append((n, raw, rank))
-        return
+        return True
     m = _GDB_CURRENT.match(text)
     if m:
         st.current_lwp = int(m.group(1))
-        return
+        return True
+    return False
+
+
+def _other_line(st: _State, cur: dict | None, text: str) -> None:
+    """Any other line: noise inside a block, a wrapped ``from LIB`` line, the end of a block without a blank line."""
     if cur is not None:
         if text in _PY_NOISE or _FH_INFO.match(text):
             return
