@@ -26,7 +26,7 @@ from ..evidence.core.reader import CoreReading, core_fact
 from .document import (CollectDocument, CoreDocument, CoreEntry, CoreWritten, FrDocument, GpuDocument, ClassEntry,
     LogsDocument, NcclDocument, NodeDocument, NodeEntry, PlaceEntry, ProcessList, RankEntry, ReportDocument,
     SourceSection, SplitDocument, SplitRow, StacksDocument, StacksSection, ThreadEntry, TracesDocument, TreeEntry,
-    StallEntry, WatchDocument)
+    WatchDocument)
 
 __all__ = ["with_not_saved", "header", "stacks_section", "source_section", "stacks_document", "analysis_document", "report_document", "source_document",
            "core_document", "collect_document", "split_document", "process_list", "node_document", "watch_document",
@@ -219,7 +219,7 @@ def watch_document(result: WatchResult) -> WatchDocument:
                          out_dir=result.out_dir, signals=result.signals, stall_seconds=result.stall,
                          interval_seconds=result.interval, observations=result.observations,
                          ended=result.ended,
-                         stalls=tuple(StallEntry(*astuple_shallow(st)) for st in stalls))
+                         stalls=stalls)
 
 
 def check_document(result: CheckResult) -> Any:
@@ -240,11 +240,6 @@ def check_document(result: CheckResult) -> Any:
                          backend=result.backend, out_dir=result.out_dir, world_size=len(first.ranks), bad_nodes=verdict.bad_nodes,
                          bad_gpus=verdict.bad_gpus, exclude=verdict.exclude, bandwidth=verdict.bandwidth,
                          nodes=first.nodes, ranks=first.ranks, trials=tuple(entries))
-
-
-def astuple_shallow(obj: Any) -> tuple[Any, ...]:
-    """A dataclass's field values in order (not recursing as :func:`dataclasses.astuple` does)."""
-    return tuple(getattr(obj, f.name) for f in fields(obj))
 
 
 def with_not_saved(doc: Any, lost: Sequence[NotSaved]) -> Any:

@@ -27,13 +27,14 @@ from ..evidence.traces.facts import TracesFacts
 from ..model import ClassifiedFile, FileError, Finding, RankProcess, RankState, SourceKind, Thread
 from ..frames import Frame
 from ..enums import NodeStatus, PlaceKind, ThreadStatus
+from ..watch.plan import StallRecord
 from ..waits import RankWait, WaitEdge
 
 __all__ = [
     "Document", "StacksDocument", "ReportDocument", "NcclDocument", "LogsDocument", "FrDocument", "GpuDocument",
     "TracesDocument", "CoreDocument", "CollectDocument", "SplitDocument", "ProcessList", "DOCUMENTS",
     "StacksSection", "RankEntry", "ClassEntry", "PlaceEntry", "TreeEntry", "SourceSection", "NodeEntry",
-    "CoreEntry", "CoreWritten", "SplitRow", "AnyFacts", "NodeDocument", "WatchDocument", "StallEntry",
+    "CoreEntry", "CoreWritten", "SplitRow", "AnyFacts", "NodeDocument", "WatchDocument",
     "CheckDocument", "TrialEntry",
 ]
 
@@ -377,37 +378,6 @@ class NodeDocument(Document):
 
 
 @dataclass(frozen=True, slots=True)
-class StallEntry:
-    """One stall ``hangdbg watch`` declared and what it did about it.
-
-    Attributes:
-        detected: when (ISO 8601, UTC).
-        signal: what declared it: ``log``, ``heartbeat`` or ``stacks``.
-        quiet_seconds: seconds the signal had not moved.
-        reason: one sentence.
-        dump_dir: the stall's dump (``OUT/stall-YYYYmmdd-HHMMSS``, its ``hangdbg.json`` inside).
-        dump_exit: the dump's exit status (3: suspects named; 1: nothing read).
-        headline: the dump's headline.
-        suspects: the ranks the dump blamed.
-        dump_seconds: seconds from the detection to the finished dump.
-        on_hang_exit: exit status of ``--on-hang`` (None: not given, or it could not run).
-        then: what ``--then`` did (``"kill: sent SIGTERM to 5 processes"``), or None.
-    """
-
-    detected: str
-    signal: Literal["log", "heartbeat", "stacks"]
-    quiet_seconds: float
-    reason: str
-    dump_dir: str
-    dump_exit: int | None
-    headline: str | None
-    suspects: tuple[int, ...]
-    dump_seconds: float
-    on_hang_exit: int | None
-    then: str | None
-
-
-@dataclass(frozen=True, slots=True)
 class WatchDocument(Document):
     """``watch``: the stalls seen while watching a job (``OUT/watch.json``, rewritten after every
     stall and at the end); ``found`` when a stall was declared.
@@ -432,7 +402,7 @@ class WatchDocument(Document):
     interval_seconds: float
     observations: int
     ended: Literal["job-ended", "once", "interrupted", "running"]
-    stalls: tuple[StallEntry, ...]
+    stalls: tuple[StallRecord, ...]
 
 
 @dataclass(frozen=True, slots=True)

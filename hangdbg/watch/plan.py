@@ -24,7 +24,8 @@ THEN = ("kill", "scancel", "requeue")
 Ended = Literal["running", "job-ended", "once", "interrupted"]
 """Why a watch ended (``running``: it has not, a stall was just handled)."""
 
-SIGNALS = ("log", "heartbeat", "stacks")
+Signal = Literal["log", "heartbeat", "stacks"]
+SIGNALS: tuple[Signal, ...] = ("log", "heartbeat", "stacks")
 """What can declare a stall."""
 
 
@@ -105,7 +106,7 @@ class WatchPlan:
         return self.stacks or not (self.logs or self.heartbeat)
 
     @property
-    def signals(self) -> tuple[str, ...]:
+    def signals(self) -> tuple[Signal, ...]:
         """The signals watched, of :data:`SIGNALS`."""
         on = {"log": bool(self.logs), "heartbeat": bool(self.heartbeat), "stacks": self.samples_stacks}
         return tuple(s for s in SIGNALS if on[s])
@@ -144,7 +145,8 @@ class WatchPlan:
 
 @dataclass(frozen=True, slots=True)
 class StallRecord:
-    """One stall ``watch`` declared and what it did about it.
+    """One stall ``watch`` declared and what it did about it (also an entry of the ``watch``
+    document's ``stalls``).
 
     Attributes:
         detected: when (ISO 8601, UTC).
@@ -162,7 +164,7 @@ class StallRecord:
     """
 
     detected: str
-    signal: str
+    signal: Signal
     quiet_seconds: float
     reason: str
     dump_dir: str
@@ -190,7 +192,7 @@ class WatchResult:
 
     targets: str
     out_dir: str
-    signals: tuple[str, ...]
+    signals: tuple[Signal, ...]
     stall: float
     interval: float
     observations: int
