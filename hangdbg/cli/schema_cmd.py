@@ -5,9 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from rich.table import Table
-
-from ..model import SCHEMA_VERSION, Kind, Severity, SourceKind
+from ..model import SCHEMA_VERSION
 from ..report.schema import schema_text
 from ..outdir import OutDir
 from .common import EXIT_OK, Command
@@ -34,16 +32,9 @@ class SchemaCommand(Command):
             for n in self.files.not_saved:
                 self.warn(f"not saved: {n.path}: {n.reason}")
         if args.kinds:
-            for enum, title in ((Kind, "finding kinds"), (Severity, "severities (most important first)"),
-                                (SourceKind, "evidence kinds")):
-                t = Table(title=title, title_justify="left", expand=True)
-                t.add_column("value", no_wrap=True, style="bold")
-                if enum is Kind:
-                    t.add_column("level", no_wrap=True)  # what a finding of the kind is about
-                t.add_column("meaning", ratio=1)
-                for m in enum:
-                    t.add_row(m.value, *((m.level.value,) if isinstance(m, Kind) else ()), m.doc)
-                self.out.print(t)
+            from ..report.schema_view import render_kinds
+
+            self.out.print(render_kinds())
             return EXIT_OK
         self.out.file.write(text + "\n")
         self.out.file.flush()
