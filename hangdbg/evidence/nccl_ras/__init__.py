@@ -1,0 +1,2 @@
+"""Evidence kind ``nccl-ras``: NCCL RAS reports (text and JSON): grammar, analysis, facts,
+reader."""
