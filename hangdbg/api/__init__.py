@@ -32,17 +32,27 @@ private, ``_dump`` and so on, so that ``hangdbg.api.dump`` is always the functio
 
 from __future__ import annotations
 
-from ..check.node import CheckJob
-from ..check.plan import CheckPlan
-from ..collect.plan import DumpPlan
-from ..events import Events
-from ..transport.targets import TargetSpec
-from ..watch.plan import WatchPlan
-from ._check import check
-from ._collect import collect
-from ._dump import analyze, dump
-from ._report import report, save_report
-from ._watch import watch
+import importlib
+from typing import Any
+
+_LAZY = {  # loaded on first use: a command imports only its own use case (and starts faster)
+    "dump": "._dump", "analyze": "._dump", "watch": "._watch", "check": "._check", "report": "._report",
+    "save_report": "._report", "collect": "._collect", "CheckJob": "..check.node", "CheckPlan": "..check.plan",
+    "DumpPlan": "..collect.plan", "Events": "..events", "TargetSpec": "..transport.targets", "WatchPlan": "..watch.plan",
+}
 
 __all__ = ["dump", "analyze", "watch", "check", "report", "save_report", "collect", "DumpPlan", "WatchPlan",
            "CheckPlan", "CheckJob", "TargetSpec", "Events"]
+
+
+def __getattr__(name: str) -> Any:
+    where = _LAZY.get(name)
+    if where is None:
+        raise AttributeError(f"module 'hangdbg.api' has no attribute {name!r}")
+    value = getattr(importlib.import_module(where, __name__), name)
+    globals()[name] = value  # once loaded, a plain attribute
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY))

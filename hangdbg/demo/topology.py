@@ -50,12 +50,24 @@ import time
 from datetime import timedelta
 from pathlib import Path
 
-from hangdbg.demo.job import compute, ready  # the same steps as the other demo jobs
-
 SCENARIOS = ("tp-dp", "pipeline", "p2p-ring", "store-barrier", "ddp-unused", "healthy-midstep", "pollers")
 NPROC = {"tp-dp": 8}
 """Ranks a scenario needs when not 4."""
 HANG_STEP = 2
+
+
+def ready(args, rank: int) -> None:
+    """Tell the caller this rank reached the step where it hangs."""
+    if args.ready:
+        Path(args.ready, f"rank-{rank}").touch()
+
+
+def compute(x, n=200):
+    """A little pure-Python work."""
+    acc = 0.0
+    for i in range(n):
+        acc += (x * i) % 7
+    return acc
 
 
 def load_shard(path: Path) -> bytes:

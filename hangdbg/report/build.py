@@ -16,7 +16,6 @@ from ..collect.node_status import node_findings
 from ..check.plan import CheckResult
 from ..collect.result import CollectResult, StacksResult
 from ..watch.plan import WatchResult
-from ..evidence.registry import headline_of
 from ..headline import cores_headline, node_headline, processes_headline
 from ..outdir import NotSaved, not_saved_finding, not_saved_note
 from ..model import (SCHEMA_VERSION, Analysis, Kind, Severity, Finding, Place, RankProcess, SourceReport, TreeNode,
@@ -136,6 +135,8 @@ def source_section(rep: SourceReport) -> SourceSection:
 def source_document(rep: SourceReport, command: str, inputs: Sequence[str]) -> Any:
     """The document of a command that reads one kind of evidence (``nccl summary``, ``logs``,
     ``fr``, ``gpu``, ``traces``)."""
+    from ..evidence.registry import headline_of  # every reader: only the commands that read evidence import them
+
     cls = _SOURCE_DOCUMENTS[command]
     return cls(**header(command, rep.findings, headline_of(rep)), inputs=tuple(inputs), source=source_section(rep))
 
