@@ -43,7 +43,7 @@ from typing import IO, Sequence
 from .errors import UsageError
 from .model import Finding, Kind, Severity
 
-__all__ = ["NotSaved", "OutDir", "not_saved_finding", "not_saved_note", "RUN_MARKER", "OWN_ENTRIES", "check_writable", "claim", "holds_a_run"]
+__all__ = ["NotSaved", "OutDir", "run_path", "not_saved_finding", "not_saved_note", "RUN_MARKER", "OWN_ENTRIES", "check_writable", "claim", "holds_a_run"]
 
 RUN_MARKER = ".hangdbg-run.json"
 """The marker a ``dump``/``collect`` run writes into its output directory."""
@@ -236,6 +236,11 @@ def _existing(path: Path, flags: int) -> IO[bytes]:
     """
     fd = os.open(path, os.O_WRONLY | flags | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0))
     return os.fdopen(fd, "ab" if flags & os.O_APPEND else "r+b")
+
+
+def run_path(out: str | os.PathLike[str] | None, prefix: str) -> Path:
+    """``out``, or ``./PREFIX-YYYYmmdd-HHMMSS`` (local time) when the user named none."""
+    return Path(out) if out is not None else Path(f"{prefix}-{time.strftime('%Y%m%d-%H%M%S')}")
 
 
 def check_writable(out: str | os.PathLike[str]) -> Path:

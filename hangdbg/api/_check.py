@@ -3,7 +3,6 @@ bisection to the bad node or GPU (:func:`check`)."""
 
 from __future__ import annotations
 
-import socket
 
 from ..check.blame import SetupError, Trial
 from ..check.node import gpu_list
@@ -14,7 +13,6 @@ from ..errors import HangdbgError
 from ..events import Events
 from ..report.build import check_document
 from ..report.schema import to_json
-from ..transport.runners import LocalRunner
 from ..transport.slurm import node_addresses
 from ..transport.targets import job_gpus, resolve, ssh_address
 from ._dump import claim_out
@@ -29,27 +27,27 @@ def setup(plan: CheckPlan) -> tuple[CheckSetup, str]:
     Raises:
         UsageError: bad targets (no such job, no hosts), the output directory cannot be used.
     """
-    common = dict(job=plan.job, ifname=plan.ifname, master_port=plan.master_port, bisect=plan.bisect,
-                  verbose=plan.verbose)
     t = plan.target
+    targets = resolve(t, "check")  # this node: a LocalRunner
+    targets.make_runner(targets.hosts)  # checks the hosts and the remote setup before anything runs
     if not t.remote:
         n = plan.nproc_per_node or len(gpu_list()) or 2
-        host = socket.gethostname().split(".")[0] or "localhost"
-        out = claim_out(plan.out, "check", plan.to_argv(), plan.force, prefix="hangdbg-check")
-        return CheckSetup(((host, tuple(range(n))),), {host: "127.0.0.1"}, lambda hosts: LocalRunner(host),
-                          t.remote_python, True, out=out, **common), f"--nproc-per-node {n}"  # type: ignore[arg-type]
-    targets = resolve(t, "check")
-    targets.make_runner(targets.hosts)  # checks the hosts and the remote setup before anything runs
-    if t.jobid:
+        slots = {h: n for h in targets.hosts}
+        addresses = {h: "127.0.0.1" for h in targets.hosts}
+        what = f"--nproc-per-node {n}"
+    elif t.jobid:
         n = plan.nproc_per_node or job_gpus(t.jobid) or 1
         slots = {h: n for h in targets.hosts}
         addresses = node_addresses(targets.hosts)
+        what = t.describe()
     else:
         slots = {h: plan.nproc_per_node or targets.slots.get(h, 1) for h in targets.hosts}
         addresses = {h: ssh_address(h, t.ssh_argv_options()) for h in targets.hosts}
+        what = t.describe()
     out = claim_out(plan.out, "check", plan.to_argv(), plan.force, prefix="hangdbg-check")
-    return CheckSetup(tuple((h, tuple(range(slots[h]))) for h in targets.hosts), addresses, targets.make_runner,
-                      t.remote_python, not t.jobid, out=out, **common), t.describe()  # type: ignore[arg-type]
+    layout = tuple((h, tuple(range(slots[h]))) for h in targets.hosts)
+    return CheckSetup(layout, addresses, targets.make_runner, t.remote_python, not t.jobid, plan.job, plan.ifname,
+                      plan.master_port, plan.bisect, out, plan.verbose), what
 
 
 def check(plan: CheckPlan, events: Events | None = None) -> CheckResult:

@@ -9,20 +9,21 @@ back the small results, written to ``OUT/<host>/`` as they arrive. ``hangdbg rep
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
-from ..collect.fanout import NodeResult, agent_argv, fan_out, node_file
+from ..collect.fanout import agent_argv
 from ..collect.gather import CoreRead, GatherOptions
 from ..collect.node_status import node_findings
 from ..collect.result import CollectResult
 from ..errors import UsageError
 from ..events import Events
 from ..headline import collect_headline
-from ..report.build import collect_document, node_document, node_entry
+from ..report.build import collect_document
 from ..report.schema import to_json
 from ..transport.runners import HOST
 from ..transport.targets import TargetSpec, resolve
-from ._dump import claim_out
+from ._dump import claim_out, fan_out_nodes
 
 __all__ = ["collect", "read_core"]
 
@@ -45,24 +46,14 @@ def collect(target: TargetSpec, gather: GatherOptions, events: Events | None = N
     targets = resolve(target, "collect")
     run = claim_out(out, "collect", force=force, prefix="hangdbg-collect")
     options = gather.to_argv() + (["-v"] if verbose else []) + (["--node-name", HOST] if not target.jobid else [])
-    with events.progress("nodes", len(targets.hosts), pending=True) as advance:
-        def on_node(n: NodeResult) -> None:
-            advance(n.status.failed)
-            path = node_file(run.path, n.host)
-            if path is not None:
-                run.save_text(path, to_json(node_document("collect", node_entry(n))) + "\n")
-
-        fan = fan_out(targets.make_runner(targets.hosts), targets.hosts, agent_argv(target.remote_python, options), run,
-                      node_timeout, on_node)
+    fan = fan_out_nodes("collect", targets, agent_argv(target.remote_python, options), run, node_timeout, events)
     failed = node_findings([(n.host, n.status, n.reason) for n in fan.nodes])
-    sent = sum(len(n.files) for n in fan.nodes)
-    headline = collect_headline(failed, sent, len(fan.nodes), str(run.path))
+    headline = collect_headline(failed, sum(len(n.files) for n in fan.nodes), len(fan.nodes), str(run.path))
     result = CollectResult(str(run.path), tuple(fan.nodes), headline, tuple(failed), fan.garbled_lines)
     run.save_text("collect.json", to_json(collect_document(result)) + "\n")
     for f in failed:
         events.warn(f.summary)
-    return CollectResult(result.out_dir, result.nodes, result.headline, result.findings, result.garbled_lines,
-                         run.not_saved)
+    return replace(result, not_saved=run.not_saved)
 
 
 def read_core(core: str, exe: str | None) -> CoreRead | str:

@@ -11,12 +11,11 @@ both rendered from. :func:`analyze` is the same analysis of saved dump files. ``
 from __future__ import annotations
 
 import os
-from datetime import datetime
 from pathlib import Path
 from typing import Sequence
 
 from ..collect.adaptive import adapt
-from ..collect.fanout import NodeResult, agent_argv, fan_out, node_file
+from ..collect.fanout import FanoutResult, NodeResult, agent_argv, fan_out, node_file
 from ..collect.gcore import GcoreResult, human_size, plan_cores, write_cores
 from ..collect.local import collect
 from ..collect.node_status import node_findings
@@ -26,7 +25,7 @@ from ..collect.result import StacksResult
 from ..errors import HangdbgError, UsageError
 from ..events import Events
 from ..headline import fanout_headline
-from ..outdir import OutDir, claim
+from ..outdir import OutDir, claim, run_path
 from ..parallel import gc_paused
 from ..report.build import node_document, node_entry, process_list, stacks_document
 from ..report.export import write_exports
@@ -34,9 +33,9 @@ from ..report.schema import to_json
 from ..stacks.analysis import analyze as analyze_stacks
 from ..stacks.saved import load_dumps
 from ..tools.pyspy import OUTPUT_CAP, find_pyspy
-from ..transport.targets import resolve
+from ..transport.targets import Targets, resolve
 
-__all__ = ["dump", "analyze", "claim_out", "save_result"]
+__all__ = ["dump", "analyze", "claim_out", "save_result", "fan_out_nodes"]
 
 
 def claim_out(out: Path | None, command: str, argv: Sequence[str] = (), force: bool = False,
@@ -46,8 +45,7 @@ def claim_out(out: Path | None, command: str, argv: Sequence[str] = (), force: b
     Raises:
         UsageError: it cannot be created or written, or holds another run's output and not ``force``.
     """
-    path = out if out is not None else Path(f"{prefix}-{datetime.now().strftime('%Y%m%d-%H%M%S')}")
-    return claim(path, command, argv, force=force)
+    return claim(run_path(out, prefix), command, argv, force=force)
 
 
 def dump(plan: DumpPlan, events: Events | None = None, *, command: str = "dump") -> StacksResult:
@@ -122,14 +120,7 @@ def _dump_nodes(plan: DumpPlan, events: Events) -> StacksResult:
     targets = resolve(plan.target)
     out = claim_out(plan.out, "dump", plan.to_argv(), plan.force)
     argv = agent_argv(plan.target.remote_python, plan.agent_argv(with_host=not plan.target.jobid))
-    with events.progress("nodes", len(targets.hosts), pending=True) as advance:
-        def on_node(n: NodeResult) -> None:
-            advance(n.status.failed)
-            path = node_file(out.path, n.host)
-            if path is not None:  # the node's final status, as it arrives
-                out.save_text(path, to_json(node_document("dump", node_entry(n))) + "\n")
-
-        fan = fan_out(targets.make_runner(targets.hosts), targets.hosts, argv, out, plan.node_budget(), on_node)
+    fan = fan_out_nodes("dump", targets, argv, out, plan.node_budget(), events)
     failed = node_findings([(n.host, n.status, n.reason) for n in fan.nodes])
     analysis = analyze_stacks(fan.dumps, whole_job=targets.whole and not failed, store_keys=fan.store_keys, ops=fan.ops)
     for f in failed:
@@ -138,6 +129,21 @@ def _dump_nodes(plan: DumpPlan, events: Events) -> StacksResult:
     result = StacksResult("dump", analysis, headline, analysis.findings + tuple(failed), out_dir=str(out.path),
                           nodes=tuple(fan.nodes), garbled_lines=fan.garbled_lines, complete=not failed)
     return save_result(result, out, plan)
+
+
+def fan_out_nodes(command: str, targets: Targets, argv: list[str], out: OutDir, timeout: float,
+                  events: Events) -> FanoutResult:
+    """Run the agent ``argv`` on every node of ``targets`` (:func:`hangdbg.collect.fanout.fan_out`)
+    behind a progress bar, writing each node's document to ``OUT/nodes/HOST.json`` as the node
+    finishes (``command``: ``dump`` or ``collect``)."""
+    with events.progress("nodes", len(targets.hosts), pending=True) as advance:
+        def on_node(n: NodeResult) -> None:
+            advance(n.status.failed)
+            path = node_file(out.path, n.host)
+            if path is not None:  # the node's final status, as it arrives
+                out.save_text(path, to_json(node_document(command, node_entry(n))) + "\n")
+
+        return fan_out(targets.make_runner(targets.hosts), targets.hosts, argv, out, timeout, on_node)
 
 
 def analyze(paths: Sequence[str | os.PathLike], events: Events | None = None, *, out: Path | None = None,

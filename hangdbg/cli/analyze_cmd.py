@@ -5,8 +5,7 @@ from __future__ import annotations
 import argparse
 
 from ..api._dump import analyze
-from .common import Command, add_output_arguments, show_stacks
-from .dump_cmd import add_export_arguments
+from .common import Command, add_export_arguments, add_output_arguments, show_stacks
 
 
 class AnalyzeCommand(Command):

@@ -15,7 +15,6 @@ One meaning per flag and per exit status, for every command:
 from __future__ import annotations
 
 import argparse
-from datetime import datetime
 from pathlib import Path
 from typing import Any, Callable, ClassVar, Sequence
 
@@ -25,7 +24,7 @@ from ..errors import UsageError
 from ..evidence.base import Reader
 from ..evidence.own_output import is_own_output
 from ..model import SourceReport
-from ..outdir import NotSaved, OutDir, check_writable, claim
+from ..outdir import NotSaved, OutDir, check_writable, claim, run_path
 from ..report.safetext import escape
 from ..text.lines import files_where
 from .events import ConsoleEvents
@@ -63,7 +62,7 @@ class Command:
     """Base of a subcommand: ``add_arguments`` on the parser, ``run(args) -> exit status``.
 
     ``files`` is the command's output directory once it has one (``-o DIR``, or one it claimed);
-    every file the command writes goes through it (or through :meth:`sink`), and the files that
+    every file the command writes goes through it, and the files that
     could not be written are listed there and reported with the document.
     """
 
@@ -74,12 +73,6 @@ class Command:
         self.err = err
         self.document: Any = None
         self.files: OutDir | None = None
-
-    def sink(self) -> OutDir:
-        """Where files named by path go (the output directory, else the current directory)."""
-        if self.files is None:
-            self.files = OutDir(".")
-        return self.files
 
     @classmethod
     def add_arguments(cls, parser: argparse.ArgumentParser) -> None:  # pragma: no cover - abstract
@@ -105,8 +98,8 @@ class Command:
         self.out.file.flush()
 
     def warn(self, text: str) -> None:
-        """A warning line on stderr (``text`` is plain text, never markup)."""
-        self.err.print(f"[yellow]warning:[/yellow] {escape(text)}", highlight=False)
+        """A warning line on stderr (``text`` is plain text, never markup): :meth:`ConsoleEvents.warn`."""
+        ConsoleEvents(self.err).warn(text)
 
     def emit(self, doc: Any, args: argparse.Namespace, name: str, render: Callable[[], RenderableType | None]) -> None:
         """Write ``doc`` to ``--out``/``name`` when asked (through :attr:`files`), then show it."""
@@ -117,7 +110,7 @@ class Command:
         if out is not None and (self.files is None or self.files.path != Path(out)):
             self.files = OutDir(out)
         written = None
-        if self.files is not None and (out is not None or self.files.path != Path(".")):
+        if self.files is not None:
             self.files.save_text(name, to_json(with_not_saved(doc, self.files.not_saved)) + "\n")
             written = str(self.files.path)
         lost = self.files.not_saved if self.files is not None else ()
@@ -166,11 +159,13 @@ def add_output_arguments(parser: argparse.ArgumentParser, name: str, tree: bool 
 def add_export_arguments(parser: argparse.ArgumentParser) -> None:
     """``--speedscope FILE`` (with ``--speedscope-by class|rank``) and ``--folded FILE``: the stacks
     for flame-graph tools (:mod:`hangdbg.report.export`)."""
+    from ..collect.plan import SPEEDSCOPE_BY  # only for the commands that export (start-up of the others)
+
     g = parser.add_argument_group("export")
     g.add_argument("--speedscope", metavar="FILE", type=Path,
                    help="also write the stacks of every thread of every rank as a speedscope file "
                         "(https://www.speedscope.app), one profile per equivalence class (or per rank)")
-    g.add_argument("--speedscope-by", dest="speedscope_by", choices=("class", "rank"), default="class",
+    g.add_argument("--speedscope-by", dest="speedscope_by", choices=SPEEDSCOPE_BY, default="class",
                    help="one speedscope profile per equivalence class (default) or per rank")
     g.add_argument("--folded", metavar="FILE", type=Path,
                    help="also write folded stacks (`frame;frame;frame COUNT`, outermost first; the input of "
@@ -187,7 +182,7 @@ def out_dir(args: argparse.Namespace, prefix: str = "hangdbg-dump", own: bool = 
         UsageError: the directory cannot be created or written (read-only, a file in the way,
             full), or holds another run's output and ``--force`` was not given.
     """
-    path = args.out if args.out is not None else Path(f"{prefix}-{datetime.now().strftime('%Y%m%d-%H%M%S')}")
+    path = run_path(args.out, prefix)
     if own:
         return claim(path, str(getattr(args, "command", None) or prefix), force=bool(getattr(args, "force", False)))
     return OutDir(check_writable(path))

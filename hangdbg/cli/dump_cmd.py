@@ -4,14 +4,13 @@
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
 
 from ..api._dump import dump
-from ..collect.plan import SPEEDSCOPE_BY, DumpPlan
-from .common import Command, add_output_arguments, positive_float, positive_int, show_stacks
+from ..collect.plan import DumpPlan
+from .common import Command, add_export_arguments, add_output_arguments, positive_float, positive_int, show_stacks
 from .targets import add_target_arguments, target_spec
 
-__all__ = ["DumpCommand", "add_collect_arguments", "add_export_arguments", "dump_plan"]
+__all__ = ["DumpCommand", "add_collect_arguments", "dump_plan"]
 
 
 def add_collect_arguments(p: argparse.ArgumentParser) -> None:
@@ -28,20 +27,6 @@ def add_collect_arguments(p: argparse.ArgumentParser) -> None:
     g.add_argument("--no-adapt", dest="adapt", action="store_false",
                    help="take only the first round: no retry, no --native/--locals pass for the ranks that need one, "
                         "no extra samples, no store lookup")
-
-
-def add_export_arguments(parser: argparse.ArgumentParser) -> None:
-    """``--speedscope FILE`` (with ``--speedscope-by class|rank``) and ``--folded FILE``: the stacks
-    for flame-graph tools (:mod:`hangdbg.report.export`)."""
-    g = parser.add_argument_group("export")
-    g.add_argument("--speedscope", metavar="FILE", type=Path,
-                   help="also write the stacks of every thread of every rank as a speedscope file "
-                        "(https://www.speedscope.app), one profile per equivalence class (or per rank)")
-    g.add_argument("--speedscope-by", dest="speedscope_by", choices=SPEEDSCOPE_BY, default="class",
-                   help="one speedscope profile per equivalence class (default) or per rank")
-    g.add_argument("--folded", metavar="FILE", type=Path,
-                   help="also write folded stacks (`frame;frame;frame COUNT`, outermost first; the input of "
-                        "flamegraph.pl, which speedscope imports too)")
 
 
 def dump_plan(args: argparse.Namespace) -> DumpPlan:

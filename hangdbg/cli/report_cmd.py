@@ -13,8 +13,7 @@ from ..api._report import report, save_report
 from ..model import Verdict
 from ..report.safetext import safe_text
 from ..report.verdict_console import render_verdict
-from .common import Command, add_output_arguments, exit_status
-from .dump_cmd import add_export_arguments
+from .common import Command, add_export_arguments, add_output_arguments, exit_status
 
 
 class ReportCommand(Command):

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from typing import Any
 
 from ..transport.targets import LAUNCHERS, TargetSpec
 
@@ -40,13 +41,13 @@ def target_spec(args: argparse.Namespace) -> TargetSpec:
     Raises:
         UsageError: two targets, ``-w`` without ``--jobid``, a pid <= 0.
     """
-    def opt(name: str, default: object = None) -> object:
+    def opt(name: str, default: Any = None) -> Any:
         value = getattr(args, name, None)  # commands offer some of the target options only (the agent)
         return default if value is None else value
 
     return TargetSpec(
-        pids=tuple(opt("pid", ())), jobid=opt("jobid"), nodes=opt("nodes"), hosts=opt("hosts"),  # type: ignore[arg-type]
-        hostfile=opt("hostfile"), srun_args=tuple(opt("srun_arg", ())), launcher=opt("launcher", "auto"),  # type: ignore[arg-type]
-        ssh_config=opt("ssh_config"), ssh_options=tuple(opt("ssh_option", ())),  # type: ignore[arg-type]
-        connect_timeout=opt("connect_timeout", 10), remote_python=opt("remote_python", sys.executable),  # type: ignore[arg-type]
-        remote_setup=opt("remote_setup"), match_env=tuple(opt("match_env", ())))  # type: ignore[arg-type]
+        pids=tuple(opt("pid", ())), jobid=opt("jobid"), nodes=opt("nodes"), hosts=opt("hosts"),
+        hostfile=opt("hostfile"), srun_args=tuple(opt("srun_arg", ())), launcher=opt("launcher", "auto"),
+        ssh_config=opt("ssh_config"), ssh_options=tuple(opt("ssh_option", ())),
+        connect_timeout=opt("connect_timeout", 10), remote_python=opt("remote_python", sys.executable),
+        remote_setup=opt("remote_setup"), match_env=tuple(opt("match_env", ())))

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Literal
 
 from ..errors import UsageError
+from ..outdir import OutDir
 from ..tools.pyspy import PySpyOptions
 from ..transport.runners import HOST
 from ..transport.targets import TargetSpec
@@ -86,11 +87,11 @@ class DumpPlan:
         return PySpyOptions(native=self.native, locals=self.locals, nonblocking=self.nonblocking,
                             timeout=self.timeout, executable=self.py_spy)
 
-    def collect_options(self, raw_out: object | None) -> CollectOptions:
+    def collect_options(self, raw_out: OutDir | None) -> CollectOptions:
         """How :func:`hangdbg.collect.local.collect` runs (``raw_out``: the run's
         :class:`~hangdbg.outdir.OutDir`, or None to keep nothing on disk)."""
         jobs = self.jobs or (max(2, os.cpu_count() or 2) if self.native else 8)
-        return CollectOptions(self.pyspy, self.samples, self.interval, jobs, raw_out)  # type: ignore[arg-type]
+        return CollectOptions(self.pyspy, self.samples, self.interval, jobs, raw_out)
 
     def node_budget(self) -> float:
         """Seconds one node may take: ``node_timeout``, or room for the adaptive steps (a retry,

@@ -14,6 +14,7 @@ from typing import Any, Sequence
 from .._version import __version__
 from ..collect.node_status import node_findings
 from ..check.plan import CheckResult
+from ..collect.fanout import NodeResult
 from ..collect.result import CollectResult, StacksResult
 from ..watch.plan import WatchResult
 from ..headline import cores_headline, node_headline, processes_headline
@@ -186,8 +187,8 @@ def process_list(command: str, processes: Sequence[RankProcess]) -> ProcessList:
                        collector_host=host, processes=tuple(processes))
 
 
-def node_entry(n: Any) -> NodeEntry:
-    """A node's result (:class:`hangdbg.collect.fanout.NodeResult`) as it appears in the documents."""
+def node_entry(n: NodeResult) -> NodeEntry:
+    """A node's result as it appears in the documents."""
     return NodeEntry(n.host, n.status, n.reason, tuple(n.ranks), tuple(n.files), n.seconds)
 
 
