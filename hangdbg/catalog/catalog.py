@@ -1,0 +1,240 @@
+"""Loading the catalog's package data and looking messages up in it.
+
+:func:`load` reads ``data/*.toml`` once (``tomllib``; a broken file raises
+:class:`CatalogError`, which the tests catch: shipped data is never broken at run time).
+:meth:`Catalog.match` finds the most specific entry whose pattern matches a message from its
+start, then offers the text its placeholders captured to the catalog again, so that
+``NCCL error: unhandled cuda error`` is read as PyTorch's wrapper around NCCL's
+``ncclUnhandledCudaError`` text (:attr:`Match.inner`).
+"""
+
+from __future__ import annotations
+
+import re
+import tomllib
+from dataclasses import dataclass, replace
+from functools import lru_cache
+from importlib import resources
+from typing import Any, Iterable
+
+from .entry import ID_RE, Blame, CatalogEntry, Role, Syntax
+from .pattern import FormatError, compile_format, literal_length
+
+__all__ = ["Catalog", "CatalogError", "Match", "load", "parse_entries", "SEVERITIES", "MIN_LITERAL"]
+
+SEVERITIES = ("suspect", "warning", "info")
+MIN_LITERAL = 10
+"""Fewest literal characters an entry's format may have (``WARN("%s", msg)`` says nothing)."""
+_REQUIRED = ("id", "syntax", "format", "source", "meaning", "blame", "role", "severity", "action")
+_WORD = re.compile(r"[a-z0-9]+")
+_MAX_DEPTH = 3
+
+
+class CatalogError(ValueError):
+    """A catalog data file that does not follow ``docs/catalog.md`` (names the file and entry)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Match:
+    """An entry that matched a message.
+
+    Attributes:
+        entry: the entry whose pattern matched.
+        fields: the texts its ``%s`` / ``{}`` placeholders captured, in order.
+        inner: the match of a captured text, when one is itself a catalog message (the most
+            specific reading: ``CUDA error: {}`` -> ``an illegal memory access was encountered``).
+    """
+
+    entry: CatalogEntry
+    fields: tuple[str, ...] = ()
+    inner: "Match | None" = None
+
+    @property
+    def innermost(self) -> CatalogEntry:
+        """The most specific entry of the chain (the inner one when there is one)."""
+        m = self
+        while m.inner is not None:
+            m = m.inner
+        return m.entry
+
+    @property
+    def chain(self) -> tuple[CatalogEntry, ...]:
+        """Every entry of the chain, outermost first."""
+        out = []
+        m: Match | None = self
+        while m is not None:
+            out.append(m.entry)
+            m = m.inner
+        return tuple(out)
+
+
+_LEAD = " \t[('\"`<"
+
+
+def _first_word(text: str) -> str:
+    """The first word (lowercase letters and digits) of ``text`` after leading brackets and
+    quotes; "" when it starts with something else (a placeholder)."""
+    m = _WORD.match(text[:80].lstrip(_LEAD).lower())
+    return m.group(0) if m is not None else ""
+
+
+class Catalog:
+    """The entries, indexed by the first word of their literal text."""
+
+    def __init__(self, entries: Iterable[CatalogEntry]) -> None:
+        self.entries: tuple[CatalogEntry, ...] = tuple(entries)
+        self._by_word: dict[str, list[CatalogEntry]] = {}
+        self._always: list[CatalogEntry] = []
+        for e in self.entries:
+            key = _first_word(e.format) if e.syntax is not Syntax.REGEX else ""
+            rest = e.format.lstrip(_LEAD)[len(key):len(key) + 1]
+            if key and (rest in ("%", "{") or (e.syntax is Syntax.PRINTF and rest == "_")):
+                key = ""  # a placeholder glued to the first word (nvmlInit%s): no first word to index by
+            (self._by_word.setdefault(key, []) if key else self._always).append(e)
+        for lst in (*self._by_word.values(), self._always):
+            lst.sort(key=lambda e: -e.literal)
+
+    def __len__(self) -> int:
+        return len(self.entries)
+
+    def get(self, entry_id: str) -> CatalogEntry:
+        """The entry of ``entry_id``.
+
+        Raises:
+            KeyError: no such entry.
+        """
+        for e in self.entries:
+            if e.id == entry_id:
+                return e
+        raise KeyError(entry_id)
+
+    def search(self, message: str) -> Match | None:
+        """:meth:`match` at the start of ``message``, else after each of its first separators
+        (``: ``, `` - ``, ``; ``, a quote, a bracket), for an entry of at least
+        :data:`MID_LINE_LITERAL` literal characters: an upstream message behind an unknown prefix
+        (``THCudaCheck FAIL file=... line=66 error=35 : CUDA driver version is insufficient ...``)."""
+        return _search(self, message)
+
+    def match(self, message: str, _depth: int = 0) -> Match | None:
+        """The most specific entry matching ``message`` from its start, with its inner match.
+
+        Among the entries that match, the one with the most literal characters wins (a longer
+        format says more). Returns None when none matches.
+        """
+        text = message.strip()
+        if not text:
+            return None
+        cands = self._by_word.get(_first_word(text), [])
+        best: tuple[CatalogEntry, re.Match[str]] | None = None
+        for group in (cands, self._always):
+            for e in group:
+                if best is not None and e.literal <= best[0].literal:
+                    break
+                m = e.pattern.match(text)
+                if m is not None:
+                    best = (e, m)
+                    break
+        if best is None:
+            return None
+        e, m = best
+        fields = tuple(v for k, v in sorted(m.groupdict().items()) if k.startswith("s") and v)
+        inner = None
+        if _depth < _MAX_DEPTH:
+            for f in fields:
+                for text in dict.fromkeys((f.strip(), f.strip(" '\"`()[]"))):
+                    inner = self.match(text, _depth + 1)
+                    if inner is not None and inner.entry is not e:
+                        break
+                    inner = None
+                if inner is not None:
+                    break
+        return Match(e, fields, inner)
+
+
+_SEPARATORS = re.compile(r"(?::|\s-|;|\]|\)|,)\s+|\s['\"`(\[]")
+MID_LINE_LITERAL = 16
+"""Fewest literal characters of an entry matched after the start of a message (:meth:`Catalog.search`)."""
+_MAX_TRIES = 8
+
+
+def _search(cat: "Catalog", message: str) -> Match | None:
+    m = cat.match(message)
+    if m is not None:
+        return m
+    for n, sep in enumerate(_SEPARATORS.finditer(message[:2000])):
+        if n >= _MAX_TRIES:
+            break
+        m = cat.match(message[sep.end():])
+        if m is not None and m.entry.literal >= MID_LINE_LITERAL:
+            return m
+    return None
+
+
+def parse_entries(doc: dict[str, Any], name: str) -> list[CatalogEntry]:
+    """The entries of one parsed data file.
+
+    Raises:
+        CatalogError: a missing key, an unknown blame/role/severity/syntax, a bad id, a format
+            that does not compile or has fewer than :data:`MIN_LITERAL` literal characters, a
+            regex entry without an example its pattern matches.
+    """
+    domain = str(doc.get("domain") or name)
+    out = []
+    for i, raw in enumerate(doc.get("entry", [])):
+        where = f"{name}: entry {i} ({raw.get('id', '?')})"
+        missing = [k for k in _REQUIRED if k not in raw]
+        if missing:
+            raise CatalogError(f"{where}: missing {', '.join(missing)}")
+        try:
+            syntax, blame, role = Syntax(raw["syntax"]), Blame(raw["blame"]), Role(raw["role"])
+        except ValueError as exc:
+            raise CatalogError(f"{where}: {exc}") from exc
+        if raw["severity"] not in SEVERITIES:
+            raise CatalogError(f"{where}: severity {raw['severity']!r} not in {SEVERITIES}")
+        if not ID_RE.match(raw["id"]):
+            raise CatalogError(f"{where}: id {raw['id']!r} is not of the form domain.name")
+        fmt = str(raw["format"]).rstrip("\n")
+        try:
+            pattern = compile_format(fmt, syntax)
+        except FormatError as exc:
+            raise CatalogError(f"{where}: {exc}") from exc
+        lit = literal_length(fmt, syntax)
+        if lit < MIN_LITERAL:
+            raise CatalogError(f"{where}: only {lit} literal characters (at least {MIN_LITERAL})")
+        example = str(raw.get("example", ""))
+        if syntax is Syntax.REGEX and not (example and pattern.match(example)):
+            raise CatalogError(f"{where}: a regex entry needs an example its pattern matches")
+        out.append(CatalogEntry(id=raw["id"], domain=domain, syntax=syntax, format=fmt, source=str(raw["source"]),
+                                meaning=str(raw["meaning"]), blame=blame, role=role, severity=raw["severity"],
+                                action=str(raw["action"]), versions=str(raw.get("versions", "")), example=example,
+                                pattern=pattern, literal=lit))
+    return out
+
+
+@lru_cache(maxsize=1)
+def load() -> Catalog:
+    """The catalog of every ``hangdbg/catalog/data/*.toml`` file (read once per process).
+
+    Raises:
+        CatalogError: a data file is broken or two entries share an id.
+    """
+    entries: list[CatalogEntry] = []
+    for res in sorted(resources.files(__package__).joinpath("data").iterdir(), key=lambda r: r.name):
+        if not res.name.endswith(".toml"):
+            continue
+        try:
+            doc = tomllib.loads(res.read_text(encoding="utf-8"))
+        except tomllib.TOMLDecodeError as exc:
+            raise CatalogError(f"{res.name}: {exc}") from exc
+        entries.extend(parse_entries(doc, res.name.removesuffix(".toml")))
+    seen: set[str] = set()
+    for e in entries:
+        if e.id in seen:
+            raise CatalogError(f"two entries have the id {e.id!r}")
+        seen.add(e.id)
+    return Catalog(entries)
+
+
+def with_pattern(e: CatalogEntry) -> CatalogEntry:
+    """``e`` with its pattern and specificity computed (for entries built in code, e.g. tests)."""
+    return replace(e, pattern=compile_format(e.format, e.syntax), literal=literal_length(e.format, e.syntax))

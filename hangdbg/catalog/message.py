@@ -1,0 +1,165 @@
+"""A log line's message and its context: every known prefix peeled off.
+
+A line reaches a log file through many hands: a launcher (``[rank3]:``, ``[default3]:``, mpirun's
+``[1,3]<stdout>:``, Ray's ``(Worker pid=12, ip=...)``), a logger (timestamps, glog's
+``E1126 00:32:28.123 472 ProcessGroupNCCL.cpp:632]``, Python's ``ERROR:name:``), NCCL's own header
+(``host:pid:tid [dev] file.cc:123 NCCL WARN``), PyTorch's ``[PG ID 0 ... Rank 3]``, an exception
+class (``torch.distributed.DistBackendError: ``), syslog (``Nov 26 00:32:07 host kernel:``) and the
+thread it was pasted in (Markdown quotes, list bullets). :func:`parse_line` peels all of them,
+keeps what they say (time, host, pid, rank, local rank, GPU) and returns the message the catalog
+matches. Formats: NCCL 2.28 ``src/debug.cc`` (``%s:%d:%d [%d] `` header, ``[%F %T] `` timestamp
+of ``NCCL_DEBUG_TIMESTAMP_FORMAT``), PyTorch 2.x ``c10/util/Logging.cpp`` (glog header),
+``ProcessGroupNCCL.cpp`` ``logPrefix()`` (``[PG ID %d PG GUID %s Rank %d] ``), torchrun's
+``--tee`` / ``--log-line-prefix-template`` default ``[{role_name}{local_rank}]:``.
+"""
+
+from __future__ import annotations
+
+import calendar
+import re
+import time
+from dataclasses import dataclass
+
+from ..text.lines import strip_prefix
+
+__all__ = ["Message", "parse_line", "looks_like_error", "ERROR_WORDS", "ERROR_STEMS"]
+
+_ISO = re.compile(r"\[?(?P<d>\d{4}-\d\d-\d\d)[T ](?P<t>\d\d:\d\d:\d\d)(?P<f>[.,]\d+)?")
+_NCCL = re.compile(
+    r"(?P<host>[\w.\-]{1,253}):(?P<pid>\d{1,10}):(?P<tid>\d{1,10}) \[(?P<dev>-?\d{1,4})\] "
+    r"(?:(?P<src>[\w./\-]{1,200}:\d{1,6}) )?NCCL (?P<level>WARN|INFO|ERROR|ABORT|TRACE)\s?")
+_NCCL_BARE = re.compile(r"NCCL (?P<level>WARN|ERROR)\s")
+_GLOG = re.compile(r"\[?(?P<lvl>[EWIF])(?P<md>\d{4}) (?P<t>\d\d:\d\d:\d\d)(?:\.\d+)?\s+(?:\d{1,10}\s+)?[\w./\-]{1,300}:\d{1,6}\]\s?"
+                   r"|\[(?P<lvl2>[EWIF]) [\w.\-]{1,200}:\d{1,6}\]\s?")
+_C10D_RANK = re.compile(r"\[(?:PG(?: ID)? [^\]\n]{0,200}?)?Rank (?P<rank>\d{1,9})\]:?\s?")
+_EXC = re.compile(r"(?:[A-Za-z_][\w]*\.){0,6}[A-Z]\w{0,80}(?:Error|Exception|Exit|Interrupt|Failure)"
+                  r"(?:\([\w.]{1,120}\))?(?:\[[^\]\n]{0,80}\])?:\s+")
+_LOGGER = re.compile(
+    r"(?:\[(?:ERROR|WARNING|WARN|CRITICAL|FATAL|INFO|DEBUG)\]\s?|(?:ERROR|WARNING|CRITICAL|FATAL)(?::[\w.\-]{0,120}:|\s*[-:|]\s+)"
+    r"|\[[\w.\-/]{1,120}\.py:\d{1,6}(?::[\w<>]{1,80})?\]\s?|[\w.\-]{1,120} - (?:ERROR|WARNING|CRITICAL) - )")
+_SYSLOG = re.compile(r"(?:[A-Z][a-z]{2} +\d{1,2} \d\d:\d\d:\d\d|\[[A-Z][a-z]{2} [A-Z][a-z]{2} +\d{1,2} \d\d:\d\d:\d\d \d{4}\]) ?"
+                     r"(?:(?P<host>[\w.\-]{1,253}) )?(?:kernel|[\w.\-]{1,80}(?:\[\d+\])?):\s")
+_RAY = re.compile(r"\((?:[\w.]{1,120}\s)?pid=(?P<pid>\d{1,10})(?:,\s?ip=[\w.:\-]{1,80})?(?:,\s?actor_id=\w{1,64})?\)\s?|\((?:raylet|gcs_server|dashboard)[^)]{0,80}\)\s?")
+_PASTE = re.compile(r"(?:>\s?|[-*+] (?=\S)|#{1,6} |`{1,3}|\"|'|\$ )")
+_WHAT = re.compile(r"what\(\):\s+")
+# Slurm's log.c prefix (program name, then the level: src/common/log.c); Ray's and vLLM's Python loggers
+# (``WARNING worker.py:1866 -- ``, ``ERROR 01-01 00:00:00 [file.py:230] ``); horovod's C++ logger
+# (``[time W 123 file.cc:107]`` once its time is gone); Lightning's ``[rank: N]``.
+_TOOLS = re.compile(
+    r"(?:srun|slurmstepd|sbatch|salloc|scontrol|sacct|squeue)(?:\[\d{1,10}\])?:\s(?:(?:error|warning|fatal|debug):\s)?"
+    r"|(?:ERROR|WARNING|INFO|DEBUG|CRITICAL)\s[\w.\-]{1,120}\.py:\d{1,6}\s--\s"
+    r"|(?:ERROR|WARNING|INFO|DEBUG|CRITICAL)\s\d\d-\d\d\s\d\d:\d\d:\d\d(?:\.\d+)?\s\[[\w.\-/]{1,120}:\d{1,6}\]\s?"
+    r"|[EWIF]\s\d{1,10}\s[\w./\-]{1,200}:\d{1,6}\]\s?"
+    r"|\[rank:\s?(?P<rank>\d{1,9})\]\s?")
+_EXC_LOWER = re.compile(r"(?:[A-Za-z_]\w{0,60}\.){1,6}[a-z]\w{0,40}(?:error|timeout):\s+")
+_DOCKER = re.compile(r"[\w.\-]{1,120}\s+\|\s")
+
+ERROR_WORDS = re.compile(
+    r"\b(?:error|errors|fail|failed|failure|fatal|abort|aborted|aborting|exception|traceback|timed? ?out|timeout|"
+    r"killed|kill|segmentation fault|segfault|bus error|core dumped|signal|sig(?:kill|term|segv|bus|abrt)|oom|"
+    r"out of memory|denied|refused|unreachable|xid|panic|cannot|could not|couldn't|unable to|mismatch|illegal|"
+    r"invalid|corrupt(?:ed)?|no space left|exited with|exit code|exitcode|died|dead|unhandled|not found)\b",
+    re.IGNORECASE)
+"""Words that make a line look like an error (for :func:`looks_like_error`)."""
+ERROR_STEMS: tuple[str, ...] = (
+    "error", "fail", "warn", "fatal", "abort", "exception", "traceback", "timeout", "timed out", "killed", "kill",
+    "fault", "bus error", "core dumped", "signal", "sig", "oom", "out of memory", "denied", "refused", "unreachable",
+    "xid", "panic", "cannot", "could not", "couldn't", "unable to", "mismatch", "illegal", "invalid", "corrupt",
+    "no space left", "exit", "died", "dead", "unhandled", "not found")
+"""Lowercase substrings one of which every line :data:`ERROR_WORDS` matches holds (a cheap first test,
+also given to ``grep -F -i`` for large files)."""
+_BENIGN = re.compile(r"NCCL (?:INFO|TRACE)|UserWarning|FutureWarning|DeprecationWarning|\bINFO\b|\bDEBUG\b"
+                     r"|\b(?:0|no) errors?\b|error_file:\s*$|ignore|retrying|will retry", re.IGNORECASE)
+
+
+@dataclass(frozen=True, slots=True)
+class Message:
+    """One log line's message and what its prefixes said.
+
+    Attributes:
+        text: the message, prefixes removed (what the catalog matches from its start).
+        time: seconds since the epoch (UTC as written; no zone conversion) of a full date-time
+            prefix, else None. A time of day without a date (glog, syslog) is kept in ``clock``.
+        clock: seconds since midnight of the prefix's time of day, or None.
+        host: the host of a NCCL header or syslog prefix, or None.
+        pid: the process id of a NCCL header or Ray prefix, or None.
+        rank: the global rank a prefix names (``[rank3]:``, ``[1,3]<stdout>:``, ``Rank 3]``), or None.
+        local_rank: torchrun's ``[default3]:`` local rank, or None.
+        dev: NCCL's ``[dev]`` CUDA device of the header, or None.
+        level: ``WARN`` / ``INFO`` / ... of a NCCL header, ``E``/``W`` of a glog header, else "".
+    """
+
+    text: str
+    time: float | None = None
+    clock: float | None = None
+    host: str | None = None
+    pid: int | None = None
+    rank: int | None = None
+    local_rank: int | None = None
+    dev: int | None = None
+    level: str = ""
+
+
+def _seconds(d: str, t: str) -> float | None:
+    try:
+        return float(calendar.timegm(time.strptime(f"{d} {t}", "%Y-%m-%d %H:%M:%S")))
+    except ValueError:
+        return None
+
+
+def _clock(t: str) -> float:
+    h, m, s = t.split(":")
+    return int(h) * 3600 + int(m) * 60 + int(s)
+
+
+def parse_line(line: str) -> Message:
+    """Peel every known prefix off ``line`` (without its line ending) and keep their context.
+
+    Never raises; a line with no known prefix is its own message.
+    """
+    when: float | None = None
+    clock: float | None = None
+    host = level = None
+    pid = rank = local = dev = None
+    text = line
+    for _ in range(12):  # prefixes nest: "[rank3]:[E1126 ...] [PG ID 0 ... Rank 3] RuntimeError: ..."
+        p = strip_prefix(text)
+        rank = rank if rank is not None else p.rank
+        local = local if local is not None else p.local_rank
+        text = p.text
+        for rx in (_PASTE, _DOCKER, _RAY, _SYSLOG, _GLOG, _NCCL, _NCCL_BARE, _TOOLS, _C10D_RANK, _LOGGER, _WHAT, _EXC, _EXC_LOWER):
+            m = rx.match(text)
+            if m is None or m.end() == 0:
+                continue
+            g = m.groupdict()
+            if g.get("host") and host is None:
+                host = g["host"]
+            if g.get("pid") and pid is None:
+                pid = int(g["pid"])
+            if g.get("dev") and dev is None:
+                dev = int(g["dev"])
+            if g.get("rank") and rank is None:
+                rank = int(g["rank"])
+            if g.get("level") or g.get("lvl") or g.get("lvl2"):
+                level = level or g.get("level") or g.get("lvl") or g.get("lvl2")
+            if rx is _GLOG and g.get("t") and clock is None:
+                clock = _clock(g["t"])
+            text = text[m.end():]
+            break
+        else:
+            break
+    m = _ISO.search(line, 0, max(len(line) - len(text), 0))
+    if m is not None:
+        when, clock = _seconds(m.group("d"), m.group("t")), _clock(m.group("t"))
+    return Message(text.strip().rstrip("`"), when, clock, host, pid, rank, local, dev, level or "")
+
+
+def looks_like_error(line: str) -> bool:
+    """True when ``line`` reads like an error report: a NCCL ``WARN``, or an error word
+    (:data:`ERROR_WORDS`) on a line that is not a NCCL ``INFO`` / Python warning / debug line."""
+    if "NCCL WARN" in line:
+        return True
+    low = line.lower()
+    if not any(s in low for s in ERROR_STEMS):
+        return False
+    return ERROR_WORDS.search(line) is not None and _BENIGN.search(line) is None

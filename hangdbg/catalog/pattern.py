@@ -1,0 +1,142 @@
+"""Format strings to anchored, bounded regexes (and back to sample lines, for the tests).
+
+A printf format (C ``printf`` conversions, as NCCL's ``WARN(...)`` and the kernel write them), a
+Python format (``str.format`` / f-string fields, as PyTorch and the frameworks write them) or a
+literal becomes a regex matched at the start of a message (``re.match``): each conversion becomes a
+bounded class (a number, a hex number, a pointer, at most :data:`MAX_FIELD` characters of text),
+each run of blanks matches one or more blanks, and text placeholders are captured as ``s0``,
+``s1``, ... so that their content can be looked up again (``NCCL error: unhandled cuda error``).
+Nothing is unbounded, so no message can make a pattern backtrack without end.
+"""
+
+from __future__ import annotations
+
+import re
+
+from .entry import Syntax
+
+__all__ = ["compile_format", "literal_length", "sample", "MAX_FIELD", "FormatError"]
+
+MAX_FIELD = 400
+"""Longest text a ``%s`` / ``{}`` placeholder matches (characters)."""
+
+# C99 printf conversion: %[flags][width][.precision][length]conversion
+_PRINTF = re.compile(r"%(?P<flags>[-+ #0']*)(?P<width>\*|\d+)?(?:\.(?P<prec>\*|\d+))?"
+                     r"(?P<len>hh|h|ll|l|L|q|j|z|Z|t)?(?P<conv>[diouxXeEfFgGaAcspn%])")
+_PY_FIELD = re.compile(r"\{\{|\}\}|\{[^{}]*\}")
+_BLANKS = re.compile(r"\s+")
+
+_NUM = r"[-+]?\d+"
+_CLASSES = {
+    "d": _NUM, "i": _NUM, "u": r"\d+", "o": r"[0-7]+",
+    "x": r"(?:0[xX])?[0-9a-fA-F]+", "X": r"(?:0[xX])?[0-9a-fA-F]+",
+    "e": r"[-+]?(?:\d+(?:\.\d*)?(?:[eE][-+]?\d+)?|inf|nan)", "E": r"[-+]?(?:\d+(?:\.\d*)?(?:[eE][-+]?\d+)?|INF|NAN)",
+    "f": r"[-+]?(?:\d+(?:\.\d*)?|inf|nan)", "F": r"[-+]?(?:\d+(?:\.\d*)?|INF|NAN)",
+    "g": r"[-+]?(?:\d+(?:\.\d*)?(?:[eE][-+]?\d+)?|inf|nan)", "G": r"[-+]?(?:\d+(?:\.\d*)?(?:[eE][-+]?\d+)?|INF|NAN)",
+    "a": r"[-+]?0x[0-9a-fA-F.p+-]+", "A": r"[-+]?0X[0-9A-F.P+-]+",
+    "c": r".", "p": r"(?:0x[0-9a-fA-F]+|\(nil\)|0)", "n": "", "%": "%",
+}
+_SAMPLES = {"d": "3", "i": "3", "u": "7", "o": "17", "x": "1f", "X": "1F", "e": "1.5e+00", "E": "1.5E+00",
+            "f": "2.50", "F": "2.50", "g": "2.5", "G": "2.5", "a": "0x1p+1", "A": "0X1P+1", "c": "c",
+            "p": "0x7f12ab00", "n": "", "%": "%", "s": "text"}
+
+
+class FormatError(ValueError):
+    """A format string that cannot be compiled (a stray ``%``, an unbalanced ``{``, a bad regex)."""
+
+
+def _text(s: str) -> str:
+    """A literal piece: escaped, each run of blanks as one-or-more blanks."""
+    return r"\s+".join(re.escape(p) for p in _BLANKS.split(s))
+
+
+def _field(n: int) -> str:
+    return f"(?P<s{n}>.{{0,{MAX_FIELD}}}?)"
+
+
+def compile_format(fmt: str, syntax: Syntax) -> re.Pattern[str]:
+    """The anchored, bounded regex of ``fmt`` (to be used with ``match``).
+
+    Args:
+        fmt: the upstream format string.
+        syntax: how it is written.
+
+    Returns:
+        a compiled pattern; text fields are the named groups ``s0``, ``s1``, ...
+
+    Raises:
+        FormatError: ``fmt`` is not a well-formed format of ``syntax``.
+    """
+    if syntax is Syntax.REGEX:
+        try:
+            return re.compile(fmt)
+        except re.error as exc:
+            raise FormatError(f"bad regex: {exc}") from exc
+    lead = re.match(r"""['"`]+""", fmt)
+    if lead is not None:  # a quote a paste or a log prefix may have taken: optional
+        rest = compile_format(fmt[lead.end():], syntax) if syntax is not Syntax.REGEX else None
+        if rest is not None:
+            return re.compile(f"['\"`]{{0,{lead.end()}}}" + rest.pattern)
+    if syntax is Syntax.LITERAL:
+        return re.compile(_text(fmt.strip()))
+    out: list[str] = []
+    pos = n = 0
+    fields = _PRINTF if syntax is Syntax.PRINTF else _PY_FIELD
+    for m in fields.finditer(fmt):
+        out.append(_text(fmt[pos:m.start()]))
+        tok = m.group(0)
+        if syntax is Syntax.PRINTF:
+            conv = m.group("conv")
+            if conv == "s":
+                out.append(_field(n))
+                n += 1
+            else:
+                out.append(_CLASSES[conv])
+        elif tok in ("{{", "}}"):
+            out.append(re.escape(tok[0]))
+        else:
+            out.append(_field(n))
+            n += 1
+        pos = m.end()
+    rest = fmt[pos:]
+    if out and not rest.strip() and out[-1].endswith("}?)"):  # a field that ends the message takes the rest
+        out[-1] = out[-1][:-2] + ")"
+    if syntax is Syntax.PRINTF and "%" in rest:
+        raise FormatError(f"stray % in {rest!r}")
+    if syntax is Syntax.PYTHON and ("{" in rest or "}" in rest):
+        raise FormatError(f"unbalanced brace in {rest!r}")
+    out.append(_text(rest))
+    body = "".join(out)
+    # a trailing blank run must not demand a blank after the message
+    body = re.sub(r"(\\s\+)+$", "", body)
+    try:
+        return re.compile(body)
+    except re.error as exc:  # pragma: no cover - every piece is escaped or a fixed class
+        raise FormatError(f"bad pattern from {fmt!r}: {exc}") from exc
+
+
+def literal_length(fmt: str, syntax: Syntax) -> int:
+    """The number of non-blank literal characters of ``fmt`` (its specificity)."""
+    if syntax is Syntax.PRINTF:
+        fmt = _PRINTF.sub("", fmt)
+    elif syntax is Syntax.PYTHON:
+        fmt = _PY_FIELD.sub("", fmt)
+    elif syntax is Syntax.REGEX:
+        fmt = re.sub(r"\\.|[\[\](){}?*+|^$.]", "", fmt)
+    return len(_BLANKS.sub("", fmt))
+
+
+def sample(fmt: str, syntax: Syntax, text: str = "text") -> str:
+    """A line as the upstream program could print it: every placeholder replaced by a value of
+    its conversion (``%d`` -> ``3``, ``%s`` / ``{}`` -> ``text``). Not for :attr:`Syntax.REGEX`.
+
+    Raises:
+        FormatError: for a regex entry (it has an ``example`` instead).
+    """
+    if syntax is Syntax.REGEX:
+        raise FormatError("a regex has no sample; use the entry's example")
+    if syntax is Syntax.LITERAL:
+        return fmt
+    if syntax is Syntax.PRINTF:
+        return _PRINTF.sub(lambda m: text if m.group("conv") == "s" else _SAMPLES[m.group("conv")], fmt)
+    return _PY_FIELD.sub(lambda m: m.group(0)[0] if m.group(0) in ("{{", "}}") else text, fmt)

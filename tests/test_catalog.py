@@ -1,0 +1,150 @@
+"""The error catalog (hangdbg/catalog): its data, its patterns, and one generated test per entry.
+
+Each entry's line is built from its own upstream format string (``sample``: ``%d`` -> 3, ``%s`` -> text)
+or, for a regex entry, taken from its example, put behind the prefixes its program writes (a NCCL
+header, a rank prefix, an exception class), and must be read back as that entry (or as an entry at
+least as specific whose pattern also matches it: two upstream messages may share a format).
+"""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from hangdbg.catalog.catalog import CatalogError, load, parse_entries
+from hangdbg.catalog.entry import Blame, Role, Syntax
+from hangdbg.catalog.message import looks_like_error, parse_line
+from hangdbg.catalog.pattern import FormatError, compile_format, literal_length, sample
+
+CATALOG = load()
+SOURCE = re.compile(r"^(?:[\w.-]+/[\w.-]+ [\w.+-]+ [\w./+-]+:\d+(?:-\d+)?|https://\S+)$")
+PREFIXES = {
+    "nccl": "node7:1234:1240 [3] src/init.cc:904 NCCL WARN ",
+    "pytorch": "[rank3]:[E1126 00:32:28.123456 472 ProcessGroupNCCL.cpp:632] ",
+    "cuda": "[default3]:RuntimeError: CUDA error: ",
+    "system": "Nov 26 00:32:07 node7 kernel: ",
+    "frameworks": "[2026-11-26 00:32:07,123] [ERROR] ",
+}
+
+
+def _line(e) -> str:
+    body = e.example or sample(e.format, e.syntax)
+    prefix = PREFIXES.get(e.domain, "")
+    if e.domain == "system" and not e.id.startswith(("system.oom-killer", "system.kernel")):
+        prefix = ""
+    return prefix + body
+
+
+def test_catalog_is_large_and_every_entry_cites_its_source():
+    assert len(CATALOG) >= 300
+    bad = [e.id for e in CATALOG.entries if not SOURCE.match(e.source)]
+    assert not bad, f"entries without an upstream source: {bad[:10]}"
+    assert {e.domain for e in CATALOG.entries} >= {"nccl", "pytorch", "cuda", "system", "frameworks"}
+
+
+def test_every_root_suspect_has_an_action():
+    assert not [e.id for e in CATALOG.entries if e.severity != "info" and not e.action.strip()]
+
+
+@pytest.mark.parametrize("entry_id", [e.id for e in CATALOG.entries])
+def test_entry_reads_back_from_a_line_built_from_its_format(entry_id):
+    e = CATALOG.get(entry_id)
+    line = _line(e)
+    msg = parse_line(line)
+    m = CATALOG.match(msg.text)
+    assert m is not None, f"{line!r} -> message {msg.text!r} matched nothing"
+    if e not in m.chain:
+        winner = m.entry
+        assert winner.literal >= e.literal and e.pattern.match(msg.text), \
+            f"{line!r} read as {winner.id} ({winner.format!r}), not {e.id}"
+
+
+def test_a_cuda_error_inside_pytorchs_wrapper_is_read_as_the_cuda_error():
+    m = CATALOG.match(parse_line("[rank1]: RuntimeError: CUDA error: an illegal memory access was encountered").text)
+    assert m is not None and m.innermost.domain == "cuda" and m.innermost.blame is Blame.SELF
+
+
+def test_duplicate_gpu_blames_the_launch():
+    line = "[2026-11-26 00:32:07] vm:626:626 [0] init.cc:904 NCCL WARN Duplicate GPU detected : rank 0 and rank 1 both on CUDA device 60"
+    msg = parse_line(line)
+    assert (msg.host, msg.pid, msg.dev) == ("vm", 626, 0) and msg.time is not None
+    m = CATALOG.match(msg.text)
+    assert m is not None and m.innermost.blame is Blame.LAUNCH and m.innermost.role is Role.ROOT
+
+
+# ---- patterns ---------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("fmt,syntax,line,ok", [
+    ("Duplicate GPU detected : rank %d and rank %d both on CUDA device %lx", Syntax.PRINTF,
+     "Duplicate GPU detected : rank 0 and rank 1 both on CUDA device 60", True),
+    ("Cuda failure '%s'", Syntax.PRINTF, "Cuda failure 'out of memory'", True),
+    ("Call to %s failed : %s", Syntax.PRINTF, "Call to ibv_reg_mr failed : Cannot allocate memory", True),
+    ("%-8s took %.2f s", Syntax.PRINTF, "alpha    took 1.25 s", True),
+    ("DataLoader worker (pid {}) is killed by signal: {}", Syntax.PYTHON,
+     "DataLoader worker (pid 123) is killed by signal: Killed.", True),
+    ("literal {{braces}} and {x!r}", Syntax.PYTHON, "literal {braces} and 'y'", True),
+    ("an illegal memory access was encountered", Syntax.LITERAL, "an  illegal memory access was encountered", True),
+    ("rank %d failed", Syntax.PRINTF, "rank x failed", False),
+    ("rank %d failed", Syntax.PRINTF, "the rank 3 failed", False),  # anchored at the start
+])
+def test_compile_format(fmt, syntax, line, ok):
+    assert (compile_format(fmt, syntax).match(line) is not None) is ok
+
+
+def test_patterns_are_bounded():
+    p = compile_format("a %s b %s c", Syntax.PRINTF)
+    assert p.match("a " + "x" * 10_000 + " b y c") is None  # a field is at most MAX_FIELD characters
+
+
+@pytest.mark.parametrize("fmt,syntax", [("50%% done %", Syntax.PRINTF), ("open { brace", Syntax.PYTHON), ("(", Syntax.REGEX)])
+def test_malformed_formats_raise(fmt, syntax):
+    with pytest.raises(FormatError):
+        compile_format(fmt, syntax)
+
+
+def test_literal_length_counts_text_not_placeholders():
+    assert literal_length("rank %d of %d", Syntax.PRINTF) == len("rankof")
+    assert sample("rank %d on %s: %5.2f%%", Syntax.PRINTF) == "rank 3 on text: 2.50%"
+
+
+def test_parse_entries_rejects_bad_entries():
+    good = dict(id="x.y", syntax="literal", format="a message long enough", source="https://example.org/x",
+                meaning="m", blame="self", role="root", severity="suspect", action="a")
+    assert len(parse_entries({"entry": [good]}, "t")) == 1
+    for bad in ({"blame": "nobody"}, {"id": "NoDomain"}, {"format": "short"}, {"severity": "fatal"},
+                {"syntax": "regex", "format": "x{3}yyyyyyyyyyyy"}):
+        with pytest.raises(CatalogError):
+            parse_entries({"entry": [dict(good, **bad)]}, "t")
+    with pytest.raises(CatalogError):
+        parse_entries({"entry": [{k: v for k, v in good.items() if k != "source"}]}, "t")
+
+
+# ---- line prefixes ----------------------------------------------------------------------------
+
+@pytest.mark.parametrize("line,text,rank,host", [
+    ("[rank3]:[E1126 00:32:28.123456 472 torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp:632] [PG ID 0 PG GUID 0(default_pg) "
+     "Rank 3] Watchdog caught collective operation timeout", "Watchdog caught collective operation timeout", 3, None),
+    ("(train pid=2657296) 2024-05-11 14:10:52.227 n176:2657296:2658232 [0] include/alloc.h:102 NCCL WARN Cuda failure 1 'invalid argument'",
+     "Cuda failure 1 'invalid argument'", None, "n176"),
+    ("[1,5]<stderr>:torch.distributed.DistBackendError: NCCL error in: x.cpp:1, unhandled system error",
+     "NCCL error in: x.cpp:1, unhandled system error", 5, None),
+    ("> ERROR:torch.distributed.elastic.multiprocessing.api:failed (exitcode: -9) local_rank: 0",
+     "failed (exitcode: -9) local_rank: 0", None, None),
+    ("Nov 26 00:32:07 node7 kernel: NVRM: Xid (PCI:0000:09:00): 79, pid=1234", "NVRM: Xid (PCI:0000:09:00): 79, pid=1234", None, "node7"),
+    ("  what():  CUDA error: misaligned address", "CUDA error: misaligned address", None, None),
+])
+def test_parse_line_peels_prefixes(line, text, rank, host):
+    m = parse_line(line)
+    assert (m.text, m.rank, m.host) == (text, rank, host)
+
+
+@pytest.mark.parametrize("line,err", [
+    ("vm:1:1 [0] NCCL INFO NET/Plugin: Failed to find ncclNetPlugin", False),
+    ("UserWarning: this will fail in the future", False),
+    ("vm:1:1 [0] init.cc:9 NCCL WARN something", True),
+    ("RuntimeError: CUDA error: out of memory", True),
+    ("epoch 3 loss 0.25", False),
+])
+def test_looks_like_error(line, err):
+    assert looks_like_error(line) is err
