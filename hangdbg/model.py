@@ -59,6 +59,7 @@ class SourceKind(DocumentedEnum):
     NCCL_RAS = ("nccl-ras", "NCCL RAS reports (`ncclras` client output, NCCL >= 2.24)")
     GPU = ("gpu", "kernel logs with NVIDIA Xid lines and nvidia-smi -q outputs")
     TRACES = ("traces", "per-rank files of the `tracer` package (trace-HOST-RANK-PID.txt)")
+    ERROR_LINES = ("error-lines", "every error-looking line of any text log, read with the error catalog (hangdbg/catalog)")
     NODES = ("nodes", "the fan-out itself: nodes of `dump --jobid/--hosts` or `collect` that could not be read")
     CHECK = ("check", "the diagnostics job of `hangdbg check` (collectives, bandwidth, bisection)")
 
@@ -159,6 +160,18 @@ class Kind(DocumentedEnum):
     # tracer files
     TRACE_STOPPED = ("trace-stopped", "trace files without the tracer's end line: stopped, killed or still running")
     TRACE_DIVERGED = ("trace-diverged", "the first traced call that not all ranks made, or ranks whose trace stops elsewhere")
+    # the error catalog (any text log)
+    LAUNCH_ERROR = ("launch-error", "a launch configuration mistake a known message names (two ranks on one GPU, an "
+                    "invalid device ordinal, a port in use): blames the launch, no rank or node")
+    HARDWARE_ERROR = ("hardware-error", "a GPU, NIC or link fault a known message names, with its host and GPU")
+    RESOURCE_ERROR = ("resource-error", "an exhausted or missing resource of a host a known message names (/dev/shm, "
+                      "memory, disk, limits, a library)")
+    KNOWN_ERROR = ("known-error", "a rank's own failure a known message names (a CUDA error, out of memory, an exception)")
+    PEER_ERROR = ("peer-error", "a known message that says a peer failed or went away: the rank that printed it is a victim")
+    ECHO = ("echo", "a known consequence of an earlier failure (a timeout, SIGTERM from the agent, an abort)")
+    UNRECOGNISED_ERROR = ("unrecognised-error", "an error-looking line that no catalog entry matches, quoted")
+    GPU_BLOCKED = ("gpu-blocked", "a rank whose GPU never started a collective (flight recorder: scheduled, not "
+                   "started) while earlier work on its own stream runs: no peer is involved")
 
 
 KIND_LEVELS: dict[Level, str] = {
@@ -167,12 +180,12 @@ KIND_LEVELS: dict[Level, str] = {
                 "core-unreadable nccl-init-incomplete nccl-lagging nccl-slice-differs nccl-warn nccl-aborted nccl-init-failed "
                 "child-failed child-error desync-report seq-lagging no-timeout dump-signal watchdog-timeout watchdog-hung "
                 "barrier-missing rank-error log-incomplete fr-missing-rank fr-contradicts fr-agrees ras-error ras-unreachable "
-                "trace-stopped",
-    Level.NODE: "node-failed nccl-connect-failed nccl-p2p-blocked check-failed check-slow",
-    Level.GPU: "cuda-error cuda-stuck gpu-lost xid ecc pcie-aer",
+                "trace-stopped known-error peer-error echo unrecognised-error",
+    Level.NODE: "node-failed nccl-connect-failed nccl-p2p-blocked check-failed check-slow resource-error",
+    Level.GPU: "cuda-error cuda-stuck gpu-lost xid ecc pcie-aer hardware-error gpu-blocked",
     Level.JOB: "p2p-mismatch wait-cycle undecided stall mixed-jobs nccl-setup-differs nccl-bootstrap nccl-op-mismatch "
                "collective-mismatch model-mismatch collective-data op-mismatch first-collective fr-mismatch fr-stuck "
-               "ras-mismatch ras-ok check-interface trace-diverged",
+               "ras-mismatch ras-ok check-interface trace-diverged launch-error",
     Level.TOOL: "not-saved",
 }
 """The kinds of each :class:`Level` (values, space-separated): every :class:`Kind` is in exactly one."""

@@ -29,12 +29,12 @@ ground floor itself and ``hangdbg.text`` (model re-exports frames and waits)."""
 
 LAYERS = {  # the longest matching prefix decides
     "ground": 0, "hangdbg.text": 0,
-    "hangdbg.tools": 1, "hangdbg.hooks": 1,
+    "hangdbg.tools": 1, "hangdbg.hooks": 1, "hangdbg.catalog": 1,
     "hangdbg.stacks": 2, "hangdbg.transport": 2,
     "hangdbg.evidence.base": 3,
     "hangdbg.evidence.stacks": 4, "hangdbg.evidence.core": 4, "hangdbg.evidence.nccl": 4,
     "hangdbg.evidence.nccl_ras": 4, "hangdbg.evidence.torch_log": 4, "hangdbg.evidence.flight_recorder": 4,
-    "hangdbg.evidence.gpu": 4, "hangdbg.evidence.traces": 4,
+    "hangdbg.evidence.gpu": 4, "hangdbg.evidence.traces": 4, "hangdbg.evidence.error_lines": 4,
     "hangdbg.evidence": 5,
     "hangdbg.collect": 6, "hangdbg.check": 6, "hangdbg.demo": 6,
     "hangdbg.watch": 7,

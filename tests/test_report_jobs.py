@@ -37,7 +37,7 @@ def test_markdown_prose_is_skipped_with_the_reason(tmp_path):
 def test_a_raw_log_saved_as_md_is_still_read(tmp_path):
     p = tmp_path / "dmesg.md"
     p.write_text("Jan  5 10:00:00 hpc-7 kernel: NVRM: Xid (PCI:0000:3b:00): 79, pid=1, name=python, GPU has fallen off the bus.\n")
-    assert classify(str(p)).kinds == (SourceKind.GPU,)
+    assert classify(str(p)).kinds == (SourceKind.GPU, SourceKind.ERROR_LINES)
     v = read_evidence([str(tmp_path)])
     assert v.findings[0].kind == "gpu-lost" and v.findings[0].hosts == ("hpc-7",)
 

@@ -5,7 +5,12 @@ from __future__ import annotations
 import argparse
 
 from ..evidence.base import Reader
+from typing import Callable
+
+from ..evidence.error_lines.reader import READER as LINES
 from ..evidence.torch_log.reader import READER
+from ..evidence.verdict import with_error_lines
+from ..model import SourceReport
 from .common import ReaderCommand
 
 
@@ -28,3 +33,10 @@ class LogsCommand(ReaderCommand):
 
     def reader(self, args: argparse.Namespace) -> Reader:
         return READER
+
+    def takes(self, reader: Reader) -> Callable[[str, bytes], bool]:
+        return lambda name, head: reader.takes(name, head) or LINES.takes(name, head)
+
+    def read(self, reader: Reader, files: list[str], args: argparse.Namespace) -> SourceReport:
+        """The torch-log report with every other error line of the same files read with the catalog."""
+        return with_error_lines(reader.read(files), LINES.read(files))

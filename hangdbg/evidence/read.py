@@ -23,6 +23,7 @@ from .base import StackReader, with_source
 from .stacks.reader import with_analysis
 from .registry import reader_for
 from .walk import NO_READER, walk
+from .error_lines.facts import ErrorLinesFacts
 
 __all__ = ["read_sources", "read_evidence"]
 
@@ -65,6 +66,7 @@ def read_sources(paths: Sequence[str], on_kind: Callable[[SourceKind, int], None
         sources.append(with_source(rep))
         if on_kind is not None:
             on_kind(kind, len(files))
+    sources, unparsed = _quiet_files_unread(sources, unparsed, classified)
     analysis = None
     if dumps:
         stacks = next((s for s in sources if s.kind is SourceKind.STACKS), None)
@@ -78,11 +80,26 @@ def read_sources(paths: Sequence[str], on_kind: Callable[[SourceKind, int], None
     return sources, analysis, unparsed, classified
 
 
+def _quiet_files_unread(sources: list[SourceReport], unparsed: list[FileError], classified: list[ClassifiedFile]
+                        ) -> tuple[list[SourceReport], list[FileError]]:
+    """Files that only the error-lines reader took and that hold no error line are not used (listed
+    with :data:`~hangdbg.evidence.walk.NO_READER`); its report is kept only when it read an error line."""
+    lines = next((s for s in sources if s.kind is SourceKind.ERROR_LINES), None)
+    if lines is None or not isinstance(lines.facts, ErrorLinesFacts):
+        return sources, unparsed
+    quiet = set(lines.facts.quiet_files)
+    unparsed = unparsed + [FileError(c.file, NO_READER) for c in classified
+                           if c.kinds == (SourceKind.ERROR_LINES,) and c.file in quiet]
+    if not lines.records and not lines.errors:
+        sources = [s for s in sources if s is not lines]
+    return sources, unparsed
+
+
 LOG_KINDS = (SourceKind.TORCH_LOG, SourceKind.NCCL, SourceKind.GPU)
 """The line readers of the per-kind commands ``logs``, ``nccl summary`` and ``gpu``."""
 PROBE_MAX_BYTES = 8 << 20
 """Larger files get no second chance (their head decided)."""
-_NO_LOG_READER = {SourceKind.STACK_TEXT}
+_NO_LOG_READER = {SourceKind.STACK_TEXT, SourceKind.ERROR_LINES}
 
 
 def _second_chance(c: ClassifiedFile) -> ClassifiedFile:

@@ -14,6 +14,7 @@ from .stacks import reader as pyspy, text_reader as stack_text
 from .torch_log import reader as torch_log
 from .traces import reader as traces
 from .gpu import reader as xid
+from .error_lines import reader as error_lines
 from .base import Reader
 
 __all__ = ["READERS", "reader_for", "headline_of"]
@@ -29,6 +30,7 @@ READERS: tuple[Reader[Any], ...] = (
     nccl_ras.READER,
     xid.READER,
     traces.READER,
+    error_lines.READER,
 )
 """One reader per :class:`~hangdbg.model.SourceKind` that files can hold (a test checks)."""
 

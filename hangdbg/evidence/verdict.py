@@ -11,12 +11,14 @@ evidence also name comes first.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Sequence
 
 from ..model import SEVERITY_ORDER, Analysis, ClassifiedFile, FileError, Finding, Kind, Severity, SourceReport, Verdict
 from ..headline import headline, unread_headline, verdict_all_clear
+from .chain import chain
 
-__all__ = ["build_verdict", "PRIORITY"]
+__all__ = ["build_verdict", "PRIORITY", "order_findings", "with_error_lines"]
 
 PRIORITY: dict[Kind, int] = {
     Kind.GPU_LOST: 0, Kind.XID: 1, Kind.ECC: 1, Kind.PCIE_AER: 1,
@@ -39,6 +41,9 @@ PRIORITY: dict[Kind, int] = {
     Kind.CUDA_ERROR: 1, Kind.ABORT_HANG: 3, Kind.COMM_INIT_FAILED: 3, Kind.CUDA_STUCK: 8,
     Kind.STALL: 5,  # hangdbg watch: the suspects of its stall dump
     Kind.CHECK_FAILED: 3, Kind.CHECK_INTERFACE: 4, Kind.CHECK_SLOW: 7,  # hangdbg check
+    # the error catalog (evidence/error_lines): a launch mistake before all, the rest beside their kin
+    Kind.LAUNCH_ERROR: 0, Kind.HARDWARE_ERROR: 1, Kind.RESOURCE_ERROR: 2, Kind.KNOWN_ERROR: 2, Kind.GPU_BLOCKED: 5,
+    Kind.PEER_ERROR: 9, Kind.ECHO: 9, Kind.UNRECOGNISED_ERROR: 8,
     Kind.NOT_SAVED: 9,  # hangdbg's own output dir (disk full, read-only): never about the job
 }
 """Root cause before symptom: lower first. Every :class:`Kind` has a level (a test checks)."""
@@ -68,7 +73,7 @@ def build_verdict(sources: Sequence[SourceReport], analysis: Analysis | None = N
         notes: findings about the inputs as a whole (:mod:`hangdbg.evidence.jobs`).
     """
     named: dict[object, set[str]] = {}
-    every = [f for s in sources for f in s.findings] + list(notes)
+    every = chain([f for s in sources for f in s.findings] + list(notes))
     for f in every:
         if f.severity is Severity.SUSPECT:
             for r in f.ranks:
@@ -99,3 +104,18 @@ def build_verdict(sources: Sequence[SourceReport], analysis: Analysis | None = N
         unparsed=tuple(unparsed) + tuple(errors),
         files=tuple(files),
     )
+
+
+def order_findings(findings: Sequence[Finding]) -> tuple[Finding, ...]:
+    """``findings`` by severity, then by :data:`PRIORITY` (stable)."""
+    return tuple(sorted(findings, key=lambda f: (SEVERITY_ORDER[f.severity], PRIORITY.get(f.kind, 8))))
+
+
+def with_error_lines(rep: SourceReport, lines: SourceReport) -> SourceReport:
+    """``rep`` (one kind's report, for ``logs`` / ``nccl summary``) with the findings of the
+    error-lines reader on the same files added, chained (:func:`hangdbg.evidence.chain.chain`) and
+    ordered; its records count the error lines too, so that a file holding an error line is
+    never "nothing could be read"."""
+    merged = order_findings(chain(list(rep.findings) + list(lines.findings)))
+    return replace(rep, findings=merged, records=rep.records + lines.records,
+                   lines_skipped=rep.lines_skipped, errors=rep.errors)

@@ -22,6 +22,8 @@ from .registry import READERS
 __all__ = ["NO_READER", "classify", "is_prose", "walk"]
 
 NO_READER = "no reader recognised its content"
+_STRUCTURED = {SourceKind.STACKS, SourceKind.CORE, SourceKind.CORE_JSON, SourceKind.FLIGHT_RECORDER, SourceKind.TRACES}
+"""Kinds whose files the error-lines reader leaves alone (py-spy dumps, cores, recorder dumps, traces)."""
 
 _PROSE_SUFFIXES = (".md", ".markdown", ".rst", ".adoc")
 _PROSE_LINE = re.compile(rb"^(?:#{1,6} \S|\s{0,3}[-*+] \S|\s{0,3}\d{1,3}\. \S|\|.*\|\s*$|```|={3,}\s*$|-{3,}\s*$|\.\. \w)")
@@ -63,6 +65,8 @@ def classify(path: str, readers: Sequence[Reader] = READERS) -> ClassifiedFile:
                 kinds.append(r.kind)
         except Exception as exc:  # a reader's sniff must never stop the walk
             return ClassifiedFile(path, tuple(kinds), f"sniffing as {r.kind} failed: {exc!r}")
+    if SourceKind.ERROR_LINES in kinds and set(kinds) & _STRUCTURED:
+        kinds.remove(SourceKind.ERROR_LINES)  # a dump or a trace: its own reader reads every line of it
     if kinds:
         return ClassifiedFile(path, tuple(kinds))
     binary = b"\x00" in head[:8192]

@@ -24,6 +24,7 @@ from ..evidence.nccl_ras.facts import RasFacts
 from ..evidence.stacks.facts import StacksFacts, StackTextFacts
 from ..evidence.torch_log.facts import TorchLogFacts
 from ..evidence.traces.facts import TracesFacts
+from ..evidence.error_lines.facts import ErrorLinesFacts
 from ..model import ClassifiedFile, FileError, Finding, RankProcess, RankState, SourceKind, Thread
 from ..frames import Frame
 from ..enums import NodeStatus, PlaceKind, ThreadStatus
@@ -41,7 +42,7 @@ __all__ = [
 F = TypeVar("F")
 
 AnyFacts = Union[NcclFacts, TorchLogFacts, FrFacts, GpuFacts, CoreFacts, CoreJsonFacts, StackTextFacts, StacksFacts,
-                 TracesFacts, RasFacts]
+                 TracesFacts, RasFacts, ErrorLinesFacts]
 """The facts of any reader (the ``sources`` of ``hangdbg report``)."""
 
 

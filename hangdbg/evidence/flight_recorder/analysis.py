@@ -382,9 +382,72 @@ def _first_stuck(label: str, present: list[int], by_seq: dict[int, dict[int, FrE
             text += f"; timeout {max(timeouts)} ms"
         ev = [Evidence(by_rank[r].path, None, f"rank {r}: {ents[r].render()}") for r in pending[:2]]
         ev += [Evidence(by_rank[pending[0]].path, None, f"rank {pending[0]} called from {f}") for f in user_frames(e, 2)]
+        blocked = _gpu_blocked(label, seq, e.op, states, ents, by_rank, present)
         findings.append(Finding(Kind.FR_STUCK, text, ranks=tuple(pending), severity=Severity.WARNING, evidence=tuple(ev)))
+        findings[:0] = blocked
         break
     return findings
+
+
+def _tracks_start(dump: FrDump, e: FrEntry) -> bool:
+    """True when this dump tells ``scheduled`` from ``started``: a NCCL entry of a group whose
+    ``pg_status`` has a last started collective (``ProcessGroupNCCL`` watchdog, torch >= 2.5); gloo
+    records no start events (FlightRecorder.hpp)."""
+    if e.backend == "gloo" or e.pg_id is None:
+        return False
+    st = dump.pg_status.get(e.pg_id)
+    return st is not None and st[1] is not None
+
+
+def _last_completed(dump: FrDump, e: FrEntry) -> str:
+    st = dump.pg_status.get(e.pg_id) if e.pg_id is not None else None
+    done = st[2] if st is not None else None
+    if done is None or done < 1:
+        return "no collective of the group completed before it"
+    op = next((x.op for x in dump.entries if x.pg_id == e.pg_id and x.collective_seq_id == done and not x.is_p2p), "")
+    return f"its last completed collective is seq {done}" + (f" ({op})" if op else "")
+
+
+def _gpu_blocked(label: str, seq: int, op: str, states: dict[int, str], ents: dict[int, FrEntry],
+                 by_rank: dict[int, FrDump], present: list[int]) -> list[Finding]:
+    """Ranks whose GPU never started collective ``seq`` (``scheduled``, with start tracking on).
+
+    Heuristic (ours, from the flight recorder's states: ``scheduled`` = enqueued on the rank's
+    NCCL stream, ``started`` = its start event fired on the GPU): where other ranks ``started``
+    or completed it, the ``scheduled`` ranks' streams are still busy with earlier work (a kernel
+    that does not end, a wait on another stream): they are the cause, the others wait for them.
+    Where no rank started it, every GPU is busy before it: a single-rank group is its own cause
+    (no peer is involved); with several ranks that is a different case, said as a warning.
+    """
+    sched = sorted(r for r, s in states.items() if s == "scheduled" and _tracks_start(by_rank[r], ents[r]))
+    if not sched:
+        return []
+    moved = sorted(r for r, s in states.items() if s in ("started", "completed"))
+    first = sched[0]
+    why = f"{_last_completed(by_rank[first], ents[first])}"
+    ev = tuple(Evidence(by_rank[r].path, None, f"rank {r}: {ents[r].render()}") for r in sched[:3])
+    if moved:
+        return [Finding(
+            Kind.GPU_BLOCKED,
+            f"pg {label} seq {seq} ({op}): {ranks_text(sched)} never started it on the GPU (scheduled) while "
+            f"{ranks_text(moved)} started it: earlier work on {'its' if len(sched) == 1 else 'their'} own CUDA stream "
+            f"blocks it ({why})", ranks=tuple(sched), evidence=ev,
+            action="find the kernel or stream wait that does not end on these ranks: py-spy dump --native, "
+                   "cuda-gdb, or nvidia-smi (100% utilisation); the other ranks only wait for them")]
+    if len(set(present)) <= 1 and len(sched) == 1:
+        return [Finding(
+            Kind.GPU_BLOCKED,
+            f"pg {label} seq {seq} ({op}): {ranks_text(sched)}'s GPU never started it (scheduled, not started): "
+            f"earlier work on its own CUDA stream blocks it ({why}); the group has no other rank, so no peer is involved",
+            ranks=tuple(sched), evidence=ev,
+            action="find the kernel or stream wait that does not end on this rank: py-spy dump --native, cuda-gdb, "
+                   "or nvidia-smi (100% utilisation)")]
+    return [Finding(
+        Kind.GPU_BLOCKED,
+        f"pg {label} seq {seq} ({op}): no rank's GPU started it ({ranks_text(sched)} all scheduled): every GPU is "
+        "still busy with earlier work on its stream - not a missing or late peer; which rank's work does not end "
+        "is undecided", ranks=tuple(sched), severity=Severity.WARNING, evidence=ev,
+        action="collect native stacks (py-spy dump --native) and nvidia-smi on every rank to see whose kernel runs")]
 
 
 def _stuck_p2p(g: _Group, label: str, present: list[int], by_rank: dict[int, FrDump]) -> list[Finding]:

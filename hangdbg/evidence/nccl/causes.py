@@ -7,7 +7,10 @@ from __future__ import annotations
 
 from collections import defaultdict
 
-from ...model import Finding, Kind, Severity
+from ...catalog.catalog import CatalogError, load
+from ...catalog.entry import Blame, CatalogEntry, Role
+from ...catalog.message import parse_line
+from ...model import Evidence, Finding, Kind, Severity
 from .grammar import NcclLog, Proc
 from ...rankset import ranks_text
 
@@ -72,10 +75,40 @@ def _init_fail_findings(log: NcclLog) -> list[Finding]:
         ev = [e for _, e in errs[:2]] + [p.chain_first[3] for p in procs[:2] if p.chain_first] + \
              [p.init_fail for p in procs[:MAX_EV] if p.init_fail]
         uniq = list({(e.source, e.line): e for e in ev}.values())[:MAX_EV]
+        known = _known_warn(procs)
+        if known is not None:
+            entry, warn = known
+            cited = (warn,) + tuple(e for e in uniq if e is not warn)[:MAX_EV - 1] + (
+                Evidence("catalog", None, f"{entry.id}: {entry.source}"),)
+            said = f"\u201c{parse_line(warn.text).text[:200]}\u201d"
+            if entry.blame is Blame.LAUNCH:  # a launch mistake: no rank, no node is to blame
+                out.append(Finding(
+                    Kind.LAUNCH_ERROR, f"the launch configuration: {entry.meaning}: {said} ({_names(procs)} on {host}: "
+                    f"communicator init failed)", evidence=cited, action=entry.action))
+            else:
+                out.append(Finding(
+                    Kind.NCCL_INIT_FAILED, f"{_names(procs)} on {host}: communicator init failed: {entry.meaning}: {said}",
+                    ranks=_ranks(procs), hosts=(host,), evidence=cited, action=entry.action or _INIT_HELP[help_key]))
+            continue
         out.append(Finding(
             Kind.NCCL_INIT_FAILED, f"{_names(procs)} on {host}: {what}{detail} (the chain ends in init)",
             ranks=_ranks(procs), hosts=(host,), evidence=tuple(uniq), action=_INIT_HELP[help_key]))
     return out
+
+
+def _known_warn(procs: list[Proc]) -> tuple[CatalogEntry, Evidence] | None:
+    """The first WARN line of these processes that the error catalog knows as a root cause (the
+    WARN printed just before the ``-> N`` chain names what failed: ``include/checks.h``)."""
+    try:
+        catalog = load()
+    except CatalogError:  # broken package data (the tests catch it): read the chain without it
+        return None
+    for p in procs:
+        for w in p.warns:
+            m = catalog.match(parse_line(w.text).text)
+            if m is not None and m.innermost.role is Role.ROOT and m.innermost.severity != "info":
+                return m.innermost, w
+    return None
 
 
 def _net_error_findings(log: NcclLog) -> list[Finding]:

@@ -1,0 +1,64 @@
+"""Findings of every reader chained to their cause (``hangdbg report``, ``logs``, ``nccl summary``).
+
+Heuristic (ours, after the issue's first-failure rule): the error-lines reader
+(:mod:`hangdbg.evidence.error_lines`) reads every error line with the catalog, so it often cites a
+line another reader already explained with more context (a watchdog timeout with its SeqNum, a
+NCCL init failure with its error chain). Then:
+
+1. an error-lines finding whose lines another reader's findings of the same or a higher severity
+   cite is dropped (the other reader knows more), and so is one that shares a line with another
+   reader's finding of the same kind (the same conclusion); an unrecognised line that any other
+   finding cites is not unrecognised;
+2. a launch mistake (:attr:`~hangdbg.model.Kind.LAUNCH_ERROR`, a suspect) is the cause of the
+   process failures that follow it: the suspects that blame a rank or a node for ending (a failed
+   child, an init that failed or never completed, a crash) become warnings that say so. Hardware
+   findings stay suspects: a fault is a fault.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Sequence
+
+from ..model import SEVERITY_ORDER, Finding, Kind, Severity, SourceKind
+
+__all__ = ["chain", "ECHOES_OF_LAUNCH"]
+
+ECHOES_OF_LAUNCH = frozenset({
+    Kind.CHILD_FAILED, Kind.CHILD_ERROR, Kind.CRASH, Kind.FATAL_ERROR, Kind.RANK_ERROR, Kind.CPP_EXCEPTION,
+    Kind.NCCL_INIT_FAILED, Kind.NCCL_INIT_INCOMPLETE, Kind.COMM_INIT_FAILED, Kind.NCCL_CONNECT_FAILED,
+    Kind.NCCL_BOOTSTRAP, Kind.MISSING, Kind.CORE_CRASH, Kind.NODE_FAILED, Kind.CHECK_FAILED, Kind.KNOWN_ERROR,
+})
+"""Kinds of suspects that a launch mistake explains (the processes it made fail)."""
+
+
+def _lines(f: Finding) -> list[tuple[str, int]]:
+    return [(e.source, e.line) for e in f.evidence if e.line is not None]
+
+
+def chain(findings: Sequence[Finding]) -> list[Finding]:
+    """``findings`` with duplicates of other readers' findings dropped and the echoes of a launch
+    mistake made warnings (order kept)."""
+    cited: dict[tuple[str, int], int] = {}
+    same_kind: dict[tuple[Kind, tuple[str, int]], int] = {}
+    for f in findings:
+        if f.source is not SourceKind.ERROR_LINES:
+            for key in _lines(f):
+                cited[key] = min(cited.get(key, 99), SEVERITY_ORDER[f.severity])
+                same_kind[(f.kind, key)] = min(same_kind.get((f.kind, key), 99), SEVERITY_ORDER[f.severity])
+    out = []
+    for f in findings:
+        if f.source is SourceKind.ERROR_LINES:
+            keys = _lines(f)
+            if keys and all(k in cited for k in keys) and (
+                    f.kind is Kind.UNRECOGNISED_ERROR or max(cited[k] for k in keys) <= SEVERITY_ORDER[f.severity]):
+                continue
+            if any(same_kind.get((f.kind, k), 99) <= SEVERITY_ORDER[f.severity] for k in keys):
+                continue  # the same conclusion, from a reader that saw more of it
+        out.append(f)
+    launch = next((f for f in out if f.kind is Kind.LAUNCH_ERROR and f.severity is Severity.SUSPECT), None)
+    if launch is None:
+        return out
+    cause = launch.summary.split(":", 2)[1].strip() if launch.summary.count(":") >= 2 else launch.summary
+    return [replace(f, severity=Severity.WARNING, summary=f"{f.summary} (a consequence of the launch mistake: {cause})")
+            if f.severity is Severity.SUSPECT and f.kind in ECHOES_OF_LAUNCH else f for f in out]

@@ -1,0 +1,188 @@
+"""Events to findings: one finding per catalog entry that matched, the first failure named,
+the later ones and the echoes kept as warnings, the unrecognised lines quoted.
+
+Heuristic (ours, after the issue's "first failure, not its echoes"): a catalog entry says whose
+fault a message is (:class:`~hangdbg.catalog.entry.Blame`) and whether it can be a first failure
+(:class:`~hangdbg.catalog.entry.Role`). Entries of severity ``suspect`` are suspects, except that
+among a rank's or host's own failures (blame ``self`` / ``environment``) only the first stays
+one: first by the time its prefix gives when both have one, else by its place in the same file.
+Failures in different files without times cannot be ordered and stay suspects. A launch mistake
+(blame ``launch``) blames no rank and no node; a hardware fault names its host and GPU. Messages
+of a peer's failure and consequences (timeouts, SIGTERM from the agent, aborts) are warnings:
+the rank that printed them is a victim.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from dataclasses import dataclass
+
+from ...catalog.entry import Blame, CatalogEntry, Role
+from ...model import Evidence, Finding, Kind, Severity
+from ...rankset import ranks_text
+from .facts import EntryCount, ErrorLinesFacts
+from .grammar import ErrorEvent, ErrorLog
+
+__all__ = ["findings_from", "MAX_UNRECOGNISED"]
+
+MAX_UNRECOGNISED = 25
+"""Distinct unrecognised messages quoted one per finding; the rest are quoted together in one more."""
+_MAX_EV = 3
+_KIND = {Blame.LAUNCH: Kind.LAUNCH_ERROR, Blame.HARDWARE: Kind.HARDWARE_ERROR, Blame.ENVIRONMENT: Kind.RESOURCE_ERROR,
+         Blame.SELF: Kind.KNOWN_ERROR, Blame.PEER: Kind.PEER_ERROR, Blame.NONE: Kind.ECHO}
+_SEVERITY = {"suspect": Severity.SUSPECT, "warning": Severity.WARNING, "info": Severity.INFO}
+_NUMBERS = re.compile(r"0x[0-9a-fA-F]+|\d+")
+
+
+@dataclass
+class _Group:
+    entry: CatalogEntry
+    outer: CatalogEntry
+    events: list[ErrorEvent]
+
+    @property
+    def first(self) -> ErrorEvent:
+        return self.events[0]
+
+
+def _who(g: _Group) -> tuple[tuple[int, ...], tuple[str, ...], tuple[str, ...], str]:
+    """ranks, hosts, gpus and the words that name them."""
+    ranks = tuple(sorted({e.message.rank for e in g.events if e.message.rank is not None}))
+    hosts = tuple(sorted({e.message.host for e in g.events if e.message.host}))
+    gpus = tuple(sorted({f"{e.message.host}:{e.message.dev}" for e in g.events
+                         if e.message.host and e.message.dev is not None and e.message.dev >= 0}))
+    if g.entry.blame is Blame.LAUNCH:
+        return (), (), (), "the launch configuration"
+    if g.entry.blame is not Blame.HARDWARE and g.entry.blame is not Blame.SELF:
+        gpus = ()
+    words = []
+    if ranks:
+        words.append(ranks_text(ranks))
+    if hosts:
+        words.append("on " + ", ".join(hosts[:4]) + (f" (+{len(hosts) - 4})" if len(hosts) > 4 else ""))
+    if not words:
+        pids = sorted({e.message.pid for e in g.events if e.message.pid is not None})
+        words.append(f"pid {', '.join(map(str, pids[:4]))}" if pids else "a process of the job")
+    return ranks, hosts, gpus, " ".join(words)
+
+
+def _quote(e: ErrorEvent) -> str:
+    t = e.message.text
+    return t if len(t) <= 200 else t[:197] + "..."
+
+
+def _before(a: ErrorEvent, b: ErrorEvent) -> bool | None:
+    """Whether ``a`` happened before ``b``: by their times, else by their lines in one file;
+    None when they cannot be ordered."""
+    if a.message.time is not None and b.message.time is not None:
+        return a.message.time < b.message.time or (a.message.time == b.message.time and a.order < b.order)
+    if a.evidence.source == b.evidence.source:
+        return a.order < b.order
+    return None
+
+
+def _groups(log: ErrorLog) -> list[_Group]:
+    by_id: dict[str, _Group] = {}
+    for ev in log.events:
+        if ev.match is None:
+            continue
+        inner = ev.match.innermost
+        g = by_id.get(inner.id)
+        if g is None:
+            by_id[inner.id] = _Group(inner, ev.match.entry, [ev])
+        else:
+            g.events.append(ev)
+    return list(by_id.values())
+
+
+def _severity(g: _Group) -> Severity:
+    sev = _SEVERITY[g.entry.severity]
+    if sev is Severity.SUSPECT and (g.entry.role is not Role.ROOT or g.entry.blame in (Blame.PEER, Blame.NONE)):
+        return Severity.WARNING
+    return sev
+
+
+def _first_failure(groups: list[_Group], sev: dict[str, Severity]) -> tuple[_Group | None, dict[str, _Group]]:
+    """The group of the first failure, and the later own failures (id -> the first failure)."""
+    own = [g for g in groups if sev[g.entry.id] is Severity.SUSPECT and g.entry.blame in (Blame.SELF, Blame.ENVIRONMENT)]
+    first: _Group | None = None
+    for g in own:
+        if first is None or _before(g.first, first.first):
+            first = g
+    later = {}
+    for g in own:
+        if g is not first and first is not None and _before(first.first, g.first):
+            later[g.entry.id] = first
+    if first is None:
+        suspects = [g for g in groups if sev[g.entry.id] is Severity.SUSPECT]
+        first = min(suspects, key=lambda g: g.first.order) if suspects else None
+    return first, later
+
+
+def _finding(g: _Group, severity: Severity, after: _Group | None) -> Finding:
+    ranks, hosts, gpus, who = _who(g)
+    e = g.entry
+    n = len(g.events)
+    via = f" [{g.outer.id} -> {e.id}]" if g.outer is not e else ""
+    summary = f"{who}: {e.meaning}: \u201c{_quote(g.first)}\u201d" + (f" ({n} lines)" if n > 1 else "")
+    if after is not None:
+        summary += f"; after the first failure ({after.entry.id})"
+    kind = Kind.ECHO if e.role is Role.CONSEQUENCE and e.blame is not Blame.PEER else _KIND[e.blame]
+    ev = tuple(x.evidence for x in g.events[:_MAX_EV]) + (Evidence("catalog", None, f"{e.id}: {e.source}{via}"),)
+    return Finding(kind, summary, ranks=ranks, hosts=hosts, gpus=gpus, severity=severity, evidence=ev, action=e.action)
+
+
+def _unrecognised(log: ErrorLog) -> list[Finding]:
+    by_shape: dict[str, list[ErrorEvent]] = {}
+    for ev in log.events:
+        if ev.match is None:
+            by_shape.setdefault(_NUMBERS.sub("#", ev.message.text)[:160], []).append(ev)
+    groups = list(by_shape.values())
+    out = []
+    for evs in groups[:MAX_UNRECOGNISED]:
+        e0 = evs[0]
+        ranks = tuple(sorted({e.message.rank for e in evs if e.message.rank is not None}))
+        hosts = tuple(sorted({e.message.host for e in evs if e.message.host}))
+        out.append(Finding(
+            Kind.UNRECOGNISED_ERROR,
+            f"unrecognised error line: \u201c{_quote(e0)}\u201d" + (f" ({len(evs)} lines)" if len(evs) > 1 else ""),
+            ranks=ranks, hosts=hosts, severity=Severity.WARNING, evidence=tuple(e.evidence for e in evs[:_MAX_EV]),
+            action="no catalog entry knows this message: read it and the lines before it"))
+    rest = groups[MAX_UNRECOGNISED:]
+    if rest:
+        out.append(Finding(
+            Kind.UNRECOGNISED_ERROR, f"{len(rest)} more distinct unrecognised error lines "
+            f"({sum(len(r) for r in rest)} lines)", severity=Severity.WARNING,
+            evidence=tuple(r[0].evidence for r in rest[:_MAX_EV]), action="read them in the files cited"))
+    return out
+
+
+def findings_from(log: ErrorLog) -> tuple[list[Finding], ErrorLinesFacts]:
+    """The findings and facts of the error lines read.
+
+    Returns:
+        the findings (recognised, suspects first, then the unrecognised lines) and the facts.
+    """
+    groups = [g for g in _groups(log) if not (g.entry.role is Role.CONTEXT and g.entry.severity == "info")]
+    sev = {g.entry.id: _severity(g) for g in groups}
+    first, later = _first_failure(groups, sev)
+    out = []
+    for g in groups:
+        after = later.get(g.entry.id)
+        out.append(_finding(g, Severity.WARNING if after is not None else sev[g.entry.id], after))
+    out.sort(key=lambda f: (f.severity is not Severity.SUSPECT, f.severity is not Severity.WARNING))
+    if first is not None:  # the first failure leads the suspects
+        lead = next(i for i, f in enumerate(out) if f.evidence[-1].text.startswith(first.entry.id + ":"))
+        if out[lead].severity is Severity.SUSPECT:
+            out.insert(0, out.pop(lead))
+    out += _unrecognised(log)
+    counts = Counter(ev.match.innermost.id for ev in log.events if ev.match is not None)
+    sources = {ev.match.innermost.id: ev.match.innermost.source for ev in log.events if ev.match is not None}
+    recognised = sum(counts.values())
+    facts = ErrorLinesFacts(error_lines=log.error_lines + log.dropped, recognised=recognised,
+                            unrecognised=log.error_lines + log.dropped - recognised,
+                            entries=tuple(EntryCount(i, n, sources[i]) for i, n in counts.most_common()),
+                            first_failure=first.entry.id if first is not None else "",
+                            quiet_files=tuple(log.quiet_files))
+    return out, facts

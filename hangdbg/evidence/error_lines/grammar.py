@@ -1,0 +1,139 @@
+"""Lines to events: every error-looking line of a text file, looked up in the catalog.
+
+A line is offered to the catalog when it looks like an error (:func:`hangdbg.catalog.message.looks_like_error`),
+after its prefixes are peeled off (:func:`hangdbg.catalog.message.parse_line`). Lines that are code or
+stack frames (``File "x.py", line 3``, ``    raise RuntimeError(...)``, ``frame #3: c10::Error...``,
+``Exception raised from ...``) and the headers of a block whose last line says what failed
+(``Traceback (most recent call last):``) are context, not errors. A huge log is not split into lines
+where a 1 MiB run holds none of :data:`NEEDLES` (a C substring search).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass, field
+from typing import Iterator
+
+from ...catalog.catalog import Catalog, Match
+from ...catalog.message import ERROR_STEMS, Message, looks_like_error, parse_line
+from ...model import Evidence
+from ...text.lines import MAX_LINE, iter_lines_where, open_input
+from ...tools.grep import find_grep, grep_lines
+
+__all__ = ["ErrorEvent", "ErrorLog", "scan_file", "sniff", "NEEDLES", "is_context_line", "GREP_FROM_BYTES"]
+
+NEEDLES: tuple[bytes, ...] = (
+    b"rror", b"RROR", b"ail", b"AIL", b"WARN", b"atal", b"ATAL", b"bort", b"BORT", b"xception", b"imeout",
+    b"imed out", b"ill", b"ault", b"ignal", b"OOM", b"emory", b"enied", b"efused", b"nreachable", b"Xid",
+    b"anic", b"raceback", b"annot", b"ould not", b"ouldn't", b"nable to", b"ismatch", b"llegal", b"nvalid",
+    b"orrupt", b"pace left", b"xit", b"died", b"ead", b"nhandled", b"not found", b"SIG")
+"""Byte strings one of which every error-looking line holds (lower and upper case variants)."""
+
+_CONTEXT = re.compile(
+    r"""^\s*(?:File\ "[^"]*",\ line\ \d+|frame\ \#\d+:|\#\d+\s+0x[0-9a-f]+|Exception\ raised\ from\ |Traceback\ \(most\ recent
+    |raise\ |except\ |assert\ |return\ |if\ |elif\ |def\ |class\ |\^+\s*$|~+\^*~*\s*$|During\ handling\ of\ the\ above
+    |The\ above\ exception\ was\ the\ direct\ cause|error_file:|traceback\s*:\s*To\ enable\ traceback
+    |[│|]?\s*(?:time|host|rank|exitcode|error_file|traceback)\s*:\s)""", re.VERBOSE)
+_MAX_EVENTS = 20_000
+_LEVEL = re.compile(r"\bWARN(?:ING)?\b|\bwarning\b|\[W\]|^W\d{4} ")
+_JSON_START = re.compile(rb"\s*(?:\{|\[\s*[\[{\"\]])")
+
+
+def is_context_line(line: str) -> bool:
+    """True for a line that is code or a frame of a trace, not a report of an error."""
+    return _CONTEXT.match(line) is not None
+
+
+@dataclass(frozen=True, slots=True)
+class ErrorEvent:
+    """One error line.
+
+    Attributes:
+        evidence: the file, line number and raw text.
+        message: the message and its context (time, host, pid, rank, GPU).
+        match: the catalog entry chain that matched, None for an unrecognised line.
+        order: its position among all events read (file order, then line order).
+    """
+
+    evidence: Evidence
+    message: Message
+    match: Match | None
+    order: int
+
+
+@dataclass
+class ErrorLog:
+    """The events of the files read, and the counts."""
+
+    events: list[ErrorEvent] = field(default_factory=list)
+    lines_read: int = 0
+    error_lines: int = 0
+    dropped: int = 0  # events beyond the cap (counted, never kept)
+    quiet_files: list[str] = field(default_factory=list)  # files without an error-looking line
+
+    def add(self, ev: ErrorEvent) -> None:
+        if len(self.events) < _MAX_EVENTS:
+            self.events.append(ev)
+        else:
+            self.dropped += 1
+
+
+def sniff(head: bytes) -> bool:
+    """True for a text file: no NUL byte in its first 8 KiB and not a JSON document (the flight
+    recorder and hangdbg's documents have their own readers)."""
+    if not head or b"\x00" in head[:8192]:
+        return False
+    return _JSON_START.match(head) is None
+
+
+GREP_FROM_BYTES = 2 << 20
+"""Files of at least this size (bytes) get their first pass from ``grep -F -i`` when there is one
+(:mod:`hangdbg.tools.grep`); smaller ones are read line by line here."""
+
+
+def _candidates(path: str, log: ErrorLog) -> Iterator[tuple[int, str]]:
+    """``(line_number, line)`` of the lines of ``path`` that may be error lines."""
+    grep = find_grep() if os.path.getsize(path) >= GREP_FROM_BYTES else None
+    if grep is not None:
+        with open_input(path) as f:  # regular files only (a FIFO would block grep)
+            lines = 0
+            while chunk := f.read(1 << 22):
+                lines += chunk.count(b"\n")
+            log.lines_read += lines
+        for no, raw in grep_lines(grep, path, ERROR_STEMS, MAX_LINE):
+            yield no, raw.decode("utf-8", "replace")
+        return
+
+    def skipped(count: int, _data: bytes) -> None:
+        log.lines_read += count
+
+    with open_input(path) as f:
+        for no, line in iter_lines_where(f, NEEDLES, skipped):
+            log.lines_read += 1
+            yield no, line
+
+
+def scan_file(path: str, catalog: Catalog, log: ErrorLog) -> None:
+    """Add the error lines of ``path`` to ``log``.
+
+    Raises:
+        OSError: the file cannot be opened (the reader lists it with the reason).
+    """
+    before = log.error_lines
+    for no, line in _candidates(path, log):
+        if not line or is_context_line(line):
+            continue
+        error = looks_like_error(line)
+        if not error and not _LEVEL.search(line):
+            continue
+        msg = parse_line(line)
+        if not msg.text or is_context_line(msg.text):
+            continue
+        match = catalog.search(msg.text)
+        if not error and (match is None or match.innermost.severity == "info"):
+            continue  # a warning line is an event only when the catalog knows it as one
+        log.error_lines += 1
+        log.add(ErrorEvent(Evidence(path, no, line), msg, match, log.error_lines))
+    if log.error_lines == before:
+        log.quiet_files.append(path)
