@@ -26,9 +26,12 @@ __all__ = ["Message", "parse_line", "looks_like_error", "ERROR_WORDS", "ERROR_ST
 
 _ISO = re.compile(r"\[?(?P<d>\d{4}-\d\d-\d\d)[T ](?P<t>\d\d:\d\d:\d\d)(?P<f>[.,]\d+)?")
 _NCCL = re.compile(
-    r"(?P<host>[\w.\-]{1,253}):(?P<pid>\d{1,10}):(?P<tid>\d{1,10}) \[(?P<dev>-?\d{1,4})\] "
-    r"(?:(?P<src>[\w./\-]{1,200}:\d{1,6}) )?NCCL (?P<level>WARN|INFO|ERROR|ABORT|TRACE)\s?")
-_NCCL_BARE = re.compile(r"NCCL (?P<level>WARN|ERROR)\s")
+    r"(?P<host>[\w.\-]{1,253}):(?P<pid>\w{1,12})(?::(?P<tid>\w{1,12}))? \[(?P<dev>-?\d{1,4})\] "
+    r"(?:(?P<src>[\w./\-]{1,200}:\d{1,6}) )?(?:NCCL )?(?P<level>WARN|INFO|ERROR|ABORT|TRACE)\s?")
+# a NCCL line pasted without its header (``init.cc:1247 NCCL WARN ...``), or of a version that
+# wrote no ``NCCL`` before the level (``include/socket.h:344 WARN ...``)
+_NCCL_BARE = re.compile(r"(?:\[(?P<dev>-?\d{1,4})\]\s)?(?:(?P<src>[\w./\-]{1,200}\.(?:cc|cu|h|c|cpp):\d{1,6})\s(?:NCCL\s)?|NCCL\s)"
+                        r"(?P<level>WARN|ERROR)\s")
 _GLOG = re.compile(r"\[?(?P<lvl>[EWIF])(?P<md>\d{4}) (?P<t>\d\d:\d\d:\d\d)(?:\.\d+)?\s+(?:\d{1,10}\s+)?[\w./\-]{1,300}:\d{1,6}\]\s?"
                    r"|\[(?P<lvl2>[EWIF]) [\w.\-]{1,200}:\d{1,6}\]\s?")
 _C10D_RANK = re.compile(r"\[(?:PG(?: ID)? [^\]\n]{0,200}?)?Rank (?P<rank>\d{1,9})\]:?\s?")
@@ -48,7 +51,7 @@ _WHAT = re.compile(r"what\(\):\s+")
 _TOOLS = re.compile(
     r"(?:srun|slurmstepd|sbatch|salloc|scontrol|sacct|squeue)(?:\[\d{1,10}\])?:\s(?:(?:error|warning|fatal|debug):\s)?"
     r"|(?:ERROR|WARNING|INFO|DEBUG|CRITICAL)\s[\w.\-]{1,120}\.py:\d{1,6}\s--\s"
-    r"|(?:ERROR|WARNING|INFO|DEBUG|CRITICAL)\s\d\d-\d\d\s\d\d:\d\d:\d\d(?:\.\d+)?\s\[[\w.\-/]{1,120}:\d{1,6}\]\s?"
+    r"|(?:ERROR|WARNING|INFO|DEBUG|CRITICAL)\s\d\d-\d\d\s\d\d:\d\d:\d\d(?:\.\d+)?\s\[?[\w.\-/]{1,120}:\d{1,6}\]\s?"
     r"|[EWIF]\s\d{1,10}\s[\w./\-]{1,200}:\d{1,6}\]\s?"
     r"|\[rank:\s?(?P<rank>\d{1,9})\]\s?")
 _EXC_LOWER = re.compile(r"(?:[A-Za-z_]\w{0,60}\.){1,6}[a-z]\w{0,40}(?:error|timeout):\s+")
@@ -87,6 +90,7 @@ class Message:
         local_rank: torchrun's ``[default3]:`` local rank, or None.
         dev: NCCL's ``[dev]`` CUDA device of the header, or None.
         level: ``WARN`` / ``INFO`` / ... of a NCCL header, ``E``/``W`` of a glog header, else "".
+        src: the ``file.cc:LINE`` of a NCCL header (where NCCL printed it), else "".
     """
 
     text: str
@@ -98,6 +102,7 @@ class Message:
     local_rank: int | None = None
     dev: int | None = None
     level: str = ""
+    src: str = ""
 
 
 def _seconds(d: str, t: str) -> float | None:
@@ -119,7 +124,7 @@ def parse_line(line: str) -> Message:
     """
     when: float | None = None
     clock: float | None = None
-    host = level = None
+    host = level = src = None
     pid = rank = local = dev = None
     text = line
     for _ in range(12):  # prefixes nest: "[rank3]:[E1126 ...] [PG ID 0 ... Rank 3] RuntimeError: ..."
@@ -134,7 +139,7 @@ def parse_line(line: str) -> Message:
             g = m.groupdict()
             if g.get("host") and host is None:
                 host = g["host"]
-            if g.get("pid") and pid is None:
+            if g.get("pid") and pid is None and g["pid"].isdigit():
                 pid = int(g["pid"])
             if g.get("dev") and dev is None:
                 dev = int(g["dev"])
@@ -142,6 +147,8 @@ def parse_line(line: str) -> Message:
                 rank = int(g["rank"])
             if g.get("level") or g.get("lvl") or g.get("lvl2"):
                 level = level or g.get("level") or g.get("lvl") or g.get("lvl2")
+            if g.get("src") and src is None:
+                src = g["src"]
             if rx is _GLOG and g.get("t") and clock is None:
                 clock = _clock(g["t"])
             text = text[m.end():]
@@ -151,7 +158,7 @@ def parse_line(line: str) -> Message:
     m = _ISO.search(line, 0, max(len(line) - len(text), 0))
     if m is not None:
         when, clock = _seconds(m.group("d"), m.group("t")), _clock(m.group("t"))
-    return Message(text.strip().rstrip("`"), when, clock, host, pid, rank, local, dev, level or "")
+    return Message(text.strip().rstrip("`"), when, clock, host, pid, rank, local, dev, level or "", src or "")
 
 
 def looks_like_error(line: str) -> bool:

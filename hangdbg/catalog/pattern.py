@@ -74,9 +74,8 @@ def compile_format(fmt: str, syntax: Syntax) -> re.Pattern[str]:
             raise FormatError(f"bad regex: {exc}") from exc
     lead = re.match(r"""['"`]+""", fmt)
     if lead is not None:  # a quote a paste or a log prefix may have taken: optional
-        rest = compile_format(fmt[lead.end():], syntax) if syntax is not Syntax.REGEX else None
-        if rest is not None:
-            return re.compile(f"['\"`]{{0,{lead.end()}}}" + rest.pattern)
+        tail = compile_format(fmt[lead.end():], syntax)
+        return re.compile(f"['\"`]{{0,{lead.end()}}}" + tail.pattern)
     if syntax is Syntax.LITERAL:
         return re.compile(_text(fmt.strip()))
     out: list[str] = []

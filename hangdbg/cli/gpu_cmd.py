@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+from typing import Callable
 
 from rich.console import RenderableType
 
@@ -11,6 +12,8 @@ from ..model import SourceReport
 from ..evidence.base import Reader
 from ..evidence.gpu.reader import GpuReader
 from ..report.kind_views import gpu_table
+from ..evidence.error_lines.reader import READER as LINES
+from ..evidence.verdict import with_catalog
 from .common import ReaderCommand
 
 
@@ -42,7 +45,10 @@ class GpuCommand(ReaderCommand):
 
     def read(self, reader: Reader, files: list[str], args: argparse.Namespace) -> SourceReport:
         assert isinstance(reader, GpuReader)
-        return reader.read_host(files, host=args.host)
+        return with_catalog(reader.read_host(files, host=args.host), files)
+
+    def takes(self, reader: Reader) -> Callable[[str, bytes], bool]:
+        return lambda name, head: reader.takes(name, head) or LINES.takes(name, head)
 
     def extra_views(self, rep: SourceReport, args: argparse.Namespace) -> list[RenderableType]:
         return [gpu_table(rep.facts)] if isinstance(rep.facts, GpuFacts) and rep.facts.gpus else []

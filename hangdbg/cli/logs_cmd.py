@@ -9,7 +9,7 @@ from typing import Callable
 
 from ..evidence.error_lines.reader import READER as LINES
 from ..evidence.torch_log.reader import READER
-from ..evidence.verdict import with_error_lines
+from ..evidence.verdict import with_catalog
 from ..model import SourceReport
 from .common import ReaderCommand
 
@@ -39,4 +39,4 @@ class LogsCommand(ReaderCommand):
 
     def read(self, reader: Reader, files: list[str], args: argparse.Namespace) -> SourceReport:
         """The torch-log report with every other error line of the same files read with the catalog."""
-        return with_error_lines(reader.read(files), LINES.read(files))
+        return with_catalog(reader.read(files), files)

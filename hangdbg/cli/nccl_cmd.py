@@ -11,7 +11,6 @@ unknown) into ``-o DIR``.
 from __future__ import annotations
 
 import argparse
-import os
 import re
 
 from rich.console import RenderableType
@@ -26,8 +25,7 @@ from ..report.document import SplitRow
 from ..report.safetext import safe_text
 from ..evidence.base import Reader
 from ..evidence.nccl.reader import NcclReader
-from ..evidence.error_lines.reader import READER as LINES
-from ..evidence.verdict import with_error_lines
+from ..evidence.verdict import with_catalog
 from ..report.kind_views import nccl_ranks_table, nccl_slices_table
 from .common import (EXIT_ERROR, EXIT_OK, Command, ReaderCommand, add_output_arguments, expand_paths, out_dir,
     print_error)
@@ -48,18 +46,6 @@ def _regex(text: str | None) -> re.Pattern[str] | None:
 def _every_file(name: str, head: bytes) -> bool:
     """NCCL logs hide among other output: every file of a directory is read (but hangdbg's own)."""
     return True
-
-
-ERROR_LINES_MAX_BYTES = 64 << 20
-"""``nccl summary`` also reads the other error lines (the catalog) of files up to this size (bytes): an
-excerpt or one job's log; a multi-GB log keeps the NCCL scan's speed (``report`` reads every file's)."""
-
-
-def _size(path: str) -> int:
-    try:
-        return os.path.getsize(path)
-    except OSError:
-        return 0
 
 
 class NcclSummary(ReaderCommand):
@@ -91,8 +77,7 @@ class NcclSummary(ReaderCommand):
     def read(self, reader: Reader, files: list[str], args: argparse.Namespace) -> SourceReport:
         assert isinstance(reader, NcclReader)
         rep = reader.read_split(files, split_on=self._split_on, workers=args.workers)
-        small = [f for f in files if _size(f) <= ERROR_LINES_MAX_BYTES]
-        return with_error_lines(rep, LINES.read(small)) if small else rep
+        return with_catalog(rep, files)
 
     def extra_views(self, rep: SourceReport, args: argparse.Namespace) -> list[RenderableType]:
         if not isinstance(rep.facts, NcclFacts):

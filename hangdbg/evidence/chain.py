@@ -32,6 +32,10 @@ ECHOES_OF_LAUNCH = frozenset({
 """Kinds of suspects that a launch mistake explains (the processes it made fail)."""
 
 
+_COUNTS = frozenset({Kind.NCCL_WARN})
+"""Kinds that only count lines (\"2 NCCL WARN lines\"): they explain none of them."""
+
+
 def _lines(f: Finding) -> list[tuple[str, int]]:
     return [(e.source, e.line) for e in f.evidence if e.line is not None]
 
@@ -42,7 +46,7 @@ def chain(findings: Sequence[Finding]) -> list[Finding]:
     cited: dict[tuple[str, int], int] = {}
     same_kind: dict[tuple[Kind, tuple[str, int]], int] = {}
     for f in findings:
-        if f.source is not SourceKind.ERROR_LINES:
+        if f.source is not SourceKind.ERROR_LINES and f.kind not in _COUNTS:
             for key in _lines(f):
                 cited[key] = min(cited.get(key, 99), SEVERITY_ORDER[f.severity])
                 same_kind[(f.kind, key)] = min(same_kind.get((f.kind, key), 99), SEVERITY_ORDER[f.severity])

@@ -11,6 +11,7 @@ evidence also name comes first.
 
 from __future__ import annotations
 
+import os
 from dataclasses import replace
 from typing import Sequence
 
@@ -18,7 +19,7 @@ from ..model import SEVERITY_ORDER, Analysis, ClassifiedFile, FileError, Finding
 from ..headline import headline, unread_headline, verdict_all_clear
 from .chain import chain
 
-__all__ = ["build_verdict", "PRIORITY", "order_findings", "with_error_lines"]
+__all__ = ["build_verdict", "PRIORITY", "order_findings", "with_error_lines", "with_catalog", "ERROR_LINES_MAX_BYTES"]
 
 PRIORITY: dict[Kind, int] = {
     Kind.GPU_LOST: 0, Kind.XID: 1, Kind.ECC: 1, Kind.PCIE_AER: 1,
@@ -109,6 +110,28 @@ def build_verdict(sources: Sequence[SourceReport], analysis: Analysis | None = N
 def order_findings(findings: Sequence[Finding]) -> tuple[Finding, ...]:
     """``findings`` by severity, then by :data:`PRIORITY` (stable)."""
     return tuple(sorted(findings, key=lambda f: (SEVERITY_ORDER[f.severity], PRIORITY.get(f.kind, 8))))
+
+
+ERROR_LINES_MAX_BYTES = 64 << 20
+"""The per-kind commands (``logs``, ``nccl summary``, ``gpu``) also read the other error lines (the
+catalog) of files up to this size (bytes): an excerpt or one job's log; a multi-GB log keeps the
+speed of its own reader (``report`` reads every file's)."""
+
+
+def with_catalog(rep: SourceReport, files: Sequence[str]) -> SourceReport:
+    """``rep`` with the error lines of those of ``files`` up to :data:`ERROR_LINES_MAX_BYTES`
+    read by the catalog (:func:`with_error_lines`)."""
+    from .error_lines.reader import READER
+
+    small = [f for f in files if _size(f) <= ERROR_LINES_MAX_BYTES]
+    return with_error_lines(rep, READER.read(small)) if small else rep
+
+
+def _size(path: str) -> int:
+    try:
+        return os.path.getsize(path)
+    except OSError:
+        return 0
 
 
 def with_error_lines(rep: SourceReport, lines: SourceReport) -> SourceReport:

@@ -125,7 +125,9 @@ def _finding(g: _Group, severity: Severity, after: _Group | None) -> Finding:
     e = g.entry
     n = len(g.events)
     via = f" [{g.outer.id} -> {e.id}]" if g.outer is not e else ""
-    summary = f"{who}: {e.meaning}: \u201c{_quote(g.first)}\u201d" + (f" ({n} lines)" if n > 1 else "")
+    srcs = sorted({x.message.src.rsplit(":", 1)[0] for x in g.events if x.message.src})
+    where = f" (NCCL {', '.join(srcs[:3])})" if srcs else ""
+    summary = f"{who}: {e.meaning}: \u201c{_quote(g.first)}\u201d{where}" + (f" ({n} lines)" if n > 1 else "")
     if after is not None:
         summary += f"; after the first failure ({after.entry.id})"
     kind = Kind.ECHO if e.role is Role.CONSEQUENCE and e.blame is not Blame.PEER else _KIND[e.blame]

@@ -4,8 +4,8 @@ A line is offered to the catalog when it looks like an error (:func:`hangdbg.cat
 after its prefixes are peeled off (:func:`hangdbg.catalog.message.parse_line`). Lines that are code or
 stack frames (``File "x.py", line 3``, ``    raise RuntimeError(...)``, ``frame #3: c10::Error...``,
 ``Exception raised from ...``) and the headers of a block whose last line says what failed
-(``Traceback (most recent call last):``) are context, not errors. A huge log is not split into lines
-where a 1 MiB run holds none of :data:`NEEDLES` (a C substring search).
+(``Traceback (most recent call last):``) are context, not errors. A large log gets its first pass from
+``grep -F -i`` with the stems of error words (:mod:`hangdbg.tools.grep`); a small one is read whole.
 """
 
 from __future__ import annotations
@@ -18,17 +18,10 @@ from typing import Iterator
 from ...catalog.catalog import Catalog, Match
 from ...catalog.message import ERROR_STEMS, Message, looks_like_error, parse_line
 from ...model import Evidence
-from ...text.lines import MAX_LINE, iter_lines_where, open_input
+from ...text.lines import MAX_LINE, iter_lines_from, open_input
 from ...tools.grep import find_grep, grep_lines
 
-__all__ = ["ErrorEvent", "ErrorLog", "scan_file", "sniff", "NEEDLES", "is_context_line", "GREP_FROM_BYTES"]
-
-NEEDLES: tuple[bytes, ...] = (
-    b"rror", b"RROR", b"ail", b"AIL", b"WARN", b"atal", b"ATAL", b"bort", b"BORT", b"xception", b"imeout",
-    b"imed out", b"ill", b"ault", b"ignal", b"OOM", b"emory", b"enied", b"efused", b"nreachable", b"Xid",
-    b"anic", b"raceback", b"annot", b"ould not", b"ouldn't", b"nable to", b"ismatch", b"llegal", b"nvalid",
-    b"orrupt", b"pace left", b"xit", b"died", b"ead", b"nhandled", b"not found", b"SIG")
-"""Byte strings one of which every error-looking line holds (lower and upper case variants)."""
+__all__ = ["ErrorEvent", "ErrorLog", "scan_file", "sniff", "is_context_line", "GREP_FROM_BYTES"]
 
 _CONTEXT = re.compile(
     r"""^\s*(?:File\ "[^"]*",\ line\ \d+|frame\ \#\d+:|\#\d+\s+0x[0-9a-f]+|Exception\ raised\ from\ |Traceback\ \(most\ recent
@@ -36,6 +29,9 @@ _CONTEXT = re.compile(
     |The\ above\ exception\ was\ the\ direct\ cause|error_file:|traceback\s*:\s*To\ enable\ traceback
     |[│|]?\s*(?:time|host|rank|exitcode|error_file|traceback)\s*:\s)""", re.VERBOSE)
 _MAX_EVENTS = 20_000
+_CODE = re.compile(r"[\w.]+(?:\[[^\]]{0,80}\])?\s*[-+*/]?=\s*\S|.*[(,\[{]\s*$")
+_FILE_LINE = re.compile(r'\s*File "[^"]*", line \d+')
+_WORDY = re.compile(r"[A-Za-z]{3,}\W+[A-Za-z]{2,}")
 _LEVEL = re.compile(r"\bWARN(?:ING)?\b|\bwarning\b|\[W\]|^W\d{4} ")
 _JSON_START = re.compile(rb"\s*(?:\{|\[\s*[\[{\"\]])")
 
@@ -92,8 +88,9 @@ GREP_FROM_BYTES = 2 << 20
 (:mod:`hangdbg.tools.grep`); smaller ones are read line by line here."""
 
 
-def _candidates(path: str, log: ErrorLog) -> Iterator[tuple[int, str]]:
-    """``(line_number, line)`` of the lines of ``path`` that may be error lines."""
+def _candidates(path: str, log: ErrorLog) -> Iterator[tuple[int, str, bool]]:
+    """``(line_number, line, every)`` of the lines of ``path`` that may be error lines; ``every``
+    is True where every line of the file is given (a small file), not only those with an error stem."""
     grep = find_grep() if os.path.getsize(path) >= GREP_FROM_BYTES else None
     if grep is not None:
         with open_input(path) as f:  # regular files only (a FIFO would block grep)
@@ -102,37 +99,42 @@ def _candidates(path: str, log: ErrorLog) -> Iterator[tuple[int, str]]:
                 lines += chunk.count(b"\n")
             log.lines_read += lines
         for no, raw in grep_lines(grep, path, ERROR_STEMS, MAX_LINE):
-            yield no, raw.decode("utf-8", "replace")
+            yield no, raw.decode("utf-8", "replace"), False
         return
-
-    def skipped(count: int, _data: bytes) -> None:
-        log.lines_read += count
-
     with open_input(path) as f:
-        for no, line in iter_lines_where(f, NEEDLES, skipped):
+        for no, line in iter_lines_from(f):
             log.lines_read += 1
-            yield no, line
+            yield no, line, True
 
 
 def scan_file(path: str, catalog: Catalog, log: ErrorLog) -> None:
     """Add the error lines of ``path`` to ``log``.
 
+    Every line of a small file is offered to the catalog (an upstream message need not hold an
+    error word: ``Duplicate GPU detected : rank 1 and rank 0 both on CUDA device 10`` after
+    ``Last error:``); a line that is not error-looking counts only when an entry of severity
+    above ``info`` matches it. The source line after a traceback's ``File "...", line N`` is code.
+
     Raises:
         OSError: the file cannot be opened (the reader lists it with the reason).
     """
     before = log.error_lines
-    for no, line in _candidates(path, log):
-        if not line or is_context_line(line):
+    code_next = False
+    for no, line, every in _candidates(path, log):
+        after_file_line, code_next = code_next, every and _FILE_LINE.match(line) is not None
+        if not line or after_file_line or is_context_line(line):
             continue
-        error = looks_like_error(line)
-        if not error and not _LEVEL.search(line):
+        if not every and not looks_like_error(line) and not _LEVEL.search(line):
             continue
         msg = parse_line(line)
-        if not msg.text or is_context_line(msg.text):
+        if not msg.text or is_context_line(msg.text) or _CODE.match(msg.text):
             continue
+        error = "NCCL WARN" in line or looks_like_error(msg.text)  # the message's words, not its prefix's
+        if not error and not _WORDY.search(msg.text):
+            continue  # a number, a path, a bar: no message to look up
         match = catalog.search(msg.text)
         if not error and (match is None or match.innermost.severity == "info"):
-            continue  # a warning line is an event only when the catalog knows it as one
+            continue  # a line without an error word is an event only when the catalog knows it as one
         log.error_lines += 1
         log.add(ErrorEvent(Evidence(path, no, line), msg, match, log.error_lines))
     if log.error_lines == before:

@@ -45,6 +45,28 @@ _PEER_LOSS = re.compile(r"Connection closed by peer|Connection reset by peer|rem
                         r"communicator was aborted|Broken pipe|DistNetworkError", re.IGNORECASE)
 
 
+_TOGETHER = {
+    -7: "SIGBUS in every process at once: the node's shared memory (/dev/shm) or host memory ran out",
+    -9: "SIGKILL in every process at once: the kernel's OOM killer (host memory) or the scheduler killed them",
+    -11: "SIGSEGV in every process at once: a broken library or driver on the node",
+}
+"""What a signal that ended every rank of a node at one time says (torchelastic's exitcode is -SIGNAL)."""
+
+
+def _died_together(fails: list) -> list:
+    """The failures when at least two ranks of one node ended with the same signal at the same
+    second (torchelastic's ChildFailedError table): no rank is first, the node is the cause.
+    Heuristic (ours)."""
+    fails = [f for f in fails if f.time and f.exitcode is not None]  # a block cut off by an excerpt says nothing
+    if len(fails) < 2:
+        return []
+    keys = {(f.host, f.exitcode, f.time) for f in fails}
+    if len(keys) != 1:
+        return []
+    host, code, when = next(iter(keys))
+    return list(fails) if code is not None and code < 0 and code != -15 and when else []
+
+
 def _queued(ts: list[Timeout], pos: dict[str, dict[int, Pos]]) -> str:
     """`` (last enqueued: rank 0 up to work 84; later works queue behind the stuck one)`` from the status
     lines, when a rank enqueued more than one work past the one that timed out."""
@@ -292,6 +314,19 @@ def _failure_findings(ev: TorchLogEvents, timed_out: set[int]) -> tuple[list[Fin
         if own:
             root = min(own, key=lambda f: f.time)
     out: list[Finding] = []
+    together = _died_together(active)
+    if together:
+        root = None
+        f0 = together[0]
+        rs = sorted(f.rank for f in together if f.rank is not None)
+        out.append(Finding(
+            kind=Kind.CHILD_FAILED,
+            summary=(f"every failed rank on {f0.host or 'the node'} ({ranks_text(rs)}) died of {f0.state} at the same "
+                     f"time ({f0.time}): a cause of the node, not of one rank - "
+                     + _TOGETHER.get(f0.exitcode or 0, "something every process of the node shares")),
+            hosts=(f0.host,) if f0.host else (), evidence=tuple(x for f in together[:3] for x in f.evidence[:1]),
+            action="look at the node: dmesg (OOM killer, Xid), free memory and /dev/shm (df -h /dev/shm), the "
+                   "scheduler's log for a kill"))
     for f in sorted(active, key=lambda f: f is not root):
         e = files[id(f)]
         where = f" on {f.host}" if f.host else ""
@@ -316,7 +351,8 @@ def _failure_findings(ev: TorchLogEvents, timed_out: set[int]) -> tuple[list[Fin
                      + (f": {m}" if m else "") + note),
             ranks=(f.rank,) if f.rank is not None else (), hosts=(f.host,) if f.host else (),
             evidence=f.evidence + ((Evidence(e.path, None, e.message[:500]),) if e is not None else ()),
-            severity=Severity.WARNING if consequence else Severity.SUSPECT if f is root or root is None else Severity.WARNING))
+            severity=Severity.WARNING if consequence or together else Severity.SUSPECT if f is root or root is None
+            else Severity.WARNING))
     if victims:
         vr = [f.rank for f in victims if f.rank is not None]
         out.append(Finding(

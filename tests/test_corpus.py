@@ -1,0 +1,55 @@
+"""The corpus of real artifacts (tests/corpus/): its cases are well-formed, split by thread, and the
+development part scores at least 80 % right with nothing wrong (tests/corpus/check_corpus.py).
+
+The held-out part is not scored here: it is scored by hand at the start and the end of a piece of
+work (the README gives both scores), so that no rule is written against it.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+CORPUS = Path(__file__).resolve().parent / "corpus"
+sys.path.insert(0, str(CORPUS))
+import check_corpus  # noqa: E402
+
+CASES = [c for split in check_corpus.SPLITS for c in check_corpus.load_cases(split)]
+
+
+def test_corpus_is_large_and_split_by_thread():
+    assert len(CASES) >= 100
+    ids = [c["id"] for c in CASES]
+    assert len(ids) == len(set(ids))
+    for c in CASES:
+        assert check_corpus.split_of(c["thread"]) == c["split"], c["id"]
+        assert c["thread"].startswith("https://"), c["id"]
+        assert c.get("check", "cause") in ("culprit", "cause", "waiters"), c["id"]
+        assert c.get("command", "report") in check_corpus.COMMANDS, c["id"]
+        for f in c["files"]:
+            assert (CORPUS / c["split"] / f).is_file(), f
+    threads = {}
+    for c in CASES:  # one thread never straddles the split
+        assert threads.setdefault(c["thread"], c["split"]) == c["split"]
+
+
+def test_grading_rules():
+    sus = dict(ranks={3}, hosts=set(), gpus=set(), text="rank 3 ran out of memory", severity="suspect")
+    case = dict(check="culprit", ranks=[3], cause="out of memory")
+    assert check_corpus.grade(case, [sus], "")[0] == "RIGHT"
+    assert check_corpus.grade(dict(case, ranks=[2]), [sus], "")[0] == "WRONG"
+    assert check_corpus.grade(dict(check="cause", cause="shm"), [sus], "")[0] == "SILENT"
+    assert check_corpus.grade(dict(check="waiters", where="all_reduce"), [sus], "")[0] == "WRONG"
+
+
+@pytest.mark.real
+def test_development_part_scores_80_percent_right_and_nothing_wrong(tmp_path):
+    out = tmp_path / "dev.json"
+    rc = check_corpus.main(["--split", "dev", "--json", str(out)])
+    import json
+    score = json.loads(out.read_text())["dev"]["score"]
+    assert score["WRONG"] == 0 and score["ERROR"] == 0, score
+    assert score["RIGHT"] >= 0.8 * score["cases"], score
+    assert rc == 0
