@@ -9,7 +9,10 @@ NCCL init failure with its error chain). Then:
    cite is dropped (the other reader knows more), and so is one that shares a line with another
    reader's finding of the same kind (the same conclusion); an unrecognised line that any other
    finding cites is not unrecognised;
-2. a launch mistake (:attr:`~hangdbg.model.Kind.LAUNCH_ERROR`, a suspect) is the cause of the
+2. (:func:`promote_first_failure`) where no reader names a suspect, the earliest root-class event
+   of the error lines names the culprit (the catalog's first failure, even one whose line alone is
+   only a warning: ``Unable to resolve hostname ... Using the loopback`` before every timeout);
+3. a launch mistake (:attr:`~hangdbg.model.Kind.LAUNCH_ERROR`, a suspect) is the cause of the
    process failures that follow it: the suspects that blame a rank or a node for ending (a failed
    child, an init that failed or never completed, a crash) become warnings that say so. Hardware
    findings stay suspects: a fault is a fault.
@@ -22,7 +25,7 @@ from typing import Sequence
 
 from ..model import SEVERITY_ORDER, Finding, Kind, Severity, SourceKind
 
-__all__ = ["chain", "ECHOES_OF_LAUNCH"]
+__all__ = ["chain", "promote_first_failure", "ECHOES_OF_LAUNCH"]
 
 ECHOES_OF_LAUNCH = frozenset({
     Kind.CHILD_FAILED, Kind.CHILD_ERROR, Kind.CRASH, Kind.FATAL_ERROR, Kind.RANK_ERROR, Kind.CPP_EXCEPTION,
@@ -66,3 +69,19 @@ def chain(findings: Sequence[Finding]) -> list[Finding]:
     cause = launch.summary.split(":", 2)[1].strip() if launch.summary.count(":") >= 2 else launch.summary
     return [replace(f, severity=Severity.WARNING, summary=f"{f.summary} (a consequence of the launch mistake: {cause})")
             if f.severity is Severity.SUSPECT and f.kind in ECHOES_OF_LAUNCH else f for f in out]
+
+
+def promote_first_failure(findings: Sequence[Finding], first_id: str) -> list[Finding]:
+    """``findings`` with the error-lines finding of catalog entry ``first_id`` (the earliest
+    root-class event, :attr:`~hangdbg.evidence.error_lines.facts.ErrorLinesFacts.first_failure`)
+    made a suspect when no finding is one. Its own words say so ("the first failure in these logs")."""
+    if not first_id or any(f.severity is Severity.SUSPECT for f in findings):
+        return list(findings)
+    out = list(findings)
+    for i, f in enumerate(out):
+        if f.source is SourceKind.ERROR_LINES and f.severity is Severity.WARNING and f.evidence and \
+                f.evidence[-1].source == "catalog" and f.evidence[-1].text.startswith(first_id + ":"):
+            out[i] = replace(f, severity=Severity.SUSPECT,
+                             summary=f.summary + "; the first failure in these logs (nothing else names a cause)")
+            break
+    return out

@@ -17,7 +17,8 @@ from typing import Sequence
 
 from ..model import SEVERITY_ORDER, Analysis, ClassifiedFile, FileError, Finding, Kind, Severity, SourceReport, Verdict
 from ..headline import headline, unread_headline, verdict_all_clear
-from .chain import chain
+from .chain import chain, promote_first_failure
+from .error_lines.facts import ErrorLinesFacts
 
 __all__ = ["build_verdict", "PRIORITY", "order_findings", "with_error_lines", "with_catalog", "ERROR_LINES_MAX_BYTES"]
 
@@ -50,6 +51,14 @@ PRIORITY: dict[Kind, int] = {
 """Root cause before symptom: lower first. Every :class:`Kind` has a level (a test checks)."""
 
 
+def _first_id(sources: Sequence[SourceReport]) -> str:
+    """The catalog entry of the error lines' first failure ("" when none)."""
+    for s in sources:
+        if isinstance(s.facts, ErrorLinesFacts):
+            return s.facts.first_failure
+    return ""
+
+
 def _corroboration(f: Finding, named: dict[object, set[str]]) -> int:
     """How many other kinds of evidence name the same ranks or hosts as a suspect."""
     kinds: set[str] = set()
@@ -74,7 +83,7 @@ def build_verdict(sources: Sequence[SourceReport], analysis: Analysis | None = N
         notes: findings about the inputs as a whole (:mod:`hangdbg.evidence.jobs`).
     """
     named: dict[object, set[str]] = {}
-    every = chain([f for s in sources for f in s.findings] + list(notes))
+    every = promote_first_failure(chain([f for s in sources for f in s.findings] + list(notes)), _first_id(sources))
     for f in every:
         if f.severity is Severity.SUSPECT:
             for r in f.ranks:
@@ -139,6 +148,6 @@ def with_error_lines(rep: SourceReport, lines: SourceReport) -> SourceReport:
     error-lines reader on the same files added, chained (:func:`hangdbg.evidence.chain.chain`) and
     ordered; its records count the error lines too, so that a file holding an error line is
     never "nothing could be read"."""
-    merged = order_findings(chain(list(rep.findings) + list(lines.findings)))
+    merged = order_findings(promote_first_failure(chain(list(rep.findings) + list(lines.findings)), _first_id([lines])))
     return replace(rep, findings=merged, records=rep.records + lines.records,
                    lines_skipped=rep.lines_skipped, errors=rep.errors)

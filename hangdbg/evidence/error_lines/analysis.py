@@ -59,6 +59,8 @@ def _who(g: _Group) -> tuple[tuple[int, ...], tuple[str, ...], tuple[str, ...], 
     words = []
     if ranks:
         words.append(ranks_text(ranks))
+    if g.entry.blame in (Blame.ENVIRONMENT, Blame.HARDWARE):  # the host's or the GPU's fault, not the rank's
+        ranks = ()
     if hosts:
         words.append("on " + ", ".join(hosts[:4]) + (f" (+{len(hosts) - 4})" if len(hosts) > 4 else ""))
     if not words:
@@ -117,6 +119,12 @@ def _first_failure(groups: list[_Group], sev: dict[str, Severity]) -> tuple[_Gro
     if first is None:
         suspects = [g for g in groups if sev[g.entry.id] is Severity.SUSPECT]
         first = min(suspects, key=lambda g: g.first.order) if suspects else None
+    if first is None:  # no suspect: the earliest root-class event, whatever its severity alone
+        roots = [g for g in groups if g.entry.role is Role.ROOT and g.entry.blame not in (Blame.PEER, Blame.NONE)]
+        for g in roots:
+            if first is None or _before(g.first, first.first) or (
+                    _before(g.first, first.first) is None and g.first.order < first.first.order):
+                first = g
     return first, later
 
 
@@ -174,10 +182,10 @@ def findings_from(log: ErrorLog) -> tuple[list[Finding], ErrorLinesFacts]:
         after = later.get(g.entry.id)
         out.append(_finding(g, Severity.WARNING if after is not None else sev[g.entry.id], after))
     out.sort(key=lambda f: (f.severity is not Severity.SUSPECT, f.severity is not Severity.WARNING))
-    if first is not None:  # the first failure leads the suspects
+    if first is not None:  # the first failure leads its severity
         lead = next(i for i, f in enumerate(out) if f.evidence[-1].text.startswith(first.entry.id + ":"))
-        if out[lead].severity is Severity.SUSPECT:
-            out.insert(0, out.pop(lead))
+        top = next(i for i, f in enumerate(out) if f.severity is out[lead].severity)
+        out.insert(top, out.pop(lead))
     out += _unrecognised(log)
     counts = Counter(ev.match.innermost.id for ev in log.events if ev.match is not None)
     sources = {ev.match.innermost.id: ev.match.innermost.source for ev in log.events if ev.match is not None}

@@ -1,0 +1,95 @@
+"""The error-lines reader (evidence/error_lines), the chain across readers (evidence/chain.py) and the
+flight recorder's scheduled-not-started reading, on real outputs of an H200 run
+(tests/fixtures/gpu_h200, copied from ../shared/gpu-h200: NCCL 2.28.9, torch 2.11) and on small logs."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from conftest import main_json
+
+from hangdbg.evidence.error_lines.reader import READER
+from hangdbg.model import Kind, Severity
+
+H200 = Path(__file__).resolve().parent / "fixtures" / "gpu_h200"
+
+
+def _suspects(doc):
+    return [f for f in doc["findings"] if f["severity"] == "suspect"]
+
+
+def test_two_ranks_on_one_gpu_blame_the_launch_not_a_rank():
+    rc, doc = main_json("report", str(H200 / "nccl_dup_2ranks_1gpu"))
+    assert rc == 3
+    first = doc["findings"][0]
+    assert first["kind"] == "launch-error" and first["ranks"] == [] and first["hosts"] == []
+    assert "Duplicate GPU detected" in first["summary"] and "own GPU" in first["action"]
+    assert not [f for f in _suspects(doc) if f["ranks"]], "no rank is to blame for a launch mistake"
+    rc, doc = main_json("nccl", "summary", str(H200 / "nccl_dup_2ranks_1gpu"))
+    assert doc["findings"][0]["kind"] == "launch-error" and "read the first line" not in doc["headline"]
+
+
+def test_a_gpu_that_never_started_the_collective_is_named():
+    rc, doc = main_json("report", str(H200 / "watchdog_timeout_behind_kernel"))
+    assert rc == 3
+    first = doc["findings"][0]
+    assert first["kind"] == "gpu-blocked" and first["ranks"] == [0]
+    assert "scheduled" in first["summary"] and "no peer" in first["summary"] and "seq 5" in first["summary"]
+
+
+def test_a_healthy_run_has_no_suspect():
+    rc, doc = main_json("report", str(H200 / "nccl_1rank_ok"))
+    assert rc == 0 and not _suspects(doc)
+
+
+def _read(tmp_path, text, name="job.log"):
+    p = tmp_path / name
+    p.write_text(text)
+    return READER.read([str(p)])
+
+
+def test_unrecognised_error_lines_are_quoted_never_dropped(tmp_path):
+    rep = _read(tmp_path, "step 1 ok\nfrobnicator exploded: flux capacitor failure on node7\nstep 2 ok\n")
+    assert rep.records == 1
+    (f,) = rep.findings
+    assert f.kind is Kind.UNRECOGNISED_ERROR and f.severity is Severity.WARNING
+    assert "flux capacitor failure" in f.summary and f.evidence[0].line == 2
+
+
+def test_a_file_without_error_lines_reads_nothing(tmp_path):
+    rep = _read(tmp_path, "epoch 1 loss 0.3\nepoch 2 loss 0.2\n")
+    assert rep.records == 0 and not rep.findings
+
+
+def test_the_earliest_own_failure_is_the_suspect_and_later_ones_are_warnings(tmp_path):
+    text = ("[2026-11-26 10:00:05] [rank1]: RuntimeError: CUDA error: an illegal memory access was encountered\n"
+            "[2026-11-26 10:00:01] [rank3]: torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB\n")
+    rep = _read(tmp_path, text)
+    sus = [f for f in rep.findings if f.severity is Severity.SUSPECT]
+    assert [f.ranks for f in sus] == [(3,)]
+    later = next(f for f in rep.findings if f.ranks == (1,))
+    assert later.severity is Severity.WARNING and "after the first failure" in later.summary
+
+
+def test_a_line_cut_at_the_end_of_an_excerpt_is_no_evidence_of_absence(tmp_path):
+    rep = _read(tmp_path, "[rank0]: RuntimeError: CUDA error: an illegal memory access was encountered\n[rank1]:[E1126 00")
+    assert [f.ranks for f in rep.findings if f.severity is Severity.SUSPECT] == [(0,)]
+
+
+def test_a_hardware_or_host_fault_blames_no_rank(tmp_path):
+    rep = _read(tmp_path, "[rank5]: RuntimeError: CUDA error: uncorrectable ECC error encountered\n")
+    (f,) = [f for f in rep.findings if f.severity is Severity.SUSPECT]
+    assert f.ranks == () and f.kind in (Kind.HARDWARE_ERROR, Kind.KNOWN_ERROR)
+
+
+def test_large_files_take_the_grep_pass_and_read_the_same(tmp_path, monkeypatch):
+    import hangdbg.evidence.error_lines.grammar as grammar
+
+    body = "".join(f"host:1:1 [0] NCCL INFO Channel {i:02d} : 0[0] -> 1[1] via P2P/IPC\n" for i in range(40000))
+    text = body + "host:1:1 [0] misc/shmutils.cc:71 NCCL WARN Error: failed to extend /dev/shm/nccl-x to 9637892 bytes\n"
+    small = _read(tmp_path, text, "a.log")
+    monkeypatch.setattr(grammar, "GREP_FROM_BYTES", 1)
+    large = _read(tmp_path, text, "b.log")
+    assert small.records == large.records == 1 and small.lines_read == large.lines_read
+    assert [f.summary for f in small.findings] == [f.summary for f in large.findings]
+    assert small.findings[0].kind is Kind.RESOURCE_ERROR and small.findings[0].severity is Severity.SUSPECT
