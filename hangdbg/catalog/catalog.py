@@ -115,6 +115,23 @@ class Catalog:
         (``THCudaCheck FAIL file=... line=66 error=35 : CUDA driver version is insufficient ...``)."""
         return _search(self, message)
 
+    def match_cut(self, message: str) -> Match | None:
+        """The entry whose literal head (the format's text before its first placeholder) starts
+        with ``message``: the last line of an excerpt, cut where the paste ended
+        (``Unable to resolve hostname to a (local) address. Using the loopback``). ``message``
+        needs :data:`CUT_MIN` characters; the longest head wins."""
+        text = " ".join(message.split())
+        if len(text) < CUT_MIN:
+            return None
+        best = None
+        for e in self._by_word.get(_first_word(text), []):
+            if e.syntax is Syntax.REGEX:
+                continue
+            head = _head(e)
+            if len(head) > len(text) and head.startswith(text) and (best is None or e.literal > best.literal):
+                best = e
+        return Match(best) if best is not None else None
+
     def match(self, message: str, _depth: int = 0) -> Match | None:
         """The most specific entry matching ``message`` from its start, with its inner match.
 
@@ -152,6 +169,17 @@ class Catalog:
 
 
 _SEPARATORS = re.compile(r"(?::|\s-|;|\]|\)|,)\s+|\s['\"`(\[]")
+CUT_MIN = 20
+"""Fewest characters of a cut line that :meth:`Catalog.match_cut` looks up."""
+_HEAD_CUT = re.compile(r"%|\{(?!\{)")
+
+
+def _head(e: CatalogEntry) -> str:
+    """The literal text of ``e.format`` before its first placeholder, blanks collapsed."""
+    m = _HEAD_CUT.search(e.format) if e.syntax is not Syntax.LITERAL else None
+    return " ".join((e.format[:m.start()] if m is not None else e.format).split())
+
+
 MID_LINE_LITERAL = 16
 """Fewest literal characters of an entry matched after the start of a message (:meth:`Catalog.search`)."""
 _MAX_TRIES = 8

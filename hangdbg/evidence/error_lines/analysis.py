@@ -51,6 +51,7 @@ NCCL_AREAS: tuple[tuple[str, str], ...] = (
 """Where in NCCL a WARN was printed, from the layout of NVIDIA/nccl's src/ tree (2.18-2.28): file-name
 part -> the subsystem and what to check. Heuristic (ours), from NCCL's source layout and its
 troubleshooting guide (docs.nvidia.com/deeplearning/nccl/user-guide/docs/troubleshooting.html)."""
+_PCI = re.compile(r"\b[0-9a-fA-F]{4,8}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}(?:\.[0-7])?\b")
 _NUMBERS = re.compile(r"0x[0-9a-fA-F]+|\d+")
 
 
@@ -71,6 +72,9 @@ def _who(g: _Group) -> tuple[tuple[int, ...], tuple[str, ...], tuple[str, ...], 
     hosts = tuple(sorted({e.message.host for e in g.events if e.message.host}))
     gpus = tuple(sorted({f"{e.message.host}:{e.message.dev}" for e in g.events
                          if e.message.host and e.message.dev is not None and e.message.dev >= 0}))
+    if g.entry.blame is Blame.HARDWARE:  # the PCI address the driver names (NVRM: GPU 0000:05:00.0: ...)
+        gpus += tuple(sorted({f"{e.message.host + ':' if e.message.host else ''}{m.group(0)}" for e in g.events
+                              for m in _PCI.finditer(e.evidence.text)}))
     if g.entry.blame is Blame.LAUNCH:
         return (), (), (), "the launch configuration"
     if g.entry.blame is not Blame.HARDWARE and g.entry.blame is not Blame.SELF:

@@ -107,6 +107,19 @@ def _candidates(path: str, log: ErrorLog) -> Iterator[tuple[int, str, bool]]:
             yield no, line, True
 
 
+def _last_line(path: str) -> int:
+    """The number of the last non-empty line of a small file (0 for a large one: not an excerpt)."""
+    try:
+        if os.path.getsize(path) >= GREP_FROM_BYTES:
+            return 0
+        with open_input(path) as f:
+            data = f.read()
+    except OSError:
+        return 0
+    body = data.rstrip(b"\r\n\t ")
+    return body.count(b"\n") + 1 if body else 0
+
+
 def scan_file(path: str, catalog: Catalog, log: ErrorLog) -> None:
     """Add the error lines of ``path`` to ``log``.
 
@@ -120,6 +133,7 @@ def scan_file(path: str, catalog: Catalog, log: ErrorLog) -> None:
     """
     before = log.error_lines
     code_next = False
+    last = _last_line(path)  # an excerpt's last line may be cut where the paste ended
     for no, line, every in _candidates(path, log):
         after_file_line, code_next = code_next, every and _FILE_LINE.match(line) is not None
         if not line or after_file_line or is_context_line(line):
@@ -132,7 +146,7 @@ def scan_file(path: str, catalog: Catalog, log: ErrorLog) -> None:
         error = "NCCL WARN" in line or looks_like_error(msg.text)  # the message's words, not its prefix's
         if not error and not _WORDY.search(msg.text):
             continue  # a number, a path, a bar: no message to look up
-        match = catalog.search(msg.text)
+        match = catalog.search(msg.text) or (catalog.match_cut(msg.text) if no == last else None)
         if not error and (match is None or match.innermost.severity == "info"):
             continue  # a line without an error word is an event only when the catalog knows it as one
         log.error_lines += 1
