@@ -125,4 +125,4 @@ def test_collect_reads_cores_and_splits_nccl_logs_on_the_nodes(sshd, crashed_nod
     assert any(s["kind"] == "nccl-connect-failed" and s["hosts"] == ["node-02"] for s in suspects(rep))
     assert any(s["kind"] == "nccl-init-incomplete" and s["ranks"] == [3] for s in suspects(rep))
     kinds = {f["file"].rsplit("/", 1)[-1]: f["kinds"] for f in rep["files"]}
-    assert kinds["rank03.log"] == ["nccl"] and any(k == ["core-json"] for k in kinds.values())
+    assert kinds["rank03.log"] == ["nccl", "error-lines"] and any(k == ["core-json"] for k in kinds.values())

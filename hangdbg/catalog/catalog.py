@@ -71,6 +71,26 @@ class Match:
 _LEAD = " \t[('\"`<"
 
 
+_RUN = re.compile(r"[A-Za-z0-9_/.,;:'=-]+(?: [A-Za-z0-9_/.,;:'=-]+)*")
+_PLACEHOLDER = re.compile(r"%[-+ #0']*(?:\*|\d+)?(?:\.(?:\*|\d+))?(?:hh|h|ll|l|L|q|j|z|Z|t)?[diouxXeEfFgGaAcspn%]|\{[^{}]*\}")
+
+
+def _needed(e: CatalogEntry) -> str:
+    """The longest run of literal text (lowercase) that every message of ``e`` holds, "" when none
+    can be told (a regex with alternatives): a cheap substring test before the regex."""
+    if e.syntax is Syntax.REGEX:
+        if "|" in e.format or "?" in e.format or "*" in e.format or "{0" in e.format:
+            return ""
+        parts = re.split(r"\\.|[\[\]().+^$]", e.format)
+    elif e.syntax is Syntax.LITERAL:
+        parts = [e.format]
+    else:
+        parts = _PLACEHOLDER.split(e.format.replace("{{", "{").replace("}}", "}"))
+    runs = [m.group(0) for p in parts for m in _RUN.finditer(p)]
+    best = max(runs, key=len, default="")
+    return best.lower() if len(best) >= 4 else ""
+
+
 def _first_word(text: str) -> str:
     """The first word (lowercase letters and digits) of ``text`` after leading brackets and
     quotes; "" when it starts with something else (a placeholder)."""
@@ -93,6 +113,7 @@ class Catalog:
             (self._by_word.setdefault(key, []) if key else self._always).append(e)
         for lst in (*self._by_word.values(), self._always):
             lst.sort(key=lambda e: -e.literal)
+        self._need = {e.id: _needed(e) for e in self.entries}
 
     def __len__(self) -> int:
         return len(self.entries)
@@ -132,21 +153,27 @@ class Catalog:
                 best = e
         return Match(best) if best is not None else None
 
-    def match(self, message: str, _depth: int = 0) -> Match | None:
+    def match(self, message: str, _depth: int = 0, indexed_only: bool = False) -> Match | None:
         """The most specific entry matching ``message`` from its start, with its inner match.
 
         Among the entries that match, the one with the most literal characters wins (a longer
-        format says more). Returns None when none matches.
+        format says more). Returns None when none matches. ``indexed_only``: only the entries
+        whose format starts with the message's first word (a quick look at a line that holds no
+        error word; the formats that start with a placeholder or are regexes are skipped).
         """
         text = message.strip()
         if not text:
             return None
         cands = self._by_word.get(_first_word(text), [])
         best: tuple[CatalogEntry, re.Match[str]] | None = None
-        for group in (cands, self._always):
+        low = text.lower()
+        need = self._need
+        for group in ((cands,) if indexed_only else (cands, self._always)):
             for e in group:
                 if best is not None and e.literal <= best[0].literal:
                     break
+                if need[e.id] not in low:  # a text the message must hold (a C substring test first)
+                    continue
                 m = e.pattern.match(text)
                 if m is not None:
                     best = (e, m)

@@ -83,7 +83,7 @@ def sniff(head: bytes) -> bool:
     return _JSON_START.match(head) is None
 
 
-GREP_FROM_BYTES = 2 << 20
+GREP_FROM_BYTES = 1 << 20
 """Files of at least this size (bytes) get their first pass from ``grep -F -i`` when there is one
 (:mod:`hangdbg.tools.grep`); smaller ones are read line by line here."""
 
@@ -143,10 +143,15 @@ def scan_file(path: str, catalog: Catalog, log: ErrorLog) -> None:
         msg = parse_line(line)
         if not msg.text or is_context_line(msg.text) or _CODE.match(msg.text):
             continue
-        error = "NCCL WARN" in line or looks_like_error(msg.text)  # the message's words, not its prefix's
+        # the line as a whole (a NCCL INFO or a Python warning is no error) and the message's own
+        # words (an ERROR level in the prefix of a code line is none)
+        error = "NCCL WARN" in line or (looks_like_error(line) and looks_like_error(msg.text))
         if not error and not _WORDY.search(msg.text):
             continue  # a number, a path, a bar: no message to look up
-        match = catalog.search(msg.text) or (catalog.match_cut(msg.text) if no == last else None)
+        if error:
+            match = catalog.search(msg.text) or (catalog.match_cut(msg.text) if no == last else None)
+        else:  # no error word: only a message that starts like a known one
+            match = catalog.match(msg.text, indexed_only=True) or (catalog.match_cut(msg.text) if no == last else None)
         if not error and (match is None or match.innermost.severity == "info"):
             continue  # a line without an error word is an event only when the catalog knows it as one
         log.error_lines += 1
