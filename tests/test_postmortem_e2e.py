@@ -74,7 +74,8 @@ def test_report_names_rank_5_on_gpu_node_07(dead_job, tmp_path):
     assert stacks[5]["host"] == "gpu-node-07" and stacks[5]["rank_source"] == "RANK"
     assert not any(s["kind"] == "missing" for s in suspects(doc))  # a rank without a core is no finding
     files = {f["file"].rsplit("/", 1)[-1]: f["kinds"] for f in doc["files"]}
-    assert files["torchrun.log"] == ["stack-text", "torch-log"] and files["gpu-node-07.syslog"] == ["gpu"]
+    assert files["torchrun.log"] == ["stack-text", "torch-log", "error-lines"]
+    assert files["gpu-node-07.syslog"] == ["gpu", "error-lines"]
     assert [u["reason"] for u in doc["unparsed"] if u["file"].endswith("README.txt")] == ["no reader recognised its content"]
     check_golden(doc, "report")
 

@@ -31,7 +31,10 @@ _CONTEXT = re.compile(
 _MAX_EVENTS = 20_000
 _CODE = re.compile(r"[\w.]+(?:\[[^\]]{0,80}\])?\s*[-+*/]?=\s*\S|.*[(,\[{]\s*$")
 _FILE_LINE = re.compile(r'\s*File "[^"]*", line \d+')
-_WORDY = re.compile(r"[A-Za-z]{3,}\W+[A-Za-z]{2,}")
+_WORDY = re.compile(r"[A-Za-z]{3,40}\W{1,10}[A-Za-z]{2}")
+LOOKED_AT = 4096
+"""Characters of a line that are looked at (prefixes, error words, the catalog): a line of a megabyte
+(a dump of a tensor, a base64 blob) is read in time linear in this, not in its length."""
 _LEVEL = re.compile(r"\bWARN(?:ING)?\b|\bwarning\b|\[W\]|^W\d{4} ")
 _JSON_START = re.compile(rb"\s*(?:\{|\[\s*[\[{\"\]])")
 
@@ -134,7 +137,8 @@ def scan_file(path: str, catalog: Catalog, log: ErrorLog) -> None:
     before = log.error_lines
     code_next = False
     last = _last_line(path)  # an excerpt's last line may be cut where the paste ended
-    for no, line, every in _candidates(path, log):
+    for no, whole, every in _candidates(path, log):
+        line = whole[:LOOKED_AT]
         after_file_line, code_next = code_next, every and _FILE_LINE.match(line) is not None
         if not line or after_file_line or is_context_line(line):
             continue
