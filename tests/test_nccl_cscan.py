@@ -282,3 +282,42 @@ def test_each_near_miss_alone():
             assert bool(coll) == bool(want), buf
             taken += bool(want)
     assert taken > 50
+
+
+def test_line_cache_takes_exactly_what_the_regex_takes():
+    """The C scan's line cache (a line the same as an earlier one but in its variable fields is
+    counted without the full match): every byte of a standard line replaced, after the same line,
+    gives what ``_FAST`` gives - a field byte of the field's class is the same key, anything else
+    goes through the full match (another key, or another line)."""
+    second = _GOOD.replace(b"node-01:4242:4300", b"node-02:4243:4301")  # another key of the same shape
+    for i in range(len(_GOOD)):
+        for ch in set(_TRICKY + b"0179afAF-xZ:") - {_GOOD[i]}:
+            line = _GOOD[:i] + bytes([ch]) + _GOOD[i + 1:]
+            buf = b"\n".join([_GOOD, second, _GOOD, line, second, line]) + b"\n"
+            c = _ncclscan.scan(buf, 0, len(buf))
+            with tempfile.NamedTemporaryFile(suffix=".log") as f:
+                f.write(buf)
+                f.flush()
+                p = nccl._scan_chunk_py(f.name, 0, len(buf))
+            assert (c[0], c[1], c[2], c[3]) == (p["nlines"], p["coll"], p["lasts"], p["other"]), (i, ch, line)
+
+
+@pytest.mark.parametrize("chunk", [1, 50, 500, 1 << 20])
+def test_fetch_reads_any_line_from_the_marks(tmp_path, chunk):
+    """``NcclLog.fetch`` (evidence of lines the fast scan only counted) finds every line from the
+    chunk marks, forward or back from the next mark (the file's end included), with or without a
+    last newline, CR line ends and lines longer than its blocks."""
+    import random
+
+    from hangdbg.model import MAX_EVIDENCE_TEXT
+
+    rng = random.Random(chunk)
+    for trial in range(40):
+        lines = [rng.choice([b"", b"x", b"\r", b"ab\r\r", b"n" * rng.randint(0, 50), b"y" * rng.randint(0, 3000),
+                             _GOOD, _GOOD + b"\r"]) for _ in range(rng.randint(1, 60))]
+        path = tmp_path / f"{trial}.log"
+        path.write_bytes(b"\n".join(lines) + rng.choice([b"", b"\n"]))
+        with open(path, "rb") as f:
+            want = [raw.decode("utf-8", "replace").rstrip("\r\n")[:MAX_EVIDENCE_TEXT] for raw in f]
+        log = nccl.scan([str(path)], workers=1, chunk=chunk)
+        assert [log.fetch(0, i) for i in range(1, len(want) + 3)] == [*want, "", ""], trial

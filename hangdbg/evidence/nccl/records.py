@@ -2,6 +2,36 @@
 and the grammars of single messages: net/tuner/profiler plugin lines, connect retries, socket
 errors, error-chain frames (NCCL 2.x ``src/net.cc``, ``src/plugin/*.cc``, ``misc/socket.cc``,
 ``bootstrap.cc``, ``include/checks.h``). Used by :mod:`hangdbg.evidence.nccl.grammar`.
+
+Communicator init lines (``src/init.cc``; ``%s`` is the calling function: ``ncclCommInitRank``, ``ncclCommInitRankConfig``,
+``ncclCommInitAll``, ``ncclCommInitRankScalable``, ``ncclCommSplit``, ``ncclCommShrink``, ``ncclCommGrow``):
+
+======================  ====================================================================================
+NCCL                    ``INFO(NCCL_INIT, ...)`` format
+======================  ====================================================================================
+2.3                     ``comm %p rank %d nranks %d - COMPLETE``
+2.4                     ``comm %p rank %d nranks %d cudaDev %d nvmlDev %d - Init COMPLETE``
+2.5 - 2.15              ``comm %p rank %d nranks %d cudaDev %d busId %x - Init COMPLETE`` (``%lx`` from 2.8.4)
+2.16 - 2.18.1           ``comm %p rank %d nranks %d cudaDev %d busId %lx commId 0x%llx - Init COMPLETE``
+2.18.3 - 2.20           ``comm %p rank %d nranks %d cudaDev %d nvmlDev %d busId %lx commId 0x%llx - Init START``
+                        (and ``- Init COMPLETE``)
+2.21 - 2.22             ``ncclCommInitRank comm %p ... commId 0x%llx - Init START|COMPLETE``;
+                        ``ncclCommSplit comm %p ... busId %lx parent %p color %d key %d commId 0x%llx - Init ..``
+2.23 - 2.28             ``%s comm %p rank %d nranks %d cudaDev %d nvmlDev %d busId %lx commId 0x%llx - Init START``
+                        (and ``COMPLETE``); a split: ``%s comm %p ... parent %p [splitCount %d] color %d key %d- Init
+                        START`` (no space before the dash) and ``... key %d - Init COMPLETE``
+2.29 - 2.30             ``[Rank %d] %s comm %p ... commId 0x%llx - Init START``; a split or grow:
+                        ``%s comm %p ... parent %p childCount %d color %d key %d- Init START``
+2.12 - 2.30             ``comm %p rank %d nranks %d cudaDev %d busId %lx - Destroy COMPLETE|Abort COMPLETE``
+                        (``- %s COMPLETE`` from 2.22)
+2.28+                   ``comm %p rank %d nRanks %d cudaDev %d busId %lx - Abort START``; ``... - Revoke START``,
+                        ``... - Revoke COMPLETE, result %d`` (2.28.7+, ``ncclCommRevoke``)
+2.20+                   ``comm %p rank %d nRanks %d nNodes %d localRanks %d localRank %d MNNVL %d``
+======================  ====================================================================================
+
+Read as: ``[[Rank R] ][FUNCTION ]comm 0x.. rank R nranks N ...[ ]- [Init|Abort|Destroy|Revoke ]START|COMPLETE``
+(:data:`_INIT`, :data:`_INIT_TAIL`); a ``Destroy`` after ``Init COMPLETE`` leaves the init complete
+(``Comm.ended`` says how the communicator ended);
 """
 
 from __future__ import annotations
@@ -58,7 +88,7 @@ class Comm:
     comm_id: str | None = None
     parent: str | None = None
     key: str = ""
-    state: str = ""  # "", "start", "complete", "aborted", "destroyed"
+    state: str = ""  # "", "start", "complete", "aborted", "destroyed" (a Destroy after Init COMPLETE stays "complete")
     counts: Counter = field(default_factory=Counter)
     last_op: int | None = None
     last_coll: str | None = None
@@ -69,6 +99,8 @@ class Comm:
     order: int = 0
     slices: dict = field(default_factory=dict)  # slice -> Counter(collective)
     ops: dict = field(default_factory=dict)  # opCount -> [(OpSig, (file index, line), text)]: the last MAX_OPS
+    ended: str = ""  # "", "destroyed", "aborted", "revoked": the last Destroy/Abort/Revoke line of the communicator
+    init_time: str | None = None  # the timestamp of the init_ev line, as written (NCCL_DEBUG_TIMESTAMP_*, a collector's)
 
 
 MAX_OPS = 256
@@ -171,6 +203,8 @@ class Proc:
     records: int = 0
     first_ev: Evidence | None = None
     slice: int = 0
+    first_time: str | None = None  # the timestamp of the first / last record with one, as written
+    last_time: str | None = None
 
     @property
     def label(self) -> str:
@@ -195,6 +229,163 @@ class Proc:
             return best.rank
         return self.launcher_rank
 
+
+# --- single messages -------------------------------------------------------------------------
+_COLL = re.compile(r"^(?P<name>[A-Z][A-Za-z]+): opCount (?P<op>[0-9a-fA-F]+)\b(?P<rest>.*)$")
+_COMM_PTR = re.compile(r"\bcomm (0x[0-9a-fA-F]+|\(nil\))")
+_NRANKS_BR = re.compile(r"\[nranks=(\d+)\]")
+# init.cc (the table in this module's docstring): "[Rank R] " from 2.29, the calling function from 2.21;
+# the tail "- Init START" comes without the space before the dash after a split's "key %d" (2.23+).
+_INIT = re.compile(
+    r"^(?:\[Rank -?\d{1,10}\] )?(?:(?P<fn>nccl\w+)(?::)?\s+)?comm (?P<ptr>0x[0-9a-fA-F]+|\(nil\)) rank (?P<rank>-?\d+)"
+    r" n[Rr]anks (?P<nranks>\d+)(?P<rest>.*)$"
+)
+_INIT_TAIL = re.compile(r" ?- (?:(?P<what>Init|Abort|Destroy|Revoke) )?(?P<state>START|COMPLETE)\b")
+_COMMID = re.compile(r"\bcommId (0x[0-9a-fA-F]+)")
+_PARENT = re.compile(r"\bparent (0x[0-9a-fA-F]+)")
+_USING = re.compile(r"^(?P<what>NET/\w+|NET|Bootstrap)\s*:\s*Using\b(?: interface)?(?P<rest>.*)$")
+_IFACE = re.compile(r"(?:\[\d{1,4}\])?(?<![\w.\-])(?P<name>[A-Za-z][\w.\-]{0,63}):(?P<ip>[0-9A-Fa-f.:]{0,45}[0-9A-Fa-f](?:%[\w.\-]{1,63})?)<\d{1,6}>")
+_NETWORK = re.compile(r"^Using (?:internal )?[Nn]etwork (?P<net>.+?)\s*$")
+_IBDEV = re.compile(r"\[\d+\](?P<dev>[\w.\-]+:\d+/\w+)")
+_VIA = re.compile(r"\bvia (?P<t>[A-Za-z][\w/]*)")
+_RING = re.compile(r"^Channel \d{1,3}/\d{1,3} :(?P<ranks>(?: {1,8}\d{1,6}){2,4096}) *$")  # graph/connect.cc ring order
+_CONNECT = re.compile(r"Connect to (?P<peer>[^\s<>]+)<(?P<port>\d+)> failed\s*:?\s*(?P<why>.*)$")
+_PEER = re.compile(r"\b(?:from peer|remote peer|peer)\s+(?P<peer>[^\s<>]+)<(?P<port>\d+)>")
+_CHAIN = re.compile(r"^[\w./+-]+\.(?:cc|cu|cpp|c|h):\d+ -> \d+")
+
+
+_INIT_STARTS = ("comm 0x", "ncclCommInit", "ncclCommSplit", "ncclCommShrink", "ncclCommGrow", "[Rank ")
+
+
+def _looks_cut(msg: str) -> bool:
+    """A record that a hard wrap cut short: a collective line without its comm pointer, an init
+    line without its ``- Init START|COMPLETE`` tail (:data:`_INIT_TAIL`) nor ``nNodes``/``localRank``."""
+    if ": opCount " in msg:
+        return _COMM_PTR.search(msg) is None
+    if msg.startswith(_INIT_STARTS) and " rank " in msg:
+        return _INIT_TAIL.search(msg) is None and "nNodes" not in msg and "localRank" not in msg
+    return False
+
+
+MAX_EVIDENCE = 6
+"""Evidence lines kept per process and kind (WARNs, error chains)."""
+
+
+def warn(p: Proc, msg: str, ev: Evidence) -> None:
+    """A WARN record of ``p`` (counted by the caller): kept as evidence, a peer it names, a socket
+    error, a bootstrap root's "already checked in"."""
+    if _BENIGN_WARN.search(msg):
+        p.benign_warns += 1
+    p.nwarns += 1
+    if len(p.warns) < MAX_EVIDENCE:
+        p.warns.append(ev)
+    cm = _CONNECT.search(msg) or _PEER.search(msg)
+    if cm:
+        connect(p, cm, msg, ev)
+    elif (nm := _NET_ERROR.search(msg)) is not None and len(p.net_errors) < MAX_EVIDENCE:
+        p.net_errors.append((msg[:nm.start()].strip(" :") + " " + nm.group(0).strip(), ev))
+    if "checked in" in msg and _CHECKED_IN.search(msg) and len(p.checked_in) < MAX_EVIDENCE:
+        p.checked_in.append(ev)
+
+
+def chain(p: Proc, msg: str, ev: Evidence) -> None:
+    """An error chain line ``file.cc:LINE -> CODE [(why)] [Async thread]`` (NCCLCHECK in
+    ``include/checks.h``): the first one of a process is the root, one through ``init.cc``/``init.cu``
+    means communicator init returned the error, one through ``bootstrap.cc`` that bootstrap failed."""
+    p.nchains += 1
+    if len(p.chains) < MAX_EVIDENCE:
+        p.chains.append(ev)
+    cm = _CHAIN_FILE.match(msg)
+    if cm is None:
+        return
+    base = cm.group("file").rsplit("/", 1)[-1]
+    if p.chain_first is None:
+        p.chain_first = (cm.group("file"), int(cm.group("code")), cm.group("rest").strip(), ev)
+    if base in ("init.cc", "init.cu") and p.init_fail is None:
+        p.init_fail = ev
+    elif base == "bootstrap.cc":
+        p.boot_chain = True
+
+
+def connect(p: Proc, m: re.Match, msg: str, ev: Evidence) -> None:
+    """A peer that could not be reached (:data:`_CONNECT`, :data:`_PEER`)."""
+    why = m.groupdict().get("why") or msg[m.end():].strip(" :,")
+    if len(p.connects) < 64:
+        p.connects.append(ConnectFailure(m.group("peer"), int(m.group("port")), why.strip(), ev))
+
+
+def using(p: Proc, what: str, rest: str, ip_hosts: dict[str, str]) -> None:
+    """An interface line ``NET/Socket|NET/IB|Bootstrap : Using ...``: interfaces, IPs (-> ``ip_hosts``)."""
+    for im in _IFACE.finditer(rest):
+        ip = im.group("ip").split("%", 1)[0]
+        if what.startswith("NET/IB") and "OOB" not in rest[:im.start()]:
+            continue
+        if what != "NET/IB":
+            p.ifaces.add(im.group("name"))
+        if what == "Bootstrap":
+            p.boot_ifaces.add(im.group("name"))
+        p.ips.add(ip)
+        ip_hosts.setdefault(ip, p.host)
+    if what.startswith("NET/IB"):
+        for dm in _IBDEV.finditer(rest):
+            p.ifaces.add(dm.group("dev"))
+
+
+# --- one line read back (NcclLog.fetch) -------------------------------------------------------
+
+def line_ahead(f, offset: int, line: int, lineno: int) -> int | None:
+    """Where line ``lineno`` starts in binary file ``f``, line ``line`` starting at ``offset`` (for
+    :meth:`~hangdbg.evidence.nccl.grammar.NcclLog.fetch`): newlines counted forward
+    a block at a time (C speed). None past the end of the file."""
+    f.seek(offset)
+    while line < lineno:
+        block = f.read(1 << 20)
+        if not block:
+            return None
+        k = block.count(b"\n")
+        if line + k < lineno:
+            line += k
+            offset += len(block)
+            continue
+        pos = 0
+        while line < lineno:
+            pos = block.index(b"\n", pos) + 1
+            line += 1
+        return offset + pos
+    return offset
+
+
+def _newline_back(f, lo: int, hi: int, k: int) -> int | None:
+    """The offset of the ``k``-th newline before ``hi`` (not before ``lo``), None when there are fewer."""
+    while hi > lo:
+        begin = max(lo, hi - (1 << 20))
+        f.seek(begin)
+        block = f.read(hi - begin)
+        n = block.count(b"\n")
+        if n < k:
+            k -= n
+            hi = begin
+            continue
+        j = len(block)
+        for _ in range(k):
+            j = block.rindex(b"\n", 0, j)
+        return begin + j
+    return None
+
+
+def line_back(f, offset: int, after: tuple[int, int], lineno: int) -> int | None:
+    """Where line ``lineno`` starts, searched back from the mark ``after`` (the line starting at
+    an offset: the next chunk's first line, or the line after the file's last, at its size), not
+    before ``offset`` (where the chunk holding ``lineno`` starts)."""
+    line, pos = after
+    f.seek(max(0, pos - 1))
+    if pos > offset and f.read(1) != b"\n":  # the file's last line has no newline: it is line - 1
+        j = _newline_back(f, offset, pos, 1)
+        line, pos = line - 1, offset if j is None else j + 1
+    if line == lineno:
+        return pos
+    j = _newline_back(f, offset, pos - 1, line - lineno)
+    return offset if j is None else j + 1
 
 class _Unspliced:
     """A record header match whose host was corrected (:meth:`NcclLog._unsplice_line`)."""

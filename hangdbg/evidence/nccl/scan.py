@@ -1,13 +1,14 @@
 """The fast scan of NCCL_DEBUG logs: files -> a filled :class:`~hangdbg.evidence.nccl.grammar.NcclLog`.
 
-Files are read in newline-aligned chunks of bytes; one compiled bytes regex (``findall``)
-separates the standard collective lines - the bulk of a big log - from the rest, and these are
-aggregated with C-level ``Counter``/``dict`` operations without a Python loop per line. When the
-optional C extension ``hangdbg.evidence.nccl._cscan`` is built (``setup.py``; ``HANGDBG_PURE=1`` turns it
-off), it does that walk instead: same acceptance as the regex, counts kept per distinct key in C.
-Chunks of big files are spread over worker processes. Only the other lines go through the
-per-line parser (:meth:`NcclLog.line`); the totals of runs of chunks without other lines are
-applied once.
+Files are read in newline-aligned chunks of bytes. The standard collective lines - the bulk of a
+big log - are told apart from the rest and aggregated per (process, communicator, collective)
+without a Python object per line: by the optional C extension ``hangdbg.evidence.nccl._cscan``
+(``setup.py``; ``HANGDBG_PURE=1`` turns it off), or else by one compiled bytes regex (``findall``)
+and C-level ``Counter``/``dict`` operations, with the same acceptance (``tests/test_nccl_cscan.py``).
+Chunks of big files are spread over the CPUs: worker threads with the C scan (it releases the GIL;
+each thread reads its chunks into one buffer of its own, nothing is forked or pickled), worker
+processes without it. Only the other lines go through the per-line parser (:meth:`NcclLog.line`),
+in file order, in this thread; the totals of runs of chunks without other lines are applied once.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import mmap
 import importlib
 import os
 import re
+import threading
 from collections import Counter
 from functools import partial
 from itertools import compress, count
@@ -27,10 +29,13 @@ from .grammar import NcclLog, has_marker
 from .records import add_op, op_sig
 from ...text.lines import iter_lines, open_input
 
-__all__ = ["scan", "scan_path", "CHUNK", "PARALLEL_MIN"]
+__all__ = ["scan", "scan_path", "CHUNK", "C_CHUNK", "PARALLEL_MIN"]
 
 CHUNK = 16 << 20
-"""Bytes per chunk of the fast scan."""
+"""Bytes per chunk of the fast scan (the pure-Python one; the C scan takes :data:`C_CHUNK`)."""
+C_CHUNK = 32 << 20
+"""Bytes per chunk of the C scan: each chunk's keys are built and merged once (fewer chunks, less of
+that), read into one buffer per thread (two threads: 64 MiB)."""
 TAIL_WINDOW = 1 << 20
 """Bytes at the end of a chunk searched first for each key's last opCount (widened x4 as needed)."""
 PARALLEL_MIN = 64 << 20
@@ -110,20 +115,53 @@ def scan_path() -> str:
 def _scan_chunk(path: str, start: int, end: int) -> dict:
     """Scan one newline-aligned byte range: aggregated standard collective lines + other lines.
 
-    Runs in a worker process for big inputs; returns small picklable data. With the C extension
-    (:func:`scan_path`), ``_cscan.scan`` walks the mapped range once and returns the same data
-    as the Python code below, which it replaces (``tests/test_nccl_cscan.py`` holds them equal).
+    Returns small data (picklable: the pure-Python scan runs in worker processes for big inputs).
+    With the C extension (:func:`scan_path`), ``_cscan.scan`` walks the range once, read into this
+    thread's buffer (no new pages per chunk; the GIL is released while reading and walking), and
+    returns the same data as the Python code, which it replaces (``tests/test_nccl_cscan.py`` holds
+    them equal).
     """
     if _cscan is not None:
-        base = start - start % mmap.ALLOCATIONGRANULARITY  # map the range only, read ahead in one go
-        if hasattr(mmap, "MAP_POPULATE"):  # Linux
-            how = {"flags": mmap.MAP_SHARED | mmap.MAP_POPULATE, "prot": mmap.PROT_READ}
-        else:
-            how = {"access": mmap.ACCESS_READ}
-        with open_input(path) as f, mmap.mmap(f.fileno(), end - base, offset=base, **how) as data:
-            nlines, coll, lasts, other = _cscan.scan(data, start - base, end - base)
+        n = end - start
+        buf = _chunk_buffer(n)
+        with open_input(path) as f:
+            if _read_at(f, start, memoryview(buf)[:n]) < n:
+                raise ValueError("the file shrank while it was read")
+        nlines, coll, lasts, other = _cscan.scan(buf, 0, n)
         return {"nlines": nlines, "coll": coll, "lasts": lasts, "other": other}
     return _scan_chunk_py(path, start, end)
+
+
+_local = threading.local()  # each scanning thread's chunk buffer
+
+
+def _chunk_buffer(n: int) -> bytearray:
+    """A buffer of at least ``n`` bytes for one chunk, kept by this thread for its next chunks
+    (sized up to a whole MiB: chunks differ by the length of a line; a chunk longer than two
+    chunks, a line of hundreds of MB, gets one of its own)."""
+    buf = getattr(_local, "buf", None)
+    if buf is None or len(buf) < n:
+        if n > 2 * C_CHUNK:
+            return bytearray(n)
+        buf = _local.buf = bytearray(-(-n // (1 << 20)) << 20 if n > 1 << 20 else n)
+    return buf
+
+
+def _read_at(f, start: int, view: memoryview) -> int:
+    """Read ``len(view)`` bytes of ``f`` at offset ``start`` into ``view``: the count read (less at
+    the end of the file)."""
+    fd = f.fileno()
+    got = 0
+    while got < len(view):
+        if hasattr(os, "preadv"):
+            k = os.preadv(fd, [view[got:]], start + got)
+        else:  # pragma: no cover - not Linux
+            f.seek(start + got)
+            k = f.readinto(view[got:]) or 0
+        if k <= 0:
+            break
+        got += k
+    return got
 
 
 def _scan_chunk_py(path: str, start: int, end: int) -> dict:
@@ -199,15 +237,22 @@ def _lasts(data, pos: int, stop: int, nlines: int, counts: Counter) -> dict:
 
 
 def _scan_chunk_args(args: tuple) -> dict:
+    """One chunk in a worker process (the pure-Python scan): the GC paused around it."""
     enabled = gc.isenabled()
     gc.disable()  # ~100k short-lived tuples per chunk, no cycles: collections only cost time
+    try:
+        return _scan_chunk_safe(args)
+    finally:
+        if enabled:
+            gc.enable()
+
+
+def _scan_chunk_safe(args: tuple) -> dict:
+    """One chunk (in a thread with the C scan: the GC is paused by :func:`scan` itself)."""
     try:
         return _scan_chunk(*args)
     except (OSError, ValueError) as exc:  # the file shrank or vanished while being read
         return {"error": getattr(exc, "strerror", None) or str(exc)}
-    finally:
-        if enabled:
-            gc.enable()
 
 
 def scan(paths: list[str], split_on: re.Pattern[str] | None = None, workers: int | None = None,
@@ -218,9 +263,11 @@ def scan(paths: list[str], split_on: re.Pattern[str] | None = None, workers: int
         paths: files (interleaved logs or ``NCCL_DEBUG_FILE=%h.%p`` files).
         split_on: a regex for ``--split-on``: a matching line starts a new slice (iteration); the
             per-line parser is used for the whole input then.
-        workers: processes for the fast scan (default: the CPUs available, used only for inputs of
-            at least :data:`PARALLEL_MIN` bytes); 1 scans in this process.
-        chunk: bytes per chunk (tests use small chunks to exercise chunk boundaries).
+        workers: threads (C scan) or processes (pure-Python scan) for the fast scan (default: the
+            CPUs available, used only for inputs of at least :data:`PARALLEL_MIN` bytes); 1 scans
+            in this thread.
+        chunk: bytes per chunk (default :data:`C_CHUNK` or :data:`CHUNK`; tests use small chunks
+            to exercise chunk boundaries).
 
     Unreadable files are recorded in ``errors``.
     """
@@ -247,9 +294,22 @@ def scan(paths: list[str], split_on: re.Pattern[str] | None = None, workers: int
             workers = os.cpu_count() or 1
         if total < PARALLEL_MIN:
             workers = 1
-    from concurrent.futures import ProcessPoolExecutor  # noqa: PLC0415 - only big inputs need it
+    enabled = gc.isenabled()
+    gc.disable()  # millions of acyclic objects (records, the chunks' keys): collections only cost time
+    try:
+        _scan_files(log, paths, sizes, workers, chunk or (C_CHUNK if _cscan is not None else CHUNK))
+    finally:
+        if enabled:
+            gc.enable()
+    log.finish()
+    return log
 
-    chunk = chunk or CHUNK
+
+def _scan_files(log: NcclLog, paths: list[str], sizes: list[int], workers: int, chunk: int) -> None:
+    """The fast scan of :func:`scan`: chunks in worker threads (the C scan releases the GIL: nothing
+    is forked or pickled) or, for the pure-Python scan, worker processes; merged here in order."""
+    from concurrent.futures import Executor, ProcessPoolExecutor, ThreadPoolExecutor  # noqa: PLC0415 - big inputs only
+
     tasks: list[tuple[int, str, int, int]] = []  # (file index, path, start, end) of each chunk
     sizes_of: dict[int, int] = {}
     for path, size in zip(paths, sizes):
@@ -262,10 +322,13 @@ def scan(paths: list[str], split_on: re.Pattern[str] | None = None, workers: int
             tasks.extend((fi, path, s, e) for s, e in _ranges(size, path, chunk))
         except OSError as exc:
             log.errors.append((path, exc.strerror or str(exc)))
-    ex = ProcessPoolExecutor(workers) if workers > 1 and len(tasks) > 1 else None
+    ex: Executor | None = None
+    if workers > 1 and len(tasks) > 1:
+        ex = ThreadPoolExecutor(workers) if _cscan is not None else ProcessPoolExecutor(workers)
     try:
         args = [t[1:] for t in tasks]
-        results = ex.map(_scan_chunk_args, args) if ex else map(_scan_chunk_args, args)
+        one = _scan_chunk_safe if _cscan is not None else _scan_chunk_args
+        results = ex.map(one, args) if ex else map(one, args)
         line0: dict[int, int] = {}
         failed: set[int] = set()
         fast: set[int] = set()  # files with standard collective lines (only counted by the fast scan)
@@ -285,17 +348,19 @@ def scan(paths: list[str], split_on: re.Pattern[str] | None = None, workers: int
             log.lines_read += res["nlines"]
         if pend is not None:
             _flush(log, pend)
+        for fi, nxt in line0.items():  # the line after each file's last, at its size: fetch() reads back from there
+            if fi not in failed:
+                log._chunks[fi].append((nxt, sizes_of[fi]))
     finally:
         if ex:
             ex.shutdown()
+        _local.__dict__.pop("buf", None)  # this thread's, when it scanned
     tail = max(64 << 10, min(OPS_TAIL, OPS_TAIL_TOTAL // max(1, len(fast))))
     for fi in sorted(fast - failed):
         try:
             _tail_ops(log, fi, sizes_of[fi], line0[fi] - 1, tail)
         except OSError as exc:
             log.errors.append((log.files[fi], exc.strerror or str(exc)))
-    log.finish()
-    return log
 
 
 def _tail_ops(log: NcclLog, fi: int, size: int, nlines: int, window: int) -> None:
@@ -318,27 +383,34 @@ def _tail_ops(log: NcclLog, fi: int, size: int, nlines: int, window: int) -> Non
         return
     first = nlines - data.count(b"\n")  # line number of the window's first line
     dropped: dict[tuple, int] = {}
+    seen: dict[tuple, tuple] = {}  # (head, comm) -> (process, communicator, collective) or (None, None, None)
     pos = 0
     for m in _TAIL_OP.finditer(data):
-        first += data.count(b"\n", pos, m.start())
-        pos = m.start()
-        h = _parse_head(log, m.group(1))
-        if h is None:
-            continue
-        host, pid, _dev, name = h
-        p = log.proc(host, pid, fi)
-        c = p.comms.get(m.group(7).decode())
+        at = m.start()
+        first += data.count(b"\n", pos, at)
+        pos = at
+        head, opb, countb, dt, redop, root, commb = m.groups()
+        pcn = seen.get((head, commb))
+        if pcn is None:
+            h = _parse_head(log, head)
+            if h is None:
+                pcn = (None, None, None)
+            else:
+                p = log.proc(h[0], h[1], fi)
+                pcn = (p, p.comms.get(commb.decode()), h[3])
+            seen[(head, commb)] = pcn
+        p, c, name = pcn
         if c is None:
             continue
-        op, count = int(m.group(2), 16), int(m.group(3))
+        op, count = int(opb, 16), int(countb)
         if count > 1 << 62:
             continue  # garbage, as op_fields
         if start:
             low = dropped.setdefault((id(p), id(c)), op)
             if op == low:
                 continue
-        add_op(c, op, op_sig(name, count, int(m.group(4)), int(m.group(5)), int(m.group(6))),
-               (fi, first), m.group(0).decode("utf-8", "replace").rstrip("\r"))
+        add_op(c, op, op_sig(name, count, int(dt), int(redop), int(root)), (fi, first),
+               m.group(0).decode("utf-8", "replace").rstrip("\r"))
 
 
 def _merge(log: NcclLog, fi: int, first: int, res: dict, pend: tuple | None) -> tuple:
@@ -359,6 +431,10 @@ def _merge(log: NcclLog, fi: int, first: int, res: dict, pend: tuple | None) -> 
             log.line(fi, first + i, t.decode("utf-8", "replace").rstrip("\r"))
     if pend is None:
         pend = (fi, Counter(), {})
+    merge = getattr(_cscan, "merge", None)
+    if merge is not None:  # the same, without a Python loop per key
+        merge(pend[1], pend[2], res["coll"], res["lasts"], first)
+        return pend
     pend[1].update(res["coll"])
     lasts = pend[2]
     for key, (idx, op, name) in res["lasts"].items():

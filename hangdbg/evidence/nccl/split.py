@@ -14,9 +14,9 @@ import re
 from dataclasses import dataclass
 
 from ...outdir import OutDir
-from .grammar import _looks_cut, has_marker, records
+from .grammar import _looks_cut, has_marker, line_prefix, records
 from .scan import scan
-from ...text.lines import iter_lines, strip_prefix
+from ...text.lines import iter_lines
 
 __all__ = ["SplitResult", "split_logs"]
 
@@ -73,11 +73,11 @@ def split_logs(paths: list[str], out: OutDir, pattern: re.Pattern[str] | None = 
         prev_key, prev_cut = None, False
         try:
             for _lineno, raw in iter_lines(path):
-                pre = strip_prefix(raw)
-                recs = records(pre.text) if has_marker(raw) else []
+                text, rank, _ = line_prefix(raw)
+                recs = records(text) if has_marker(raw) else []
                 if pattern is not None and pattern.search(raw):
                     targets = ([_key(log, recs[0][0])] if recs else
-                               [by_rank[pre.rank]] if pre.rank in by_rank else [only] if only else list(fi_procs))
+                               [by_rank[rank]] if rank in by_rank else [only] if only else list(fi_procs))
                     for k in targets:
                         if k in log.procs:
                             slices[k] = slices.get(k, 0) + 1
@@ -87,13 +87,13 @@ def split_logs(paths: list[str], out: OutDir, pattern: re.Pattern[str] | None = 
                         writer.add(_target(names, k, slices, pattern), raw)
                     else:
                         for m, end in recs:
-                            writer.add(_target(names, _key(log, m), slices, pattern), pre.text[m.start():end])
+                            writer.add(_target(names, _key(log, m), slices, pattern), text[m.start():end])
                     last = recs[-1][0]
                     prev_key = _key(log, last)
-                    prev_cut = _looks_cut(pre.text[last.end():])
+                    prev_cut = _looks_cut(text[last.end():])
                     continue
-                if pre.rank is not None and pre.rank in by_rank:
-                    k = by_rank[pre.rank]
+                if rank is not None and rank in by_rank:
+                    k = by_rank[rank]
                 elif only is not None:
                     k = only
                 elif prev_cut and raw.strip():
