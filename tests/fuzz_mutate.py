@@ -50,6 +50,7 @@ COMMANDS: dict[str, list[list[str]]] = {
     "watchdog": [["logs", "IN"]],
     "fr_text": [["fr", "IN"]], "flight_recorder": [["fr", "IN"], ["logs", "IN"], ["nccl", "summary", "IN"]],
     "gpu_text": [["gpu", "IN"]], "xid": [["gpu", "IN"]],
+    "gpu_h200": [["logs", "IN"], ["nccl", "summary", "IN"], ["fr", "IN"]],  # real NCCL/torchrun logs and FR dumps
     "tracer": [["traces", "DIR"]],
     "stacks": [], "gdb": [], "faulthandler": [], "core_json": [],  # core_json: documents of `hangdbg core`, read by report
     "variants": [],  # tests/fixtures/variants: every kind of evidence, read by report
