@@ -310,12 +310,10 @@ class NcclLog:
                 self.lines_skipped += 1
             return
         last = recs[-1][0]
-        line_hosts: set[str] | None = None  # the hosts of the line's records: once per line, not per record
+        line_hosts = {r.group("host") for r, _ in recs}  # once per line, not once per record
         for rm, end in recs:
             hm: re.Match | _Unspliced = rm
             if rm.start():  # a record after another one's (cut) text: its host may have swallowed a tail
-                if line_hosts is None:
-                    line_hosts = {r.group("host") for r, _ in recs}
                 hm = _Unspliced(rm, self._unsplice_line(rm.group("host"), line_hosts))
             msg = text[hm.end():end].rstrip()
             if rm is last and _looks_cut(msg):
