@@ -233,9 +233,18 @@ class ReaderCommand(Command):
     def reader(self, args: argparse.Namespace) -> Reader:  # pragma: no cover - abstract
         raise NotImplementedError
 
+    error_lines: ClassVar[bool] = False
+    """The command also reads the files' other error lines with the catalog (``with_catalog``), so a
+    directory's text files that only the error-lines reader takes are read too."""
+
     def takes(self, reader: Reader) -> Callable[[str, bytes], bool]:
-        """Which files of a directory to read: those the reader takes (by default)."""
-        return reader.takes
+        """Which files of a directory to read: those the reader takes (with :attr:`error_lines`,
+        also those the error-lines reader takes)."""
+        if not self.error_lines:
+            return reader.takes
+        from ..evidence.error_lines.reader import READER as LINES
+
+        return lambda name, head: reader.takes(name, head) or LINES.takes(name, head)
 
     def read(self, reader: Reader, files: list[str], args: argparse.Namespace) -> SourceReport:
         return reader.read(files)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-from typing import Callable
 
 from rich.console import RenderableType
 
@@ -12,7 +11,6 @@ from ..model import SourceReport
 from ..evidence.base import Reader
 from ..evidence.gpu.reader import GpuReader
 from ..report.kind_views import gpu_table
-from ..evidence.error_lines.reader import READER as LINES
 from ..evidence.verdict import with_catalog
 from .common import ReaderCommand
 
@@ -30,6 +28,7 @@ class GpuCommand(ReaderCommand):
         "when a fatal GPU error is found, 1 when no file holds a GPU record."
     )
     name = "gpu"
+    error_lines = True
     json_name = "gpu.json"
     title = "GPU errors"
     metavar = "LOG"
@@ -47,8 +46,6 @@ class GpuCommand(ReaderCommand):
         assert isinstance(reader, GpuReader)
         return with_catalog(reader.read_host(files, host=args.host), files)
 
-    def takes(self, reader: Reader) -> Callable[[str, bytes], bool]:
-        return lambda name, head: reader.takes(name, head) or LINES.takes(name, head)
 
     def extra_views(self, rep: SourceReport, args: argparse.Namespace) -> list[RenderableType]:
         return [gpu_table(rep.facts)] if isinstance(rep.facts, GpuFacts) and rep.facts.gpus else []

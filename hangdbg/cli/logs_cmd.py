@@ -5,9 +5,7 @@ from __future__ import annotations
 import argparse
 
 from ..evidence.base import Reader
-from typing import Callable
 
-from ..evidence.error_lines.reader import READER as LINES
 from ..evidence.torch_log.reader import READER
 from ..evidence.verdict import with_catalog
 from ..model import SourceReport
@@ -24,6 +22,7 @@ class LogsCommand(ReaderCommand):
         "1 when no file holds any of these."
     )
     name = "logs"
+    error_lines = True
     json_name = "logs.json"
     title = "torch logs"
     metavar = "LOG"
@@ -34,8 +33,6 @@ class LogsCommand(ReaderCommand):
     def reader(self, args: argparse.Namespace) -> Reader:
         return READER
 
-    def takes(self, reader: Reader) -> Callable[[str, bytes], bool]:
-        return lambda name, head: reader.takes(name, head) or LINES.takes(name, head)
 
     def read(self, reader: Reader, files: list[str], args: argparse.Namespace) -> SourceReport:
         """The torch-log report with every other error line of the same files read with the catalog."""

@@ -149,5 +149,4 @@ def with_error_lines(rep: SourceReport, lines: SourceReport) -> SourceReport:
     ordered; its records count the error lines too, so that a file holding an error line is
     never "nothing could be read"."""
     merged = order_findings(promote_first_failure(chain(list(rep.findings) + list(lines.findings)), _first_id([lines])))
-    return replace(rep, findings=merged, records=rep.records + lines.records,
-                   lines_skipped=rep.lines_skipped, errors=rep.errors)
+    return replace(rep, findings=merged, records=rep.records + lines.records)
