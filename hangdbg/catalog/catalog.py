@@ -18,7 +18,7 @@ from importlib import resources
 from typing import Any, Iterable
 
 from .entry import ID_RE, Blame, CatalogEntry, Role, Syntax
-from .pattern import FormatError, compile_format, literal_length
+from .pattern import FormatError, compile_cut, compile_format, literal_length
 
 __all__ = ["Catalog", "CatalogError", "Match", "load", "parse_entries", "SEVERITIES", "MIN_LITERAL"]
 
@@ -137,21 +137,35 @@ class Catalog:
         return _search(self, message)
 
     def match_cut(self, message: str) -> Match | None:
-        """The entry whose literal head (the format's text before its first placeholder) starts
-        with ``message``: the last line of an excerpt, cut where the paste ended
-        (``Unable to resolve hostname to a (local) address. Using the loopback``). ``message``
-        needs :data:`CUT_MIN` characters; the longest head wins."""
+        """The entry a message cut where an excerpt ended matches as far as it goes: the last line
+        of a paste (``Unable to resolve hostname to a (local) address. Using the loopback``,
+        ``Cuda failure 999 'unknown error``). Either the format's literal head starts with
+        ``message``, or ``message`` is a start of a message of the format (:func:`~hangdbg.catalog.
+        pattern.compile_cut`), whose captured text is looked up again as :meth:`match` does.
+        ``message`` needs :data:`CUT_MIN` characters; the most literal characters win."""
         text = " ".join(message.split())
         if len(text) < CUT_MIN:
             return None
-        best = None
+        best: CatalogEntry | None = None
+        fields: tuple[str, ...] = ()
         for e in self._by_word.get(_first_word(text), []):
+            if best is not None and e.literal <= best.literal:
+                break
             if e.syntax is Syntax.REGEX:
                 continue
             head = _head(e)
-            if len(head) > len(text) and head.startswith(text) and (best is None or e.literal > best.literal):
+            if len(head) > len(text) and head.startswith(text):
+                best, fields = e, ()
+                continue
+            m = _cut_pattern(e).fullmatch(text) if len(head) >= CUT_HEAD_MIN else None
+            if m is not None:
                 best = e
-        return Match(best) if best is not None else None
+                fields = tuple(v for k, v in sorted(m.groupdict().items()) if k.startswith("s") and v)
+        if best is None:
+            return None
+        inner = next((i for f in fields for t in dict.fromkeys((f.strip(), f.strip(" '\"`()[]")))
+                      if (i := self.match(t, 1)) is not None and i.entry is not best), None)
+        return Match(best, fields, inner)
 
     def match(self, message: str, _depth: int = 0, indexed_only: bool = False) -> Match | None:
         """The most specific entry matching ``message`` from its start, with its inner match.
@@ -198,6 +212,14 @@ class Catalog:
 _SEPARATORS = re.compile(r"(?::|\s-|;|\]|\)|,)\s+|\s['\"`(\[]")
 CUT_MIN = 20
 """Fewest characters of a cut line that :meth:`Catalog.match_cut` looks up."""
+CUT_HEAD_MIN = 8
+"""Fewest characters of literal head a format needs before a cut message is matched past it."""
+
+
+@lru_cache(maxsize=4096)
+def _cut_pattern(e: CatalogEntry) -> re.Pattern[str]:
+    """:func:`~hangdbg.catalog.pattern.compile_cut` of ``e``, compiled on first use."""
+    return compile_cut(e.format, e.syntax) or re.compile(r"(?!)")
 _HEAD_CUT = re.compile(r"%|\{(?!\{)")
 
 

@@ -15,7 +15,7 @@ import re
 
 from .entry import Syntax
 
-__all__ = ["compile_format", "literal_length", "sample", "MAX_FIELD", "FormatError"]
+__all__ = ["compile_format", "compile_cut", "literal_length", "sample", "MAX_FIELD", "FormatError"]
 
 MAX_FIELD = 400
 """Longest text a ``%s`` / ``{}`` placeholder matches (characters)."""
@@ -112,6 +112,65 @@ def compile_format(fmt: str, syntax: Syntax) -> re.Pattern[str]:
         return re.compile(body)
     except re.error as exc:  # pragma: no cover - every piece is escaped or a fixed class
         raise FormatError(f"bad pattern from {fmt!r}: {exc}") from exc
+
+
+def _pieces(fmt: str, syntax: Syntax) -> list[tuple[bool, str]]:
+    """``fmt`` as ``(is_placeholder, regex-or-literal)`` pieces, in order."""
+    if syntax is Syntax.LITERAL:
+        return [(False, fmt)]
+    out: list[tuple[bool, str]] = []
+    pos = n = 0
+    fields = _PRINTF if syntax is Syntax.PRINTF else _PY_FIELD
+    for m in fields.finditer(fmt):
+        if m.start() > pos:
+            out.append((False, fmt[pos:m.start()]))
+        tok = m.group(0)
+        if syntax is Syntax.PRINTF and m.group("conv") != "s":
+            out.append((False, "%") if tok.endswith("%%") else (True, _CLASSES[m.group("conv")]))
+        elif syntax is Syntax.PYTHON and tok in ("{{", "}}"):
+            out.append((False, tok[0]))
+        else:
+            out.append((True, _field(n)))
+            n += 1
+        pos = m.end()
+    if pos < len(fmt):
+        out.append((False, fmt[pos:]))
+    return out
+
+
+def _prefixes(lit: str) -> str:
+    """A regex for the non-empty proper prefixes of the literal ``lit`` (a line cut inside it)."""
+    cuts = sorted({_text(lit[:i].rstrip()) for i in range(1, len(lit)) if lit[:i].strip()}, key=len, reverse=True)
+    return "|".join(cuts)
+
+
+def compile_cut(fmt: str, syntax: Syntax) -> re.Pattern[str] | None:
+    """The regex of a message cut anywhere after the literal head of ``fmt`` (to be used with
+    ``fullmatch`` on the last line of an excerpt: ``Cuda failure 999 'unknown error`` where the
+    format is ``Cuda failure %d '%s'``). Each piece after the head may be missing, and a literal
+    piece may be cut inside itself. None for a regex entry or one that starts with a placeholder.
+
+    Raises:
+        FormatError: ``fmt`` is not a well-formed format of ``syntax``.
+    """
+    if syntax is Syntax.REGEX:
+        return None
+    pieces = _pieces(fmt.strip(), syntax)
+    if not pieces or pieces[0][0]:
+        return None
+    rest = ""
+    for is_field, text in reversed(pieces[1:]):
+        if is_field:
+            rest = f"(?:{text}{rest})?"
+        else:
+            whole = _text(text)
+            cut = _prefixes(text)
+            rest = f"(?:{whole}{rest}" + (f"|{cut})?" if cut else ")?")
+    head = _text(pieces[0][1].lstrip())
+    try:
+        return re.compile(f"['\"`]{{0,2}}{head}{rest}", re.S)
+    except re.error as exc:  # pragma: no cover - every piece is escaped or a fixed class
+        raise FormatError(f"bad cut pattern from {fmt!r}: {exc}") from exc
 
 
 def literal_length(fmt: str, syntax: Syntax) -> int:

@@ -561,6 +561,8 @@ def keep(hit: Hit) -> list[tuple[str, str]]:
         fmts = [hit.fmt.split("\n", 1)[0].rstrip()]
     out = []
     for f in fmts:
+        if f.startswith("[Rank %d] "):  # 2.29+ INFO lines: hangdbg peels "[Rank N]" as a rank prefix
+            f = f[len("[Rank %d] "):]
         if "-> %d" in f or literal_chars(f) < MIN_LITERAL:
             continue
         kind = hit.kind
@@ -849,6 +851,18 @@ _OVERRIDES: list[tuple[str, dict[str, object]]] = [
         meaning="two ranks of one communicator were given the same GPU",
         action="give each rank its own GPU (torch.cuda.set_device(local_rank), CUDA_VISIBLE_DEVICES, one "
                "process per GPU)")),
+    (r"^Mismatched collective detected", dict(  # v2.4-2.6 src/init.cc ncclCommGetAsyncError()
+        blame="self", role="root", severity="suspect",
+        meaning="NCCL detected that ranks called mismatched collectives (a different operation, order or size "
+                "on some ranks: an application desync) at or near the rank it names",
+        action="make every rank call the same collectives in the same order with the same sizes; "
+               "NCCL_DEBUG_SUBSYS=COLL (or TORCH_DISTRIBUTED_DEBUG=DETAIL) shows each rank's calls")),
+    (r"(?:^|: )Socket creation failed", dict(
+        blame="environment", role="root", severity="warning",
+        meaning="creating a TCP socket failed on this host: the address family (IPv4/IPv6) is not available, "
+                "no usable network interface, or no file descriptors left",
+        action="set NCCL_SOCKET_IFNAME to an interface that works on every node (and NCCL_SOCKET_FAMILY=AF_INET "
+               "when IPv6 is off); raise the open-file limit (ulimit -n)")),
     (r"^socketProgress: Connection closed by remote peer", dict(
         blame="peer", role="consequence", severity="warning",
         meaning="the TCP connection to the named peer was closed: that process exited, crashed or aborted "
@@ -1360,6 +1374,15 @@ def describe_result(result: str) -> str:
     return f"the NCCL call fails with {result}"
 
 
+_LENGTH = re.compile(r"%(?:hh|h|ll|l|z|j|t)([diuxX])")
+
+
+def _int_conv(text: str) -> str:
+    """``text`` with printf length modifiers dropped (``%ld``, ``%llu``, ``%zu`` -> ``%d``, ``%u``):
+    one override reads a message whose integer type changed between versions."""
+    return _LENGTH.sub(r"%\1", text)
+
+
 def classify(kind: str, fmt: str, path: str, func: str, result: str, levels: set[str]) -> dict[str, str]:
     """Meaning, blame, role, severity and action of one message (see the module docstring)."""
     _, subsystem, blame, role, action = file_rule(path)
@@ -1372,7 +1395,7 @@ def classify(kind: str, fmt: str, path: str, func: str, result: str, levels: set
         chosen = dict(blame="none", role="context", severity="info", action="",
                       meaning=next(m for r, m in _LIFECYCLE if re.search(r, fmt)))
     else:
-        chosen = next((dict(f) for r, f in _OVERRIDES if re.search(r, fmt)), None)
+        chosen = next((dict(f) for r, f in _OVERRIDES if re.search(_int_conv(r), _int_conv(fmt))), None)
         if chosen is None:
             chosen = _ibv_rule(fmt) or _syscall_rule(fmt)
         if chosen is None and re.match(r"nvml\w+(%s)?\(.*failed", fmt):
@@ -1766,14 +1789,19 @@ def _result_entries(git: Git, tags: list[str], notes: list[str]) -> list[Entry]:
             seen.setdefault(key, []).append(ti)
             where[key] = (tag, base + body.group(1).count("\n", 0, m.start()))
     out = []
-    for (code, text), tis in seen.items():
-        RESULT_TEXT[code] = text
+    named: set[str] = set()
+    for (code, text), tis in sorted(seen.items(), key=lambda kv: -kv[1][-1]):  # the newest wording first
+        RESULT_TEXT.setdefault(code, text)
         if code not in _RESULT_FIELDS:
             continue
         tag, line = where[(code, text)]
         fields = {"syntax": "literal", "format": text, "source": f"{REPO} {tag} src/init.cc:{line}",
                   "versions": _span(tags, tis), **_RESULT_FIELDS[code]}
-        out.append(Entry("result", {"id": "nccl.result-" + re.sub(r"(?<!^)(?=[A-Z])", "-", code[4:]).lower(), **fields},
+        rid = "nccl.result-" + re.sub(r"(?<!^)(?=[A-Z])", "-", code[4:]).lower()
+        if rid in named:  # an older wording of the same code: named for the last version that had it
+            rid += "-to-" + re.sub(r"^v(\d+)\.(\d+).*", r"\1-\2", tag)
+        named.add(rid)
+        out.append(Entry("result", {"id": rid, **fields},
                          [f"# ncclGetErrorString({code}); PyTorch quotes it in 'NCCL error ...: <text>, NCCL version "
                           f"...' (the text is not at the start of that line)"], (code,)))
     return out

@@ -19,12 +19,13 @@ from collections import Counter
 from dataclasses import dataclass
 
 from ...catalog.entry import Blame, CatalogEntry, Role
+from ...catalog.nccl_areas import areas_of
 from ...model import Evidence, Finding, Kind, Severity
 from ...rankset import ranks_text
 from .facts import EntryCount, ErrorLinesFacts
 from .grammar import ErrorEvent, ErrorLog
 
-__all__ = ["findings_from", "MAX_UNRECOGNISED", "NCCL_AREAS"]
+__all__ = ["findings_from", "MAX_UNRECOGNISED"]
 
 MAX_UNRECOGNISED = 25
 """Distinct unrecognised messages quoted one per finding; the rest are quoted together in one more."""
@@ -32,25 +33,6 @@ _MAX_EV = 3
 _KIND = {Blame.LAUNCH: Kind.LAUNCH_ERROR, Blame.HARDWARE: Kind.HARDWARE_ERROR, Blame.ENVIRONMENT: Kind.RESOURCE_ERROR,
          Blame.SELF: Kind.KNOWN_ERROR, Blame.PEER: Kind.PEER_ERROR, Blame.NONE: Kind.ECHO}
 _SEVERITY = {"suspect": Severity.SUSPECT, "warning": Severity.WARNING, "info": Severity.INFO}
-NCCL_AREAS: tuple[tuple[str, str], ...] = (
-    ("nvls", "NVLS, NVLink SHARP through the NVSwitches: needs nvidia-fabricmanager running and healthy "
-             "(a restarted fabric manager needs a GPU reset); NCCL_NVLS_ENABLE=0 avoids it"),
-    ("net_ib", "the InfiniBand/RoCE transport of this host: NIC, port, GPUDirect RDMA (ACS/IOMMU), memlock limit"),
-    ("ibvwrap", "an ibverbs call of this host: NIC, port, RDMA limits"),
-    ("coll_net", "CollNet / SHARP through the network plugin"),
-    ("net_socket", "the TCP socket transport between nodes"),
-    ("socket", "TCP sockets: interface (NCCL_SOCKET_IFNAME), firewall, the peer"),
-    ("bootstrap", "the bootstrap between ranks: MASTER_ADDR / NCCL_COMM_ID reachability"),
-    ("shm", "shared memory in /dev/shm"),
-    ("p2p", "GPU peer-to-peer (NVLink/PCIe P2P, IOMMU/ACS)"),
-    ("graph/", "the topology NCCL detected (PCI/NVLink/NIC layout, NCCL_TOPO_FILE)"),
-    ("xml", "the topology NCCL detected (PCI/NVLink/NIC layout, NCCL_TOPO_FILE)"),
-    ("proxy", "NCCL's proxy thread (network progress)"),
-    ("alloc", "a GPU/host memory allocation inside NCCL"),
-)
-"""Where in NCCL a WARN was printed, from the layout of NVIDIA/nccl's src/ tree (2.18-2.28): file-name
-part -> the subsystem and what to check. Heuristic (ours), from NCCL's source layout and its
-troubleshooting guide (docs.nvidia.com/deeplearning/nccl/user-guide/docs/troubleshooting.html)."""
 _PCI = re.compile(r"\b[0-9a-fA-F]{4,8}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}(?:\.[0-7])?\b")
 _NUMBERS = re.compile(r"0x[0-9a-fA-F]+|\d+")
 
@@ -157,7 +139,7 @@ def _finding(g: _Group, severity: Severity, after: _Group | None) -> Finding:
     n = len(g.events)
     via = f" [{g.outer.id} -> {e.id}]" if g.outer is not e else ""
     srcs = sorted({x.message.src.rsplit(":", 1)[0] for x in g.events if x.message.src})
-    areas = list(dict.fromkeys(a for a in (next((a for k, a in NCCL_AREAS if k in f), "") for f in srcs) if a))
+    areas = areas_of(srcs)
     where = f" (NCCL {', '.join(srcs[:3])}" + (f": {'; '.join(areas)}" if areas else "") + ")" if srcs else ""
     summary = f"{who}: {e.meaning}: \u201c{_quote(g.first)}\u201d{where}" + (f" ({n} lines)" if n > 1 else "")
     if after is not None:

@@ -38,9 +38,10 @@ from .facts import NcclComm, NcclCommunicator, NcclFacts, NcclProcess
 from ...model import SEVERITY_ORDER, Evidence, Finding, Kind, RankState, Severity, SourceKind
 from .grammar import Comm, NcclLog, Proc
 from ...rankset import ranks_text
-from .causes import (MAX_EV, _bootstrap_findings, _hosts, _init_fail_findings, _names, _net_error_findings,
+from .causes import (MAX_EV, known_root, _bootstrap_findings, _hosts, _init_fail_findings, _names, _net_error_findings,
     _p2p_findings, _ranks)
 from .ops import op_mismatches
+from ...catalog.entry import Blame
 
 __all__ = ["analyze", "slice_table"]
 
@@ -224,6 +225,16 @@ def _connect_findings(log: NcclLog) -> list[Finding]:
             "" if host else " (an address no process in these logs announced)")
         why = (f": first {first}" + (f" ({nreasons - 1} other error{'s' if nreasons > 2 else ''} follow)"
                                      if nreasons > 1 else "")) if first else ""
+        known = next((e for e in (known_root(cf.evidence.text) for _, cf in ordered[:4]) if e is not None), None)
+        if known is not None and known.blame is Blame.ENVIRONMENT:  # this host's setup, not the peer
+            out.append(Finding(
+                Kind.NCCL_CONNECT_FAILED,
+                f"{_names(procs)} on {', '.join(_hosts(procs))}: {known.meaning} (with peer {ptxt}{where}{why})",
+                ranks=(), hosts=_hosts(procs), evidence=tuple(cf.evidence for _, cf in ordered[:MAX_EV]) + (
+                    Evidence("catalog", None, f"{known.id}: {known.source}"),), action=known.action))
+            continue
+        if known is not None:
+            why += f" ({known.meaning})"
         out.append(Finding(
             Kind.NCCL_CONNECT_FAILED,
             f"{_names(procs)} on {', '.join(_hosts(procs))} could not reach peer {ptxt}{where}{why}",

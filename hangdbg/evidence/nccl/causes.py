@@ -10,6 +10,7 @@ from collections import defaultdict
 from ...catalog.catalog import CatalogError, load
 from ...catalog.entry import Blame, CatalogEntry, Role
 from ...catalog.message import parse_line
+from ...catalog.nccl_areas import areas_of
 from ...model import Evidence, Finding, Kind, Severity
 from .grammar import NcclLog, Proc
 from ...rankset import ranks_text
@@ -80,7 +81,9 @@ def _init_fail_findings(log: NcclLog) -> list[Finding]:
             entry, warn = known
             cited = (warn,) + tuple(e for e in uniq if e is not warn)[:MAX_EV - 1] + (
                 Evidence("catalog", None, f"{entry.id}: {entry.source}"),)
-            said = f"\u201c{parse_line(warn.text).text[:200]}\u201d"
+            msg = parse_line(warn.text)
+            areas = areas_of([msg.src]) if msg.src else []
+            said = f"\u201c{msg.text[:200]}\u201d" + (f" (NCCL {msg.src.rsplit(':', 1)[0]}: {areas[0]})" if areas else "")
             if entry.blame is Blame.LAUNCH:  # a launch mistake: no rank, no node is to blame
                 out.append(Finding(
                     Kind.LAUNCH_ERROR, f"the launch configuration: {entry.meaning}: {said} ({_names(procs)} on {host}: "
@@ -99,15 +102,24 @@ def _init_fail_findings(log: NcclLog) -> list[Finding]:
 def _known_warn(procs: list[Proc]) -> tuple[CatalogEntry, Evidence] | None:
     """The first WARN line of these processes that the error catalog knows as a root cause (the
     WARN printed just before the ``-> N`` chain names what failed: ``include/checks.h``)."""
-    try:
-        catalog = load()
-    except CatalogError:  # broken package data (the tests catch it): read the chain without it
-        return None
     for p in procs:
         for w in p.warns:
-            m = catalog.match(parse_line(w.text).text)
-            if m is not None and m.innermost.role is Role.ROOT and m.innermost.severity != "info":
-                return m.innermost, w
+            entry = known_root(w.text)
+            if entry is not None:
+                return entry, w
+    return None
+
+
+def known_root(line: str) -> CatalogEntry | None:
+    """The catalog's most specific entry for an NCCL line (prefixes peeled) when it is a root
+    cause above info severity; None otherwise or when the package data cannot be read."""
+    try:
+        catalog = load()
+    except CatalogError:  # broken package data (the tests catch it): read the line without it
+        return None
+    m = catalog.match(parse_line(line).text)
+    if m is not None and m.innermost.role is Role.ROOT and m.innermost.severity != "info":
+        return m.innermost
     return None
 
 
