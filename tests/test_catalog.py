@@ -148,3 +148,29 @@ def test_parse_line_peels_prefixes(line, text, rank, host):
 ])
 def test_looks_like_error(line, err):
     assert looks_like_error(line) is err
+
+
+@pytest.mark.parametrize("cut, entry_id, inner", [
+    ("Cuda failure 999 'unknown error", "nccl.cuda-failure-driver", "cuda.unknown"),
+    ("Error: failed to extend /dev/shm/nccl-AbC to 96378", "nccl.shm-extend-failed", None),
+])
+def test_a_line_cut_after_the_formats_head_is_read_as_far_as_it_goes(cut, entry_id, inner):
+    m = CATALOG.match_cut(cut)
+    assert m is not None and m.entry.id.startswith(entry_id)  # one of the versions' wordings
+    assert (m.inner.entry.id if m.inner else None) == inner
+
+
+def test_a_cut_line_that_leaves_the_format_is_not_read_as_it():
+    assert CATALOG.match_cut("Cuda failure 999 but then something else entirely") is None or \
+        CATALOG.match_cut("Cuda failure 999 but then something else entirely").entry.id != "nccl.cuda-failure-driver"
+    assert CATALOG.match_cut("Cuda fail") is None  # under CUT_MIN characters
+
+
+def test_compile_cut_takes_every_prefix_of_a_sample_line():
+    from hangdbg.catalog.pattern import compile_cut, sample
+    fmt = "NET/IB : Got completion from peer %s with error %d, opcode %d, len %d, vendor err %d (%s)"
+    pat = compile_cut(fmt, Syntax.PRINTF)
+    line = sample(fmt, Syntax.PRINTF)
+    head = len("NET/IB : Got completion from peer ")  # a cut inside the head: match_cut compares heads
+    assert all(pat.fullmatch(line[:i].rstrip()) for i in range(head + 1, len(line) + 1))
+    assert compile_cut("%s: failed", Syntax.PRINTF) is None  # no literal head to anchor a cut line

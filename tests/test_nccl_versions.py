@@ -334,3 +334,21 @@ def test_split_takes_timestamped_lines(tmp_path):
     res = split_logs([write(tmp_path, lines)], OutDir(tmp_path / "out"))
     assert res.written == {"rank0.log": 2, "rank1.log": 2}
     assert (tmp_path / "out" / "rank1.log").read_text().splitlines() == lines[1:3]
+
+
+# --- IB completion errors: the status number decides whom they blame (catalog, ibv_wc_status) --------
+@pytest.mark.parametrize("status, says, host_setup", [
+    (4, "local protection error", True),   # this host's memory registration / GPUDirect RDMA
+    (12, "could not reach peer", False),   # retry exceeded: the link or the peer
+])
+def test_ib_completion_error_reads_the_status(tmp_path, status, says, host_setup):
+    path = tmp_path / "nccl.log"
+    path.write_text("".join(
+        f"H{h}:{100 + h}:{200 + h} [1] transport/net_ib.cc:1295 NCCL WARN NET/IB : Got completion from peer "
+        f"fe80::966d:ae03:8b:df7{h}%ib0<5324{h}> with error {status}, opcode 0, len 0, vendor err 81 (Send)\n"
+        for h in (1, 2)))
+    rep = NcclReader().read_split([str(path)])
+    (f, *_) = [f for f in rep.findings if f.kind.value == "nccl-connect-failed"]
+    assert says in f.summary
+    assert ("could not reach" not in f.summary) is host_setup
+    assert (f.hosts == ("H1",) or f.hosts == ("H2",)) if host_setup else not f.hosts
