@@ -203,3 +203,13 @@ def test_lost_gpu_reports_of_interleaved_nodes_stay_apart():
     assert ev.serials == {("node-a", "0000:3b:00"): "111", ("node-b", "0000:5e:00"): "222"}
     lost = {(g.host, g.bus): [e.line for e in g.evidence] for g in ev.lost}
     assert lost == {("node-a", "0000:3b:00"): [1, 3, 6], ("node-b", "0000:5e:00"): [2, 4, 7]}
+
+
+def test_an_xid_with_a_redacted_pci_address_is_kept_and_its_gpu_left_unnamed():
+    """Pasted kernel logs often hide the address (``Xid (PCI:...)``): the Xid still counts."""
+    lines = ["kernel: NVRM: Xid (PCI:...): 145, RLW_RXPIPE Nonfatal XC0 i0 Link 11 (...)",
+             "kernel: NVRM: Xid (PCI:0000:xx:00): 79, pid=1, name=python, GPU has fallen off the bus."]
+    ev = xid.scan(enumerate(lines, 1), "dmesg.txt")
+    findings, _ = findings_from(ev)
+    assert sorted(x.code for x in ev.xids) == [79, 145] and ev.lines_skipped == 0
+    assert all("PCI address not shown" in f.summary and not f.gpus for f in findings if f.kind.value in ("xid", "gpu-lost"))

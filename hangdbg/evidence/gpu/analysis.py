@@ -12,7 +12,7 @@ from collections import Counter, defaultdict
 
 from .facts import EccFacts, GpuFacts, GpuState, XidCount
 from ...model import SEVERITY_ORDER, Finding, Kind, Severity
-from .grammar import _RECOVERY, GpuLogEvents, XidEvent
+from .grammar import _RECOVERY, UNNAMED_BUS, GpuLogEvents, XidEvent
 from .xid_codes import xid_info
 from .fault_findings import aer_findings, fault_findings
 
@@ -20,7 +20,13 @@ __all__ = ["findings_from"]
 
 
 def _gpu(host: str, bus: str) -> str:
+    if bus == UNNAMED_BUS:
+        return f"a GPU of {host} (PCI address not shown)" if host else "a GPU (PCI address not shown)"
     return f"{host}:{bus}" if host else bus
+
+
+def _gpus(host: str, bus: str) -> tuple[str, ...]:
+    return () if bus == UNNAMED_BUS else (_gpu(host, bus),)
 
 
 def findings_from(ev: GpuLogEvents) -> tuple[list[Finding], GpuFacts]:
@@ -50,14 +56,14 @@ def findings_from(ev: GpuLogEvents) -> tuple[list[Finding], GpuFacts]:
             summary=(f"Xid {code} on {_gpu(host, bus)}" + (f" x{len(xs)}" if len(xs) > 1 else "") + f"{when}: {info.meaning}"
                      + (f" ({xs[0].message})" if xs[0].message and code not in (79,) else "")
                      + (f"; process {', '.join(procs[:3])}" if procs else "") + extra),
-            hosts=(host,) if host else (), gpus=(_gpu(host, bus),), severity=severity, action=action,
+            hosts=(host,) if host else (), gpus=_gpus(host, bus), severity=severity, action=action,
             evidence=tuple(x.evidence for x in xs[:3]) + tuple(s.evidence for s in sec[:1])))
     for (host, bus, prev), xs in secondary.items():  # fallout whose primary Xid is not in these files
         out.append(Finding(
             kind=Kind.XID,
             summary=(f"Xid {', '.join(sorted({str(x.code) for x in xs}))} on {_gpu(host, bus)} x{len(xs)} caused by a "
                      f"previous Xid {prev} ({xid_info(prev).meaning}) that is not in these logs"),
-            hosts=(host,) if host else (), gpus=(_gpu(host, bus),), severity=xid_info(prev).severity,
+            hosts=(host,) if host else (), gpus=_gpus(host, bus), severity=xid_info(prev).severity,
             action=xid_info(prev).action, evidence=tuple(x.evidence for x in xs[:2])))
     xid79 = {(x.host, x.bus) for x in ev.xids if x.code == 79}
     for g in ev.lost:

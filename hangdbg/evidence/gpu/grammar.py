@@ -54,10 +54,13 @@ _DMESG_REL = re.compile(r"^\[\s*(?P<ts>\+?\d+\.\d+)\] (?P<msg>.*)$")  # dmesg, d
 _ISO_BARE = re.compile(r"^(?P<ts>\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?) (?P<msg>.*)$")
 
 _XID = re.compile(
-    r"NVRM: Xid \(PCI:(?P<bus>[0-9a-fA-F]{4,8}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2})(?:\.\d)?(?P<mig>(?: GPU-C?I:\d+)*)\): "
+    r"NVRM: Xid \(PCI:(?:(?P<bus>[0-9a-fA-F]{4,8}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2})(?:\.\d)?(?P<mig>(?: GPU-C?I:\d+)*)"
+    r"|(?=[^()]*[.xX*#<])[0-9a-fA-FxX.*#:<>_ -]{1,24})\): "  # redacted in a paste (PCI:..., PCI:0000:xx:00)
     r"(?P<code>\d+), (?:pid=(?P<pid>'?<?\w*>?'?), name=(?P<name>.*?), )?(?P<msg>.*?)"
     r"(?: caused by previous Xid (?P<prev>\d+))?\s*$")
 _XID_HINT = re.compile(r"NVRM: Xid")
+UNNAMED_BUS = "?"
+"""The bus of an Xid line whose PCI address was not printed or was redacted (``Xid (PCI:...)``)."""
 _GPU_AT = re.compile(r"NVRM: GPU at PCI:(?P<bus>[0-9a-fA-F]{4,8}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}): (?P<uuid>GPU-[0-9a-fA-F-]+)")
 _SERIAL = re.compile(r"NVRM: GPU Board Serial Number: (?P<serial>\S*)")
 _FELL = re.compile(r"NVRM: (?:The NVIDIA )?GPU (?:at )?(?:PCI:)?(?P<bus>[0-9a-fA-F]{4,8}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2})"
@@ -304,7 +307,7 @@ def _line(ev, smi, lost: _LostState, source, default_host, n, raw) -> None:
         return
     m = _XID.search(msg)
     if m:
-        bus = norm_bus(m.group("bus"))
+        bus = norm_bus(m.group("bus")) if m.group("bus") else UNNAMED_BUS
         pid = (m.group("pid") or "").strip("'")
         ev.xids.append(XidEvent(host, bus, int(m.group("code")), pid, m.group("name") or "", m.group("msg").strip(),
                                 int(m.group("prev")) if m.group("prev") else None, ts, Evidence(source, n, raw)))
