@@ -24,6 +24,7 @@ from ...model import Evidence, Finding, Kind, Severity
 from ...rankset import ranks_text
 from .facts import EntryCount, ErrorLinesFacts
 from .grammar import ErrorEvent, ErrorLog
+from .roster import SOURCE_ID, roster_findings
 
 __all__ = ["findings_from", "MAX_UNRECOGNISED"]
 
@@ -192,13 +193,15 @@ def findings_from(log: ErrorLog) -> tuple[list[Finding], ErrorLinesFacts]:
         lead = next(i for i, f in enumerate(out) if f.evidence[-1].text.startswith(first.entry.id + ":"))
         top = next(i for i, f in enumerate(out) if f.severity is out[lead].severity)
         out.insert(top, out.pop(lead))
-    out += _unrecognised(log)
+    roster = roster_findings(log.roster)
+    out[:0] = [f for f in roster if f.severity is Severity.SUSPECT]
+    out += [f for f in roster if f.severity is not Severity.SUSPECT] + _unrecognised(log)
     counts = Counter(ev.match.innermost.id for ev in log.events if ev.match is not None)
     sources = {ev.match.innermost.id: ev.match.innermost.source for ev in log.events if ev.match is not None}
     recognised = sum(counts.values())
     facts = ErrorLinesFacts(error_lines=log.error_lines + log.dropped, recognised=recognised,
                             unrecognised=log.error_lines + log.dropped - recognised,
                             entries=tuple(EntryCount(i, n, sources[i]) for i, n in counts.most_common()),
-                            first_failure=first.entry.id if first is not None else "",
+                            first_failure=first.entry.id if first is not None else (SOURCE_ID if roster else ""),
                             quiet_files=tuple(log.quiet_files))
     return out, facts

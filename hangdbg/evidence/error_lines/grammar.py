@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import re
+from collections import Counter
 from dataclasses import dataclass, field
 from typing import Iterator
 
@@ -20,6 +21,7 @@ from ...catalog.message import ERROR_STEMS, Message, looks_like_error, parse_lin
 from ...model import Evidence
 from ...text.lines import MAX_LINE, iter_lines_from, open_input
 from ...tools.grep import find_grep, grep_lines
+from .roster import NEEDLES, Roster
 
 __all__ = ["ErrorEvent", "ErrorLog", "scan_file", "sniff", "is_context_line", "GREP_FROM_BYTES"]
 
@@ -70,6 +72,7 @@ class ErrorLog:
     error_lines: int = 0
     dropped: int = 0  # events beyond the cap (counted, never kept)
     quiet_files: list[str] = field(default_factory=list)  # files without an error-looking line
+    roster: Roster = field(default_factory=Roster)  # ranks announced (launchers, frameworks)
 
     def add(self, ev: ErrorEvent) -> None:
         if len(self.events) < _MAX_EVENTS:
@@ -134,11 +137,16 @@ def scan_file(path: str, catalog: Catalog, log: ErrorLog) -> None:
     Raises:
         OSError: the file cannot be opened (the reader lists it with the reason).
     """
-    before = log.error_lines
+    before, said = log.error_lines, len(log.roster.said)
     code_next = False
     last = _last_line(path)  # an excerpt's last line may be cut where the paste ended
+    seen: Counter[str] = Counter()
     for no, whole, every in _candidates(path, log):
         line = whole[:LOOKED_AT]
+        if every:
+            seen[line] += 1
+            if any(n in line for n in NEEDLES):
+                log.roster.read(parse_line(line).text, Evidence(path, no, line))
         after_file_line, code_next = code_next, every and _FILE_LINE.match(line) is not None
         if not line or after_file_line or is_context_line(line):
             continue
@@ -160,5 +168,6 @@ def scan_file(path: str, catalog: Catalog, log: ErrorLog) -> None:
             continue  # a line without an error word is an event only when the catalog knows it as one
         log.error_lines += 1
         log.add(ErrorEvent(Evidence(path, no, line), msg, match, log.error_lines))
-    if log.error_lines == before:
+    log.roster.note_file(path, seen)
+    if log.error_lines == before and len(log.roster.said) == said:
         log.quiet_files.append(path)

@@ -1,0 +1,162 @@
+"""Who said they were which rank: lines where a launcher or framework announces a process's rank,
+and lines only rank 0 prints. Two processes that both claim one rank (each node numbering its ranks
+from 0, or an MPI that starts every process as its own job) are a launch mistake; fewer ranks than
+the world size, with nothing else wrong, are ranks that never started or whose output is elsewhere.
+
+Announcements (rank, world size), from the upstream format strings:
+
+* Lightning ``initializing ddp: GLOBAL_RANK: {}, MEMBER: {}/{}`` (pytorch-lightning 1.4.0
+  pytorch_lightning/plugins/training_type/ddp.py:321) and ``Initializing distributed: GLOBAL_RANK: {},
+  MEMBER: {}/{}`` (2.6.0 src/lightning/fabric/utilities/distributed.py:282);
+* PyTorch ``Rank {}: Completed store-based barrier for key:{} with {} nodes.`` (torch/distributed/
+  distributed_c10d.py ``_store_based_barrier``, v1.9-v2.x);
+* nccl-tests ``#  Rank %2d Group %2d Pid %6d on %10s device %2d [%s] %s`` (NVIDIA/nccl-tests
+  src/common.cu: one line per GPU of the job, printed by the main process).
+
+Lines printed by rank 0 only (``rank_zero_info`` / ``if (is_main_proc) PRINT``): Lightning
+``GPU available: {}, used: {}`` (1.4.0 pytorch_lightning/trainer/trainer.py:1283, 2.6.0
+src/lightning/pytorch/trainer/setup.py:164); nccl-tests ``# nThread %d nGpus %d minBytes ...``
+(src/common.cu). Seen twice in one output, two processes believed they were rank 0.
+
+A log whose every line is doubled (a logger with two handlers) proves nothing: such files are left out.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from dataclasses import dataclass, field
+
+from ...model import Evidence, Finding, Kind, Severity
+from ...rankset import ranks_text
+
+__all__ = ["Announcement", "Roster", "roster_findings", "NEEDLES", "SOURCE_ID"]
+
+SOURCE_ID = "roster"
+"""The id the roster's findings cite as their last evidence (as a catalog entry id would be)."""
+
+_ANNOUNCE = (
+    (re.compile(r"(?:initializing ddp|Initializing distributed): GLOBAL_RANK: (?P<rank>\d+), MEMBER: \d+/(?P<world>\d+)"),
+     "Lightning-AI/pytorch-lightning 2.6.0 src/lightning/fabric/utilities/distributed.py:282"),
+    (re.compile(r"Rank (?P<rank>\d+): Completed store-based barrier for key:\S* with (?P<world>\d+) nodes"),
+     "pytorch/pytorch torch/distributed/distributed_c10d.py _store_based_barrier"),
+    (re.compile(r"^(?:#\s+)?Rank\s+(?P<rank>\d+)\s+Group\s+\d+\s+Pid\s+(?P<pid>\d+)\s+on\s+(?P<host>\S+)\s+device\s+\d+"),
+     "NVIDIA/nccl-tests src/common.cu"),
+)
+_RANK_ZERO = (
+    (re.compile(r"^GPU available: \S+?(?: \([^)]*\))?, used: "),
+     "Lightning-AI/pytorch-lightning 2.6.0 src/lightning/pytorch/trainer/setup.py:164 (rank_zero_info)"),
+    (re.compile(r"^(?:# ?)?nThread \d+ nGpus \d+ minBytes "), "NVIDIA/nccl-tests src/common.cu (PRINT: main process only)"),
+)
+NEEDLES = ("GLOBAL_RANK", "store-based barrier", "Rank", "GPU available", "nThread")
+"""Substrings one of which every announcement holds (a cheap test before the regexes)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Announcement:
+    """A process's claim: ``rank`` of ``world`` (None when the line does not say), or, for a line
+    only rank 0 prints, ``rank`` 0 with ``zero_only`` set."""
+
+    rank: int
+    world: int | None
+    who: str  # "pid 798 on hw14" where the line says, else ""
+    zero_only: bool
+    source: str
+    evidence: Evidence
+
+
+@dataclass
+class Roster:
+    """The announcements of the files read, and the files whose every line is doubled."""
+
+    said: list[Announcement] = field(default_factory=list)
+    doubled_files: set[str] = field(default_factory=set)
+
+    def read(self, text: str, evidence: Evidence) -> None:
+        """Note ``text`` (a message with its prefixes peeled) when it announces a rank."""
+        if not any(n in text for n in NEEDLES) or len(self.said) >= 4096:
+            return
+        for rx, source in _ANNOUNCE:
+            m = rx.search(text)
+            if m is not None:
+                d = m.groupdict()
+                world = int(d["world"]) if d.get("world") else None
+                who = f"pid {d['pid']} on {d['host']}" if d.get("pid") else ""
+                self.said.append(Announcement(int(d["rank"]), world, who, False, source, evidence))
+                return
+        for rx, source in _RANK_ZERO:
+            if rx.search(text):
+                self.said.append(Announcement(0, None, "", True, source, evidence))
+                return
+
+    def note_file(self, path: str, lines: Counter[str]) -> None:
+        """Mark ``path`` doubled when nearly every distinct line of it occurs an even number of times."""
+        distinct = [n for line, n in lines.items() if line.strip()]
+        if len(distinct) >= 4 and sum(n % 2 == 0 for n in distinct) >= 0.9 * len(distinct):
+            self.doubled_files.add(path)
+
+
+def _claims(said: list[Announcement]) -> dict[int, list[Announcement]]:
+    """Each rank's distinct claims: the same process announcing itself twice counts once."""
+    out: dict[int, dict[tuple, Announcement]] = {}
+    for a in said:
+        key = (a.who, a.source) if a.who else (a.evidence.source, a.evidence.line)
+        out.setdefault(a.rank, {}).setdefault(key, a)
+    return {r: list(v.values()) for r, v in out.items()}
+
+
+def roster_findings(roster: Roster) -> list[Finding]:
+    """A launch-error suspect when a rank is claimed by two processes; a warning naming the ranks
+    never announced when fewer than the world size announced themselves (the caller promotes it
+    when nothing else names a cause)."""
+    said = [a for a in roster.said if a.evidence.source not in roster.doubled_files]
+    if not said:
+        return []
+    out = []
+    # duplicates count within one file (one output stream): two files may be two runs of the job
+    twice: dict[int, list[Announcement]] = {}
+    for path in dict.fromkeys(a.evidence.source for a in said):
+        for r, v in _claims([a for a in said if not a.zero_only and a.evidence.source == path]).items():
+            if len(v) > 1 and len(v) > len(twice.get(r, ())):
+                twice[r] = v
+    zero = [a for a in said if a.zero_only]
+    by_source = Counter((a.evidence.source, a.source) for a in zero)
+    zeros = [s for s, n in by_source.items() if n > 1]
+    if twice or zeros:
+        ev = [a.evidence for v in twice.values() for a in v][:4] + [a.evidence for a in zero if (a.evidence.source, a.source) in zeros][:2]
+        what = []
+        if twice:
+            n = max(len(v) for v in twice.values())
+            what.append(f"{ranks_text(sorted(twice))} announced by {n} processes each")
+        if zeros:
+            what.append(f"a line only rank 0 prints appears {max(by_source[s] for s in zeros)} times")
+        out.append(Finding(
+            Kind.LAUNCH_ERROR,
+            f"the launch configuration: {' and '.join(what)}: several processes believe they hold the same "
+            f"global rank (duplicate ranks), so they never form one job: each node numbers its ranks from 0 "
+            f"(num_nodes / node_rank / --nnodes not passed, the batch script starts the program without srun), or "
+            f"the MPI that launched them is not the one the program was built with",
+            severity=Severity.SUSPECT, evidence=tuple(ev) + (Evidence(SOURCE_ID, None, f"{SOURCE_ID}: {said[0].source}"),),
+            action="give every process a distinct global rank: check the launcher's node count and node rank against "
+                   "the job (SLURM --nodes/--ntasks-per-node with srun, torchrun --nnodes/--node_rank, Lightning "
+                   "Trainer(num_nodes=...)), and that mpirun matches the MPI the program was built with"))
+        return out
+    worlds = Counter(a.world for a in said if a.world)
+    if not worlds:
+        return out
+    world = worlds.most_common(1)[0][0]
+    seen = sorted({a.rank for a in said if not a.zero_only and a.world == world})
+    missing = [r for r in range(world) if r not in seen]
+    if seen and missing and world <= 1 << 16:
+        first = next(a for a in said if a.world == world)
+        out.append(Finding(
+            Kind.MISSING,
+            f"only {len(seen)} of {world} ranks announced themselves in these logs ({ranks_text(seen)}); "
+            f"{ranks_text(missing)} never did: they were not started "
+            f"(the launcher: a batch script without srun, a node that did not start), or their output is elsewhere",
+            severity=Severity.WARNING,
+            evidence=tuple(a.evidence for a in said if a.world == world)[:4] + (
+                Evidence(SOURCE_ID, None, f"{SOURCE_ID}: {first.source}"),),
+            action="collect the output of the missing ranks' nodes; if they have none, check that the launcher "
+                   "started every process (srun in the batch script, --nnodes, the hostfile)"))
+    return out

@@ -1,0 +1,75 @@
+"""The roster: ranks that launchers and frameworks announce (hangdbg/evidence/error_lines/roster.py).
+
+Lines are built from the upstream formats the module cites (Lightning, nccl-tests, torch c10d)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from hangdbg.evidence.chain import promote_first_failure
+from hangdbg.evidence.error_lines.reader import READER
+from hangdbg.model import Kind, Severity
+
+
+def _read(tmp_path: Path, files: dict[str, str]):
+    paths = []
+    for name, text in files.items():
+        p = tmp_path / name
+        p.write_text(text)
+        paths.append(str(p))
+    rep = READER.read(paths)
+    return list(rep.findings), rep.facts
+
+
+def _lightning(ranks, world=8, zero=True):
+    head = "GPU available: True (cuda), used: True\n" if zero else ""
+    return head + "".join(f"Initializing distributed: GLOBAL_RANK: {r}, MEMBER: {r + 1}/{world}\n" for r in ranks)
+
+
+def test_two_processes_claiming_one_rank_are_a_launch_mistake(tmp_path):
+    findings, facts = _read(tmp_path, {"out.txt": _lightning([0, 1, 2, 3]) + _lightning([0, 1, 2, 3]) +
+                                       "Traceback (most recent call last):\nRuntimeError: timed out\n"})
+    (f,) = [f for f in findings if f.kind is Kind.LAUNCH_ERROR]
+    assert f.severity is Severity.SUSPECT and not f.ranks and not f.hosts
+    assert "ranks {0-3} announced by 2 processes" in f.summary and "rank 0 prints appears 2 times" in f.summary
+    assert facts.first_failure == "roster"
+
+
+def test_nccl_tests_started_as_separate_jobs(tmp_path):
+    header = ("# nThread 1 nGpus 8 minBytes 1073741824 maxBytes 8589934592 step: 2(factor) warmup iters: 5 "
+              "iters: 20 agg iters: 1 validation: 1 graph: 0\n#\n# Using devices\n")
+    rows = "".join(f"#  Rank {r:2d} Group  0 Pid {798 + h:6d} on {'hw%d' % h:>10s} device {r:2d} [0x0f] NVIDIA H800\n"
+                   for h in (14, 15) for r in range(2))
+    findings, _ = _read(tmp_path, {"all_reduce.out": header + header + rows})
+    (f,) = [f for f in findings if f.kind is Kind.LAUNCH_ERROR]
+    assert "ranks {0-1} announced by 2 processes" in f.summary and "MPI" in f.summary
+
+
+def test_a_file_whose_every_line_is_doubled_proves_nothing(tmp_path):
+    once = _lightning([0, 1]) + "some progress line\nanother line\n"
+    doubled = "".join(line + "\n" + line + "\n" for line in once.splitlines())
+    findings, _ = _read(tmp_path, {"out.txt": doubled})
+    assert not [f for f in findings if f.kind is Kind.LAUNCH_ERROR]
+
+
+def test_one_rank_in_two_files_is_two_runs_not_a_duplicate(tmp_path):
+    findings, _ = _read(tmp_path, {"run1.txt": _lightning([0, 1, 2, 3]), "run2.txt": _lightning([0])})
+    assert not [f for f in findings if f.kind is Kind.LAUNCH_ERROR]
+    (m,) = [f for f in findings if f.kind is Kind.MISSING]
+    assert m.severity is Severity.WARNING and "only 4 of 8 ranks" in m.summary and "ranks {4-7} never did" in m.summary
+
+
+def test_missing_ranks_lead_only_when_nothing_else_names_a_cause(tmp_path):
+    findings, facts = _read(tmp_path, {"out.txt": _lightning([0, 1, 2, 3])})
+    promoted = promote_first_failure(findings, facts.first_failure)
+    assert [f.severity for f in promoted if f.kind is Kind.MISSING] == [Severity.SUSPECT]
+    findings, facts = _read(tmp_path, {"out.txt": _lightning([0, 1, 2, 3]) +
+                                       "[rank1]: torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB\n"})
+    assert facts.first_failure != "roster"
+    assert [f.severity for f in promote_first_failure(findings, facts.first_failure) if f.kind is Kind.MISSING] \
+        == [Severity.WARNING]
+
+
+def test_every_rank_announced_says_nothing(tmp_path):
+    findings, _ = _read(tmp_path, {"out.txt": _lightning(range(8))})
+    assert not [f for f in findings if f.kind in (Kind.LAUNCH_ERROR, Kind.MISSING)]
