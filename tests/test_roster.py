@@ -73,3 +73,32 @@ def test_missing_ranks_lead_only_when_nothing_else_names_a_cause(tmp_path):
 def test_every_rank_announced_says_nothing(tmp_path):
     findings, _ = _read(tmp_path, {"out.txt": _lightning(range(8))})
     assert not [f for f in findings if f.kind in (Kind.LAUNCH_ERROR, Kind.MISSING)]
+
+
+def test_horovod_stall_report_names_the_missing_ranks(tmp_path):
+    """The stall inspector's block (horovod common/stall_inspector.cc): rows of ranks that did not submit."""
+    text = ("[1,0]<stderr>:[2020-12-06 09:54:57.653026: W horovod/common/stall_inspector.cc:105] One or more tensors "
+            "were submitted to be reduced, gathered or broadcasted by subset of ranks and are waiting for remainder of "
+            "ranks for more than 60 seconds. This may indicate that different ranks are trying to submit different "
+            "tensors or that only subset of ranks is submitting tensors, which will cause deadlock.\n"
+            "[1,0]<stderr>:Missing ranks:\n"
+            "[1,0]<stderr>:5: [horovod_allreduce.157]\n"
+            "[1,0]<stderr>:7!: [horovod_allreduce.157]\n"
+            "[1,0]<stderr>:12: epoch 3 done\n")
+    findings, _ = _read(tmp_path, {"stall.txt": text})
+    (f,) = [f for f in findings if f.kind is Kind.OUTSIDE_COLLECTIVE]
+    assert f.ranks == (5, 7) and f.severity is Severity.SUSPECT and "7!: horovod_allreduce.157" in f.summary
+
+
+def test_ranks_missing_different_tensors_diverged_and_none_is_blamed(tmp_path):
+    """horovodrun's ``[0]<stderr>:`` prefix; the last report of the file decides."""
+    block = "[0]<stderr>:Missing ranks:\n[0]<stderr>:0: [broadcast.bool.sz]\n"
+    text = block + block + "[0]<stderr>:1: [allreduce.c_d1.bias, allreduce.c_d1.weight ...]\n"
+    findings, _ = _read(tmp_path, {"stall.txt": text})
+    (f,) = [f for f in findings if f.kind in (Kind.OUTSIDE_COLLECTIVE, Kind.COLLECTIVE_MISMATCH)]
+    assert f.kind is Kind.COLLECTIVE_MISMATCH and not f.ranks and "diverged" in f.summary
+
+
+def test_rows_without_the_missing_ranks_header_are_nobody(tmp_path):
+    findings, _ = _read(tmp_path, {"out.txt": "5: [horovod_allreduce.157]\nepoch 1 error: none\n"})
+    assert not [f for f in findings if f.kind is Kind.OUTSIDE_COLLECTIVE]

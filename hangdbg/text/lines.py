@@ -101,7 +101,8 @@ _PREFIXES = re.compile(
       | [│┃|]\s?                                              # terminal borders
       | \[rank(?P<rank>\d+)\]:\s?                             # torch: [rank3]:
       | \[(?P<role>[A-Za-z_][\w-]*?)(?P<local>\d+)\]:\s?      # torchrun --tee: [default3]:
-      | \[\d+,(?P<mpirank>\d+)\]<(?:stdout|stderr)>:\s?       # mpirun --tag-output: [1,3]<stdout>:
+      | \[(?:\d+,)?(?P<mpirank>\d+)\]<(?:stdout|stderr)>:\s?   # mpirun --tag-output [1,3]<stdout>:, horovodrun
+                                                            # [3]<stderr>: (horovod runner safe_shell_exec.py)
       | \((?:[\w.]+)\ pid=\d+(?:,\ ip=[\w.:\-]+)?\)\s?        # Ray: (RayWorkerWrapper pid=N, ip=..)
       | \S+\ \[(?:stdout|stderr)\]\ ?                         # host [stderr]
       | \[?\d{4}-\d\d-\d\d[T\ ]\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?\]?\s?  # ISO time

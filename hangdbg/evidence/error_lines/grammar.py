@@ -137,7 +137,7 @@ def scan_file(path: str, catalog: Catalog, log: ErrorLog) -> None:
     Raises:
         OSError: the file cannot be opened (the reader lists it with the reason).
     """
-    before, said = log.error_lines, len(log.roster.said)
+    before, said = log.error_lines, len(log.roster.said) + len(log.roster.missing)
     code_next = False
     last = _last_line(path)  # an excerpt's last line may be cut where the paste ended
     seen: Counter[str] = Counter()
@@ -145,7 +145,7 @@ def scan_file(path: str, catalog: Catalog, log: ErrorLog) -> None:
         line = whole[:LOOKED_AT]
         if every:
             seen[line] += 1
-            if any(n in line for n in NEEDLES):
+            if log.roster.expecting or any(n in line for n in NEEDLES):
                 log.roster.read(parse_line(line).text, Evidence(path, no, line))
         after_file_line, code_next = code_next, every and _FILE_LINE.match(line) is not None
         if not line or after_file_line or is_context_line(line):
@@ -169,5 +169,6 @@ def scan_file(path: str, catalog: Catalog, log: ErrorLog) -> None:
         log.error_lines += 1
         log.add(ErrorEvent(Evidence(path, no, line), msg, match, log.error_lines))
     log.roster.note_file(path, seen)
-    if log.error_lines == before and len(log.roster.said) == said:
+    log.roster.expecting = False  # a block does not run on into the next file
+    if log.error_lines == before and len(log.roster.said) + len(log.roster.missing) == said:
         log.quiet_files.append(path)

@@ -18,6 +18,11 @@ Lines printed by rank 0 only (``rank_zero_info`` / ``if (is_main_proc) PRINT``):
 src/lightning/pytorch/trainer/setup.py:164); nccl-tests ``# nThread %d nGpus %d minBytes ...``
 (src/common.cu). Seen twice in one output, two processes believed they were rank 0.
 
+Ranks named as missing: Horovod's stall inspector prints ``Missing ranks:`` and then one line per rank
+that has not submitted a tensor the others wait for, ``RANK[!]: [tensor, ...]`` (``!``: stalled past
+the shutdown time; horovod v0.28.1 horovod/common/stall_inspector.cc:78). Those ranks are elsewhere:
+the cause, whose stacks tell why.
+
 A log whose every line is doubled (a logger with two handlers) proves nothing: such files are left out.
 """
 
@@ -30,7 +35,7 @@ from dataclasses import dataclass, field
 from ...model import Evidence, Finding, Kind, Severity
 from ...rankset import ranks_text
 
-__all__ = ["Announcement", "Roster", "roster_findings", "NEEDLES", "SOURCE_ID"]
+__all__ = ["Announcement", "MissingRank", "Roster", "roster_findings", "NEEDLES", "SOURCE_ID"]
 
 SOURCE_ID = "roster"
 """The id the roster's findings cite as their last evidence (as a catalog entry id would be)."""
@@ -48,7 +53,7 @@ _RANK_ZERO = (
      "Lightning-AI/pytorch-lightning 2.6.0 src/lightning/pytorch/trainer/setup.py:164 (rank_zero_info)"),
     (re.compile(r"^(?:# ?)?nThread \d+ nGpus \d+ minBytes "), "NVIDIA/nccl-tests src/common.cu (PRINT: main process only)"),
 )
-NEEDLES = ("GLOBAL_RANK", "store-based barrier", "Rank", "GPU available", "nThread")
+NEEDLES = ("GLOBAL_RANK", "store-based barrier", "Rank", "GPU available", "nThread", "Missing ranks:")
 """Substrings one of which every announcement holds (a cheap test before the regexes)."""
 
 
@@ -65,15 +70,47 @@ class Announcement:
     evidence: Evidence
 
 
+_MISSING_HEAD = re.compile(r"(?:^|\s)Missing ranks:\s*$")
+_MISSING_ROW = re.compile(r"^(?P<rank>\d{1,7})(?P<stalled>!?): \[(?P<tensors>.{0,300})")
+_MISSING_SOURCE = "horovod/horovod v0.28.1 horovod/common/stall_inspector.cc:78"
+
+
+@dataclass(frozen=True, slots=True)
+class MissingRank:
+    """A rank a stall report names as not having submitted what the others wait for."""
+
+    rank: int
+    tensors: str
+    stalled: bool
+    evidence: Evidence
+    block: int  # which ``Missing ranks:`` report of the files read (0, 1, ...)
+
+
 @dataclass
 class Roster:
-    """The announcements of the files read, and the files whose every line is doubled."""
+    """The announcements of the files read, the ranks named missing, and the files whose every
+    line is doubled. ``expecting`` is set while the rows of a ``Missing ranks:`` block may follow."""
 
     said: list[Announcement] = field(default_factory=list)
+    missing: list[MissingRank] = field(default_factory=list)
     doubled_files: set[str] = field(default_factory=set)
+    expecting: bool = False
+    heads: list[Evidence] = field(default_factory=list)
 
     def read(self, text: str, evidence: Evidence) -> None:
-        """Note ``text`` (a message with its prefixes peeled) when it announces a rank."""
+        """Note ``text`` (a message with its prefixes peeled) when it announces a rank or names one
+        missing (the caller offers every line while :attr:`expecting`)."""
+        if self.expecting:
+            m = _MISSING_ROW.match(text)
+            if m is not None and len(self.missing) < 4096:
+                self.missing.append(MissingRank(int(m.group("rank")), m.group("tensors").rstrip("]"),
+                                                bool(m.group("stalled")), evidence, len(self.heads) - 1))
+                return
+            self.expecting = False
+        if _MISSING_HEAD.search(text):
+            self.expecting = True
+            self.heads.append(evidence)
+            return
         if not any(n in text for n in NEEDLES) or len(self.said) >= 4096:
             return
         for rx, source in _ANNOUNCE:
@@ -105,14 +142,49 @@ def _claims(said: list[Announcement]) -> dict[int, list[Announcement]]:
     return {r: list(v.values()) for r, v in out.items()}
 
 
+def _missing_findings(roster: Roster) -> list[Finding]:
+    """The last stall report of each file decides: one set of tensors missing on some ranks names
+    those ranks; ranks missing *different* tensors ran different collectives (they diverged)."""
+    if not roster.missing:
+        return []
+    last: dict[str, int] = {}
+    for m in roster.missing:
+        last[m.evidence.source] = m.block
+    rows = [m for m in roster.missing if last[m.evidence.source] == m.block]
+    by_rank: dict[int, MissingRank] = {}
+    for m in rows:
+        by_rank.setdefault(m.rank, m)
+    ranks = sorted(by_rank)
+    what = "; ".join(f"{r}{'!' if by_rank[r].stalled else ''}: {by_rank[r].tensors[:80]}" for r in ranks[:6])
+    heads = tuple(dict.fromkeys(roster.heads[m.block] for m in rows))
+    ev = heads[:2] + tuple(m.evidence for m in rows[:4]) + (Evidence(SOURCE_ID, None, f"{SOURCE_ID}: {_MISSING_SOURCE}"),)
+    if len({by_rank[r].tensors for r in ranks}) > 1:  # each waits for what another never submits
+        return [Finding(
+            Kind.COLLECTIVE_MISMATCH,
+            f"the ranks diverged: each submitted tensors the others did not ({what}): they run different "
+            f"collectives (a branch that differs by rank: a rank-dependent condition, a file check, uneven data)",
+            severity=Severity.SUSPECT, evidence=ev,
+            action="find the condition that sends ranks down different paths before these collectives (a check "
+                   "done on one rank only, a filesystem race, a different number of batches) and make it agree "
+                   "on every rank (broadcast the decision)")]
+    return [Finding(
+        Kind.OUTSIDE_COLLECTIVE,
+        f"{ranks_text(ranks)} did not submit the tensors the other ranks wait for (a stall report: {what}): "
+        f"{'they are' if len(ranks) > 1 else 'it is'} elsewhere - a different code path, more data than the others, "
+        f"or stuck before the collective",
+        ranks=tuple(ranks), severity=Severity.SUSPECT, evidence=ev,
+        action="dump the stacks of these ranks (py-spy dump / hangdbg dump) to see where they are; check that every "
+               "rank gets the same number of batches and submits the same tensors in the same order")]
+
+
 def roster_findings(roster: Roster) -> list[Finding]:
-    """A launch-error suspect when a rank is claimed by two processes; a warning naming the ranks
-    never announced when fewer than the world size announced themselves (the caller promotes it
-    when nothing else names a cause)."""
+    """A launch-error suspect when a rank is claimed by two processes; the ranks a stall report
+    names missing as suspects; a warning naming the ranks never announced when fewer than the world
+    size announced themselves (the caller promotes it when nothing else names a cause)."""
+    out = _missing_findings(roster)
     said = [a for a in roster.said if a.evidence.source not in roster.doubled_files]
     if not said:
-        return []
-    out = []
+        return out
     # duplicates count within one file (one output stream): two files may be two runs of the job
     twice: dict[int, list[Announcement]] = {}
     for path in dict.fromkeys(a.evidence.source for a in said):
