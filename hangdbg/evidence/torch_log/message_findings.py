@@ -179,7 +179,8 @@ def _param_findings(ps: list[ParamMismatch]) -> tuple[list[Finding], set[int]]:
         odd = sorted({p.other for p in ps if p.other is not None})
     others = sorted(set(count) - set(odd))
     zero = any(count[r] == 0 for r in odd)
-    summary = ("DDP expects the same model on every rank" + (" of a process group (group ranks)" if local else "") + ", but "
+    summary = ("the ranks built different models: DDP expects the same model on every rank"
+               + (" of a process group (group ranks)" if local else "") + ", but "
                + ", ".join(f"rank {r} has {count[r]} params" for r in odd[:4])
                + (f" while {ranks_text(others)} {'has' if len(others) == 1 else 'have'} "
                   + ", ".join(sorted({str(count[r]) for r in others})) if others else "")
