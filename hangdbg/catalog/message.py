@@ -64,6 +64,7 @@ ERROR_WORDS = re.compile(
     r"invalid|corrupt(?:ed)?|no space left|exited with|exit code|exitcode|died|dead|unhandled|not found)\b",
     re.IGNORECASE)
 """Words that make a line look like an error (for :func:`looks_like_error`)."""
+# a level word marks a line benign, not a setting a message names ("run with NCCL_DEBUG=INFO for details")
 ERROR_STEMS: tuple[str, ...] = (
     "error", "fail", "warn", "fatal", "abort", "exception", "traceback", "timeout", "timed out", "killed", "kill",
     "fault", "bus error", "core dumped", "signal", "sig", "oom", "out of memory", "denied", "refused", "unreachable",
@@ -71,7 +72,7 @@ ERROR_STEMS: tuple[str, ...] = (
     "no space left", "exit", "died", "dead", "unhandled", "not found")
 """Lowercase substrings one of which every line :data:`ERROR_WORDS` matches holds (a cheap first test,
 also given to ``grep -F -i`` for large files)."""
-_BENIGN = re.compile(r"NCCL (?:INFO|TRACE)|UserWarning|FutureWarning|DeprecationWarning|\bINFO\b|\bDEBUG\b"
+_BENIGN = re.compile(r"NCCL (?:INFO|TRACE)|UserWarning|FutureWarning|DeprecationWarning|(?<!=)\bINFO\b|(?<!=)\bDEBUG\b"
                      r"|\b(?:0|no) errors?\b|error_file:\s*$|ignore|retrying|will retry", re.IGNORECASE)
 
 
