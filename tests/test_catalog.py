@@ -171,6 +171,11 @@ def test_compile_cut_takes_every_prefix_of_a_sample_line():
     fmt = "NET/IB : Got completion from peer %s with error %d, opcode %d, len %d, vendor err %d (%s)"
     pat = compile_cut(fmt, Syntax.PRINTF)
     line = sample(fmt, Syntax.PRINTF)
-    head = len("NET/IB : Got completion from peer ")  # a cut inside the head: match_cut compares heads
+    # a cut inside the head: match_cut compares heads; a cut inside the text field right after the
+    # head is no evidence (the field would take any text)
+    head = len("NET/IB : Got completion from peer text ")
     assert all(pat.fullmatch(line[:i].rstrip()) for i in range(head + 1, len(line) + 1))
+    assert not pat.fullmatch("NET/IB : Got completion from peer went away and never came back")
     assert compile_cut("%s: failed", Syntax.PRINTF) is None  # no literal head to anchor a cut line
+    actor = compile_cut("The actor {} is unavailable: {}. The task may or may not have been executed", Syntax.PYTHON)
+    assert not actor.fullmatch("The actor is dead because its node has died. Node Id: 93")

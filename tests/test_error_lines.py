@@ -93,3 +93,29 @@ def test_large_files_take_the_grep_pass_and_read_the_same(tmp_path, monkeypatch)
     assert small.records == large.records == 1 and small.lines_read == large.lines_read
     assert [f.summary for f in small.findings] == [f.summary for f in large.findings]
     assert small.findings[0].kind is Kind.RESOURCE_ERROR and small.findings[0].severity is Severity.SUSPECT
+
+
+def test_a_hard_wrapped_error_line_is_read_with_its_continuation(tmp_path):
+    text = ("[rank8] Warning: Unable to resolve hostname to a (local) address. Using the loopback\n"
+            "        address as fallback. Manually set the network interface with GLOO_SOCKET_IFNAME\n")
+    rep = _read(tmp_path, text, "engine.txt")
+    assert not [f for f in rep.findings if f.kind is Kind.UNRECOGNISED_ERROR]
+    assert any("GLOO_SOCKET_IFNAME" in (f.summary + f.action) for f in rep.findings)
+
+
+def test_the_line_after_last_error_is_the_first_failure_of_its_block(tmp_path):
+    """PyTorch prints NCCL's own last error after 'Last error:' (c10d NCCLUtils): it names the cause."""
+    text = ("DistBackendError: NCCL error in: ../torch/csrc/distributed/c10d/NCCLUtils.hpp:219, invalid argument, "
+            "NCCL version 2.14.3\nncclInvalidArgument: Invalid value for an argument.\nLast error:\n"
+            "Invalid config blocking attribute value -2147483648\n")
+    rep = _read(tmp_path, text, "err.txt")
+    assert rep.facts.first_failure == "nccl.config-undefined-value"
+    assert not [f for f in rep.findings if "Last error" in f.summary]
+
+
+def test_a_terminal_wrap_pasted_as_blanks_inside_a_word_is_joined(tmp_path):
+    text = ("torch.distributed.DistNetworkError: The client socket has timed out after 600s w" + " " * 200 +
+            "hile trying to connect to (10.60.2.1, 53591).\n")
+    rep = _read(tmp_path, text, "error.txt")
+    assert not [f for f in rep.findings if f.kind is Kind.UNRECOGNISED_ERROR]
+    assert rep.facts.first_failure == "pytorch.socket-connect-timeout"

@@ -158,17 +158,26 @@ def compile_cut(fmt: str, syntax: Syntax) -> re.Pattern[str] | None:
     pieces = _pieces(fmt.strip(), syntax)
     if not pieces or pieces[0][0]:
         return None
+    # rest = the message from piece i on, with piece i at least partly there. A text field may end
+    # the cut when it is the format's last piece or when a literal piece after the head came before
+    # it (the message was cut inside the field); right after the head it must be followed by (part
+    # of) the next piece, or it would take any text at all after the head.
     rest = ""
-    for is_field, text in reversed(pieces[1:]):
-        if is_field:
-            rest = f"(?:{text}{rest})?"
+    for i in range(len(pieces) - 1, 0, -1):
+        is_field, text = pieces[i]
+        nxt = f"(?:{rest})?" if rest else ""
+        if is_field and text.startswith("(?P<s"):
+            anchored = any(not f for f, _ in pieces[1:i])
+            rest = (f"{text}{nxt}" if anchored else f"{text}{rest}") if rest else text
+        elif is_field:
+            rest = f"{text}{nxt}"
         else:
-            whole = _text(text)
             cut = _prefixes(text)
-            rest = f"(?:{whole}{rest}" + (f"|{cut})?" if cut else ")?")
+            rest = f"{_text(text)}{nxt}" + (f"|{cut}" if cut else "")
+            rest = f"(?:{rest})"
     head = _text(pieces[0][1].lstrip())
     try:
-        return re.compile(f"['\"`]{{0,2}}{head}{rest}", re.S)
+        return re.compile(f"['\"`]{{0,2}}{head}" + (f"(?:{rest})?" if rest else ""), re.S)
     except re.error as exc:  # pragma: no cover - every piece is escaped or a fixed class
         raise FormatError(f"bad cut pattern from {fmt!r}: {exc}") from exc
 

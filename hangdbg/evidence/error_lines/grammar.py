@@ -13,7 +13,7 @@ from __future__ import annotations
 import os
 import re
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Iterator
 
 from ...catalog.catalog import Catalog, Match
@@ -37,6 +37,7 @@ _WORDY = re.compile(r"[A-Za-z]{3,40}\W{1,10}[A-Za-z]{2}")
 LOOKED_AT = 4096
 """Characters of a line that are looked at (prefixes, error words, the catalog): a line of a megabyte
 (a dump of a tensor, a base64 blob) is read in time linear in this, not in its length."""
+_PAD = re.compile(r"(?<=\S) {16,}(?=\S)")
 _LEVEL = re.compile(r"\bWARN(?:ING)?\b|\bwarning\b|\[W\]|^W\d{4} ")
 _JSON_START = re.compile(rb"\s*(?:\{|\[\s*[\[{\"\]])")
 
@@ -126,6 +127,42 @@ def _last_line(path: str) -> int:
     return body.count(b"\n") + 1 if body else 0
 
 
+def _wrapped(log: ErrorLog, path: str, no: int, line: str, catalog: Catalog) -> bool:
+    """True when ``line`` (indented) continues the unrecognised error line just before it, hard-wrapped
+    by a terminal or a paste, and the two read together are a catalog message: that event is read again."""
+    last = log.events[-1] if log.events else None
+    if last is None or last.match is not None or last.evidence.source != path or last.evidence.line != no - 1:
+        return False
+    text = f"{last.message.text} {line.strip()}"
+    match = catalog.search(text)
+    if match is None:
+        return False
+    log.events[-1] = replace(last, message=replace(last.message, text=text), match=match)
+    return True
+
+
+def _unpadded(text: str, catalog: Catalog) -> str:
+    """``text`` without the runs of blanks a terminal's wrap leaves when pasted (``... after 600s w``
+    + 200 blanks + ``hile trying ...``): the wrap fell inside a word (joined) or between two (one
+    blank); the reading the catalog knows wins, else the one with a blank."""
+    joined = _PAD.sub("", text.rstrip())
+    return joined if catalog.search(joined) is not None else _PAD.sub(" ", text.rstrip())
+
+
+def _first_of_block(log: ErrorLog, path: str) -> None:
+    """Move the last event before the events of the lines just above it (a block of adjacent lines
+    of ``path``: ``DistBackendError: NCCL error ...`` / ``ncclInvalidArgument: ...`` / ``Last error:``),
+    keeping the order numbers in place."""
+    ev = log.events
+    i = len(ev) - 1
+    while i > 0 and ev[i - 1].evidence.source == path and (ev[i].evidence.line or 0) - (ev[i - 1].evidence.line or 0) <= 2:
+        i -= 1
+    if i < len(ev) - 1:
+        orders = [e.order for e in ev[i:]]
+        moved = [ev[-1]] + ev[i:-1]
+        ev[i:] = [replace(e, order=o) for e, o in zip(moved, orders)]
+
+
 def scan_file(path: str, catalog: Catalog, log: ErrorLog) -> None:
     """Add the error lines of ``path`` to ``log``.
 
@@ -141,8 +178,11 @@ def scan_file(path: str, catalog: Catalog, log: ErrorLog) -> None:
     code_next = False
     last = _last_line(path)  # an excerpt's last line may be cut where the paste ended
     seen: Counter[str] = Counter()
+    last_error = 0  # the line number of a "Last error:" line just read
     for no, whole, every in _candidates(path, log):
         line = whole[:LOOKED_AT]
+        if every and line[:1] in (" ", "\t") and _wrapped(log, path, no, line, catalog):
+            continue
         if every:
             seen[line] += 1
             if log.roster.expecting or any(n in line for n in NEEDLES):
@@ -153,6 +193,9 @@ def scan_file(path: str, catalog: Catalog, log: ErrorLog) -> None:
         if not every and not looks_like_error(line) and not _LEVEL.search(line):
             continue
         msg = parse_line(line)
+        if msg.text.strip() == "Last error:":  # PyTorch's NCCL error: ncclGetLastError() follows
+            last_error = no
+            continue
         if not msg.text or is_context_line(msg.text) or _CODE.match(msg.text):
             continue
         # the line as a whole (a NCCL INFO or a Python warning is no error) and the message's own
@@ -160,6 +203,8 @@ def scan_file(path: str, catalog: Catalog, log: ErrorLog) -> None:
         error = "NCCL WARN" in line or (looks_like_error(line) and looks_like_error(msg.text))
         if not error and not _WORDY.search(msg.text):
             continue  # a number, a path, a bar: no message to look up
+        if error and _PAD.search(msg.text):
+            msg = replace(msg, text=_unpadded(msg.text, catalog))
         if error:
             match = catalog.search(msg.text) or (catalog.match_cut(msg.text) if no == last else None)
         else:  # no error word: only a message that starts like a known one
@@ -167,7 +212,11 @@ def scan_file(path: str, catalog: Catalog, log: ErrorLog) -> None:
         if not error and (match is None or match.innermost.severity == "info"):
             continue  # a line without an error word is an event only when the catalog knows it as one
         log.error_lines += 1
-        log.add(ErrorEvent(Evidence(path, no, line), msg, match, log.error_lines))
+        event = ErrorEvent(Evidence(path, no, line), msg, match, log.error_lines)
+        last_error, explains = 0, bool(last_error and no - last_error <= 2)
+        log.add(event)
+        if explains:  # the line after "Last error:" says what the failure just before it was: it reads first
+            _first_of_block(log, path)
     log.roster.note_file(path, seen)
     log.roster.expecting = False  # a block does not run on into the next file
     if log.error_lines == before and len(log.roster.said) + len(log.roster.missing) == said:
