@@ -80,9 +80,9 @@ def test_undecidable_pair_blames_nobody():
             "TensorDeviceTypes=cuda), but Rank 0 is running collective: CollectiveFingerPrint(SequenceNumber=4, "
             "OpType=REDUCE, TensorShape=[8], TensorDtypes=Float, TensorDeviceTypes=cuda).")
     _, fs = _findings(text)
-    assert not _suspects(fs)
+    assert not [f for f in _suspects(fs) if f.ranks]  # the cause is named, no rank is blamed
     mm = [f for f in fs if f.kind is Kind.COLLECTIVE_MISMATCH]
-    assert mm and mm[0].severity is Severity.WARNING and "cannot tell" in mm[0].summary
+    assert mm and mm[0].severity is Severity.SUSPECT and "cannot tell" in mm[0].summary and not mm[0].ranks
 
 
 # --- DDP model mismatch ------------------------------------------------------------------------
@@ -252,3 +252,18 @@ def test_monitored_barrier_names_the_missing_ranks():
     _, fs = _findings(text)
     sus = _suspects(fs)
     assert [(f.kind, f.ranks) for f in sus] == [(Kind.BARRIER_MISSING, (1, 3))]
+
+
+# --- a torchelastic failure entry cut above its "[0]:" line ------------------------------------------
+def test_a_failure_entry_cut_above_its_header_is_still_read():
+    text = ("  time      : 2024-05-02_10:11:12\n  host      : gpu-node-07\n  rank      : 5 (local_rank: 1)\n"
+            "  exitcode  : -9 (pid: 31337)\n  error_file: <N/A>\n  traceback : Signal 9 (SIGKILL) received by PID 31337\n"
+            "============================================================\n")
+    ev, fs = _findings(text)
+    (f,) = [f for f in fs if f.kind is Kind.CHILD_FAILED]
+    assert f.ranks == (5,) and f.hosts == ("gpu-node-07",) and "SIGKILL" in f.summary
+
+
+def test_a_time_field_alone_starts_no_failure():
+    ev, fs = _findings("  time      : 2024-05-02_10:11:12\nepoch 3 loss 0.25\nRuntimeError: boom\n")
+    assert not [f for f in fs if f.kind is Kind.CHILD_FAILED] and ev.lines_read == 3

@@ -53,8 +53,8 @@ def _who(g: _Group) -> tuple[tuple[int, ...], tuple[str, ...], tuple[str, ...], 
     """ranks, hosts, gpus and the words that name them."""
     ranks = tuple(sorted({e.message.rank for e in g.events if e.message.rank is not None}))
     hosts = tuple(sorted({e.message.host for e in g.events if e.message.host}))
-    gpus = tuple(sorted({f"{e.message.host}:{e.message.dev}" for e in g.events
-                         if e.message.host and e.message.dev is not None and e.message.dev >= 0}))
+    gpus = tuple(sorted({f"{e.message.host}:{e.message.dev}" if e.message.host else f"cuda device {e.message.dev}"
+                         for e in g.events if e.message.dev is not None and e.message.dev >= 0}))
     if g.entry.blame is Blame.HARDWARE:  # the PCI address the driver names (NVRM: GPU 0000:05:00.0: ...)
         gpus += tuple(sorted({f"{e.message.host + ':' if e.message.host else ''}{m.group(0)}" for e in g.events
                               for m in _PCI.finditer(e.evidence.text)}))

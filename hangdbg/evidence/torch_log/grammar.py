@@ -105,12 +105,16 @@ _CFE_FIELD = re.compile(r"^(?P<k>time|host|rank|exitcode|error_file|traceback)\s
 _CFE_RANK = re.compile(r"^(?P<r>-?\d+) \(local_rank: (?P<l>-?\d+)\)")
 _CFE_EXIT = re.compile(r"^(?P<c>-?\d+) \(pid: (?P<p>\d+)\)\s*(?:\((?P<s>\w+)\))?")
 _CFE_RULE = re.compile(r"^[=-]{10,}\s*$")
+# the first field of a failure entry as torchelastic's template pads it ("  time      : 2024-...",
+# torch/distributed/elastic/multiprocessing/errors/__init__.py _FAILURE_FORMAT_TEMPLATE): an excerpt
+# cut above its "[0]:" / "Root Cause" lines still starts an entry here
+_CFE_TIME = re.compile(r"^time {6}: \S")
 _AGENT_FAILED = re.compile(r"failed \(exitcode: (?P<c>-?\d+)\) local_rank: (?P<l>\d+) \(pid: (?P<p>\d+)\) of binary")
 
 # every line the scanner acts on contains one of these (checked before the full parse)
 _KEYWORDS = re.compile(r"collective operation timeout|WorkNCCL\(|Watchdog caught|Caught collective|ast enqueued|Timeout at collective|lagging|joined but"
                        r"|finished collective|Snapshot of ranks|started|finished|operations have failed|entire process"
-                       r"|frame #|ChildFailedError|failed \(exitcode|dump signal|Failures:|Root Cause \(first"
+                       r"|frame #|ChildFailedError|failed \(exitcode|dump signal|Failures:|Root Cause \(first|time {6}: "
                        r"|" + torch_messages.HINT.pattern)
 # a line starting a message that may be hard-wrapped (see :mod:`hangdbg.evidence.torch_log.wrapped`)
 _WRAP_HINT = re.compile(r"collective operation timeout|WorkNCCL\(|detected ?by watchdog|Exception \(either an error or timeout\)"
@@ -125,7 +129,7 @@ _MARKERS = ((b"Watchdog caught collective operation timeout", b"Caught collectiv
             b"ChildFailedError", b"Root Cause (first observed failure)", b"last enqueued NCCL work",
             b"Some NCCL operations have failed or timed out", b"ProcessGroupNCCL.cpp",
             b"torch.distributed.elastic", b"Timeout at collective: ", b"torch/distributed/elastic/",
-            b"Watchdog caught collective", b"Root Cause (first observed", b"failed (exitcode: ")
+            b"Watchdog caught collective", b"Root Cause (first observed", b"failed (exitcode: ", b"error_file: ")
             + torch_messages.MARKERS)
 
 
@@ -283,6 +287,8 @@ class _Scanner:
     def _close_cfe(self) -> None:
         self._close_entry()
         for e in self.cfe or ():
+            if e.get("headless") and "rank" not in e and "exitcode" not in e:
+                continue  # a "time :" line and nothing of a failure after it
             self.ev.failures.append(_failure(e))
         self.cfe = None
 
@@ -321,6 +327,9 @@ class _Scanner:
             self.cur["tb"].append(stripped)
             return True
         m = _CFE_FIELD.match(stripped)
+        if m is None and self.cur.get("headless"):
+            self._close_cfe()
+            return False
         if m:
             k, v = m.group("k"), m.group("v").strip()
             self.in_tb = k == "traceback"
@@ -370,6 +379,13 @@ class _Scanner:
             self._close_desync()
             self.cfe, self.cfe_root, self.cur = [], stripped.startswith("Root"), None
             self.cfe_prefix = text[: text.find(stripped)][:64]
+            return
+        if _CFE_TIME.match(stripped):  # an entry cut above its "[0]:": it ends at its first line that is no field
+            self._close_desync()
+            self.cfe, self.cfe_root = [], False
+            self.cur = {"root": False, "ev": [Evidence(source, n, raw)], "tb": [], "headless": True}
+            self.cfe_prefix = text[: text.find(stripped)][:64]
+            self._cfe_line(source, n, raw, text)
             return
         m = _TIMEOUT.search(text)
         if m:
@@ -491,7 +507,7 @@ def _failure(e: dict) -> ChildFailure:
 # every line the scanner acts on holds one of these (the desync snapshot lines it merely recognises
 # need not); few needles, because each is one pass over the data
 _NEEDLES = (b"collective", b"timeout", b"WorkNCCL(", b"enqueued", b"operations have failed", b"entire process", b"frame #",
-            b"ChildFailedError", b"exitcode", b"Failures:", b"Root Cause") + torch_messages.NEEDLES
+            b"ChildFailedError", b"exitcode", b"Failures:", b"Root Cause", b"time      : ") + torch_messages.NEEDLES
 _RANK_PREFIX_B = re.compile(rb"\[rank(\d+)\]:")
 _CUT_HEAD_B = re.compile(rb"\[rank(\d{1,7})\]:[ \t]{0,8}\[[EWIF]\d{0,4}(?: [\d:.]{0,24})?[ \t\r]{0,8}$", re.MULTILINE)
 

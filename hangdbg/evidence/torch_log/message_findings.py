@@ -121,10 +121,10 @@ def _fingerprint_findings(fps: list[FingerprintMismatch]) -> tuple[list[Finding]
     ranks = sorted(of)
     return [Finding(
         kind=Kind.COLLECTIVE_MISMATCH,
-        summary=(f"{ranks_text(ranks)}{where} run different collectives ("
+        summary=(f"a collective mismatch (desync): {ranks_text(ranks)}{where} run different collectives ("
                  + "; ".join(f"rank {r}: {_fp_text(*of[r])}" for r in ranks[:4])
-                 + "); these messages cannot tell which rank is off"),
-        ranks=_ranks(ranks, g), evidence=evid, severity=Severity.WARNING,
+                 + "); these messages cannot tell which rank is off, so none is blamed"),
+        ranks=(), evidence=evid, severity=Severity.SUSPECT,  # the cause is known, the culprit is not
         action="collect the same error from every rank: the rank every other rank names is the odd one")], set()
 
 
