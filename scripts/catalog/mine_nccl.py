@@ -1453,9 +1453,11 @@ _RESULT_FIELDS: dict[str, dict[str, str]] = {
         action="read the WARN line naming the argument (NCCL_DEBUG=WARN) and fix the call"),
     "ncclInvalidUsage": dict(
         blame="self", role="root", severity="warning",
-        meaning="ncclInvalidUsage: NCCL was used wrongly (e.g. unmatched group calls, a communicator used "
-                "after an error or from the wrong place)",
-        action="read the WARN line (NCCL_DEBUG=WARN) and fix the program's use of NCCL"),
+        meaning="ncclInvalidUsage: NCCL was used wrongly (at communicator init most often two ranks on one GPU: "
+                "src/init.cc returns it after 'Duplicate GPU detected'; later, unmatched group calls or a "
+                "communicator used after an error or from the wrong place)",
+        action="read the WARN line (NCCL_DEBUG=WARN); at init give each rank its own GPU "
+               "(torch.cuda.set_device(local_rank) before init_process_group), else fix the program's use of NCCL"),
     "ncclRemoteError": dict(
         blame="peer", role="consequence", severity="warning",
         meaning="ncclRemoteError: a remote process exited or a network connection failed",

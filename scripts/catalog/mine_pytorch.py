@@ -1011,7 +1011,11 @@ R("store-based-barrier-waiting", C10DPY, "Waiting in store based barrier to init
 R("store-based-barrier-done", C10DPY, "Completed store-based barrier for key", "none", "context", "info",
   "every rank passed init_process_group's barrier", "")
 R("default-pg-not-initialized", C10DPY, "Default process group has not been initialized", "self", "root",
-  "suspect", "a torch.distributed call ran before init_process_group", "call init_process_group first")
+  "suspect", "a torch.distributed call (SyncBatchNorm, DDP, barrier, get_world_size) ran in a process that never "
+  "joined a process group: init_process_group was not called, or the script was started as a plain single "
+  "process instead of under the distributed launcher",
+  "start the script with the distributed launcher (torchrun / python -m torch.distributed.launch) and call "
+  "init_process_group before any collective, or drop SyncBatchNorm/DDP for a single-GPU run")
 R("default-pg-init-twice", C10DPY, "trying to initialize the default process group twice!", "self", "root",
   "suspect", "init_process_group was called twice", "call init_process_group once per process")
 R("nccl-not-built", C10DPY, "Distributed package doesn't have NCCL built in", "environment", "root", "suspect",

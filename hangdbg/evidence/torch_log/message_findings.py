@@ -30,6 +30,7 @@ from __future__ import annotations
 
 from collections import Counter, defaultdict
 
+from ...catalog.catalog import CatalogError, load
 from ...model import Evidence, Finding, Kind, Severity
 from .messages import FingerprintMismatch, ParamMismatch, TorchMessages
 from ...rankset import ranks_text
@@ -236,6 +237,15 @@ def _monitor_findings(msgs: TorchMessages, blamed: bool) -> list[Finding]:
                 "flight recorder"))]
 
 
+def _nccl_result(text: str):
+    """The catalog's entry for an ``ncclGetErrorString`` text PyTorch quotes (``invalid usage``), or None."""
+    try:
+        m = load().match(text.strip())
+    except CatalogError:  # broken package data (the tests catch it)
+        return None
+    return m.innermost if m is not None and m.innermost.id.startswith("nccl.result-") else None
+
+
 def _error_findings(msgs: TorchMessages, blamed: bool, timed_out: bool) -> list[Finding]:
     out = []
     nccl = [e for e in msgs.errors if e.kind == "nccl"]
@@ -256,9 +266,13 @@ def _error_findings(msgs: TorchMessages, blamed: bool, timed_out: bool) -> list[
             action = "a peer died or the network dropped first: find the rank that failed before these"
         else:
             action = "rerun with NCCL_DEBUG=INFO to see the NCCL call that failed"
+        result = _nccl_result(what)
+        if result is not None and not consequence:
+            action = f"{result.action}; {action}"
         out.append(Finding(
             kind=Kind.RANK_ERROR,
             summary=(f"{ranks_text(ranks) if ranks else 'a rank'} failed in NCCL: {what}"
+                     + (f" ({result.meaning})" if result is not None else "")
                      + (f" ({where}" + (f", NCCL {ver}" if ver else "") + ")" if where else "")),
             ranks=tuple(ranks), evidence=tuple(e.evidence for e in es[:3]),
             severity=Severity.WARNING if consequence or blamed else Severity.SUSPECT, action=action))
