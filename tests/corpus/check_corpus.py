@@ -151,7 +151,26 @@ def hangdbg_cmd() -> list[str]:
     return [exe] if exe else [sys.executable, "-m", "hangdbg"]
 
 
-def run_case(case: dict) -> dict:
+def _in_process(argv: list[str], cwd: str) -> subprocess.CompletedProcess:
+    """``hangdbg ARGV`` run by this interpreter (``hangdbg.cli.main.main`` with captured consoles and
+    absolute paths): the same command without a new Python and its imports per case."""
+    import io
+
+    from rich.console import Console
+
+    from hangdbg.cli.main import main as hangdbg_main
+
+    argv = [str(Path(cwd) / a) if (Path(cwd) / a).exists() and a not in COMMAND_WORDS else a for a in argv]
+    out, err = io.StringIO(), io.StringIO()
+    rc = hangdbg_main(argv, out=Console(file=out, no_color=True, width=200, soft_wrap=True),
+                      err=Console(file=err, no_color=True, width=200))
+    return subprocess.CompletedProcess(argv, rc, out.getvalue(), err.getvalue())
+
+
+COMMAND_WORDS = {w for cmd in COMMANDS.values() for w in cmd if not w.startswith("{")}
+
+
+def run_case(case: dict, in_process: bool = False) -> dict:
     split_dir = HERE / case["split"]
     with tempfile.TemporaryDirectory(prefix="corpus-") as tmp:
         names = []
@@ -164,8 +183,9 @@ def run_case(case: dict) -> dict:
         for a in COMMANDS[case.get("command", "report")]:
             argv += names if a == "{files}" else ["." if a == "{dir}" else a]
         try:
-            p = subprocess.run(hangdbg_cmd() + argv + ["--json"], cwd=tmp, capture_output=True, text=True,
-                               timeout=TIMEOUT_S, env=dict(os.environ, NO_COLOR="1"))
+            p = _in_process(argv + ["--json"], tmp) if in_process else subprocess.run(
+                hangdbg_cmd() + argv + ["--json"], cwd=tmp, capture_output=True, text=True,
+                timeout=TIMEOUT_S, env=dict(os.environ, NO_COLOR="1"))
         except subprocess.TimeoutExpired:
             return dict(case=case, verdict="ERROR", note=f"timeout {TIMEOUT_S} s", items=[], rc=None)
     if "Traceback (most recent call last)" in p.stderr or p.returncode not in (0, 1, 2, 3):
@@ -194,13 +214,18 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("-v", "--verbose", action="store_true")
     ap.add_argument("--json", metavar="FILE", help="write every result to FILE")
     ap.add_argument("-j", "--jobs", type=int, default=os.cpu_count() or 2)
+    ap.add_argument("--in-process", action="store_true",
+                    help="run hangdbg in this interpreter, one case after another (the suite's way; no timeout)")
     args = ap.parse_args(argv)
     ok = True
     report = {}
     for split in (SPLITS if args.split == "all" else (args.split,)):
         cases = [c for c in load_cases(split) if args.case in (None, c["id"])]
-        with ThreadPoolExecutor(args.jobs) as pool:
-            results = list(pool.map(run_case, cases))
+        if args.in_process:
+            results = [run_case(c, in_process=True) for c in cases]
+        else:
+            with ThreadPoolExecutor(args.jobs) as pool:
+                results = list(pool.map(run_case, cases))
         for r in results:
             c = r["case"]
             if args.verbose or r["verdict"] != "RIGHT":
