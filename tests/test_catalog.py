@@ -179,3 +179,10 @@ def test_compile_cut_takes_every_prefix_of_a_sample_line():
     assert compile_cut("%s: failed", Syntax.PRINTF) is None  # no literal head to anchor a cut line
     actor = compile_cut("The actor {} is unavailable: {}. The task may or may not have been executed", Syntax.PYTHON)
     assert not actor.fullmatch("The actor is dead because its node has died. Node Id: 93")
+
+
+def test_c10_log_prefix_with_a_three_digit_date_is_peeled():
+    """c10/util/Logging.cpp writes (month * 100 + day): Sep 9 is 909, not 0909."""
+    msg = parse_line("[E909 09:55:29.313379098 ProcessGroupNCCL.cpp:1664] [PG 0 (default_pg) Rank 12] Exception "
+                     "(either an error or timeout) detected by watchdog at work: 5")
+    assert msg.text.startswith("Exception (either") and msg.rank == 12 and msg.level == "E"

@@ -32,7 +32,8 @@ _NCCL = re.compile(
 # wrote no ``NCCL`` before the level (``include/socket.h:344 WARN ...``)
 _NCCL_BARE = re.compile(r"(?:\[(?P<dev>-?\d{1,4})\]\s)?(?:(?P<src>[\w./\-]{1,200}\.(?:cc|cu|h|c|cpp):\d{1,6})\s(?:NCCL\s)?|NCCL\s)"
                         r"(?P<level>WARN|ERROR)\s")
-_GLOG = re.compile(r"\[?(?P<lvl>[EWIF])(?P<md>\d{4}) (?P<t>\d\d:\d\d:\d\d)(?:\.\d+)?\s+(?:\d{1,10}\s+)?[\w./\-]{1,300}:\d{1,6}\]\s?"
+# c10/util/Logging.cpp writes the date as (tm_mon + 1) * 100 + tm_mday: "E909" on Sep 9, "E1126" on Nov 26
+_GLOG = re.compile(r"\[?(?P<lvl>[EWIF])(?P<md>\d{3,4}) (?P<t>\d\d:\d\d:\d\d)(?:\.\d+)?\s+(?:\d{1,10}\s+)?[\w./\-]{1,300}:\d{1,6}\]\s?"
                    r"|\[(?P<lvl2>[EWIF]) [\w.\-]{1,200}:\d{1,6}\]\s?")
 _C10D_RANK = re.compile(r"\[(?:PG(?: ID)? [^\]\n]{0,200}?)?Rank (?P<rank>\d{1,9})\]:?\s?")
 _EXC = re.compile(r"(?:[A-Za-z_][\w]*\.){0,6}[A-Z]\w{0,80}(?:Error|Exception|Exit|Interrupt|Failure)"

@@ -26,7 +26,7 @@ MAX_CHARS = 8192
 
 _RECORD_START = re.compile(
     r"\s{0,8}(?:\[rank\d{1,9}\]:|\[default\d{1,6}\]:|\[\d{1,9},\d{1,9}\]<std(?:out|err)>:"
-    r"|\[[EWIF]\s?\d{0,4}[\d :.]{0,24}\S{1,64}:\d{1,6}\]|[EWIF]\d{4} \d\d:\d\d"
+    r"|\[[EWIF]\s?\d{0,4}[\d :.]{0,24}\S{1,64}:\d{1,6}\]|[EWIF]\d{3,4} \d\d:\d\d"
     r"|\[?\d{4}-\d\d-\d\d[T ]\d\d:\d\d|\S{1,128} \[(?:stdout|stderr)\] |terminate called|\s*what\(\):"
     r"|Traceback \(most recent call last\)|\S{1,128}:\d{1,9}:\d{1,9} \[\d{1,4}\] NCCL )")
 _BORDER = re.compile(r"[│┃]\s?")
