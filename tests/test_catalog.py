@@ -186,3 +186,29 @@ def test_c10_log_prefix_with_a_three_digit_date_is_peeled():
     msg = parse_line("[E909 09:55:29.313379098 ProcessGroupNCCL.cpp:1664] [PG 0 (default_pg) Rank 12] Exception "
                      "(either an error or timeout) detected by watchdog at work: 5")
     assert msg.text.startswith("Exception (either") and msg.rank == 12 and msg.level == "E"
+
+
+@pytest.mark.parametrize("line, rank, host", [
+    ("2024-05-02T10:11:12.123456789Z stderr F RuntimeError: CUDA error: an illegal memory access was encountered",
+     None, None),                                                             # Kubernetes CRI log
+    ("node03: [rank5]: RuntimeError: CUDA error: an illegal memory access was encountered", 5, "node03"),  # pdsh
+    ("3: [rank3]: RuntimeError: CUDA error: an illegal memory access was encountered", 3, None),  # srun --label
+    ("[80750] [rank2]: RuntimeError: CUDA error: an illegal memory access was encountered", 2, None),
+    ("\x1b[36m(TaskRunner pid=123)\x1b[0m RuntimeError: CUDA error: an illegal memory access was encountered", None, None),
+    ("#033[36m(TaskRunner pid=123)#033[0m RuntimeError: CUDA error: an illegal memory access was encountered", None, None),
+    ("[36m(TaskRunner pid=123)[0m RuntimeError: CUDA error: an illegal memory access was encountered", None, None),
+    ("2024-01-01 12:00:00.123 | ERROR    | trainer:step:12 - RuntimeError: CUDA error: an illegal memory access "
+     "was encountered", None, None),                                          # loguru
+    ("[2024-01-01 12:00:00,123][root][ERROR] - RuntimeError: CUDA error: an illegal memory access was encountered",
+     None, None),                                                             # Hydra
+    ("2024/01/01 12:00:00 RuntimeError: CUDA error: an illegal memory access was encountered", None, None),
+])
+def test_more_prefixes_are_peeled(line, rank, host):
+    msg = parse_line(line)
+    assert msg.text == "CUDA error: an illegal memory access was encountered"
+    assert (msg.rank, msg.host) == (rank, host)
+
+
+def test_a_word_before_an_exception_is_no_host():
+    msg = parse_line("RuntimeError: CUDA error: an illegal memory access was encountered")
+    assert msg.host is None and msg.text.startswith("CUDA error")

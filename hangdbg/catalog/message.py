@@ -46,6 +46,17 @@ _SYSLOG = re.compile(r"(?:[A-Z][a-z]{2} +\d{1,2} \d\d:\d\d:\d\d|\[[A-Z][a-z]{2} 
 _RAY = re.compile(r"\((?:[\w.]{1,120}\s)?pid=(?P<pid>\d{1,10})(?:,\s?ip=[\w.:\-]{1,80})?(?:,\s?actor_id=\w{1,64})?\)\s?|\((?:raylet|gcs_server|dashboard)[^)]{0,80}\)\s?")
 _PASTE = re.compile(r"(?:>\s?|[-*+] (?=\S)|#{1,6} |`{1,3}|\"|'|\$ )")
 _WHAT = re.compile(r"what\(\):\s+")
+# more hands a line passes through: ANSI colours (raw, syslog-escaped "#033[", or with the ESC lost in a
+# paste); Kubernetes' CRI log format ("<time> stderr F <line>"); a label before a launcher prefix (pdsh
+# "node03: ", srun --label "3: ", a pid "[80750] "); loguru ("| ERROR    | mod:func:12 - "); Hydra's
+# "[name][LEVEL] - "; a "2024/01/01 12:00:00 " time
+_MORE = re.compile(
+    r"(?:\x1b|#033)?\[\d{1,3}(?:;\d{1,3})*m"
+    r"|(?:stdout|stderr) [FP] "
+    r"|(?:(?P<host>[A-Za-z][\w.\-]{0,63})|\d{1,6}|\[\d{1,10}\]):? (?=\[(?:rank\d|default\d|\d+,\d+\]<|\d+\]<))"
+    r"|(?:\|\s{0,4})?(?P<level>TRACE|DEBUG|INFO|SUCCESS|WARNING|ERROR|CRITICAL)\s{0,8}\|\s{0,4}[\w.<>\-]{1,120}:[\w.<>\-]{1,120}:\d{1,6} - "
+    r"|\[[\w.\-]{1,80}\]\[(?:DEBUG|INFO|WARNING|ERROR|CRITICAL)\] - "
+    r"|\d{4}/\d\d/\d\d[ T]\d\d:\d\d:\d\d(?:[.,]\d+)? ")
 # Slurm's log.c prefix (program name, then the level: src/common/log.c); Ray's and vLLM's Python loggers
 # (``WARNING worker.py:1866 -- ``, ``ERROR 01-01 00:00:00 [file.py:230] ``); horovod's C++ logger
 # (``[time W 123 file.cc:107]`` once its time is gone); Lightning's ``[rank: N]``.
@@ -134,7 +145,8 @@ def parse_line(line: str) -> Message:
         rank = rank if rank is not None else p.rank
         local = local if local is not None else p.local_rank
         text = p.text
-        for rx in (_PASTE, _DOCKER, _RAY, _SYSLOG, _GLOG, _NCCL, _NCCL_BARE, _TOOLS, _C10D_RANK, _LOGGER, _WHAT, _EXC, _EXC_LOWER):
+        for rx in (_MORE, _PASTE, _DOCKER, _RAY, _SYSLOG, _GLOG, _NCCL, _NCCL_BARE, _TOOLS, _C10D_RANK, _LOGGER, _WHAT, _EXC,
+                   _EXC_LOWER):
             m = rx.match(text)
             if m is None or m.end() == 0:
                 continue
