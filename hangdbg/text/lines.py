@@ -98,6 +98,7 @@ def read_capped(f: BinaryIO, cap: int) -> bytes:
 _PREFIXES = re.compile(
     r"""(?:
         \s+                                                   # indentation
+      | (?:\x1b|\#033)?\[\d{1,3}(?:;\d{1,3})*m                # ANSI colour (raw, syslog's #033, ESC lost)
       | [│┃|]\s?                                              # terminal borders
       | \[rank(?P<rank>\d+)\]:\s?                             # torch: [rank3]:
       | \[(?P<role>[A-Za-z_][\w-]*?)(?P<local>\d+)\]:\s?      # torchrun --tee: [default3]:
