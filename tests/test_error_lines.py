@@ -119,3 +119,30 @@ def test_a_terminal_wrap_pasted_as_blanks_inside_a_word_is_joined(tmp_path):
     rep = _read(tmp_path, text, "error.txt")
     assert not [f for f in rep.findings if f.kind is Kind.UNRECOGNISED_ERROR]
     assert rep.facts.first_failure == "pytorch.socket-connect-timeout"
+
+
+def test_an_uncaught_exception_no_entry_knows_is_the_first_failure_with_its_frame(tmp_path):
+    text = ('[rank1]: Traceback (most recent call last):\n[rank1]:   File "/work/train.py", line 10, in <module>\n'
+            '[rank1]:     x = batch["labels"]\n[rank1]: KeyError: \'labels\'\n')
+    rep = _read(tmp_path, text, "train.log")
+    (f,) = [f for f in rep.findings if f.kind is Kind.RANK_ERROR]
+    assert f.ranks == (1,) and "KeyError: 'labels'" in f.summary and "/work/train.py:10 in <module>" in f.summary
+    assert rep.facts.first_failure == "python.exception"
+    assert not [f for f in rep.findings if f.kind is Kind.UNRECOGNISED_ERROR]
+
+
+def test_an_exception_that_waited_for_another_rank_is_no_first_failure(tmp_path):
+    text = "Traceback (most recent call last):\nfoo.bar.WorkerLostError: the peer went away while receiving\n"
+    rep = _read(tmp_path, text, "train.log")
+    (f,) = [f for f in rep.findings if f.kind is Kind.RANK_ERROR]
+    assert f.severity is Severity.INFO and "consequence" in f.summary and rep.facts.first_failure == ""
+
+
+def test_a_bare_exception_class_still_reads_as_its_catalog_entry(tmp_path):
+    rep = _read(tmp_path, "Traceback (most recent call last):\nMemoryError\n", "train.log")
+    assert rep.facts.first_failure == "system.python.memory-error"
+
+
+def test_a_python_warning_class_is_no_exception(tmp_path):
+    rep = _read(tmp_path, "/x.py:3: UserWarning: this will change\n  warnings.warn(\n", "train.log")
+    assert not [f for f in rep.findings if f.kind is Kind.RANK_ERROR]

@@ -46,6 +46,7 @@ _SYSLOG = re.compile(r"(?:[A-Z][a-z]{2} +\d{1,2} \d\d:\d\d:\d\d|\[[A-Z][a-z]{2} 
 _RAY = re.compile(r"\((?:[\w.]{1,120}\s)?pid=(?P<pid>\d{1,10})(?:,\s?ip=[\w.:\-]{1,80})?(?:,\s?actor_id=\w{1,64})?\)\s?|\((?:raylet|gcs_server|dashboard)[^)]{0,80}\)\s?")
 _PASTE = re.compile(r"(?:>\s?|[-*+] (?=\S)|#{1,6} |`{1,3}|\"|'|\$ )")
 _WHAT = re.compile(r"what\(\):\s+")
+_EXC_BARE = re.compile(r"(?P<cls>(?:[A-Za-z_]\w*\.){0,6}[A-Z]\w{0,80}(?:Error|Exception|Exit|Interrupt|Failure)):?")
 # more hands a line passes through: ANSI colours (raw, syslog-escaped "#033[", or with the ESC lost in a
 # paste); Kubernetes' CRI log format ("<time> stderr F <line>"); a label before a launcher prefix (pdsh
 # "node03: ", srun --label "3: ", a pid "[80750] "); loguru ("| ERROR    | mod:func:12 - "); Hydra's
@@ -104,6 +105,8 @@ class Message:
         dev: NCCL's ``[dev]`` CUDA device of the header, or None.
         level: ``WARN`` / ``INFO`` / ... of a NCCL header, ``E``/``W`` of a glog header, else "".
         src: the ``file.cc:LINE`` of a NCCL header (where NCCL printed it), else "".
+        exception: the Python exception class the message followed (``KeyError``,
+            ``torch.distributed.DistBackendError``), else "": the line ends a traceback.
     """
 
     text: str
@@ -116,6 +119,7 @@ class Message:
     dev: int | None = None
     level: str = ""
     src: str = ""
+    exception: str = ""
 
 
 def _seconds(d: str, t: str) -> float | None:
@@ -137,7 +141,7 @@ def parse_line(line: str) -> Message:
     """
     when: float | None = None
     clock: float | None = None
-    host = level = src = None
+    host = level = src = exc = None
     pid = rank = local = dev = None
     text = line
     for _ in range(12):  # prefixes nest: "[rank3]:[E1126 ...] [PG ID 0 ... Rank 3] RuntimeError: ..."
@@ -148,7 +152,7 @@ def parse_line(line: str) -> Message:
         for rx in (_MORE, _PASTE, _DOCKER, _RAY, _SYSLOG, _GLOG, _NCCL, _NCCL_BARE, _TOOLS, _C10D_RANK, _LOGGER, _WHAT, _EXC,
                    _EXC_LOWER):
             m = rx.match(text)
-            if m is None or m.end() == 0:
+            if m is None or m.end() == 0 or (rx is _PASTE and exc is not None):  # KeyError: 'labels' keeps its quote
                 continue
             g = m.groupdict()
             if g.get("host") and host is None:
@@ -165,6 +169,8 @@ def parse_line(line: str) -> Message:
                 src = g["src"]
             if rx is _GLOG and g.get("t") and clock is None:
                 clock = _clock(g["t"])
+            if rx is _EXC and exc is None:
+                exc = m.group(0).split("(", 1)[0].split("[", 1)[0].rstrip(": \t")
             text = text[m.end():]
             break
         else:
@@ -172,7 +178,12 @@ def parse_line(line: str) -> Message:
     m = _ISO.search(line, 0, max(len(line) - len(text), 0))
     if m is not None:
         when, clock = _seconds(m.group("d"), m.group("t")), _clock(m.group("t"))
-    return Message(text.strip().rstrip("`"), when, clock, host, pid, rank, local, dev, level or "", src or "")
+    text = text.strip().rstrip("`")
+    if exc is None:  # a bare "KeyError" ends a traceback too (the class is its whole message)
+        m = _EXC_BARE.fullmatch(text)
+        if m is not None:
+            exc = m.group("cls")
+    return Message(text, when, clock, host, pid, rank, local, dev, level or "", src or "", exc or "")
 
 
 def looks_like_error(line: str) -> bool:

@@ -80,7 +80,7 @@ def promote_first_failure(findings: Sequence[Finding], first_id: str) -> list[Fi
     out = list(findings)
     for i, f in enumerate(out):
         if f.source is SourceKind.ERROR_LINES and f.severity is Severity.WARNING and f.evidence and \
-                f.evidence[-1].source in ("catalog", "roster") and f.evidence[-1].text.startswith(first_id + ":"):
+                f.evidence[-1].source in ("catalog", "roster", "traceback") and f.evidence[-1].text.startswith(first_id + ":"):
             out[i] = replace(f, severity=Severity.SUSPECT,
                              summary=f.summary + "; the first failure in these logs (nothing else names a cause)")
             break

@@ -76,8 +76,43 @@ def _who(g: _Group) -> tuple[tuple[int, ...], tuple[str, ...], tuple[str, ...], 
 
 
 def _quote(e: ErrorEvent) -> str:
-    t = e.message.text
+    m = e.message
+    t = f"{m.exception}: {m.text}" if m.exception and m.text != m.exception and e.match is None else m.text
     return t if len(t) <= 200 else t[:197] + "..."
+
+
+EXCEPTION_ID = "python.exception"
+"""The id the findings of uncaught exceptions no catalog entry knows cite (as a catalog entry id would be)."""
+_WAITER_WORDS = re.compile(r"time[ds]? ?out|timeout|reset by peer|connection (?:closed|reset|refused|lost)|closed by|"
+                           r"broken pipe|refused|abort|watchdog|rendezvous|signal|killed|terminat|sigterm|barrier|"
+                           r"peer|unreachable|heartbeat", re.IGNORECASE)
+"""Words of an exception that a rank raises because of another one (a lost peer, a timeout, an abort):
+such an exception is not the rank's own first failure."""
+
+
+def _exceptions(log: ErrorLog) -> list[Finding]:
+    """Uncaught Python exceptions no catalog entry knows (the last line of a traceback): one warning
+    finding per exception class and message shape, earliest first; their own failure, unless their
+    words say they waited for another rank (:data:`_WAITER_WORDS`)."""
+    by: dict[tuple[str, str], list[ErrorEvent]] = {}
+    for ev in log.events:
+        if ev.match is None and ev.message.exception:
+            by.setdefault((ev.message.exception, _NUMBERS.sub("#", ev.message.text)[:160]), []).append(ev)
+    out = []
+    for (exc, _), evs in sorted(by.items(), key=lambda kv: kv[1][0].order)[:MAX_UNRECOGNISED]:
+        ranks = tuple(sorted({e.message.rank for e in evs if e.message.rank is not None}))
+        hosts = tuple(sorted({e.message.host for e in evs if e.message.host}))
+        who = ranks_text(ranks) if ranks else "a process of the job"
+        waits = _WAITER_WORDS.search(f"{exc} {evs[0].message.text}") is not None
+        out.append(Finding(
+            Kind.RANK_ERROR, f"{who} raised \u201c{_quote(evs[0])}\u201d"
+            + (f" at {evs[0].frame}" if evs[0].frame else "") + (f" ({len(evs)} lines)" if len(evs) > 1 else "")
+            + (" (its words say it waited for something else: a consequence)" if waits else ""),
+            ranks=ranks, hosts=hosts, severity=Severity.INFO if waits else Severity.WARNING,
+            evidence=tuple(e.evidence for e in evs[:_MAX_EV]) + (
+                Evidence("traceback", None, f"{EXCEPTION_ID}: https://docs.python.org/3/library/exceptions.html"),),
+            action="read the traceback that ends in this line: its last frame is where the exception was raised"))
+    return out
 
 
 def _before(a: ErrorEvent, b: ErrorEvent) -> bool | None:
@@ -153,7 +188,7 @@ def _finding(g: _Group, severity: Severity, after: _Group | None) -> Finding:
 def _unrecognised(log: ErrorLog) -> list[Finding]:
     by_shape: dict[str, list[ErrorEvent]] = {}
     for ev in log.events:
-        if ev.match is None:
+        if ev.match is None and not ev.message.exception:
             by_shape.setdefault(_NUMBERS.sub("#", ev.message.text)[:160], []).append(ev)
     groups = list(by_shape.values())
     out = []
@@ -195,13 +230,16 @@ def findings_from(log: ErrorLog) -> tuple[list[Finding], ErrorLinesFacts]:
         out.insert(top, out.pop(lead))
     roster = roster_findings(log.roster)
     out[:0] = [f for f in roster if f.severity is Severity.SUSPECT]
-    out += [f for f in roster if f.severity is not Severity.SUSPECT] + _unrecognised(log)
+    raised = _exceptions(log)
+    out += [f for f in roster if f.severity is not Severity.SUSPECT] + raised + _unrecognised(log)
     counts = Counter(ev.match.innermost.id for ev in log.events if ev.match is not None)
     sources = {ev.match.innermost.id: ev.match.innermost.source for ev in log.events if ev.match is not None}
     recognised = sum(counts.values())
     facts = ErrorLinesFacts(error_lines=log.error_lines + log.dropped, recognised=recognised,
                             unrecognised=log.error_lines + log.dropped - recognised,
                             entries=tuple(EntryCount(i, n, sources[i]) for i, n in counts.most_common()),
-                            first_failure=first.entry.id if first is not None else (SOURCE_ID if roster else ""),
+                            first_failure=first.entry.id if first is not None else (
+                                EXCEPTION_ID if any(f.severity is Severity.WARNING for f in raised) else
+                                SOURCE_ID if roster else ""),
                             quiet_files=tuple(log.quiet_files))
     return out, facts

@@ -33,10 +33,12 @@ _CONTEXT = re.compile(
 _MAX_EVENTS = 20_000
 _CODE = re.compile(r"[\w.]+(?:\[[^\]]{0,80}\])?\s*[-+*/]?=\s*\S|.*[(,\[{]\s*$")
 _FILE_LINE = re.compile(r'\s*File "[^"]*", line \d+')
+_FRAME = re.compile(r'File "(?P<path>[^"]{1,300})", line (?P<line>\d{1,7})(?:, in (?P<func>[\w<>.]{1,120}))?')
 _WORDY = re.compile(r"[A-Za-z]{3,40}\W{1,10}[A-Za-z]{2}")
 LOOKED_AT = 4096
 """Characters of a line that are looked at (prefixes, error words, the catalog): a line of a megabyte
 (a dump of a tensor, a base64 blob) is read in time linear in this, not in its length."""
+_BENIGN_EXC = re.compile(r"(?:Warning|StopIteration|KeyboardInterrupt|SystemExit|GeneratorExit)$")
 _PAD = re.compile(r"(?<=\S) {16,}(?=\S)")
 _LEVEL = re.compile(r"\bWARN(?:ING)?\b|\bwarning\b|\[W\]|^W\d{4} ")
 _JSON_START = re.compile(rb"\s*(?:\{|\[\s*[\[{\"\]])")
@@ -62,6 +64,7 @@ class ErrorEvent:
     message: Message
     match: Match | None
     order: int
+    frame: str = ""  # for the last line of a traceback: its last frame, "path:line in func"
 
 
 @dataclass
@@ -179,6 +182,7 @@ def scan_file(path: str, catalog: Catalog, log: ErrorLog) -> None:
     last = _last_line(path)  # an excerpt's last line may be cut where the paste ended
     seen: Counter[str] = Counter()
     last_error = 0  # the line number of a "Last error:" line just read
+    frame = ""  # the last 'File "x.py", line N, in f' frame read
     for no, whole, every in _candidates(path, log):
         line = whole[:LOOKED_AT]
         if every and line[:1] in (" ", "\t") and _wrapped(log, path, no, line, catalog):
@@ -188,6 +192,8 @@ def scan_file(path: str, catalog: Catalog, log: ErrorLog) -> None:
             if log.roster.expecting or any(n in line for n in NEEDLES):
                 log.roster.read(parse_line(line).text, Evidence(path, no, line))
         after_file_line, code_next = code_next, every and _FILE_LINE.match(line) is not None
+        if "File \"" in line and (f := _FRAME.search(line)) is not None:
+            frame = f"{f.group('path')}:{f.group('line')}" + (f" in {f.group('func')}" if f.group("func") else "")
         if not line or after_file_line or is_context_line(line):
             continue
         if not every and not looks_like_error(line) and not _LEVEL.search(line):
@@ -200,19 +206,23 @@ def scan_file(path: str, catalog: Catalog, log: ErrorLog) -> None:
             continue
         # the line as a whole (a NCCL INFO or a Python warning is no error) and the message's own
         # words (an ERROR level in the prefix of a code line is none)
-        error = "NCCL WARN" in line or (looks_like_error(line) and looks_like_error(msg.text))
+        error = "NCCL WARN" in line or (looks_like_error(line) and looks_like_error(msg.text)) or (
+            bool(msg.exception) and not _BENIGN_EXC.search(msg.exception))  # the last line of a traceback
         if not error and not _WORDY.search(msg.text):
             continue  # a number, a path, a bar: no message to look up
         if error and _PAD.search(msg.text):
             msg = replace(msg, text=_unpadded(msg.text, catalog))
         if error:
             match = catalog.search(msg.text) or (catalog.match_cut(msg.text) if no == last else None)
+            if match is None and msg.exception and msg.text != msg.exception:  # an entry for the class itself
+                match = catalog.match(f"{msg.exception}: {msg.text}")
         else:  # no error word: only a message that starts like a known one
             match = catalog.match(msg.text, indexed_only=True) or (catalog.match_cut(msg.text) if no == last else None)
         if not error and (match is None or match.innermost.severity == "info"):
             continue  # a line without an error word is an event only when the catalog knows it as one
         log.error_lines += 1
-        event = ErrorEvent(Evidence(path, no, line), msg, match, log.error_lines)
+        event = ErrorEvent(Evidence(path, no, line), msg, match, log.error_lines, frame if msg.exception else "")
+        frame = ""
         last_error, explains = 0, bool(last_error and no - last_error <= 2)
         log.add(event)
         if explains:  # the line after "Last error:" says what the failure just before it was: it reads first
