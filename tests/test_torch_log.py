@@ -466,3 +466,13 @@ def test_ranks_text_and_victims_without_a_rank():
                                   ChildFailure(None, 1, "h", -15, 11, "", "", "t", "", False, (e,))])
     victims = [f for f in analyze_events(ev)[0] if "SIGTERM" in f.summary]
     assert victims[0].summary.startswith("unnamed ranks stopped by the agent")
+
+
+def test_real_uncaught_exception_is_read_by_the_error_lines_with_its_frame(torchrun_runs):
+    """The traceback a real rank prints (torchrun's output): its last line is an error line even
+    without an error word in the message, quoted with its class and the frame that raised it."""
+    from hangdbg.evidence.error_lines.reader import READER as LINES
+    log, _ = torchrun_runs["raise"]
+    rep = LINES.read([str(log)])
+    raised = [f for f in rep.findings if f.kind == "rank-error" and "rank 1 failed on purpose" in f.summary]
+    assert raised and "RuntimeError" in raised[0].summary and "job.py:" in raised[0].summary
