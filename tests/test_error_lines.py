@@ -146,3 +146,16 @@ def test_a_bare_exception_class_still_reads_as_its_catalog_entry(tmp_path):
 def test_a_python_warning_class_is_no_exception(tmp_path):
     rep = _read(tmp_path, "/x.py:3: UserWarning: this will change\n  warnings.warn(\n", "train.log")
     assert not [f for f in rep.findings if f.kind is Kind.RANK_ERROR]
+
+
+def test_the_exception_of_a_rank_another_reader_suspects_is_its_cause(tmp_path):
+    from conftest import main_json, suspects
+    (tmp_path / "train.log").write_text(
+        '[rank1]: Traceback (most recent call last):\n[rank1]:   File "/work/train.py", line 10, in <module>\n'
+        '[rank1]:     x = batch["labels"]\n[rank1]: KeyError: \'labels\'\n' + "".join(
+            f"[rank{r}]:[E1126 00:32:28.123456789 ProcessGroupNCCL.cpp:632] [Rank {r}] Watchdog caught collective "
+            f"operation timeout: WorkNCCL(SeqNum=5, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=600000) ran "
+            f"for 600123 milliseconds before timing out.\n" for r in (0, 2)))
+    rc, doc = main_json("report", str(tmp_path))
+    assert rc == 3 and "KeyError: 'labels'" in doc["headline"] and "rank 1" in doc["headline"]
+    assert {tuple(f["ranks"]) for f in suspects(doc)} == {(1,)}

@@ -12,7 +12,9 @@ NCCL init failure with its error chain). Then:
 2. (:func:`promote_first_failure`) where no reader names a suspect, the earliest root-class event
    of the error lines names the culprit (the catalog's first failure, even one whose line alone is
    only a warning: ``Unable to resolve hostname ... Using the loopback`` before every timeout);
-3. a launch mistake (:attr:`~hangdbg.model.Kind.LAUNCH_ERROR`, a suspect) is the cause of the
+3. an uncaught exception of a rank that another reader names a suspect (a rank that printed no
+   watchdog timeout, one that failed first) is that rank's own failure: a suspect too;
+4. a launch mistake (:attr:`~hangdbg.model.Kind.LAUNCH_ERROR`, a suspect) is the cause of the
    process failures that follow it: the suspects that blame a rank or a node for ending (a failed
    child, an init that failed or never completed, a crash) become warnings that say so. Hardware
    findings stay suspects: a fault is a fault.
@@ -63,12 +65,23 @@ def chain(findings: Sequence[Finding]) -> list[Finding]:
             if any(same_kind.get((f.kind, k), 99) <= SEVERITY_ORDER[f.severity] for k in keys):
                 continue  # the same conclusion, from a reader that saw more of it
         out.append(f)
+    out = _own_exceptions(out)
     launch = next((f for f in out if f.kind is Kind.LAUNCH_ERROR and f.severity is Severity.SUSPECT), None)
     if launch is None:
         return out
     cause = launch.summary.split(":", 2)[1].strip() if launch.summary.count(":") >= 2 else launch.summary
     return [replace(f, severity=Severity.WARNING, summary=f"{f.summary} (a consequence of the launch mistake: {cause})")
             if f.severity is Severity.SUSPECT and f.kind in ECHOES_OF_LAUNCH else f for f in out]
+
+
+def _own_exceptions(findings: list[Finding]) -> list[Finding]:
+    """An uncaught exception the error lines quote (a warning) for a rank another reader already names
+    a suspect is that suspect's own failure: it is made a suspect too, saying so."""
+    blamed = {r for f in findings if f.severity is Severity.SUSPECT and f.source is not SourceKind.ERROR_LINES
+              for r in f.ranks}
+    return [replace(f, severity=Severity.SUSPECT, summary=f"{f.summary} (the suspect rank's own exception)")
+            if f.source is SourceKind.ERROR_LINES and f.kind is Kind.RANK_ERROR and f.severity is Severity.WARNING
+            and f.ranks and set(f.ranks) <= blamed else f for f in findings]
 
 
 def promote_first_failure(findings: Sequence[Finding], first_id: str) -> list[Finding]:
