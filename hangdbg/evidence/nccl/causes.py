@@ -143,9 +143,9 @@ def _net_error_findings(log: NcclLog) -> list[Finding]:
         why = "refused" if any("refused" in (p.retry_ev.text if p.retry_ev else "") for p in procs) else "failed"
         out.append(Finding(
             Kind.NCCL_CONNECT_FAILED,
-            f"{_names(procs)} on {host}: connect {why} {n} time{'s' if n != 1 else ''} (NCCL kept retrying): nothing "
-            "listens at the address it connects to - the bootstrap root or a peer is not up, died, or is looked for "
-            "at the wrong address",
+            f"{_names(procs)} on {host}: connection {why} {n} time{'s' if n != 1 else ''} (NCCL kept retrying): "
+            "nothing listens at the address it connects to - the bootstrap root or a peer is not up, died, could not "
+            "open its port (taken by a stale run of the job), or is looked for at the wrong address",
             ranks=_ranks(procs), hosts=(host,), evidence=tuple(p.retry_ev for p in procs[:MAX_EV] if p.retry_ev),
             action="check that the rank-0 / bootstrap-root process is alive and that MASTER_ADDR (NCCL_COMM_ID) and "
                    f"the interface {host} uses (NCCL_SOCKET_IFNAME) reach it"))
