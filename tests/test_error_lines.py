@@ -159,3 +159,12 @@ def test_the_exception_of_a_rank_another_reader_suspects_is_its_cause(tmp_path):
     rc, doc = main_json("report", str(tmp_path))
     assert rc == 3 and "KeyError: 'labels'" in doc["headline"] and "rank 1" in doc["headline"]
     assert {tuple(f["ranks"]) for f in suspects(doc)} == {(1,)}
+
+
+def test_a_node_named_only_by_its_address_is_the_host_of_an_environment_fault(tmp_path):
+    text = ("Memory on the node (IP: 10.0.167.26, ID: abc) where the task (task ID: 1, name=x, pid=2, memory "
+            "used=0.05GB) was running was 219.41GB / 230.40GB (0.952289), which exceeds the memory usage threshold "
+            "of 0.95. Ray killed this worker\n")
+    rep = _read(tmp_path, text, "raylet.out")
+    (f,) = [f for f in rep.findings if f.kind is Kind.RESOURCE_ERROR]
+    assert f.hosts == ("10.0.167.26",) and not f.ranks

@@ -14,6 +14,7 @@ the rank that printed them is a victim.
 
 from __future__ import annotations
 
+import ipaddress
 import re
 from collections import Counter
 from dataclasses import dataclass
@@ -60,6 +61,9 @@ def _who(g: _Group) -> tuple[tuple[int, ...], tuple[str, ...], tuple[str, ...], 
                               for m in _PCI.finditer(e.evidence.text)}))
     if g.entry.blame is Blame.LAUNCH:
         return (), (), (), "the launch configuration"
+    if not hosts and g.entry.blame in (Blame.ENVIRONMENT, Blame.HARDWARE):  # a node the message names by address
+        hosts = tuple(sorted({ip for e in g.events if e.match is not None for f in _fields(e.match)
+                              if (ip := _address(f))}))[:8]
     if g.entry.blame is not Blame.HARDWARE and g.entry.blame is not Blame.SELF:
         gpus = ()
     words = []
@@ -73,6 +77,24 @@ def _who(g: _Group) -> tuple[tuple[int, ...], tuple[str, ...], tuple[str, ...], 
         pids = sorted({e.message.pid for e in g.events if e.message.pid is not None})
         words.append(f"pid {', '.join(map(str, pids[:4]))}" if pids else "a process of the job")
     return ranks, hosts, gpus, " ".join(words)
+
+
+def _fields(m) -> list[str]:
+    """The texts every match of the chain captured."""
+    out = []
+    while m is not None:
+        out += list(m.fields)
+        m = m.inner
+    return out
+
+
+def _address(text: str) -> str:
+    """``text`` as an IP address (``10.0.0.5``, ``10.0.0.5<41234>``, ``fe80::1%ib0``), else ""."""
+    t = text.strip().strip("[]()").split("<", 1)[0].split("%", 1)[0].strip("[]")
+    try:
+        return str(ipaddress.ip_address(t))
+    except ValueError:
+        return ""
 
 
 def _quote(e: ErrorEvent) -> str:
