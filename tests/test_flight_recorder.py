@@ -109,7 +109,9 @@ def test_real_dump_layout_is_what_the_project_checked(real_dumps):
     js = json.loads((real_dumps / "json" / "nccl_trace_rank_0.json").read_text())
     assert js["version"] == "2.10" and list(js["pg_config"]) == [""] and js["entries"][0]["process_group"] == ["0", "default_pg"]
     d = load_dump(str(real_dumps / "json" / "nccl_trace_rank_2.json"))
-    assert d.rank == 2 and d.fmt == "json" and d.pg_status[0][2] >= 3  # JSON pg_status values are strings
+    # JSON pg_status values are strings, read as numbers; how far gloo got before the dump is timing
+    # (seq 3 completed on a quiet machine, only seq 2 under load): the seqs before it always completed
+    assert d.rank == 2 and d.fmt == "json" and isinstance(d.pg_status[0][2], int) and d.pg_status[0][2] >= 2
 
 
 def test_torchfrtrace_fails_where_hangdbg_reads(real_dumps, tmp_path):
