@@ -17,8 +17,8 @@ from functools import lru_cache
 from importlib import resources
 from typing import Any, Iterable
 
-from .entry import ID_RE, Blame, CatalogEntry, Role, Syntax
-from .pattern import FormatError, compile_cut, compile_format, literal_length
+from .entry import ID_RE, Blame, CatalogEntry, EntryPattern, Role, Syntax
+from .pattern import FormatError, LazyPattern, compile_cut, compile_format, format_regex, literal_length
 
 __all__ = ["Catalog", "CatalogError", "Match", "load", "parse_entries", "SEVERITIES", "MIN_LITERAL"]
 
@@ -271,8 +271,9 @@ def parse_entries(doc: dict[str, Any], name: str) -> list[CatalogEntry]:
         if not ID_RE.match(raw["id"]):
             raise CatalogError(f"{where}: id {raw['id']!r} is not of the form domain.name")
         fmt = str(raw["format"]).rstrip("\n")
-        try:
-            pattern = compile_format(fmt, syntax)
+        try:  # a regex is compiled now (its example is checked); a format's own regex on first use
+            pattern: EntryPattern = compile_format(fmt, syntax) if syntax is Syntax.REGEX \
+                else LazyPattern(format_regex(fmt, syntax))
         except FormatError as exc:
             raise CatalogError(f"{where}: {exc}") from exc
         lit = literal_length(fmt, syntax)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from enum import Enum
+from typing import Protocol
 
 __all__ = ["Blame", "Role", "Syntax", "CatalogEntry", "ID_RE"]
 
@@ -45,6 +46,16 @@ class Syntax(str, Enum):
     REGEX = "regex"  # a regular expression (needs an example)
 
 
+class EntryPattern(Protocol):
+    """What the catalog uses of an entry's regex: a compiled ``re.Pattern`` or the loader's
+    :class:`~hangdbg.catalog.pattern.LazyPattern` (compiled on first use)."""
+
+    @property
+    def pattern(self) -> str: ...
+
+    def match(self, text: str) -> re.Match[str] | None: ...
+
+
 @dataclass(frozen=True, slots=True)
 class CatalogEntry:
     """One upstream message.
@@ -62,7 +73,8 @@ class CatalogEntry:
         action: what to do ("" for context).
         versions: the upstream versions it was seen in (``first..last``), "" when not known.
         example: one line as printed (required for :attr:`Syntax.REGEX`).
-        pattern: the compiled regex, matched at the start of a message (set by the loader).
+        pattern: the regex, matched at the start of a message (set by the loader; a regex entry's is
+            compiled at load, a format's on its first use).
         literal: the number of literal characters of ``format`` (its specificity).
     """
 
@@ -78,5 +90,5 @@ class CatalogEntry:
     action: str
     versions: str = ""
     example: str = ""
-    pattern: re.Pattern[str] = field(default=re.compile(""), compare=False, repr=False)
+    pattern: EntryPattern = field(default=re.compile(""), compare=False, repr=False)
     literal: int = 0

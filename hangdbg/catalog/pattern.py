@@ -15,7 +15,8 @@ import re
 
 from .entry import Syntax
 
-__all__ = ["compile_format", "compile_cut", "literal_length", "sample", "MAX_FIELD", "FormatError"]
+__all__ = ["compile_format", "compile_cut", "format_regex", "literal_length", "sample", "LazyPattern", "MAX_FIELD",
+           "FormatError"]
 
 MAX_FIELD = 400
 """Longest text a ``%s`` / ``{}`` placeholder matches (characters)."""
@@ -55,7 +56,7 @@ def _field(n: int) -> str:
 
 
 def compile_format(fmt: str, syntax: Syntax) -> re.Pattern[str]:
-    """The anchored, bounded regex of ``fmt`` (to be used with ``match``).
+    """The anchored, bounded regex of ``fmt`` (to be used with ``match``), compiled.
 
     Args:
         fmt: the upstream format string.
@@ -67,17 +68,57 @@ def compile_format(fmt: str, syntax: Syntax) -> re.Pattern[str]:
     Raises:
         FormatError: ``fmt`` is not a well-formed format of ``syntax``.
     """
+    body = format_regex(fmt, syntax)
+    try:
+        return re.compile(body)
+    except re.error as exc:
+        raise FormatError(f"bad regex: {exc}") from exc
+
+
+class LazyPattern:
+    """A regex compiled on its first use (the catalog's 2,000 patterns are mostly never needed: a
+    cheap substring test turns a message away first). Offers what the catalog calls of a pattern."""
+
+    __slots__ = ("pattern", "_rx")
+
+    def __init__(self, pattern: str) -> None:
+        self.pattern = pattern
+        self._rx: re.Pattern[str] | None = None
+
+    @property
+    def compiled(self) -> re.Pattern[str]:
+        """The compiled regex.
+
+        Raises:
+            re.error: the pattern does not compile (the catalog's tests compile every entry).
+        """
+        if self._rx is None:
+            self._rx = re.compile(self.pattern)
+        return self._rx
+
+    def match(self, text: str) -> re.Match[str] | None:
+        return self.compiled.match(text)
+
+    def fullmatch(self, text: str) -> re.Match[str] | None:
+        return self.compiled.fullmatch(text)
+
+    def search(self, text: str) -> re.Match[str] | None:
+        return self.compiled.search(text)
+
+
+def format_regex(fmt: str, syntax: Syntax) -> str:
+    """The source of :func:`compile_format`'s regex, not compiled (a regex entry's own text).
+
+    Raises:
+        FormatError: ``fmt`` is not a well-formed format of ``syntax``.
+    """
     if syntax is Syntax.REGEX:
-        try:
-            return re.compile(fmt)
-        except re.error as exc:
-            raise FormatError(f"bad regex: {exc}") from exc
+        return fmt
     lead = re.match(r"""['"`]+""", fmt)
     if lead is not None:  # a quote a paste or a log prefix may have taken: optional
-        tail = compile_format(fmt[lead.end():], syntax)
-        return re.compile(f"['\"`]{{0,{lead.end()}}}" + tail.pattern)
+        return f"['\"`]{{0,{lead.end()}}}" + format_regex(fmt[lead.end():], syntax)
     if syntax is Syntax.LITERAL:
-        return re.compile(_text(fmt.strip()))
+        return _text(fmt.strip())
     out: list[str] = []
     pos = n = 0
     fields = _PRINTF if syntax is Syntax.PRINTF else _PY_FIELD
@@ -107,11 +148,7 @@ def compile_format(fmt: str, syntax: Syntax) -> re.Pattern[str]:
     out.append(_text(rest))
     body = "".join(out)
     # a trailing blank run must not demand a blank after the message
-    body = re.sub(r"(\\s\+)+$", "", body)
-    try:
-        return re.compile(body)
-    except re.error as exc:  # pragma: no cover - every piece is escaped or a fixed class
-        raise FormatError(f"bad pattern from {fmt!r}: {exc}") from exc
+    return re.sub(r"(\\s\+)+$", "", body)
 
 
 def _pieces(fmt: str, syntax: Syntax) -> list[tuple[bool, str]]:
