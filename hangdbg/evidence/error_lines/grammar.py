@@ -144,12 +144,13 @@ def _wrapped(log: ErrorLog, path: str, no: int, line: str, catalog: Catalog) -> 
     return True
 
 
-def _unpadded(text: str, catalog: Catalog) -> str:
+def _unpadded(text: str, catalog: Catalog) -> tuple[str, Match | None]:
     """``text`` without the runs of blanks a terminal's wrap leaves when pasted (``... after 600s w``
     + 200 blanks + ``hile trying ...``): the wrap fell inside a word (joined) or between two (one
-    blank); the reading the catalog knows wins, else the one with a blank."""
+    blank); the reading the catalog knows wins (with its match), else the one with a blank (None)."""
     joined = _PAD.sub("", text.rstrip())
-    return joined if catalog.search(joined) is not None else _PAD.sub(" ", text.rstrip())
+    match = catalog.search(joined)
+    return (joined, match) if match is not None else (_PAD.sub(" ", text.rstrip()), None)
 
 
 def _first_of_block(log: ErrorLog, path: str) -> None:
@@ -210,10 +211,12 @@ def scan_file(path: str, catalog: Catalog, log: ErrorLog) -> None:
             bool(msg.exception) and not _BENIGN_EXC.search(msg.exception))  # the last line of a traceback
         if not error and not _WORDY.search(msg.text):
             continue  # a number, a path, a bar: no message to look up
+        joined: Match | None = None
         if error and _PAD.search(msg.text):
-            msg = replace(msg, text=_unpadded(msg.text, catalog))
+            text, joined = _unpadded(msg.text, catalog)
+            msg = replace(msg, text=text)
         if error:
-            match = catalog.search(msg.text) or (catalog.match_cut(msg.text) if no == last else None)
+            match = joined or catalog.search(msg.text) or (catalog.match_cut(msg.text) if no == last else None)
             if match is None and msg.exception and msg.text != msg.exception:  # an entry for the class itself
                 match = catalog.match(f"{msg.exception}: {msg.text}")
         else:  # no error word: only a message that starts like a known one
