@@ -212,3 +212,28 @@ def test_more_prefixes_are_peeled(line, rank, host):
 def test_a_word_before_an_exception_is_no_host():
     msg = parse_line("RuntimeError: CUDA error: an illegal memory access was encountered")
     assert msg.host is None and msg.text.startswith("CUDA error")
+
+
+@pytest.mark.parametrize("line", [
+    "Socket creation failed : Address family not supported by protocol",      # no tag (an older build)
+    "NET/Socket : Socket creation failed : Address family not supported",     # another release's tag
+    "Net : Socket creation failed : Address family not supported by protocol",  # the 2.3-2.15 tag
+])
+def test_an_nccl_warn_is_read_whatever_subsystem_tag_its_release_printed(line):
+    m = load().search(line)
+    assert m is not None and m.entry.id == "nccl.net-socket-creation-failed"
+
+
+def test_the_tagged_format_wins_over_its_untagged_reading():
+    m = load().match("ncclSocketInit: Socket creation failed : Address family not supported by protocol")
+    assert m is not None and m.entry.id == "nccl.ncclsocketinit-socket-creation-failed"
+    assert m.entry.format.startswith("ncclSocketInit: ")
+
+
+def test_an_untagged_reading_needs_enough_literal_text():
+    from hangdbg.catalog.catalog import MID_LINE_LITERAL, _untagged
+    short = next(e for e in load().entries if e.domain == "nccl" and e.format.startswith("NET/IB : ")
+                 and len(e.format) - len("NET/IB : ") < MID_LINE_LITERAL)
+    assert _untagged(short) is None
+    pytorch = next(e for e in load().entries if e.domain == "pytorch" and ": " in e.format[:30])
+    assert _untagged(pytorch) is None  # only NCCL renames its tags

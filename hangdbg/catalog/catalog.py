@@ -98,14 +98,47 @@ def _first_word(text: str) -> str:
     return m.group(0) if m is not None else ""
 
 
+_NCCL_TAG = re.compile(r"([A-Za-z][A-Za-z0-9_/]*) ?: (?=[A-Za-z])")
+"""The subsystem or function tag that leads many NCCL ``WARN`` formats (``NET/IB : ``,
+``ncclSocketInit: ``): NCCL renames it between releases while the text after it stays
+(``Net : Socket creation failed : %s`` in 2.3-2.15 src/include/socket.h and misc/socket.cc,
+``ncclSocketInit: Socket creation failed : %s`` in 2.16-2.23, neither tag in some builds)."""
+
+
+def _untagged(e: CatalogEntry) -> CatalogEntry | None:
+    """``e`` read without its NCCL subsystem tag (:data:`_NCCL_TAG`): the same entry (id, meaning,
+    source) whose pattern is the format's text after the tag, when that text still has
+    :data:`MID_LINE_LITERAL` literal characters; None for other entries."""
+    if e.domain != "nccl" or e.syntax is not Syntax.PRINTF:
+        return None
+    m = _NCCL_TAG.match(e.format)
+    if m is None:
+        return None
+    tail = e.format[m.end():]
+    lit = literal_length(tail, e.syntax)
+    if lit < MID_LINE_LITERAL:
+        return None
+    return replace(e, format=tail, pattern=LazyPattern(format_regex(tail, e.syntax)), literal=lit)
+
+
 class Catalog:
-    """The entries, indexed by the first word of their literal text."""
+    """The entries, indexed by the first word of their literal text.
+
+    An NCCL entry is also indexed without its subsystem tag (:func:`_untagged`), so a line of a
+    release that tagged the message otherwise (or not at all) still finds it; the tagged format has
+    more literal characters, so it wins where both match."""
 
     def __init__(self, entries: Iterable[CatalogEntry]) -> None:
         self.entries: tuple[CatalogEntry, ...] = tuple(entries)
         self._by_word: dict[str, list[CatalogEntry]] = {}
         self._always: list[CatalogEntry] = []
+        by_tail: dict[str, list[CatalogEntry]] = {}
         for e in self.entries:
+            if (a := _untagged(e)) is not None:
+                by_tail.setdefault(a.format, []).append(a)
+        # a text that several tags print with different meanings says nothing without its tag
+        aliases = [a for same in by_tail.values() if len({a.meaning for a in same}) == 1 for a in same]
+        for e in (*self.entries, *aliases):
             key = _first_word(e.format) if e.syntax is not Syntax.REGEX else ""
             rest = e.format.lstrip(_LEAD)[len(key):len(key) + 1]
             if key and (rest in ("%", "{") or (e.syntax is Syntax.PRINTF and rest == "_")):
@@ -113,7 +146,7 @@ class Catalog:
             (self._by_word.setdefault(key, []) if key else self._always).append(e)
         for lst in (*self._by_word.values(), self._always):
             lst.sort(key=lambda e: -e.literal)
-        self._need = {e.id: _needed(e) for e in self.entries}
+        self._need = {id(e): _needed(e) for e in (*self.entries, *aliases)}  # by object: an alias shares its id
 
     def __len__(self) -> int:
         return len(self.entries)
@@ -186,7 +219,7 @@ class Catalog:
             for e in group:
                 if best is not None and e.literal <= best[0].literal:
                     break
-                if need[e.id] not in low:  # a text the message must hold (a C substring test first)
+                if need[id(e)] not in low:  # a text the message must hold (a C substring test first)
                     continue
                 m = e.pattern.match(text)
                 if m is not None:
