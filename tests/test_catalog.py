@@ -232,8 +232,9 @@ def test_the_tagged_format_wins_over_its_untagged_reading():
 
 def test_an_untagged_reading_needs_enough_literal_text():
     from hangdbg.catalog.catalog import MID_LINE_LITERAL, _untagged
-    short = next(e for e in load().entries if e.domain == "nccl" and e.format.startswith("NET/IB : ")
-                 and len(e.format) - len("NET/IB : ") < MID_LINE_LITERAL)
-    assert _untagged(short) is None
+    short = next(e for e in load().entries if e.format == "socketProgressOpt: abort called")
+    assert _untagged(short) is None and len("abort called") < MID_LINE_LITERAL
+    literal = next(e for e in load().entries if e.format == "NET/Socket : No usable listening interface found")
+    assert _untagged(literal).format == "No usable listening interface found"
     pytorch = next(e for e in load().entries if e.domain == "pytorch" and ": " in e.format[:30])
     assert _untagged(pytorch) is None  # only NCCL renames its tags

@@ -109,7 +109,7 @@ def _untagged(e: CatalogEntry) -> CatalogEntry | None:
     """``e`` read without its NCCL subsystem tag (:data:`_NCCL_TAG`): the same entry (id, meaning,
     source) whose pattern is the format's text after the tag, when that text still has
     :data:`MID_LINE_LITERAL` literal characters; None for other entries."""
-    if e.domain != "nccl" or e.syntax is not Syntax.PRINTF:
+    if e.domain != "nccl" or e.syntax is Syntax.REGEX:
         return None
     m = _NCCL_TAG.match(e.format)
     if m is None:
