@@ -238,3 +238,24 @@ def test_an_untagged_reading_needs_enough_literal_text():
     assert _untagged(literal).format == "No usable listening interface found"
     pytorch = next(e for e in load().entries if e.domain == "pytorch" and ": " in e.format[:30])
     assert _untagged(pytorch) is None  # only NCCL renames its tags
+
+
+@pytest.mark.parametrize("line, entry_id", [
+    ("cuMemCreate failed with CUDA_ERROR_OUT_OF_MEMORY", "cuda.curesult.out-of-memory"),
+    ("Triton Error [CUDA]: CUDA_ERROR_ILLEGAL_ADDRESS", "cuda.curesult.illegal-address"),
+    ("CUDARuntimeError: cudaErrorMemoryAllocation: out of memory", "cuda.cudaerror.memory-allocation"),
+])
+def test_a_cuda_error_enum_name_is_read_anywhere_in_a_line(line, entry_id):
+    m = load().search(line)
+    assert m is not None and m.entry.id == entry_id
+    assert m.entry.severity == "suspect" and m.entry.role is Role.ROOT
+
+
+def test_an_enum_name_inside_a_longer_word_is_not_read():
+    assert load().search("the variable MY_CUDA_ERROR_OUT_OF_MEMORY_COUNT went up") is None
+
+
+def test_driver_and_runtime_names_of_one_value_mean_the_same():
+    cat = load()
+    assert cat.get("cuda.curesult.illegal-address").blame is cat.get("cuda.illegal-address").blame
+    assert "= 700" in cat.get("cuda.curesult.illegal-address").meaning

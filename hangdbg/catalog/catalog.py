@@ -146,6 +146,7 @@ class Catalog:
             (self._by_word.setdefault(key, []) if key else self._always).append(e)
         for lst in (*self._by_word.values(), self._always):
             lst.sort(key=lambda e: -e.literal)
+        self._names = {e.format: e for e in self.entries if e.syntax is Syntax.LITERAL and _NAME.fullmatch(e.format)}
         self._need = {id(e): _needed(e) for e in (*self.entries, *aliases)}  # by object: an alias shares its id
 
     def __len__(self) -> int:
@@ -267,6 +268,11 @@ MID_LINE_LITERAL = 16
 _MAX_TRIES = 8
 
 
+_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{9,}")
+"""An entry whose whole format is one identifier (an enum name: ``CUDA_ERROR_OUT_OF_MEMORY``,
+``cudaErrorIllegalAddress``) is found anywhere in a message, as a whole word."""
+
+
 def _search(cat: "Catalog", message: str) -> Match | None:
     m = cat.match(message)
     if m is not None:
@@ -277,6 +283,11 @@ def _search(cat: "Catalog", message: str) -> Match | None:
         m = cat.match(message[sep.end():])
         if m is not None and m.entry.literal >= MID_LINE_LITERAL:
             return m
+    if cat._names:
+        for word in _NAME.finditer(message[:2000]):
+            e = cat._names.get(word.group(0))
+            if e is not None and not message[word.end():word.end() + 1].isalnum():
+                return Match(e)
     return None
 
 
