@@ -168,3 +168,18 @@ def test_a_node_named_only_by_its_address_is_the_host_of_an_environment_fault(tm
     rep = _read(tmp_path, text, "raylet.out")
     (f,) = [f for f in rep.findings if f.kind is Kind.RESOURCE_ERROR]
     assert f.hosts == ("10.0.167.26",) and not f.ranks
+
+
+def test_a_launcher_line_with_a_signal_exit_status_says_which_signal(tmp_path):
+    line = ("[2023-03-01 10:00:00,123] [ERROR] [launch.py:324:sigkill_handler] ['/usr/bin/python', '-u', "
+            "'train.py', '--local_rank=0'] exits with return code = -9\n")
+    (tmp_path / "job.log").write_text(line)
+    rc, doc = main_json("logs", str(tmp_path / "job.log"))
+    s = _suspects(doc)
+    assert rc == 3 and len(s) == 1 and "SIGKILL" in s[0]["summary"] and "OOM killer" in s[0]["summary"]
+
+
+def test_a_launcher_line_with_exit_status_zero_is_no_failure(tmp_path):
+    line = "[2023-03-01 10:00:00,123] [INFO] [launch.py:351:main] Process 1234 exits successfully.\n" \
+           "['/usr/bin/python', 'train.py'] exits with return code = 0\n"
+    assert not [f for f in _read(tmp_path, line).findings if f.severity is Severity.SUSPECT]

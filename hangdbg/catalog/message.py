@@ -74,7 +74,8 @@ ERROR_WORDS = re.compile(
     r"\b(?:error|errors|fail|failed|failure|fatal|abort|aborted|aborting|exception|traceback|timed? ?out|timeout|"
     r"killed|kill|segmentation fault|segfault|bus error|core dumped|signal|sig(?:kill|term|segv|bus|abrt)|oom|"
     r"out of memory|denied|refused|unreachable|xid|panic|cannot|could not|couldn't|unable to|mismatch|illegal|"
-    r"invalid|corrupt(?:ed)?|no space left|exited with|exit code|exitcode|died|dead|unhandled|not found)\b",
+    r"invalid|corrupt(?:ed)?|no space left|exited with|exits with|exit code|exitcode|return code|died|dead|unhandled|"
+    r"not found)\b",
     re.IGNORECASE)
 """Words that make a line look like an error (for :func:`looks_like_error`)."""
 # a level word marks a line benign, not a setting a message names ("run with NCCL_DEBUG=INFO for details")
@@ -82,11 +83,12 @@ ERROR_STEMS: tuple[str, ...] = (
     "error", "fail", "warn", "fatal", "abort", "exception", "traceback", "timeout", "timed out", "killed", "kill",
     "fault", "bus error", "core dumped", "signal", "sig", "oom", "out of memory", "denied", "refused", "unreachable",
     "xid", "panic", "cannot", "could not", "couldn't", "unable to", "mismatch", "illegal", "invalid", "corrupt",
-    "no space left", "exit", "died", "dead", "unhandled", "not found")
+    "no space left", "exit", "return code", "died", "dead", "unhandled", "not found")
 """Lowercase substrings one of which every line :data:`ERROR_WORDS` matches holds (a cheap first test,
 also given to ``grep -F -i`` for large files)."""
 _BENIGN = re.compile(r"NCCL (?:INFO|TRACE)|UserWarning|FutureWarning|DeprecationWarning|(?<!=)\bINFO\b|(?<!=)\bDEBUG\b"
-                     r"|\b(?:0|no) errors?\b|error_file:\s*$|ignore|retrying|will retry", re.IGNORECASE)
+                     r"|\b(?:0|no) errors?\b|error_file:\s*$|ignore|retrying|will retry"
+                     r"|\b(?:exit|return)[ _]?(?:code|status)\s*[:=]?\s*0\b", re.IGNORECASE)  # success
 
 
 @dataclass(frozen=True, slots=True)

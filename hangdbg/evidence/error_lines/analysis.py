@@ -21,6 +21,7 @@ from dataclasses import dataclass
 
 from ...catalog.entry import Blame, CatalogEntry, Role
 from ...catalog.nccl_areas import areas_of
+from ...exit_status import describe, exit_code_in
 from ...model import Evidence, Finding, Kind, Severity
 from ...rankset import ranks_text
 from .facts import EntryCount, ErrorLinesFacts
@@ -200,6 +201,9 @@ def _finding(g: _Group, severity: Severity, after: _Group | None) -> Finding:
     areas = areas_of(srcs)
     where = f" (NCCL {', '.join(srcs[:3])}" + (f": {'; '.join(areas)}" if areas else "") + ")" if srcs else ""
     summary = f"{who}: {e.meaning}: \u201c{_quote(g.first)}\u201d{where}" + (f" ({n} lines)" if n > 1 else "")
+    code = exit_code_in(g.first.message.text)
+    if code is not None and describe(code):
+        summary += f"; exit status {describe(code)}"
     if after is not None:
         summary += f"; after the first failure ({after.entry.id})"
     kind = Kind.ECHO if e.role is Role.CONSEQUENCE and e.blame is not Blame.PEER else _KIND[e.blame]
