@@ -145,6 +145,11 @@ def test_parse_line_peels_prefixes(line, text, rank, host):
     ("vm:1:1 [0] init.cc:9 NCCL WARN something", True),
     ("RuntimeError: CUDA error: out of memory", True),
     ("epoch 3 loss 0.25", False),
+    ("  rdzv_configs     : {'timeout': 900}", False),  # a timeout setting, not an event
+    ("dist.init_process_group('nccl', timeout=1800)", False),
+    ("[Rank 0] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=1, OpType=ALLREDUCE, Timeout(ms)=600000)",
+     True),
+    ("RuntimeError: Socket Timeout", True),
 ])
 def test_looks_like_error(line, err):
     assert looks_like_error(line) is err

@@ -91,6 +91,11 @@ _BENIGN = re.compile(r"NCCL (?:INFO|TRACE)|UserWarning|FutureWarning|Deprecation
                      r"|\b(?:exit|return)[ _]?(?:code|status)\s*[:=]?\s*0\b", re.IGNORECASE)  # success
 
 
+_TIMEOUT_SETTING = re.compile(r"""['"]\w*time_?out\w*['"]\s*:\s*\d|\b\w*time_?out\w*=\d""", re.IGNORECASE)
+"""A timeout that is a setting, not an event: a dict or JSON key (torchelastic's launch-config dump
+``rdzv_configs : {'timeout': 900}``) or a keyword/variable (``timeout=1800``)."""
+
+
 @dataclass(frozen=True, slots=True)
 class Message:
     """One log line's message and what its prefixes said.
@@ -196,4 +201,6 @@ def looks_like_error(line: str) -> bool:
     low = line.lower()
     if not any(s in low for s in ERROR_STEMS):
         return False
+    if "time" in low:
+        line = _TIMEOUT_SETTING.sub(" ", line)
     return ERROR_WORDS.search(line) is not None and _BENIGN.search(line) is None

@@ -939,8 +939,12 @@ R("socket-bind-failed", SOCK, "The server socket has failed to bind to", "launch
 R("socket-listen-failed", SOCK, "The server socket has failed to listen on {} {}", "launch", "root", "suspect",
   "the store server could not listen on the address", "choose a free MASTER_PORT")
 R("socket-connect-timeout", SOCK, "The client socket has timed out after", "launch", "root", "warning",
-  "this rank could not connect to the store (MASTER_ADDR:MASTER_PORT) before the timeout",
-  "check MASTER_ADDR/MASTER_PORT, that the host serving the store is up, and firewalls between the nodes")
+  "this rank could not connect to the store (MASTER_ADDR:MASTER_PORT, or torchrun's --rdzv-endpoint) before the "
+  "timeout: nothing was listening there - the process that hosts the store (rank 0, or the torchrun agent on the "
+  "endpoint's host, which hosts it only when it recognises that address as its own) was not up, or the address is "
+  "wrong or blocked",
+  "check MASTER_ADDR/MASTER_PORT or --rdzv-endpoint: it must name the store's node by an address that node knows as "
+  "its own (its hostname or one of its IPs), that node must be up, and firewalls must let the port through")
 R("socket-connect-any-failed", SOCK, "The client socket has failed to connect to any network address of", "launch",
   "root", "warning", "this rank could not connect to the store address", "check MASTER_ADDR/MASTER_PORT and that "
   "the store host is up and reachable")
@@ -1157,6 +1161,42 @@ R("rdzv-hosts-store", ELA + "rendezvous/c10d_rendezvous_backend.py", "hosts the 
   "context", "info", "this process serves the rendezvous store", "")
 R("rdzv-port-absent", ELA + "rendezvous/static_tcp_rendezvous.py", "Port is absent in endpoint", "launch", "root",
   "suspect", "the static rendezvous endpoint has no port", "pass --master-port")
+RU = ELA + "rendezvous/utils.py"
+RAPI = ELA + "rendezvous/api.py"
+FIX_RDZV = ("pass --rdzv-endpoint HOST:PORT (or --master-addr/--master-port) with a reachable host and a free port, "
+            "the same on every node")
+R("rdzv-endpoint-bad-port", RU, "The port number of the rendezvous endpoint", "launch", "root", "suspect",
+  "the rendezvous endpoint has no valid port (an endpoint of None:None means the launcher got no address: a "
+  "mis-parsed launch command or an unset MASTER_ADDR/MASTER_PORT)", FIX_RDZV)
+R("rdzv-endpoint-bad-host", RU, "The hostname of the rendezvous endpoint", "launch", "root", "suspect",
+  "the rendezvous endpoint's host is not a valid hostname or IP address", FIX_RDZV)
+R("rdzv-config-string-format", RU, "The rendezvous configuration string must be in format", "launch", "root",
+  "suspect", "--rdzv-conf is not a comma-separated key=value list", "write --rdzv-conf as key1=value1,key2=value2")
+R("rdzv-config-option-no-value", RU, "must have a value specified.", "launch", "root", "suspect",
+  "a --rdzv-conf option has no value", "write --rdzv-conf as key1=value1,key2=value2")
+R("rdzv-config-option-not-int", RAPI, "does not represent a valid integer", "launch", "root", "suspect",
+  "a --rdzv-conf option that must be an integer is not one", "fix the value in --rdzv-conf")
+R("rdzv-min-nodes", RAPI, "The minimum number of rendezvous nodes", "launch", "root", "suspect",
+  "--nnodes gives a minimum of nodes that is not above zero", "pass --nnodes N or MIN:MAX with 0 < MIN <= MAX")
+R("rdzv-max-nodes", RAPI, "The maximum number of rendezvous nodes", "launch", "root", "suspect",
+  "--nnodes gives a maximum below its minimum", "pass --nnodes N or MIN:MAX with 0 < MIN <= MAX")
+R("rdzv-backend-not-registered", RAPI, "is not registered. Did you forget", "launch", "root", "suspect",
+  "--rdzv-backend names a rendezvous backend this PyTorch does not have (a typo, or etcd without its package)",
+  "use --rdzv-backend c10d (or static), or install the backend's package")
+R("rdzv-static-rank-absent", ELA + "rendezvous/static_tcp_rendezvous.py", "rank is absent in RendezvousParameters",
+  "launch", "root", "suspect", "the static rendezvous got no node rank", "pass --node-rank on every node")
+R("rdzv-static-endpoint-absent", ELA + "rendezvous/static_tcp_rendezvous.py",
+  "endpoint is absent in RendezvousParameters", "launch", "root", "suspect",
+  "the static rendezvous got no master address", "pass --master-addr and --master-port on every node")
+R("launcher-endpoint-missing", "torch/distributed/launcher/api.py", "Endpoint is missing in endpoint", "launch",
+  "root", "suspect", "the launcher got no rendezvous endpoint", "pass --master-addr and --master-port (or "
+  "--rdzv-endpoint)")
+R("launcher-port-missing", "torch/distributed/launcher/api.py", "port is missing in endpoint", "launch", "root",
+  "suspect", "the launcher's endpoint has no port", "pass --master-port (or HOST:PORT in --rdzv-endpoint)")
+R("run-nnodes-format", "torch/distributed/run.py", "is not in \"MIN:MAX\" format", "launch", "root", "suspect",
+  "--nnodes is neither a number nor MIN:MAX", "pass --nnodes N or --nnodes MIN:MAX")
+R("run-nproc-unsupported", "torch/distributed/run.py", "Unsupported nproc_per_node value", "launch", "root",
+  "suspect", "--nproc-per-node is not a number, gpu, cpu, xpu or auto", "give --nproc-per-node a number of processes")
 
 # --- torch.multiprocessing.spawn -----------------------------------------------------------------
 R("mp-process-terminated-error", "torch/multiprocessing/spawn.py", "terminated with the following error:",
