@@ -208,6 +208,14 @@ def test_bootstrap_on_a_virtual_interface_is_a_warning_with_the_physical_one_sug
     assert f.severity == "warning" and "NCCL_SOCKET_IFNAME=eno4" in f.action and "vethe94a" in f.summary
 
 
+def test_a_virtual_interface_with_failed_connections_is_the_suspect(tmp_path):
+    rep = read(tmp_path, "h:1:1 [0] NCCL INFO Bootstrap : Using [0]eno4:10.3.6.1<0> [1]vethe94a:fe80::a8%vethe94a<0>\n"
+                         + "h:1:2 [0] NCCL INFO Call to connect returned Connection refused, retrying\n" * 2)
+    [f] = [f for f in rep.findings if f.kind == "nccl-bootstrap"]
+    assert f.severity == "suspect" and "connections failed" in f.summary and "NCCL_SOCKET_IFNAME=eno4" in f.action
+    assert f.ranks == ()
+
+
 def test_the_first_ib_completion_error_is_quoted(tmp_path):
     warn = ("h:9:9 [4] ib_plugin.c:1615 NCCL WARN NET/IB : Got completion from peer 172.3.1.5<44206> with "
             "status={s} opcode=129 len=0 vendor err {v} (Recv)\n")
