@@ -1254,6 +1254,14 @@ FRAMEWORKS: list[E] = [
       m="Ray's memory monitor (Ray >= 2.55 wording) killed workers because the node's memory use passed the threshold",
       b="environment", r="root", s="suspect",
       a="reduce per-task memory or concurrency (memory= resource), or raise RAY_memory_usage_threshold"),
+    S("frameworks.ray.raylet-oom-summary", "printf",
+      "%d Workers (tasks / actors) killed due to memory pressure (OOM), %d Workers crashed due to other reasons at "
+      "node (ID: %s, IP: %s) over the last time period.", url=RAY_OOM,
+      m="the raylet's summary: Ray's memory monitor killed workers on that node because its host memory use passed "
+        "the threshold (the out-of-memory killer summary the Ray OOM-prevention page shows)",
+      b="environment", r="root", s="suspect",
+      a="give the node more memory or run fewer workers on it (request more CPUs/memory per task), or raise "
+        "RAY_memory_usage_threshold; `ray logs raylet.out -ip IP` names the killed workers"),
     S("frameworks.ray.worker-died-system-error", "literal",
       "A worker died or was killed while executing a task by an unexpected system error. To troubleshoot the "
       "problem, check the logs for the dead worker.",
