@@ -183,3 +183,10 @@ def test_a_launcher_line_with_exit_status_zero_is_no_failure(tmp_path):
     line = "[2023-03-01 10:00:00,123] [INFO] [launch.py:351:main] Process 1234 exits successfully.\n" \
            "['/usr/bin/python', 'train.py'] exits with return code = 0\n"
     assert not [f for f in _read(tmp_path, line).findings if f.severity is Severity.SUSPECT]
+
+
+def test_an_out_of_memory_error_names_the_gpu_its_message_names(tmp_path):
+    rep = _read(tmp_path, "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 20.00 MiB. GPU 3 has a total "
+                          "capacity of 79.10 GiB of which 1.2 MiB is free.\n")
+    (f,) = [f for f in rep.findings if f.kind is not Kind.UNRECOGNISED_ERROR]
+    assert f.gpus == ("GPU 3",) and "on GPU 3" in f.summary and f.ranks == ()

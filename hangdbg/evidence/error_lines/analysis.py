@@ -38,6 +38,10 @@ _KIND = {Blame.LAUNCH: Kind.LAUNCH_ERROR, Blame.HARDWARE: Kind.HARDWARE_ERROR, B
 _SEVERITY = {"suspect": Severity.SUSPECT, "warning": Severity.WARNING, "info": Severity.INFO}
 _PCI = re.compile(r"\b[0-9a-fA-F]{4,8}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}(?:\.[0-7])?\b")
 _NUMBERS = re.compile(r"0x[0-9a-fA-F]+|\d+")
+_GPU_WORDS = re.compile(r"\(GPU (\d{1,3});|\bon GPU (\d{1,3})\b|\bGPU (\d{1,3}) has a total capacity|\bdevice\(?type='cuda', index=(\d{1,3})"
+                        r"|\bcuda:(\d{1,3})\b")
+"""How PyTorch names the GPU in an error (its allocator's ``(GPU 0; 4.00 GiB total capacity ...)`` and
+``GPU 0 has a total capacity of``, c10's ``cuda:3``, a ``torch.device``): the process's visible index."""
 
 
 @dataclass
@@ -57,6 +61,9 @@ def _who(g: _Group) -> tuple[tuple[int, ...], tuple[str, ...], tuple[str, ...], 
     hosts = tuple(sorted({e.message.host for e in g.events if e.message.host}))
     gpus = tuple(sorted({f"{e.message.host}:{e.message.dev}" if e.message.host else f"cuda device {e.message.dev}"
                          for e in g.events if e.message.dev is not None and e.message.dev >= 0}))
+    if g.entry.blame in (Blame.SELF, Blame.HARDWARE) and not gpus:  # the GPU the message itself names
+        gpus = tuple(sorted({f"{e.message.host + ':' if e.message.host else ''}GPU {n}" for e in g.events
+                             for m in _GPU_WORDS.finditer(e.message.text) for n in m.groups() if n is not None}))[:8]
     if g.entry.blame is Blame.HARDWARE:  # the PCI address the driver names (NVRM: GPU 0000:05:00.0: ...)
         gpus += tuple(sorted({f"{e.message.host + ':' if e.message.host else ''}{m.group(0)}" for e in g.events
                               for m in _PCI.finditer(e.evidence.text)}))
@@ -77,6 +84,8 @@ def _who(g: _Group) -> tuple[tuple[int, ...], tuple[str, ...], tuple[str, ...], 
     if not words:
         pids = sorted({e.message.pid for e in g.events if e.message.pid is not None})
         words.append(f"pid {', '.join(map(str, pids[:4]))}" if pids else "a process of the job")
+    if gpus and not any(":" in x for x in gpus) and not hosts:  # the GPU the message names, when no host says more
+        words.append("on " + ", ".join(gpus[:4]))
     return ranks, hosts, gpus, " ".join(words)
 
 
