@@ -207,11 +207,23 @@ def test_c10_log_prefix_with_a_three_digit_date_is_peeled():
     ("[2024-01-01 12:00:00,123][root][ERROR] - RuntimeError: CUDA error: an illegal memory access was encountered",
      None, None),                                                             # Hydra
     ("2024/01/01 12:00:00 RuntimeError: CUDA error: an illegal memory access was encountered", None, None),
+    ("(RayWorkerWrapper pid=1234, ip=10.0.0.7) RuntimeError: CUDA error: an illegal memory access was encountered",
+     None, "10.0.0.7"),                                                       # Ray: the node's address
+    ("(VllmWorker rank=2 pid=1234) RuntimeError: CUDA error: an illegal memory access was encountered", 2, None),
+    ("[2024-01-01 00:00:00,000] [ERROR] [rank=3] RuntimeError: CUDA error: an illegal memory access was "
+     "encountered", 3, None),                                                 # a program's own rank prefix
+    ("[RANK 3] RuntimeError: CUDA error: an illegal memory access was encountered", 3, None),
+    ("[rank 5/8] RuntimeError: CUDA error: an illegal memory access was encountered", 5, None),
+    ("RANK 4: RuntimeError: CUDA error: an illegal memory access was encountered", 4, None),
 ])
 def test_more_prefixes_are_peeled(line, rank, host):
     msg = parse_line(line)
     assert msg.text == "CUDA error: an illegal memory access was encountered"
     assert (msg.rank, msg.host) == (rank, host)
+
+
+def test_a_message_that_starts_with_a_rank_keeps_it():
+    assert parse_line("Rank 3 timed out waiting for its peers").text == "Rank 3 timed out waiting for its peers"
 
 
 def test_a_word_before_an_exception_is_no_host():

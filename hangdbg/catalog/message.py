@@ -43,7 +43,12 @@ _LOGGER = re.compile(
     r"|\[[\w.\-/]{1,120}\.py:\d{1,6}(?::[\w<>]{1,80})?\]\s?|[\w.\-]{1,120} - (?:ERROR|WARNING|CRITICAL) - )")
 _SYSLOG = re.compile(r"(?:[A-Z][a-z]{2} +\d{1,2} \d\d:\d\d:\d\d|\[[A-Z][a-z]{2} [A-Z][a-z]{2} +\d{1,2} \d\d:\d\d:\d\d \d{4}\]) ?"
                      r"(?:(?P<host>[\w.\-]{1,253}) )?(?:kernel|[\w.\-]{1,80}(?:\[\d+\])?):\s")
-_RAY = re.compile(r"\((?:[\w.]{1,120}\s)?pid=(?P<pid>\d{1,10})(?:,\s?ip=[\w.:\-]{1,80})?(?:,\s?actor_id=\w{1,64})?\)\s?|\((?:raylet|gcs_server|dashboard)[^)]{0,80}\)\s?")
+_RAY = re.compile(r"\((?:[\w.]{1,120}\s)?(?:rank=(?P<rank>\d{1,9})\s)?pid=(?P<pid>\d{1,10})(?:,\s?ip=(?P<host>[\w.:\-]{1,80}))?"
+                  r"(?:,\s?actor_id=\w{1,64})?\)\s?|\((?:raylet|gcs_server|dashboard)[^)]{0,80}\)\s?")
+# a rank a program's own logger writes before its message: DeepSpeed's log_dist "[Rank 0] " (deepspeed/utils/
+# logging.py), "[RANK 3]", "[rank 5/8]", "[rank=3]", "RANK 3: ", "rank=3 " (dist.get_rank() in a format string)
+_USER_RANK = re.compile(r"\[(?:global[_ ]?)?rank\s?[=:]?\s?(?P<rank>\d{1,9})(?:\s?/\s?\d{1,9})?\]:?\s?"
+                        r"|(?:global[_ ]?)?rank(?:\s?(?P<r2>\d{1,9}):|=(?P<r3>\d{1,9})\s?[:|\-]?)\s", re.IGNORECASE)
 _PASTE = re.compile(r"(?:>\s?|[-*+] (?=\S)|#{1,6} |`{1,3}|\"|'|\$ )")
 _WHAT = re.compile(r"what\(\):\s+")
 _EXC_BARE = re.compile(r"(?P<cls>(?:[A-Za-z_]\w*\.){0,6}[A-Z]\w{0,80}(?:Error|Exception|Exit|Interrupt|Failure)):?")
@@ -155,9 +160,10 @@ def parse_line(line: str) -> Message:
         p = strip_prefix(text)
         rank = rank if rank is not None else p.rank
         local = local if local is not None else p.local_rank
+        host = host if host is not None else p.host
         text = p.text
-        for rx in (_MORE, _PASTE, _DOCKER, _RAY, _SYSLOG, _GLOG, _NCCL, _NCCL_BARE, _TOOLS, _C10D_RANK, _LOGGER, _WHAT, _EXC,
-                   _EXC_LOWER):
+        for rx in (_MORE, _PASTE, _DOCKER, _RAY, _SYSLOG, _GLOG, _NCCL, _NCCL_BARE, _TOOLS, _C10D_RANK, _USER_RANK, _LOGGER,
+                   _WHAT, _EXC, _EXC_LOWER):
             m = rx.match(text)
             if m is None or m.end() == 0 or (rx is _PASTE and exc is not None):  # KeyError: 'labels' keeps its quote
                 continue
@@ -168,8 +174,9 @@ def parse_line(line: str) -> Message:
                 pid = int(g["pid"])
             if g.get("dev") and dev is None:
                 dev = int(g["dev"])
-            if g.get("rank") and rank is None:
-                rank = int(g["rank"])
+            r = g.get("rank") or g.get("r2") or g.get("r3")
+            if r and rank is None:
+                rank = int(r)
             if g.get("level") or g.get("lvl") or g.get("lvl2"):
                 level = level or g.get("level") or g.get("lvl") or g.get("lvl2")
             if g.get("src") and src is None:

@@ -104,7 +104,7 @@ _PREFIXES = re.compile(
       | \[(?P<role>[A-Za-z_][\w-]*?)(?P<local>\d+)\]:\s?      # torchrun --tee: [default3]:
       | \[(?:\d+,)?(?P<mpirank>\d+)\]<(?:stdout|stderr)>:\s?   # mpirun --tag-output [1,3]<stdout>:, horovodrun
                                                             # [3]<stderr>: (horovod runner safe_shell_exec.py)
-      | \((?:[\w.]+)\ pid=\d+(?:,\ ip=[\w.:\-]+)?\)\s?        # Ray: (RayWorkerWrapper pid=N, ip=..)
+      | \((?:[\w.]+)\ pid=\d+(?:,\ ip=(?P<ip>[\w.:\-]+))?\)\s?  # Ray: (RayWorkerWrapper pid=N, ip=..)
       | \S+\ \[(?:stdout|stderr)\]\ ?                         # host [stderr]
       | \[?\d{4}-\d\d-\d\d[T\ ]\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?\]?\s?  # ISO time
       | \[\s*\d+\.\d+\]\s?                                    # dmesg relative time [  12.345]
@@ -122,11 +122,13 @@ class Prefix:
         rank: the global rank a launcher prefix named (``[rank3]:``, ``[1,3]<stdout>:``), or None
             (also for a number of more than 9 digits, which no rank has).
         local_rank: the local rank of torchrun's ``[default3]:`` prefix, or None.
+        host: the node address of Ray's ``(Worker pid=N, ip=10.0.0.5)`` prefix, or None.
     """
 
     text: str
     rank: int | None = None
     local_rank: int | None = None
+    host: str | None = None
 
 
 def strip_prefix(line: str) -> Prefix:
@@ -138,12 +140,14 @@ def strip_prefix(line: str) -> Prefix:
     Returns:
         a :class:`Prefix`; ``text`` is ``line`` itself when there was nothing to strip.
     """
-    rank = local = None
+    rank = local = host = None
     pos = 0
     while True:
         m = _PREFIXES.match(line, pos)
         if m is None or m.end() == pos:
             break
+        if m.group("ip") is not None and host is None:
+            host = m.group("ip")
         if m.group("rank") is not None:
             rank = _small(m.group("rank"))
         elif m.group("mpirank") is not None:
@@ -151,7 +155,7 @@ def strip_prefix(line: str) -> Prefix:
         elif m.group("local") is not None:
             local = _small(m.group("local"))
         pos = m.end()
-    return Prefix(line[pos:] if pos else line, rank, local)
+    return Prefix(line[pos:] if pos else line, rank, local, host)
 
 
 def _small(digits: str) -> int | None:
