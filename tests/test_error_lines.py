@@ -190,3 +190,16 @@ def test_an_out_of_memory_error_names_the_gpu_its_message_names(tmp_path):
                           "capacity of 79.10 GiB of which 1.2 MiB is free.\n")
     (f,) = [f for f in rep.findings if f.kind is not Kind.UNRECOGNISED_ERROR]
     assert f.gpus == ("GPU 3",) and "on GPU 3" in f.summary and f.ranks == ()
+
+
+def test_srun_label_numbers_name_the_rank_when_most_lines_carry_one(tmp_path):
+    text = ("0: step 10 loss 1.2\n1: step 10 loss 1.3\n2: step 10 loss 1.1\n3: step 10 loss 1.2\n"
+            "2: RuntimeError: CUDA error: an illegal memory access was encountered\n")
+    (f,) = [f for f in _read(tmp_path, text).findings if f.severity is Severity.SUSPECT]
+    assert f.ranks == (2,)
+
+
+def test_a_numbered_line_alone_is_no_srun_label(tmp_path):
+    text = "training\n12: RuntimeError: CUDA error: an illegal memory access was encountered\nbye\n"
+    (f,) = [f for f in _read(tmp_path, text).findings if f.severity is Severity.SUSPECT]
+    assert f.ranks == ()

@@ -117,17 +117,32 @@ def _candidates(path: str, log: ErrorLog) -> Iterator[tuple[int, str, bool]]:
             yield no, line, True
 
 
-def _last_line(path: str) -> int:
-    """The number of the last non-empty line of a small file (0 for a large one: not an excerpt)."""
+def _last_line(path: str) -> tuple[int, bool]:
+    """The number of the last non-empty line of a small file (0 for a large one: not an excerpt), and
+    whether its lines carry ``srun --label``'s task number (:func:`_srun_labelled`)."""
     try:
         if os.path.getsize(path) >= GREP_FROM_BYTES:
-            return 0
+            return 0, False
         with open_input(path) as f:
             data = f.read()
     except OSError:
-        return 0
+        return 0, False
     body = data.rstrip(b"\r\n\t ")
-    return body.count(b"\n") + 1 if body else 0
+    return (body.count(b"\n") + 1 if body else 0), _srun_labelled(body)
+
+
+_SRUN_LABEL = re.compile(rb"^ {0,4}(\d{1,5}): (?=\S)", re.MULTILINE)
+_SRUN_LABEL_STR = re.compile(r" {0,4}(\d{1,5}): (?=\S)")
+
+
+def _srun_labelled(body: bytes) -> bool:
+    """True when most lines of ``body`` start with ``srun --label``'s task number (``3: text``; Slurm
+    src/srun/srun_job.c / the --label option of srun(1): the task id, SLURM_PROCID, which torch's
+    env:// launch under srun uses as the global rank): at least 4 such lines, two different numbers,
+    and at least 60 % of the non-empty lines. One ``12: `` line is not enough (a numbered list)."""
+    lines = [ln for ln in body.splitlines()[:4000] if ln.strip()]
+    labels = [m.group(1) for ln in lines if (m := _SRUN_LABEL.match(ln)) is not None]
+    return len(labels) >= 4 and len(set(labels)) >= 2 and len(labels) >= 0.6 * len(lines)
 
 
 def _wrapped(log: ErrorLog, path: str, no: int, line: str, catalog: Catalog) -> bool:
@@ -180,7 +195,7 @@ def scan_file(path: str, catalog: Catalog, log: ErrorLog) -> None:
     """
     before, said = log.error_lines, len(log.roster.said) + len(log.roster.missing)
     code_next = False
-    last = _last_line(path)  # an excerpt's last line may be cut where the paste ended
+    last, labelled = _last_line(path)  # an excerpt's last line may be cut where the paste ended
     seen: Counter[str] = Counter()
     last_error = 0  # the line number of a "Last error:" line just read
     frame = ""  # the last 'File "x.py", line N, in f' frame read
@@ -200,6 +215,8 @@ def scan_file(path: str, catalog: Catalog, log: ErrorLog) -> None:
         if not every and not looks_like_error(line) and not _LEVEL.search(line):
             continue
         msg = parse_line(line)
+        if labelled and msg.rank is None and (lab := _SRUN_LABEL_STR.match(line)) is not None:
+            msg = replace(parse_line(line[lab.end():]), rank=int(lab.group(1)))
         if msg.text.strip() == "Last error:":  # PyTorch's NCCL error: ncclGetLastError() follows
             last_error = no
             continue
