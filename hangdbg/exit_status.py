@@ -37,7 +37,8 @@ SIGNAL_MEANING: dict[str, str] = {
 """Signal name -> how a training process usually gets it (see the module docstring)."""
 
 _EXIT = re.compile(r"\b(?:exit|return)[ _]?(?:code|status|value)s?\b\s*(?:[:=]|is|of|was)?\s*\(?(-?\d{1,3})\b"
-                   r"|\bexit(?:ed|s)? with (?:code |status )?(-?\d{1,3})\b", re.IGNORECASE)
+                   r"|\bexit(?:ed|s)? with (?:code |status )?(-?\d{1,3})\b"
+                   r"|\bsignal (\d{1,2}) \(SIG[A-Z]{2,8}\)", re.IGNORECASE)  # torchelastic: Signal 7 (SIGBUS)
 
 
 def signal_of(code: int) -> str:
@@ -62,8 +63,8 @@ def describe(code: int) -> str:
 
 def exit_code_in(text: str) -> int | None:
     """The exit status a log message reports (``exits with return code = -9``, ``exitcode: -6``,
-    ``Exited with exit code 137``), None when it names none."""
+    ``Exited with exit code 137``; torchelastic's ``Signal 7 (SIGBUS)`` as ``-7``), None when it names none."""
     m = _EXIT.search(text)
     if m is None:
         return None
-    return int(m.group(1) or m.group(2))
+    return -int(m.group(3)) if m.group(3) else int(m.group(1) or m.group(2))

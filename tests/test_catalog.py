@@ -276,3 +276,18 @@ def test_driver_and_runtime_names_of_one_value_mean_the_same():
     cat = load()
     assert cat.get("cuda.curesult.illegal-address").blame is cat.get("cuda.illegal-address").blame
     assert "= 700" in cat.get("cuda.curesult.illegal-address").meaning
+
+
+def test_the_shells_bare_killed_is_read_only_as_a_whole_line():
+    assert load().search("Killed").entry.id == "system.shell.killed"
+    assert load().search("Killed process 12 because") is None
+
+
+def test_a_whole_line_regex_needs_its_dollar_and_flag_to_be_short():
+    base = dict(id="system.x", syntax="regex", format="Killed$", source="https://x", meaning="m", blame="self",
+                role="root", severity="warning", action="a", example="Killed")
+    assert parse_entries({"entry": [dict(base, whole_line=True)]}, "t")
+    with pytest.raises(CatalogError):
+        parse_entries({"entry": [base]}, "t")
+    with pytest.raises(CatalogError):
+        parse_entries({"entry": [dict(base, whole_line=True, format="Killed", example="Killed")]}, "t")

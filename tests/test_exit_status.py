@@ -34,3 +34,7 @@ def test_exit_code_in(text, code):
 def test_a_zero_exit_status_is_not_an_error_line_and_a_signal_is():
     assert not looks_like_error("[ERROR] ['python', 'train.py'] exits with return code = 0")
     assert looks_like_error("['python', 'train.py'] exits with return code = -9")
+
+
+def test_torchelastics_signal_message_reads_as_minus_the_signal():
+    assert exit_code_in("Signal 7 (SIGBUS) received by PID 1234") == -7

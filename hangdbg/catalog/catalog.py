@@ -25,6 +25,9 @@ __all__ = ["Catalog", "CatalogError", "Match", "load", "parse_entries", "SEVERIT
 SEVERITIES = ("suspect", "warning", "info")
 MIN_LITERAL = 10
 """Fewest literal characters an entry's format may have (``WARN("%s", msg)`` says nothing)."""
+WHOLE_LINE_MIN_LITERAL = 6
+"""Fewest for a regex entry marked ``whole_line`` that ends in ``$``: it matches only a message that is
+all of it (the shell's bare ``Killed``), never the start of a longer one."""
 _REQUIRED = ("id", "syntax", "format", "source", "meaning", "blame", "role", "severity", "action")
 _WORD = re.compile(r"[a-z0-9]+")
 _MAX_DEPTH = 3
@@ -321,8 +324,10 @@ def parse_entries(doc: dict[str, Any], name: str) -> list[CatalogEntry]:
         except FormatError as exc:
             raise CatalogError(f"{where}: {exc}") from exc
         lit = literal_length(fmt, syntax)
-        if lit < MIN_LITERAL:
-            raise CatalogError(f"{where}: only {lit} literal characters (at least {MIN_LITERAL})")
+        whole = bool(raw.get("whole_line")) and syntax is Syntax.REGEX and fmt.endswith("$")
+        if lit < (WHOLE_LINE_MIN_LITERAL if whole else MIN_LITERAL):
+            raise CatalogError(f"{where}: only {lit} literal characters (at least {MIN_LITERAL}; "
+                               f"{WHOLE_LINE_MIN_LITERAL} for a whole_line regex ending in $)")
         example = str(raw.get("example", ""))
         if syntax is Syntax.REGEX and not (example and pattern.match(example)):
             raise CatalogError(f"{where}: a regex entry needs an example its pattern matches")

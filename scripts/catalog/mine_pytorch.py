@@ -1198,6 +1198,11 @@ R("run-nnodes-format", "torch/distributed/run.py", "is not in \"MIN:MAX\" format
 R("run-nproc-unsupported", "torch/distributed/run.py", "Unsupported nproc_per_node value", "launch", "root",
   "suspect", "--nproc-per-node is not a number, gpu, cpu, xpu or auto", "give --nproc-per-node a number of processes")
 
+R("elastic-signal-received-by-pid", ELA + "multiprocessing/errors/__init__.py", " received by PID ", "self", "root",
+  "warning", "torchelastic's message for a worker that a signal ended (it wrote no error file): SIGKILL is the OOM "
+  "killer or the scheduler, SIGBUS usually /dev/shm, SIGSEGV/SIGABRT a native crash, SIGTERM a stop from outside",
+  "read the worker's own output before it; for SIGKILL check dmesg for the OOM killer, for SIGBUS df -h /dev/shm")
+
 # --- torch.multiprocessing.spawn -----------------------------------------------------------------
 R("mp-process-terminated-error", "torch/multiprocessing/spawn.py", "terminated with the following error:",
   "self", "root", "suspect", "a process started by torch.multiprocessing.spawn raised; its traceback follows",
