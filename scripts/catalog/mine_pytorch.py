@@ -248,7 +248,7 @@ _CPP_CALLS = {
     "TORCH_CHECK": 1, "TORCH_CHECK_WITH": 2, "TORCH_CHECK_VALUE": 1, "TORCH_CHECK_TYPE": 1,
     "TORCH_CHECK_INDEX": 1, "TORCH_CHECK_NOT_IMPLEMENTED": 1, "TORCH_INTERNAL_ASSERT": 1,
     "TORCH_INTERNAL_ASSERT_DEBUG_ONLY": 1, "C10_THROW_ERROR": 1, "C10D_THROW_ERROR": 1, "C10_BUILD_ERROR": 1,
-    "TORCH_WARN": 0, "TORCH_WARN_ONCE": 0, "TORCH_WARN_DEPRECATION": 0,
+    "TORCH_WARN": 0, "TORCH_WARN_ONCE": 0, "TORCH_WARN_DEPRECATION": 0, "CAFFE_THROW": 0,
     "c10::str": 0, "::c10::str": 0, "str": 0,
     "std::runtime_error": 0, "std::invalid_argument": 0, "std::logic_error": 0,
     "std::out_of_range": 0, "SocketError": 0, "TimeoutError": 0, "DistNetworkError": 0,
@@ -1202,6 +1202,17 @@ R("elastic-signal-received-by-pid", ELA + "multiprocessing/errors/__init__.py", 
   "warning", "torchelastic's message for a worker that a signal ended (it wrote no error file): SIGKILL is the OOM "
   "killer or the scheduler, SIGBUS usually /dev/shm, SIGSEGV/SIGABRT a native crash, SIGTERM a stop from outside",
   "read the worker's own output before it; for SIGKILL check dmesg for the OOM killer, for SIGBUS df -h /dev/shm")
+
+R("stream-writer-failed", "caffe2/serialize/inline_container.cc", "PytorchStreamWriter failed ", "environment", "root",
+  "suspect", "torch.save could not write the checkpoint archive: 'file write failed' means a write came back short - "
+  "the disk or the quota is full, or the (network) filesystem went away",
+  "check free space and quota on the checkpoint path (df -h, quota -s) and the filesystem's health; remove old "
+  "checkpoints", cut="PytorchStreamWriter failed {}")
+R("stream-reader-failed", "caffe2/serialize/inline_container.cc", "PytorchStreamReader failed ", "environment", "root",
+  "suspect", "torch.load could not read the checkpoint archive: the file is truncated or corrupt (a save that was "
+  "interrupted or ran out of disk, a partial copy or download)",
+  "re-create or re-download the checkpoint; check that its save finished (size, free disk at save time)",
+  cut="PytorchStreamReader failed {}")
 
 # --- torch.multiprocessing.spawn -----------------------------------------------------------------
 R("mp-process-terminated-error", "torch/multiprocessing/spawn.py", "terminated with the following error:",
