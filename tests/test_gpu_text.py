@@ -95,3 +95,20 @@ def test_fast_line_filter_keeps_aer_records(tmp_path):
     p.write_bytes(noise + (FX / "gpu-n12.kern.log").read_bytes() + noise + (FX / "smi-session.txt").read_bytes())
     fast = xid.scan_file(str(p), "f", "h")
     assert len(fast.aer) == 3 and [a.errors for a in fast.aer] == [["RxErr"], ["RxErr"], ["CmpltTO"]] and len(fast.faults) == 2
+
+
+def test_a_fatal_error_on_a_port_names_the_gpu_below_it_that_was_not_recovered(tmp_path):
+    # drivers/pci/pcie/aer.c and err.c wording (dmesg -H deltas): the root port reports, the GPU cannot recover
+    log = tmp_path / "n5.dmesg"
+    log.write_text("[  +0.000001] pcieport 0000:00:03.0: AER: Multiple Uncorrected (Fatal) error received: 0000:00:03.0\n"
+                   "[  +0.000004] pcieport 0000:00:03.0: PCIe Bus Error: severity=Uncorrected (Fatal), "
+                   "type=Transaction Layer, (Requester ID)\n"
+                   "[  +0.000006] pcieport 0000:00:03.0:    [14] CmpltTO                (First)\n"
+                   "[  +0.000921] nvidia 0000:03:00.0: AER: can't recover (no error_detected callback)\n"
+                   "[  +0.000008] pcieport 0000:00:03.0: AER: device recovery failed\n")
+    aer = _one(READER.read([str(log)]), "pcie-aer")
+    assert aer.severity == "suspect" and aer.gpus == ("n5:0000:03:00",) and "0000:03:00.0 below it" in aer.summary
+    # without the GPU's line it stays the port's warning
+    log.write_text("\n".join(log.read_text().splitlines()[:3]) + "\n")
+    aer = _one(READER.read([str(log)]), "pcie-aer")
+    assert aer.severity == "warning" and aer.gpus == ()

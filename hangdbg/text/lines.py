@@ -107,7 +107,7 @@ _PREFIXES = re.compile(
       | \((?:[\w.]+)\ pid=\d+(?:,\ ip=(?P<ip>[\w.:\-]+))?\)\s?  # Ray: (RayWorkerWrapper pid=N, ip=..)
       | \S+\ \[(?:stdout|stderr)\]\ ?                         # host [stderr]
       | \[?\d{4}-\d\d-\d\d[T\ ]\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?\]?\s?  # ISO time
-      | \[\s*\d+\.\d+\]\s?                                    # dmesg relative time [  12.345]
+      | \[\s*\+?\d+\.\d+\]\s?                                 # dmesg time [  12.345], dmesg -H delta [  +0.000844]
     )""",
     re.VERBOSE,
 )

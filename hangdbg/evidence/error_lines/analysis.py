@@ -83,7 +83,8 @@ def _who(g: _Group) -> tuple[tuple[int, ...], tuple[str, ...], tuple[str, ...], 
         words.append("on " + ", ".join(hosts[:4]) + (f" (+{len(hosts) - 4})" if len(hosts) > 4 else ""))
     if not words:
         pids = sorted({e.message.pid for e in g.events if e.message.pid is not None})
-        words.append(f"pid {', '.join(map(str, pids[:4]))}" if pids else "a process of the job")
+        words.append(f"pid {', '.join(map(str, pids[:4]))}" if pids else
+                     "the node's hardware" if g.entry.blame is Blame.HARDWARE else "a process of the job")
     if gpus and not any(":" in x for x in gpus) and not hosts:  # the GPU the message names, when no host says more
         words.append("on " + ", ".join(gpus[:4]))
     return ranks, hosts, gpus, " ".join(words)

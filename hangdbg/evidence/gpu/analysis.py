@@ -98,7 +98,7 @@ def findings_from(ev: GpuLogEvents) -> tuple[list[Finding], GpuFacts]:
     lost_gpus = {(g.host, g.bus) for g in ev.lost} | xid79
     out.extend(f for f in fault_findings(ev.faults) if f.kind is not Kind.GPU_LOST or not lost_gpus & _fault_keys(f, ev))
     buses = {(x.host, x.bus) for x in ev.xids} | lost_gpus | set(ev.uuids) | {(f.host, f.bus) for f in ev.faults}
-    out.extend(aer_findings(ev.aer, buses))
+    out.extend(aer_findings(ev.aer, buses, ev.aer_lost))
     out.sort(key=lambda f: (SEVERITY_ORDER[f.severity], f.kind is not Kind.GPU_LOST))
     return out, _facts(ev)
 

@@ -56,12 +56,16 @@ def _is_gpu(r: AerRecord, gpu_buses: set[tuple[str, str]]) -> bool:
     return r.driver == "nvidia" or r.vendor == "10de" or (r.host, r.device.split(".")[0]) in gpu_buses
 
 
-def aer_findings(records: list[AerRecord], gpu_buses: set[tuple[str, str]]) -> list[Finding]:
+def aer_findings(records: list[AerRecord], gpu_buses: set[tuple[str, str]],
+                 lost: list[tuple[str, str, str, Evidence]] = ()) -> list[Finding]:  # type: ignore[assignment]
     """One finding per host, device and corrected/uncorrected.
 
     Args:
         records: the AER errors of the logs.
         gpu_buses: ``(host, "0000:3b:00")`` of the GPUs the driver's lines name.
+        lost: ``(host, driver, device, line)`` of the devices the kernel could not recover after an
+            error (``nvidia 0000:03:00.0: AER: can't recover``, drivers/pci/pcie/err.c): an uncorrected
+            error a port reports on a host where a GPU was not recovered is that GPU's link failing.
     """
     by: dict[tuple[str, str, bool], list[AerRecord]] = defaultdict(list)
     for r in records:
@@ -77,6 +81,12 @@ def aer_findings(records: list[AerRecord], gpu_buses: set[tuple[str, str]]) -> l
                    f"({kinds}{'; ' + ', '.join(bits) if bits else ''})")
         ev: tuple[Evidence, ...] = tuple(e for r in rs[:2] for e in r.evidence[:1])
         names = (_name(host, dev.split(".")[0]),) if gpu else ()
+        below = [(d, e) for h, drv, d, e in lost if h == host and drv == "nvidia" and d != dev] if fatal and not gpu else []
+        if below:  # a port's uncorrected error and a GPU below it the kernel could not recover
+            gpu, names = True, tuple(_name(host, d.split(".")[0]) for d, _ in below[:4])
+            summary += f"; GPU {', '.join(d for d, _ in below[:4])} below it could not be recovered"
+            ev += tuple(e for _, e in below[:1])
+            dev = below[0][0]
         if fatal:
             out.append(Finding(
                 kind=Kind.PCIE_AER, summary=summary + ": the link to the device failed", hosts=(host,) if host else (),

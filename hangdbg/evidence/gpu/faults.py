@@ -56,6 +56,9 @@ _AER_HEAD = re.compile(
     r"|(?P<rsev>(?:Multiple )?(?:Corrected|Uncorrected \((?:Non-)?Fatal\))) error received: (?:id=)?(?P<src>[0-9a-fA-F:.]{1,16}))\s*$")
 _AER_DEVICE = re.compile(r"^(?P<drv>[A-Za-z][\w-]{0,40}) (?P<dev>" + _BDF + r"):\s+device \[(?P<vid>[0-9a-fA-F]{4}):(?P<did>[0-9a-fA-F]{4})\]")
 _AER_BIT = re.compile(r"^(?P<drv>[A-Za-z][\w-]{0,40}) (?P<dev>" + _BDF + r"):\s+\[\s?(?P<bit>\d{1,2})\] (?P<name>[A-Za-z][\w ()/-]{0,60}?)\s*$")
+# drivers/pci/pcie/err.c: "AER: can't recover (no error_detected callback)" / "AER: device recovery failed": the
+# device (or the port above it) stayed broken after the error
+_AER_LOST = re.compile(r"^(?P<drv>[A-Za-z][\w-]{0,40}) (?P<dev>" + _BDF + r"): (?:AER: )?(?:can't recover|device recovery failed)")
 
 PROMPT = re.compile(r"^\[?[A-Za-z_][\w.-]{0,31}@(?P<host>[A-Za-z0-9][A-Za-z0-9.-]{0,62})[\]: ][^\n]{0,200}?[$#%>] {1,4}"
                     r"(?:sudo {1,4})?(?:nvidia-smi|dmesg|journalctl|cat|grep|tail|less)\b")
@@ -137,10 +140,11 @@ def fault_of(msg: str) -> tuple[str, str, str] | None:
 
 
 def aer_line(msg: str) -> tuple[str, re.Match[str]] | None:
-    """``("head" | "device" | "bit", match)`` for a line of a PCIe AER report, else None."""
+    """``("head" | "device" | "bit" | "lost", match)`` for a line of a PCIe AER report, else None
+    (``lost``: the kernel could not recover the device after the error)."""
     if len(msg) > 400:
         return None
-    for name, rx in (("head", _AER_HEAD), ("device", _AER_DEVICE), ("bit", _AER_BIT)):
+    for name, rx in (("head", _AER_HEAD), ("device", _AER_DEVICE), ("bit", _AER_BIT), ("lost", _AER_LOST)):
         m = rx.match(msg)
         if m:
             return name, m

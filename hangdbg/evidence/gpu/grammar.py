@@ -152,6 +152,7 @@ class GpuLogEvents:
     serials: dict[tuple[str, str], str] = field(default_factory=dict)
     faults: list[GpuFault] = field(default_factory=list)
     aer: list[AerRecord] = field(default_factory=list)
+    aer_lost: list[tuple[str, str, str, Evidence]] = field(default_factory=list)  # host, driver, device, line
     lines_read: int = 0
     lines_skipped: int = 0
     nvrm_lines: int = 0
@@ -378,6 +379,10 @@ def _other_line(ev: GpuLogEvents, lost: _LostState, source: str, default_host: s
         return
     what, m = hit
     dev = m.group("dev").lower()
+    if what == "lost":
+        if not any(h == host and d == dev for h, _, d, _ in ev.aer_lost):
+            ev.aer_lost.append((host, m.group("drv"), dev, Evidence(source, n, raw)))
+        return
     if what == "head" and m.group("sev"):
         head = AerRecord(host, m.group("drv"), dev, m.group("sev").strip(), m.group("type").strip(), ts, [Evidence(source, n, raw)])
         ev.aer.append(head)
