@@ -12,6 +12,7 @@ names) is the GPU's link failing (suspect); on another device a warning.
 from __future__ import annotations
 
 from collections import Counter, defaultdict
+from typing import Sequence
 
 from ...model import Evidence, Finding, Kind, Severity
 from .faults import AerRecord, GpuFault
@@ -57,7 +58,7 @@ def _is_gpu(r: AerRecord, gpu_buses: set[tuple[str, str]]) -> bool:
 
 
 def aer_findings(records: list[AerRecord], gpu_buses: set[tuple[str, str]],
-                 lost: list[tuple[str, str, str, Evidence]] = ()) -> list[Finding]:  # type: ignore[assignment]
+                 lost: Sequence[tuple[str, str, str, Evidence]] = ()) -> list[Finding]:
     """One finding per host, device and corrected/uncorrected.
 
     Args:
@@ -80,7 +81,7 @@ def aer_findings(records: list[AerRecord], gpu_buses: set[tuple[str, str]],
         summary = (f"{len(rs)} PCIe {'/'.join(sev)} error{'s' if len(rs) > 1 else ''} reported by {who} "
                    f"({kinds}{'; ' + ', '.join(bits) if bits else ''})")
         ev: tuple[Evidence, ...] = tuple(e for r in rs[:2] for e in r.evidence[:1])
-        names = (_name(host, dev.split(".")[0]),) if gpu else ()
+        names: tuple[str, ...] = (_name(host, dev.split(".")[0]),) if gpu else ()
         below = [(d, e) for h, drv, d, e in lost if h == host and drv == "nvidia" and d != dev] if fatal and not gpu else []
         if below:  # a port's uncorrected error and a GPU below it the kernel could not recover
             gpu, names = True, tuple(_name(host, d.split(".")[0]) for d, _ in below[:4])
