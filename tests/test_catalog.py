@@ -222,6 +222,14 @@ def test_more_prefixes_are_peeled(line, rank, host):
     assert (msg.rank, msg.host) == (rank, host)
 
 
+def test_dmesg_x_facility_and_level_are_peeled_with_talos_node():
+    m = parse_line("192.168.11.119: kern:     err: [2026-04-22T21:25:20.466440686Z]: nvidia-nvswitch1: SXid "
+                   "(PCI:0000:aa:00.0): 24007, Severity 1 Engine instance 12 Sub-engine instance 00")
+    assert m.host == "192.168.11.119" and m.text.startswith("nvidia-nvswitch1: SXid")
+    assert load().search(m.text).entry.id == "system.nvswitch.sxid"
+    assert parse_line("kern  :err   : [  12.345] NVRM: Xid (PCI:0000:3b:00): 79, pid=1").text.startswith("NVRM: Xid")
+
+
 def test_a_message_that_starts_with_a_rank_keeps_it():
     assert parse_line("Rank 3 timed out waiting for its peers").text == "Rank 3 timed out waiting for its peers"
 

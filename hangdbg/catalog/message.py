@@ -72,13 +72,17 @@ _TOOLS = re.compile(
     r"|(?:ERROR|WARNING|INFO|DEBUG|CRITICAL)\s\d\d-\d\d\s\d\d:\d\d:\d\d(?:\.\d+)?\s\[?[\w.\-/]{1,120}:\d{1,6}\]\s?"
     r"|[EWIF]\s\d{1,10}\s[\w./\-]{1,200}:\d{1,6}\]\s?"
     r"|\[rank:\s?(?P<rank>\d{1,9})\]\s?")
+# dmesg -x's facility and level ("kern  :err   : "), also as talosctl dmesg prints them after the node
+# ("10.0.0.5: kern:     err: [2026-04-22T21:25:20.46Z]: "): util-linux dmesg.c facility/level names
+_DMESG_X = re.compile(r"(?:(?P<host>[\w.\-]{1,253}): )?(?:kern|user|daemon|syslog|auth)\s{0,8}:\s{0,8}"
+                      r"(?:emerg|alert|crit|err|warn|warning|notice|info|debug)\s{0,8}:\s{0,8}(?:\[[^\]\n]{1,40}\]:?\s{0,4})?")
 _EXC_LOWER = re.compile(r"(?:[A-Za-z_]\w{0,60}\.){1,6}[a-z]\w{0,40}(?:error|timeout):\s+")
 _DOCKER = re.compile(r"[\w.\-]{1,120}\s+\|\s")
 
 ERROR_WORDS = re.compile(
     r"\b(?:error|errors|fail|failed|failure|fatal|abort|aborted|aborting|exception|traceback|timed? ?out|timeout|"
     r"killed|kill|segmentation fault|segfault|bus error|core dumped|signal|sig(?:kill|term|segv|bus|abrt)|oom|"
-    r"out of memory|denied|refused|unreachable|xid|panic|cannot|could not|couldn't|unable to|mismatch|illegal|"
+    r"out of memory|denied|refused|unreachable|s?xid|panic|cannot|could not|couldn't|unable to|mismatch|illegal|"
     r"invalid|corrupt(?:ed)?|no space left|exited with|exits with|exit code|exitcode|return code|died|dead|unhandled|"
     r"not found)\b",
     re.IGNORECASE)
@@ -162,7 +166,7 @@ def parse_line(line: str) -> Message:
         local = local if local is not None else p.local_rank
         host = host if host is not None else p.host
         text = p.text
-        for rx in (_MORE, _PASTE, _DOCKER, _RAY, _SYSLOG, _GLOG, _NCCL, _NCCL_BARE, _TOOLS, _C10D_RANK, _USER_RANK, _LOGGER,
+        for rx in (_MORE, _PASTE, _DOCKER, _RAY, _SYSLOG, _DMESG_X, _GLOG, _NCCL, _NCCL_BARE, _TOOLS, _C10D_RANK, _USER_RANK, _LOGGER,
                    _WHAT, _EXC, _EXC_LOWER):
             m = rx.match(text)
             if m is None or m.end() == 0 or (rx is _PASTE and exc is not None):  # KeyError: 'labels' keeps its quote
