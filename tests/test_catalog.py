@@ -299,3 +299,17 @@ def test_a_whole_line_regex_needs_its_dollar_and_flag_to_be_short():
         parse_entries({"entry": [base]}, "t")
     with pytest.raises(CatalogError):
         parse_entries({"entry": [dict(base, whole_line=True, format="Killed", example="Killed")]}, "t")
+
+
+@pytest.mark.parametrize("line, entry_id", [
+    ("RuntimeError: [enforce fail at inline_container.cc:471] . PytorchStreamWriter failed writing file data/228: "
+     "file write failed", "pytorch.stream-writer-failed"),                   # CAFFE_THROW: empty condition
+    ("RuntimeError: [enforce fail at alloc_cpu.cpp:83] err == 0. DefaultCPUAllocator: can't allocate memory: you "
+     "tried to allocate 1073741824 bytes. Error code 12 (Cannot allocate memory)", "pytorch.cpu-allocator-cannot-allocate"),
+    ("  ifa != nullptr. Unable to find address for: ^lo", "pytorch.gloo-no-address"),  # a sentence after a condition
+    ("The worker fails with {0: ProcessFailure(local_rank=0, pid=54, exitcode=-7, error_file='<N/A>', "
+     "message='Signal 7 (SIGBUS) received by PID 54', timestamp=1711419181)}", "pytorch.elastic-signal-received-by-pid"),
+])
+def test_messages_behind_an_enforce_prefix_a_condition_or_inside_quotes_are_read(line, entry_id):
+    m = load().search(parse_line(line).text)
+    assert m is not None and m.entry.id == entry_id

@@ -246,7 +246,7 @@ class Catalog:
         return Match(e, fields, inner)
 
 
-_SEPARATORS = re.compile(r"(?::|\s-|;|\]|\)|,)\s+|\s['\"`(\[]")
+_SEPARATORS = re.compile(r"(?::|\s-|;|\]|\)|,)\s+|\s['\"`(\[]|\.\s+(?=[A-Z])|=['\"]")  # also a sentence's end, a quoted value
 CUT_MIN = 20
 """Fewest characters of a cut line that :meth:`Catalog.match_cut` looks up."""
 CUT_HEAD_MIN = 8
@@ -271,6 +271,7 @@ MID_LINE_LITERAL = 16
 _MAX_TRIES = 8
 
 
+_QUOTED = re.compile(r"'([^'\n]{16,400})'|\"([^\"\n]{16,400})\"")
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{9,}")
 """An entry whose whole format is one identifier (an enum name: ``CUDA_ERROR_OUT_OF_MEMORY``,
 ``cudaErrorIllegalAddress``) is found anywhere in a message, as a whole word."""
@@ -284,6 +285,10 @@ def _search(cat: "Catalog", message: str) -> Match | None:
         if n >= _MAX_TRIES:
             break
         m = cat.match(message[sep.end():])
+        if m is not None and m.entry.literal >= MID_LINE_LITERAL:
+            return m
+    for q in _QUOTED.finditer(message[:2000]):  # a message quoted inside another (a repr: message='...')
+        m = cat.match(q.group(1) or q.group(2))
         if m is not None and m.entry.literal >= MID_LINE_LITERAL:
             return m
     if cat._names:

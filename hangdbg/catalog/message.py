@@ -72,6 +72,9 @@ _TOOLS = re.compile(
     r"|(?:ERROR|WARNING|INFO|DEBUG|CRITICAL)\s\d\d-\d\d\s\d\d:\d\d:\d\d(?:\.\d+)?\s\[?[\w.\-/]{1,120}:\d{1,6}\]\s?"
     r"|[EWIF]\s\d{1,10}\s[\w./\-]{1,200}:\d{1,6}\]\s?"
     r"|\[rank:\s?(?P<rank>\d{1,9})\]\s?")
+# c10's and gloo's enforce prefix: "[enforce fail at FILE:LINE] CONDITION. MSG" (c10/util/Exception.cpp,
+# gloo/common/logging.cc EnforceNotMet); CAFFE_THROW leaves the condition empty ("] . PytorchStreamWriter ...")
+_ENFORCE = re.compile(r"\[enforce fail at [^\]\n]{1,300}:\d{1,6}\]\s*(?:[^\n]{0,200}?\.(?:\s+|$))?")
 # dmesg -x's facility and level ("kern  :err   : "), also as talosctl dmesg prints them after the node
 # ("10.0.0.5: kern:     err: [2026-04-22T21:25:20.46Z]: "): util-linux dmesg.c facility/level names
 _DMESG_X = re.compile(r"(?:(?P<host>[\w.\-]{1,253}): )?(?:kern|user|daemon|syslog|auth)\s{0,8}:\s{0,8}"
@@ -166,7 +169,7 @@ def parse_line(line: str) -> Message:
         local = local if local is not None else p.local_rank
         host = host if host is not None else p.host
         text = p.text
-        for rx in (_MORE, _PASTE, _DOCKER, _RAY, _SYSLOG, _DMESG_X, _GLOG, _NCCL, _NCCL_BARE, _TOOLS, _C10D_RANK, _USER_RANK, _LOGGER,
+        for rx in (_MORE, _PASTE, _DOCKER, _RAY, _SYSLOG, _DMESG_X, _ENFORCE, _GLOG, _NCCL, _NCCL_BARE, _TOOLS, _C10D_RANK, _USER_RANK, _LOGGER,
                    _WHAT, _EXC, _EXC_LOWER):
             m = rx.match(text)
             if m is None or m.end() == 0 or (rx is _PASTE and exc is not None):  # KeyError: 'labels' keeps its quote

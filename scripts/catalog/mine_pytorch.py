@@ -248,7 +248,7 @@ _CPP_CALLS = {
     "TORCH_CHECK": 1, "TORCH_CHECK_WITH": 2, "TORCH_CHECK_VALUE": 1, "TORCH_CHECK_TYPE": 1,
     "TORCH_CHECK_INDEX": 1, "TORCH_CHECK_NOT_IMPLEMENTED": 1, "TORCH_INTERNAL_ASSERT": 1,
     "TORCH_INTERNAL_ASSERT_DEBUG_ONLY": 1, "C10_THROW_ERROR": 1, "C10D_THROW_ERROR": 1, "C10_BUILD_ERROR": 1,
-    "TORCH_WARN": 0, "TORCH_WARN_ONCE": 0, "TORCH_WARN_DEPRECATION": 0, "CAFFE_THROW": 0,
+    "TORCH_WARN": 0, "TORCH_WARN_ONCE": 0, "TORCH_WARN_DEPRECATION": 0, "CAFFE_THROW": 0, "CAFFE_ENFORCE": 1,
     "c10::str": 0, "::c10::str": 0, "str": 0,
     "std::runtime_error": 0, "std::invalid_argument": 0, "std::logic_error": 0,
     "std::out_of_range": 0, "SocketError": 0, "TimeoutError": 0, "DistNetworkError": 0,
@@ -1213,6 +1213,12 @@ R("stream-reader-failed", "caffe2/serialize/inline_container.cc", "PytorchStream
   "interrupted or ran out of disk, a partial copy or download)",
   "re-create or re-download the checkpoint; check that its save finished (size, free disk at save time)",
   cut="PytorchStreamReader failed {}")
+
+R("cpu-allocator-cannot-allocate", "c10/core/impl/alloc_cpu.cpp", "DefaultCPUAllocator: can't allocate memory",
+  "environment", "root", "suspect", "PyTorch could not allocate host (CPU) memory: the node's RAM or the job's "
+  "memory limit (cgroup, Slurm --mem) is exhausted", "cut host memory (DataLoader workers, pinned buffers, per-rank "
+  "model copies, CPU offload) or give the job more RAM; check the job's memory limit",
+  cut="DefaultCPUAllocator: can't allocate memory: you tried to allocate {} bytes.")
 
 # --- torch.multiprocessing.spawn -----------------------------------------------------------------
 R("mp-process-terminated-error", "torch/multiprocessing/spawn.py", "terminated with the following error:",
