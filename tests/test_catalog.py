@@ -313,3 +313,12 @@ def test_a_whole_line_regex_needs_its_dollar_and_flag_to_be_short():
 def test_messages_behind_an_enforce_prefix_a_condition_or_inside_quotes_are_read(line, entry_id):
     m = load().search(parse_line(line).text)
     assert m is not None and m.entry.id == entry_id
+
+
+def test_a_regex_entry_that_starts_with_a_word_is_found_on_a_line_without_an_error_word(tmp_path):
+    from hangdbg.catalog.catalog import _regex_word
+    assert _regex_word("Using IP address of  for node (?P<s0>\\S{1,253})") == "using"
+    assert _regex_word("Uncorrect(?:ed|able) error") == "" and _regex_word("a b|c") == ""
+    m = load().match("Using IP address of  for node ddp-0.ddp.svc", indexed_only=True)
+    assert m is not None and m.entry.id == "frameworks.deepspeed.empty-master-addr"
+    assert load().match("Using IP address of 10.0.0.1 for node ddp-0", indexed_only=True) is None

@@ -124,6 +124,28 @@ def _untagged(e: CatalogEntry) -> CatalogEntry | None:
     return replace(e, format=tail, pattern=LazyPattern(format_regex(tail, e.syntax)), literal=lit)
 
 
+_REGEX_HEAD = re.compile(r"([A-Za-z][A-Za-z0-9]*) ")
+
+
+def _regex_word(fmt: str) -> str:
+    """The first word of a regex format that starts with a plain word and a blank and has no
+    alternative at its top level (``Using IP address of  for node ...``), lowercase; "" otherwise."""
+    m = _REGEX_HEAD.match(fmt)
+    if m is None:
+        return ""
+    depth = 0
+    for i, ch in enumerate(fmt):
+        if ch == "\\":
+            continue
+        if ch == "(" and (i == 0 or fmt[i - 1] != "\\"):
+            depth += 1
+        elif ch == ")" and fmt[i - 1] != "\\":
+            depth -= 1
+        elif ch == "|" and depth == 0 and fmt[i - 1] != "\\":
+            return ""
+    return m.group(1).lower()
+
+
 class Catalog:
     """The entries, indexed by the first word of their literal text.
 
@@ -142,7 +164,7 @@ class Catalog:
         # a text that several tags print with different meanings says nothing without its tag
         aliases = [a for same in by_tail.values() if len({a.meaning for a in same}) == 1 for a in same]
         for e in (*self.entries, *aliases):
-            key = _first_word(e.format) if e.syntax is not Syntax.REGEX else ""
+            key = _first_word(e.format) if e.syntax is not Syntax.REGEX else _regex_word(e.format)
             rest = e.format.lstrip(_LEAD)[len(key):len(key) + 1]
             if key and (rest in ("%", "{") or (e.syntax is Syntax.PRINTF and rest == "_")):
                 key = ""  # a placeholder glued to the first word (nvmlInit%s): no first word to index by

@@ -824,6 +824,13 @@ FRAMEWORKS: list[E] = [
       ("deepspeed", DS_RUNNER, "Cannot specify num_nodes/gpus with include/exclude"),
       m="the deepspeed runner got both --num_nodes/--num_gpus and --include/--exclude",
       b="launch", r="root", s="suspect", a="give either --num_nodes/--num_gpus or --include/--exclude"),
+    S("frameworks.deepspeed.empty-master-addr", "regex", r"Using IP address of  for node (?P<s0>\S{1,253})",
+      ("deepspeed", DS_RUNNER, "Using IP address of {args.master_addr} for node {first_host}"),
+      ex="Using IP address of  for node ddp-0.ddp.ml-dev.svc.cluster.local",
+      m="the deepspeed runner found no IP address for the first node (`hostname -I` over ssh printed none): every "
+        "node is started with an empty --master_addr and rendezvous cannot work",
+      b="launch", r="root", s="suspect",
+      a="pass --master_addr explicitly (the first node's reachable IP), or fix `hostname -I` on that node"),
     S("frameworks.deepspeed.no-gpu", "literal", "Unable to proceed, no GPU resources available",
       ("deepspeed", DS_RUNNER, "Unable to proceed, no GPU resources available"),
       m="the runner found no GPU on this node", b="environment", r="root", s="suspect",
