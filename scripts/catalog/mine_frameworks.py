@@ -831,6 +831,15 @@ FRAMEWORKS: list[E] = [
         "node is started with an empty --master_addr and rendezvous cannot work",
       b="launch", r="root", s="suspect",
       a="pass --master_addr explicitly (the first node's reachable IP), or fix `hostname -I` on that node"),
+    S("frameworks.deepspeed.allocator-cache-flushes", "printf",
+      "%d pytorch allocator cache flushes since last step. this happens when there is high memory pressure and is "
+      "detrimental to performance.",
+      ("deepspeed", "deepspeed/runtime/zero/stage3.py", "pytorch allocator cache flushes since last step"),
+      m="ZeRO-3 saw PyTorch's CUDA allocator empty its cache to satisfy allocations: this rank's GPU memory is nearly "
+        "full (slow steps now, an out-of-memory error next)",
+      b="self", r="context", s="warning",
+      a="lower the micro-batch size or the ZeRO-3 prefetch/bucket sizes, or offload; call get_accelerator().empty_cache() "
+        "at the same point on every rank"),
     S("frameworks.deepspeed.no-gpu", "literal", "Unable to proceed, no GPU resources available",
       ("deepspeed", DS_RUNNER, "Unable to proceed, no GPU resources available"),
       m="the runner found no GPU on this node", b="environment", r="root", s="suspect",
