@@ -323,3 +323,36 @@ def test_a_regex_entry_that_starts_with_a_word_is_found_on_a_line_without_an_err
     m = load().match("Using IP address of  for node ddp-0.ddp.svc", indexed_only=True)
     assert m is not None and m.entry.id == "frameworks.deepspeed.empty-master-addr"
     assert load().match("Using IP address of 10.0.0.1 for node ddp-0", indexed_only=True) is None
+
+
+def test_the_json_twin_is_current_and_holds_the_toml_files():
+    """scripts/catalog/json_twin.py writes it: rerun it after changing a data file."""
+    import json
+    import tomllib
+    from importlib import resources
+
+    from hangdbg.catalog.catalog import TWIN, data_files, toml_digest
+    files = data_files()
+    twin = json.loads(resources.files("hangdbg.catalog").joinpath("data").joinpath(TWIN).read_bytes())
+    assert twin["toml_sha256"] == toml_digest(files), "stale: run python scripts/catalog/json_twin.py"
+    assert twin["files"] == {name: tomllib.loads(data.decode()) for name, data in files}
+
+
+def test_every_data_file_passes_the_checks_the_twin_skips():
+    import tomllib
+
+    from hangdbg.catalog.catalog import data_files
+    n = sum(len(parse_entries(tomllib.loads(data.decode()), name.removesuffix(".toml"), checked=True))
+            for name, data in data_files())
+    assert n == len(load())
+    for e in load().entries:  # every pattern builds and compiles
+        text = e.example or sample(e.format, e.syntax)
+        assert e.pattern.match(text) or e.pattern.match(parse_line(text).text), e.id
+
+
+def test_a_stale_twin_is_not_used(monkeypatch):
+    import hangdbg.catalog.catalog as cc
+    monkeypatch.setattr(cc, "toml_digest", lambda files: "not the twin's")
+    docs = cc._documents()
+    assert docs and not any(from_twin for _, _, from_twin in docs)
+    assert len(cc.load.__wrapped__()) == len(load())

@@ -10,6 +10,8 @@ start, then offers the text its placeholders captured to the catalog again, so t
 
 from __future__ import annotations
 
+import hashlib
+import json
 import re
 import tomllib
 from dataclasses import dataclass, replace
@@ -121,7 +123,7 @@ def _untagged(e: CatalogEntry) -> CatalogEntry | None:
     lit = literal_length(tail, e.syntax)
     if lit < MID_LINE_LITERAL:
         return None
-    return replace(e, format=tail, pattern=LazyPattern(format_regex(tail, e.syntax)), literal=lit)
+    return replace(e, format=tail, pattern=LazyPattern(fmt=tail, syntax=e.syntax), literal=lit)
 
 
 _REGEX_HEAD = re.compile(r"([A-Za-z][A-Za-z0-9]*) ")
@@ -321,8 +323,11 @@ def _search(cat: "Catalog", message: str) -> Match | None:
     return None
 
 
-def parse_entries(doc: dict[str, Any], name: str) -> list[CatalogEntry]:
+def parse_entries(doc: dict[str, Any], name: str, checked: bool = True) -> list[CatalogEntry]:
     """The entries of one parsed data file.
+
+    ``checked=False`` (the JSON twin, written only from data that passed every check) skips building the
+    formats' regexes and matching the regex entries' examples: both happen on first use.
 
     Raises:
         CatalogError: a missing key, an unknown blame/role/severity/syntax, a bad id, a format
@@ -345,9 +350,9 @@ def parse_entries(doc: dict[str, Any], name: str) -> list[CatalogEntry]:
         if not ID_RE.match(raw["id"]):
             raise CatalogError(f"{where}: id {raw['id']!r} is not of the form domain.name")
         fmt = str(raw["format"]).rstrip("\n")
-        try:  # a regex is compiled now (its example is checked); a format's own regex on first use
-            pattern: EntryPattern = compile_format(fmt, syntax) if syntax is Syntax.REGEX \
-                else LazyPattern(format_regex(fmt, syntax))
+        try:  # checked: a regex is compiled now (its example is checked), a format's regex written now
+            pattern: EntryPattern = LazyPattern(fmt=fmt, syntax=syntax) if not checked else \
+                compile_format(fmt, syntax) if syntax is Syntax.REGEX else LazyPattern(format_regex(fmt, syntax))
         except FormatError as exc:
             raise CatalogError(f"{where}: {exc}") from exc
         lit = literal_length(fmt, syntax)
@@ -356,7 +361,7 @@ def parse_entries(doc: dict[str, Any], name: str) -> list[CatalogEntry]:
             raise CatalogError(f"{where}: only {lit} literal characters (at least {MIN_LITERAL}; "
                                f"{WHOLE_LINE_MIN_LITERAL} for a whole_line regex ending in $)")
         example = str(raw.get("example", ""))
-        if syntax is Syntax.REGEX and not (example and pattern.match(example)):
+        if checked and syntax is Syntax.REGEX and not (example and pattern.match(example)):
             raise CatalogError(f"{where}: a regex entry needs an example its pattern matches")
         out.append(CatalogEntry(id=raw["id"], domain=domain, syntax=syntax, format=fmt, source=str(raw["source"]),
                                 meaning=str(raw["meaning"]), blame=blame, role=role, severity=raw["severity"],
@@ -365,22 +370,56 @@ def parse_entries(doc: dict[str, Any], name: str) -> list[CatalogEntry]:
     return out
 
 
+TWIN = "catalog.json"
+"""The JSON twin of the data files: ``{"toml_sha256": ..., "files": {name: parsed document}}``, written by
+``scripts/catalog/json_twin.py``. The TOML files stay the source; the twin is used only while its hash is
+theirs (``json`` reads the 1.2 MB in a tenth of ``tomllib``'s time), else the TOML files are parsed."""
+
+
+def data_files() -> list[tuple[str, bytes]]:
+    """``(name, bytes)`` of every ``data/*.toml`` file, by name."""
+    return [(res.name, res.read_bytes()) for res in sorted(resources.files(__package__).joinpath("data").iterdir(),
+                                                             key=lambda r: r.name) if res.name.endswith(".toml")]
+
+
+def toml_digest(files: list[tuple[str, bytes]]) -> str:
+    """The SHA-256 of the data files' names and bytes (what the twin is checked against)."""
+    h = hashlib.sha256()
+    for name, data in files:
+        h.update(name.encode() + b"\0" + str(len(data)).encode() + b"\0" + data)
+    return h.hexdigest()
+
+
+def _documents() -> list[tuple[str, dict[str, Any], bool]]:
+    """The parsed data files, and whether they came from the twin (checked when it was written)."""
+    files = data_files()
+    try:
+        twin = json.loads(resources.files(__package__).joinpath("data").joinpath(TWIN).read_bytes())
+    except (OSError, ValueError):
+        twin = None
+    if isinstance(twin, dict) and twin.get("toml_sha256") == toml_digest(files) and \
+            set(twin.get("files", {})) == {n for n, _ in files}:
+        return [(name, twin["files"][name], True) for name, _ in files]
+    out: list[tuple[str, dict[str, Any], bool]] = []
+    for name, data in files:
+        try:
+            out.append((name, tomllib.loads(data.decode("utf-8")), False))
+        except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+            raise CatalogError(f"{name}: {exc}") from exc
+    return out
+
+
 @lru_cache(maxsize=1)
 def load() -> Catalog:
-    """The catalog of every ``hangdbg/catalog/data/*.toml`` file (read once per process).
+    """The catalog of every ``hangdbg/catalog/data/*.toml`` file (read once per process; through the
+    JSON twin :data:`TWIN` while it is current).
 
     Raises:
         CatalogError: a data file is broken or two entries share an id.
     """
     entries: list[CatalogEntry] = []
-    for res in sorted(resources.files(__package__).joinpath("data").iterdir(), key=lambda r: r.name):
-        if not res.name.endswith(".toml"):
-            continue
-        try:
-            doc = tomllib.loads(res.read_text(encoding="utf-8"))
-        except tomllib.TOMLDecodeError as exc:
-            raise CatalogError(f"{res.name}: {exc}") from exc
-        entries.extend(parse_entries(doc, res.name.removesuffix(".toml")))
+    for name, doc, from_twin in _documents():
+        entries.extend(parse_entries(doc, name.removesuffix(".toml"), checked=not from_twin))
     seen: set[str] = set()
     for e in entries:
         if e.id in seen:

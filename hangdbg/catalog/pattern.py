@@ -76,14 +76,28 @@ def compile_format(fmt: str, syntax: Syntax) -> re.Pattern[str]:
 
 
 class LazyPattern:
-    """A regex compiled on its first use (the catalog's 2,000 patterns are mostly never needed: a
-    cheap substring test turns a message away first). Offers what the catalog calls of a pattern."""
+    """A regex built and compiled on its first use (the catalog's 2,000 patterns are mostly never needed:
+    a cheap substring test turns a message away first). Made from a regex source, or from a format and
+    its syntax (then even the source is written on first use). Offers what the catalog calls of a pattern."""
 
-    __slots__ = ("pattern", "_rx")
+    __slots__ = ("_src", "_fmt", "_syntax", "_rx")
 
-    def __init__(self, pattern: str) -> None:
-        self.pattern = pattern
+    def __init__(self, pattern: str | None = None, fmt: str = "", syntax: Syntax | None = None) -> None:
+        self._src = pattern
+        self._fmt, self._syntax = fmt, syntax
         self._rx: re.Pattern[str] | None = None
+
+    @property
+    def pattern(self) -> str:
+        """The regex source.
+
+        Raises:
+            FormatError: the format has no regex (the catalog's tests build every entry's).
+        """
+        if self._src is None:
+            assert self._syntax is not None
+            self._src = self._fmt if self._syntax is Syntax.REGEX else format_regex(self._fmt, self._syntax)
+        return self._src
 
     @property
     def compiled(self) -> re.Pattern[str]:
