@@ -216,6 +216,10 @@ def test_c10_log_prefix_with_a_three_digit_date_is_peeled():
     ("[RANK 3] RuntimeError: CUDA error: an illegal memory access was encountered", 3, None),
     ("[rank 5/8] RuntimeError: CUDA error: an illegal memory access was encountered", 5, None),
     ("RANK 4: RuntimeError: CUDA error: an illegal memory access was encountered", 4, None),
+    ("[2024-01-01 00:00:00.000] [error] RuntimeError: CUDA error: an illegal memory access was encountered",
+     None, None),                                                             # spdlog-style lowercase level
+    ("2024-01-01 00:00:00,123 - __main__ - INFO - RuntimeError: CUDA error: an illegal memory access was "
+     "encountered", None, None),                                              # logging's default format, any level
 ])
 def test_more_prefixes_are_peeled(line, rank, host):
     msg = parse_line(line)

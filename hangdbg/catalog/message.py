@@ -39,8 +39,9 @@ _C10D_RANK = re.compile(r"\[(?:PG(?: ID)? [^\]\n]{0,200}?)?Rank (?P<rank>\d{1,9}
 _EXC = re.compile(r"(?:[A-Za-z_][\w]*\.){0,6}[A-Z]\w{0,80}(?:Error|Exception|Exit|Interrupt|Failure)"
                   r"(?:\([\w.]{1,120}\))?(?:\[[^\]\n]{0,80}\])?:\s+")
 _LOGGER = re.compile(
-    r"(?:\[(?:ERROR|WARNING|WARN|CRITICAL|FATAL|INFO|DEBUG)\]\s?|(?:ERROR|WARNING|CRITICAL|FATAL)(?::[\w.\-]{0,120}:|\s*[-:|]\s+)"
-    r"|\[[\w.\-/]{1,120}\.py:\d{1,6}(?::[\w<>]{1,80})?\]\s?|[\w.\-]{1,120} - (?:ERROR|WARNING|CRITICAL) - )")
+    r"(?:\[(?:ERROR|WARNING|WARN|CRITICAL|FATAL|INFO|DEBUG|error|warning|warn|critical|fatal|info|debug)\]\s?"
+    r"|(?:ERROR|WARNING|CRITICAL|FATAL)(?::[\w.\-]{0,120}:|\s*[-:|]\s+)"
+    r"|\[[\w.\-/]{1,120}\.py:\d{1,6}(?::[\w<>]{1,80})?\]\s?|[\w.\-]{1,120} - (?:ERROR|WARNING|CRITICAL|INFO|DEBUG) - )")
 _SYSLOG = re.compile(r"(?:[A-Z][a-z]{2} +\d{1,2} \d\d:\d\d:\d\d|\[[A-Z][a-z]{2} [A-Z][a-z]{2} +\d{1,2} \d\d:\d\d:\d\d \d{4}\]) ?"
                      r"(?:(?P<host>[\w.\-]{1,253}) )?(?:kernel|[\w.\-]{1,80}(?:\[\d+\])?):\s")
 _RAY = re.compile(r"\((?:[\w.]{1,120}\s)?(?:rank=(?P<rank>\d{1,9})\s)?pid=(?P<pid>\d{1,10})(?:,\s?ip=(?P<host>[\w.:\-]{1,80}))?"
