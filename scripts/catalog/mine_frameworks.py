@@ -735,8 +735,12 @@ SYSTEM += [
     errno_entry("econnreset", "Connection reset by peer",
                 "the peer closed the connection abruptly: usually the remote process died", "peer", "consequence",
                 "warning", "find the remote rank/process and why it died", 104),
-    errno_entry("etimedout", "Connection timed out", "the peer did not answer in time (host down, firewall dropping packets)",
-                "peer", "root", "warning", "check the peer host and the firewall between the nodes", 110),
+    errno_entry("etimedout", "Connection timed out",
+                "the peer did not answer in time: the host is down, a firewall drops the packets, or the two "
+                "interfaces cannot reach each other (different subnets, or NICs of different rails on a "
+                "rail-optimized fabric; for RoCE a wrong GID index)",
+                "peer", "root", "warning", "check the peer host, the firewall and the route between the two "
+                "interfaces (ping / ib_write_bw between exactly those NICs)", 110),
     errno_entry("epipe", "Broken pipe", "a write went to a pipe or socket whose reader is gone: the peer process exited",
                 "peer", "consequence", "warning", "find the process on the other end and why it exited", 32),
     errno_entry("eaddrinuse", "Address already in use",
