@@ -27,11 +27,12 @@ __all__ = ["Message", "parse_line", "looks_like_error", "ERROR_WORDS", "ERROR_ST
 _ISO = re.compile(r"\[?(?P<d>\d{4}-\d\d-\d\d)[T ](?P<t>\d\d:\d\d:\d\d)(?P<f>[.,]\d+)?")
 _NCCL = re.compile(
     r"(?P<host>[\w.\-]{1,253}):(?P<pid>\w{1,12})(?::(?P<tid>\w{1,12}))? \[(?P<dev>-?\d{1,4})\] "
-    r"(?:(?P<src>[\w./\-]{1,200}:\d{1,6}) )?(?:NCCL )?(?P<level>WARN|INFO|ERROR|ABORT|TRACE)\s?")
+    r"(?:(?:(?P<src>[\w./\-]{1,200}:\d{1,6}) )?(?:NCCL )?|[^\n]{1,300}?:\d{1,6} NCCL )(?P<level>WARN|INFO|ERROR|ABORT|TRACE)\s?")
+# (a net plugin's line names its function, which in C++ is a whole signature: "int f(int):544 NCCL WARN")
 # a NCCL line pasted without its header (``init.cc:1247 NCCL WARN ...``), or of a version that
 # wrote no ``NCCL`` before the level (``include/socket.h:344 WARN ...``)
-_NCCL_BARE = re.compile(r"(?:\[(?P<dev>-?\d{1,4})\]\s)?(?:(?P<src>[\w./\-]{1,200}\.(?:cc|cu|h|c|cpp):\d{1,6})\s(?:NCCL\s)?|NCCL\s)"
-                        r"(?P<level>WARN|ERROR)\s")
+_NCCL_BARE = re.compile(r"(?:\[(?P<dev>-?\d{1,4})\]\s)?(?:(?P<src>[\w./\-]{1,200}\.(?:cc|cu|h|c|cpp):\d{1,6})\s(?:NCCL\s)?|NCCL\s"
+                        r"|[\w:~<>]{1,200}:\d{1,6}\sNCCL\s)(?P<level>WARN|ERROR)\s")
 # c10/util/Logging.cpp writes the date as (tm_mon + 1) * 100 + tm_mday: "E909" on Sep 9, "E1126" on Nov 26
 _GLOG = re.compile(r"\[?(?P<lvl>[EWIF])(?P<md>\d{3,4}) (?P<t>\d\d:\d\d:\d\d)(?:\.\d+)?\s+(?:\d{1,10}\s+)?[\w./\-]{1,300}:\d{1,6}\]\s?"
                    r"|\[(?P<lvl2>[EWIF]) [\w.\-]{1,200}:\d{1,6}\]\s?")
