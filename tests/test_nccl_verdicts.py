@@ -229,3 +229,13 @@ def test_all_clear_says_only_what_the_log_shows(tmp_path):
                          "n2:2:2 [0] NCCL INFO Bootstrap : Using eth0:10.0.0.2<0>\n")
     text = headline_of(rep)
     assert "init completed" not in text and "opCounts agree" not in text and "no process wrote an init line" in text
+
+
+def test_a_bootstrap_chain_cut_before_init_names_the_oob_interface(tmp_path):
+    rep = read(tmp_path, "n3:7:8 [3] NCCL INFO NET/IB : Using [0]mlx5_0:1/IB ; OOB ibp75s0:192.168.0.103<0>\n"
+                         "n3:9:9 [2] NCCL INFO misc/socket.cc:567 -> 2\n"
+                         "n3:9:9 [2] NCCL INFO bootstrap.cc:270 -> 2\n"
+                         "n3:9:9 [2] NCCL INFO init.cc:1350 ->")
+    [f] = suspects(rep, "nccl-init-failed")
+    assert "bootstrap failed" in f.summary and "ibp75s0" in f.summary and "not in these lines" in f.summary
+    assert "NCCL_SOCKET_IFNAME" in f.action

@@ -54,7 +54,7 @@ _INIT_HELP = {
 def _init_fail_findings(log: NcclLog) -> list[Finding]:
     """``file.cc:LINE -> N`` chains that reach ``init.cc``/``init.cu`` (NCCLCHECK in
     ``include/checks.h`` prints one line per frame): communicator init returned an error."""
-    failed = [p for p in log.procs.values() if p.init_fail is not None]
+    failed = [p for p in log.procs.values() if p.init_fail is not None or p.boot_chain]
     by_host: dict[str, list[Proc]] = defaultdict(list)
     for p in failed:
         by_host[p.host].append(p)
@@ -66,6 +66,9 @@ def _init_fail_findings(log: NcclLog) -> list[Finding]:
         what, help_key = "communicator init failed", ""
         if any(p.boot_chain for p in procs):
             what, help_key = "bootstrap failed during communicator init", "bootstrap"
+            ifaces = sorted({i for q in log.procs.values() if q.host == host for i in q.boot_ifaces})
+            if ifaces:  # the interface the bootstrap sockets used (Bootstrap : Using / NET/IB's OOB)
+                what += f" (NCCL's bootstrap and out-of-band sockets on {host} use {', '.join(ifaces[:4])})"
         elif errs or (root and "socket" in root[0]):
             help_key = "socket"
         detail = ""
@@ -93,8 +96,9 @@ def _init_fail_findings(log: NcclLog) -> list[Finding]:
                     Kind.NCCL_INIT_FAILED, f"{_names(procs)} on {host}: communicator init failed: {entry.meaning}: {said}",
                     ranks=_ranks(procs), hosts=(host,), evidence=cited, action=entry.action or _INIT_HELP[help_key]))
             continue
+        ends = "the chain ends in init" if any(p.init_fail for p in procs) else "the chain's end is not in these lines"
         out.append(Finding(
-            Kind.NCCL_INIT_FAILED, f"{_names(procs)} on {host}: {what}{detail} (the chain ends in init)",
+            Kind.NCCL_INIT_FAILED, f"{_names(procs)} on {host}: {what}{detail} ({ends})",
             ranks=_ranks(procs), hosts=(host,), evidence=tuple(uniq), action=_INIT_HELP[help_key]))
     return out
 

@@ -322,7 +322,7 @@ def using(p: Proc, what: str, rest: str, ip_hosts: dict[str, str]) -> None:
             continue
         if what != "NET/IB":
             p.ifaces.add(im.group("name"))
-        if what == "Bootstrap":
+        if what == "Bootstrap" or what.startswith("NET/IB"):  # NET/IB's OOB interface is the bootstrap's
             p.boot_ifaces.add(im.group("name"))
         p.ips.add(ip)
         ip_hosts.setdefault(ip, p.host)
