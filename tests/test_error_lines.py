@@ -203,3 +203,24 @@ def test_a_numbered_line_alone_is_no_srun_label(tmp_path):
     text = "training\n12: RuntimeError: CUDA error: an illegal memory access was encountered\nbye\n"
     (f,) = [f for f in _read(tmp_path, text).findings if f.severity is Severity.SUSPECT]
     assert f.ranks == ()
+
+
+def test_the_same_exception_on_every_rank_blames_no_rank(tmp_path):
+    text = "".join(f"[rank{r}]:Traceback (most recent call last):\n[rank{r}]:  File \"t.py\", line 3, in <module>\n"
+                   f"[rank{r}]:    import tyro\n[rank{r}]:ModuleNotFoundError: No module named 'tyro'\n" for r in (0, 1))
+    (f,) = [f for f in _read(tmp_path, text).findings if f.kind is Kind.RANK_ERROR]
+    assert f.ranks == () and "every rank" in f.summary and "a cause they share" in f.summary
+
+
+def test_an_exception_class_is_no_waiter_word_inside_it(tmp_path):
+    text = "Traceback (most recent call last):\n  File \"t.py\", line 3, in <module>\n    f(1, 2)\n" \
+           "TypeError: f() takes 1 positional argument but 2 were given\n"
+    (f,) = [f for f in _read(tmp_path, text).findings if f.kind is Kind.RANK_ERROR]
+    assert f.severity is Severity.WARNING and "waited" not in f.summary  # "TypeError" holds "peEr"
+
+
+def test_pdsh_host_labels_are_peeled_and_name_the_host(tmp_path):
+    text = ("node7: Traceback (most recent call last):\nnode7:   File \"launch.py\", line 3, in <module>\n"
+            "node7:     main()\nnode7: TypeError: main() takes 3 positional arguments but 4 were given\n")
+    (f,) = [f for f in _read(tmp_path, text).findings if f.kind is Kind.RANK_ERROR]
+    assert f.hosts == ("node7",) and "node7" in f.summary and "TypeError" in f.summary

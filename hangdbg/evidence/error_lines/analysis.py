@@ -116,9 +116,9 @@ def _quote(e: ErrorEvent) -> str:
 
 EXCEPTION_ID = "python.exception"
 """The id the findings of uncaught exceptions no catalog entry knows cite (as a catalog entry id would be)."""
-_WAITER_WORDS = re.compile(r"time[ds]? ?out|timeout|reset by peer|connection (?:closed|reset|refused|lost)|closed by|"
+_WAITER_WORDS = re.compile(r"\b(?:time[ds]? ?out|timeout|reset by peer|connection (?:closed|reset|refused|lost)|closed by|"
                            r"broken pipe|refused|abort|watchdog|rendezvous|signal|killed|terminat|sigterm|barrier|"
-                           r"peer|unreachable|heartbeat", re.IGNORECASE)
+                           r"peers?\b|unreachable|heartbeat)", re.IGNORECASE)  # whole words: TypeError holds "peEr"
 """Words of an exception that a rank raises because of another one (a lost peer, a timeout, an abort):
 such an exception is not the rank's own first failure."""
 
@@ -132,15 +132,21 @@ def _exceptions(log: ErrorLog) -> list[Finding]:
         if ev.match is None and ev.message.exception:
             by.setdefault((ev.message.exception, _NUMBERS.sub("#", ev.message.text)[:160]), []).append(ev)
     out = []
+    seen = {e.message.rank for e in log.events if e.message.rank is not None}
     for (exc, _), evs in sorted(by.items(), key=lambda kv: kv[1][0].order)[:MAX_UNRECOGNISED]:
         ranks = tuple(sorted({e.message.rank for e in evs if e.message.rank is not None}))
         hosts = tuple(sorted({e.message.host for e in evs if e.message.host}))
-        who = ranks_text(ranks) if ranks else "a process of the job"
+        who = ranks_text(ranks) if ranks else f"a process on {', '.join(hosts[:3])}" if hosts else "a process of the job"
+        if len(ranks) >= 2 and set(ranks) == seen:  # the same exception on every rank: a cause they share
+            who = f"every rank in these logs ({ranks_text(ranks)}) alike"
+            ranks = ()
         waits = _WAITER_WORDS.search(f"{exc} {evs[0].message.text}") is not None
         out.append(Finding(
             Kind.RANK_ERROR, f"{who} raised \u201c{_quote(evs[0])}\u201d"
             + (f" at {evs[0].frame}" if evs[0].frame else "") + (f" ({len(evs)} lines)" if len(evs) > 1 else "")
-            + (" (its words say it waited for something else: a consequence)" if waits else ""),
+            + (" (its words say it waited for something else: a consequence)" if waits else "")
+            + ("; the same on every rank: a cause they share (the installed packages, the environment, the "
+               "code or its input), not one rank" if who.startswith("every rank") else ""),
             ranks=ranks, hosts=hosts, severity=Severity.INFO if waits else Severity.WARNING,
             evidence=tuple(e.evidence for e in evs[:_MAX_EV]) + (
                 Evidence("traceback", None, f"{EXCEPTION_ID}: https://docs.python.org/3/library/exceptions.html"),),

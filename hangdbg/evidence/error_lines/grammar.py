@@ -117,32 +117,45 @@ def _candidates(path: str, log: ErrorLog) -> Iterator[tuple[int, str, bool]]:
             yield no, line, True
 
 
-def _last_line(path: str) -> tuple[int, bool]:
+def _last_line(path: str) -> tuple[int, str]:
     """The number of the last non-empty line of a small file (0 for a large one: not an excerpt), and
-    whether its lines carry ``srun --label``'s task number (:func:`_srun_labelled`)."""
+    the label its lines carry (:func:`_labelled`: ``"srun"``, ``"pdsh"`` or ``""``)."""
     try:
         if os.path.getsize(path) >= GREP_FROM_BYTES:
-            return 0, False
+            return 0, ""
         with open_input(path) as f:
             data = f.read()
     except OSError:
-        return 0, False
+        return 0, ""
     body = data.rstrip(b"\r\n\t ")
-    return (body.count(b"\n") + 1 if body else 0), _srun_labelled(body)
+    return (body.count(b"\n") + 1 if body else 0), _labelled(body)
 
 
-_SRUN_LABEL = re.compile(rb"^ {0,4}(\d{1,5}): (?=\S)", re.MULTILINE)
-_SRUN_LABEL_STR = re.compile(r" {0,4}(\d{1,5}): (?=\S)")
+_SRUN_LABEL = re.compile(rb"^ {0,4}(\d{1,5}): (?=\S)")
+_PDSH_LABEL = re.compile(rb"^([A-Za-z][\w.\-]{0,62}): ")
+_LABEL_STR = {"srun": re.compile(r" {0,4}(\d{1,5}): (?=\S)"), "pdsh": re.compile(r"([A-Za-z][\w.\-]{0,62}): ")}
+_NOT_HOST = re.compile(rb"(?i)^(?:error|warning|warn|info|debug|critical|fatal|note|hint|help|traceback|file|caused by|"
+                       rb"during handling|stderr|stdout|message|reason|status|exitcode|rank|host|time|msg)$"
+                       rb"|(?:Error|Exception|Warning|Exit|Interrupt|Failure)$")
 
 
-def _srun_labelled(body: bytes) -> bool:
-    """True when most lines of ``body`` start with ``srun --label``'s task number (``3: text``; Slurm
-    src/srun/srun_job.c / the --label option of srun(1): the task id, SLURM_PROCID, which torch's
-    env:// launch under srun uses as the global rank): at least 4 such lines, two different numbers,
-    and at least 60 % of the non-empty lines. One ``12: `` line is not enough (a numbered list)."""
+def _labelled(body: bytes) -> str:
+    """The label most lines of ``body`` start with: ``"srun"`` for ``srun --label``'s task number (``3: text``;
+    the task id, SLURM_PROCID, which torch's env:// launch under srun uses as the global rank), ``"pdsh"``
+    for pdsh's / clush's host (``node7: text``: pdsh(1) prefixes each line of remote output with the host
+    name), ``""`` for neither. At least 4 labelled lines, 60 % of the non-empty ones; srun needs two
+    numbers, pdsh a host seen 3 times or more and no label that is a log level or an exception class."""
     lines = [ln for ln in body.splitlines()[:4000] if ln.strip()]
-    labels = [m.group(1) for ln in lines if (m := _SRUN_LABEL.match(ln)) is not None]
-    return len(labels) >= 4 and len(set(labels)) >= 2 and len(labels) >= 0.6 * len(lines)
+    if not lines:
+        return ""
+    nums = [m.group(1) for ln in lines if (m := _SRUN_LABEL.match(ln)) is not None]
+    if len(nums) >= 4 and len(set(nums)) >= 2 and len(nums) >= 0.6 * len(lines):
+        return "srun"
+    hosts = [m.group(1) for ln in lines if (m := _PDSH_LABEL.match(ln)) is not None]
+    if len(hosts) >= 4 and len(hosts) >= 0.6 * len(lines) and max(hosts.count(h) for h in set(hosts)) >= 3 \
+            and not any(_NOT_HOST.search(h) for h in set(hosts)):
+        return "pdsh"
+    return ""
 
 
 def _wrapped(log: ErrorLog, path: str, no: int, line: str, catalog: Catalog) -> bool:
@@ -196,11 +209,15 @@ def scan_file(path: str, catalog: Catalog, log: ErrorLog) -> None:
     before, said = log.error_lines, len(log.roster.said) + len(log.roster.missing)
     code_next = False
     last, labelled = _last_line(path)  # an excerpt's last line may be cut where the paste ended
+    label_rx = _LABEL_STR.get(labelled)
     seen: Counter[str] = Counter()
     last_error = 0  # the line number of a "Last error:" line just read
     frame = ""  # the last 'File "x.py", line N, in f' frame read
     for no, whole, every in _candidates(path, log):
         line = whole[:LOOKED_AT]
+        label = ""
+        if label_rx is not None and (lab := label_rx.match(line)) is not None:  # srun's rank, pdsh's host
+            label, line = lab.group(1), line[lab.end():]
         if every and line[:1] in (" ", "\t") and _wrapped(log, path, no, line, catalog):
             continue
         if every:
@@ -215,8 +232,10 @@ def scan_file(path: str, catalog: Catalog, log: ErrorLog) -> None:
         if not every and not looks_like_error(line) and not _LEVEL.search(line):
             continue
         msg = parse_line(line)
-        if labelled and msg.rank is None and (lab := _SRUN_LABEL_STR.match(line)) is not None:
-            msg = replace(parse_line(line[lab.end():]), rank=int(lab.group(1)))
+        if label and labelled == "srun" and msg.rank is None:
+            msg = replace(msg, rank=int(label))
+        elif label and labelled == "pdsh" and msg.host is None:
+            msg = replace(msg, host=label)
         if msg.text.strip() == "Last error:":  # PyTorch's NCCL error: ncclGetLastError() follows
             last_error = no
             continue
