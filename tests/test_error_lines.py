@@ -224,3 +224,35 @@ def test_pdsh_host_labels_are_peeled_and_name_the_host(tmp_path):
             "node7:     main()\nnode7: TypeError: main() takes 3 positional arguments but 4 were given\n")
     (f,) = [f for f in _read(tmp_path, text).findings if f.kind is Kind.RANK_ERROR]
     assert f.hosts == ("node7",) and "node7" in f.summary and "TypeError" in f.summary
+
+
+CHILD_LOST_PEER = """\
+[rank1]:Traceback (most recent call last):
+[rank1]:  File "train.py", line 9, in main
+[rank1]:    dist.all_reduce(t)
+[rank1]:RuntimeError: Connection reset by peer
+torch.distributed.elastic.multiprocessing.errors.ChildFailedError:
+============================================================
+train.py FAILED
+------------------------------------------------------------
+Failures:
+  <NO_OTHER_FAILURES>
+------------------------------------------------------------
+Root Cause (first observed failure):
+[0]:
+  time      : 2026-11-22_10:07:41
+  host      : node3
+  rank      : 1 (local_rank: 1)
+  exitcode  : 1 (pid: 4242)
+  error_file: <N/A>
+  traceback : To enable traceback see: https://pytorch.org/docs/stable/elastic/errors.html
+============================================================
+"""
+
+
+def test_a_failed_child_whose_error_says_it_lost_its_peer_is_no_suspect(tmp_path):
+    (tmp_path / "job.log").write_text(CHILD_LOST_PEER)
+    rc, doc = main_json("logs", str(tmp_path / "job.log"))
+    child = next(f for f in doc["findings"] if f["kind"] == "child-failed")
+    assert child["severity"] == "warning" and "outside it" in child["summary"]
+    assert not [f for f in _suspects(doc) if 1 in f["ranks"]]

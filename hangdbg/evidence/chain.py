@@ -14,7 +14,9 @@ NCCL init failure with its error chain). Then:
    only a warning: ``Unable to resolve hostname ... Using the loopback`` before every timeout);
 3. an uncaught exception of a rank that another reader names a suspect (a rank that printed no
    watchdog timeout, one that failed first) is that rank's own failure: a suspect too;
-4. a launch mistake (:attr:`~hangdbg.model.Kind.LAUNCH_ERROR`, a suspect) is the cause of the
+4. a failed child whose own error lines say the cause was outside it (a lost peer, the host's
+   resource, the hardware) is a warning, not a suspect (:func:`_failed_for_a_reason_outside`);
+5. a launch mistake (:attr:`~hangdbg.model.Kind.LAUNCH_ERROR`, a suspect) is the cause of the
    process failures that follow it: the suspects that blame a rank or a node for ending (a failed
    child, an init that failed or never completed, a crash) become warnings that say so. Hardware
    findings stay suspects: a fault is a fault.
@@ -66,12 +68,35 @@ def chain(findings: Sequence[Finding]) -> list[Finding]:
                 continue  # the same conclusion, from a reader that saw more of it
         out.append(f)
     out = _own_exceptions(out)
+    out = _failed_for_a_reason_outside(out)
     launch = next((f for f in out if f.kind is Kind.LAUNCH_ERROR and f.severity is Severity.SUSPECT), None)
     if launch is None:
         return out
     cause = launch.summary.split(":", 2)[1].strip() if launch.summary.count(":") >= 2 else launch.summary
     return [replace(f, severity=Severity.WARNING, summary=f"{f.summary} (a consequence of the launch mistake: {cause})")
             if f.severity is Severity.SUSPECT and f.kind in ECHOES_OF_LAUNCH else f for f in out]
+
+
+_OUTSIDE = frozenset({Kind.PEER_ERROR, Kind.RESOURCE_ERROR, Kind.HARDWARE_ERROR})
+"""Error-lines kinds whose cause is outside the rank that printed them (a lost peer, the host's resource,
+the hardware)."""
+
+
+def _failed_for_a_reason_outside(findings: list[Finding]) -> list[Finding]:
+    """A failed child (torchrun's first failure) whose own error lines say the cause was outside it (a peer
+    that went away, the host's exhausted resource, a hardware fault) is not blamed for it: the suspect
+    becomes a warning that says why; the outside cause keeps its own finding."""
+    why: dict[int, str] = {}
+    for f in findings:
+        if f.source is SourceKind.ERROR_LINES and f.kind in _OUTSIDE:
+            for r in f.ranks:
+                why.setdefault(r, f.kind.value)
+    if not why:
+        return findings
+    return [replace(f, severity=Severity.WARNING,
+                    summary=f"{f.summary} (its own error lines say the cause was outside it: {why[f.ranks[0]]})")
+            if f.severity is Severity.SUSPECT and f.kind in (Kind.CHILD_FAILED, Kind.CHILD_ERROR) and f.ranks
+            and all(r in why for r in f.ranks) else f for f in findings]
 
 
 def _own_exceptions(findings: list[Finding]) -> list[Finding]:
