@@ -256,3 +256,12 @@ def test_a_failed_child_whose_error_says_it_lost_its_peer_is_no_suspect(tmp_path
     child = next(f for f in doc["findings"] if f["kind"] == "child-failed")
     assert child["severity"] == "warning" and "outside it" in child["summary"]
     assert not [f for f in _suspects(doc) if 1 in f["ranks"]]
+
+
+def test_the_line_after_last_error_names_the_cause_as_a_suspect(tmp_path):
+    text = ("torch.distributed.DistBackendError: NCCL error in: ProcessGroupNCCL.cpp:3690, unhandled cuda error "
+            "(run with NCCL_DEBUG=INFO for details), NCCL version 2.27.5\n"
+            "ncclUnhandledCudaError: Call to CUDA function failed.\nLast error:\n"
+            "Cuda failure 217 'peer access is not supported between these two devices'\n")
+    f = next(f for f in _read(tmp_path, text).findings if "peer access" in f.summary)
+    assert f.severity is Severity.SUSPECT and f.ranks == ()

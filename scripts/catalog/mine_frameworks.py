@@ -1210,8 +1210,9 @@ FRAMEWORKS: list[E] = [
     S("frameworks.ray.actor-died-creation-task", "python",
       "The actor died because of an error raised in its creation task, {}",
       ("ray", "python/ray/exceptions.py", "\"The actor died because of an error\""),
-      m="the actor's __init__ raised; the error follows", b="self", r="root", s="suspect",
-      a="fix the error raised in the actor's constructor"),
+      m="the actor's __init__ raised: the exception printed after this header (its traceback's last line) is the "
+        "cause", b="self", r="context", s="warning",
+      a="read the exception that follows and fix what the actor's constructor raised"),
     S("frameworks.ray.actor-unavailable", "python",
       "The actor {} is unavailable: {}. The task may or may not have been executed on the actor.",
       ("ray", "python/ray/exceptions.py", "is unavailable: {error_message}. The task may or"),

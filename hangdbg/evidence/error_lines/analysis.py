@@ -179,6 +179,8 @@ def _groups(log: ErrorLog) -> list[_Group]:
 
 
 def _severity(g: _Group) -> Severity:
+    if g.entry.role is Role.ROOT and g.entry.blame not in (Blame.PEER, Blame.NONE) and any(e.named for e in g.events):
+        return Severity.SUSPECT  # NCCL's "Last error:" account of a failure that already happened: its cause
     sev = _SEVERITY[g.entry.severity]
     if sev is Severity.SUSPECT and (g.entry.role is not Role.ROOT or g.entry.blame in (Blame.PEER, Blame.NONE)):
         return Severity.WARNING

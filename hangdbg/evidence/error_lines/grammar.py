@@ -65,6 +65,7 @@ class ErrorEvent:
     match: Match | None
     order: int
     frame: str = ""  # for the last line of a traceback: its last frame, "path:line in func"
+    named: bool = False  # the line after PyTorch's "Last error:": NCCL's own account of the failure just above
 
 
 @dataclass
@@ -260,9 +261,11 @@ def scan_file(path: str, catalog: Catalog, log: ErrorLog) -> None:
         if not error and (match is None or match.innermost.severity == "info"):
             continue  # a line without an error word is an event only when the catalog knows it as one
         log.error_lines += 1
-        event = ErrorEvent(Evidence(path, no, line), msg, match, log.error_lines, frame if msg.exception else "")
+        explains = bool(last_error and no - last_error <= 2)
+        event = ErrorEvent(Evidence(path, no, line), msg, match, log.error_lines, frame if msg.exception else "",
+                           named=explains)
         frame = ""
-        last_error, explains = 0, bool(last_error and no - last_error <= 2)
+        last_error = 0
         log.add(event)
         if explains:  # the line after "Last error:" says what the failure just before it was: it reads first
             _first_of_block(log, path)
