@@ -235,6 +235,11 @@ def test_dmesg_x_facility_and_level_are_peeled_with_talos_node():
     assert parse_line("kern  :err   : [  12.345] NVRM: Xid (PCI:0000:3b:00): 79, pid=1").text.startswith("NVRM: Xid")
 
 
+def test_no_break_spaces_of_a_web_paste_read_as_spaces():
+    m = parse_line("TypeError:\xa0EngineArgs.__init__() got an unexpected keyword argument\xa0'worker_use_ray'")
+    assert (m.exception, m.text) == ("TypeError", "EngineArgs.__init__() got an unexpected keyword argument 'worker_use_ray'")
+
+
 def test_a_message_that_starts_with_a_rank_keeps_it():
     assert parse_line("Rank 3 timed out waiting for its peers").text == "Rank 3 timed out waiting for its peers"
 

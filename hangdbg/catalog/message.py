@@ -155,11 +155,16 @@ def _clock(t: str) -> float:
     return int(h) * 3600 + int(m) * 60 + int(s)
 
 
+_SPACES = str.maketrans({"\xa0": " ", "\u2009": " ", "\u202f": " "})
+
+
 def parse_line(line: str) -> Message:
     """Peel every known prefix off ``line`` (without its line ending) and keep their context.
 
     Never raises; a line with no known prefix is its own message.
     """
+    if "\xa0" in line or "\u2009" in line or "\u202f" in line:  # a paste from a web page: no-break / thin spaces
+        line = line.translate(_SPACES)
     when: float | None = None
     clock: float | None = None
     host = level = src = exc = None
