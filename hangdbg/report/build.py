@@ -6,6 +6,8 @@ Builders only: no I/O, no printing. The headline of each document comes from
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import socket
 from dataclasses import fields, replace
 from datetime import datetime, timezone
@@ -13,8 +15,6 @@ from typing import Any, Sequence
 
 from .._version import __version__
 from ..collect.node_status import node_findings
-from ..check.plan import CheckResult
-from ..collect.fanout import NodeResult
 from ..collect.result import CollectResult, StacksResult
 from ..watch.plan import WatchResult
 from ..headline import cores_headline, node_headline, processes_headline
@@ -27,6 +27,10 @@ from .document import (CollectDocument, CoreDocument, CoreEntry, CoreWritten, Fr
     LogsDocument, NcclDocument, NodeDocument, NodeEntry, PlaceEntry, ProcessList, RankEntry, ReportDocument,
     SourceSection, SplitDocument, SplitRow, StacksDocument, StacksSection, ThreadEntry, TracesDocument, TreeEntry,
     WatchDocument)
+
+if TYPE_CHECKING:  # annotations only: importing check/ and collect.fanout costs a command that needs neither ~0.1 s
+    from ..check.plan import CheckResult
+    from ..collect.fanout import NodeResult
 
 __all__ = ["with_not_saved", "header", "stacks_section", "source_section", "stacks_document", "analysis_document", "report_document", "source_document",
            "core_document", "collect_document", "split_document", "process_list", "node_document", "watch_document",
