@@ -20,7 +20,7 @@ from importlib import resources
 from typing import Any, Iterable
 
 from .entry import ID_RE, Blame, CatalogEntry, EntryPattern, Role, Syntax
-from .pattern import FormatError, LazyPattern, compile_cut, compile_format, format_regex, literal_length
+from .pattern import FormatError, LazyPattern, compile_cut, compile_format, literal_length
 
 __all__ = ["Catalog", "CatalogError", "Match", "load", "parse_entries", "SEVERITIES", "MIN_LITERAL"]
 
@@ -123,10 +123,11 @@ def _untagged(e: CatalogEntry) -> CatalogEntry | None:
     lit = literal_length(tail, e.syntax)
     if lit < MID_LINE_LITERAL:
         return None
-    return replace(e, format=tail, pattern=LazyPattern(fmt=tail, syntax=e.syntax), literal=lit)
+    return replace(e, format=tail, pattern=LazyPattern(tail, e.syntax), literal=lit)
 
 
 _REGEX_HEAD = re.compile(r"([A-Za-z][A-Za-z0-9]*) ")
+_ESCAPED = re.compile(r"\\.")
 
 
 def _regex_word(fmt: str) -> str:
@@ -136,14 +137,9 @@ def _regex_word(fmt: str) -> str:
     if m is None:
         return ""
     depth = 0
-    for i, ch in enumerate(fmt):
-        if ch == "\\":
-            continue
-        if ch == "(" and (i == 0 or fmt[i - 1] != "\\"):
-            depth += 1
-        elif ch == ")" and fmt[i - 1] != "\\":
-            depth -= 1
-        elif ch == "|" and depth == 0 and fmt[i - 1] != "\\":
+    for ch in _ESCAPED.sub("", fmt):  # escaped characters are literals: no group, no alternative
+        depth += (ch == "(") - (ch == ")")
+        if ch == "|" and depth == 0:
             return ""
     return m.group(1).lower()
 
@@ -350,9 +346,12 @@ def parse_entries(doc: dict[str, Any], name: str, checked: bool = True) -> list[
         if not ID_RE.match(raw["id"]):
             raise CatalogError(f"{where}: id {raw['id']!r} is not of the form domain.name")
         fmt = str(raw["format"]).rstrip("\n")
+        pattern: EntryPattern = LazyPattern(fmt, syntax)
         try:  # checked: a regex is compiled now (its example is checked), a format's regex written now
-            pattern: EntryPattern = LazyPattern(fmt=fmt, syntax=syntax) if not checked else \
-                compile_format(fmt, syntax) if syntax is Syntax.REGEX else LazyPattern(format_regex(fmt, syntax))
+            if checked and syntax is Syntax.REGEX:
+                pattern = compile_format(fmt, syntax)
+            elif checked:
+                pattern.pattern  # writing it raises FormatError for a malformed format
         except FormatError as exc:
             raise CatalogError(f"{where}: {exc}") from exc
         lit = literal_length(fmt, syntax)

@@ -76,27 +76,27 @@ def compile_format(fmt: str, syntax: Syntax) -> re.Pattern[str]:
 
 
 class LazyPattern:
-    """A regex built and compiled on its first use (the catalog's 2,000 patterns are mostly never needed:
-    a cheap substring test turns a message away first). Made from a regex source, or from a format and
-    its syntax (then even the source is written on first use). Offers what the catalog calls of a pattern."""
+    """The regex of a format, written and compiled on its first use (the catalog's patterns are mostly
+    never needed: a cheap substring test turns a message away first). Offers what the catalog calls of a
+    pattern."""
 
-    __slots__ = ("_src", "_fmt", "_syntax", "_rx")
+    __slots__ = ("_fmt", "_syntax", "_src", "_rx")
 
-    def __init__(self, pattern: str | None = None, fmt: str = "", syntax: Syntax | None = None) -> None:
-        self._src = pattern
+    def __init__(self, fmt: str, syntax: Syntax) -> None:
         self._fmt, self._syntax = fmt, syntax
+        self._src: str | None = None
         self._rx: re.Pattern[str] | None = None
 
     @property
     def pattern(self) -> str:
-        """The regex source.
+        """The regex source (:func:`format_regex`).
 
         Raises:
-            FormatError: the format has no regex (the catalog's tests build every entry's).
+            FormatError: the format is not a well-formed format of its syntax (the loader asks for it
+                at once when it checks a file; the catalog's tests build every entry's).
         """
         if self._src is None:
-            assert self._syntax is not None
-            self._src = self._fmt if self._syntax is Syntax.REGEX else format_regex(self._fmt, self._syntax)
+            self._src = format_regex(self._fmt, self._syntax)
         return self._src
 
     @property
