@@ -132,12 +132,11 @@ def _last_line(path: str) -> tuple[int, str]:
     return (body.count(b"\n") + 1 if body else 0), _labelled(body)
 
 
-_SRUN_LABEL = re.compile(rb"^ {0,4}(\d{1,5}): (?=\S)")
-_PDSH_LABEL = re.compile(rb"^([A-Za-z][\w.\-]{0,62}): ")
-_LABEL_STR = {"srun": re.compile(r" {0,4}(\d{1,5}): (?=\S)"), "pdsh": re.compile(r"([A-Za-z][\w.\-]{0,62}): ")}
-_NOT_HOST = re.compile(rb"(?i)^(?:error|warning|warn|info|debug|critical|fatal|note|hint|help|traceback|file|caused by|"
-                       rb"during handling|stderr|stdout|message|reason|status|exitcode|rank|host|time|msg)$"
-                       rb"|(?:Error|Exception|Warning|Exit|Interrupt|Failure)$")
+_LABELS = {"srun": re.compile(r" {0,4}(\d{1,5}): (?=\S)"), "pdsh": re.compile(r"([A-Za-z][\w.\-]{0,62}): ")}
+"""A line's label, by kind (:func:`_labelled`): the task number of ``srun --label``, the host of pdsh/clush."""
+_NOT_HOST = re.compile(r"(?i)^(?:error|warning|warn|info|debug|critical|fatal|note|hint|help|traceback|file|caused by|"
+                       r"during handling|stderr|stdout|message|reason|status|exitcode|rank|host|time|msg)$"
+                       r"|(?:Error|Exception|Warning|Exit|Interrupt|Failure)$")
 
 
 def _labelled(body: bytes) -> str:
@@ -146,13 +145,13 @@ def _labelled(body: bytes) -> str:
     for pdsh's / clush's host (``node7: text``: pdsh(1) prefixes each line of remote output with the host
     name), ``""`` for neither. At least 4 labelled lines, 60 % of the non-empty ones; srun needs two
     numbers, pdsh a host seen 3 times or more and no label that is a log level or an exception class."""
-    lines = [ln for ln in body.splitlines()[:4000] if ln.strip()]
+    lines = [ln.decode("utf-8", "replace") for ln in body.splitlines()[:4000] if ln.strip()]
     if not lines:
         return ""
-    nums = [m.group(1) for ln in lines if (m := _SRUN_LABEL.match(ln)) is not None]
+    nums = [m.group(1) for ln in lines if (m := _LABELS["srun"].match(ln)) is not None]
     if len(nums) >= 4 and len(set(nums)) >= 2 and len(nums) >= 0.6 * len(lines):
         return "srun"
-    hosts = [m.group(1) for ln in lines if (m := _PDSH_LABEL.match(ln)) is not None]
+    hosts = [m.group(1) for ln in lines if (m := _LABELS["pdsh"].match(ln)) is not None]
     if len(hosts) >= 4 and len(hosts) >= 0.6 * len(lines) and max(hosts.count(h) for h in set(hosts)) >= 3 \
             and not any(_NOT_HOST.search(h) for h in set(hosts)):
         return "pdsh"
@@ -210,7 +209,7 @@ def scan_file(path: str, catalog: Catalog, log: ErrorLog) -> None:
     before, said = log.error_lines, len(log.roster.said) + len(log.roster.missing)
     code_next = False
     last, labelled = _last_line(path)  # an excerpt's last line may be cut where the paste ended
-    label_rx = _LABEL_STR.get(labelled)
+    label_rx = _LABELS.get(labelled)
     seen: Counter[str] = Counter()
     last_error = 0  # the line number of a "Last error:" line just read
     frame = ""  # the last 'File "x.py", line N, in f' frame read
