@@ -14,7 +14,6 @@ the rank that printed them is a victim.
 
 from __future__ import annotations
 
-import ipaddress
 import re
 from collections import Counter
 from dataclasses import dataclass
@@ -24,6 +23,7 @@ from ...catalog.nccl_areas import areas_of
 from ...exit_status import describe, exit_code_in
 from ...model import Evidence, Finding, Kind, Severity
 from ...rankset import ranks_text
+from ...text.addresses import ip_text
 from .facts import EntryCount, ErrorLinesFacts
 from .grammar import ErrorEvent, ErrorLog
 from .roster import SOURCE_ID, roster_findings
@@ -71,7 +71,7 @@ def _who(g: _Group) -> tuple[tuple[int, ...], tuple[str, ...], tuple[str, ...], 
         return (), (), (), "the launch configuration"
     if not hosts and g.entry.blame in (Blame.ENVIRONMENT, Blame.HARDWARE):  # a node the message names by address
         hosts = tuple(sorted({ip for e in g.events if e.match is not None for f in _fields(e.match)
-                              if (ip := _address(f))}))[:8]
+                              if (ip := ip_text(f))}))[:8]
     if g.entry.blame is not Blame.HARDWARE and g.entry.blame is not Blame.SELF:
         gpus = ()
     words = []
@@ -97,15 +97,6 @@ def _fields(m) -> list[str]:
         out += list(m.fields)
         m = m.inner
     return out
-
-
-def _address(text: str) -> str:
-    """``text`` as an IP address (``10.0.0.5``, ``10.0.0.5<41234>``, ``fe80::1%ib0``), else ""."""
-    t = text.strip().strip("[]()").split("<", 1)[0].split("%", 1)[0].strip("[]")
-    try:
-        return str(ipaddress.ip_address(t))
-    except ValueError:
-        return ""
 
 
 def _quote(e: ErrorEvent) -> str:

@@ -30,7 +30,6 @@ Heuristics (each finding carries the raw lines behind it):
 
 from __future__ import annotations
 
-import ipaddress
 from collections import Counter, defaultdict
 from dataclasses import replace
 
@@ -38,6 +37,7 @@ from .facts import NcclComm, NcclCommunicator, NcclFacts, NcclProcess
 from ...model import SEVERITY_ORDER, Evidence, Finding, Kind, RankState, Severity, SourceKind
 from .grammar import Comm, NcclLog, Proc
 from ...rankset import ranks_text
+from ...text.addresses import ip_text
 from .causes import (MAX_EV, known_root, _bootstrap_findings, _hosts, _init_fail_findings, _names, _net_error_findings,
     _p2p_findings, _ranks)
 from .ops import op_mismatches
@@ -198,14 +198,6 @@ def _norm_ip(peer: str) -> str:
     return ip
 
 
-def _is_ip(text: str) -> bool:
-    try:
-        ipaddress.ip_address(text)
-        return True
-    except ValueError:
-        return False
-
-
 def _connect_findings(log: NcclLog) -> list[Finding]:
     by_peer: dict[str, list] = defaultdict(list)
     for p in log.procs.values():
@@ -214,7 +206,7 @@ def _connect_findings(log: NcclLog) -> list[Finding]:
     out = []
     known_hosts = {p.host for p in log.procs.values()}
     for peer, items in by_peer.items():
-        host = log.ip_hosts.get(peer) or (peer if not _is_ip(peer) and peer in known_hosts else None)
+        host = log.ip_hosts.get(peer) or (peer if not ip_text(peer) and peer in known_hosts else None)
         ordered = sorted(items, key=lambda it: (it[1].evidence.source, it[1].evidence.line or 0))
         first = next((cf.reason for _, cf in ordered if cf.reason), None)
         nreasons = len({cf.reason for _, cf in items if cf.reason})
