@@ -6,12 +6,10 @@ Builders only: no I/O, no printing. The headline of each document comes from
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import socket
 from dataclasses import fields, replace
 from datetime import datetime, timezone
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Any, Sequence
 
 from .._version import __version__
 from ..collect.node_status import node_findings

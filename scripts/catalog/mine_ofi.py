@@ -167,10 +167,6 @@ def slug(fmt: str) -> str:
     return "-".join(words[:6]) or "warn"
 
 
-def toml_str(s: str) -> str:
-    return mn.toml_str(s)
-
-
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("gitdir")
@@ -203,11 +199,11 @@ def main(argv: list[str] | None = None) -> int:
         seen[base] = k + 1
         eid = base if k == 0 else f"{base}-{k + 1}"
         newest = f.tags[-1]
-        lines += ["[[entry]]", f"id = {toml_str(eid)}", 'syntax = "printf"', f"format = {toml_str(fmt)}",
-                  f"source = {toml_str(f'{REPO} {newest} {f.path}:{f.line}')}",
-                  f"versions = {toml_str(f.tags[0] + '..' + newest)}",
-                  f"meaning = {toml_str(m)}", f"blame = {toml_str(b)}", f"role = {toml_str(r)}",
-                  f"severity = {toml_str(s)}", f"action = {toml_str(a)}", ""]
+        lines += ["[[entry]]", f"id = {mn.toml_str(eid)}", 'syntax = "printf"', f"format = {mn.toml_str(fmt)}",
+                  f"source = {mn.toml_str(f'{REPO} {newest} {f.path}:{f.line}')}",
+                  f"versions = {mn.toml_str(f.tags[0] + '..' + newest)}",
+                  f"meaning = {mn.toml_str(m)}", f"blame = {mn.toml_str(b)}", f"role = {mn.toml_str(r)}",
+                  f"severity = {mn.toml_str(s)}", f"action = {mn.toml_str(a)}", ""]
         n += 1
     out = Path(args.out) / "nccl_ofi.toml"
     out.write_text("\n".join(lines), encoding="utf-8")

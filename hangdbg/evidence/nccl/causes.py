@@ -187,6 +187,8 @@ def _bootstrap_findings(log: NcclLog) -> list[Finding]:
         ev = tuple(p.first_ev for p in procs[:2] if p.first_ev)
         # connections that failed in the same log make the interface the likely cause, not a remark
         failed = [p for p in log.procs.values() if p.net_errors or p.retries]
+        for p in failed[:2]:  # the failed connections of two of them, as evidence
+            ev += ((p.retry_ev,) if p.retry_ev else ()) + tuple(e for _, e in p.net_errors[:1])
         why = (f"; connections failed ({_names(failed, 4)}): NCCL most likely reached for a peer over the virtual "
                "interface" if failed else "")
         out.append(Finding(
@@ -194,9 +196,7 @@ def _bootstrap_findings(log: NcclLog) -> list[Finding]:
             f"bootstrap on a virtual interface ({', '.join(sorted(virt))}) on {', '.join(_hosts(procs))}: container "
             "bridges and tunnels are often not reachable from other nodes, and NCCL may pick a different one per node"
             + why,
-            hosts=_hosts(procs), severity=Severity.SUSPECT if failed else Severity.WARNING,
-            evidence=ev + tuple(e for p in failed[:2] for e in ((p.retry_ev,) if p.retry_ev else ())
-                                + tuple(x for _, x in p.net_errors[:1])),
+            hosts=_hosts(procs), severity=Severity.SUSPECT if failed else Severity.WARNING, evidence=ev,
             action=f"set NCCL_SOCKET_IFNAME to the physical interface every node shares{hint}"))
     return out
 
