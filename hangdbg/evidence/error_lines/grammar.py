@@ -10,6 +10,7 @@ stack frames (``File "x.py", line 3``, ``    raise RuntimeError(...)``, ``frame 
 
 from __future__ import annotations
 
+import io
 import os
 import re
 from collections import Counter
@@ -99,10 +100,16 @@ GREP_FROM_BYTES = 1 << 20
 (:mod:`hangdbg.tools.grep`); smaller ones are read line by line here."""
 
 
-def _candidates(path: str, log: ErrorLog) -> Iterator[tuple[int, str, bool]]:
+def _candidates(path: str, log: ErrorLog, data: bytes | None) -> Iterator[tuple[int, str, bool]]:
     """``(line_number, line, every)`` of the lines of ``path`` that may be error lines; ``every``
-    is True where every line of the file is given (a small file), not only those with an error stem."""
-    grep = find_grep() if os.path.getsize(path) >= GREP_FROM_BYTES else None
+    is True where every line of the file is given (a small file, whose bytes ``data`` are already
+    read, or a large one without grep), not only those with an error stem."""
+    if data is not None:
+        for no, line in iter_lines_from(io.BytesIO(data)):
+            log.lines_read += 1
+            yield no, line, True
+        return
+    grep = find_grep()
     if grep is not None:
         with open_input(path) as f:  # regular files only (a FIFO would block grep)
             lines = 0
@@ -118,18 +125,23 @@ def _candidates(path: str, log: ErrorLog) -> Iterator[tuple[int, str, bool]]:
             yield no, line, True
 
 
-def _last_line(path: str) -> tuple[int, str]:
-    """The number of the last non-empty line of a small file (0 for a large one: not an excerpt), and
-    the label its lines carry (:func:`_labelled`: ``"srun"``, ``"pdsh"`` or ``""``)."""
-    try:
-        if os.path.getsize(path) >= GREP_FROM_BYTES:
-            return 0, ""
-        with open_input(path) as f:
-            data = f.read()
-    except OSError:
-        return 0, ""
-    body = data.rstrip(b"\r\n\t ")
-    return (body.count(b"\n") + 1 if body else 0), _labelled(body)
+def _small_file(path: str) -> bytes | None:
+    """The bytes of a file under :data:`GREP_FROM_BYTES` (an excerpt: read once, whole), None for a
+    large one.
+
+    Raises:
+        OSError: the file cannot be opened.
+    """
+    if os.path.getsize(path) >= GREP_FROM_BYTES:
+        return None
+    with open_input(path) as f:
+        return f.read()
+
+
+def _last_line(body: bytes) -> int:
+    """The number of the last non-empty line of an excerpt's bytes (its last line may be cut)."""
+    body = body.rstrip(b"\r\n\t ")
+    return body.count(b"\n") + 1 if body else 0
 
 
 _LABELS = {"srun": re.compile(r" {0,4}(\d{1,5}): (?=\S)"), "pdsh": re.compile(r"([A-Za-z][\w.\-]{0,62}): ")}
@@ -208,12 +220,14 @@ def scan_file(path: str, catalog: Catalog, log: ErrorLog) -> None:
     """
     before, said = log.error_lines, len(log.roster.said) + len(log.roster.missing)
     code_next = False
-    last, labelled = _last_line(path)  # an excerpt's last line may be cut where the paste ended
+    data = _small_file(path)
+    last = _last_line(data) if data is not None else 0  # an excerpt's last line may be cut where the paste ended
+    labelled = _labelled(data.rstrip(b"\r\n\t ")) if data is not None else ""
     label_rx = _LABELS.get(labelled)
     seen: Counter[str] = Counter()
     last_error = 0  # the line number of a "Last error:" line just read
     frame = ""  # the last 'File "x.py", line N, in f' frame read
-    for no, whole, every in _candidates(path, log):
+    for no, whole, every in _candidates(path, log, data):
         line = whole[:LOOKED_AT]
         label = ""
         if label_rx is not None and (lab := label_rx.match(line)) is not None:  # srun's rank, pdsh's host
