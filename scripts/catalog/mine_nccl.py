@@ -1709,10 +1709,19 @@ def build(git: Git, tags: list[str], rdma_gitdir: str | None = None) -> tuple[li
     notes: list[str] = []
     ex = Extractor(git)
     groups: dict[str, list[tuple[int, str, Hit]]] = {}
+    quiet: dict[str, list[tuple[int, str, Hit]]] = {}  # INFO formats keep() drops (no failure word)
     for ti, tag in enumerate(tags):
         for h in ex.tag_hits(tag):
-            for kind, f in keep(h):
+            kept = keep(h)
+            for kind, f in kept:
                 groups.setdefault(f, []).append((ti, kind, h))
+            if not kept and h.kind == "info":
+                f = h.fmt.split("\n", 1)[0].rstrip().removeprefix("[Rank %d] ")
+                if literal_chars(f) >= EARLIER_INFO_MIN_LITERAL:
+                    quiet.setdefault(f, []).append((ti, "info", h))
+    promoted_as = earlier_info_of_warn(groups, quiet)
+    promoted = {f: quiet[f] for f in promoted_as}
+    groups.update(promoted)
     if ex.unresolved:
         notes.append(f"{len(ex.unresolved)} formats skipped for an unknown identifier, e.g. {ex.unresolved[:3]}")
     newest = tags[-1]
@@ -1722,10 +1731,10 @@ def build(git: Git, tags: list[str], rdma_gitdir: str | None = None) -> tuple[li
     for fmt, occ in groups.items():
         last = max(o[0] for o in occ)
         ti, kind, h = sorted((o for o in occ if o[0] == last), key=lambda o: (o[2].path, o[2].line))[0]
-        levels = {o[1] for o in occ}
+        levels = {o[1] for o in occ} | ({"warn"} if fmt in promoted else set())
         if "context" in levels:
             kind = "context"
-        cls = classify(kind, fmt, h.path, h.func, h.result, levels)
+        cls = classify(kind, promoted_as.get(fmt, fmt), h.path, h.func, h.result, levels)  # an earlier INFO as its WARN
         section = {"context": "lifecycle", "ras": "ras", "rasclient": "ras"}.get(kind, "message")
         fields = {"syntax": "printf" if _CONV.search(fmt) else "literal", "format": fmt,
                   "source": f"{REPO} {tags[last]} {h.path}:{h.line}", "versions": _span(tags, [o[0] for o in occ]),
@@ -1733,8 +1742,10 @@ def build(git: Git, tags: list[str], rdma_gitdir: str | None = None) -> tuple[li
         comment = []
         if h.via:
             comment.append(f"# WARN of macro {h.via}, expanded at this call")
-        if "warn" in levels and "info" in levels:
+        if "warn" in levels and "info" in levels and fmt not in promoted:
             comment.append("# printed as WARN in some versions and as INFO in others")
+        if fmt in promoted:
+            comment.append(f"# printed as INFO here; later versions WARN it as {promoted_as[fmt]!r}")
         others = sorted({f"{o[2].path}:{o[2].line}" for o in occ if o[0] == last} - {f"{h.path}:{h.line}"})
         if others:
             comment.append(f"# also printed at {', '.join(others[:4])}{' ...' if len(others) > 4 else ''}")
@@ -1748,6 +1759,29 @@ def build(git: Git, tags: list[str], rdma_gitdir: str | None = None) -> tuple[li
     if newest != max(tags, key=_vkey):
         notes.append("the last tag given is not the newest; 'source' cites the last tag given")
     return entries, notes
+
+
+EARLIER_INFO_MIN_LITERAL = 24
+"""Fewest literal characters of an INFO format taken as an earlier wording of a WARN (:func:`earlier_info_of_warn`)."""
+
+
+def earlier_info_of_warn(groups: dict[str, list[tuple[int, str, Hit]]],
+                         quiet: dict[str, list[tuple[int, str, Hit]]]) -> dict[str, str]:
+    """{INFO format: the WARN format it became}: an INFO line without a failure word that a later release
+    prints as a WARN, with words put before it (2.25 ``INFO ncclMaxSharedMem %d exceeds device/fn
+    maxSharedMem %zu``, 2.26 ``WARN cudaArch %d ncclMaxSharedMem %d exceeds ...``). NCCL's own choice of
+    level in the later release says the line reports a failure, so the earlier wording is classified as
+    that WARN is (and cited at its own INFO line)."""
+    warns = [(f, max(o[0] for o in occ)) for f, occ in groups.items() if any(o[1] == "warn" for o in occ)]
+    out: dict[str, str] = {}
+    for f, occ in quiet.items():
+        if f in groups:
+            continue
+        last_info = max(o[0] for o in occ)
+        w = next((w for w, last in warns if w != f and w.endswith(" " + f) and last > last_info), None)
+        if w is not None:
+            out[f] = w
+    return out
 
 
 # Short ids for a few messages other catalogs and tests refer to (regex on the format -> id words).
