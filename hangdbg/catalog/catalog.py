@@ -258,12 +258,20 @@ class Catalog:
             for f in fields:
                 for text in dict.fromkeys((f.strip(), f.strip(" '\"`()[]"))):
                     inner = self.match(text, _depth + 1)
-                    if inner is not None and inner.entry is not e:
+                    if inner is not None and inner.entry is not e and _may_nest(e, inner.entry):
                         break
                     inner = None
                 if inner is not None:
                     break
         return Match(e, fields, inner)
+
+
+def _may_nest(outer: CatalogEntry, inner: CatalogEntry) -> bool:
+    """Whether ``inner`` may be the reading of a text ``outer`` captured: a message specific enough to be
+    told anywhere (:data:`MID_LINE_LITERAL` literal characters), or a shorter one of a domain the outer
+    format names (``CUDA error: {}`` -> ``unknown error`` is CUDA's; a network plugin's ``Error: %s`` ->
+    ``unknown error`` is libfabric's, not CUDA's)."""
+    return inner.literal >= MID_LINE_LITERAL or inner.domain == outer.domain or inner.domain in outer.format.lower()
 
 
 _SEPARATORS = re.compile(r"(?::|\s-|;|\]|\)|,)\s+|\s['\"`(\[]|\.\s+(?=[A-Z])|=['\"]")  # also a sentence's end, a quoted value
