@@ -103,6 +103,19 @@ def test_a_hard_wrapped_error_line_is_read_with_its_continuation(tmp_path):
     assert any("GLOO_SOCKET_IFNAME" in (f.summary + f.action) for f in rep.findings)
 
 
+def test_a_wrap_that_lost_its_indent_is_joined_but_a_new_record_is_not(tmp_path):
+    # a paste wrapped NCCL 2.10's WARN (net_socket.cc) at 'truncated :' and dropped the indentation
+    text = ("transport/net_socket.cc:424 NCCL WARN NET/Socket : peer 10.0.0.3<59210> message truncated :\n"
+            "receiving 1048576 bytes instead of 65536\n")
+    rep = _read(tmp_path, text, "warn.txt")
+    assert not [f for f in rep.findings if f.kind is Kind.UNRECOGNISED_ERROR]
+    assert any("size" in f.summary for f in rep.findings)
+    # the next line has its own prefix: a record of its own, never a continuation
+    text = ("[rank1]: RuntimeError: the widget frobnicated\n[rank2]: RuntimeError: the widget frobnicated too\n")
+    rep = _read(tmp_path, text, "two.txt")
+    assert {r for f in rep.findings for r in f.ranks} == {1, 2}
+
+
 def test_the_line_after_last_error_is_the_first_failure_of_its_block(tmp_path):
     """PyTorch prints NCCL's own last error after 'Last error:' (c10d NCCLUtils): it names the cause."""
     text = ("DistBackendError: NCCL error in: ../torch/csrc/distributed/c10d/NCCLUtils.hpp:219, invalid argument, "

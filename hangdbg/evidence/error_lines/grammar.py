@@ -171,8 +171,9 @@ def _labelled(body: bytes) -> str:
 
 
 def _wrapped(log: ErrorLog, path: str, no: int, line: str, catalog: Catalog) -> bool:
-    """True when ``line`` (indented) continues the unrecognised error line just before it, hard-wrapped
-    by a terminal or a paste, and the two read together are a catalog message: that event is read again."""
+    """True when ``line`` (indented, or bare: :func:`_bare`) continues the unrecognised error line just
+    before it, hard-wrapped by a terminal or a paste, and the two read together are a catalog message:
+    that event is read again."""
     last = log.events[-1] if log.events else None
     if last is None or last.match is not None or last.evidence.source != path or last.evidence.line != no - 1:
         return False
@@ -182,6 +183,13 @@ def _wrapped(log: ErrorLog, path: str, no: int, line: str, catalog: Catalog) -> 
         return False
     log.events[-1] = replace(last, message=replace(last.message, text=text), match=match)
     return True
+
+
+def _bare(line: str) -> bool:
+    """True for a line with nothing to peel (no time, host, rank or level prefix): a continuation
+    candidate for :func:`_wrapped` even when a paste lost its indentation."""
+    msg = parse_line(line)
+    return bool(line.strip()) and msg.text == line.strip() and msg.rank is None and msg.host is None and msg.time is None
 
 
 def _unpadded(text: str, catalog: Catalog) -> tuple[str, Match | None]:
@@ -232,7 +240,7 @@ def scan_file(path: str, catalog: Catalog, log: ErrorLog) -> None:
         label = ""
         if label_rx is not None and (lab := label_rx.match(line)) is not None:  # srun's rank, pdsh's host
             label, line = lab.group(1), line[lab.end():]
-        if every and line[:1] in (" ", "\t") and _wrapped(log, path, no, line, catalog):
+        if every and (line[:1] in (" ", "\t") or _bare(line)) and _wrapped(log, path, no, line, catalog):
             continue
         if every:
             seen[line] += 1
