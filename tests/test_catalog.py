@@ -211,6 +211,9 @@ def test_c10_log_prefix_with_a_three_digit_date_is_peeled():
     ("(RayWorkerWrapper pid=1234, ip=10.0.0.7) RuntimeError: CUDA error: an illegal memory access was encountered",
      None, "10.0.0.7"),                                                       # Ray: the node's address
     ("(VllmWorker rank=2 pid=1234) RuntimeError: CUDA error: an illegal memory access was encountered", 2, None),
+    ("(Worker_TP1 pid=672838) ERROR 05-28 18:41:47 [multiproc_executor.py:962] torch.AcceleratorError: CUDA error: "
+     "an illegal memory access was encountered", 1, None),                   # vLLM V1: TP only, TP rank = rank
+    ("(Worker_PP1_TP0 pid=5) RuntimeError: CUDA error: an illegal memory access was encountered", None, None),
     ("[2024-01-01 00:00:00,000] [ERROR] [rank=3] RuntimeError: CUDA error: an illegal memory access was "
      "encountered", 3, None),                                                 # a program's own rank prefix
     ("[RANK 3] RuntimeError: CUDA error: an illegal memory access was encountered", 3, None),

@@ -104,7 +104,8 @@ _PREFIXES = re.compile(
       | \[(?P<role>[A-Za-z_][\w-]*?)(?P<local>\d+)\]:\s?      # torchrun --tee: [default3]:
       | \[(?:\d+,)?(?P<mpirank>\d+)\]<(?:stdout|stderr)>:\s?   # mpirun --tag-output [1,3]<stdout>:, horovodrun
                                                             # [3]<stderr>: (horovod runner safe_shell_exec.py)
-      | \((?:[\w.]+)\ pid=\d+(?:,\ ip=(?P<ip>[\w.:\-]+))?\)\s?  # Ray: (RayWorkerWrapper pid=N, ip=..)
+      | \((?:Worker_TP(?P<tp>\d{1,6})(?:_DCP\d{1,6})?(?:_EP\d{1,6})?|[\w.]+)\ pid=\d+(?:,\ ip=(?P<ip>[\w.:\-]+))?\)\s?
+                                      # Ray: (RayWorkerWrapper pid=N, ip=..); vLLM V1's worker process (Worker_TP1 pid=N)
       | \S+\ \[(?:stdout|stderr)\]\ ?                         # host [stderr]
       | \[?\d{4}-\d\d-\d\d[T\ ]\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?\]?\s?  # ISO time
       | \[\s*\+?\d+\.\d+\]\s?                                 # dmesg time [  12.345], dmesg -H delta [  +0.000844]
@@ -120,7 +121,10 @@ class Prefix:
     Attributes:
         text: the line without its decorations.
         rank: the global rank a launcher prefix named (``[rank3]:``, ``[1,3]<stdout>:``), or None
-            (also for a number of more than 9 digits, which no rank has).
+            (also for a number of more than 9 digits, which no rank has). vLLM V1 names a worker
+            process ``Worker[_DPd][_PPd][_TPd][_DCPd][_EPd]``, each part only for a group of more than
+            one rank (vllm 0.11 v1/executor/multiproc_executor.py ``setup_proc_title_and_log_prefix``):
+            a name without ``_DP``/``_PP`` is a tensor-parallel world, whose TP rank is the global rank.
         local_rank: the local rank of torchrun's ``[default3]:`` prefix, or None.
         host: the node address of Ray's ``(Worker pid=N, ip=10.0.0.5)`` prefix, or None.
     """
@@ -150,6 +154,8 @@ def strip_prefix(line: str) -> Prefix:
             host = m.group("ip")
         if m.group("rank") is not None:
             rank = _small(m.group("rank"))
+        elif m.group("tp") is not None:
+            rank = _small(m.group("tp"))
         elif m.group("mpirank") is not None:
             rank = _small(m.group("mpirank"))
         elif m.group("local") is not None:
