@@ -116,6 +116,16 @@ def test_a_wrap_that_lost_its_indent_is_joined_but_a_new_record_is_not(tmp_path)
     assert {r for f in rep.findings for r in f.ranks} == {1, 2}
 
 
+def test_a_traceback_pasted_without_its_newlines_is_read_from_its_exception(tmp_path):
+    text = ('File "/opt/conda/lib/python3.10/site-packages/torch/distributed/distributed_c10d.py", line 1906, in '
+            "broadcast work = default_pg.broadcast([tensor], opts) torch.distributed.DistBackendError: NCCL error in: "
+            "../torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp:1331, unhandled system error (run with NCCL_DEBUG=INFO "
+            "for details), NCCL version 2.18.5 ncclSystemError: System call (e.g. socket, malloc) or external library "
+            "call failed or device error.\n")
+    rep = _read(tmp_path, text, "glued.txt")
+    assert rep.records >= 1 and any("ncclSystemError" in f.summary for f in rep.findings)
+
+
 def test_the_line_after_last_error_is_the_first_failure_of_its_block(tmp_path):
     """PyTorch prints NCCL's own last error after 'Last error:' (c10d NCCLUtils): it names the cause."""
     text = ("DistBackendError: NCCL error in: ../torch/csrc/distributed/c10d/NCCLUtils.hpp:219, invalid argument, "

@@ -170,6 +170,22 @@ def _labelled(body: bytes) -> str:
     return ""
 
 
+_GLUED = re.compile(r"\s(?=(?:[a-z_]\w{0,40}\.){0,6}[A-Z]\w{0,80}(?:Error|Exception): \S)")
+
+
+def _unglued(cands: Iterator[tuple[int, str, bool]]) -> Iterator[tuple[int, str, bool]]:
+    """The lines of a paste that lost its newlines split again: a line that starts as a frame of a
+    traceback (``File "x.py", line 3, in f ...``) and goes on into an exception (``... DistBackendError:
+    NCCL error ...``) is cut before each exception class; the pieces keep the line's number."""
+    for no, line, every in cands:
+        if not is_context_line(line) or _GLUED.search(line, 0, LOOKED_AT) is None:
+            yield no, line, every
+            continue
+        cuts = [m.end() for m in _GLUED.finditer(line, 0, LOOKED_AT)]
+        for a, b in zip([0, *cuts], [*cuts, len(line)]):
+            yield no, line[a:b].rstrip(), every
+
+
 def _wrapped(log: ErrorLog, path: str, no: int, line: str, catalog: Catalog) -> bool:
     """True when ``line`` (indented, or bare: :func:`_bare`) continues the unrecognised error line just
     before it, hard-wrapped by a terminal or a paste, and the two read together are a catalog message:
@@ -235,7 +251,8 @@ def scan_file(path: str, catalog: Catalog, log: ErrorLog) -> None:
     seen: Counter[str] = Counter()
     last_error = 0  # the line number of a "Last error:" line just read
     frame = ""  # the last 'File "x.py", line N, in f' frame read
-    for no, whole, every in _candidates(path, log, data):
+    prev_no = 0
+    for no, whole, every in _unglued(_candidates(path, log, data)):
         line = whole[:LOOKED_AT]
         label = ""
         if label_rx is not None and (lab := label_rx.match(line)) is not None:  # srun's rank, pdsh's host
@@ -246,7 +263,8 @@ def scan_file(path: str, catalog: Catalog, log: ErrorLog) -> None:
             seen[line] += 1
             if log.roster.expecting or any(n in line for n in NEEDLES):
                 log.roster.read(parse_line(line).text, Evidence(path, no, line))
-        after_file_line, code_next = code_next, every and _FILE_LINE.match(line) is not None
+        after_file_line, code_next = code_next and no != prev_no, every and _FILE_LINE.match(line) is not None
+        prev_no = no  # a piece of a glued line (_unglued) is no source line after its frame
         if "File \"" in line and (f := _FRAME.search(line)) is not None:
             frame = f"{f.group('path')}:{f.group('line')}" + (f" in {f.group('func')}" if f.group("func") else "")
         if not line or after_file_line or is_context_line(line):
