@@ -126,6 +126,20 @@ def test_a_traceback_pasted_without_its_newlines_is_read_from_its_exception(tmp_
     assert rep.records >= 1 and any("ncclSystemError" in f.summary for f in rep.findings)
 
 
+def test_an_excerpt_that_ends_inside_a_traceback_says_where_not_why(tmp_path):
+    text = ('  File "/site-packages/torch/distributed/distributed_c10d.py", line 423, in init_process_group\n'
+            "    store, rank, world_size = next(rendezvous_iterator)\n"
+            '  File "/site-packages/torch/distributed/rendezvous.py", line 133, in _tcp_rendezvous_handler\n'
+            "    store = TCPStore(result.hostname, result.port, world_size, start_daemon, timeout)\n")
+    rep = _read(tmp_path, text, "traceback.txt")
+    [f] = rep.findings
+    assert f.severity is Severity.WARNING and "rendezvous.py:133 in _tcp_rendezvous_handler" in f.summary
+    assert "TCPStore(" in f.summary and rep.records == 1
+    # a traceback that goes on into its exception line is not cut
+    rep = _read(tmp_path, text + "RuntimeError: Address already in use\n", "whole.txt")
+    assert not [f for f in rep.findings if "ends inside" in f.summary]
+
+
 def test_the_line_after_last_error_is_the_first_failure_of_its_block(tmp_path):
     """PyTorch prints NCCL's own last error after 'Last error:' (c10d NCCLUtils): it names the cause."""
     text = ("DistBackendError: NCCL error in: ../torch/csrc/distributed/c10d/NCCLUtils.hpp:219, invalid argument, "

@@ -220,6 +220,21 @@ def _finding(g: _Group, severity: Severity, after: _Group | None) -> Finding:
     return Finding(kind, summary, ranks=ranks, hosts=hosts, gpus=gpus, severity=severity, evidence=ev, action=e.action)
 
 
+def _cut(log: ErrorLog) -> list[Finding]:
+    """A warning per traceback an excerpt ends inside: where the process was when it failed (its last
+    frame and source line), never why (the exception line was not pasted)."""
+    out = []
+    for tb in log.cut_tracebacks[:MAX_UNRECOGNISED]:
+        who = ranks_text((tb.rank,)) if tb.rank is not None else "a process of the job"
+        code = f" (\u201c{tb.code[:200]}\u201d)" if tb.code else ""
+        out.append(Finding(
+            Kind.RANK_ERROR, f"{who} failed in a traceback that the excerpt ends inside, before its exception line: "
+            f"its last frame is {tb.frame}{code}", ranks=(tb.rank,) if tb.rank is not None else (),
+            severity=Severity.WARNING, evidence=(tb.evidence,),
+            action="get the rest of this output: the exception line after the last frame says what failed"))
+    return out
+
+
 def _unrecognised(log: ErrorLog) -> list[Finding]:
     by_shape: dict[str, list[ErrorEvent]] = {}
     for ev in log.events:
@@ -266,7 +281,7 @@ def findings_from(log: ErrorLog) -> tuple[list[Finding], ErrorLinesFacts]:
     roster = roster_findings(log.roster)
     out[:0] = [f for f in roster if f.severity is Severity.SUSPECT]
     raised = _exceptions(log)
-    out += [f for f in roster if f.severity is not Severity.SUSPECT] + raised + _unrecognised(log)
+    out += [f for f in roster if f.severity is not Severity.SUSPECT] + raised + _unrecognised(log) + _cut(log)
     counts = Counter(ev.match.innermost.id for ev in log.events if ev.match is not None)
     sources = {ev.match.innermost.id: ev.match.innermost.source for ev in log.events if ev.match is not None}
     recognised = sum(counts.values())

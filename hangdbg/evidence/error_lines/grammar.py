@@ -24,7 +24,7 @@ from ...text.lines import MAX_LINE, iter_lines_from, open_input
 from ...tools.grep import find_grep, grep_lines
 from .roster import NEEDLES, Roster
 
-__all__ = ["ErrorEvent", "ErrorLog", "scan_file", "sniff", "is_context_line", "GREP_FROM_BYTES"]
+__all__ = ["CutTraceback", "ErrorEvent", "ErrorLog", "scan_file", "sniff", "is_context_line", "GREP_FROM_BYTES"]
 
 _CONTEXT = re.compile(
     r"""^\s*(?:File\ "[^"]*",\ line\ \d+|frame\ \#\d+:|\#\d+\s+0x[0-9a-f]+|Exception\ raised\ from\ |Traceback\ \(most\ recent
@@ -42,6 +42,8 @@ LOOKED_AT = 4096
 _BENIGN_EXC = re.compile(r"(?:Warning|StopIteration|KeyboardInterrupt|SystemExit|GeneratorExit)$")
 _PAD = re.compile(r"(?<=\S) {16,}(?=\S)")
 _LEVEL = re.compile(r"\bWARN(?:ING)?\b|\bwarning\b|\[W\]|^W\d{4} ")
+_TB_HEAD = re.compile(r"Traceback \(most recent call last\):")
+_CARETS = re.compile(r"\s*[~^]+\s*$")
 _JSON_START = re.compile(rb"\s*(?:\{|\[\s*[\[{\"\]])")
 
 
@@ -69,6 +71,23 @@ class ErrorEvent:
     named: bool = False  # the line after PyTorch's "Last error:": NCCL's own account of the failure just above
 
 
+@dataclass(frozen=True, slots=True)
+class CutTraceback:
+    """A Python traceback an excerpt ends inside: its exception line was never pasted.
+
+    Attributes:
+        evidence: the last frame line (file, line number, text).
+        frame: that frame, ``path:line in func``.
+        code: the source line shown under it ("" when the paste ended before it).
+        rank: the rank of the traceback's prefix, when one named it.
+    """
+
+    evidence: Evidence
+    frame: str
+    code: str = ""
+    rank: int | None = None
+
+
 @dataclass
 class ErrorLog:
     """The events of the files read, and the counts."""
@@ -79,6 +98,7 @@ class ErrorLog:
     dropped: int = 0  # events beyond the cap (counted, never kept)
     quiet_files: list[str] = field(default_factory=list)  # files without an error-looking line
     roster: Roster = field(default_factory=Roster)  # ranks announced (launchers, frameworks)
+    cut_tracebacks: list[CutTraceback] = field(default_factory=list)  # excerpts that end inside a traceback
 
     def add(self, ev: ErrorEvent) -> None:
         if len(self.events) < _MAX_EVENTS:
@@ -252,6 +272,7 @@ def scan_file(path: str, catalog: Catalog, log: ErrorLog) -> None:
     last_error = 0  # the line number of a "Last error:" line just read
     frame = ""  # the last 'File "x.py", line N, in f' frame read
     prev_no = 0
+    tb: CutTraceback | None = None  # the traceback open at this line (its header read, no exception yet)
     for no, whole, every in _unglued(_candidates(path, log, data)):
         line = whole[:LOOKED_AT]
         label = ""
@@ -267,6 +288,14 @@ def scan_file(path: str, catalog: Catalog, log: ErrorLog) -> None:
         prev_no = no  # a piece of a glued line (_unglued) is no source line after its frame
         if "File \"" in line and (f := _FRAME.search(line)) is not None:
             frame = f"{f.group('path')}:{f.group('line')}" + (f" in {f.group('func')}" if f.group("func") else "")
+            if tb is not None or ", in " in line:  # a traceback's frame (faulthandler's has no comma): a paste may start at one
+                tb = CutTraceback(Evidence(path, no, line), frame, "", parse_line(line).rank)
+        elif tb is not None and after_file_line and line.strip():
+            tb = replace(tb, code=line.strip())
+        elif _TB_HEAD.search(line):
+            tb = CutTraceback(Evidence(path, no, line), "")
+        elif tb is not None and line.strip() and not _CARETS.match(line):
+            tb = None  # the traceback went on into its exception (or something else): not cut
         if not line or after_file_line or is_context_line(line):
             continue
         if not every and not looks_like_error(line) and not _LEVEL.search(line):
@@ -308,7 +337,10 @@ def scan_file(path: str, catalog: Catalog, log: ErrorLog) -> None:
         log.add(event)
         if explains:  # the line after "Last error:" says what the failure just before it was: it reads first
             _first_of_block(log, path)
+    cut = tb is not None and bool(tb.frame) and data is not None  # an excerpt that ends inside a traceback
+    if cut and tb is not None:
+        log.cut_tracebacks.append(tb)
     log.roster.note_file(path, seen)
     log.roster.expecting = False  # a block does not run on into the next file
-    if log.error_lines == before and len(log.roster.said) + len(log.roster.missing) == said:
+    if log.error_lines == before and len(log.roster.said) + len(log.roster.missing) == said and not cut:
         log.quiet_files.append(path)
