@@ -1653,8 +1653,8 @@ C(721, "cudaErrorTensorMemoryLeak", "tensor memory not completely freed", "self"
 C(800, "cudaErrorNotPermitted", "operation not permitted", "self", "root", "suspect",
   "the operation is not permitted (e.g. during stream capture or on this device)", FIX_CALL)
 C(801, "cudaErrorNotSupported", "operation not supported", "environment", "root", "suspect",
-  "the operation is not supported on this system or device", "check that the GPU, driver and OS support the "
-  "feature used")
+  "the operation is not supported on this system or device", "check that the GPU, the driver version and the "
+  "OS support the feature used (a feature of a newer CUDA may need a newer driver)")
 C(802, "cudaErrorSystemNotReady", "system not yet initialized", "environment", "root", "suspect",
   "the system is not ready for CUDA (on NVSwitch systems: nvidia-fabricmanager not running)",
   "start nvidia-fabricmanager (matching the driver version) and check nvidia-smi")
