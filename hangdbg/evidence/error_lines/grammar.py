@@ -206,12 +206,12 @@ def _unglued(cands: Iterator[tuple[int, str, bool]]) -> Iterator[tuple[int, str,
             yield no, line[a:b].rstrip(), every
 
 
-def _wrapped(log: ErrorLog, path: str, no: int, line: str, catalog: Catalog) -> bool:
+def _wrapped(log: ErrorLog, path: str, before: int, line: str, catalog: Catalog) -> bool:
     """True when ``line`` (indented, or bare: :func:`_bare`) continues the unrecognised error line just
-    before it, hard-wrapped by a terminal or a paste, and the two read together are a catalog message:
-    that event is read again."""
+    before it (``before``: the number of the last line with text), hard-wrapped by a terminal or a paste,
+    and the two read together are a catalog message: that event is read again."""
     last = log.events[-1] if log.events else None
-    if last is None or last.match is not None or last.evidence.source != path or last.evidence.line != no - 1:
+    if last is None or last.match is not None or last.evidence.source != path or last.evidence.line != before:
         return False
     text = f"{last.message.text} {line.strip()}"
     match = catalog.search(text)
@@ -237,13 +237,23 @@ def _unpadded(text: str, catalog: Catalog) -> tuple[str, Match | None]:
     return (joined, match) if match is not None else (_PAD.sub(" ", text.rstrip()), None)
 
 
-def _first_of_block(log: ErrorLog, path: str) -> None:
+def _double_spaced(body: bytes) -> bool:
+    """True for an excerpt whose every line with text is followed by a blank one (a web page's paste):
+    at least 4 lines with text, and a blank line after 90 % of them."""
+    lines = body.rstrip(b"\r\n\t ").splitlines()[:4000]
+    text = [i for i, ln in enumerate(lines) if ln.strip()]
+    if len(text) < 4:
+        return False
+    return sum(1 for i in text[:-1] if i + 1 < len(lines) and not lines[i + 1].strip()) >= 0.9 * (len(text) - 1)
+
+
+def _first_of_block(log: ErrorLog, path: str, gap: int = 1) -> None:
     """Move the last event before the events of the lines just above it (a block of adjacent lines
     of ``path``: ``DistBackendError: NCCL error ...`` / ``ncclInvalidArgument: ...`` / ``Last error:``),
     keeping the order numbers in place."""
     ev = log.events
     i = len(ev) - 1
-    while i > 0 and ev[i - 1].evidence.source == path and (ev[i].evidence.line or 0) - (ev[i - 1].evidence.line or 0) <= 2:
+    while i > 0 and ev[i - 1].evidence.source == path and (ev[i].evidence.line or 0) - (ev[i - 1].evidence.line or 0) <= 2 * gap:
         i -= 1
     if i < len(ev) - 1:
         orders = [e.order for e in ev[i:]]
@@ -267,19 +277,22 @@ def scan_file(path: str, catalog: Catalog, log: ErrorLog) -> None:
     data = _small_file(path)
     last = _last_line(data) if data is not None else 0  # an excerpt's last line may be cut where the paste ended
     labelled = _labelled(data.rstrip(b"\r\n\t ")) if data is not None else ""
+    gap = 2 if data is not None and _double_spaced(data) else 1  # lines "adjacent" in a paste that doubled them
     label_rx = _LABELS.get(labelled)
     seen: Counter[str] = Counter()
     last_error = 0  # the line number of a "Last error:" line just read
     frame = ""  # the last 'File "x.py", line N, in f' frame read
-    prev_no = 0
+    prev_no = prev_text = 0
     tb: CutTraceback | None = None  # the traceback open at this line (its header read, no exception yet)
     for no, whole, every in _unglued(_candidates(path, log, data)):
         line = whole[:LOOKED_AT]
         label = ""
         if label_rx is not None and (lab := label_rx.match(line)) is not None:  # srun's rank, pdsh's host
             label, line = lab.group(1), line[lab.end():]
-        if every and (line[:1] in (" ", "\t") or _bare(line)) and _wrapped(log, path, no, line, catalog):
+        if every and (line[:1] in (" ", "\t") or _bare(line)) and _wrapped(log, path, prev_text, line, catalog):
             continue
+        if line.strip():
+            prev_text = no  # the last line with text (a paste may put blank lines between a line and its wrap)
         if every:
             seen[line] += 1
             if log.roster.expecting or any(n in line for n in NEEDLES):
@@ -329,14 +342,14 @@ def scan_file(path: str, catalog: Catalog, log: ErrorLog) -> None:
         if not error and (match is None or match.innermost.severity == "info"):
             continue  # a line without an error word is an event only when the catalog knows it as one
         log.error_lines += 1
-        explains = bool(last_error and no - last_error <= 2)
+        explains = bool(last_error and no - last_error <= 2 * gap)
         event = ErrorEvent(Evidence(path, no, line), msg, match, log.error_lines, frame if msg.exception else "",
                            named=explains)
         frame = ""
         last_error = 0
         log.add(event)
         if explains:  # the line after "Last error:" says what the failure just before it was: it reads first
-            _first_of_block(log, path)
+            _first_of_block(log, path, gap)
     cut = tb is not None and bool(tb.frame) and data is not None  # an excerpt that ends inside a traceback
     if cut and tb is not None:
         log.cut_tracebacks.append(tb)

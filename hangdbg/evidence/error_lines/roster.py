@@ -101,6 +101,8 @@ class Roster:
         """Note ``text`` (a message with its prefixes peeled) when it announces a rank or names one
         missing (the caller offers every line while :attr:`expecting`)."""
         if self.expecting:
+            if not text.strip():
+                return  # a blank line a paste put between the rows
             m = _MISSING_ROW.match(text)
             if m is not None and len(self.missing) < 4096:
                 self.missing.append(MissingRank(int(m.group("rank")), m.group("tensors").rstrip("]"),

@@ -326,6 +326,8 @@ class _Scanner:
         if self.in_tb:
             self.cur["tb"].append(stripped)
             return True
+        if not stripped:
+            return True  # a blank line a paste put between the fields: the next line says whether the block goes on
         m = _CFE_FIELD.match(stripped)
         if m is None and self.cur.get("headless"):
             self._close_cfe()
