@@ -214,6 +214,8 @@ def test_c10_log_prefix_with_a_three_digit_date_is_peeled():
     ("(Worker_TP1 pid=672838) ERROR 05-28 18:41:47 [multiproc_executor.py:962] torch.AcceleratorError: CUDA error: "
      "an illegal memory access was encountered", 1, None),                   # vLLM V1: TP only, TP rank = rank
     ("(Worker_PP1_TP0 pid=5) RuntimeError: CUDA error: an illegal memory access was encountered", None, None),
+    ("(raylet) [2023-10-20 10:50:23,422 E 285 285] (raylet) node_manager.cc:3026: RuntimeError: CUDA error: an "
+     "illegal memory access was encountered", None, None),                   # Ray's C++ log and RAY_LOG head
     ("[2024-01-01 00:00:00,000] [ERROR] [rank=3] RuntimeError: CUDA error: an illegal memory access was "
      "encountered", 3, None),                                                 # a program's own rank prefix
     ("[RANK 3] RuntimeError: CUDA error: an illegal memory access was encountered", 3, None),

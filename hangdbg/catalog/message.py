@@ -73,7 +73,9 @@ _TOOLS = re.compile(
     r"|(?:ERROR|WARNING|INFO|DEBUG|CRITICAL)\s[\w.\-]{1,120}\.py:\d{1,6}\s--\s"
     r"|(?:ERROR|WARNING|INFO|DEBUG|CRITICAL)\s\d\d-\d\d\s\d\d:\d\d:\d\d(?:\.\d+)?\s\[?[\w.\-/]{1,120}:\d{1,6}\]\s?"
     r"|[EWIF]\s\d{1,10}\s[\w./\-]{1,200}:\d{1,6}\]\s?"
-    r"|\[rank:\s?(?P<rank>\d{1,9})\]\s?")
+    r"|\[rank:\s?(?P<rank>\d{1,9})\]\s?"
+    # Ray's RAY_LOG message head "file.cc:LINE: " (ray src/ray/util/logging.cc: basename, line, ": ")
+    r"|(?P<src>[\w.\-]{1,120}\.(?:cc|cpp|h)):\d{1,6}:\s(?=[A-Z0-9(])")
 # c10's and gloo's enforce prefix: "[enforce fail at FILE:LINE] CONDITION. MSG" (c10/util/Exception.cpp,
 # gloo/common/logging.cc EnforceNotMet); CAFFE_THROW leaves the condition empty ("] . PytorchStreamWriter ...")
 _ENFORCE = re.compile(r"\[enforce fail at [^\]\n]{1,300}:\d{1,6}\]\s*(?:[^\n]{0,200}?\.(?:\s+|$))?")

@@ -107,6 +107,8 @@ _PREFIXES = re.compile(
       | \((?:Worker_TP(?P<tp>\d{1,6})(?:_DCP\d{1,6})?(?:_EP\d{1,6})?|[\w.]+)\ pid=\d+(?:,\ ip=(?P<ip>[\w.:\-]+))?\)\s?
                                       # Ray: (RayWorkerWrapper pid=N, ip=..); vLLM V1's worker process (Worker_TP1 pid=N)
       | \S+\ \[(?:stdout|stderr)\]\ ?                         # host [stderr]
+      | \[\d{4}-\d\d-\d\d\ \d\d:\d\d:\d\d,\d{3}\ [TDIWEFC]\ \d{1,10}\ \d{1,10}\]\s?  # Ray's C++ log: [%F %T,%e %L %P %t]
+                                                            # (ray src/ray/util/logging.cc log_format_pattern_)
       | \[?\d{4}-\d\d-\d\d[T\ ]\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?\]?\s?  # ISO time
       | \[\s*\+?\d+\.\d+\]\s?                                 # dmesg time [  12.345], dmesg -H delta [  +0.000844]
     )""",
