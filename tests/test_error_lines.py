@@ -140,6 +140,17 @@ def test_an_excerpt_that_ends_inside_a_traceback_says_where_not_why(tmp_path):
     assert not [f for f in rep.findings if "ends inside" in f.summary]
 
 
+def test_a_node_fault_takes_the_node_a_line_of_its_block_names(tmp_path):
+    text = ("ray.exceptions.OutOfMemoryError: Task was killed due to the node running low on memory.\n\n"
+            "Memory on the node (IP: 10.0.0.7, ID: 5bf8d24f) where the task was running was 54.86GB / 57.60GB "
+            "(0.952354), which exceeds the memory usage threshold of 0.95. Ray killed this worker (ID: 0c7d1c) "
+            "because it was the most recently scheduled task; to see more information about memory usage on this "
+            "node, use `ray logs raylet.out -ip 10.0.0.7`.\n")
+    rep = _read(tmp_path, text, "oom.txt")
+    sus = [f for f in rep.findings if f.severity is Severity.SUSPECT]
+    assert sus and all(f.hosts == ("10.0.0.7",) for f in sus)
+
+
 def test_the_line_after_last_error_is_the_first_failure_of_its_block(tmp_path):
     """PyTorch prints NCCL's own last error after 'Last error:' (c10d NCCLUtils): it names the cause."""
     text = ("DistBackendError: NCCL error in: ../torch/csrc/distributed/c10d/NCCLUtils.hpp:219, invalid argument, "

@@ -55,10 +55,11 @@ class _Group:
         return self.events[0]
 
 
-def _who(g: _Group) -> tuple[tuple[int, ...], tuple[str, ...], tuple[str, ...], str]:
-    """ranks, hosts, gpus and the words that name them."""
+def _who(g: _Group, block_hosts: tuple[str, ...] = ()) -> tuple[tuple[int, ...], tuple[str, ...], tuple[str, ...], str]:
+    """ranks, hosts, gpus and the words that name them (``block_hosts``: the node a line of the same block
+    names, :func:`_block_hosts`)."""
     ranks = tuple(sorted({e.message.rank for e in g.events if e.message.rank is not None}))
-    hosts = tuple(sorted({e.message.host for e in g.events if e.message.host}))
+    hosts = tuple(sorted({e.message.host for e in g.events if e.message.host})) or block_hosts
     gpus = tuple(sorted({f"{e.message.host}:{e.message.dev}" if e.message.host else f"cuda device {e.message.dev}"
                          for e in g.events if e.message.dev is not None and e.message.dev >= 0}))
     if g.entry.blame in (Blame.SELF, Blame.HARDWARE) and not gpus:  # the GPU the message itself names
@@ -201,8 +202,30 @@ def _first_failure(groups: list[_Group], sev: dict[str, Severity]) -> tuple[_Gro
     return first, later
 
 
-def _finding(g: _Group, severity: Severity, after: _Group | None) -> Finding:
-    ranks, hosts, gpus, who = _who(g)
+_BLOCK_LINES = 3
+"""Lines after a message within which another line of the same file is read as part of its block."""
+
+
+def _block_hosts(groups: list[_Group]) -> dict[str, tuple[str, ...]]:
+    """{entry id: hosts} for an environment or hardware message that names no node when a line of its block
+    (the next :data:`_BLOCK_LINES` lines of the same file) does, about the same kind of fault: Ray's "Task was
+    killed due to the node running low on memory." and the "Memory on the node (IP: ...)" line under it."""
+    local = (Blame.ENVIRONMENT, Blame.HARDWARE)
+    named = [(h, hosts) for h in groups if h.entry.blame in local and (hosts := _who(h)[1])]
+    out: dict[str, tuple[str, ...]] = {}
+    for g in groups:
+        if g.entry.blame not in local or _who(g)[1] or g.first.evidence.line is None:
+            continue
+        for h, hosts in named:
+            if h is not g and any(e.evidence.source == g.first.evidence.source and e.evidence.line is not None and
+                                  0 < e.evidence.line - g.first.evidence.line <= _BLOCK_LINES for e in h.events[:64]):
+                out[g.entry.id] = hosts
+                break
+    return out
+
+
+def _finding(g: _Group, severity: Severity, after: _Group | None, block_hosts: tuple[str, ...] = ()) -> Finding:
+    ranks, hosts, gpus, who = _who(g, block_hosts)
     e = g.entry
     n = len(g.events)
     via = f" [{g.outer.id} -> {e.id}]" if g.outer is not e else ""
@@ -269,10 +292,11 @@ def findings_from(log: ErrorLog) -> tuple[list[Finding], ErrorLinesFacts]:
     groups = [g for g in _groups(log) if not (g.entry.role is Role.CONTEXT and g.entry.severity == "info")]
     sev = {g.entry.id: _severity(g) for g in groups}
     first, later = _first_failure(groups, sev)
+    near = _block_hosts(groups)
     out = []
     for g in groups:
         after = later.get(g.entry.id)
-        out.append(_finding(g, Severity.WARNING if after is not None else sev[g.entry.id], after))
+        out.append(_finding(g, Severity.WARNING if after is not None else sev[g.entry.id], after, near.get(g.entry.id, ())))
     out.sort(key=lambda f: (f.severity is not Severity.SUSPECT, f.severity is not Severity.WARNING))
     if first is not None:  # the first failure leads its severity
         lead = next(i for i, f in enumerate(out) if f.evidence[-1].text.startswith(first.entry.id + ":"))
