@@ -29,6 +29,7 @@ import re
 from collections import Counter, defaultdict
 
 from .facts import CppFrames, RankSeq, TorchLogFacts
+from ...exit_status import SIGNAL_MEANING
 from ...model import Evidence, Finding, Kind, RankState, Severity, SourceKind
 from .grammar import ChildFailure, ErrorFile, Timeout, TorchLogEvents, WorkStatus, signal_name
 from .messages import FingerprintMismatch, ParamMismatch
@@ -348,7 +349,7 @@ def _failure_findings(ev: TorchLogEvents, timed_out: set[int]) -> tuple[list[Fin
         out.append(Finding(
             kind=Kind.CHILD_FAILED,
             summary=(f"rank {f.rank}{local}{where} {first}: {f.state}" + (f", pid {f.pid}" if f.pid is not None else "")
-                     + (f": {m}" if m else "") + note),
+                     + (f": {m}" if m else "") + note + (_signal_meaning(f.exitcode) if f is root else "")),
             ranks=(f.rank,) if f.rank is not None else (), hosts=(f.host,) if f.host else (),
             evidence=f.evidence + ((Evidence(e.path, None, e.message[:500]),) if e is not None else ()),
             severity=Severity.WARNING if consequence or together else Severity.SUSPECT if f is root or root is None
@@ -369,9 +370,16 @@ def _failure_findings(ev: TorchLogEvents, timed_out: set[int]) -> tuple[list[Fin
         out.append(Finding(
             kind=Kind.CHILD_FAILED,
             summary=f"local_rank {local_rank} (pid {pid}) failed: exit {code}" + (f" ({sig})" if sig else "")
+            + _signal_meaning(code)
             + " (torchrun agent line; the global rank is not printed)",
             evidence=(evid,), severity=Severity.SUSPECT if root is None else Severity.WARNING))
     return out, {f.rank for f in active if f.rank is not None}, used_files
+
+
+def _signal_meaning(code: int | None) -> str:
+    """`` - SIGKILL: killed from outside: ...`` for an exit status that reports a signal (hangdbg.exit_status), else ""."""
+    sig = signal_name(code) if code is not None else ""
+    return f" - {sig}: {SIGNAL_MEANING[sig]}" if sig in SIGNAL_MEANING else ""
 
 
 def _error_file_findings(ev: TorchLogEvents, used: set[str]) -> list[Finding]:
