@@ -151,6 +151,15 @@ def test_a_node_fault_takes_the_node_a_line_of_its_block_names(tmp_path):
     assert sus and all(f.hosts == ("10.0.0.7",) for f in sus)
 
 
+def test_a_pod_evicted_for_node_pressure_names_the_node_of_kubectl_describe(tmp_path):
+    text = ("Name:             trainer-worker-3\nNamespace:        default\nNode:             gpu-node-7/10.1.2.3\n"
+            "Status:           Failed\nReason:           Evicted\n"
+            "Message:          The node was low on resource: memory. Threshold quantity: 1Gi, available: 991045Ki.\n")
+    rep = _read(tmp_path, text, "describe.txt")
+    [f] = [f for f in rep.findings if f.severity is Severity.SUSPECT]
+    assert f.hosts == ("gpu-node-7",) and "evicted" in f.summary and not f.ranks
+
+
 def test_the_line_after_last_error_is_the_first_failure_of_its_block(tmp_path):
     """PyTorch prints NCCL's own last error after 'Last error:' (c10d NCCLUtils): it names the cause."""
     text = ("DistBackendError: NCCL error in: ../torch/csrc/distributed/c10d/NCCLUtils.hpp:219, invalid argument, "

@@ -64,7 +64,9 @@ _MORE = re.compile(
     r"|(?:(?P<host>[A-Za-z][\w.\-]{0,63})|\d{1,6}|\[\d{1,10}\]):? (?=\[(?:rank\d|default\d|\d+,\d+\]<|\d+\]<))"
     r"|(?:\|\s{0,4})?(?P<level>TRACE|DEBUG|INFO|SUCCESS|WARNING|ERROR|CRITICAL)\s{0,8}\|\s{0,4}[\w.<>\-]{1,120}:[\w.<>\-]{1,120}:\d{1,6} - "
     r"|\[[\w.\-]{1,80}\]\[(?:DEBUG|INFO|WARNING|ERROR|CRITICAL)\] - "
-    r"|\d{4}/\d\d/\d\d[ T]\d\d:\d\d:\d\d(?:[.,]\d+)? ")
+    r"|\d{4}/\d\d/\d\d[ T]\d\d:\d\d:\d\d(?:[.,]\d+)? "
+    # the Message field of kubectl describe ("Message:          The node was low on ..."), aligned by blanks
+    r"|Message:\s{3,}(?=\S)")
 # Slurm's log.c prefix (program name, then the level: src/common/log.c); Ray's and vLLM's Python loggers
 # (``WARNING worker.py:1866 -- ``, ``ERROR 01-01 00:00:00 [file.py:230] ``); horovod's C++ logger
 # (``[time W 123 file.cc:107]`` once its time is gone); Lightning's ``[rank: N]``.

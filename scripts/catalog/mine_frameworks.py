@@ -153,6 +153,7 @@ KERNEL_WATCHDOG = "https://git.kernel.org/pub/scm/linux/kernel/git/torvalds/linu
 PY_FAULTHANDLER = "https://docs.python.org/3/library/faulthandler.html"
 PY_EXC = "https://docs.python.org/3/library/exceptions.html"
 K8S_MEM = "https://kubernetes.io/docs/tasks/configure-pod-container/assign-memory-resource/"
+K8S_EVICTION = "https://github.com/kubernetes/kubernetes/blob/v1.30.0/pkg/kubelet/eviction/helpers.go"  # nodeLowMessageFmt ...
 RAY_OOM = "https://docs.ray.io/en/latest/ray-core/scheduling/ray-oom-prevention.html"
 RAY_DATA_OOM = "https://docs.ray.io/en/master/data/how-to-avoid-ooms.html"
 RAY_GCS_SRC = "https://github.com/ray-project/ray/blob/ray-2.60.0/src/ray/gcs/gcs_node_manager.cc"
@@ -629,6 +630,20 @@ SYSTEM: list[E] = [
       m="the container's process exited with 137 = 128+9 (SIGKILL), usually the OOM killer",
       b="environment", r="root", s="suspect",
       a="check the pod's last state reason (OOMKilled) and its memory limit"),
+
+    # the kubelet's node-pressure eviction (pkg/kubelet/eviction/helpers.go: Reason = "Evicted",
+    # nodeLowMessageFmt, nodeConditionMessageFmt), as kubectl describe / get events show it
+    S("system.k8s.evicted-node-low", "printf", "The node was low on resource: %s.", url=K8S_EVICTION,
+      m="Kubernetes: the kubelet evicted the pod because its node ran low on a resource (memory, ephemeral "
+        "storage, PIDs): the node's pressure, not a fault of the program",
+      b="environment", r="root", s="suspect",
+      a="see which pods use the resource on that node (kubectl describe node), set requests/limits so the node is "
+        "not overcommitted, or move the job to a larger node"),
+    S("system.k8s.evicted-node-condition", "printf", "The node had condition: %s.", url=K8S_EVICTION,
+      m="Kubernetes: the kubelet evicted the pod because of a node condition (MemoryPressure, DiskPressure, "
+        "PIDPressure)",
+      b="environment", r="root", s="suspect",
+      a="check the node's conditions (kubectl describe node) and what uses the resource on it"),
 
     # ---- RDMA user space (libibverbs): memlock --------------------------------------------------
     S("system.ibverbs.memlock-too-small", "printf", "libibverbs: Warning: RLIMIT_MEMLOCK is %llu bytes.",

@@ -237,6 +237,19 @@ def _unpadded(text: str, catalog: Catalog) -> tuple[str, Match | None]:
     return (joined, match) if match is not None else (_PAD.sub(" ", text.rstrip()), None)
 
 
+_POD_NODE = re.compile(rb"^Node:\s+([A-Za-z0-9][\w.\-]{0,252})(?:/[0-9A-Fa-f.:]{2,45})?[ \t]*\r?$", re.M)
+
+
+def _pod_node(body: bytes) -> str | None:
+    """The node of a ``kubectl describe pod`` output (its ``Name:`` / ``Namespace:`` head and ``Node:
+    NAME/IP`` field): the host of the pod's messages (an eviction, a container's exit)."""
+    head = body[:8192]
+    if not head.lstrip().startswith(b"Name:") or b"\nNamespace:" not in head:
+        return None
+    m = _POD_NODE.search(head)
+    return m.group(1).decode("ascii", "replace") if m is not None else None
+
+
 def _double_spaced(body: bytes) -> bool:
     """True for an excerpt whose every line with text is followed by a blank one (a web page's paste):
     at least 4 lines with text, and a blank line after 90 % of them."""
@@ -278,6 +291,7 @@ def scan_file(path: str, catalog: Catalog, log: ErrorLog) -> None:
     last = _last_line(data) if data is not None else 0  # an excerpt's last line may be cut where the paste ended
     labelled = _labelled(data.rstrip(b"\r\n\t ")) if data is not None else ""
     gap = 2 if data is not None and _double_spaced(data) else 1  # lines "adjacent" in a paste that doubled them
+    pod_node = _pod_node(data) if data is not None else None
     label_rx = _LABELS.get(labelled)
     seen: Counter[str] = Counter()
     last_error = 0  # the line number of a "Last error:" line just read
@@ -318,6 +332,8 @@ def scan_file(path: str, catalog: Catalog, log: ErrorLog) -> None:
             msg = replace(msg, rank=int(label))
         elif label and labelled == "pdsh" and msg.host is None:
             msg = replace(msg, host=label)
+        if pod_node and msg.host is None:
+            msg = replace(msg, host=pod_node)
         if msg.text.strip() == "Last error:":  # PyTorch's NCCL error: ncclGetLastError() follows
             last_error = no
             continue
