@@ -38,7 +38,8 @@ SIGNAL_MEANING: dict[str, str] = {
 
 _EXIT = re.compile(r"\b(?:exit|return)[ _]?(?:code|status|value)s?\b\s*(?:[:=]|is|of|was)?\s*\(?(-?\d{1,3})\b"
                    r"|\bexit(?:ed|s)? with (?:code |status )?(-?\d{1,3})\b"
-                   r"|\bsignal (\d{1,2}) \(SIG[A-Z]{2,8}\)", re.IGNORECASE)  # torchelastic: Signal 7 (SIGBUS)
+                   r"|\bsignal (\d{1,2}) \(SIG[A-Z]{2,8}\)"  # torchelastic: Signal 7 (SIGBUS)
+                   r"|\bexited on signal (\d{1,2})\b", re.IGNORECASE)  # Open MPI orterun: exited on signal 4 (Illegal ...)
 
 
 def signal_of(code: int) -> str:
@@ -67,4 +68,5 @@ def exit_code_in(text: str) -> int | None:
     m = _EXIT.search(text)
     if m is None:
         return None
-    return -int(m.group(3)) if m.group(3) else int(m.group(1) or m.group(2))
+    sig = m.group(3) or m.group(4)
+    return -int(sig) if sig else int(m.group(1) or m.group(2))

@@ -160,6 +160,14 @@ def test_a_pod_evicted_for_node_pressure_names_the_node_of_kubectl_describe(tmp_
     assert f.hosts == ("gpu-node-7",) and "evicted" in f.summary and not f.ranks
 
 
+def test_mpirun_s_report_of_a_signal_is_read_with_the_signal_not_as_the_shell_s_killed(tmp_path):
+    text = "mpirun noticed that process rank 3 with PID 1234 on node gpu-07 exited on signal 9 (Killed).\n"
+    rep = _read(tmp_path, text, "mpirun.txt")
+    [f] = [f for f in rep.findings if f.severity is Severity.SUSPECT]
+    assert "mpirun saw this MPI rank die" in f.summary and "SIGKILL" in f.summary
+    assert rep.facts.first_failure == "system.openmpi.proc-aborted-strsignal"
+
+
 def test_the_line_after_last_error_is_the_first_failure_of_its_block(tmp_path):
     """PyTorch prints NCCL's own last error after 'Last error:' (c10d NCCLUtils): it names the cause."""
     text = ("DistBackendError: NCCL error in: ../torch/csrc/distributed/c10d/NCCLUtils.hpp:219, invalid argument, "

@@ -25,6 +25,7 @@ def test_describe_says_who_sends_the_signal():
     ("error_file: <N/A> exitcode: -6", -6),
     ("srun: error: node3: task 5: Exited with exit code 137", 137),
     ("Process 12 exited with code 1", 1),
+    ("mpirun noticed that process rank 0 with PID 42 on node n1 exited on signal 4 (Illegal instruction).", -4),
     ("the loss went down", None),
 ])
 def test_exit_code_in(text, code):

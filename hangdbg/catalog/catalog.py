@@ -270,7 +270,10 @@ def _may_nest(outer: CatalogEntry, inner: CatalogEntry) -> bool:
     """Whether ``inner`` may be the reading of a text ``outer`` captured: a message specific enough to be
     told anywhere (:data:`MID_LINE_LITERAL` literal characters), or a shorter one of a domain the outer
     format names (``CUDA error: {}`` -> ``unknown error`` is CUDA's; a network plugin's ``Error: %s`` ->
-    ``unknown error`` is libfabric's, not CUDA's)."""
+    ``unknown error`` is libfabric's, not CUDA's); never a ``whole_line`` entry, shorter than any other
+    (mpirun's ``exited on signal %d (%s)`` -> ``Killed`` is strsignal's text, not the shell's report)."""
+    if inner.literal < MIN_LITERAL:  # a whole_line entry (the shell's bare "Killed"): a whole line, never a field
+        return False
     return inner.literal >= MID_LINE_LITERAL or inner.domain == outer.domain or inner.domain in outer.format.lower()
 
 
