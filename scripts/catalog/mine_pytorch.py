@@ -1037,6 +1037,16 @@ R("elastic-death-signal", AGENT, "death signal, shutting down workers", "peer", 
   "the launcher (torchrun agent) got a termination signal (from the scheduler: a failure elsewhere, a "
   "cancellation, a time limit or preemption) and stops its workers",
   "look for the first failure on the other nodes, or at the scheduler's reason (time limit, scancel, preemption)")
+# the signal the agent got, as logging's %s prints signal.Signals (Python >= 3.11: the number; before: the name)
+for _sig, _name in ((1, "SIGHUP"),):
+    for _text in (str(_sig), f"Signals.{_name}"):
+        R(f"elastic-death-signal-{_name.lower()}-{'num' if _text.isdigit() else 'name'}", AGENT,
+          "death signal, shutting down workers", "launch", "root", "suspect",
+          "the launcher (torchrun agent) got SIGHUP: the terminal or ssh session it ran in went away (closed, logged "
+          "out, disconnected; nohup alone does not protect a process the shell still owns) and it stopped its workers",
+          "run the launcher detached from the terminal: under tmux/screen, with setsid/disown, or as a batch job",
+          syntax="python", format=f"Received {_text} death signal, shutting down workers",
+          example=f"Received {_text} death signal, shutting down workers")
 R("elastic-worker-group-restart", AGENT, "attempts left; will restart worker group", "peer", "consequence",
   "warning", "a worker failed and the agent restarts the whole worker group", "find the worker that failed first")
 R("elastic-new-nodes", AGENT, "new nodes from group_rank", "none", "context", "info",

@@ -193,11 +193,19 @@ def _labelled(body: bytes) -> str:
 _GLUED = re.compile(r"\s(?=(?:[a-z_]\w{0,40}\.){0,6}[A-Z]\w{0,80}(?:Error|Exception): \S)")
 
 
+_BAR_END = re.compile(r"(?:it/s|s/it|B/s)\]|\d\d:\d\d<\?\]")  # a tqdm bar's end: "[05:07<06:48,  1.61it/s]"
+
+
 def _unglued(cands: Iterator[tuple[int, str, bool]]) -> Iterator[tuple[int, str, bool]]:
     """The lines of a paste that lost its newlines split again: a line that starts as a frame of a
     traceback (``File "x.py", line 3, in f ...``) and goes on into an exception (``... DistBackendError:
-    NCCL error ...``) is cut before each exception class; the pieces keep the line's number."""
+    NCCL error ...``) is cut before each exception class, and the text a tqdm progress bar ran into
+    (its ``\\r`` lost: ``... 1.61it/s]WARNING:torch...``) is cut from the bar; the pieces keep the line's number."""
     for no, line, every in cands:
+        bar = _BAR_END.search(line, 0, LOOKED_AT)
+        if bar is not None and bar.end() < len(line) and line[bar.end():].strip():
+            yield no, line[:bar.end()], every
+            line = line[bar.end():]
         if not is_context_line(line) or _GLUED.search(line, 0, LOOKED_AT) is None:
             yield no, line, every
             continue
