@@ -168,6 +168,14 @@ def test_mpirun_s_report_of_a_signal_is_read_with_the_signal_not_as_the_shell_s_
     assert rep.facts.first_failure == "system.openmpi.proc-aborted-strsignal"
 
 
+def test_terminal_colours_anywhere_in_a_line_change_nothing(tmp_path):
+    plain = ("transport/net_socket.cc:424 NCCL WARN NET/Socket : peer 10.0.0.3<59210> message truncated :\n"
+             "receiving 1048576 bytes instead of 65536\n")
+    coloured = "".join(f"\x1b[31m{ln}\x1b[0m\n" for ln in plain.splitlines())
+    a, b = _read(tmp_path, plain, "plain.txt"), _read(tmp_path, coloured, "colour.txt")
+    assert [f.summary for f in a.findings] == [f.summary for f in b.findings] and a.findings
+
+
 def test_the_line_after_last_error_is_the_first_failure_of_its_block(tmp_path):
     """PyTorch prints NCCL's own last error after 'Last error:' (c10d NCCLUtils): it names the cause."""
     text = ("DistBackendError: NCCL error in: ../torch/csrc/distributed/c10d/NCCLUtils.hpp:219, invalid argument, "

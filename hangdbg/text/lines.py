@@ -17,7 +17,7 @@ import stat
 from dataclasses import dataclass
 from typing import BinaryIO, Callable, Iterator
 
-__all__ = ["read_capped", "iter_files", "files_where", "iter_lines", "iter_lines_from", "iter_lines_where", "strip_prefix", "Prefix",
+__all__ = ["read_capped", "iter_files", "files_where", "iter_lines", "iter_lines_from", "iter_lines_where", "strip_ansi", "strip_ansi_bytes", "strip_prefix", "Prefix",
            "read_head", "HEAD_BYTES", "MAX_LINE", "NotRegularFile", "open_input"]
 
 HEAD_BYTES = 64 * 1024
@@ -182,6 +182,24 @@ def iter_lines_from(stream: BinaryIO) -> Iterator[tuple[int, str]]:
     return iter_lines_where(stream, None)
 
 
+_ANSI = re.compile(rb"(?:\x1b|#033)\[[0-9;?]{0,32}[A-Za-z]")
+"""A terminal escape sequence (colour, cursor), raw or as syslog writes ESC (``#033[31m``): removed from the
+lines read, wherever in a line it is."""
+
+
+_ANSI_TEXT = re.compile(r"(?:\x1b|#033)\[[0-9;?]{0,32}[A-Za-z]")
+
+
+def strip_ansi(text: str) -> str:
+    """``text`` without its terminal escape sequences (:data:`_ANSI`)."""
+    return _ANSI_TEXT.sub("", text)
+
+
+def strip_ansi_bytes(body: bytes) -> bytes:
+    """``body`` without its terminal escape sequences (:data:`_ANSI`); ``body`` itself when it has none."""
+    return _ANSI.sub(b"", body) if b"\x1b" in body or b"#033[" in body else body
+
+
 def iter_lines_where(stream: BinaryIO, needles: tuple[bytes, ...] | None,
                      on_skipped: Callable[[int, bytes], None] | None = None,
                      force: Callable[[], bool] | None = None) -> Iterator[tuple[int, str]]:
@@ -221,10 +239,14 @@ def iter_lines_where(stream: BinaryIO, needles: tuple[bytes, ...] | None,
             if on_skipped is not None:
                 on_skipped(count, body)
             continue
+        if b"\x1b" in body or b"#033[" in body:  # terminal colours: a C search per run, a regex only when there are some
+            body = _ANSI.sub(b"", body)
         for raw in body.split(b"\n"):
             n += 1
             yield n, raw[:MAX_LINE].decode("utf-8", "replace").rstrip("\r")
     rest = b"".join(pending)
+    if b"\x1b" in rest or b"#033[" in rest:
+        rest = _ANSI.sub(b"", rest)
     if rest:
         yield n + 1, rest[:MAX_LINE].decode("utf-8", "replace").rstrip("\r")
 

@@ -20,7 +20,7 @@ from typing import Iterator
 from ...catalog.catalog import Catalog, Match
 from ...catalog.message import ERROR_STEMS, Message, looks_like_error, parse_line
 from ...model import Evidence
-from ...text.lines import MAX_LINE, iter_lines_from, open_input
+from ...text.lines import MAX_LINE, iter_lines_from, open_input, strip_ansi_bytes
 from ...tools.grep import find_grep, grep_lines
 from .roster import NEEDLES, Roster
 
@@ -282,6 +282,23 @@ def _first_of_block(log: ErrorLog, path: str, gap: int = 1) -> None:
         ev[i:] = [replace(e, order=o) for e, o in zip(moved, orders)]
 
 
+def _shape(path: str) -> tuple[bytes | None, int, str, int, str | None]:
+    """What the whole of a small file says about its lines: its bytes (colours removed; None for a large
+    file), its last line's number (an excerpt's may be cut where the paste ended), the label most lines
+    carry (:func:`_labelled`), the gap between lines that belong together (2 in a double-spaced paste)
+    and the node of a ``kubectl describe pod`` (:func:`_pod_node`).
+
+    Raises:
+        OSError: the file cannot be opened.
+    """
+    data = _small_file(path)
+    if data is None:
+        return None, 0, "", 1, None
+    data = strip_ansi_bytes(data)
+    return (data, _last_line(data), _labelled(data.rstrip(b"\r\n\t ")), 2 if _double_spaced(data) else 1,
+            _pod_node(data))
+
+
 def scan_file(path: str, catalog: Catalog, log: ErrorLog) -> None:
     """Add the error lines of ``path`` to ``log``.
 
@@ -295,11 +312,7 @@ def scan_file(path: str, catalog: Catalog, log: ErrorLog) -> None:
     """
     before, said = log.error_lines, len(log.roster.said) + len(log.roster.missing)
     code_next = False
-    data = _small_file(path)
-    last = _last_line(data) if data is not None else 0  # an excerpt's last line may be cut where the paste ended
-    labelled = _labelled(data.rstrip(b"\r\n\t ")) if data is not None else ""
-    gap = 2 if data is not None and _double_spaced(data) else 1  # lines "adjacent" in a paste that doubled them
-    pod_node = _pod_node(data) if data is not None else None
+    data, last, labelled, gap, pod_node = _shape(path)
     label_rx = _LABELS.get(labelled)
     seen: Counter[str] = Counter()
     last_error = 0  # the line number of a "Last error:" line just read

@@ -60,7 +60,7 @@ from .records import (_CHAIN, _COLL, _COMM_PTR, _COMMID, _CONNECT, _INIT, _INIT_
     _NETWORK, _NNODES, _NRANKS_BR, _P2P_ENV, _PARENT, _PEER, _RETRY, _RING, _USING, _VIA, Comm, ConnectFailure, Proc,
     _looks_cut, _plugin, _small, _transport, _Unspliced, add_op, chain, connect, line_ahead, line_back, op_fields, using,
     warn)
-from ...text.lines import MAX_LINE, open_input, strip_prefix
+from ...text.lines import MAX_LINE, open_input, strip_ansi, strip_prefix
 
 __all__ = ["RECORD", "TIME_PREFIX", "Comm", "ConnectFailure", "NcclLog", "Proc", "has_marker", "line_prefix", "record_starts",
            "records", "sniff"]
@@ -280,6 +280,7 @@ class NcclLog:
         characters the rest of the line is dropped (no record is that long)."""
         if len(raw) > MAX_LINE:
             raw = raw[:MAX_LINE]
+        raw = strip_ansi(raw) if "\x1b" in raw or "#033[" in raw else raw  # colours around a record (a coloured launcher)
         pend = self._pending
         if pend is not None:
             self._pending = None
