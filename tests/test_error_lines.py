@@ -176,6 +176,15 @@ def test_terminal_colours_anywhere_in_a_line_change_nothing(tmp_path):
     assert [f.summary for f in a.findings] == [f.summary for f in b.findings] and a.findings
 
 
+def test_a_quoted_or_indented_paste_reads_as_the_plain_one(tmp_path):
+    plain = ("transport/net_socket.cc:424 NCCL WARN NET/Socket : peer 10.0.0.3<59210> message truncated :\n"
+             "receiving 1048576 bytes instead of 65536\n")
+    a = _read(tmp_path, plain, "plain.txt")
+    for deco in ("> ", "    ", ">     "):
+        b = _read(tmp_path, "".join(f"{deco}{ln}\n" for ln in plain.splitlines()), "deco.txt")
+        assert [f.summary for f in a.findings] == [f.summary for f in b.findings] and a.findings, deco
+
+
 def test_the_line_after_last_error_is_the_first_failure_of_its_block(tmp_path):
     """PyTorch prints NCCL's own last error after 'Last error:' (c10d NCCLUtils): it names the cause."""
     text = ("DistBackendError: NCCL error in: ../torch/csrc/distributed/c10d/NCCLUtils.hpp:219, invalid argument, "

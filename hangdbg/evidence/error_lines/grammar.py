@@ -282,6 +282,27 @@ def _first_of_block(log: ErrorLog, path: str, gap: int = 1) -> None:
         ev[i:] = [replace(e, order=o) for e, o in zip(moved, orders)]
 
 
+_QUOTE = re.compile(rb"^[ \t]{0,3}>[ \t]?", re.M)
+
+
+def _dedented(body: bytes) -> bytes:
+    """``body`` without the decoration a paste put on every line: a Markdown / e-mail quote (``> ``) on
+    90 % of the lines with text, then the indentation all of them share (a code block). The line count
+    stays (line numbers of the evidence are the file's)."""
+    lines = body.split(b"\n")
+    text = [ln for ln in lines if ln.strip()]
+    if len(text) >= 2 and sum(1 for ln in text if _QUOTE.match(ln)) >= 0.9 * len(text):
+        body = _QUOTE.sub(b"", body)
+        lines = body.split(b"\n")
+        text = [ln for ln in lines if ln.strip()]
+    if not text:
+        return body
+    pad = min(len(ln) - len(ln.lstrip(b" \t")) for ln in text)
+    if pad == 0:
+        return body
+    return b"\n".join(ln[pad:] if ln.strip() else ln.strip(b" \t") for ln in lines)
+
+
 def _shape(path: str) -> tuple[bytes | None, int, str, int, str | None]:
     """What the whole of a small file says about its lines: its bytes (colours removed; None for a large
     file), its last line's number (an excerpt's may be cut where the paste ended), the label most lines
@@ -294,7 +315,7 @@ def _shape(path: str) -> tuple[bytes | None, int, str, int, str | None]:
     data = _small_file(path)
     if data is None:
         return None, 0, "", 1, None
-    data = strip_ansi_bytes(data)
+    data = _dedented(strip_ansi_bytes(data))
     return (data, _last_line(data), _labelled(data.rstrip(b"\r\n\t ")), 2 if _double_spaced(data) else 1,
             _pod_node(data))
 
