@@ -185,6 +185,20 @@ def test_a_quoted_or_indented_paste_reads_as_the_plain_one(tmp_path):
         assert [f.summary for f in a.findings] == [f.summary for f in b.findings] and a.findings, deco
 
 
+def test_records_a_paste_ran_into_one_line_are_read_one_by_one(tmp_path):
+    lines = ["[rank1]:[E1126 00:32:28.1 ProcessGroupNCCL.cpp:632] [Rank 1] some progress note " + "x" * 120,
+             "[rank0]: Traceback (most recent call last):",
+             '[rank0]:   File "/work/train.py", line 10, in <module>',
+             "[rank0]:     main()",
+             "[rank0]: torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total "
+             "capacity of 79.10 GiB of which 1.06 GiB is free."]
+    a = _read(tmp_path, "\n".join(lines) + "\n", "lines.txt")
+    b = _read(tmp_path, " ".join(lines) + "\n", "glued.txt")
+    sus = [f for f in b.findings if f.severity is Severity.SUSPECT]
+    assert sus and sus[0].ranks == (0,) and "out of memory" in sus[0].summary
+    assert [f.summary for f in a.findings if f.severity is Severity.SUSPECT] == [f.summary for f in sus]
+
+
 def test_the_line_after_last_error_is_the_first_failure_of_its_block(tmp_path):
     """PyTorch prints NCCL's own last error after 'Last error:' (c10d NCCLUtils): it names the cause."""
     text = ("DistBackendError: NCCL error in: ../torch/csrc/distributed/c10d/NCCLUtils.hpp:219, invalid argument, "

@@ -201,17 +201,41 @@ def _unglued(cands: Iterator[tuple[int, str, bool]]) -> Iterator[tuple[int, str,
     traceback (``File "x.py", line 3, in f ...``) and goes on into an exception (``... DistBackendError:
     NCCL error ...``) is cut before each exception class, and the text a tqdm progress bar ran into
     (its ``\\r`` lost: ``... 1.61it/s]WARNING:torch...``) is cut from the bar; the pieces keep the line's number."""
-    for no, line, every in cands:
-        bar = _BAR_END.search(line, 0, LOOKED_AT)
-        if bar is not None and bar.end() < len(line) and line[bar.end():].strip():
-            yield no, line[:bar.end()], every
-            line = line[bar.end():]
-        if not is_context_line(line) or _GLUED.search(line, 0, LOOKED_AT) is None:
-            yield no, line, every
-            continue
-        cuts = [m.end() for m in _GLUED.finditer(line, 0, LOOKED_AT)]
-        for a, b in zip([0, *cuts], [*cuts, len(line)]):
-            yield no, line[a:b].rstrip(), every
+    for no, whole, every in cands:
+        for line in _records_of(whole):
+            yield from _unglued_line(no, line, every)
+
+
+_STARTS = re.compile(r"(?<=\S)\s+(?=\[?\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d|\[rank\d{1,9}\]:|\[default\d{1,5}\]:"
+                     r"|[\w.\-]{1,128}:\d{1,10}:\d{1,10} \[-?\d{1,6}\] |Traceback \(most recent call last\)|File \"[^\"]{1,300}\", line \d)")
+_GLUED_LINE = 400
+"""Characters of a line from which it is looked at as several records a paste ran together."""
+
+
+def _records_of(line: str) -> list[str]:
+    """A line that is several records run together (a paste that lost its newlines: three or more record
+    starts - a timestamp, a ``[rankN]:``, an NCCL header, a traceback's head or frame - in a line of
+    :data:`_GLUED_LINE` characters or more) cut before each start; any other line as it is."""
+    if len(line) < _GLUED_LINE:
+        return [line]
+    cuts = [m.end() for m in _STARTS.finditer(line, 0, 16 * LOOKED_AT)]
+    if len(cuts) < 2:
+        return [line]
+    return [line[a:b].rstrip() for a, b in zip([0, *cuts], [*cuts, len(line)])]
+
+
+def _unglued_line(no: int, line: str, every: bool) -> Iterator[tuple[int, str, bool]]:
+    """:func:`_unglued` of one record."""
+    bar = _BAR_END.search(line, 0, LOOKED_AT)
+    if bar is not None and bar.end() < len(line) and line[bar.end():].strip():
+        yield no, line[:bar.end()], every
+        line = line[bar.end():]
+    if not is_context_line(line) or _GLUED.search(line, 0, LOOKED_AT) is None:
+        yield no, line, every
+        return
+    cuts = [m.end() for m in _GLUED.finditer(line, 0, LOOKED_AT)]
+    for a, b in zip([0, *cuts], [*cuts, len(line)]):
+        yield no, line[a:b].rstrip(), every
 
 
 def _wrapped(log: ErrorLog, path: str, before: int, line: str, catalog: Catalog) -> bool:
