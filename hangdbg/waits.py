@@ -81,9 +81,11 @@ class RankWait:
         return self.kind in WAITING_KINDS
 
     def describe(self) -> str:
-        """``in all_reduce at train.py:40``, ``in recv from rank 1 at pp.py:12``, ``reading a file in
-        load_shard (data.py:33)``."""
+        """``in all_reduce at train.py:40 in step()``, ``in recv from rank 1 at pp.py:12``, ``reading a file
+        in load_shard (data.py:33)`` (the call site's function unless it is ``<module>``)."""
         site = f" at {self.site.short_file}:{self.site.line}" if self.site is not None and self.site.line else ""
+        if site and self.site is not None and self.site.function and not self.site.function.startswith("<"):
+            site += f" in {self.site.function}()"  # the caller's function says what the program was doing
         if self.kind is WaitKind.P2P:
             dir_ = {"send": " to", "recv": " from"}.get(self.direction or "", " with")
             peer = f"{dir_} rank {self.peer}" if self.peer is not None else ""

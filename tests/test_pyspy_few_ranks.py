@@ -68,6 +68,30 @@ def test_zero3_all_gather_coalesced_is_a_collective():
     assert p.call_site is not None and p.call_site.function == "__all_gather_params_"
 
 
+def test_old_zero3_fetch_and_the_checkpoint_tag_check_are_collectives():
+    # faulthandler dumps (innermost first): DeepSpeed 0.3 ZeRO-3's fetch waiting on its comm stream, and
+    # save_checkpoint's tag check pasted from its own frame on
+    text = ("Thread 0x00007f57caf71740 (most recent call first):\n"
+            '  File "/env/lib/python3.8/site-packages/torch/cuda/streams.py", line 95 in synchronize\n'
+            '  File "/env/DeepSpeed/deepspeed/runtime/zero/stage3.py", line 490 in _synchronize_communication\n'
+            '  File "/env/DeepSpeed/deepspeed/runtime/zero/stage3.py", line 406 in fetch_sub_module\n'
+            '  File "/env/transformers/models/t5/modeling_t5.py", line 474 in forward\n')
+    (proc,), _ = parse_thread_dump(text)
+    assert (place_of(proc.threads[0]).kind, place_of(proc.threads[0]).collective) == ("collective", "all_gather")
+
+def test_faulthandler_frames_pasted_without_their_header_are_read_as_a_stack(tmp_path):
+    from hangdbg.evidence.stacks.text_reader import READER as TEXT
+
+    f = tmp_path / "hang-stack.txt"
+    f.write_text('  File "/src/DeepSpeed/deepspeed/runtime/engine.py", line 1456 in _checkpoint_tag_validation\n'
+                 '  File "/src/DeepSpeed/deepspeed/runtime/engine.py", line 1489 in save_checkpoint\n'
+                 '  File "/src/transformers/trainer.py", line 1212 in _save_checkpoint\n')
+    assert TEXT.sniff(f.read_bytes())
+    _, dumps = TEXT.read_dumps([str(f)])
+    (u,) = [x for x in analyze(dumps).findings if x.kind is Kind.UNDECIDED]
+    assert "waits in all_reduce at runtime/engine.py:1489 in save_checkpoint()" in u.summary
+
+
 def test_a_wrapper_with_user_code_inside_is_not_a_collective():
     text = ("Thread 1 (active): \"MainThread\"\n    tokenize (myproj/text.py:10)\n"
             "    gather (accelerate/utils/operations.py:400)\n    main (run.py:3)\n")

@@ -38,7 +38,7 @@ def test_two_groups_blame_only_the_rank_reading_a_file():
         assert named(a) == {5}, a.headline
         assert waiting(a) == {(4, 6, 7): (5,), (0, 1, 2, 3): (4, 5, 6, 7)}
     # the chain, nearest first, in a person's words
-    assert "ranks {4, 6-7} wait for it in all_reduce at demo/topology.py:98; ranks {0-3} wait for ranks {4-7}" in a.headline
+    assert "ranks {4, 6-7} wait for it in all_reduce at demo/topology.py:98 in train_step(); ranks {0-3} wait for ranks {4-7}" in a.headline
 
 
 def test_pipeline_blames_the_stage_that_never_sent():

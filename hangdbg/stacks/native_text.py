@@ -532,12 +532,13 @@ _SNIFF = re.compile(
     r"|frame #\d+: .*\(0x[0-9a-fA-F]+ in |#\d+\s+0x[0-9a-fA-F]+ \S|TID \d+:$|\*?\s*frame #\d+: 0x[0-9a-fA-F]+ \S+`"
     r"|Thread \d+ \((?:Thread 0x[0-9a-fA-F]+ \()?LWP \d+"
     r"|#\d+ Frame 0x[0-9a-fA-F]+, for file |#\d+\s+[\w.<>]+ from \S+?\.py:\d+\s*$"
-    r"|SIG[A-Z0-9]+\(\d+\), PID: \d+, Thread \d+:|\[[^\]:\s]+:\d+\s*:\d+:\d+\] Caught signal \d+ |=+ backtrace \(tid:)"
+    r"|SIG[A-Z0-9]+\(\d+\), PID: \d+, Thread \d+:|\[[^\]:\s]+:\d+\s*:\d+:\d+\] Caught signal \d+ |=+ backtrace \(tid:"
+    r"|File \"[^\"]{1,4096}\", line \d{1,9} in \S)"  # a faulthandler frame (no comma before "in"), even without its header
 )
 
 
 _SNIFF_TEXTS = (b"Fatal Python error", b"most recent call first", b"frame #", b"#", b"TID ", b"LWP ", b"SIG",
-                b"Caught signal", b"backtrace (tid:")
+                b"Caught signal", b"backtrace (tid:", b'", line ')
 """Fixed text each alternative of ``_SNIFF`` contains (the prefixes ``strip_prefix`` removes only
 precede it)."""
 

@@ -17,7 +17,8 @@ Library wrappers that issue a collective and then wait on it inside their own fr
 frame is gone, or the wait is a ``.wait()`` / ``.cpu()`` C call on the wrapper's line) count as
 that collective when no torch.distributed collective is on the stack and every Python frame inside
 the wrapper is torch.distributed, another wrapper or a thin decorator (see ``WRAPPER_COLLECTIVES``:
-function names of DeepSpeed 0.9-0.16 ZeRO ``partition_parameters.py`` and
+function names of DeepSpeed 0.9-0.16 ZeRO ``partition_parameters.py``, ZeRO-3's parameter fetch of 0.3-0.5
+(``stage3.py``; a CUDA stream sync in it is its wait), the checkpoint tag check (``engine.py``) and
 ``runtime/comm/coalesced_collectives.py``, Megatron-LM core ``tensor_parallel/mappings.py`` and
 ``pipeline_parallel/p2p_communication.py``, accelerate ``utils/operations.py``, transformers
 ``trainer.py`` / ``trainer_pt_utils.py``).
@@ -77,6 +78,11 @@ WRAPPER_COLLECTIVES: dict[str, dict[str, str]] = {
     "deepspeed/runtime/zero/partition_parameters.py": {
         f: f for f in ("all_gather_coalesced", "_all_gather", "_allgather_params", "_allgather_params_coalesced",
                        "_allgather_param", "_all_gather_dtype", "_dist_allgather_fn")} | {"wait": "all_gather"},
+    # ZeRO-3's parameter fetch in DeepSpeed 0.3-0.5 stage3.py waits for its all-gather of partitioned weights
+    # (_synchronize_communication syncs the comm stream); 0.6+ fetches through partition_parameters.py above
+    "deepspeed/runtime/zero/stage3.py": {"_synchronize_communication": "all_gather", "fetch_sub_module": "all_gather"},
+    # save_checkpoint's tag check all-reduces a hash of the tag on every rank (DeepSpeed 0.3+ runtime/engine.py)
+    "deepspeed/runtime/engine.py": {"_checkpoint_tag_validation": "all_reduce"},
     "deepspeed/runtime/comm/coalesced_collectives.py": {
         f: f for f in ("reduce_scatter_coalesced", "all_to_all_quant_reduce", "all_to_all_loco_quant_reduce")},
     "megatron/core/tensor_parallel/mappings.py": {
@@ -96,7 +102,8 @@ WRAPPER_COLLECTIVES: dict[str, dict[str, str]] = {
 module docstring for when they count)."""
 
 _THIN = ("deepspeed/utils/nvtx.py", "torch/utils/_contextlib.py", "torch/_dynamo/eval_frame.py",
-         "torch/distributed/c10d_logger.py", "contextlib.py", "functools.py")
+         "torch/distributed/c10d_logger.py", "contextlib.py", "functools.py",
+         "torch/cuda/streams.py", "torch/cuda/__init__.py")  # a wrapper's stream sync: its wait for the collective
 
 _NATIVE_COLLECTIVE = re.compile(r"c10d::|gloo::|nccl|ProcessGroup", re.IGNORECASE)
 NATIVE_STORE = re.compile(r"TCPStore|TCPClient|FileStore|HashStore|PrefixStore|c10d::Store\b")
