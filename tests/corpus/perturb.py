@@ -87,9 +87,11 @@ def score(names: list[str]) -> dict:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("names", nargs="*", choices=list(DEFORM), help="deformations (default: all)")
+    ap.add_argument("names", nargs="*", metavar="NAME", help=f"deformations: {', '.join(DEFORM)} (default: all)")
     ap.add_argument("--json", metavar="FILE", help="write the result, with the cases lost, to FILE")
     args = ap.parse_args(argv)
+    if unknown := [n for n in args.names if n not in DEFORM]:
+        ap.error(f"unknown deformation {', '.join(unknown)}: choose from {', '.join(DEFORM)}")
     res = score(args.names or list(DEFORM))
     for name, r in res.items():
         print(f"{name:14} kept {r['kept']}/{r['right']}  wrong/error {len(r['wrong'])}")
