@@ -230,7 +230,7 @@ def _unglued_line(no: int, line: str, every: bool) -> Iterator[tuple[int, str, b
     if bar is not None and bar.end() < len(line) and line[bar.end():].strip():
         yield no, line[:bar.end()], every
         line = line[bar.end():]
-    if not is_context_line(line) or _GLUED.search(line, 0, LOOKED_AT) is None:
+    if not is_context_line(line[:LOOKED_AT]) or _GLUED.search(line, 0, LOOKED_AT) is None:
         yield no, line, every
         return
     cuts = [m.end() for m in _GLUED.finditer(line, 0, LOOKED_AT)]
