@@ -211,16 +211,20 @@ def _block_hosts(groups: list[_Group]) -> dict[str, tuple[str, ...]]:
     (the next :data:`_BLOCK_LINES` lines of the same file) does, about the same kind of fault: Ray's "Task was
     killed due to the node running low on memory." and the "Memory on the node (IP: ...)" line under it."""
     local = (Blame.ENVIRONMENT, Blame.HARDWARE)
-    named = [(h, hosts) for h in groups if h.entry.blame in local and (hosts := _who(h)[1])]
+    at: dict[tuple[str, int], tuple[str, ...]] = {}  # (file, line) of a node-naming event -> its hosts
+    for h in groups:
+        if h.entry.blame in local and (hosts := _who(h)[1]):
+            for e in h.events[:64]:
+                if e.evidence.line is not None:
+                    at.setdefault((e.evidence.source, e.evidence.line), hosts)
     out: dict[str, tuple[str, ...]] = {}
     for g in groups:
-        if g.entry.blame not in local or _who(g)[1] or g.first.evidence.line is None:
+        first = g.first.evidence
+        if g.entry.blame not in local or first.line is None or _who(g)[1]:
             continue
-        for h, hosts in named:
-            if h is not g and any(e.evidence.source == g.first.evidence.source and e.evidence.line is not None and
-                                  0 < e.evidence.line - g.first.evidence.line <= _BLOCK_LINES for e in h.events[:64]):
-                out[g.entry.id] = hosts
-                break
+        near = next((at[k] for d in range(1, _BLOCK_LINES + 1) if (k := (first.source, first.line + d)) in at), None)
+        if near is not None:
+            out[g.entry.id] = near
     return out
 
 
