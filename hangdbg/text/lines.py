@@ -187,7 +187,7 @@ _ANSI = re.compile(rb"(?:\x1b|#033)\[[0-9;?]{0,32}[A-Za-z]")
 lines read, wherever in a line it is."""
 
 
-_ANSI_TEXT = re.compile(r"(?:\x1b|#033)\[[0-9;?]{0,32}[A-Za-z]")
+_ANSI_TEXT = re.compile(_ANSI.pattern.decode("ascii"))  # the same sequences, in decoded text
 
 
 def strip_ansi(text: str) -> str:
