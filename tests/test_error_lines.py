@@ -361,3 +361,19 @@ def test_the_line_after_last_error_names_the_cause_as_a_suspect(tmp_path):
             "Cuda failure 217 'peer access is not supported between these two devices'\n")
     f = next(f for f in _read(tmp_path, text).findings if "peer access" in f.summary)
     assert f.severity is Severity.SUSPECT and f.ranks == ()
+
+
+_ASSERT = ("/src/k.cu:12: operator(): block: [0,0,0], thread: [1,0,0] Assertion `index < size` failed.")
+
+
+def test_a_local_rank_prefix_takes_the_global_rank_its_file_pairs_it_with(tmp_path):
+    rep = _read(tmp_path, f"[default0]:[rank2]: step 1\n[default1]:[rank3]: step 1\n[default1]:{_ASSERT}\n")
+    (f,) = [f for f in rep.findings if f.severity is Severity.SUSPECT]
+    assert tuple(f.ranks) == (3,) and "assert" in f.summary
+
+
+def test_a_file_that_pairs_one_local_rank_with_two_ranks_names_none(tmp_path):
+    """Two nodes' output in one file: [default0] is rank 0 on one and rank 2 on the other."""
+    rep = _read(tmp_path, f"[default0]:[rank0]: step 1\n[default0]:[rank2]: step 1\n[default0]:{_ASSERT}\n")
+    (f,) = [f for f in rep.findings if f.severity is Severity.SUSPECT]
+    assert not f.ranks

@@ -344,6 +344,29 @@ def _shape(path: str) -> tuple[bytes | None, int, str, int, str | None]:
             _pod_node(data))
 
 
+_LOCAL_AND_RANK = re.compile(r"\s*\[[A-Za-z_][\w-]*?(\d{1,6})\]:\s?\[rank(\d{1,9})\]:")
+"""torchrun's ``--tee`` prefix ``[{role_name}{local_rank}]:`` (torch/distributed/run.py ``--local-ranks-filter``
+/ ``--log-line-prefix-template`` default) followed by the ``[rank{N}]:`` that torch puts before an uncaught
+exception's lines (torch/distributed/elastic/multiprocessing/errors/__init__.py): the same process wrote both."""
+
+
+def _rank_by_local(log: ErrorLog, first: int, local_to_rank: dict[int, set[int]]) -> None:
+    """Give a global rank to the events (from index ``first`` on) that carry only torchrun's local rank.
+
+    A file whose lines pair ``[defaultN]:`` with ``[rankM]:`` says which global rank each local rank is; the
+    pairing is used only where it is one-to-one in the file (a file that merges several nodes' output pairs
+    one local rank with several global ranks, and then says nothing).
+    """
+    ranks = [next(iter(r)) for r in local_to_rank.values() if len(r) == 1]
+    if not local_to_rank or len(ranks) != len(set(ranks)):
+        return
+    by_local = {n: next(iter(r)) for n, r in local_to_rank.items() if len(r) == 1}
+    for i in range(first, len(log.events)):
+        msg = log.events[i].message
+        if msg.rank is None and msg.local_rank is not None and msg.local_rank in by_local:
+            log.events[i] = replace(log.events[i], message=replace(msg, rank=by_local[msg.local_rank]))
+
+
 def scan_file(path: str, catalog: Catalog, log: ErrorLog) -> None:
     """Add the error lines of ``path`` to ``log``.
 
@@ -356,6 +379,8 @@ def scan_file(path: str, catalog: Catalog, log: ErrorLog) -> None:
         OSError: the file cannot be opened (the reader lists it with the reason).
     """
     before, said = log.error_lines, len(log.roster.said) + len(log.roster.missing)
+    first_event = len(log.events)
+    local_to_rank: dict[int, set[int]] = {}  # torchrun's [defaultN]: and torch's [rankM]: on one line
     code_next = False
     data, last, labelled, gap, pod_node = _shape(path)
     label_rx = _LABELS.get(labelled)
@@ -366,6 +391,8 @@ def scan_file(path: str, catalog: Catalog, log: ErrorLog) -> None:
     tb: CutTraceback | None = None  # the traceback open at this line (its header read, no exception yet)
     for no, whole, every in _unglued(_candidates(path, log, data)):
         line = whole[:LOOKED_AT]
+        if "]:[rank" in line and (both := _LOCAL_AND_RANK.match(line)) is not None:
+            local_to_rank.setdefault(int(both.group(1)), set()).add(int(both.group(2)))
         label = ""
         if label_rx is not None and (lab := label_rx.match(line)) is not None:  # srun's rank, pdsh's host
             label, line = lab.group(1), line[lab.end():]
@@ -378,6 +405,8 @@ def scan_file(path: str, catalog: Catalog, log: ErrorLog) -> None:
             if log.roster.expecting or any(n in line for n in NEEDLES):
                 log.roster.read(parse_line(line).text, Evidence(path, no, line))
         after_file_line, code_next = code_next and no != prev_no, every and _FILE_LINE.match(line) is not None
+        if after_file_line and parse_line(line).exception:
+            after_file_line = False  # a frame without source (Cython's .pyx, a frozen module): its exception follows
         prev_no = no  # a piece of a glued line (_unglued) is no source line after its frame
         if "File \"" in line and (f := _FRAME.search(line)) is not None:
             frame = f"{f.group('path')}:{f.group('line')}" + (f" in {f.group('func')}" if f.group("func") else "")
@@ -432,6 +461,7 @@ def scan_file(path: str, catalog: Catalog, log: ErrorLog) -> None:
         log.add(event)
         if explains:  # the line after "Last error:" says what the failure just before it was: it reads first
             _first_of_block(log, path, gap)
+    _rank_by_local(log, first_event, local_to_rank)
     cut = tb is not None and bool(tb.frame) and data is not None  # an excerpt that ends inside a traceback
     if cut and tb is not None:
         log.cut_tracebacks.append(tb)

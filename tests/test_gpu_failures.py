@@ -1,0 +1,54 @@
+"""`hangdbg report` on real GPU failures made on an H200 (tests/fixtures/gpu_failures_h200, made by
+scripts/gpu/make_failures.sh; the right readings were written down before the run in scripts/gpu/EXPECTED.md)."""
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+from conftest import main_json
+
+RUNS = Path(__file__).resolve().parent / "fixtures" / "gpu_failures_h200"
+
+# scenario -> (the ranks that must be blamed, a regex for the cause in the first finding, ranks never blamed)
+# An empty blamed set: the launch or the environment is at fault, and no rank may be a suspect.
+EXPECTED = {
+    "cuda_oom_rank1": ({1}, r"out of memory", {0}),
+    "device_assert_rank1": ({1}, r"assert", {0}),
+    "illegal_address_rank1": ({1}, r"illegal memory access|invalid address", {0}),
+    "nccl_init_gpu_full": ({0}, r"out of memory", set()),
+    "invalid_ordinal_2ranks_1gpu": (set(), r"launch configuration.*(more ranks per node than GPUs|beyond the visible GPUs)", {0, 1}),
+    "nccl_socket_ifname_missing": (set(), r"NCCL_SOCKET_IFNAME", {0}),
+    "nccl_socket_ifname_missing_nodebug": (set(), r"NCCL_SOCKET_IFNAME|no socket interface", {0}),
+    "no_gpu_visible": (set(), r"launch configuration.*no GPU", {0, 1}),
+}
+
+
+def _suspect_ranks(doc: dict) -> set[int]:
+    return {r for f in doc["findings"] if f["severity"] == "suspect" for r in f["ranks"]}
+
+
+@pytest.mark.parametrize("scenario", sorted(EXPECTED))
+def test_a_real_gpu_failure_is_read_as_written_down_before_the_run(scenario: str) -> None:
+    blamed, cause, innocent = EXPECTED[scenario]
+    rc, doc = main_json("report", str(RUNS / scenario))
+    assert rc == 3, doc["headline"]
+    first = doc["findings"][0]
+    assert re.search(cause, first["summary"], re.I), first["summary"]
+    assert blamed <= _suspect_ranks(doc), doc["headline"]
+    assert not (_suspect_ranks(doc) & innocent), f"an innocent rank is blamed: {doc['headline']}"
+    if not blamed:
+        assert first["ranks"] == [], "a launch or environment cause names no rank"
+    assert "unrecognised error line: “" + "/work/main/scripts/gpu/failures.py FAILED" not in str(doc["findings"])
+
+
+def test_an_unknown_nccl_proto_value_still_runs_and_reads_healthy() -> None:
+    rc, doc = main_json("report", str(RUNS / "nccl_proto_bogus"))
+    assert rc == 0 and not [f for f in doc["findings"] if f["severity"] == "suspect"]
+
+
+def test_the_rank_of_a_line_that_carries_only_torchruns_local_rank_comes_from_the_same_file() -> None:
+    """[default1]: alone is a local rank; the file's [default1]:[rank1]: lines say it is global rank 1."""
+    rc, doc = main_json("report", str(RUNS / "device_assert_rank1"))
+    first = doc["findings"][0]
+    assert first["ranks"] == [1] and "Assertion" in first["summary"]
