@@ -267,3 +267,23 @@ def test_a_failure_entry_cut_above_its_header_is_still_read():
 def test_a_time_field_alone_starts_no_failure():
     ev, fs = _findings("  time      : 2024-05-02_10:11:12\nepoch 3 loss 0.25\nRuntimeError: boom\n")
     assert not [f for f in fs if f.kind is Kind.CHILD_FAILED] and ev.lines_read == 3
+
+
+def test_ddp_two_ranks_with_two_real_counts_blame_neither():
+    """The check pairs the printing rank with the first other rank that differs: with two counts and no
+    majority, either may have built the wrong model."""
+    text = ("[rank0]: RuntimeError: DDP expects same model across all ranks, but Rank 0 has 211 params, while rank 1 "
+            "has inconsistent 210 params.\n")
+    _, fs = _findings(text)
+    assert not [f for f in _suspects(fs) if f.ranks]
+    mm = [f for f in fs if f.kind is Kind.MODEL_MISMATCH]
+    assert mm and mm[0].severity is Severity.SUSPECT and "cannot say which" in mm[0].summary
+
+
+def test_ddp_equal_counts_in_a_failed_check_are_a_communication_problem():
+    """TORCH_CHECK fails only on unequal counts: two equal printed counts mean the allgather delivered wrong data."""
+    text = ("[rank0]: RuntimeError: DDP expects same model across all ranks, but Rank 0 has 0 params, while rank 1 "
+            "has inconsistent 0 params.\n")
+    _, fs = _findings(text)
+    assert not [f for f in _suspects(fs) if f.ranks]
+    assert any(f.kind is Kind.COLLECTIVE_DATA and "equal count" in f.summary for f in fs)

@@ -990,8 +990,11 @@ R("ddp-marked-ready-twice", RED, "Expected to mark a variable ready only once", 
 R("ddp-param-ready-twice", RED, "has been marked as ready twice", "self", "root", "suspect",
   "DDP: the named parameter was marked ready twice in one iteration", "see the DDP error text; avoid reusing "
   "the parameter across reentrant backward passes", cut="has been marked as ready twice.")
-R("ddp-model-param-count-mismatch", RED, "DDP expects same model across all ranks", "self", "root", "suspect",
-  "DDP: ranks built models with different numbers of parameters", "make every rank build the same model")
+R("ddp-model-param-count-mismatch", RED, "DDP expects same model across all ranks", "launch", "root", "suspect",
+  "DDP: the ranks built models with different numbers of parameters (the code, config or checkpoint differs by "
+  "rank or node); the line pairs the printing rank with the first rank whose count differs, so it names no odd rank",
+  "make every rank build the same model (the same code, config and checkpoint on every node); compare each rank's "
+  "parameter count")
 R("ddp-param-size-mismatch", RED, "appears not to match sizes of the same param in process 0", "self", "root",
   "suspect", "DDP: a parameter's shape differs from rank 0's", "make every rank build the same model")
 R("ddp-param-stride-mismatch", RED, "appears not to match strides of the same param in process 0", "self", "root",

@@ -134,7 +134,10 @@ def _contradicting_counts(ps: list[ParamMismatch]) -> list[Finding]:
     ``verify_params_across_processes``): a rank's own count and the count gathered for it must
     agree. When they do not (``Rank 1 has 174 params, while rank 1 has inconsistent 0 params``, or
     two ranks each seeing 0 for the other), the allgather delivered wrong data (usually zeros): a
-    transport problem (blocked P2P, IOMMU, a broken NCCL/backend), not a model difference."""
+    transport problem (blocked P2P, IOMMU, a broken NCCL/backend), not a model difference. The same
+    holds for a failed check that prints two equal counts (``Rank 0 has 0 params, while rank 1 has
+    inconsistent 0 params``): TORCH_CHECK fails only on unequal ones (pytorch v2.6.0
+    torch/csrc/distributed/c10d/reducer.cpp:2254)."""
     seen: dict[int, set[int]] = defaultdict(set)
     for p in ps:
         if p.rank is not None:
@@ -142,13 +145,20 @@ def _contradicting_counts(ps: list[ParamMismatch]) -> list[Finding]:
         if p.other is not None:
             seen[p.other].add(p.other_params)
     bad = {r: sorted(v) for r, v in seen.items() if len(v) > 1}
-    if not bad:
+    equal: list[str] = []
+    for p in ps:  # the check fails only on unequal counts (TORCH_CHECK(param_size_for_rank == params.size())):
+        # equal printed counts mean the count it compared was not the one it printed
+        if p.rank is not None and p.other is not None and p.rank != p.other and p.params == p.other_params:
+            equal.append(f"rank {p.rank} failed the check on its {p.params} params against rank {p.other}'s "
+                         f"{p.other_params}, an equal count")
+    if not bad and not equal:
         return []
-    what = "; ".join(f"rank {r}: {' and '.join(map(str, v))}" for r, v in sorted(bad.items())[:4])
+    zeros = any(0 in v for v in bad.values()) or any(p.params == 0 == p.other_params for p in ps)
+    what = "; ".join([f"rank {r}: {' and '.join(map(str, v))}" for r, v in sorted(bad.items())[:4]] + equal[:2])
     return [Finding(
         kind=Kind.COLLECTIVE_DATA,
         summary=("DDP's parameter-count allgather returned counts that contradict the ranks' own (" + what
-                 + f"): the collective delivered wrong data{' (zeros)' if any(0 in v for v in bad.values()) else ''}, so the models may well be the same - "
+                 + f"): the collective delivered wrong data{' (zeros)' if zeros else ''}, so the models may well be the same - "
                  "a communication problem (GPU peer-to-peer / IOMMU, the NCCL or backend build), not a rank"),
         evidence=tuple(dict.fromkeys(p.evidence for p in ps))[:3],
         action=("test the collective alone (nccl-tests all_gather_perf -c 1, or a torch all_gather of known values); "
@@ -176,8 +186,18 @@ def _param_findings(ps: list[ParamMismatch]) -> tuple[list[Finding], set[int]]:
         least = min(by.values())
         if least * 2 < len(count):
             odd = sorted(r for r, n in count.items() if by[n] == least)
-    if not odd:
-        odd = sorted({p.other for p in ps if p.other is not None})
+    evid = tuple(dict.fromkeys(p.evidence for p in ps))[:3]
+    if not odd:  # no majority: a rank whose count arrived as 0 built no model or never reached the check
+        odd = sorted({p.other for p in ps if p.other is not None and p.other_params == 0})
+    if not odd:  # two real counts and no majority: either side of the comparison may be the odd one
+        pairs = ", ".join(f"rank {r} has {n}" for r, n in sorted(count.items())[:4])
+        return [Finding(
+            kind=Kind.MODEL_MISMATCH, severity=Severity.SUSPECT, evidence=evid,
+            summary=("the ranks built different models: DDP expects the same model on every rank"
+                     + (" of a process group (group ranks)" if local else "") + f", but {pairs} params; "
+                     "the check compares the printing rank with one other, so it cannot say which of them is odd"),
+            action=("compare the parameter count of every rank (the same code, config and checkpoint on every "
+                    "node, no rank-dependent layers); with 3 or more ranks the odd one is the one that differs"))], set()
     others = sorted(set(count) - set(odd))
     zero = any(count[r] == 0 for r in odd)
     summary = ("the ranks built different models: DDP expects the same model on every rank"
@@ -187,7 +207,6 @@ def _param_findings(ps: list[ParamMismatch]) -> tuple[list[Finding], set[int]]:
                   + ", ".join(sorted({str(count[r]) for r in others})) if others else "")
                + (" (0 params: that rank built no model, or never reached DDP's parameter check and its "
                   "allgather returned nothing)" if zero else ""))
-    evid = tuple(dict.fromkeys(p.evidence for p in ps))[:3]
     return [Finding(kind=Kind.MODEL_MISMATCH, summary=summary, ranks=_ranks(odd, g), evidence=evid,
                     action=(f"check that {ranks_text(odd)} builds the same model as the others (config, checkpoint, "
                             "rank-dependent layers) and reaches DistributedDataParallel(...); if it is still running, "
