@@ -187,6 +187,28 @@ def test_compile_cut_takes_every_prefix_of_a_sample_line():
     assert not actor.fullmatch("The actor is dead because its node has died. Node Id: 93")
 
 
+def test_a_message_up_to_a_value_the_paste_hid_is_read_even_when_its_format_starts_with_a_placeholder():
+    """Ray node_manager.cc's summary starts with %d; the paste hid the node as ``(...)``."""
+    from hangdbg.catalog.pattern import compile_cut
+    head = "17 Workers (tasks / actors) killed due to memory pressure (OOM), 0 Workers crashed due to other reasons at node"
+    m = CATALOG.match_hidden(head)
+    assert m is not None and m.entry.id == "frameworks.ray.raylet-oom-summary"
+    assert CATALOG.match_hidden("17 Workers were busy") is None  # under HIDDEN_MIN characters
+    assert CATALOG.match_hidden("17 Workers (tasks / actors) were rescheduled after the node was drained") is None
+    lead = compile_cut("%s: failed to connect to %s on port %d", Syntax.PRINTF, lead_field=True)
+    assert lead.fullmatch("x: failed to connect to h1 on po")  # cut after the head (the field and its literal)
+    assert not lead.fullmatch("x: failed to conn")  # a cut inside the head is no evidence
+
+
+def test_an_error_line_with_a_hidden_value_is_read_by_its_visible_part(tmp_path):
+    from hangdbg.evidence.error_lines.reader import READER
+    p = tmp_path / "raylet.txt"
+    p.write_text("(raylet) node_manager.cc:3026: 17 Workers (tasks / actors) killed due to memory pressure (OOM), "
+                 "0 Workers crashed due to other reasons at node (...) over the last time period.\n")
+    (f,) = [f for f in READER.read([str(p)]).findings if f.severity.value == "suspect"]
+    assert "memory" in f.summary and "unrecognised" not in f.summary
+
+
 def test_c10_log_prefix_with_a_three_digit_date_is_peeled():
     """c10/util/Logging.cpp writes (month * 100 + day): Sep 9 is 909, not 0909."""
     msg = parse_line("[E909 09:55:29.313379098 ProcessGroupNCCL.cpp:1664] [PG 0 (default_pg) Rank 12] Exception "

@@ -224,6 +224,24 @@ class Catalog:
                       if (i := self.match(t, 1)) is not None and i.entry is not best), None)
         return Match(best, fields, inner)
 
+    def match_hidden(self, message: str) -> Match | None:
+        """The entry whose message starts with ``message``, the part of a line before a value the paste hid
+        (``... at node (...) over the last time period``: the caller cuts at the ``(...)``). Like
+        :meth:`match_cut`, but formats that start with a placeholder count too (``%d Workers (tasks / actors)
+        killed due to memory pressure (OOM), ...``), so ``message`` must show :data:`HIDDEN_MIN` characters
+        that are not captured by a placeholder, and the entry must have :data:`MID_LINE_LITERAL` literal ones."""
+        text = " ".join(message.split())
+        if len(text) < HIDDEN_MIN:
+            return None
+        best: CatalogEntry | None = None
+        for e in (*self._by_word.get(_first_word(text), []), *self._always):
+            if e.syntax is Syntax.REGEX or e.literal < MID_LINE_LITERAL or (best is not None and e.literal <= best.literal):
+                continue
+            m = _lead_cut_pattern(e).fullmatch(text)
+            if m is not None and len(text) - sum(len(v) for v in m.groupdict().values() if v) >= HIDDEN_MIN:
+                best = e
+        return Match(best, (), None) if best is not None else None
+
     def match(self, message: str, _depth: int = 0, indexed_only: bool = False) -> Match | None:
         """The most specific entry matching ``message`` from its start, with its inner match.
 
@@ -280,6 +298,9 @@ def _may_nest(outer: CatalogEntry, inner: CatalogEntry) -> bool:
 _SEPARATORS = re.compile(r"(?::|\s-|;|\]|\)|,)\s+|\s['\"`(\[]|\.\s+(?=[A-Z])|=['\"]")  # also a sentence's end, a quoted value
 CUT_MIN = 20
 """Fewest characters of a cut line that :meth:`Catalog.match_cut` looks up."""
+HIDDEN_MIN = 30
+"""Fewest characters a message cut where a paste hid a value must show of its format's literal text
+(:meth:`Catalog.match_hidden`)."""
 CUT_HEAD_MIN = 8
 """Fewest characters of literal head a format needs before a cut message is matched past it."""
 
@@ -288,6 +309,12 @@ CUT_HEAD_MIN = 8
 def _cut_pattern(e: CatalogEntry) -> re.Pattern[str]:
     """:func:`~hangdbg.catalog.pattern.compile_cut` of ``e``, compiled on first use."""
     return compile_cut(e.format, e.syntax) or re.compile(r"(?!)")
+@lru_cache(maxsize=None)
+def _lead_cut_pattern(e: CatalogEntry) -> re.Pattern[str]:
+    """:func:`~hangdbg.catalog.pattern.compile_cut` of ``e``, a leading placeholder allowed."""
+    return compile_cut(e.format, e.syntax, lead_field=True) or re.compile(r"(?!)")
+
+
 _HEAD_CUT = re.compile(r"%|\{(?!\{)")
 
 

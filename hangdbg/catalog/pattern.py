@@ -195,11 +195,12 @@ def _prefixes(lit: str) -> str:
     return "|".join(cuts)
 
 
-def compile_cut(fmt: str, syntax: Syntax) -> re.Pattern[str] | None:
+def compile_cut(fmt: str, syntax: Syntax, lead_field: bool = False) -> re.Pattern[str] | None:
     """The regex of a message cut anywhere after the literal head of ``fmt`` (to be used with
     ``fullmatch`` on the last line of an excerpt: ``Cuda failure 999 'unknown error`` where the
     format is ``Cuda failure %d '%s'``). Each piece after the head may be missing, and a literal
-    piece may be cut inside itself. None for a regex entry or one that starts with a placeholder.
+    piece may be cut inside itself. None for a regex entry, or for one that starts with a placeholder
+    unless ``lead_field`` (then the placeholder and the literal piece after it make the head).
 
     Raises:
         FormatError: ``fmt`` is not a well-formed format of ``syntax``.
@@ -207,14 +208,15 @@ def compile_cut(fmt: str, syntax: Syntax) -> re.Pattern[str] | None:
     if syntax is Syntax.REGEX:
         return None
     pieces = _pieces(fmt.strip(), syntax)
-    if not pieces or pieces[0][0]:
+    if not pieces or (pieces[0][0] and not (lead_field and len(pieces) > 1 and not pieces[1][0])):
         return None
+    first = 2 if pieces[0][0] else 1  # the pieces of the head
     # rest = the message from piece i on, with piece i at least partly there. A text field may end
     # the cut when it is the format's last piece or when a literal piece after the head came before
     # it (the message was cut inside the field); right after the head it must be followed by (part
     # of) the next piece, or it would take any text at all after the head.
     rest = ""
-    for i in range(len(pieces) - 1, 0, -1):
+    for i in range(len(pieces) - 1, first - 1, -1):
         is_field, text = pieces[i]
         nxt = f"(?:{rest})?" if rest else ""
         if is_field and text.startswith("(?P<s"):
@@ -226,7 +228,7 @@ def compile_cut(fmt: str, syntax: Syntax) -> re.Pattern[str] | None:
             cut = _prefixes(text)
             rest = f"{_text(text)}{nxt}" + (f"|{cut}" if cut else "")
             rest = f"(?:{rest})"
-    head = _text(pieces[0][1].lstrip())
+    head = pieces[0][1] + _text(pieces[1][1]) if first == 2 else _text(pieces[0][1].lstrip())
     try:
         return re.compile(f"['\"`]{{0,2}}{head}" + (f"(?:{rest})?" if rest else ""), re.S)
     except re.error as exc:  # pragma: no cover - every piece is escaped or a fixed class

@@ -344,6 +344,12 @@ def _shape(path: str) -> tuple[bytes | None, int, str, int, str | None]:
             _pod_node(data))
 
 
+_REDACTED = re.compile(r"\s?(?:\(\.\.\.\)|\[\.\.\.\]|<\.\.\.>|\.\.\.|…|\b[xX]{3,}\b|\*{3,}|<(?:redacted|hidden|removed|"
+                       r"masked|ip|hostname|host|node|user|path)>|\[(?:redacted|hidden|removed|masked)\])", re.I)
+"""What a paste puts where it hid a value (an address, a host, a path): ``node (...)``, ``xxx``, ``<redacted>``. A
+message that no entry matches is looked up again up to it (:meth:`Catalog.match_hidden`)."""
+
+
 _LOCAL_AND_RANK = re.compile(r"\s*\[[A-Za-z_][\w-]*?(\d{1,6})\]:\s?\[rank(\d{1,9})\]:")
 """torchrun's ``--tee`` prefix ``[{role_name}{local_rank}]:`` (torch/distributed/run.py ``--local-ranks-filter``
 / ``--log-line-prefix-template`` default) followed by the ``[rank{N}]:`` that torch puts before an uncaught
@@ -365,6 +371,20 @@ def _rank_by_local(log: ErrorLog, first: int, local_to_rank: dict[int, set[int]]
         msg = log.events[i].message
         if msg.rank is None and msg.local_rank is not None and msg.local_rank in by_local:
             log.events[i] = replace(log.events[i], message=replace(msg, rank=by_local[msg.local_rank]))
+
+
+def _lookup(catalog: Catalog, msg: Message, error: bool, last: bool, joined: Match | None) -> Match | None:
+    """The catalog entry of a line's message: anywhere in an error line (``search``), then as the excerpt's
+    cut last line, the exception class with its text, or up to a value the paste hid; a line without an error
+    word only when it starts like a known message."""
+    if not error:
+        return catalog.match(msg.text, indexed_only=True) or (catalog.match_cut(msg.text) if last else None)
+    match = joined or catalog.search(msg.text) or (catalog.match_cut(msg.text) if last else None)
+    if match is None and msg.exception and msg.text != msg.exception:  # an entry for the class itself
+        match = catalog.match(f"{msg.exception}: {msg.text}")
+    if match is None and (red := _REDACTED.search(msg.text)) is not None:
+        match = catalog.match_hidden(msg.text[:red.start()])  # the message up to what the paste hid
+    return match
 
 
 def scan_file(path: str, catalog: Catalog, log: ErrorLog) -> None:
@@ -444,12 +464,7 @@ def scan_file(path: str, catalog: Catalog, log: ErrorLog) -> None:
         if error and _PAD.search(msg.text):
             text, joined = _unpadded(msg.text, catalog)
             msg = replace(msg, text=text)
-        if error:
-            match = joined or catalog.search(msg.text) or (catalog.match_cut(msg.text) if no == last else None)
-            if match is None and msg.exception and msg.text != msg.exception:  # an entry for the class itself
-                match = catalog.match(f"{msg.exception}: {msg.text}")
-        else:  # no error word: only a message that starts like a known one
-            match = catalog.match(msg.text, indexed_only=True) or (catalog.match_cut(msg.text) if no == last else None)
+        match = _lookup(catalog, msg, error, no == last, joined)
         if not error and (match is None or match.innermost.severity == "info"):
             continue  # a line without an error word is an event only when the catalog knows it as one
         log.error_lines += 1

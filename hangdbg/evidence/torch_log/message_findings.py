@@ -165,6 +165,10 @@ def _contradicting_counts(ps: list[ParamMismatch]) -> list[Finding]:
                 "retry with NCCL_P2P_DISABLE=1; check `dmesg | grep -i iommu` and PCIe ACS"))]
 
 
+_MAX_INFERRED = 100_000
+"""Most ranks whose parameter count is inferred from one message (the ranks before the one it names)."""
+
+
 def _param_findings(ps: list[ParamMismatch]) -> tuple[list[Finding], set[int]]:
     if not ps:
         return [], set()
@@ -178,6 +182,11 @@ def _param_findings(ps: list[ParamMismatch]) -> tuple[list[Finding], set[int]]:
             count.setdefault(p.rank, p.params)
         if p.other is not None:
             count.setdefault(p.other, p.other_params)
+    for p in ps:  # the check walks the ranks in order and stops at the first count unlike its own, so every
+        # rank before the one it names has the printer's count (reducer.cpp verify_params_across_processes)
+        if p.rank is not None and p.other is not None:
+            for r in range(min(p.other, _MAX_INFERRED)):
+                count.setdefault(r, p.params)
     if not count:
         return [], set()
     by = Counter(count.values())
@@ -187,15 +196,15 @@ def _param_findings(ps: list[ParamMismatch]) -> tuple[list[Finding], set[int]]:
         if least * 2 < len(count):
             odd = sorted(r for r, n in count.items() if by[n] == least)
     evid = tuple(dict.fromkeys(p.evidence for p in ps))[:3]
-    if not odd:  # no majority: a rank whose count arrived as 0 built no model or never reached the check
-        odd = sorted({p.other for p in ps if p.other is not None and p.other_params == 0})
-    if not odd:  # two real counts and no majority: either side of the comparison may be the odd one
+    if not odd:  # the printing rank and the one it names, no third: either may be the odd one
         pairs = ", ".join(f"rank {r} has {n}" for r, n in sorted(count.items())[:4])
         return [Finding(
             kind=Kind.MODEL_MISMATCH, severity=Severity.SUSPECT, evidence=evid,
             summary=("the ranks built different models: DDP expects the same model on every rank"
                      + (" of a process group (group ranks)" if local else "") + f", but {pairs} params; "
-                     "the check compares the printing rank with one other, so it cannot say which of them is odd"),
+                     "the check compares the printing rank with one other, so it cannot say which of them is odd"
+                     + (" (a count of 0 is no model DDP accepts: the allgather that compared them may have "
+                        "returned nothing)" if 0 in count.values() else "")),
             action=("compare the parameter count of every rank (the same code, config and checkpoint on every "
                     "node, no rank-dependent layers); with 3 or more ranks the odd one is the one that differs"))], set()
     others = sorted(set(count) - set(odd))
