@@ -52,6 +52,16 @@ def test_a_file_whose_every_line_is_doubled_proves_nothing(tmp_path):
     assert not [f for f in findings if f.kind is Kind.LAUNCH_ERROR]
 
 
+def test_two_processes_printing_the_same_lines_interleave_them_and_are_no_doubled_log(tmp_path):
+    """Each of two processes prints the rank-0 lines and its announcement: the copies are not next to each other
+    throughout, as a logger with two handlers would write them."""
+    head = "GPU available: True (cuda), used: True\nTPU available: False, using: 0 TPU cores\n"
+    text = head + head + "".join(f"Initializing distributed: GLOBAL_RANK: {r}, MEMBER: {r + 1}/4\n" * 2 for r in (1, 0))
+    findings, _ = _read(tmp_path, {"out.txt": text})
+    (f,) = [f for f in findings if f.kind is Kind.LAUNCH_ERROR]
+    assert "ranks {0-1} announced by 2 processes" in f.summary
+
+
 def test_one_rank_in_two_files_is_two_runs_not_a_duplicate(tmp_path):
     findings, _ = _read(tmp_path, {"run1.txt": _lightning([0, 1, 2, 3]), "run2.txt": _lightning([0])})
     assert not [f for f in findings if f.kind is Kind.LAUNCH_ERROR]

@@ -1216,6 +1216,15 @@ R("elastic-signal-received-by-pid", ELA + "multiprocessing/errors/__init__.py", 
   "killer or the scheduler, SIGBUS usually /dev/shm, SIGSEGV/SIGABRT a native crash, SIGTERM a stop from outside",
   "read the worker's own output before it; for SIGKILL check dmesg for the OOM killer, for SIGBUS df -h /dev/shm")
 
+R("stream-writer-cannot-open", "caffe2/serialize/inline_container.cc", " cannot be opened.", "environment", "root",
+  "suspect", "torch.save could not create the checkpoint file in a directory that exists (its parent directory is "
+  "checked first): no write permission, a read-only filesystem, a full disk or quota (blocks or inodes), or no file "
+  "handle left", "check free space, inodes and quota on the checkpoint path (df -h, df -i, quota -s), its "
+  "permissions and that the filesystem is mounted read-write")
+R("stream-writer-no-parent-dir", "caffe2/serialize/inline_container.cc", "Parent directory ", "launch", "root",
+  "suspect", "torch.save was given a path whose directory does not exist (on this node: a node-local path, or a "
+  "directory made only by rank 0)", "create the checkpoint directory before saving (on every node that saves, or "
+  "on a shared filesystem)", optional=True)
 R("stream-writer-failed", "caffe2/serialize/inline_container.cc", "PytorchStreamWriter failed ", "environment", "root",
   "suspect", "torch.save could not write the checkpoint archive: 'file write failed' means a write came back short - "
   "the disk or the quota is full, or the (network) filesystem went away",

@@ -356,6 +356,28 @@ _LOCAL_AND_RANK = re.compile(r"\s*\[[A-Za-z_][\w-]*?(\d{1,6})\]:\s?\[rank(\d{1,9
 exception's lines (torch/distributed/elastic/multiprocessing/errors/__init__.py): the same process wrote both."""
 
 
+@dataclass
+class _Tally:
+    """What the lines of one file say together: how often each occurs, how many repeat the line with text
+    before them (a logger with two handlers writes each twice in a row), and which global rank each torchrun
+    local rank is (:data:`_LOCAL_AND_RANK`)."""
+
+    seen: Counter[str] = field(default_factory=Counter)
+    repeats: int = 0
+    last_text: str = ""
+    local_to_rank: dict[int, set[int]] = field(default_factory=dict)
+
+    def pair(self, line: str) -> None:
+        if "]:[rank" in line and (both := _LOCAL_AND_RANK.match(line)) is not None:
+            self.local_to_rank.setdefault(int(both.group(1)), set()).add(int(both.group(2)))
+
+    def count(self, line: str) -> None:
+        self.seen[line] += 1
+        if line.strip():
+            self.repeats += line == self.last_text
+            self.last_text = line
+
+
 def _rank_by_local(log: ErrorLog, first: int, local_to_rank: dict[int, set[int]]) -> None:
     """Give a global rank to the events (from index ``first`` on) that carry only torchrun's local rank.
 
@@ -400,19 +422,17 @@ def scan_file(path: str, catalog: Catalog, log: ErrorLog) -> None:
     """
     before, said = log.error_lines, len(log.roster.said) + len(log.roster.missing)
     first_event = len(log.events)
-    local_to_rank: dict[int, set[int]] = {}  # torchrun's [defaultN]: and torch's [rankM]: on one line
+    tally = _Tally()
     code_next = False
     data, last, labelled, gap, pod_node = _shape(path)
     label_rx = _LABELS.get(labelled)
-    seen: Counter[str] = Counter()
     last_error = 0  # the line number of a "Last error:" line just read
     frame = ""  # the last 'File "x.py", line N, in f' frame read
     prev_no = prev_text = 0
     tb: CutTraceback | None = None  # the traceback open at this line (its header read, no exception yet)
     for no, whole, every in _unglued(_candidates(path, log, data)):
         line = whole[:LOOKED_AT]
-        if "]:[rank" in line and (both := _LOCAL_AND_RANK.match(line)) is not None:
-            local_to_rank.setdefault(int(both.group(1)), set()).add(int(both.group(2)))
+        tally.pair(line)
         label = ""
         if label_rx is not None and (lab := label_rx.match(line)) is not None:  # srun's rank, pdsh's host
             label, line = lab.group(1), line[lab.end():]
@@ -421,7 +441,7 @@ def scan_file(path: str, catalog: Catalog, log: ErrorLog) -> None:
         if line.strip():
             prev_text = no  # the last line with text (a paste may put blank lines between a line and its wrap)
         if every:
-            seen[line] += 1
+            tally.count(line)
             if log.roster.expecting or any(n in line for n in NEEDLES):
                 log.roster.read(parse_line(line).text, Evidence(path, no, line))
         after_file_line, code_next = code_next and no != prev_no, every and _FILE_LINE.match(line) is not None
@@ -476,11 +496,11 @@ def scan_file(path: str, catalog: Catalog, log: ErrorLog) -> None:
         log.add(event)
         if explains:  # the line after "Last error:" says what the failure just before it was: it reads first
             _first_of_block(log, path, gap)
-    _rank_by_local(log, first_event, local_to_rank)
+    _rank_by_local(log, first_event, tally.local_to_rank)
     cut = tb is not None and bool(tb.frame) and data is not None  # an excerpt that ends inside a traceback
     if cut and tb is not None:
         log.cut_tracebacks.append(tb)
-    log.roster.note_file(path, seen)
+    log.roster.note_file(path, tally.seen, tally.repeats)
     log.roster.expecting = False  # a block does not run on into the next file
     if log.error_lines == before and len(log.roster.said) + len(log.roster.missing) == said and not cut:
         log.quiet_files.append(path)

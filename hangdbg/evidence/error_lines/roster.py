@@ -128,10 +128,13 @@ class Roster:
                 self.said.append(Announcement(0, None, "", True, source, evidence))
                 return
 
-    def note_file(self, path: str, lines: Counter[str]) -> None:
-        """Mark ``path`` doubled when nearly every distinct line of it occurs an even number of times."""
+    def note_file(self, path: str, lines: Counter[str], repeats: int) -> None:
+        """Mark ``path`` doubled when nearly every distinct line of it occurs an even number of times and
+        the copies follow each other (``repeats``: lines equal to the line with text before them), as a
+        logger with two handlers writes them; two processes printing the same lines interleave them."""
         distinct = [n for line, n in lines.items() if line.strip()]
-        if len(distinct) >= 4 and sum(n % 2 == 0 for n in distinct) >= 0.9 * len(distinct):
+        if (len(distinct) >= 4 and sum(n % 2 == 0 for n in distinct) >= 0.9 * len(distinct)
+                and repeats >= 0.9 * sum(distinct) / 2):
             self.doubled_files.add(path)
 
 

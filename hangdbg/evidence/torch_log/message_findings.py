@@ -196,15 +196,16 @@ def _param_findings(ps: list[ParamMismatch]) -> tuple[list[Finding], set[int]]:
         if least * 2 < len(count):
             odd = sorted(r for r, n in count.items() if by[n] == least)
     evid = tuple(dict.fromkeys(p.evidence for p in ps))[:3]
+    if not odd:  # no majority: a count that arrived as 0 is no model DDP accepts (it refuses a module without
+        # parameters before this check): that rank never put its count into the allgather
+        odd = sorted({p.other for p in ps if p.other is not None and p.other_params == 0 and p.params != 0})
     if not odd:  # the printing rank and the one it names, no third: either may be the odd one
         pairs = ", ".join(f"rank {r} has {n}" for r, n in sorted(count.items())[:4])
         return [Finding(
             kind=Kind.MODEL_MISMATCH, severity=Severity.SUSPECT, evidence=evid,
             summary=("the ranks built different models: DDP expects the same model on every rank"
                      + (" of a process group (group ranks)" if local else "") + f", but {pairs} params; "
-                     "the check compares the printing rank with one other, so it cannot say which of them is odd"
-                     + (" (a count of 0 is no model DDP accepts: the allgather that compared them may have "
-                        "returned nothing)" if 0 in count.values() else "")),
+                     "the check compares the printing rank with one other, so it cannot say which of them is odd"),
             action=("compare the parameter count of every rank (the same code, config and checkpoint on every "
                     "node, no rank-dependent layers); with 3 or more ranks the odd one is the one that differs"))], set()
     others = sorted(set(count) - set(odd))
