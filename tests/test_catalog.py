@@ -392,3 +392,15 @@ def test_a_stale_twin_is_not_used(monkeypatch):
     docs = cc._documents()
     assert docs and not any(from_twin for _, _, from_twin in docs)
     assert len(cc.load.__wrapped__()) == len(load())
+
+
+def test_an_entry_code_must_be_an_integer():
+    from hangdbg.catalog.catalog import CatalogError, parse_entries
+    doc = {"entry": [{"id": "cuda.curesult.x", "syntax": "literal", "format": "CUDA_ERROR_SOMETHING_LONG",
+                      "source": "https://docs.nvidia.com/x", "meaning": "m", "blame": "self", "role": "root",
+                      "severity": "suspect", "action": "a", "code": "2"}]}
+    with pytest.raises(CatalogError, match="not an integer"):
+        parse_entries(doc, "cuda")
+    doc["entry"][0]["code"] = 2
+    (e,) = parse_entries(doc, "cuda")
+    assert e.code == 2

@@ -377,3 +377,13 @@ def test_a_file_that_pairs_one_local_rank_with_two_ranks_names_none(tmp_path):
     rep = _read(tmp_path, f"[default0]:[rank0]: step 1\n[default0]:[rank2]: step 1\n[default0]:{_ASSERT}\n")
     (f,) = [f for f in rep.findings if f.severity is Severity.SUSPECT]
     assert not f.ranks
+
+
+def test_a_cuda_error_printed_as_its_enum_number_is_read_by_value(tmp_path):
+    """CUresult 2 is CUDA_ERROR_OUT_OF_MEMORY (include/cuda.h): a C++ extension that prints only the number."""
+    rep = _read(tmp_path, "[ext.cpp] CUresult error  result=2 file=csrc/ext.cpp func=cu_mem_create line=103\n")
+    (f,) = [f for f in rep.findings if f.severity is Severity.SUSPECT]
+    assert "CUDA_ERROR_OUT_OF_MEMORY = 2" in f.summary
+    rep = _read(tmp_path, "error: cudaError_t 700 after the kernel\n")
+    (f,) = [f for f in rep.findings if f.severity is Severity.SUSPECT]
+    assert "cudaErrorIllegalAddress = 700" in f.summary

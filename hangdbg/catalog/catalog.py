@@ -171,6 +171,7 @@ class Catalog:
             lst.sort(key=lambda e: -e.literal)
         self._names = {e.format: e for e in self.entries if e.syntax is Syntax.LITERAL and _NAME.fullmatch(e.format)}
         self._need = {id(e): _needed(e) for e in (*self.entries, *aliases)}  # by object: an alias shares its id
+        self._codes = {(e.id.rsplit(".", 1)[0], e.code): e for e in self.entries if e.code is not None}
 
     def __len__(self) -> int:
         return len(self.entries)
@@ -185,6 +186,13 @@ class Catalog:
             if e.id == entry_id:
                 return e
         raise KeyError(entry_id)
+
+    def by_code(self, family: str, code: int) -> Match | None:
+        """The entry of an enum's value: ``by_code("cuda.curesult", 2)`` is ``CUDA_ERROR_OUT_OF_MEMORY``'s, for
+        a line that prints the number only. ``family`` is the entry id without its last part; None when
+        no entry of that family has the value."""
+        e = self._codes.get((family, code))
+        return Match(e, (), None) if e is not None else None
 
     def search(self, message: str) -> Match | None:
         """:meth:`match` at the start of ``message``, else after each of its first separators
@@ -403,8 +411,21 @@ def parse_entries(doc: dict[str, Any], name: str, checked: bool = True) -> list[
         out.append(CatalogEntry(id=raw["id"], domain=domain, syntax=syntax, format=fmt, source=str(raw["source"]),
                                 meaning=str(raw["meaning"]), blame=blame, role=role, severity=raw["severity"],
                                 action=str(raw["action"]), versions=str(raw.get("versions", "")), example=example,
-                                pattern=pattern, literal=lit))
+                                pattern=pattern, literal=lit, code=_code(raw.get("code"), where)))
     return out
+
+
+def _code(raw: Any, where: str) -> int | None:
+    """An entry's ``code`` (an int), None when absent.
+
+    Raises:
+        CatalogError: it is not an integer.
+    """
+    if raw is None:
+        return None
+    if isinstance(raw, bool) or not isinstance(raw, int):
+        raise CatalogError(f"{where}: code {raw!r} is not an integer")
+    return raw
 
 
 TWIN = "catalog.json"

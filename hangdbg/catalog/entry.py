@@ -76,6 +76,8 @@ class CatalogEntry:
         pattern: the regex, matched at the start of a message (set by the loader; a regex entry's is
             compiled at load, a format's on its first use).
         literal: the number of literal characters of ``format`` (its specificity).
+        code: the enum value the entry's name stands for (``CUDA_ERROR_OUT_OF_MEMORY`` is 2), None for a message;
+            lines that print only the number (``CUresult error result=2``) are looked up by it.
     """
 
     id: str
@@ -92,3 +94,4 @@ class CatalogEntry:
     example: str = ""
     pattern: EntryPattern = field(default=re.compile(""), compare=False, repr=False)
     literal: int = 0
+    code: int | None = None

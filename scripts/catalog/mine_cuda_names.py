@@ -66,7 +66,7 @@ def entries(headers: dict[str, Path]) -> list[mp.Entry]:
         meaning = f"{row.meaning} ({name} = {value}, the CUDA {api} name)"
         source = DRIVER_DOC if header == "cuda.h" else mp.CUDA_DOC  # the value: include/{header}, versions
         out.append(mp.Entry(f"cuda.{slug}", "literal", name, source, meaning, row.blame, row.role,
-                            row.severity, row.action, f"{vers[0]}..{vers[-1]}"))
+                            row.severity, row.action, f"{vers[0]}..{vers[-1]}", code=value))
     return out
 
 

@@ -1782,6 +1782,7 @@ class Entry:
     action: str
     versions: str = ""
     example: str = ""
+    code: int | None = None  # the enum value a message names (a CUresult / cudaError name), for lines that print only the number
     # for the citation check
     repo: str = ""
     ref: str = ""
@@ -2040,6 +2041,8 @@ def render(domain: str, header: list[str], entries: list[Entry]) -> str:
             if k in ("versions", "example") and not v:
                 continue
             lines.append(f"{k} = {toml_str(v)}")
+        if e.code is not None:
+            lines.append(f"code = {e.code}")
         lines.append("")
     return "\n".join(lines)
 

@@ -350,6 +350,13 @@ _REDACTED = re.compile(r"\s?(?:\(\.\.\.\)|\[\.\.\.\]|<\.\.\.>|\.\.\.|…|\b[xX]{
 message that no entry matches is looked up again up to it (:meth:`Catalog.match_hidden`)."""
 
 
+_ENUM_NUMBER = re.compile(r"\b(?P<enum>CUresult|cudaError)(?:_t)?\b[^\d\n]{0,24}?(?P<n>\d{1,4})\b")
+"""A CUDA error printed as its enum's number, not its name (``[torch_memory_saver.cpp] CUresult error result=2``,
+``cudaError_t 700``): looked up by value among the CUresult / cudaError names (``include/cuda.h``,
+``include/driver_types.h``, which give both enums the same values)."""
+_ENUM_FAMILY = {"curesult": "cuda.curesult", "cudaerror": "cuda.cudaerror"}
+
+
 _LOCAL_AND_RANK = re.compile(r"\s*\[[A-Za-z_][\w-]*?(\d{1,6})\]:\s?\[rank(\d{1,9})\]:")
 """torchrun's ``--tee`` prefix ``[{role_name}{local_rank}]:`` (torch/distributed/run.py ``--local-ranks-filter``
 / ``--log-line-prefix-template`` default) followed by the ``[rank{N}]:`` that torch puts before an uncaught
@@ -406,6 +413,8 @@ def _lookup(catalog: Catalog, msg: Message, error: bool, last: bool, joined: Mat
         match = catalog.match(f"{msg.exception}: {msg.text}")
     if match is None and (red := _REDACTED.search(msg.text)) is not None:
         match = catalog.match_hidden(msg.text[:red.start()])  # the message up to what the paste hid
+    if match is None and (num := _ENUM_NUMBER.search(msg.text)) is not None:
+        match = catalog.by_code(_ENUM_FAMILY[num.group("enum").lower()], int(num.group("n")))
     return match
 
 
