@@ -151,6 +151,7 @@ def _net_error_findings(log: NcclLog) -> list[Finding]:
             "nothing listens at the address it connects to - the bootstrap root or a peer is not up, died, could not "
             "open its port (taken by a stale run of the job), or is looked for at the wrong address",
             ranks=_ranks(procs), hosts=(host,), evidence=tuple(p.retry_ev for p in procs[:MAX_EV] if p.retry_ev),
+            severity=Severity.WARNING,  # the processes that retry wait for the one that does not listen
             action="check that the rank-0 / bootstrap-root process is alive and that MASTER_ADDR (NCCL_COMM_ID) and "
                    f"the interface {host} uses (NCCL_SOCKET_IFNAME) reach it"))
     return out
