@@ -404,3 +404,12 @@ def test_an_entry_code_must_be_an_integer():
     doc["entry"][0]["code"] = 2
     (e,) = parse_entries(doc, "cuda")
     assert e.code == 2
+
+
+def test_a_message_whose_last_field_is_empty_still_matches():
+    """NCCLUtils.cpp: "NCCL communicator was aborted on rank {}. {}" prints nothing after the period when no
+    failure reason was kept."""
+    m = CATALOG.search("NCCL communicator was aborted on rank 3.")
+    assert m is not None and m.entry.id == "pytorch.nccl-comm-aborted"
+    m = CATALOG.search("NCCL communicator was aborted on rank 3. Original reason for failure was: timeout")
+    assert m is not None and m.entry.id == "pytorch.nccl-comm-aborted"

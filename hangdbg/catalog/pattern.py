@@ -155,6 +155,8 @@ def format_regex(fmt: str, syntax: Syntax) -> str:
     rest = fmt[pos:]
     if out and not rest.strip() and out[-1].endswith("}?)"):  # a field that ends the message takes the rest
         out[-1] = out[-1][:-2] + ")"
+        if len(out) >= 2 and out[-2].endswith(r"\s+"):  # and may be empty: "... on rank 3." when the format is
+            out[-2], out[-1] = out[-2][:-3], rf"(?:\s+{out[-1]})?"  # "... on rank {}. {}" (the blank goes too)
     if syntax is Syntax.PRINTF and "%" in rest:
         raise FormatError(f"stray % in {rest!r}")
     if syntax is Syntax.PYTHON and ("{" in rest or "}" in rest):

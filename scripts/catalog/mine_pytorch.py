@@ -1401,6 +1401,11 @@ R("gloo-size-mismatch", GPAIR, "Received data size doesn't match expected size."
 R("gloo-no-address", "gloo/transport/tcp/device.cc", "Unable to find address for:", "environment", "root",
   "suspect", "gloo could not find the address of the named interface or host",
   "check GLOO_SOCKET_IFNAME (an interface that exists on every node) and name resolution", repo="gloo")
+R("gloo-no-interface", "gloo/transport/tcp/device.cc", "Unable to find interface for:", "environment", "root",
+  "suspect", "gloo could not find a local network interface holding the address it was given (the host name "
+  "resolves to an address of no interface of this node: /etc/hosts, a container's network, MASTER_ADDR)",
+  "set GLOO_SOCKET_IFNAME to an interface of every node, or make the host name resolve to a local address",
+  repo="gloo")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -1782,7 +1787,6 @@ class Entry:
     action: str
     versions: str = ""
     example: str = ""
-    code: int | None = None  # the enum value a message names (a CUresult / cudaError name), for lines that print only the number
     # for the citation check
     repo: str = ""
     ref: str = ""
@@ -1790,6 +1794,7 @@ class Entry:
     line: int = 0
     anchor: str = ""
     notes: list[str] = field(default_factory=list)
+    code: int | None = None  # the enum value a message names (a CUresult / cudaError name), for lines that print only the number
 
 
 # Line decorations hangdbg peels off before matching (its hangdbg/catalog/message.py), which some upstream
