@@ -287,3 +287,14 @@ def test_ddp_equal_counts_in_a_failed_check_are_a_communication_problem():
     _, fs = _findings(text)
     assert not [f for f in _suspects(fs) if f.ranks]
     assert any(f.kind is Kind.COLLECTIVE_DATA and "equal count" in f.summary for f in fs)
+
+
+def test_ddp_a_zero_count_from_a_completed_allgather_blames_no_rank():
+    """No rank can have 0 parameters in this check (DDP refuses such a module first); without a timeout of the
+    first collective the allgather completed and delivered no data: a communication problem, or that rank never
+    joined. With such timeouts (test above) the others waited for it, and it is named."""
+    text = ("[rank2]: RuntimeError: DDP expects same model across all ranks, but Rank 2 has 363 params, while rank 0 "
+            "has inconsistent 0 params.\n")
+    _, fs = _findings(text)
+    assert not [f for f in _suspects(fs) if f.ranks]
+    assert any(f.kind is Kind.COLLECTIVE_DATA and "communication problem" in f.summary for f in fs)

@@ -169,10 +169,32 @@ _MAX_INFERRED = 100_000
 """Most ranks whose parameter count is inferred from one message (the ranks before the one it names)."""
 
 
-def _param_findings(ps: list[ParamMismatch]) -> tuple[list[Finding], set[int]]:
+def _zero_arrived(ps: list[ParamMismatch]) -> list[Finding]:
+    """A count of 0 is never a rank's own: DDP refuses a module without parameters before this check
+    (pytorch v2.6.0 torch/nn/parallel/distributed.py:704, "DistributedDataParallel is not needed when a module
+    doesn't have any parameter that requires a gradient"). When the allgather completed (no watchdog timeout
+    of the job's first collective), it delivered no data for that rank: the transport between the ranks, or
+    that rank never joined; the message alone cannot tell, so no rank is blamed."""
+    zero = sorted({p.other for p in ps if p.other is not None and p.other_params == 0 and p.params != 0})
+    if not zero:
+        return []
+    return [Finding(
+        kind=Kind.COLLECTIVE_DATA,
+        summary=(f"DDP's parameter-count allgather returned 0 for {ranks_text(zero)}, a count no rank can have (DDP "
+                 "refuses a module without parameters before this check) and no watchdog timeout of that first "
+                 "collective is in these logs: the exchange between the ranks delivered no data - a "
+                 f"communication problem between the nodes (NCCL network settings), or {ranks_text(zero)} never "
+                 "joined it"),
+        evidence=tuple(dict.fromkeys(p.evidence for p in ps))[:3],
+        action=(f"test the collective alone across the nodes (a torch all_gather of known values, nccl-tests "
+                "all_gather_perf) with NCCL_DEBUG=INFO; check NCCL_SOCKET_IFNAME / NCCL_IB_HCA / NCCL_IB_GID_INDEX "
+                f"on every node; read {ranks_text(zero)}'s log for an earlier failure"))]
+
+
+def _param_findings(ps: list[ParamMismatch], first_timed_out: bool) -> tuple[list[Finding], set[int]]:
     if not ps:
         return [], set()
-    wrong = _contradicting_counts(ps)
+    wrong = _contradicting_counts(ps) or ([] if first_timed_out else _zero_arrived(ps))
     if wrong:
         return wrong, set()
     g, local = _global(ps)
@@ -196,8 +218,8 @@ def _param_findings(ps: list[ParamMismatch]) -> tuple[list[Finding], set[int]]:
         if least * 2 < len(count):
             odd = sorted(r for r, n in count.items() if by[n] == least)
     evid = tuple(dict.fromkeys(p.evidence for p in ps))[:3]
-    if not odd:  # no majority: a count that arrived as 0 is no model DDP accepts (it refuses a module without
-        # parameters before this check): that rank never put its count into the allgather
+    if not odd:  # no majority: a count that arrived as 0 while the first collective timed out: that rank never
+        # put its count into the allgather (the others waited for it)
         odd = sorted({p.other for p in ps if p.other is not None and p.other_params == 0 and p.params != 0})
     if not odd:  # the printing rank and the one it names, no third: either may be the odd one
         pairs = ", ".join(f"rank {r} has {n}" for r, n in sorted(count.items())[:4])
@@ -335,7 +357,7 @@ def message_findings(msgs: TorchMessages, timeouts: list, blamed: bool) -> list[
             become warnings).
     """
     fp, fp_odd = _fingerprint_findings(msgs.fingerprints)
-    pm, pm_odd = _param_findings(msgs.params)
+    pm, pm_odd = _param_findings(msgs.params, any(t.seq == 1 for t in timeouts))
     culprits = fp_odd | pm_odd
     out = fp + pm
     blamed = blamed or bool(culprits)
