@@ -15,7 +15,8 @@ NCCL init failure with its error chain). Then:
 3. an uncaught exception of a rank that another reader names a suspect (a rank that printed no
    watchdog timeout, one that failed first) is that rank's own failure: a suspect too;
 4. a failed child whose own error lines say the cause was outside it (a lost peer, the host's
-   resource, the hardware) is a warning, not a suspect (:func:`_failed_for_a_reason_outside`);
+   resource, the hardware), and a rank's error whose own chain (PyTorch's ``Last error:`` block) names
+   a lost peer or the host's resource, is a warning, not a suspect (:func:`_failed_for_a_reason_outside`);
 5. a launch mistake (:attr:`~hangdbg.model.Kind.LAUNCH_ERROR`, a suspect) is the cause of the
    process failures that follow it: the suspects that blame a rank or a node for ending (a failed
    child, an init that failed or never completed, a crash) become warnings that say so. Hardware
@@ -87,16 +88,43 @@ def _failed_for_a_reason_outside(findings: list[Finding]) -> list[Finding]:
     that went away, the host's exhausted resource, a hardware fault) is not blamed for it: the suspect
     becomes a warning that says why; the outside cause keeps its own finding."""
     why: dict[int, str] = {}
+    after: dict[tuple[str, int], str] = {}  # the lines of outside causes: (file, line) -> kind
     for f in findings:
         if f.source is SourceKind.ERROR_LINES and f.kind in _OUTSIDE:
             for r in f.ranks:
                 why.setdefault(r, f.kind.value)
-    if not why:
+            if f.kind is not Kind.HARDWARE_ERROR:  # a faulty GPU or NIC is its rank's node's own fault
+                for key in _lines(f):
+                    after.setdefault(key, f.kind.value)
+    if not why and not after:
         return findings
-    return [replace(f, severity=Severity.WARNING,
-                    summary=f"{f.summary} (its own error lines say the cause was outside it: {why[f.ranks[0]]})")
-            if f.severity is Severity.SUSPECT and f.kind in (Kind.CHILD_FAILED, Kind.CHILD_ERROR) and f.ranks
-            and all(r in why for r in f.ranks) else f for f in findings]
+    out = []
+    for f in findings:
+        if f.severity is Severity.SUSPECT and f.kind in (Kind.CHILD_FAILED, Kind.CHILD_ERROR) and f.ranks \
+                and all(r in why for r in f.ranks):
+            f = replace(f, severity=Severity.WARNING,
+                        summary=f"{f.summary} (its own error lines say the cause was outside it: {why[f.ranks[0]]})")
+        elif f.severity is Severity.SUSPECT and f.kind is Kind.RANK_ERROR and (cause := _explained(f, after)):
+            f = replace(f, severity=Severity.WARNING,
+                        summary=f"{f.summary} (the error's own chain names the cause outside this rank: {cause})")
+        out.append(f)
+    return out
+
+
+_CHAIN_GAP = 3
+"""Most lines between a rank's error and the line that explains it: PyTorch's NCCL error is
+``NCCL error in: ...`` / ``ncclSystemError: ...`` / ``Last error:`` / the NCCL WARN text
+(torch/csrc/distributed/c10d/NCCLUtils.hpp ``C10D_NCCL_CHECK``, ``getNcclErrorDetailStr``)."""
+
+
+def _explained(f: Finding, after: dict[tuple[str, int], str]) -> str:
+    """The kind of an outside cause whose line follows ``f``'s last line in the same file within
+    :data:`_CHAIN_GAP` lines (the "Last error:" block of PyTorch's NCCL error), else ""."""
+    keys = _lines(f)
+    if not keys:
+        return ""
+    src, last = max(keys, key=lambda k: k[1])
+    return next((after[(src, n)] for n in range(last + 1, last + 1 + _CHAIN_GAP) if (src, n) in after), "")
 
 
 def _own_exceptions(findings: list[Finding]) -> list[Finding]:

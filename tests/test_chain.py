@@ -1,0 +1,34 @@
+"""The chain of findings across readers (hangdbg/evidence/chain.py), on findings built by hand."""
+from __future__ import annotations
+
+from hangdbg.evidence.chain import chain
+from hangdbg.model import Evidence, Finding, Kind, Severity, SourceKind
+
+
+def _rank_error(line: int) -> Finding:
+    return Finding(Kind.RANK_ERROR, "rank 0 failed in NCCL: unhandled system error", ranks=(0,),
+                   evidence=(Evidence("job.log", line - 1, "NCCL error in: ..."), Evidence("job.log", line, "ncclSystemError")),
+                   source=SourceKind.TORCH_LOG)
+
+
+def _outside(kind: Kind, line: int) -> Finding:
+    return Finding(kind, "the cause", evidence=(Evidence("job.log", line, "the WARN text"),), source=SourceKind.ERROR_LINES)
+
+
+def test_a_rank_error_whose_last_error_line_is_the_hosts_resource_is_no_suspect():
+    """torch's NCCL error: 'ncclSystemError: ...' / 'Last error:' / the /dev/shm WARN two lines later."""
+    out = chain([_outside(Kind.RESOURCE_ERROR, 4), _rank_error(2)])
+    (r,) = [f for f in out if f.kind is Kind.RANK_ERROR]
+    assert r.severity is Severity.WARNING and "outside this rank" in r.summary
+
+
+def test_a_hardware_fault_in_the_chain_keeps_the_rank_a_suspect():
+    out = chain([_outside(Kind.HARDWARE_ERROR, 4), _rank_error(2)])
+    (r,) = [f for f in out if f.kind is Kind.RANK_ERROR]
+    assert r.severity is Severity.SUSPECT
+
+
+def test_an_outside_cause_far_from_the_rank_error_explains_nothing():
+    out = chain([_outside(Kind.RESOURCE_ERROR, 40), _rank_error(2)])
+    (r,) = [f for f in out if f.kind is Kind.RANK_ERROR]
+    assert r.severity is Severity.SUSPECT
