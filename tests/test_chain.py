@@ -32,3 +32,16 @@ def test_an_outside_cause_far_from_the_rank_error_explains_nothing():
     out = chain([_outside(Kind.RESOURCE_ERROR, 40), _rank_error(2)])
     (r,) = [f for f in out if f.kind is Kind.RANK_ERROR]
     assert r.severity is Severity.SUSPECT
+
+
+def test_the_first_failure_another_reader_explains_is_promoted_in_its_words():
+    from hangdbg.evidence.chain import promote_first_failure
+    nccl = Finding(Kind.NCCL_CONNECT_FAILED, "on h1: the interface cannot reach its peer", hosts=("h1",),
+                   evidence=(Evidence("nccl.log", 7, "h1:1:1 [0] NCCL WARN ..."),), severity=Severity.WARNING,
+                   source=SourceKind.NCCL)
+    count = Finding(Kind.NCCL_WARN, "1 NCCL WARN line", evidence=(Evidence("nccl.log", 7, "..."),),
+                    severity=Severity.WARNING, source=SourceKind.NCCL)
+    out = promote_first_failure([count, nccl], "nccl.some-entry", ("nccl.log", 7))
+    assert [f.severity for f in out] == [Severity.WARNING, Severity.SUSPECT]
+    assert out[1].summary.endswith("nothing else names a cause)")
+    assert promote_first_failure([count, nccl], "nccl.some-entry", ("nccl.log", 8)) == [count, nccl]

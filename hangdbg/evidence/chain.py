@@ -137,17 +137,25 @@ def _own_exceptions(findings: list[Finding]) -> list[Finding]:
             and f.ranks and set(f.ranks) <= blamed else f for f in findings]
 
 
-def promote_first_failure(findings: Sequence[Finding], first_id: str) -> list[Finding]:
+def promote_first_failure(findings: Sequence[Finding], first_id: str,
+                          first_at: tuple[str, int] | None = None) -> list[Finding]:
     """``findings`` with the error-lines finding of catalog entry ``first_id`` (the earliest
     root-class event, :attr:`~hangdbg.evidence.error_lines.facts.ErrorLinesFacts.first_failure`)
-    made a suspect when no finding is one. Its own words say so ("the first failure in these logs")."""
+    made a suspect when no finding is one. Its own words say so ("the first failure in these logs").
+    When :func:`chain` dropped it for another reader's finding of the same line (``first_at``: file,
+    line), that finding is the one made a suspect (a line-count finding never is)."""
     if not first_id or any(f.severity is Severity.SUSPECT for f in findings):
         return list(findings)
     out = list(findings)
+    said = "; the first failure in these logs (nothing else names a cause)"
     for i, f in enumerate(out):
         if f.source is SourceKind.ERROR_LINES and f.severity is Severity.WARNING and f.evidence and \
                 f.evidence[-1].source in ("catalog", "roster", "traceback") and f.evidence[-1].text.startswith(first_id + ":"):
-            out[i] = replace(f, severity=Severity.SUSPECT,
-                             summary=f.summary + "; the first failure in these logs (nothing else names a cause)")
+            out[i] = replace(f, severity=Severity.SUSPECT, summary=f.summary + said)
+            return out
+    for i, f in enumerate(out):
+        if first_at is not None and f.source is not SourceKind.ERROR_LINES and f.severity is Severity.WARNING \
+                and f.kind not in _COUNTS and first_at in _lines(f):
+            out[i] = replace(f, severity=Severity.SUSPECT, summary=f.summary + said)
             break
     return out

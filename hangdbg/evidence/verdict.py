@@ -51,12 +51,18 @@ PRIORITY: dict[Kind, int] = {
 """Root cause before symptom: lower first. Every :class:`Kind` has a level (a test checks)."""
 
 
-def _first_id(sources: Sequence[SourceReport]) -> str:
-    """The catalog entry of the error lines' first failure ("" when none)."""
+def _first_id(sources: Sequence[SourceReport]) -> tuple[str, tuple[str, int] | None]:
+    """The catalog entry of the error lines' first failure ("" when none) and its first line (file, line
+    number), for the finding of another reader that cites that line instead (:func:`chain` drops the
+    error-lines finding another reader explains)."""
     for s in sources:
         if isinstance(s.facts, ErrorLinesFacts):
-            return s.facts.first_failure
-    return ""
+            first = s.facts.first_failure
+            at = next(((f.evidence[0].source, f.evidence[0].line) for f in s.findings
+                       if first and f.evidence and f.evidence[-1].text.startswith(first + ":")
+                       and f.evidence[0].line is not None), None)
+            return first, at
+    return "", None
 
 
 def _corroboration(f: Finding, named: dict[object, set[str]]) -> int:
@@ -83,7 +89,7 @@ def build_verdict(sources: Sequence[SourceReport], analysis: Analysis | None = N
         notes: findings about the inputs as a whole (:mod:`hangdbg.evidence.jobs`).
     """
     named: dict[object, set[str]] = {}
-    every = promote_first_failure(chain([f for s in sources for f in s.findings] + list(notes)), _first_id(sources))
+    every = promote_first_failure(chain([f for s in sources for f in s.findings] + list(notes)), *_first_id(sources))
     for f in every:
         if f.severity is Severity.SUSPECT:
             for r in f.ranks:
@@ -148,5 +154,5 @@ def with_error_lines(rep: SourceReport, lines: SourceReport) -> SourceReport:
     error-lines reader on the same files added, chained (:func:`hangdbg.evidence.chain.chain`) and
     ordered; its records count the error lines too, so that a file holding an error line is
     never "nothing could be read"."""
-    merged = order_findings(promote_first_failure(chain(list(rep.findings) + list(lines.findings)), _first_id([lines])))
+    merged = order_findings(promote_first_failure(chain(list(rep.findings) + list(lines.findings)), *_first_id([lines])))
     return replace(rep, findings=merged, records=rep.records + lines.records)
