@@ -413,3 +413,11 @@ def test_a_message_whose_last_field_is_empty_still_matches():
     assert m is not None and m.entry.id == "pytorch.nccl-comm-aborted"
     m = CATALOG.search("NCCL communicator was aborted on rank 3. Original reason for failure was: timeout")
     assert m is not None and m.entry.id == "pytorch.nccl-comm-aborted"
+
+
+def test_a_text_field_between_blanks_may_be_empty():
+    """help-orterun.txt 'on node %s exited on signal %d (%s).': a paste that lost the host name keeps the message."""
+    m = CATALOG.search("mpirun noticed that process rank 0 with PID 0 on node exited on signal 4 (Illegal instruction).")
+    assert m is not None and m.entry.id == "system.openmpi.proc-aborted-strsignal"
+    m = CATALOG.search("mpirun noticed that process rank 0 with PID 12 on node n1 exited on signal 9 (Killed).")
+    assert m is not None and "n1" in m.fields

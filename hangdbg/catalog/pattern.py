@@ -163,8 +163,14 @@ def format_regex(fmt: str, syntax: Syntax) -> str:
         raise FormatError(f"unbalanced brace in {rest!r}")
     out.append(_text(rest))
     body = "".join(out)
+    # a text field between blanks may be empty ("on node  exited" when the host name was empty or a paste removed
+    # it): its blanks collapse to one run
+    body = _BLANK_FIELD.sub(r"\\s+(?:\g<f>\\s+)?", body)
     # a trailing blank run must not demand a blank after the message
     return re.sub(r"(\\s\+)+$", "", body)
+
+
+_BLANK_FIELD = re.compile(r"\\s\+(?P<f>\(\?P<s\d+>\.\{0,\d+\}\?\))\\s\+")
 
 
 def _pieces(fmt: str, syntax: Syntax) -> list[tuple[bool, str]]:
