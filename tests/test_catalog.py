@@ -421,3 +421,13 @@ def test_a_text_field_between_blanks_may_be_empty():
     assert m is not None and m.entry.id == "system.openmpi.proc-aborted-strsignal"
     m = CATALOG.search("mpirun noticed that process rank 0 with PID 12 on node n1 exited on signal 9 (Killed).")
     assert m is not None and "n1" in m.fields
+
+
+@pytest.mark.parametrize("line, entry_id", [
+    ("bash: orted: command not found", "system.shell.command-not-found"),
+    ("ORTE was unable to reliably start one or more daemons.", "system.openmpi.failed-daemon-launch"),
+    ("There are not enough slots available in the system to satisfy the 2 slots", "system.openmpi.not-enough-slots-head"),
+])
+def test_launcher_messages_from_their_sources(line, entry_id):
+    m = CATALOG.search(line)
+    assert m is not None and m.entry.id == entry_id
