@@ -387,3 +387,21 @@ def test_a_cuda_error_printed_as_its_enum_number_is_read_by_value(tmp_path):
     rep = _read(tmp_path, "error: cudaError_t 700 after the kernel\n")
     (f,) = [f for f in rep.findings if f.severity is Severity.SUSPECT]
     assert "cudaErrorIllegalAddress = 700" in f.summary
+
+
+def test_a_fixed_column_hard_wrap_is_joined_and_the_line_numbers_stay():
+    from hangdbg.evidence.error_lines.grammar import _unwrapped
+    msg = ("RuntimeError: NCCL error in: ../torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp:1970, unhandled system "
+           "error (run with NCCL_DEBUG=INFO for details), NCCL version 2.20.5 and a long tail of words to wrap, "
+           "long enough for three cut lines of seventy columns each and a rest")
+    cut = [msg[i:i + 70] for i in range(0, len(msg), 70)]
+    body = ("step 1\n" + "\n".join(cut) + "\nstep 2\n").encode()
+    out = _unwrapped(body).split(b"\n")
+    assert len(out) == len(body.split(b"\n")) and out[1].decode() == msg and out[2] == b"" and out[-2] == b"step 2"
+
+
+def test_repeated_log_lines_of_one_length_are_no_wrap():
+    from hangdbg.evidence.error_lines.grammar import _unwrapped
+    line = b"node-1:16:63 [0] NCCL INFO Call to connect returned Connection refused, retrying"
+    body = b"\n".join([line] * 6) + b"\n"
+    assert _unwrapped(body) == body

@@ -10,7 +10,8 @@ web pages, mail and terminals deform pasted logs, and graded the same way:
   ansi           terminal colours around every line (ESC[31m ... ESC[0m)
   tabs           runs of four blanks turned into tabs
   blank_between  a blank line after every line (a web page's copy)
-  wrap80         every line hard-wrapped at 80 columns (a terminal)
+  wrap80         every line wrapped at 80 columns at word boundaries (textwrap)
+  cut100         every line cut every 100 columns, inside words too (a terminal's hard wrap)
   glued          every newline turned into a blank (a paste that lost them)
 
 The deformations are generic, not taken from any case; the held-out part is not used. Usage:
@@ -47,6 +48,7 @@ DEFORM: dict[str, Callable[[str], str]] = {
     "tabs": lambda t: t.replace("    ", "\t"),
     "blank_between": lambda t: "\n\n".join(t.split("\n")),
     "wrap80": _wrap80,
+    "cut100": lambda t: "\n".join(ln[i:i + 100] for ln in t.split("\n") for i in range(0, max(len(ln), 1), 100)),
     "glued": lambda t: " ".join(t.split("\n")),
 }
 MILD = ("crlf", "quote", "indent4", "ansi", "tabs", "blank_between")

@@ -327,6 +327,57 @@ def _dedented(body: bytes) -> bytes:
     return b"\n".join(ln[pad:] if ln.strip() else ln.strip(b" \t") for ln in lines)
 
 
+_NOT_CONTINUATION = re.compile(r"^(?:Traceback \(|\s*File \"|[|+=]|-{4})")
+
+
+def _continues(line: bytes) -> bool:
+    """True when ``line`` may be the rest of a line a terminal or a paste cut at a fixed column: it has
+    text and no record head of its own (no time, host, rank or level prefix, no traceback or table line)."""
+    text = line.rstrip(b"\r").decode("utf-8", "replace")
+    if not text.strip() or _NOT_CONTINUATION.match(text):
+        return False
+    msg = parse_line(text)
+    return msg.rank is None and msg.host is None and msg.time is None and not msg.level
+
+
+WRAP_MIN = 60
+"""Fewest columns of a fixed-width hard wrap (:func:`_unwrapped`): shorter lines are not taken for cut ones."""
+WRAP_MAX = 512
+"""Longest line :func:`_unwrapped` makes: a catalog field takes at most 400 characters
+(:data:`hangdbg.catalog.pattern.MAX_FIELD`), so a longer join would hide the message at its end."""
+
+
+def _unwrapped(body: bytes) -> bytes:
+    """``body`` with the lines a fixed-column hard wrap cut joined again (a terminal's or a paste's width):
+    the width is a length of at least :data:`WRAP_MIN` that 3 or more lines share, followed by a line that
+    continues them (:func:`_continues`), and at least one cut falls inside a word (repeated log lines of
+    one length are no wrap). The joined line takes the cut one's place and the rest becomes blank, so
+    the line numbers stay the file's."""
+    lines = body.split(b"\n")
+    if len(lines) > 4000:
+        return body
+    width = [len(ln.rstrip(b"\r")) for ln in lines]
+    for w, n in Counter(x for x in width if x >= WRAP_MIN).most_common(3):
+        if n < 3:
+            break
+        cuts = [i for i in range(len(lines) - 1) if width[i] == w and _continues(lines[i + 1])]
+        if len(cuts) < 2 or not any(lines[i].rstrip(b"\r")[-1:].isalnum() and lines[i + 1][:1].isalnum()
+                                    for i in cuts):
+            continue
+        out = list(lines)
+        for i in cuts:
+            if not out[i].strip():
+                continue  # already joined into the line above
+            j = i
+            while j < len(lines) - 1 and width[j] == w and _continues(lines[j + 1]) and \
+                    len(out[i]) + width[j + 1] <= WRAP_MAX:
+                out[i] = out[i].rstrip(b"\r") + lines[j + 1].rstrip(b"\r")
+                out[j + 1] = b""
+                j += 1
+        return b"\n".join(out)
+    return body
+
+
 def _shape(path: str) -> tuple[bytes | None, int, str, int, str | None]:
     """What the whole of a small file says about its lines: its bytes (colours removed; None for a large
     file), its last line's number (an excerpt's may be cut where the paste ended), the label most lines
@@ -339,7 +390,7 @@ def _shape(path: str) -> tuple[bytes | None, int, str, int, str | None]:
     data = _small_file(path)
     if data is None:
         return None, 0, "", 1, None
-    data = _dedented(strip_ansi_bytes(data))
+    data = _dedented(strip_ansi_bytes(_unwrapped(data)))
     return (data, _last_line(data), _labelled(data.rstrip(b"\r\n\t ")), 2 if _double_spaced(data) else 1,
             _pod_node(data))
 
