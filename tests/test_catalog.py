@@ -431,3 +431,13 @@ def test_a_text_field_between_blanks_may_be_empty():
 def test_launcher_messages_from_their_sources(line, entry_id):
     m = CATALOG.search(line)
     assert m is not None and m.entry.id == entry_id
+
+
+@pytest.mark.parametrize("line, text, exc", [
+    ('    "message": "RendezvousConnectionError: The connection to the C10d store has failed.",',
+     "The connection to the C10d store has failed.", "RendezvousConnectionError"),
+    ('{"error": "CUDA error: out of memory"}', "CUDA error: out of memory", ""),
+])
+def test_a_json_field_that_holds_a_message_is_peeled(line, text, exc):
+    msg = parse_line(line)
+    assert msg.text == text and msg.exception == exc

@@ -53,6 +53,10 @@ _USER_RANK = re.compile(r"\[(?:global[_ ]?)?rank\s?[=:]?\s?(?P<rank>\d{1,9})(?:\
                         r"|(?:global[_ ]?)?rank(?:\s?(?P<r2>\d{1,9}):|=(?P<r3>\d{1,9})\s?[:|\-]?)\s", re.IGNORECASE)
 _PASTE = re.compile(r"(?:>\s?|[-*+] (?=\S)|#{1,6} |`{1,3}|\"|'|\$ )")
 _WHAT = re.compile(r"what\(\):\s+")
+_JSON_KEY = re.compile(r'(?:\{\s*)?"(?:message|msg|error|err|reason|detail|details|description|exception|what)"\s*:\s*"', re.I)
+"""A JSON field that holds a message, as an error file or a structured log prints it (torchelastic's
+error_handler dumps its error.json: ``"message": "RendezvousConnectionError: ..."``): the value is the
+message (its closing quote and comma go too)."""
 _EXC_BARE = re.compile(r"(?P<cls>(?:[A-Za-z_]\w*\.){0,6}[A-Z]\w{0,80}(?:Error|Exception|Exit|Interrupt|Failure)):?")
 # more hands a line passes through: ANSI colours (raw, syslog-escaped "#033[", or with the ESC lost in a
 # paste); Kubernetes' CRI log format ("<time> stderr F <line>"); a label before a launcher prefix (pdsh
@@ -174,13 +178,14 @@ def parse_line(line: str) -> Message:
     host = level = src = exc = None
     pid = rank = local = dev = None
     text = line
+    json_value = False
     for _ in range(12):  # prefixes nest: "[rank3]:[E1126 ...] [PG ID 0 ... Rank 3] RuntimeError: ..."
         p = strip_prefix(text)
         rank = rank if rank is not None else p.rank
         local = local if local is not None else p.local_rank
         host = host if host is not None else p.host
         text = p.text
-        for rx in (_MORE, _PASTE, _DOCKER, _RAY, _SYSLOG, _DMESG_X, _ENFORCE, _GLOG, _NCCL, _NCCL_BARE, _TOOLS, _C10D_RANK, _USER_RANK, _LOGGER,
+        for rx in (_MORE, _JSON_KEY, _PASTE, _DOCKER, _RAY, _SYSLOG, _DMESG_X, _ENFORCE, _GLOG, _NCCL, _NCCL_BARE, _TOOLS, _C10D_RANK, _USER_RANK, _LOGGER,
                    _WHAT, _EXC, _EXC_LOWER):
             m = rx.match(text)
             if m is None or m.end() == 0 or (rx is _PASTE and exc is not None):  # KeyError: 'labels' keeps its quote
@@ -203,6 +208,8 @@ def parse_line(line: str) -> Message:
                 clock = _clock(g["t"])
             if rx is _EXC and exc is None:
                 exc = m.group(0).split("(", 1)[0].split("[", 1)[0].rstrip(": \t")
+            if rx is _JSON_KEY:
+                json_value = True
             text = text[m.end():]
             break
         else:
@@ -211,6 +218,8 @@ def parse_line(line: str) -> Message:
     if m is not None:
         when, clock = _seconds(m.group("d"), m.group("t")), _clock(m.group("t"))
     text = text.strip().rstrip("`")
+    if json_value:  # the field's closing quote (and the comma of the next field), its escaped quotes
+        text = text.removesuffix(",").rstrip().removesuffix("}").rstrip().removesuffix('"').replace('\\"', '"')
     if exc is None:  # a bare "KeyError" ends a traceback too (the class is its whole message)
         m = _EXC_BARE.fullmatch(text)
         if m is not None:
