@@ -405,3 +405,12 @@ def test_repeated_log_lines_of_one_length_are_no_wrap():
     line = b"node-1:16:63 [0] NCCL INFO Call to connect returned Connection refused, retrying"
     body = b"\n".join([line] * 6) + b"\n"
     assert _unwrapped(body) == body
+
+
+def test_records_a_paste_ran_together_are_cut_at_more_record_heads():
+    from hangdbg.evidence.error_lines.grammar import _records_of
+    pad = "x" * 400
+    line = (f"root@node1:~# dmesg -T | grep NVRM {pad} [Tue Apr  9 01:21:38 2024] NVRM: Xid (PCI:0000:a1:00): 79, "
+            "GPU has fallen off the bus. ERROR:root:the run failed [E ProcessGroupNCCL.cpp:719] [Rank 0] Watchdog caught")
+    parts = _records_of(line)
+    assert [p.split()[0] for p in parts] == ["root@node1:~#", "[Tue", "ERROR:root:the", "[E"]

@@ -207,14 +207,21 @@ def _unglued(cands: Iterator[tuple[int, str, bool]]) -> Iterator[tuple[int, str,
 
 
 _STARTS = re.compile(r"(?<=\S)\s+(?=\[?\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d|\[rank\d{1,9}\]:|\[default\d{1,5}\]:"
-                     r"|[\w.\-]{1,128}:\d{1,10}:\d{1,10} \[-?\d{1,6}\] |Traceback \(most recent call last\)|File \"[^\"]{1,300}\", line \d)")
+                     r"|[\w.\-]{1,128}:\d{1,10}:\d{1,10} \[-?\d{1,6}\] |Traceback \(most recent call last\)|File \"[^\"]{1,300}\", line \d"
+                     r"|\[[EWIF]\d{0,4} ?[\w.]{1,80}\.(?:cpp|cc|h|hpp):\d{1,6}\]"      # c10 / glog: [E ProcessGroupNCCL.cpp:719]
+                     r"|\[\d{1,3}\] NCCL (?:INFO|WARN) "                              # NCCL without its host:pid:tid
+                     r"|\[(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun) [A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d \d{4}\] "  # dmesg -T
+                     r"|\[ {0,6}\d{1,8}\.\d{6}\] "                                    # dmesg
+                     r"|(?:ERROR|WARNING|CRITICAL|FATAL):\S"                         # Python logging's default format
+                     r"|[\w.\-]{1,64}@[\w.\-]{1,64}:\S{0,200}[#$] )")                    # a shell prompt
 _GLUED_LINE = 400
 """Characters of a line from which it is looked at as several records a paste ran together."""
 
 
 def _records_of(line: str) -> list[str]:
     """A line that is several records run together (a paste that lost its newlines: three or more record
-    starts - a timestamp, a ``[rankN]:``, an NCCL header, a traceback's head or frame - in a line of
+    starts - a timestamp, a ``[rankN]:``, an NCCL header, a c10/glog header, a dmesg time, a Python logging
+    level, a shell prompt, a traceback's head or frame - in a line of
     :data:`_GLUED_LINE` characters or more) cut before each start; any other line as it is."""
     if len(line) < _GLUED_LINE:
         return [line]
