@@ -51,6 +51,7 @@ COMMANDS: dict[str, list[list[str]]] = {
     "fr_text": [["fr", "IN"]], "flight_recorder": [["fr", "IN"], ["logs", "IN"], ["nccl", "summary", "IN"]],
     "gpu_text": [["gpu", "IN"]], "xid": [["gpu", "IN"]],
     "gpu_h200": [["logs", "IN"], ["nccl", "summary", "IN"], ["fr", "IN"]],  # real NCCL/torchrun logs and FR dumps
+    "gpu_failures_h200": [["logs", "IN"], ["nccl", "summary", "IN"]],  # real torchrun/NCCL logs of GPU failures
     "tracer": [["traces", "DIR"]],
     "stacks": [], "gdb": [], "faulthandler": [], "core_json": [],  # core_json: documents of `hangdbg core`, read by report
     "variants": [],  # tests/fixtures/variants: every kind of evidence, read by report
