@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import ipaddress
+import re
 
-__all__ = ["ip_text"]
+__all__ = ["ip_text", "loopback_in"]
 
 
 def ip_text(text: str) -> str:
@@ -15,3 +16,19 @@ def ip_text(text: str) -> str:
         return str(ipaddress.ip_address(t))
     except ValueError:
         return ""
+
+
+_ENDPOINT = re.compile(r"\[?((?:\d{1,3}\.){3}\d{1,3}|[0-9A-Fa-f:]{2,39})\]?(?::\d{1,5}|<\d{1,5}>)?")
+
+
+def loopback_in(text: str) -> str:
+    """The first loopback address (127.0.0.0/8, ::1) written in ``text`` as an address or an endpoint
+    (``[127.0.1.1]:3210``, ``127.0.0.1<41234>``), else ""."""
+    for m in _ENDPOINT.finditer(text):
+        try:
+            ip = ipaddress.ip_address(m.group(1))
+        except ValueError:
+            continue
+        if ip.is_loopback:
+            return str(ip)
+    return ""

@@ -23,7 +23,7 @@ from ...catalog.nccl_areas import areas_of
 from ...exit_status import describe, exit_code_in
 from ...model import Evidence, Finding, Kind, Severity
 from ...rankset import ranks_text
-from ...text.addresses import ip_text
+from ...text.addresses import ip_text, loopback_in
 from .facts import EntryCount, ErrorLinesFacts
 from .grammar import ErrorEvent, ErrorLog
 from .roster import SOURCE_ID, roster_findings
@@ -242,6 +242,12 @@ def _finding(g: _Group, severity: Severity, after: _Group | None, block_hosts: t
         summary += f"; exit status {describe(code)}"
     if after is not None:
         summary += f"; after the first failure ({after.entry.id})"
+    loop = loopback_in(g.first.message.text) if e.blame in (Blame.PEER, Blame.ENVIRONMENT) else ""
+    if loop:
+        summary += (f"; the peer address {loop} is a loopback address: in a job of several nodes the peer's host "
+                    "name resolved to this host itself (/etc/hosts maps the host name to 127.0.1.1 on Debian and "
+                    "Ubuntu): set GLOO_SOCKET_IFNAME / NCCL_SOCKET_IFNAME to the nodes' network interface or make "
+                    "the name resolve to a routable address")
     kind = Kind.ECHO if e.role is Role.CONSEQUENCE and e.blame is not Blame.PEER else _KIND[e.blame]
     ev = tuple(x.evidence for x in g.events[:_MAX_EV]) + (Evidence("catalog", None, f"{e.id}: {e.source}{via}"),)
     return Finding(kind, summary, ranks=ranks, hosts=hosts, gpus=gpus, severity=severity, evidence=ev, action=e.action)
