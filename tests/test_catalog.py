@@ -151,6 +151,9 @@ def test_parse_line_peels_prefixes(line, text, rank, host):
     ("[Rank 0] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=1, OpType=ALLREDUCE, Timeout(ms)=600000)",
      True),
     ("RuntimeError: Socket Timeout", True),
+    ("RayMasterWorker CRITICAL: Ray does not have enough resources to launch workers.", True),  # a logging level
+    ("the critical path of the step is the all_reduce", False),
+    ("Not enough GPUs available for 8 processes", True),
 ])
 def test_looks_like_error(line, err):
     assert looks_like_error(line) is err

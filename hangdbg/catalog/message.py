@@ -97,7 +97,7 @@ ERROR_WORDS = re.compile(
     r"killed|kill|segmentation fault|segfault|bus error|core dumped|signal|sig(?:kill|term|segv|bus|abrt)|oom|"
     r"out of memory|denied|refused|unreachable|s?xid|panic|cannot|could not|couldn't|unable to|mismatch|illegal|"
     r"invalid|corrupt(?:ed)?|no space left|exited with|exits with|exit code|exitcode|return code|died|dead|unhandled|"
-    r"not found)\b",
+    r"not found|not enough)\b",
     re.IGNORECASE)
 """Words that make a line look like an error (for :func:`looks_like_error`)."""
 # a level word marks a line benign, not a setting a message names ("run with NCCL_DEBUG=INFO for details")
@@ -105,12 +105,16 @@ ERROR_STEMS: tuple[str, ...] = (
     "error", "fail", "warn", "fatal", "abort", "exception", "traceback", "timeout", "timed out", "killed", "kill",
     "fault", "bus error", "core dumped", "signal", "sig", "oom", "out of memory", "denied", "refused", "unreachable",
     "xid", "panic", "cannot", "could not", "couldn't", "unable to", "mismatch", "illegal", "invalid", "corrupt",
-    "no space left", "exit", "return code", "died", "dead", "unhandled", "not found")
+    "no space left", "exit", "return code", "died", "dead", "unhandled", "not found", "not enough", "critical")
 """Lowercase substrings one of which every line :data:`ERROR_WORDS` matches holds (a cheap first test,
 also given to ``grep -F -i`` for large files)."""
 _BENIGN = re.compile(r"NCCL (?:INFO|TRACE)|UserWarning|FutureWarning|DeprecationWarning|(?<!=)\bINFO\b|(?<!=)\bDEBUG\b"
                      r"|\b(?:0|no) errors?\b|error_file:\s*$|ignore|retrying|will retry"
                      r"|\b(?:exit|return)[ _]?(?:code|status)\s*[:=]?\s*0\b", re.IGNORECASE)  # success
+
+
+_CRITICAL = re.compile(r"\bCRITICAL\b")
+"""Python logging's highest level, as its formats write it (``CRITICAL:root:...``, ``... CRITICAL: ...``)."""
 
 
 _TIMEOUT_SETTING = re.compile(r"""['"]\w*time_?out\w*['"]\s*:\s*\d|\b\w*time_?out\w*=\d""", re.IGNORECASE)
@@ -230,7 +234,7 @@ def parse_line(line: str) -> Message:
 def looks_like_error(line: str) -> bool:
     """True when ``line`` reads like an error report: a NCCL ``WARN``, or an error word
     (:data:`ERROR_WORDS`) on a line that is not a NCCL ``INFO`` / Python warning / debug line."""
-    if "NCCL WARN" in line:
+    if "NCCL WARN" in line or ("CRITICAL" in line and _CRITICAL.search(line) is not None):
         return True
     low = line.lower()
     if not any(s in low for s in ERROR_STEMS):
