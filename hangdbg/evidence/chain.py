@@ -104,7 +104,8 @@ def _failed_for_a_reason_outside(findings: list[Finding]) -> list[Finding]:
                 and all(r in why for r in f.ranks):
             f = replace(f, severity=Severity.WARNING,
                         summary=f"{f.summary} (its own error lines say the cause was outside it: {why[f.ranks[0]]})")
-        elif f.severity is Severity.SUSPECT and f.kind is Kind.RANK_ERROR and (cause := _explained(f, after)):
+        elif f.severity is Severity.SUSPECT and f.kind is Kind.RANK_ERROR and "NCCL" in f.summary \
+                and (cause := _explained(f, after)):  # PyTorch's NCCL error, whose "Last error:" block follows
             f = replace(f, severity=Severity.WARNING,
                         summary=f"{f.summary} (the error's own chain names the cause outside this rank: {cause})")
         out.append(f)
