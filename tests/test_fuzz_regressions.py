@@ -98,3 +98,23 @@ def test_launcher_prefix_ranks_beyond_the_int_digit_limit_are_no_rank() -> None:
         p = strip_prefix(line)
         assert (p.rank, p.local_rank) == (None, None) and not p.text.startswith("[")
     assert strip_prefix("[1,3]<stdout>: x").rank == 3 and strip_prefix("[default2]: x").local_rank == 2
+
+
+def test_a_rank_waited_for_but_not_dumped_with_no_world_size_is_named_not_a_traceback(tmp_path: Path) -> None:
+    # seed 14:245: the header's world_size garbled, rank 3 waits in recv from rank 2, whose stack is not given:
+    # the wait-for graph's root 2 had no wait state and suspects.py raised KeyError
+    from hangdbg.evidence.read import read_evidence
+    src = (FIXTURES / "topology" / "pipeline" / "locals" / "rank-0003.txt").read_text()
+    (tmp_path / "rank-0003.txt").write_text(src.replace("world_size=4 local_world_size=4", "local_world_size=4", 1))
+    verdict = read_evidence([str(tmp_path)])
+    found = [f for f in verdict.findings if f.kind.value == "missing"]
+    assert found and found[0].ranks == (2,) and found[0].severity.value == "warning"
+
+
+def test_a_rank_prefix_of_thousands_of_digits_in_a_torch_log_is_skipped(tmp_path: Path) -> None:
+    # seed 14:147: [rank<5000 digits>]: in a torchrun log: int() of it raised ValueError in the torch-log reader
+    from hangdbg.evidence.torch_log.reader import READER
+    p = tmp_path / "stderr.log"
+    p.write_text(f"[rank{HUGE}]: Traceback (most recent call last):\n[rank1]: RuntimeError: CUDA error: out of memory\n")
+    rep = READER.read([str(p)])
+    assert rep is not None

@@ -201,6 +201,11 @@ def find_suspects(
     if missing:
         return suspects
     waits = graph.waits
+    absent = [r for r in graph.roots if r not in named and r not in waits]
+    if absent:  # the others wait for ranks whose stacks are not in these files (the world size unknown)
+        return suspects + [Finding(
+            Kind.MISSING, f"the dumped ranks wait for {_ranks_text(absent)}, whose stacks are not in these files: "
+            "the cause is there", tuple(absent), severity=Severity.WARNING)]
     roots = [r for r in graph.roots if r not in named]
     unknown = [r for r in roots if waits[r].kind is WaitKind.UNKNOWN]
     if unknown and len(unknown) < len(roots):

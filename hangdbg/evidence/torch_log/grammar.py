@@ -120,7 +120,7 @@ _KEYWORDS = re.compile(r"collective operation timeout|WorkNCCL\(|Watchdog caught
 _WRAP_HINT = re.compile(r"collective operation timeout|WorkNCCL\(|detected ?by watchdog|Exception \(either an error or timeout\)"
                         r"|Timeout at NCCL work|at work sequence id|Detected mismatch between collectives|DDP expects same model")
 _CFE_HEADLESS = ("Failures:", "Root Cause (first observed failure):")
-_RANK_PREFIX = re.compile(r"\[rank(\d+)\]:")
+_RANK_PREFIX = re.compile(r"\[rank(\d{1,9})\]:")  # at most 9 digits: int() of a garbled 5000-digit run raises
 # a line that stops right after the launcher prefix or inside glog's header: "[rank9]:[E816" (bounded)
 _CUT_HEAD = re.compile(r"\[rank(\d{1,7})\]:[ \t]{0,8}\[[EWIF]\d{0,4}(?: [\d:.]{0,24})?[ \t\r]{0,8}$")
 _SRUN_LABEL = re.compile(r"^\s*\d{1,6}: (?=\[)")  # srun --label "3: " before a launcher or glog prefix
@@ -134,7 +134,7 @@ _MARKERS = ((b"Watchdog caught collective operation timeout", b"Caught collectiv
 
 
 def _ranks(text: str) -> tuple[int, ...]:
-    return tuple(sorted({int(x) for x in re.findall(r"\d+", text)}))
+    return tuple(sorted({int(x) for x in re.findall(r"(?<!\d)\d{1,9}(?!\d)", text)}))
 
 
 def signal_name(exitcode: int | None) -> str:
@@ -510,7 +510,7 @@ def _failure(e: dict) -> ChildFailure:
 # need not); few needles, because each is one pass over the data
 _NEEDLES = (b"collective", b"timeout", b"WorkNCCL(", b"enqueued", b"operations have failed", b"entire process", b"frame #",
             b"ChildFailedError", b"exitcode", b"Failures:", b"Root Cause", b"time      : ") + torch_messages.NEEDLES
-_RANK_PREFIX_B = re.compile(rb"\[rank(\d+)\]:")
+_RANK_PREFIX_B = re.compile(rb"\[rank(\d{1,9})\]:")
 _CUT_HEAD_B = re.compile(rb"\[rank(\d{1,7})\]:[ \t]{0,8}\[[EWIF]\d{0,4}(?: [\d:.]{0,24})?[ \t\r]{0,8}$", re.MULTILINE)
 
 
