@@ -12,15 +12,11 @@ from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any, Sequence
 
 from .._version import __version__
-from ..collect.node_status import node_findings
-from ..collect.result import CollectResult, StacksResult
-from ..watch.plan import WatchResult
 from ..headline import cores_headline, node_headline, processes_headline
 from ..outdir import NotSaved, not_saved_finding, not_saved_note
 from ..model import (SCHEMA_VERSION, Analysis, Kind, Severity, Finding, Place, RankProcess, SourceReport, TreeNode,
     Verdict, by_severity)
 from ..frames import Frame
-from ..evidence.core.reader import CoreReading, core_fact
 from .document import (CollectDocument, CoreDocument, CoreEntry, CoreWritten, FrDocument, GpuDocument, ClassEntry,
     LogsDocument, NcclDocument, NodeDocument, NodeEntry, PlaceEntry, ProcessList, RankEntry, ReportDocument,
     SourceSection, SplitDocument, SplitRow, StacksDocument, StacksSection, ThreadEntry, TracesDocument, TreeEntry,
@@ -29,6 +25,9 @@ from .document import (CollectDocument, CoreDocument, CoreEntry, CoreWritten, Fr
 if TYPE_CHECKING:  # annotations only: importing check/ and collect.fanout costs a command that needs neither ~0.1 s
     from ..check.plan import CheckResult
     from ..collect.fanout import NodeResult
+    from ..collect.result import CollectResult, StacksResult
+    from ..evidence.core.reader import CoreReading
+    from ..watch.plan import WatchResult
 
 __all__ = ["with_not_saved", "header", "stacks_section", "source_section", "stacks_document", "analysis_document", "report_document", "source_document",
            "core_document", "collect_document", "split_document", "process_list", "node_document", "watch_document",
@@ -126,6 +125,7 @@ def stacks_document(result: StacksResult) -> StacksDocument:
 
 def analysis_document(a: Analysis, command: str) -> StacksDocument:
     """The document of a bare analysis (what it says, nothing the command added)."""
+    from ..collect.result import StacksResult  # imported where used: the reader commands need none of collect/
     return stacks_document(StacksResult(command, a, a.headline, a.findings))
 
 
@@ -151,6 +151,12 @@ def report_document(v: Verdict, inputs: Sequence[str], out_dir: str | None = Non
                           unparsed=v.unparsed, stacks=stacks_section(v.analysis) if v.analysis is not None else None)
 
 
+def _core_fact(c: CoreReading) -> Any:
+    """:func:`hangdbg.evidence.core.reader.core_fact`, imported on first use (the reader commands need no core reader)."""
+    from ..evidence.core.reader import core_fact
+    return core_fact(c)
+
+
 def core_document(readings: Sequence[CoreReading], report: SourceReport, analysis: Analysis,
                   inputs: Sequence[str]) -> CoreDocument:
     """The document of ``hangdbg core`` (what ``collect`` brings back per core file): the cores'
@@ -161,7 +167,7 @@ def core_document(readings: Sequence[CoreReading], report: SourceReport, analysi
     headline = cores_headline(findings, report.records, len(readings), analysis.headline)
     cores = []
     for c in readings:
-        d, fact = c.dump, core_fact(c)
+        d, fact = c.dump, _core_fact(c)
         cores.append(CoreEntry(**{f.name: getattr(fact, f.name) for f in fields(fact)},
                                local_rank=d.local_rank, world_size=d.world_size, python=d.python, cmdline=d.cmdline,
                                error=d.error, threads=d.threads))
@@ -196,6 +202,7 @@ def node_entry(n: NodeResult) -> NodeEntry:
 
 def node_document(command: str, node: NodeEntry) -> NodeDocument:
     """``OUT/nodes/HOST.json``: one node of the fan-out."""
+    from ..collect.node_status import node_findings
     findings = node_findings([(node.host, node.status, node.reason)])
     return NodeDocument(**header(command, findings, node_headline(node.host, node.status, node.reason, node.ranks,
                                                                   len(node.files))), node=node)
