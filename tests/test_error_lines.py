@@ -414,3 +414,14 @@ def test_records_a_paste_ran_together_are_cut_at_more_record_heads():
             "GPU has fallen off the bus. ERROR:root:the run failed [E ProcessGroupNCCL.cpp:719] [Rank 0] Watchdog caught")
     parts = _records_of(line)
     assert [p.split()[0] for p in parts] == ["root@node1:~#", "[Tue", "ERROR:root:the", "[E"]
+
+
+def test_ib_hcas_named_but_no_ib_device_is_the_hosts_rdma_stack(tmp_path):
+    """NCCL src/transport/net_ib/init.cc prints both as INFO: the HCAs the environment names, then none found."""
+    rep = _read(tmp_path, "n1:7:7 [0] NCCL INFO NCCL_IB_HCA set to mlx5_0:1,mlx5_1:1\n"
+                          "n1:7:7 [0] NCCL INFO NET/IB : No device found.\n"
+                          "n1:7:7 [0] NCCL INFO NET/Socket : Using [0]eth0:10.0.0.2<0>\n")
+    (f,) = [f for f in rep.findings if f.severity is Severity.SUSPECT]
+    assert f.kind is Kind.RESOURCE_ERROR and f.hosts == ("n1",) and "NCCL_IB_HCA=mlx5_0:1,mlx5_1:1" in f.summary
+    rep = _read(tmp_path, "n1:7:7 [0] NCCL INFO NET/IB : No device found.\nn1:7:7 [0] NCCL INFO Using network Socket\n")
+    assert not [f for f in rep.findings if f.severity is Severity.SUSPECT]  # no IB asked for: sockets are fine

@@ -19,6 +19,7 @@ from collections import Counter
 from dataclasses import dataclass
 
 from ...catalog.entry import Blame, CatalogEntry, Role
+from ...catalog.message import parse_line
 from ...catalog.nccl_areas import areas_of
 from ...exit_status import describe, exit_code_in
 from ...model import Evidence, Finding, Kind, Severity
@@ -253,6 +254,26 @@ def _finding(g: _Group, severity: Severity, after: _Group | None, block_hosts: t
     return Finding(kind, summary, ranks=ranks, hosts=hosts, gpus=gpus, severity=severity, evidence=ev, action=e.action)
 
 
+def _ib_missing(log: ErrorLog) -> list[Finding]:
+    """A process whose environment names InfiniBand HCAs (``NCCL_IB_HCA set to ...``) while NCCL finds no IB
+    device (``NET/IB : No device found.``; NCCL src/transport/net_ib/init.cc, both INFO lines): the host's RDMA
+    stack is missing or hidden, and NCCL falls back to TCP sockets (much slower across nodes) or fails."""
+    out = []
+    for hca, none in log.ib_missing[:4]:
+        msg = parse_line(hca.text)
+        asked = (msg.text.split("NCCL_IB_HCA set to", 1)[-1].split() or ["?"])[0][:120]
+        hosts = (msg.host,) if msg.host else ()
+        out.append(Finding(
+            Kind.RESOURCE_ERROR,
+            f"{'on ' + msg.host if msg.host else 'a process of the job'}: the environment names InfiniBand HCAs "
+            f"(NCCL_IB_HCA={asked}) but NCCL found no IB device, so it uses TCP sockets (much slower across nodes) "
+            "or fails where IB is required: the host's RDMA stack is missing or not visible",
+            hosts=hosts, evidence=(hca, none), severity=Severity.SUSPECT,
+            action=("check the RDMA stack on that node: ibv_devinfo, the ib_uverbs/mlx5_ib modules, rdma-core's user "
+                    "libraries; in a container pass /dev/infiniband and the RDMA libraries; or unset NCCL_IB_HCA")))
+    return out
+
+
 def _cut(log: ErrorLog) -> list[Finding]:
     """A warning per traceback an excerpt ends inside: where the process was when it failed (its last
     frame and source line), never why (the exception line was not pasted)."""
@@ -315,6 +336,7 @@ def findings_from(log: ErrorLog) -> tuple[list[Finding], ErrorLinesFacts]:
     roster = roster_findings(log.roster)
     out[:0] = [f for f in roster if f.severity is Severity.SUSPECT]
     raised = _exceptions(log)
+    out[:0] = _ib_missing(log)
     out += [f for f in roster if f.severity is not Severity.SUSPECT] + raised + _unrecognised(log) + _cut(log)
     counts = Counter(ev.match.innermost.id for ev in log.events if ev.match is not None)
     sources = {ev.match.innermost.id: ev.match.innermost.source for ev in log.events if ev.match is not None}

@@ -99,6 +99,7 @@ class ErrorLog:
     quiet_files: list[str] = field(default_factory=list)  # files without an error-looking line
     roster: Roster = field(default_factory=Roster)  # ranks announced (launchers, frameworks)
     cut_tracebacks: list[CutTraceback] = field(default_factory=list)  # excerpts that end inside a traceback
+    ib_missing: list[tuple[Evidence, Evidence]] = field(default_factory=list)  # NCCL_IB_HCA set, no IB device
 
     def add(self, ev: ErrorEvent) -> None:
         if len(self.events) < _MAX_EVENTS:
@@ -431,10 +432,20 @@ class _Tally:
     repeats: int = 0
     last_text: str = ""
     local_to_rank: dict[int, set[int]] = field(default_factory=dict)
+    ib_hca: Evidence | None = None
+    no_ib: Evidence | None = None
 
     def pair(self, line: str) -> None:
         if "]:[rank" in line and (both := _LOCAL_AND_RANK.match(line)) is not None:
             self.local_to_rank.setdefault(int(both.group(1)), set()).add(int(both.group(2)))
+
+    def nccl_ib(self, path: str, no: int, line: str) -> None:
+        """Note NCCL's ``NCCL_IB_HCA set to %s`` and ``NET/IB : No device found.`` INFO lines (NCCL
+        src/transport/net_ib/init.cc: the HCAs the environment names, then none usable)."""
+        if "NCCL_IB_HCA set to" in line and self.ib_hca is None:
+            self.ib_hca = Evidence(path, no, line)
+        if "NET/IB : No device found" in line and self.no_ib is None:
+            self.no_ib = Evidence(path, no, line)
 
     def count(self, line: str) -> None:
         self.seen[line] += 1
@@ -509,6 +520,8 @@ def scan_file(path: str, catalog: Catalog, log: ErrorLog) -> None:
             prev_text = no  # the last line with text (a paste may put blank lines between a line and its wrap)
         if every:
             tally.count(line)
+            if "NCCL" in line or "NET/IB" in line:
+                tally.nccl_ib(path, no, line)
             if log.roster.expecting or any(n in line for n in NEEDLES):
                 log.roster.read(parse_line(line).text, Evidence(path, no, line))
         after_file_line, code_next = code_next and no != prev_no, every and _FILE_LINE.match(line) is not None
@@ -563,11 +576,23 @@ def scan_file(path: str, catalog: Catalog, log: ErrorLog) -> None:
         log.add(event)
         if explains:  # the line after "Last error:" says what the failure just before it was: it reads first
             _first_of_block(log, path, gap)
+    cut = tb if tb is not None and tb.frame and data is not None else None  # an excerpt that ends inside a traceback
+    _file_done(log, path, tally, first_event, cut, log.error_lines == before and
+               len(log.roster.said) + len(log.roster.missing) == said)
+
+
+def _file_done(log: ErrorLog, path: str, tally: _Tally, first_event: int, cut: CutTraceback | None,
+               nothing_else: bool) -> None:
+    """What a file says as a whole, once read: the global ranks of its local-rank lines, IB HCAs named with no
+    IB device, the traceback it ends inside, its doubled-log test, and whether it was quiet (``nothing_else``:
+    no error line and no roster line read from it)."""
     _rank_by_local(log, first_event, tally.local_to_rank)
-    cut = tb is not None and bool(tb.frame) and data is not None  # an excerpt that ends inside a traceback
-    if cut and tb is not None:
-        log.cut_tracebacks.append(tb)
+    ib_missing = tally.ib_hca is not None and tally.no_ib is not None
+    if tally.ib_hca is not None and tally.no_ib is not None:
+        log.ib_missing.append((tally.ib_hca, tally.no_ib))
+    if cut is not None:
+        log.cut_tracebacks.append(cut)
     log.roster.note_file(path, tally.seen, tally.repeats)
     log.roster.expecting = False  # a block does not run on into the next file
-    if log.error_lines == before and len(log.roster.said) + len(log.roster.missing) == said and not cut:
+    if nothing_else and cut is None and not ib_missing:
         log.quiet_files.append(path)
