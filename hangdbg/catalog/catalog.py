@@ -172,6 +172,7 @@ class Catalog:
         self._names = {e.format: e for e in self.entries if e.syntax is Syntax.LITERAL and _NAME.fullmatch(e.format)}
         self._need = {id(e): _needed(e) for e in (*self.entries, *aliases)}  # by object: an alias shares its id
         self._codes = {(e.id.rsplit(".", 1)[0], e.code): e for e in self.entries if e.code is not None}
+        self._heads: dict[int, str] = {}  # id(entry) -> _head_needed(entry), filled on first use
 
     def __len__(self) -> int:
         return len(self.entries)
@@ -242,8 +243,14 @@ class Catalog:
         if len(text) < HIDDEN_MIN:
             return None
         best: CatalogEntry | None = None
+        low = text.lower()
         for e in (*self._by_word.get(_first_word(text), []), *self._always):
             if e.syntax is Syntax.REGEX or e.literal < MID_LINE_LITERAL or (best is not None and e.literal <= best.literal):
+                continue
+            head = self._heads.get(id(e))
+            if head is None:
+                head = self._heads[id(e)] = _head_needed(e)
+            if head not in low:  # the head's literal must be there whole: a cheap test first
                 continue
             m = _lead_cut_pattern(e).fullmatch(text)
             if m is not None and len(text) - sum(len(v) for v in m.groupdict().values() if v) >= HIDDEN_MIN:
@@ -317,6 +324,18 @@ CUT_HEAD_MIN = 8
 def _cut_pattern(e: CatalogEntry) -> re.Pattern[str]:
     """:func:`~hangdbg.catalog.pattern.compile_cut` of ``e``, compiled on first use."""
     return compile_cut(e.format, e.syntax) or re.compile(r"(?!)")
+_LEAD_FIELD = re.compile(r"^(?:%[-+ #0']*\d*(?:\.\d+)?[hlLqjzt]*[a-zA-Z%]|\{[^{}]*\})")
+
+
+def _head_needed(e: CatalogEntry) -> str:
+    """The longest run of literal text (lowercase) of the format's head: its literal start, or the literal piece
+    after a leading placeholder (what :func:`_lead_cut_pattern` requires whole)."""
+    fmt = _LEAD_FIELD.sub("", e.format.lstrip(), count=1)
+    head = _HEAD_CUT.split(fmt, 1)[0]
+    runs = [m.group(0) for m in _RUN.finditer(head)]
+    return max(runs, key=len, default="").lower()
+
+
 @lru_cache(maxsize=None)
 def _lead_cut_pattern(e: CatalogEntry) -> re.Pattern[str]:
     """:func:`~hangdbg.catalog.pattern.compile_cut` of ``e``, a leading placeholder allowed."""
