@@ -390,7 +390,7 @@ def test_a_cuda_error_printed_as_its_enum_number_is_read_by_value(tmp_path):
 
 
 def test_a_fixed_column_hard_wrap_is_joined_and_the_line_numbers_stay():
-    from hangdbg.evidence.error_lines.grammar import _unwrapped
+    from hangdbg.evidence.error_lines.paste import unwrapped as _unwrapped
     msg = ("RuntimeError: NCCL error in: ../torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp:1970, unhandled system "
            "error (run with NCCL_DEBUG=INFO for details), NCCL version 2.20.5 and a long tail of words to wrap, "
            "long enough for three cut lines of seventy columns each and a rest")
@@ -401,7 +401,7 @@ def test_a_fixed_column_hard_wrap_is_joined_and_the_line_numbers_stay():
 
 
 def test_repeated_log_lines_of_one_length_are_no_wrap():
-    from hangdbg.evidence.error_lines.grammar import _unwrapped
+    from hangdbg.evidence.error_lines.paste import unwrapped as _unwrapped
     line = b"node-1:16:63 [0] NCCL INFO Call to connect returned Connection refused, retrying"
     body = b"\n".join([line] * 6) + b"\n"
     assert _unwrapped(body) == body

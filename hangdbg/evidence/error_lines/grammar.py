@@ -20,6 +20,7 @@ from typing import Iterator
 from ...catalog.catalog import Catalog, Match
 from ...catalog.message import ERROR_STEMS, Message, looks_like_error, parse_line
 from ...model import Evidence
+from .paste import dedented, double_spaced, unwrapped
 from ...text.lines import MAX_LINE, iter_lines_from, open_input, strip_ansi_bytes
 from ...tools.grep import find_grep, grep_lines
 from .roster import NEEDLES, Roster
@@ -246,6 +247,13 @@ def _unglued_line(no: int, line: str, every: bool) -> Iterator[tuple[int, str, b
         yield no, line[a:b].rstrip(), every
 
 
+def _after_unknown(log: ErrorLog, path: str, before: int) -> bool:
+    """True when the last event is an unrecognised error line of ``path`` at line ``before``: the only line a
+    continuation can join (:func:`_wrapped`; a cheap test before a line is parsed for it)."""
+    last = log.events[-1] if log.events else None
+    return last is not None and last.match is None and last.evidence.source == path and last.evidence.line == before
+
+
 def _wrapped(log: ErrorLog, path: str, before: int, line: str, catalog: Catalog) -> bool:
     """True when ``line`` (indented, or bare: :func:`_bare`) continues the unrecognised error line just
     before it (``before``: the number of the last line with text), hard-wrapped by a terminal or a paste,
@@ -290,16 +298,6 @@ def _pod_node(body: bytes) -> str | None:
     return m.group(1).decode("ascii", "replace") if m is not None else None
 
 
-def _double_spaced(body: bytes) -> bool:
-    """True for an excerpt whose every line with text is followed by a blank one (a web page's paste):
-    at least 4 lines with text, and a blank line after 90 % of them."""
-    lines = body.rstrip(b"\r\n\t ").splitlines()[:4000]
-    text = [i for i, ln in enumerate(lines) if ln.strip()]
-    if len(text) < 4:
-        return False
-    return sum(1 for i in text[:-1] if i + 1 < len(lines) and not lines[i + 1].strip()) >= 0.9 * (len(text) - 1)
-
-
 def _first_of_block(log: ErrorLog, path: str, gap: int = 1) -> None:
     """Move the last event before the events of the lines just above it (a block of adjacent lines
     of ``path``: ``DistBackendError: NCCL error ...`` / ``ncclInvalidArgument: ...`` / ``Last error:``),
@@ -314,78 +312,6 @@ def _first_of_block(log: ErrorLog, path: str, gap: int = 1) -> None:
         ev[i:] = [replace(e, order=o) for e, o in zip(moved, orders)]
 
 
-_QUOTE = re.compile(rb"^[ \t]{0,3}>[ \t]?", re.M)
-
-
-def _dedented(body: bytes) -> bytes:
-    """``body`` without the decoration a paste put on every line: a Markdown / e-mail quote (``> ``) on
-    90 % of the lines with text, then the indentation all of them share (a code block). The line count
-    stays (line numbers of the evidence are the file's)."""
-    lines = body.split(b"\n")
-    text = [ln for ln in lines if ln.strip()]
-    if len(text) >= 2 and sum(1 for ln in text if _QUOTE.match(ln)) >= 0.9 * len(text):
-        body = _QUOTE.sub(b"", body)
-        lines = body.split(b"\n")
-        text = [ln for ln in lines if ln.strip()]
-    if not text:
-        return body
-    pad = min(len(ln) - len(ln.lstrip(b" \t")) for ln in text)
-    if pad == 0:
-        return body
-    return b"\n".join(ln[pad:] if ln.strip() else ln.strip(b" \t") for ln in lines)
-
-
-_NOT_CONTINUATION = re.compile(r"^(?:Traceback \(|\s*File \"|[|+=]|-{4})")
-
-
-def _continues(line: bytes) -> bool:
-    """True when ``line`` may be the rest of a line a terminal or a paste cut at a fixed column: it has
-    text and no record head of its own (no time, host, rank or level prefix, no traceback or table line)."""
-    text = line.rstrip(b"\r").decode("utf-8", "replace")
-    if not text.strip() or _NOT_CONTINUATION.match(text):
-        return False
-    msg = parse_line(text)
-    return msg.rank is None and msg.host is None and msg.time is None and not msg.level
-
-
-WRAP_MIN = 60
-"""Fewest columns of a fixed-width hard wrap (:func:`_unwrapped`): shorter lines are not taken for cut ones."""
-WRAP_MAX = 512
-"""Longest line :func:`_unwrapped` makes: a catalog field takes at most 400 characters
-(:data:`hangdbg.catalog.pattern.MAX_FIELD`), so a longer join would hide the message at its end."""
-
-
-def _unwrapped(body: bytes) -> bytes:
-    """``body`` with the lines a fixed-column hard wrap cut joined again (a terminal's or a paste's width):
-    the width is a length of at least :data:`WRAP_MIN` that 3 or more lines share, followed by a line that
-    continues them (:func:`_continues`), and at least one cut falls inside a word (repeated log lines of
-    one length are no wrap). The joined line takes the cut one's place and the rest becomes blank, so
-    the line numbers stay the file's."""
-    lines = body.split(b"\n")
-    if len(lines) > 4000:
-        return body
-    width = [len(ln.rstrip(b"\r")) for ln in lines]
-    for w, n in Counter(x for x in width if x >= WRAP_MIN).most_common(3):
-        if n < 3:
-            break
-        cuts = [i for i in range(len(lines) - 1) if width[i] == w and _continues(lines[i + 1])]
-        if len(cuts) < 2 or not any(lines[i].rstrip(b"\r")[-1:].isalnum() and lines[i + 1][:1].isalnum()
-                                    for i in cuts):
-            continue
-        out = list(lines)
-        for i in cuts:
-            if not out[i].strip():
-                continue  # already joined into the line above
-            j = i
-            while j < len(lines) - 1 and width[j] == w and _continues(lines[j + 1]) and \
-                    len(out[i]) + width[j + 1] <= WRAP_MAX:
-                out[i] = out[i].rstrip(b"\r") + lines[j + 1].rstrip(b"\r")
-                out[j + 1] = b""
-                j += 1
-        return b"\n".join(out)
-    return body
-
-
 def _shape(path: str) -> tuple[bytes | None, int, str, int, str | None]:
     """What the whole of a small file says about its lines: its bytes (colours removed; None for a large
     file), its last line's number (an excerpt's may be cut where the paste ended), the label most lines
@@ -398,8 +324,8 @@ def _shape(path: str) -> tuple[bytes | None, int, str, int, str | None]:
     data = _small_file(path)
     if data is None:
         return None, 0, "", 1, None
-    data = _dedented(strip_ansi_bytes(_unwrapped(data)))
-    return (data, _last_line(data), _labelled(data.rstrip(b"\r\n\t ")), 2 if _double_spaced(data) else 1,
+    data = dedented(strip_ansi_bytes(unwrapped(data)))
+    return (data, _last_line(data), _labelled(data.rstrip(b"\r\n\t ")), 2 if double_spaced(data) else 1,
             _pod_node(data))
 
 
@@ -514,7 +440,8 @@ def scan_file(path: str, catalog: Catalog, log: ErrorLog) -> None:
         label = ""
         if label_rx is not None and (lab := label_rx.match(line)) is not None:  # srun's rank, pdsh's host
             label, line = lab.group(1), line[lab.end():]
-        if every and (line[:1] in (" ", "\t") or _bare(line)) and _wrapped(log, path, prev_text, line, catalog):
+        if every and _after_unknown(log, path, prev_text) and (line[:1] in (" ", "\t") or _bare(line)) \
+                and _wrapped(log, path, prev_text, line, catalog):
             continue
         if line.strip():
             prev_text = no  # the last line with text (a paste may put blank lines between a line and its wrap)

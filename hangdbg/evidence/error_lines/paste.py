@@ -1,0 +1,94 @@
+"""What a paste did to a small log, undone before its lines are read (no I/O): a blank line after every
+line (a web page's paste), a Markdown / e-mail quote or a code block's indentation on every line, and a
+fixed-column hard wrap (a terminal's or a paste tool's). Line numbers stay the file's."""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+
+from ...catalog.message import parse_line
+
+__all__ = ["double_spaced", "dedented", "unwrapped", "WRAP_MIN", "WRAP_MAX"]
+
+
+def double_spaced(body: bytes) -> bool:
+    """True for an excerpt whose every line with text is followed by a blank one (a web page's paste):
+    at least 4 lines with text, and a blank line after 90 % of them."""
+    lines = body.rstrip(b"\r\n\t ").splitlines()[:4000]
+    text = [i for i, ln in enumerate(lines) if ln.strip()]
+    if len(text) < 4:
+        return False
+    return sum(1 for i in text[:-1] if i + 1 < len(lines) and not lines[i + 1].strip()) >= 0.9 * (len(text) - 1)
+
+
+_QUOTE = re.compile(rb"^[ \t]{0,3}>[ \t]?", re.M)
+
+
+def dedented(body: bytes) -> bytes:
+    """``body`` without the decoration a paste put on every line: a Markdown / e-mail quote (``> ``) on
+    90 % of the lines with text, then the indentation all of them share (a code block). The line count
+    stays (line numbers of the evidence are the file's)."""
+    lines = body.split(b"\n")
+    text = [ln for ln in lines if ln.strip()]
+    if len(text) >= 2 and sum(1 for ln in text if _QUOTE.match(ln)) >= 0.9 * len(text):
+        body = _QUOTE.sub(b"", body)
+        lines = body.split(b"\n")
+        text = [ln for ln in lines if ln.strip()]
+    if not text:
+        return body
+    pad = min(len(ln) - len(ln.lstrip(b" \t")) for ln in text)
+    if pad == 0:
+        return body
+    return b"\n".join(ln[pad:] if ln.strip() else ln.strip(b" \t") for ln in lines)
+
+
+_NOT_CONTINUATION = re.compile(r"^(?:Traceback \(|\s*File \"|[|+=]|-{4})")
+
+
+def _continues(line: bytes) -> bool:
+    """True when ``line`` may be the rest of a line a terminal or a paste cut at a fixed column: it has
+    text and no record head of its own (no time, host, rank or level prefix, no traceback or table line)."""
+    text = line.rstrip(b"\r").decode("utf-8", "replace")
+    if not text.strip() or _NOT_CONTINUATION.match(text):
+        return False
+    msg = parse_line(text)
+    return msg.rank is None and msg.host is None and msg.time is None and not msg.level
+
+
+WRAP_MIN = 60
+"""Fewest columns of a fixed-width hard wrap (:func:`_unwrapped`): shorter lines are not taken for cut ones."""
+WRAP_MAX = 512
+"""Longest line :func:`_unwrapped` makes: a catalog field takes at most 400 characters
+(:data:`hangdbg.catalog.pattern.MAX_FIELD`), so a longer join would hide the message at its end."""
+
+
+def unwrapped(body: bytes) -> bytes:
+    """``body`` with the lines a fixed-column hard wrap cut joined again (a terminal's or a paste's width):
+    the width is a length of at least :data:`WRAP_MIN` that 3 or more lines share, followed by a line that
+    continues them (:func:`_continues`), and at least one cut falls inside a word (repeated log lines of
+    one length are no wrap). The joined line takes the cut one's place and the rest becomes blank, so
+    the line numbers stay the file's."""
+    lines = body.split(b"\n")
+    if len(lines) > 4000:
+        return body
+    width = [len(ln.rstrip(b"\r")) for ln in lines]
+    for w, n in Counter(x for x in width if x >= WRAP_MIN).most_common(3):
+        if n < 3:
+            break
+        cuts = [i for i in range(len(lines) - 1) if width[i] == w and _continues(lines[i + 1])]
+        if len(cuts) < 2 or not any(lines[i].rstrip(b"\r")[-1:].isalnum() and lines[i + 1][:1].isalnum()
+                                    for i in cuts):
+            continue
+        out = list(lines)
+        for i in cuts:
+            if not out[i].strip():
+                continue  # already joined into the line above
+            j = i
+            while j < len(lines) - 1 and width[j] == w and _continues(lines[j + 1]) and \
+                    len(out[i]) + width[j + 1] <= WRAP_MAX:
+                out[i] = out[i].rstrip(b"\r") + lines[j + 1].rstrip(b"\r")
+                out[j + 1] = b""
+                j += 1
+        return b"\n".join(out)
+    return body
