@@ -425,3 +425,12 @@ def test_ib_hcas_named_but_no_ib_device_is_the_hosts_rdma_stack(tmp_path):
     assert f.kind is Kind.RESOURCE_ERROR and f.hosts == ("n1",) and "NCCL_IB_HCA=mlx5_0:1,mlx5_1:1" in f.summary
     rep = _read(tmp_path, "n1:7:7 [0] NCCL INFO NET/IB : No device found.\nn1:7:7 [0] NCCL INFO Using network Socket\n")
     assert not [f for f in rep.findings if f.severity is Severity.SUSPECT]  # no IB asked for: sockets are fine
+
+
+def test_a_table_header_with_an_error_column_is_no_error_line(tmp_path):
+    """nccl-tests prints a results table whose header names an ``error`` column."""
+    rep = _read(tmp_path, "#       size         count      type   redop     time   algbw   busbw  error     time   algbw"
+                          "   busbw  error\n     8388608       2097152     float     sum   5729.5    1.46    1.46  0e+00\n")
+    assert not [f for f in rep.findings if f.kind is Kind.UNRECOGNISED_ERROR]
+    rep = _read(tmp_path, "the job failed to start on node one and two\n")  # a sentence is no table header
+    assert [f for f in rep.findings if f.kind is Kind.UNRECOGNISED_ERROR]

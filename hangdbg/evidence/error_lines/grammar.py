@@ -48,9 +48,15 @@ _CARETS = re.compile(r"\s*[~^]+\s*$")
 _JSON_START = re.compile(rb"\s*(?:\{|\[\s*[\[{\"\]])")
 
 
+_COLUMNS = re.compile(r"^\s*#?\s*(?:[#(]?[a-z][\w/()#%.-]{0,11}(?:[ \t]{2,}|[ \t](?=#))){5,}[#(]?[a-z][\w/()#%.-]{0,11}\s*$")
+"""A table's header row: six or more short lowercase column names, two blanks or more apart, or one before
+a ``#name`` (nccl-tests' ``size  count  type  redop  time  algbw  busbw  error ...``, later ``... busbw #wrong``):
+a column named ``error`` is no error."""
+
+
 def is_context_line(line: str) -> bool:
-    """True for a line that is code or a frame of a trace, not a report of an error."""
-    return _CONTEXT.match(line) is not None
+    """True for a line that is code or a frame of a trace, or a table's header row, not a report of an error."""
+    return _CONTEXT.match(line) is not None or (len(line) < 300 and _COLUMNS.match(line) is not None)
 
 
 @dataclass(frozen=True, slots=True)
