@@ -80,6 +80,18 @@ _RUN = re.compile(r"[A-Za-z0-9_/.,;:'=-]+(?: [A-Za-z0-9_/.,;:'=-]+)*")
 _PLACEHOLDER = re.compile(r"%[-+ #0']*(?:\*|\d+)?(?:\.(?:\*|\d+))?(?:hh|h|ll|l|L|q|j|z|Z|t)?[diouxXeEfFgGaAcspn%]|\{[^{}]*\}")
 
 
+def _literal_parts(e: CatalogEntry) -> list[str]:
+    """The literal pieces of a printf / python / literal format, in order (a placeholder between two)."""
+    if e.syntax is Syntax.LITERAL:
+        return [e.format]
+    return _PLACEHOLDER.split(e.format.replace("{{", "{").replace("}}", "}"))
+
+
+def _longest_run(parts: Iterable[str]) -> str:
+    """The longest run of literal text (words and the punctuation logs keep) in ``parts``, lowercase."""
+    return max((m.group(0) for p in parts for m in _RUN.finditer(p)), key=len, default="").lower()
+
+
 def _needed(e: CatalogEntry) -> str:
     """The longest run of literal text (lowercase) that every message of ``e`` holds, "" when none
     can be told (a regex with alternatives): a cheap substring test before the regex."""
@@ -87,13 +99,10 @@ def _needed(e: CatalogEntry) -> str:
         if "|" in e.format or "?" in e.format or "*" in e.format or "{0" in e.format:
             return ""
         parts = re.split(r"\\.|[\[\]().+^$]", e.format)
-    elif e.syntax is Syntax.LITERAL:
-        parts = [e.format]
     else:
-        parts = _PLACEHOLDER.split(e.format.replace("{{", "{").replace("}}", "}"))
-    runs = [m.group(0) for p in parts for m in _RUN.finditer(p)]
-    best = max(runs, key=len, default="")
-    return best.lower() if len(best) >= 4 else ""
+        parts = _literal_parts(e)
+    best = _longest_run(parts)
+    return best if len(best) >= 4 else ""
 
 
 def _first_word(text: str) -> str:
@@ -324,16 +333,11 @@ CUT_HEAD_MIN = 8
 def _cut_pattern(e: CatalogEntry) -> re.Pattern[str]:
     """:func:`~hangdbg.catalog.pattern.compile_cut` of ``e``, compiled on first use."""
     return compile_cut(e.format, e.syntax) or re.compile(r"(?!)")
-_LEAD_FIELD = re.compile(r"^(?:%[-+ #0']*\d*(?:\.\d+)?[hlLqjzt]*[a-zA-Z%]|\{[^{}]*\})")
-
-
 def _head_needed(e: CatalogEntry) -> str:
     """The longest run of literal text (lowercase) of the format's head: its literal start, or the literal piece
     after a leading placeholder (what :func:`_lead_cut_pattern` requires whole)."""
-    fmt = _LEAD_FIELD.sub("", e.format.lstrip(), count=1)
-    head = _HEAD_CUT.split(fmt, 1)[0]
-    runs = [m.group(0) for m in _RUN.finditer(head)]
-    return max(runs, key=len, default="").lower()
+    parts = _literal_parts(e)
+    return _longest_run(parts[1:2] if len(parts) > 1 and not parts[0].strip() else parts[:1])
 
 
 @lru_cache(maxsize=None)

@@ -154,9 +154,11 @@ def promote_first_failure(findings: Sequence[Finding], first_id: str,
                 f.evidence[-1].source in ("catalog", "roster", "traceback") and f.evidence[-1].text.startswith(first_id + ":"):
             out[i] = replace(f, severity=Severity.SUSPECT, summary=f.summary + said)
             return out
+    if first_at is None:
+        return out
     for i, f in enumerate(out):
-        if first_at is not None and f.source is not SourceKind.ERROR_LINES and f.severity is Severity.WARNING \
-                and f.kind not in _COUNTS and first_at in _lines(f):
+        if f.source is not SourceKind.ERROR_LINES and f.severity is Severity.WARNING and f.kind not in _COUNTS \
+                and first_at in _lines(f):
             out[i] = replace(f, severity=Severity.SUSPECT, summary=f.summary + said)
             break
     return out

@@ -151,12 +151,6 @@ def report_document(v: Verdict, inputs: Sequence[str], out_dir: str | None = Non
                           unparsed=v.unparsed, stacks=stacks_section(v.analysis) if v.analysis is not None else None)
 
 
-def _core_fact(c: CoreReading) -> Any:
-    """:func:`hangdbg.evidence.core.reader.core_fact`, imported on first use (the reader commands need no core reader)."""
-    from ..evidence.core.reader import core_fact
-    return core_fact(c)
-
-
 def core_document(readings: Sequence[CoreReading], report: SourceReport, analysis: Analysis,
                   inputs: Sequence[str]) -> CoreDocument:
     """The document of ``hangdbg core`` (what ``collect`` brings back per core file): the cores'
@@ -164,10 +158,11 @@ def core_document(readings: Sequence[CoreReading], report: SourceReport, analysi
     ``stacks``; made with ``live=False``: a rank without a core is not missing, it left no core),
     most important first."""
     findings = by_severity(list(report.findings) + list(analysis.findings))
+    from ..evidence.core.reader import core_fact  # imported where used: the reader commands need no core reader
     headline = cores_headline(findings, report.records, len(readings), analysis.headline)
     cores = []
     for c in readings:
-        d, fact = c.dump, _core_fact(c)
+        d, fact = c.dump, core_fact(c)
         cores.append(CoreEntry(**{f.name: getattr(fact, f.name) for f in fields(fact)},
                                local_rank=d.local_rank, world_size=d.world_size, python=d.python, cmdline=d.cmdline,
                                error=d.error, threads=d.threads))

@@ -61,7 +61,7 @@ elif MODE == "illegal_address_rank1":   # rank 1's kernel writes through a bad p
 
 elif MODE == "nccl_init_gpu_full":      # the GPU is full before NCCL initialises (another allocation took it)
     torch.cuda.set_device(0)
-    free, total = torch.cuda.mem_get_info()
+    _free, total = torch.cuda.mem_get_info()
     hog = []
     chunk = 1 << 30
     while True:

@@ -247,8 +247,8 @@ def _finding(g: _Group, severity: Severity, after: _Group | None, block_hosts: t
     if loop:
         summary += (f"; the peer address {loop} is a loopback address: in a job of several nodes the peer's host "
                     "name resolved to this host itself (/etc/hosts maps the host name to 127.0.1.1 on Debian and "
-                    "Ubuntu) or the loopback interface was chosen: set GLOO_SOCKET_IFNAME / NCCL_SOCKET_IFNAME to the nodes' network interface or make "
-                    "the name resolve to a routable address")
+                    "Ubuntu) or the loopback interface was chosen: set GLOO_SOCKET_IFNAME / NCCL_SOCKET_IFNAME to "
+                    "the nodes' network interface or make the name resolve to a routable address")
     kind = Kind.ECHO if e.role is Role.CONSEQUENCE and e.blame is not Blame.PEER else _KIND[e.blame]
     ev = tuple(x.evidence for x in g.events[:_MAX_EV]) + (Evidence("catalog", None, f"{e.id}: {e.source}{via}"),)
     return Finding(kind, summary, ranks=ranks, hosts=hosts, gpus=gpus, severity=severity, evidence=ev, action=e.action)

@@ -520,12 +520,12 @@ def _file_done(log: ErrorLog, path: str, tally: _Tally, first_event: int, cut: C
     IB device, the traceback it ends inside, its doubled-log test, and whether it was quiet (``nothing_else``:
     no error line and no roster line read from it)."""
     _rank_by_local(log, first_event, tally.local_to_rank)
-    ib_missing = tally.ib_hca is not None and tally.no_ib is not None
-    if tally.ib_hca is not None and tally.no_ib is not None:
-        log.ib_missing.append((tally.ib_hca, tally.no_ib))
+    ib = (tally.ib_hca, tally.no_ib) if tally.ib_hca is not None and tally.no_ib is not None else None
+    if ib is not None:
+        log.ib_missing.append(ib)
     if cut is not None:
         log.cut_tracebacks.append(cut)
     log.roster.note_file(path, tally.seen, tally.repeats)
     log.roster.expecting = False  # a block does not run on into the next file
-    if nothing_else and cut is None and not ib_missing:
+    if nothing_else and cut is None and ib is None:
         log.quiet_files.append(path)

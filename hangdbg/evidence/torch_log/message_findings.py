@@ -204,11 +204,12 @@ def _param_findings(ps: list[ParamMismatch], first_timed_out: bool) -> tuple[lis
             count.setdefault(p.rank, p.params)
         if p.other is not None:
             count.setdefault(p.other, p.other_params)
-    for p in ps:  # the check walks the ranks in order and stops at the first count unlike its own, so every
-        # rank before the one it names has the printer's count (reducer.cpp verify_params_across_processes)
-        if p.rank is not None and p.other is not None:
-            for r in range(min(p.other, _MAX_INFERRED)):
-                count.setdefault(r, p.params)
+    # the check walks the ranks in order and stops at the first count unlike its own, so every rank before the
+    # one it names has the printer's count (reducer.cpp verify_params_across_processes); many printers name the
+    # same rank with the same count: each (rank named, count) once, in message order
+    for other, params in dict.fromkeys((p.other, p.params) for p in ps if p.rank is not None and p.other is not None):
+        for r in range(min(other, _MAX_INFERRED)):
+            count.setdefault(r, params)
     if not count:
         return [], set()
     by = Counter(count.values())
