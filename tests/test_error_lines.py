@@ -116,6 +116,21 @@ def test_a_wrap_that_lost_its_indent_is_joined_but_a_new_record_is_not(tmp_path)
     assert {r for f in rep.findings for r in f.ranks} == {1, 2}
 
 
+def test_a_message_wrapped_before_its_error_word_is_read_with_its_head(tmp_path):
+    # Ray's raylet summary (node_manager.cc) soft-wrapped at a blank: the head line holds no error word
+    text = ("[2024-03-10 10:00:00,123 E 1234 1250] (raylet) node_manager.cc:3007: 2 Workers (tasks /\n"
+            " actors) killed due to memory pressure (OOM), 0 Workers crashed due to other reasons at node (ID: "
+            "abd406d4, IP: 127.0.0.9) over the last time period.\n")
+    rep = _read(tmp_path, text, "raylet.txt")
+    assert not [f for f in rep.findings if f.kind is Kind.UNRECOGNISED_ERROR]
+    assert any("127.0.0.9" in f.hosts and f.severity is Severity.SUSPECT for f in rep.findings)
+    # a line with a prefix of its own is no continuation: the head is not taken in
+    text = ("[2024-03-10 10:00:00,123 E 1234 1250] (raylet) node_manager.cc:3007: 2 Workers (tasks /\n"
+            "[2024-03-10 10:00:01,000 E 1234 1250] actors) killed due to memory pressure (OOM), 0 Workers crashed\n")
+    rep = _read(tmp_path, text, "two.txt")
+    assert [f for f in rep.findings if f.kind is Kind.UNRECOGNISED_ERROR]
+
+
 def test_a_traceback_pasted_without_its_newlines_is_read_from_its_exception(tmp_path):
     text = ('File "/opt/conda/lib/python3.10/site-packages/torch/distributed/distributed_c10d.py", line 1906, in '
             "broadcast work = default_pg.broadcast([tensor], opts) torch.distributed.DistBackendError: NCCL error in: "

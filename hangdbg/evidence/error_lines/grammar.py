@@ -260,6 +260,12 @@ def _after_unknown(log: ErrorLog, path: str, before: int) -> bool:
     return last is not None and last.match is None and last.evidence.source == path and last.evidence.line == before
 
 
+def _was_event(log: ErrorLog, path: str, no: int) -> bool:
+    """True when line ``no`` of ``path`` became the last event (recognised or not)."""
+    last = log.events[-1] if log.events else None
+    return last is not None and last.evidence.source == path and last.evidence.line == no
+
+
 def _wrapped(log: ErrorLog, path: str, before: int, line: str, catalog: Catalog) -> bool:
     """True when ``line`` (indented, or bare: :func:`_bare`) continues the unrecognised error line just
     before it (``before``: the number of the last line with text), hard-wrapped by a terminal or a paste,
@@ -273,6 +279,22 @@ def _wrapped(log: ErrorLog, path: str, before: int, line: str, catalog: Catalog)
         return False
     log.events[-1] = replace(last, message=replace(last.message, text=text), match=match)
     return True
+
+
+def _head_joined(catalog: Catalog, head: str, msg: Message) -> tuple[Message, Match] | None:
+    """The message a soft wrap split before its error word: ``head`` (the text line just before, no event
+    of its own) and the bare continuation ``msg`` read together (with a blank: the wrap fell between two
+    words; without: inside one) when that is a catalog message and neither part is one alone. The message
+    keeps the head's prefixes (its time, host and rank)."""
+    if is_context_line(head) or _FILE_LINE.match(head):
+        return None
+    top = parse_line(head)
+    if not top.text or catalog.search(top.text) is not None:
+        return None
+    for text in (f"{top.text.rstrip()} {msg.text.strip()}", f"{top.text.rstrip()}{msg.text.strip()}"):
+        if (match := catalog.search(text)) is not None:
+            return replace(top, text=text), match
+    return None
 
 
 def _bare(line: str) -> bool:
@@ -439,6 +461,7 @@ def scan_file(path: str, catalog: Catalog, log: ErrorLog) -> None:
     last_error = 0  # the line number of a "Last error:" line just read
     frame = ""  # the last 'File "x.py", line N, in f' frame read
     prev_no = prev_text = 0
+    prev_line = ""
     tb: CutTraceback | None = None  # the traceback open at this line (its header read, no exception yet)
     for no, whole, every in _unglued(_candidates(path, log, data)):
         line = whole[:LOOKED_AT]
@@ -449,8 +472,9 @@ def scan_file(path: str, catalog: Catalog, log: ErrorLog) -> None:
         if every and _after_unknown(log, path, prev_text) and (line[:1] in (" ", "\t") or _bare(line)) \
                 and _wrapped(log, path, prev_text, line, catalog):
             continue
+        head = prev_line if every and prev_text and not _was_event(log, path, prev_text) else ""
         if line.strip():
-            prev_text = no  # the last line with text (a paste may put blank lines between a line and its wrap)
+            prev_text, prev_line = no, line  # the last line with text (a paste may put blank lines between a line and its wrap)
         if every:
             tally.count(line)
             if "NCCL" in line or "NET/IB" in line:
@@ -498,6 +522,8 @@ def scan_file(path: str, catalog: Catalog, log: ErrorLog) -> None:
             text, joined = _unpadded(msg.text, catalog)
             msg = replace(msg, text=text)
         match = _lookup(catalog, msg, error, no == last, joined)
+        if match is None and error and head and _bare(line) and (two := _head_joined(catalog, head, msg)) is not None:
+            (msg, match), line = two, f"{head.rstrip()} {line.strip()}"  # a message wrapped before its error word
         if not error and (match is None or match.innermost.severity == "info"):
             continue  # a line without an error word is an event only when the catalog knows it as one
         log.error_lines += 1
