@@ -131,6 +131,20 @@ def test_a_message_wrapped_before_its_error_word_is_read_with_its_head(tmp_path)
     assert [f for f in rep.findings if f.kind is Kind.UNRECOGNISED_ERROR]
 
 
+def test_an_mpich_error_stack_is_read_at_its_failing_level(tmp_path):
+    # MPICH's error stack (errutil.c header, errnames.txt texts after each FUNC(LINE)....: head)
+    text = ("Fatal error in PMPI_Init_thread: Other MPI error, error stack:\n"
+            "MPIR_Init_thread(474)..............: \n"
+            "MPID_Init(190).....................: channel initialization failed\n"
+            "MPID_nem_tcp_init(379).............: gethostbyname failed, nodeA (errno 1)\n")
+    rep = _read(tmp_path, text, "mpi.txt")
+    first = rep.findings[0]
+    assert first.severity is Severity.SUSPECT and "host name did not resolve" in first.summary and not first.ranks
+    assert "nodeA" in first.summary
+    assert not [f for f in rep.findings if f.kind is Kind.UNRECOGNISED_ERROR]
+    assert not [f for f in rep.findings if f.severity is Severity.SUSPECT and "Fatal error in" in f.summary]
+
+
 def test_a_traceback_pasted_without_its_newlines_is_read_from_its_exception(tmp_path):
     text = ('File "/opt/conda/lib/python3.10/site-packages/torch/distributed/distributed_c10d.py", line 1906, in '
             "broadcast work = default_pg.broadcast([tensor], opts) torch.distributed.DistBackendError: NCCL error in: "
