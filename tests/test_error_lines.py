@@ -145,6 +145,26 @@ def test_an_mpich_error_stack_is_read_at_its_failing_level(tmp_path):
     assert not [f for f in rep.findings if f.severity is Severity.SUSPECT and "Fatal error in" in f.summary]
 
 
+def test_open_mpi_btl_prefix_gives_host_and_rank_and_a_shared_address_blames_the_launch(tmp_path):
+    text = ("[nodeA][[1234,1],3][btl_tcp_endpoint.c:626:mca_btl_tcp_endpoint_recv_connect_ack] received unexpected "
+            "process identifier [[1234,1],0]\n")
+    rep = _read(tmp_path, text, "mpirun.txt")
+    first = rep.findings[0]
+    assert first.kind is Kind.LAUNCH_ERROR and first.severity is Severity.SUSPECT and not first.ranks
+    assert "btl_tcp_if_include" in first.action and "NCCL btl" not in first.summary
+
+
+def test_a_gpu_that_fell_off_the_bus_at_probe_is_a_hardware_suspect(tmp_path):
+    text = ("[14387.209961] NVRM: The NVIDIA GPU 0000:5d:00.0\n"
+            "               NVRM: (PCI ID: 10de:2330) installed in this system has\n"
+            "               NVRM: fallen off the bus and is not responding to commands.\n"
+            "[14387.210134] nvidia: probe of 0000:5d:00.0 failed with error -1\n")
+    rep = _read(tmp_path, text, "dmesg.txt")
+    assert rep.findings[0].kind is Kind.HARDWARE_ERROR and rep.findings[0].severity is Severity.SUSPECT
+    assert any("0000:5d:00.0" in g for f in rep.findings for g in f.gpus)
+    assert not [f for f in rep.findings if f.kind is Kind.UNRECOGNISED_ERROR]
+
+
 def test_a_traceback_pasted_without_its_newlines_is_read_from_its_exception(tmp_path):
     text = ('File "/opt/conda/lib/python3.10/site-packages/torch/distributed/distributed_c10d.py", line 1906, in '
             "broadcast work = default_pg.broadcast([tensor], opts) torch.distributed.DistBackendError: NCCL error in: "

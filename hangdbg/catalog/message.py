@@ -82,6 +82,11 @@ _TOOLS = re.compile(
     r"|\[rank:\s?(?P<rank>\d{1,9})\]\s?"
     # Ray's RAY_LOG message head "file.cc:LINE: " (ray src/ray/util/logging.cc: basename, line, ": ")
     r"|(?P<src>[\w.\-]{1,120}\.(?:cc|cpp|h)):\d{1,6}:\s(?=[A-Z0-9(])")
+# Open MPI's BTL_ERROR / BTL_PEER_ERROR prefix "[host][[jobid,job],vpid][file.c:line:func] " (opal/mca/btl/
+# base/btl_base_error.h: hostname, OPAL_NAME_PRINT of the process, __FILE__, __LINE__, __func__): the vpid is the
+# process's rank in MPI_COMM_WORLD
+_OMPI = re.compile(r"\[(?P<host>[\w.\-]{1,253})\](?:\[\[\d{1,10},\d{1,10}\],(?P<rank>\d{1,9})\])?"
+                   r"\[(?P<src>[\w.\-]{1,120}\.c:\d{1,6}):\w{1,120}\]\s?")
 # c10's and gloo's enforce prefix: "[enforce fail at FILE:LINE] CONDITION. MSG" (c10/util/Exception.cpp,
 # gloo/common/logging.cc EnforceNotMet); CAFFE_THROW leaves the condition empty ("] . PytorchStreamWriter ...")
 _ENFORCE = re.compile(r"\[enforce fail at [^\]\n]{1,300}:\d{1,6}\]\s*(?:[^\n]{0,200}?\.(?:\s+|$))?")
@@ -97,7 +102,7 @@ ERROR_WORDS = re.compile(
     r"killed|kill|segmentation fault|segfault|bus error|core dumped|signal|sig(?:kill|term|segv|bus|abrt)|oom|"
     r"out of memory|denied|refused|unreachable|s?xid|panic|cannot|could not|couldn't|unable to|mismatch|illegal|"
     r"invalid|corrupt(?:ed)?|no space left|exited with|exits with|exit code|exitcode|return code|died|dead|unhandled|"
-    r"not found|not enough)\b",
+    r"not found|not enough|fallen off the bus)\b",
     re.IGNORECASE)
 """Words that make a line look like an error (for :func:`looks_like_error`)."""
 # a level word marks a line benign, not a setting a message names ("run with NCCL_DEBUG=INFO for details")
@@ -105,7 +110,8 @@ ERROR_STEMS: tuple[str, ...] = (
     "error", "fail", "warn", "fatal", "abort", "exception", "traceback", "timeout", "timed out", "killed", "kill",
     "fault", "bus error", "core dumped", "signal", "sig", "oom", "out of memory", "denied", "refused", "unreachable",
     "xid", "panic", "cannot", "could not", "couldn't", "unable to", "mismatch", "illegal", "invalid", "corrupt",
-    "no space left", "exit", "return code", "died", "dead", "unhandled", "not found", "not enough", "critical")
+    "no space left", "exit", "return code", "died", "dead", "unhandled", "not found", "not enough", "critical",
+    "fallen off the bus")
 """Lowercase substrings one of which every line :data:`ERROR_WORDS` matches holds (a cheap first test,
 also given to ``grep -F -i`` for large files)."""
 _BENIGN = re.compile(r"NCCL (?:INFO|TRACE)|UserWarning|FutureWarning|DeprecationWarning|(?<!=)\bINFO\b|(?<!=)\bDEBUG\b"
@@ -189,7 +195,7 @@ def parse_line(line: str) -> Message:
         local = local if local is not None else p.local_rank
         host = host if host is not None else p.host
         text = p.text
-        for rx in (_MORE, _JSON_KEY, _PASTE, _DOCKER, _RAY, _SYSLOG, _DMESG_X, _ENFORCE, _GLOG, _NCCL, _NCCL_BARE, _TOOLS, _C10D_RANK, _USER_RANK, _LOGGER,
+        for rx in (_MORE, _JSON_KEY, _PASTE, _DOCKER, _RAY, _SYSLOG, _DMESG_X, _OMPI, _ENFORCE, _GLOG, _NCCL, _NCCL_BARE, _TOOLS, _C10D_RANK, _USER_RANK, _LOGGER,
                    _WHAT, _EXC, _EXC_LOWER):
             m = rx.match(text)
             if m is None or m.end() == 0 or (rx is _PASTE and exc is not None):  # KeyError: 'labels' keeps its quote

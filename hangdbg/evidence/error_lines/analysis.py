@@ -236,7 +236,8 @@ def _finding(g: _Group, severity: Severity, after: _Group | None, block_hosts: t
     via = f" [{g.outer.id} -> {e.id}]" if g.outer is not e else ""
     srcs = sorted({x.message.src.rsplit(":", 1)[0] for x in g.events if x.message.src})
     areas = areas_of(srcs)
-    where = f" (NCCL {', '.join(srcs[:3])}" + (f": {'; '.join(areas)}" if areas else "") + ")" if srcs else ""
+    label = "NCCL " if any("NCCL" in x.evidence.text for x in g.events) else ""  # glog's, Ray's, Open MPI's file:line too
+    where = f" ({label}{', '.join(srcs[:3])}" + (f": {'; '.join(areas)}" if areas else "") + ")" if srcs else ""
     summary = f"{who}: {e.meaning}: \u201c{_quote(g.first)}\u201d{where}" + (f" ({n} lines)" if n > 1 else "")
     code = exit_code_in(g.first.message.text)
     if code is not None and describe(code):
