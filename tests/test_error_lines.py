@@ -165,6 +165,33 @@ def test_a_gpu_that_fell_off_the_bus_at_probe_is_a_hardware_suspect(tmp_path):
     assert not [f for f in rep.findings if f.kind is Kind.UNRECOGNISED_ERROR]
 
 
+def test_an_argument_the_script_does_not_declare_blames_the_launch(tmp_path):
+    # CPython argparse's error, as every rank prints it when the launcher passes --local-rank
+    text = "usage: train.py [-h] [--lr LR]\ntrain.py: error: unrecognized arguments: --local-rank=0\n"
+    rep = _read(tmp_path, text, "stderr.txt")
+    first = rep.findings[0]
+    assert first.kind is Kind.LAUNCH_ERROR and first.severity is Severity.SUSPECT and "--local-rank" in first.action
+
+
+def test_horovods_log_prefix_and_a_bare_exception_class_are_peeled(tmp_path):
+    from hangdbg.catalog.message import parse_line
+    msg = parse_line("[2024-01-01 00:00:00.000000: W /tmp/pip/horovod/common/stall_inspector.cc:107] One or more "
+                     "tensors were submitted")
+    assert msg.text.startswith("One or more tensors")
+    msg = parse_line("Exception: Gloo connectFullMesh failed with [pair.cc:144] no error")
+    assert msg.exception == "Exception" and msg.text.startswith("Gloo connectFullMesh")
+    assert parse_line("ErrorCode: 3").exception == ""  # only the bare class Exception, not any word
+
+
+def test_ray_workers_that_never_register_are_the_nodes_environment(tmp_path):
+    text = ("(raylet) [2024-03-10 10:00:00,123 E 1234 1250] (raylet) worker_pool.cc:550: Some workers of the worker "
+            "process(4321) have not registered within the timeout. The process is still alive, probably it's hanging "
+            "during start.\n")
+    rep = _read(tmp_path, text, "raylet.txt")
+    assert rep.findings[0].severity is Severity.SUSPECT and "register" in rep.findings[0].summary
+    assert not rep.findings[0].ranks
+
+
 def test_a_traceback_pasted_without_its_newlines_is_read_from_its_exception(tmp_path):
     text = ('File "/opt/conda/lib/python3.10/site-packages/torch/distributed/distributed_c10d.py", line 1906, in '
             "broadcast work = default_pg.broadcast([tensor], opts) torch.distributed.DistBackendError: NCCL error in: "

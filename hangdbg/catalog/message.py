@@ -37,7 +37,7 @@ _NCCL_BARE = re.compile(r"(?:\[(?P<dev>-?\d{1,4})\]\s)?(?:(?P<src>[\w./\-]{1,200
 _GLOG = re.compile(r"\[?(?P<lvl>[EWIF])(?P<md>\d{3,4}) (?P<t>\d\d:\d\d:\d\d)(?:\.\d+)?\s+(?:\d{1,10}\s+)?[\w./\-]{1,300}:\d{1,6}\]\s?"
                    r"|\[(?P<lvl2>[EWIF]) [\w.\-]{1,200}:\d{1,6}\]\s?")
 _C10D_RANK = re.compile(r"\[(?:PG(?: ID)? [^\]\n]{0,200}?)?Rank (?P<rank>\d{1,9})\]:?\s?")
-_EXC = re.compile(r"(?:[A-Za-z_][\w]*\.){0,6}[A-Z]\w{0,80}(?:Error|Exception|Exit|Interrupt|Failure)"
+_EXC = re.compile(r"(?:(?:[A-Za-z_][\w]*\.){0,6}[A-Z]\w{0,80}(?:Error|Exception|Exit|Interrupt|Failure)|Exception)"
                   r"(?:\([\w.]{1,120}\))?(?:\[[^\]\n]{0,80}\])?:\s+")
 _LOGGER = re.compile(
     r"(?:\[(?:ERROR|WARNING|WARN|CRITICAL|FATAL|INFO|DEBUG|error|warning|warn|critical|fatal|info|debug)\]\s?"
@@ -79,6 +79,9 @@ _TOOLS = re.compile(
     r"|(?:ERROR|WARNING|INFO|DEBUG|CRITICAL)\s[\w.\-]{1,120}\.py:\d{1,6}\s--\s"
     r"|(?:ERROR|WARNING|INFO|DEBUG|CRITICAL)\s\d\d-\d\d\s\d\d:\d\d:\d\d(?:\.\d+)?\s\[?[\w.\-/]{1,120}:\d{1,6}\]\s?"
     r"|[EWIF]\s\d{1,10}\s[\w./\-]{1,200}:\d{1,6}\]\s?"
+    # horovod's "[2024-01-01 00:00:00.000000: W /tmp/pip/horovod/common/stall_inspector.cc:107] " once its time is gone
+    # (horovod/common/logging.cc: "[" time ": " level " " file ":" line "] ")
+    r"|:\s[EWIF]\s[\w./\-]{1,200}\.(?:cc|h|cpp):\d{1,6}\]\s?"
     r"|\[rank:\s?(?P<rank>\d{1,9})\]\s?"
     # Ray's RAY_LOG message head "file.cc:LINE: " (ray src/ray/util/logging.cc: basename, line, ": ")
     r"|(?P<src>[\w.\-]{1,120}\.(?:cc|cpp|h)):\d{1,6}:\s(?=[A-Z0-9(])")
@@ -102,7 +105,7 @@ ERROR_WORDS = re.compile(
     r"killed|kill|segmentation fault|segfault|bus error|core dumped|signal|sig(?:kill|term|segv|bus|abrt)|oom|"
     r"out of memory|denied|refused|unreachable|s?xid|panic|cannot|could not|couldn't|unable to|mismatch|illegal|"
     r"invalid|corrupt(?:ed)?|no space left|exited with|exits with|exit code|exitcode|return code|died|dead|unhandled|"
-    r"not found|not enough|fallen off the bus)\b",
+    r"not found|not enough|fallen off the bus|no route to host|name or service not known)\b",
     re.IGNORECASE)
 """Words that make a line look like an error (for :func:`looks_like_error`)."""
 # a level word marks a line benign, not a setting a message names ("run with NCCL_DEBUG=INFO for details")
@@ -111,7 +114,7 @@ ERROR_STEMS: tuple[str, ...] = (
     "fault", "bus error", "core dumped", "signal", "sig", "oom", "out of memory", "denied", "refused", "unreachable",
     "xid", "panic", "cannot", "could not", "couldn't", "unable to", "mismatch", "illegal", "invalid", "corrupt",
     "no space left", "exit", "return code", "died", "dead", "unhandled", "not found", "not enough", "critical",
-    "fallen off the bus")
+    "fallen off the bus", "no route to host", "name or service not known")
 """Lowercase substrings one of which every line :data:`ERROR_WORDS` matches holds (a cheap first test,
 also given to ``grep -F -i`` for large files)."""
 _BENIGN = re.compile(r"NCCL (?:INFO|TRACE)|UserWarning|FutureWarning|DeprecationWarning|(?<!=)\bINFO\b|(?<!=)\bDEBUG\b"

@@ -703,6 +703,22 @@ SYSTEM: list[E] = [
       ("cpython", "Lib/concurrent/futures/process.py", "terminated abruptly while the future was"),
       m="a worker process of a ProcessPoolExecutor died (killed by the OOM killer, a crash)",
       b="environment", r="root", s="warning", a="check dmesg for an OOM kill and the worker's own crash output"),
+    S("system.python.argparse-unrecognized-arguments", "printf", "unrecognized arguments: %s",
+      ("cpython", "Lib/argparse.py", "unrecognized arguments: %s"),
+      m="the program's command line holds an argument its parser does not know; in a distributed launch usually "
+        "the launcher's own argument reaching the script (torch.distributed.launch passes --local-rank=N since "
+        "torch 2.0, --local_rank before; a script that does not declare it fails on every rank)",
+      b="launch", r="root", s="suspect",
+      a="declare the argument in the script (parser.add_argument('--local-rank', '--local_rank', type=int)) or "
+        "launch with torchrun, which passes LOCAL_RANK in the environment; check the command line for a typo"),
+    S("system.python.argparse-required", "printf", "the following arguments are required: %s",
+      ("cpython", "Lib/argparse.py", "the following arguments are required: %s"),
+      m="the program's (or the launcher's) command line lacks an argument it requires",
+      b="launch", r="root", s="suspect", a="add the named arguments to the command line of the launch"),
+    S("system.python.argparse-invalid-choice", "printf", "invalid choice: %s (choose from %s)",
+      ("cpython", "Lib/argparse.py", "invalid choice: "),
+      m="an argument of the command line has a value the program does not accept",
+      b="launch", r="root", s="suspect", a="use one of the listed values in the command line of the launch"),
 ]
 
 SYSTEM += [
