@@ -192,6 +192,18 @@ def test_ray_workers_that_never_register_are_the_nodes_environment(tmp_path):
     assert not rep.findings[0].ranks
 
 
+def test_kubectl_describe_rows_are_read(tmp_path):
+    # kubectl describe pod: an Events row (Type Reason Age From Message) and a container's last state
+    text = ("Events:\n  Type     Reason            Age   From               Message\n"
+            "  ----     ------            ----  ----               -------\n"
+            "  Warning  FailedScheduling  10s   default-scheduler  0/4 nodes are available: 4 Insufficient "
+            "nvidia.com/gpu.\n")
+    rep = _read(tmp_path, text, "describe.txt")
+    assert rep.findings[0].kind is Kind.LAUNCH_ERROR and "cannot place the pod" in rep.findings[0].summary
+    rep = _read(tmp_path, "    State:          Terminated\n      Reason:       OOMKilled\n", "pod.txt")
+    assert rep.findings[0].severity is Severity.SUSPECT and "OOM" in rep.findings[0].summary
+
+
 def test_a_traceback_pasted_without_its_newlines_is_read_from_its_exception(tmp_path):
     text = ('File "/opt/conda/lib/python3.10/site-packages/torch/distributed/distributed_c10d.py", line 1906, in '
             "broadcast work = default_pg.broadcast([tensor], opts) torch.distributed.DistBackendError: NCCL error in: "

@@ -99,13 +99,18 @@ _DMESG_X = re.compile(r"(?:(?P<host>[\w.\-]{1,253}): )?(?:kern|user|daemon|syslo
                       r"(?:emerg|alert|crit|err|warn|warning|notice|info|debug)\s{0,8}:\s{0,8}(?:\[[^\]\n]{1,40}\]:?\s{0,4})?")
 _EXC_LOWER = re.compile(r"(?:[A-Za-z_]\w{0,60}\.){1,6}[a-z]\w{0,40}(?:error|timeout):\s+")
 _DOCKER = re.compile(r"[\w.\-]{1,120}\s+\|\s")
+# a row of kubectl describe's Events table: Type, Reason, Age, From, Message, two blanks or more apart
+# (k8s.io/kubectl pkg/describe/describe.go DescribeEvents: "Type\tReason\tAge\tFrom\tMessage")
+_K8S_EVENT = re.compile(r"(?:Normal|Warning)\s{2,}[A-Za-z]{2,60}\s{2,}\S{1,40}(?: \(x\d{1,6} over \S{1,20}\))?\s{2,}"
+                        r"[\w\-/.,:]{1,120}(?: [\w\-/.,:]{1,120}){0,3}\s{2,}")
 
 ERROR_WORDS = re.compile(
     r"\b(?:error|errors|fail|failed|failure|fatal|abort|aborted|aborting|exception|traceback|timed? ?out|timeout|"
     r"killed|kill|segmentation fault|segfault|bus error|core dumped|signal|sig(?:kill|term|segv|bus|abrt)|oom|"
     r"out of memory|denied|refused|unreachable|s?xid|panic|cannot|could not|couldn't|unable to|mismatch|illegal|"
     r"invalid|corrupt(?:ed)?|no space left|exited with|exits with|exit code|exitcode|return code|died|dead|unhandled|"
-    r"not found|not enough|fallen off the bus|no route to host|name or service not known)\b",
+    r"not found|not enough|fallen off the bus|no route to host|name or service not known|oomkilled|evicted|"
+    r"insufficient)\b",
     re.IGNORECASE)
 """Words that make a line look like an error (for :func:`looks_like_error`)."""
 # a level word marks a line benign, not a setting a message names ("run with NCCL_DEBUG=INFO for details")
@@ -114,7 +119,7 @@ ERROR_STEMS: tuple[str, ...] = (
     "fault", "bus error", "core dumped", "signal", "sig", "oom", "out of memory", "denied", "refused", "unreachable",
     "xid", "panic", "cannot", "could not", "couldn't", "unable to", "mismatch", "illegal", "invalid", "corrupt",
     "no space left", "exit", "return code", "died", "dead", "unhandled", "not found", "not enough", "critical",
-    "fallen off the bus", "no route to host", "name or service not known")
+    "fallen off the bus", "no route to host", "name or service not known", "oomkilled", "evicted", "insufficient")
 """Lowercase substrings one of which every line :data:`ERROR_WORDS` matches holds (a cheap first test,
 also given to ``grep -F -i`` for large files)."""
 _BENIGN = re.compile(r"NCCL (?:INFO|TRACE)|UserWarning|FutureWarning|DeprecationWarning|(?<!=)\bINFO\b|(?<!=)\bDEBUG\b"
@@ -198,7 +203,7 @@ def parse_line(line: str) -> Message:
         local = local if local is not None else p.local_rank
         host = host if host is not None else p.host
         text = p.text
-        for rx in (_MORE, _JSON_KEY, _PASTE, _DOCKER, _RAY, _SYSLOG, _DMESG_X, _OMPI, _ENFORCE, _GLOG, _NCCL, _NCCL_BARE, _TOOLS, _C10D_RANK, _USER_RANK, _LOGGER,
+        for rx in (_MORE, _JSON_KEY, _PASTE, _DOCKER, _K8S_EVENT, _RAY, _SYSLOG, _DMESG_X, _OMPI, _ENFORCE, _GLOG, _NCCL, _NCCL_BARE, _TOOLS, _C10D_RANK, _USER_RANK, _LOGGER,
                    _WHAT, _EXC, _EXC_LOWER):
             m = rx.match(text)
             if m is None or m.end() == 0 or (rx is _PASTE and exc is not None):  # KeyError: 'labels' keeps its quote
