@@ -703,6 +703,14 @@ SYSTEM: list[E] = [
       ("cpython", "Lib/concurrent/futures/process.py", "terminated abruptly while the future was"),
       m="a worker process of a ProcessPoolExecutor died (killed by the OOM killer, a crash)",
       b="environment", r="root", s="warning", a="check dmesg for an OOM kill and the worker's own crash output"),
+    S("system.python.spawn-bootstrapping", "literal", "An attempt has been made to start a new process before the",
+      ("cpython", "Lib/multiprocessing/spawn.py", "An attempt has been made to start a new process before the"),
+      m="a process started with the 'spawn' method (vLLM's and torch.multiprocessing's workers, DataLoader workers "
+        "on macOS/Windows) re-imported the main script, and the script starts processes at import: its entry point "
+        "has no `if __name__ == '__main__':` guard",
+      b="launch", r="root", s="suspect",
+      a="put the script's top-level code under `if __name__ == '__main__':` (or start the workers with fork, e.g. "
+        "VLLM_WORKER_MULTIPROC_METHOD=fork, when CUDA is not initialised before)"),
     S("system.python.argparse-unrecognized-arguments", "printf", "unrecognized arguments: %s",
       ("cpython", "Lib/argparse.py", "unrecognized arguments: %s"),
       m="the program's command line holds an argument its parser does not know; in a distributed launch usually "
