@@ -219,6 +219,18 @@ def test_a_virtual_interface_with_failed_connections_is_the_suspect(tmp_path):
     assert f.ranks == ()
 
 
+def test_a_link_local_virtual_interface_on_a_job_between_nodes_is_the_suspect(tmp_path):
+    boot = ("h:1:1 [0] NCCL INFO Bootstrap : Using [0]eno4:10.3.6.1<0> [1]vethe94a:fe80::a8%vethe94a<0>\n"
+            "h:1:1 [0] NCCL INFO NET/Socket : Using [0]eno4:10.3.6.1<0> [1]vethe94a:fe80::a8%vethe94a<0>\n")
+    ring = "h:1:2 [0] NCCL INFO Channel 00 : 1[1e0] -> 0[1e0] [receive] via NET/Socket/0\n"
+    [f] = [f for f in read(tmp_path, boot + ring).findings if f.kind == "nccl-bootstrap"]
+    assert f.severity == "suspect" and "link-local" in f.summary and "NCCL_SOCKET_IFNAME=eno4" in f.action
+    # on one node (no NET/ transport) a link-local interface carries nothing between nodes: still a remark
+    ring = "h:1:2 [0] NCCL INFO Channel 00 : 1[1e0] -> 0[1e0] via P2P/IPC\n"
+    [f] = [f for f in read(tmp_path, boot + ring).findings if f.kind == "nccl-bootstrap"]
+    assert f.severity == "warning"
+
+
 def test_the_first_ib_completion_error_is_quoted(tmp_path):
     warn = ("h:9:9 [4] ib_plugin.c:1615 NCCL WARN NET/IB : Got completion from peer 172.3.1.5<44206> with "
             "status={s} opcode=129 len=0 vendor err {v} (Recv)\n")

@@ -192,6 +192,13 @@ def _bootstrap_findings(log: NcclLog) -> list[Finding]:
             ev += ((p.retry_ev,) if p.retry_ev else ()) + tuple(e for _, e in p.net_errors[:1])
         why = (f"; connections failed ({_names(failed, 4)}): NCCL most likely reached for a peer over the virtual "
                "interface" if failed else "")
+        # an interface with only a link-local address cannot carry traffic to another node: with NCCL's network
+        # transport in use (a ring over NET/...), connections over it fail whatever else the log shows
+        local = sorted({n for p in procs for n in p.link_local if n in virt})
+        if local and any(t.startswith("NET/") for q in log.procs.values() for t in q.transports):
+            failed = failed or [p for p in procs if p.link_local]
+            why += (f"; {', '.join(local)} has only a link-local address (fe80::/10 or 169.254/16), which no other "
+                    "node can reach, and the job talks between nodes over NET/")
         out.append(Finding(
             Kind.NCCL_BOOTSTRAP,
             f"bootstrap on a virtual interface ({', '.join(sorted(virt))}) on {', '.join(_hosts(procs))}: container "

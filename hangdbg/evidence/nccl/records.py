@@ -36,6 +36,7 @@ Read as: ``[[Rank R] ][FUNCTION ]comm 0x.. rank R nranks N ...[ ]- [Init|Abort|D
 
 from __future__ import annotations
 
+import ipaddress
 import re
 from collections import Counter
 from dataclasses import dataclass, field
@@ -178,6 +179,7 @@ class Proc:
     plugin: str | None = None  # "none" or "loaded: NAME"
     other_plugins: set = field(default_factory=set)  # "TUNER: internal", "PROFILER: loaded NAME"
     boot_ifaces: set = field(default_factory=set)  # interfaces of "Bootstrap : Using" lines
+    link_local: set = field(default_factory=set)  # socket interfaces whose address is link-local (fe80::/10, 169.254/16)
     init_fail: Evidence | None = None  # first error-chain line through init.cc / init.cu
     chain_first: tuple | None = None  # (file, code, rest, Evidence) of the first error-chain line
     boot_chain: bool = False  # an error chain went through bootstrap.cc
@@ -326,6 +328,8 @@ def using(p: Proc, what: str, rest: str, ip_hosts: dict[str, str]) -> None:
             p.boot_ifaces.add(im.group("name"))
         p.ips.add(ip)
         ip_hosts.setdefault(ip, p.host)
+        if not what.startswith("NET/IB") and _link_local(ip):
+            p.link_local.add(im.group("name"))
     if what.startswith("NET/IB"):
         for dm in _IBDEV.finditer(rest):
             p.ifaces.add(dm.group("dev"))
@@ -455,6 +459,15 @@ def _plugin(p: Proc, msg: str) -> None:
     if lm and not loaded:
         name = (lm.group("name") or lm.group("ofi") or "?").strip()
         p.plugin = "loaded: " + name
+
+
+def _link_local(ip: str) -> bool:
+    """True for an IPv6 link-local (fe80::/10) or IPv4 link-local (169.254.0.0/16, RFC 3927) address: one no
+    other node can reach (the kernel routes it on its own link only)."""
+    try:
+        return ipaddress.ip_address(ip).is_link_local
+    except ValueError:
+        return False
 
 
 def _transport(t: str) -> str:
