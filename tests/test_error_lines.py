@@ -204,6 +204,15 @@ def test_kubectl_describe_rows_are_read(tmp_path):
     assert rep.findings[0].severity is Severity.SUSPECT and "OOM" in rep.findings[0].summary
 
 
+def test_an_excerpt_cut_inside_a_frame_line_is_a_cut_traceback_not_nothing(tmp_path):
+    text = ('Traceback (most recent call last):\n  File "/w/train.py", line 9, in <module>\n    main()\n'
+            '  File "/w/deepspeed/runtime/engine.py", line 1667, in _save_zero_checkpoint\n'
+            "    zero_sd = {'optimizer_state_dict': self.optimizer.state_dict()}\n"
+            '  File "/w/deepspeed/runtime/zero/stage3.py"\n')
+    rep = _read(tmp_path, text, "tb.txt")
+    assert rep.findings and "ends inside" in rep.findings[0].summary and "engine.py:1667" in rep.findings[0].summary
+
+
 def test_a_traceback_pasted_without_its_newlines_is_read_from_its_exception(tmp_path):
     text = ('File "/opt/conda/lib/python3.10/site-packages/torch/distributed/distributed_c10d.py", line 1906, in '
             "broadcast work = default_pg.broadcast([tensor], opts) torch.distributed.DistBackendError: NCCL error in: "

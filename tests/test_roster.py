@@ -109,6 +109,24 @@ def test_ranks_missing_different_tensors_diverged_and_none_is_blamed(tmp_path):
     assert f.kind is Kind.COLLECTIVE_MISMATCH and not f.ranks and "diverged" in f.summary
 
 
+def test_an_old_stall_report_names_the_ranks_not_ready(tmp_path):
+    """horovod <= 0.12 (common/operations.cc CheckForStalledTensors): one line, each stalled tensor with the
+    ranks that did submit it; a paste may end after a comma."""
+    head = ("WARNING: One or more tensors were submitted to be reduced, gathered or broadcasted by subset of ranks and "
+            "are waiting for remainder of ranks for more than 60 seconds. This may indicate that different ranks are "
+            "trying to submit different tensors or that only subset of ranks is submitting tensors, which will cause "
+            "deadlock. Stalled ops: ")
+    text = head + "grad_a_0 [ready ranks: 4, 6, 7, 1, 5, 3, 2], grad_b_0 [ready ranks: 5, 4, 6, 7, 1, 3, 2],\n"
+    findings, _ = _read(tmp_path, {"stall.txt": text})
+    (f,) = [f for f in findings if f.kind is Kind.OUTSIDE_COLLECTIVE]
+    assert f.ranks == (0,) and f.severity is Severity.SUSPECT
+    # each tensor lacks a different rank: they diverged, nobody is blamed
+    text = head + "grad_a_0 [ready ranks: 1, 2, 3], grad_b_0 [ready ranks: 0, 2, 3]\n"
+    findings, _ = _read(tmp_path, {"stall.txt": text})
+    (f,) = [f for f in findings if f.kind in (Kind.OUTSIDE_COLLECTIVE, Kind.COLLECTIVE_MISMATCH)]
+    assert f.kind is Kind.COLLECTIVE_MISMATCH and not f.ranks
+
+
 def test_rows_without_the_missing_ranks_header_are_nobody(tmp_path):
     findings, _ = _read(tmp_path, {"out.txt": "5: [horovod_allreduce.157]\nepoch 1 error: none\n"})
     assert not [f for f in findings if f.kind is Kind.OUTSIDE_COLLECTIVE]

@@ -33,7 +33,9 @@ _CONTEXT = re.compile(
     |The\ above\ exception\ was\ the\ direct\ cause|error_file:|traceback\s*:\s*To\ enable\ traceback
     |[│|]?\s*(?:time|host|rank|exitcode|error_file|traceback)\s*:\s)""", re.VERBOSE)
 _MAX_EVENTS = 20_000
-_CODE = re.compile(r"[\w.]+(?:\[[^\]]{0,80}\])?\s*[-+*/]?=\s*\S|.*[(,\[{]\s*$")
+_CODE = re.compile(r"[\w.]+(?:\[[^\]]{0,80}\])?\s*[-+*/]?=\s*\S|(?!.{0,300}?[a-z]\. [A-Z]).{0,160}[(,\[{]\s*$")
+"""Code: an assignment, or a short line that opens a call or a literal continued on the next line (a line of
+prose - with a sentence's end inside, or long - that a paste cut after a comma is no code)."""
 _FILE_LINE = re.compile(r'\s*File "[^"]*", line \d+')
 _FRAME = re.compile(r'File "(?P<path>[^"]{1,300})", line (?P<line>\d{1,7})(?:, in (?P<func>[\w<>.]{1,120}))?')
 _WORDY = re.compile(r"[A-Za-z]{3,40}\W{1,10}[A-Za-z]{2}")
@@ -493,6 +495,8 @@ def scan_file(path: str, catalog: Catalog, log: ErrorLog) -> None:
             tb = replace(tb, code=line.strip())
         elif _TB_HEAD.search(line):
             tb = CutTraceback(Evidence(path, no, line), "")
+        elif tb is not None and line.lstrip().startswith('File "'):
+            pass  # a frame the excerpt cut before its line number: the traceback goes on into it
         elif tb is not None and line.strip() and not _CARETS.match(line):
             tb = None  # the traceback went on into its exception (or something else): not cut
         if not line or after_file_line or is_context_line(line):

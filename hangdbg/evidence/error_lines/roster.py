@@ -53,7 +53,7 @@ _RANK_ZERO = (
      "Lightning-AI/pytorch-lightning 2.6.0 src/lightning/pytorch/trainer/setup.py:164 (rank_zero_info)"),
     (re.compile(r"^(?:# ?)?nThread \d+ nGpus \d+ minBytes "), "NVIDIA/nccl-tests src/common.cu (PRINT: main process only)"),
 )
-NEEDLES = ("GLOBAL_RANK", "store-based barrier", "Rank", "GPU available", "nThread", "Missing ranks:")
+NEEDLES = ("GLOBAL_RANK", "store-based barrier", "Rank", "GPU available", "nThread", "Missing ranks:", "[ready ranks:")
 """Substrings one of which every announcement holds (a cheap test before the regexes)."""
 
 
@@ -72,7 +72,11 @@ class Announcement:
 
 _MISSING_HEAD = re.compile(r"(?:^|\s)Missing ranks:\s*$")
 _MISSING_ROW = re.compile(r"^(?P<rank>\d{1,7})(?P<stalled>!?): \[(?P<tensors>.{0,300})")
-_MISSING_SOURCE = "horovod/horovod v0.28.1 horovod/common/stall_inspector.cc:78"
+_MISSING_SOURCE = ("horovod/horovod v0.28.1 horovod/common/stall_inspector.cc:78 (Missing ranks:); v0.12.1 "
+                   "horovod/common/operations.cc:1095 (Stalled ops: TENSOR [ready ranks: ...])")
+# horovod <= 0.12: "Stalled ops: NAME [ready ranks: 4, 6, 7, 1], NAME2 [ready ranks: ...]": the ranks that did submit
+_READY = re.compile(r"(?P<tensor>[^\s,\[\]]{1,300}) \[ready ranks:(?P<ranks>[\d, ]{0,4000})\]")
+_MAX_RANK = 65536
 
 
 @dataclass(frozen=True, slots=True)
@@ -113,6 +117,9 @@ class Roster:
             self.expecting = True
             self.heads.append(evidence)
             return
+        if "[ready ranks:" in text:
+            self._ready(text, evidence)
+            return
         if not any(n in text for n in NEEDLES) or len(self.said) >= 4096:
             return
         for rx, source in _ANNOUNCE:
@@ -127,6 +134,20 @@ class Roster:
             if rx.search(text):
                 self.said.append(Announcement(0, None, "", True, source, evidence))
                 return
+
+    def _ready(self, text: str, evidence: Evidence) -> None:
+        """An old stall report (horovod <= 0.12) lists the ranks that did submit each stalled tensor: every
+        rank below the highest of them that is not listed has not (ranks above it are not known)."""
+        lacking: dict[int, list[str]] = {}  # rank -> the tensors it has not submitted, as a new report's row lists them
+        for m in _READY.finditer(text):
+            ready = {int(x) for x in re.findall(r"\d{1,7}", m.group("ranks"))}
+            if ready and max(ready) <= _MAX_RANK:
+                for r in sorted(set(range(max(ready) + 1)) - ready):
+                    lacking.setdefault(r, []).append(m.group("tensor"))
+        if lacking:
+            self.heads.append(evidence)
+        for r, tensors in sorted(lacking.items())[: max(0, 4096 - len(self.missing))]:
+            self.missing.append(MissingRank(r, ", ".join(tensors), False, evidence, len(self.heads) - 1))
 
     def note_file(self, path: str, lines: Counter[str], repeats: int) -> None:
         """Mark ``path`` doubled when nearly every distinct line of it occurs an even number of times and
