@@ -213,6 +213,13 @@ def test_an_excerpt_cut_inside_a_frame_line_is_a_cut_traceback_not_nothing(tmp_p
     assert rep.findings and "ends inside" in rep.findings[0].summary and "engine.py:1667" in rep.findings[0].summary
 
 
+def test_mp_spawns_process_index_is_the_rank_it_names(tmp_path):
+    # torch/multiprocessing/spawn.py: "process %d terminated with signal %s" (the entry's rank_field)
+    rep = _read(tmp_path, "torch.multiprocessing.spawn.ProcessExitedException: process 3 terminated with signal "
+                          "SIGKILL\n", "err.txt")
+    assert rep.findings[0].ranks == (3,) and "SIGKILL" in rep.findings[0].summary
+
+
 def test_a_traceback_pasted_without_its_newlines_is_read_from_its_exception(tmp_path):
     text = ('File "/opt/conda/lib/python3.10/site-packages/torch/distributed/distributed_c10d.py", line 1906, in '
             "broadcast work = default_pg.broadcast([tensor], opts) torch.distributed.DistBackendError: NCCL error in: "

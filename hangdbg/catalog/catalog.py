@@ -434,12 +434,13 @@ def parse_entries(doc: dict[str, Any], name: str, checked: bool = True) -> list[
         out.append(CatalogEntry(id=raw["id"], domain=domain, syntax=syntax, format=fmt, source=str(raw["source"]),
                                 meaning=str(raw["meaning"]), blame=blame, role=role, severity=raw["severity"],
                                 action=str(raw["action"]), versions=str(raw.get("versions", "")), example=example,
-                                pattern=pattern, literal=lit, code=_code(raw.get("code"), where)))
+                                pattern=pattern, literal=lit, code=_code(raw.get("code"), where),
+                                rank_field=_code(raw.get("rank_field"), where)))
     return out
 
 
 def _code(raw: Any, where: str) -> int | None:
-    """An entry's ``code`` (an int), None when absent.
+    """An entry's ``code`` or ``rank_field`` (an int), None when absent.
 
     Raises:
         CatalogError: it is not an integer.
@@ -447,7 +448,7 @@ def _code(raw: Any, where: str) -> int | None:
     if raw is None:
         return None
     if isinstance(raw, bool) or not isinstance(raw, int):
-        raise CatalogError(f"{where}: code {raw!r} is not an integer")
+        raise CatalogError(f"{where}: {raw!r} is not an integer (code, rank_field)")
     return raw
 
 

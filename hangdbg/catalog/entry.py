@@ -78,6 +78,9 @@ class CatalogEntry:
         literal: the number of literal characters of ``format`` (its specificity).
         code: the enum value the entry's name stands for (``CUDA_ERROR_OUT_OF_MEMORY`` is 2), None for a message;
             lines that print only the number (``CUresult error result=2``) are looked up by it.
+        rank_field: which captured placeholder (0-based) is the rank of the process the message is about, None
+            when none is (torch.multiprocessing.spawn's ``process {} terminated with signal {}``: the index
+            mp.spawn gave the process, its rank on one node in the ``mp.spawn(fn, nprocs=N)`` idiom).
     """
 
     id: str
@@ -95,3 +98,4 @@ class CatalogEntry:
     pattern: EntryPattern = field(default=re.compile(""), compare=False, repr=False)
     literal: int = 0
     code: int | None = None
+    rank_field: int | None = None

@@ -613,6 +613,7 @@ class Row:
     template: bool = False
     optional: bool = False
     repo: str = "pytorch"
+    rank_field: int | None = None  # the placeholder that is the printing process's rank (see entry.py)
 
 
 PYTORCH: list[Row] = []
@@ -1245,15 +1246,15 @@ R("cpu-allocator-cannot-allocate", "c10/core/impl/alloc_cpu.cpp", "DefaultCPUAll
 # --- torch.multiprocessing.spawn -----------------------------------------------------------------
 R("mp-process-terminated-error", "torch/multiprocessing/spawn.py", "terminated with the following error:",
   "self", "root", "suspect", "a process started by torch.multiprocessing.spawn raised; its traceback follows",
-  "read the traceback that follows")
+  "read the traceback that follows", rank_field=0)
 R("mp-terminating-process", "torch/multiprocessing/spawn.py", "via signal SIGTERM", "peer", "consequence",
   "info", "spawn stops the other processes after one failed", "", cut="via signal SIGTERM")
 R("mp-process-exit-code", "torch/multiprocessing/spawn.py", "terminated with exit code", "self", "root",
   "warning", "a process started by torch.multiprocessing.spawn exited with a non-zero code",
-  "read that process's output")
+  "read that process's output", rank_field=0)
 R("mp-process-signal", "torch/multiprocessing/spawn.py", "terminated with signal", "self", "root", "warning",
   "a process started by torch.multiprocessing.spawn was killed by a signal (SIGKILL: likely the OOM killer)",
-  "check dmesg for the OOM killer; get a core dump for SIGSEGV")
+  "check dmesg for the OOM killer; get a core dump for SIGSEGV", rank_field=0)
 
 # --- DataLoader ------------------------------------------------------------------------------------
 R("dataloader-worker-killed", DLC, "is killed by signal:", "environment", "root", "suspect",
@@ -1795,6 +1796,7 @@ class Entry:
     anchor: str = ""
     notes: list[str] = field(default_factory=list)
     code: int | None = None  # the enum value a message names (a CUresult / cudaError name), for lines that print only the number
+    rank_field: int | None = None  # the placeholder that is the rank of the process the message is about
 
 
 # Line decorations hangdbg peels off before matching (its hangdbg/catalog/message.py), which some upstream
@@ -1960,7 +1962,7 @@ class Miner:
         if row.repo == "pytorch":
             versions = hits[0][0] if hits[0][0] == hits[-1][0] else f"{hits[0][0]}..{hits[-1][0]}"
         return Entry(row.id, syntax, fmt, source, row.meaning, row.blame, row.role, row.severity, row.action,
-                     versions, row.example, row.repo, ref, row.path, line, row.anchor)
+                     versions, row.example, row.repo, ref, row.path, line, row.anchor, rank_field=row.rank_field)
 
     def check_citation(self, e: Entry) -> None:
         up = self.ups[e.repo]
@@ -2048,6 +2050,8 @@ def render(domain: str, header: list[str], entries: list[Entry]) -> str:
             lines.append(f"{k} = {toml_str(v)}")
         if e.code is not None:
             lines.append(f"code = {e.code}")
+        if e.rank_field is not None:
+            lines.append(f"rank_field = {e.rank_field}")
         lines.append("")
     return "\n".join(lines)
 

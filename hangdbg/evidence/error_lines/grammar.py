@@ -299,6 +299,14 @@ def _head_joined(catalog: Catalog, head: str, msg: Message) -> tuple[Message, Ma
     return None
 
 
+def _field_rank(msg: Message, match: Match | None) -> Message:
+    """``msg`` with the rank its entry's ``rank_field`` placeholder captured (mp.spawn's process index) when its
+    prefixes gave none."""
+    i = match.entry.rank_field if match is not None and msg.rank is None else None
+    f = match.fields[i].strip() if match is not None and i is not None and i < len(match.fields) else ""
+    return replace(msg, rank=int(f)) if f.isdigit() and len(f) <= 7 else msg
+
+
 def _bare(line: str) -> bool:
     """True for a line with nothing to peel (no time, host, rank or level prefix): a continuation
     candidate for :func:`_wrapped` even when a paste lost its indentation."""
@@ -530,6 +538,7 @@ def scan_file(path: str, catalog: Catalog, log: ErrorLog) -> None:
             (msg, match), line = two, f"{head.rstrip()} {line.strip()}"  # a message wrapped before its error word
         if not error and (match is None or match.innermost.severity == "info"):
             continue  # a line without an error word is an event only when the catalog knows it as one
+        msg = _field_rank(msg, match)
         log.error_lines += 1
         explains = bool(last_error and no - last_error <= 2 * gap)
         event = ErrorEvent(Evidence(path, no, line), msg, match, log.error_lines, frame if msg.exception else "",
