@@ -511,6 +511,21 @@ def test_repeated_log_lines_of_one_length_are_no_wrap():
     assert _unwrapped(body) == body
 
 
+def test_a_word_wrap_is_undone_but_not_around_a_line_that_is_a_message_itself():
+    import textwrap
+
+    from hangdbg.evidence.error_lines.paste import soft_unwrapped
+    msg = ("RuntimeError: Timed out initializing process group in store based barrier on rank: 3, for key: "
+           "store_based_barrier_key:1 (world_size=8, worker_count=4, timeout=0:30:00) and a few more words here")
+    text = "\n".join(textwrap.wrap(msg, 72) + textwrap.wrap(msg.replace("Timed", "It timed"), 72)).encode()
+    out = soft_unwrapped(text).decode().split("\n")
+    assert out[0] == msg and len(out) == len(text.split(b"\n"))  # joined in place, the line count kept
+    # lines that each read as a message stay apart; an unwrapped log (longer lines, few near its longest) stays
+    assert soft_unwrapped(text, lambda line: True) == text
+    log = b"\n".join(b"x" * n + b" tail" for n in (40, 150, 90, 30, 60, 120))
+    assert soft_unwrapped(log) == log
+
+
 def test_records_a_paste_ran_together_are_cut_at_more_record_heads():
     from hangdbg.evidence.error_lines.grammar import _records_of
     pad = "x" * 400

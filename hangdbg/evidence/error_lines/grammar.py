@@ -20,7 +20,7 @@ from typing import Iterator
 from ...catalog.catalog import Catalog, Match
 from ...catalog.message import ERROR_STEMS, Message, looks_like_error, parse_line
 from ...model import Evidence
-from .paste import dedented, double_spaced, unwrapped
+from .paste import dedented, double_spaced, soft_unwrapped, unwrapped
 from ...text.lines import MAX_LINE, iter_lines_from, open_input, strip_ansi_bytes
 from ...tools.grep import find_grep, grep_lines
 from .roster import NEEDLES, Roster
@@ -350,7 +350,7 @@ def _first_of_block(log: ErrorLog, path: str, gap: int = 1) -> None:
         ev[i:] = [replace(e, order=o) for e, o in zip(moved, orders)]
 
 
-def _shape(path: str) -> tuple[bytes | None, int, str, int, str | None]:
+def _shape(path: str, catalog: Catalog) -> tuple[bytes | None, int, str, int, str | None]:
     """What the whole of a small file says about its lines: its bytes (colours removed; None for a large
     file), its last line's number (an excerpt's may be cut where the paste ended), the label most lines
     carry (:func:`_labelled`), the gap between lines that belong together (2 in a double-spaced paste)
@@ -362,9 +362,15 @@ def _shape(path: str) -> tuple[bytes | None, int, str, int, str | None]:
     data = _small_file(path)
     if data is None:
         return None, 0, "", 1, None
-    data = dedented(strip_ansi_bytes(unwrapped(data)))
+    data = dedented(strip_ansi_bytes(soft_unwrapped(unwrapped(data), lambda b: _known(catalog, b))))
     return (data, _last_line(data), _labelled(data.rstrip(b"\r\n\t ")), 2 if double_spaced(data) else 1,
             _pod_node(data))
+
+
+def _known(catalog: Catalog, line: bytes) -> bool:
+    """True when ``line`` on its own is a catalog message (a word wrap is not undone around it: a program that
+    writes a message over several lines, as Open MPI's help texts, has an entry per line)."""
+    return catalog.search(parse_line(line.decode("utf-8", "replace").strip()).text) is not None
 
 
 _REDACTED = re.compile(r"\s?(?:\(\.\.\.\)|\[\.\.\.\]|<\.\.\.>|\.\.\.|…|\b[xX]{3,}\b|\*{3,}|<(?:redacted|hidden|removed|"
@@ -466,7 +472,7 @@ def scan_file(path: str, catalog: Catalog, log: ErrorLog) -> None:
     first_event = len(log.events)
     tally = _Tally()
     code_next = False
-    data, last, labelled, gap, pod_node = _shape(path)
+    data, last, labelled, gap, pod_node = _shape(path, catalog)
     label_rx = _LABELS.get(labelled)
     last_error = 0  # the line number of a "Last error:" line just read
     frame = ""  # the last 'File "x.py", line N, in f' frame read

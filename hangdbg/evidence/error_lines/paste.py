@@ -1,15 +1,17 @@
 """What a paste did to a small log, undone before its lines are read (no I/O): a blank line after every
-line (a web page's paste), a Markdown / e-mail quote or a code block's indentation on every line, and a
-fixed-column hard wrap (a terminal's or a paste tool's). Line numbers stay the file's."""
+line (a web page's paste), a Markdown / e-mail quote or a code block's indentation on every line, a
+fixed-column hard wrap (a terminal's or a paste tool's) and a word wrap (an e-mail's, a chat's, Python's
+textwrap). Line numbers stay the file's."""
 
 from __future__ import annotations
 
 import re
 from collections import Counter
+from typing import Callable
 
 from ...catalog.message import parse_line
 
-__all__ = ["double_spaced", "dedented", "unwrapped", "WRAP_MIN", "WRAP_MAX"]
+__all__ = ["double_spaced", "dedented", "unwrapped", "soft_unwrapped", "WRAP_MIN", "WRAP_MAX", "SOFT_TAIL"]
 
 
 def double_spaced(body: bytes) -> bool:
@@ -48,12 +50,13 @@ _NOT_CONTINUATION = re.compile(r"^(?:Traceback \(|\s*File \"|[|+=]|-{4})")
 
 def _continues(line: bytes) -> bool:
     """True when ``line`` may be the rest of a line a terminal or a paste cut at a fixed column: it has
-    text and no record head of its own (no time, host, rank or level prefix, no traceback or table line)."""
+    text and no record head of its own (no time, host, rank or level prefix, no exception class, no traceback or
+    table line)."""
     text = line.rstrip(b"\r").decode("utf-8", "replace")
     if not text.strip() or _NOT_CONTINUATION.match(text):
         return False
     msg = parse_line(text)
-    return msg.rank is None and msg.host is None and msg.time is None and not msg.level
+    return msg.rank is None and msg.host is None and msg.time is None and not msg.level and not msg.exception
 
 
 WRAP_MIN = 60
@@ -92,3 +95,49 @@ def unwrapped(body: bytes) -> bytes:
                 j += 1
         return b"\n".join(out)
     return body
+
+
+SOFT_TAIL = 14
+"""A word-wrapped line ends within this many columns of the wrap width (:func:`soft_unwrapped`)."""
+
+
+def _soft_next(cur: bytes, nxt: bytes, width: int) -> bool:
+    """True when ``nxt`` may be the rest of ``cur`` cut by a word wrap of ``width`` columns: it has no indentation
+    of its own (at most one blank, the one the wrap fell on), no record head (:func:`_continues`), and its first
+    word would not have fitted on ``cur``."""
+    text = nxt.rstrip(b"\r")
+    if not text.strip() or text[:2].isspace() or text[:1] == b"\t" or not _continues(text):
+        return False
+    first = text.lstrip().split(b" ", 1)[0]
+    return len(cur.rstrip(b"\r").rstrip()) + 1 + len(first) > width
+
+
+def soft_unwrapped(body: bytes, known: Callable[[bytes], bool] = lambda line: False) -> bytes:
+    """``body`` with the lines a word wrap broke joined again (with a blank): the width is the longest line
+    (:data:`WRAP_MIN` to 200 columns), at least 4 lines and 30 % of the lines with text end within
+    :data:`SOFT_TAIL` columns of it (a log that was not wrapped has longer lines, and few near its longest),
+    and a line that long is joined with the next when that one continues it (:func:`_soft_next`) and neither is
+    a message on its own (``known``: a program that writes one message over several lines). The joined line
+    takes the first one's place and the rest becomes blank, so the line numbers stay the file's."""
+    lines = body.split(b"\n")
+    if len(lines) > 4000:
+        return body
+    width = [len(ln.rstrip(b"\r")) for ln in lines]
+    text = [w for w in width if w]
+    if len(text) < 4 or not WRAP_MIN <= max(text) <= 200:
+        return body
+    wrap = max(text)
+    long = [i for i, w in enumerate(width) if w >= wrap - SOFT_TAIL]
+    if len(long) < 4 or len(long) < 0.3 * len(text):
+        return body
+    out = list(lines)
+    for i in long:
+        if not out[i].strip():
+            continue  # already joined into the line above
+        j = i
+        while j < len(lines) - 1 and width[j] >= wrap - SOFT_TAIL and _soft_next(lines[j], lines[j + 1], wrap) \
+                and len(out[i]) + width[j + 1] <= WRAP_MAX and not known(lines[j]) and not known(lines[j + 1]):
+            out[i] = out[i].rstrip(b"\r").rstrip() + b" " + lines[j + 1].rstrip(b"\r").strip()
+            out[j + 1] = b""
+            j += 1
+    return b"\n".join(out)
