@@ -426,6 +426,14 @@ def test_a_text_field_between_blanks_may_be_empty():
     assert m is not None and "n1" in m.fields
 
 
+def test_a_text_field_that_starts_the_message_may_be_empty():
+    """DeepSpeed launch.py '%s exits with return code = %d' pasted without the command it names."""
+    m = CATALOG.search("exits with return code = -9")
+    assert m is not None and m.entry.id.startswith("frameworks.deepspeed") and "return code" in m.entry.format
+    m = CATALOG.search("['python', '-u', 'train.py'] exits with return code = 1")
+    assert m is not None and m.fields[0].startswith("['python'")
+
+
 @pytest.mark.parametrize("line, entry_id", [
     ("bash: orted: command not found", "system.shell.command-not-found"),
     ("ORTE was unable to reliably start one or more daemons.", "system.openmpi.failed-daemon-launch"),

@@ -166,11 +166,15 @@ def format_regex(fmt: str, syntax: Syntax) -> str:
     # a text field between blanks may be empty ("on node  exited" when the host name was empty or a paste removed
     # it): its blanks collapse to one run
     body = _BLANK_FIELD.sub(r"\\s+(?:\g<f>\\s+)?", body)
+    # a text field that starts the message before a blank may be empty too (a paste that kept only the words
+    # after it: DeepSpeed's "%s exits with return code = %d" pasted as "exits with return code = -9")
+    body = _LEAD_FIELD.sub(r"(?:\g<f>\\s+)?", body, count=1)
     # a trailing blank run must not demand a blank after the message
     return re.sub(r"(\\s\+)+$", "", body)
 
 
 _BLANK_FIELD = re.compile(r"\\s\+(?P<f>\(\?P<s\d+>\.\{0,\d+\}\?\))\\s\+")
+_LEAD_FIELD = re.compile(r"^(?P<f>\(\?P<s0>\.\{0,\d+\}\?\))\\s\+")
 
 
 def _pieces(fmt: str, syntax: Syntax) -> list[tuple[bool, str]]:
