@@ -397,3 +397,15 @@ def test_read_capped_reads_small_large_and_growing_files(tmp_path):
         assert read_capped(f, 10_000) == b"z" * 3000
     with open("/proc/self/status", "rb") as f:  # st_size 0: read on until the end
         assert b"Pid:" in read_capped(f, 1 << 20)
+
+
+def test_a_quoted_paste_is_read_without_its_quotes_by_every_line_reader():
+    import io
+
+    from hangdbg.text.lines import iter_lines_from
+    body = b"> [rank1]: RuntimeError: boom\n>\n> exitcode  : -7 (pid: 12)\n"
+    assert [t for _, t in iter_lines_from(io.BytesIO(body))] == ["[rank1]: RuntimeError: boom", "",
+                                                                 "exitcode  : -7 (pid: 12)"]
+    # one quoted line among others is text, not a quote to peel; Python's prompt is no quote
+    body = b"> one\nplain two\nplain three\n>>> import torch\n"
+    assert [t for _, t in iter_lines_from(io.BytesIO(body))][:4] == ["> one", "plain two", "plain three", ">>> import torch"]

@@ -200,6 +200,17 @@ def strip_ansi_bytes(body: bytes) -> bytes:
     return _ANSI.sub(b"", body) if b"\x1b" in body or b"#033[" in body else body
 
 
+QUOTE = re.compile(rb"^[ \t]{0,3}>(?:[ \t]|$)", re.M)
+"""A Markdown / e-mail quote at the start of a line (``> ``): a paste quoted in an issue or a reply."""
+
+
+def quoted(body: bytes) -> bool:
+    """True when 90 % of the lines with text of ``body`` (at least 2) start with a quote (:data:`QUOTE`):
+    a quoted paste, whose quotes every reader peels before it reads the lines."""
+    text = [ln for ln in body.split(b"\n", 4000)[:4000] if ln.strip()]
+    return len(text) >= 2 and sum(1 for ln in text if QUOTE.match(ln)) >= 0.9 * len(text)
+
+
 def iter_lines_where(stream: BinaryIO, needles: tuple[bytes, ...] | None,
                      on_skipped: Callable[[int, bytes], None] | None = None,
                      force: Callable[[], bool] | None = None) -> Iterator[tuple[int, str]]:
@@ -219,10 +230,15 @@ def iter_lines_where(stream: BinaryIO, needles: tuple[bytes, ...] | None,
     n = 0
     pending: list[bytes] = []  # chunks of a line longer than a chunk: joined once its newline comes
     held = 0  # bytes in pending
+    unquote: bool | None = None  # decided on the first chunk: a small file (one chunk) that is a quoted paste
     while True:
         chunk = stream.read(_CHUNK)
         if not chunk:
             break
+        if unquote is None:
+            unquote = len(chunk) < _CHUNK and quoted(chunk)
+        if unquote:
+            chunk = QUOTE.sub(b"", chunk)
         cut = chunk.rfind(b"\n")
         if cut < 0:
             if held < MAX_LINE:  # beyond the cap, the rest of the line is dropped, not kept

@@ -10,6 +10,7 @@ from collections import Counter
 from typing import Callable
 
 from ...catalog.message import parse_line
+from ...text.lines import QUOTE
 
 __all__ = ["double_spaced", "dedented", "unwrapped", "soft_unwrapped", "WRAP_MIN", "WRAP_MAX", "SOFT_TAIL"]
 
@@ -24,7 +25,7 @@ def double_spaced(body: bytes) -> bool:
     return sum(1 for i in text[:-1] if i + 1 < len(lines) and not lines[i + 1].strip()) >= 0.9 * (len(text) - 1)
 
 
-_QUOTE = re.compile(rb"^[ \t]{0,3}>[ \t]?", re.M)
+_QUOTE = QUOTE
 
 
 def dedented(body: bytes) -> bytes:
