@@ -311,7 +311,8 @@ def _bare(line: str) -> bool:
     """True for a line with nothing to peel (no time, host, rank or level prefix): a continuation
     candidate for :func:`_wrapped` even when a paste lost its indentation."""
     msg = parse_line(line)
-    return bool(line.strip()) and msg.text == line.strip() and msg.rank is None and msg.host is None and msg.time is None
+    return bool(line.strip()) and line.strip().startswith(msg.text[:60]) and msg.rank is None and msg.host is None \
+        and msg.time is None  # nothing peeled at its start (a closing quote may go at its end)
 
 
 def _unpadded(text: str, catalog: Catalog) -> tuple[str, Match | None]:
