@@ -8,7 +8,7 @@ the message. It reads, never runs, upstream code:
 * git directories brought by the search tool's ``fetch`` (``git grep`` / ``git show TAG:path``, no
   work tree): SchedMD/slurm, bminor/glibc, bminor/bash, openssh/openssh-portable, chaos/pdsh,
   linux-rdma/rdma-core, deepspeedai/DeepSpeed, NVIDIA/Megatron-LM, huggingface/accelerate,
-  Lightning-AI/pytorch-lightning, horovod/horovod;
+  Lightning-AI/pytorch-lightning, horovod/horovod, inclusionAI/AReaL;
 * the Python files of released wheels, for repositories too large to fetch (ray-project/ray,
   vllm-project/vllm, sgl-project/sglang) and CPython's ``Lib/`` of a pyenv build: a
   wheel's ``.py`` files are the tag's files, so ``ray-2.60.0 python/ray/exceptions.py:463`` is read
@@ -138,6 +138,7 @@ SOURCES: dict[str, Git | Tree] = {
     "accelerate": Git("huggingface+accelerate", "huggingface/accelerate", r"v\d+\.\d+\.\d+"),
     "lightning": Git("Lightning-AI+pytorch-lightning", "Lightning-AI/pytorch-lightning", r"\d+\.\d+\.\d+"),
     "horovod": Git("horovod+horovod", "horovod/horovod", r"v\d+\.\d+\.\d+"),
+    "areal": Git("inclusionAI+AReaL", "inclusionAI/AReaL", r"v\d+\.\d+\.\d+"),
     "ray": Tree("ray-2.60.0-cp311-cp311-manylinux2014_x86_64.whl", "ray-project/ray", "ray-2.60.0", strip="python/"),
     "vllm": Tree("vllm-0.11.2-cp38-abi3-manylinux1_x86_64.whl", "vllm-project/vllm", "v0.11.2"),
     "sglang": Tree("sglang-0.5.10.post1-py3-none-any.whl", "sgl-project/sglang", "v0.5.10.post1", strip="python/"),
@@ -1408,6 +1409,16 @@ FRAMEWORKS: list[E] = [
       ("horovod", "horovod/common/operations.cc", "Horovod background loop uncaught exception: "),
       m="horovod's background thread died with an exception (often a NCCL/MPI error)", b="self", r="root",
       s="suspect", a="read the exception text"),
+
+    # ---- AReaL ----------------------------------------------------------------------------------
+    S("frameworks.areal.ray-not-enough-resources", "python",
+      "Ray does not have enough resources to launch workers. Required: {} CPU, {} GPU, {} GB memory. "
+      "Available: {} CPU, {} GPU, {} GB memory.",
+      ("areal", "realhf/system/controller.py", "Ray does not have enough resources to launch workers."),
+      m="the experiment's workers ask the Ray cluster for more CPUs, GPUs or memory than it has: they are never "
+        "scheduled and the experiment waits forever", b="launch", r="root", s="suspect",
+      a="lower the per-worker reservations (cpu_per_*_worker, mem_per_*_worker) or the number of workers, or add "
+        "Ray nodes; compare Required with Available in the line"),
 
     # ---- vLLM -----------------------------------------------------------------------------------
     S("frameworks.vllm.worker-proc-died", "printf", "Worker proc %s died unexpectedly, shutting down executor.",
