@@ -220,6 +220,15 @@ def test_mp_spawns_process_index_is_the_rank_it_names(tmp_path):
     assert rep.findings[0].ranks == (3,) and "SIGKILL" in rep.findings[0].summary
 
 
+def test_slurm_lines_without_an_error_word_in_their_message_are_read(tmp_path):
+    # slurmstepd's cancellation banner (req.c) and execve's errno text after the "error:" level
+    rep = _read(tmp_path, "slurmstepd: error: *** STEP 123.0 ON gpu01 CANCELLED AT 2024-03-01T10:00:00 DUE TO TIME "
+                          "LIMIT ***\n", "slurm.txt")
+    assert rep.findings and "time limit" in rep.findings[0].summary
+    rep = _read(tmp_path, "slurmstepd: error: execve(): python: No such file or directory\n", "slurm2.txt")
+    assert rep.findings and rep.findings[0].kind is not Kind.UNRECOGNISED_ERROR
+
+
 def test_a_traceback_pasted_without_its_newlines_is_read_from_its_exception(tmp_path):
     text = ('File "/opt/conda/lib/python3.10/site-packages/torch/distributed/distributed_c10d.py", line 1906, in '
             "broadcast work = default_pg.broadcast([tensor], opts) torch.distributed.DistBackendError: NCCL error in: "

@@ -110,7 +110,7 @@ ERROR_WORDS = re.compile(
     r"out of memory|denied|refused|unreachable|s?xid|panic|cannot|could not|couldn't|unable to|mismatch|illegal|"
     r"invalid|corrupt(?:ed)?|no space left|exited with|exits with|exit code|exitcode|return code|died|dead|unhandled|"
     r"not found|not enough|fallen off the bus|no route to host|name or service not known|oomkilled|evicted|"
-    r"insufficient)\b",
+    r"insufficient|can not|cancell?ed at|no such file or directory)\b",
     re.IGNORECASE)
 """Words that make a line look like an error (for :func:`looks_like_error`)."""
 # a level word marks a line benign, not a setting a message names ("run with NCCL_DEBUG=INFO for details")
@@ -119,7 +119,8 @@ ERROR_STEMS: tuple[str, ...] = (
     "fault", "bus error", "core dumped", "signal", "sig", "oom", "out of memory", "denied", "refused", "unreachable",
     "xid", "panic", "cannot", "could not", "couldn't", "unable to", "mismatch", "illegal", "invalid", "corrupt",
     "no space left", "exit", "return code", "died", "dead", "unhandled", "not found", "not enough", "critical",
-    "fallen off the bus", "no route to host", "name or service not known", "oomkilled", "evicted", "insufficient")
+    "fallen off the bus", "no route to host", "name or service not known", "oomkilled", "evicted", "insufficient",
+    "can not", "cancelled at", "canceled at", "no such file or directory")
 """Lowercase substrings one of which every line :data:`ERROR_WORDS` matches holds (a cheap first test,
 also given to ``grep -F -i`` for large files)."""
 _BENIGN = re.compile(r"NCCL (?:INFO|TRACE)|UserWarning|FutureWarning|DeprecationWarning|(?<!=)\bINFO\b|(?<!=)\bDEBUG\b"
