@@ -426,6 +426,12 @@ def test_a_text_field_between_blanks_may_be_empty():
     assert m is not None and "n1" in m.fields
 
 
+def test_a_hip_error_name_reads_as_the_cuda_error_it_mirrors():
+    m = CATALOG.search("RuntimeError: HIP error: hipErrorNoDevice")
+    assert m is not None and m.entry.format == "cudaErrorNoDevice"
+    assert CATALOG.search("hipErrorNotAnError") is None or CATALOG.search("hipErrorNotAnError").entry.format != ""
+
+
 def test_a_text_field_that_starts_the_message_may_be_empty():
     """DeepSpeed launch.py '%s exits with return code = %d' pasted without the command it names."""
     m = CATALOG.search("exits with return code = -9")

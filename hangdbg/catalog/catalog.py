@@ -382,10 +382,17 @@ def _search(cat: "Catalog", message: str) -> Match | None:
             return m
     if cat._names:
         for word in _NAME.finditer(message[:2000]):
-            e = cat._names.get(word.group(0))
+            e = cat._names.get(_cuda_name(word.group(0)))
             if e is not None and not message[word.end():word.end() + 1].isalnum():
                 return Match(e)
     return None
+
+
+def _cuda_name(word: str) -> str:
+    """``word``, or the CUDA name a HIP error name stands for: HIP's ``hipError_t`` mirrors ``cudaError_t`` name for
+    name (``hipErrorNoDevice`` is ``cudaErrorNoDevice``; ROCm HIP include/hip/hip_runtime_api.h, the names hipify
+    writes for CUDA's), so a ROCm build's error is read as the CUDA error it mirrors."""
+    return "cudaError" + word[8:] if word.startswith("hipError") else word
 
 
 def parse_entries(doc: dict[str, Any], name: str, checked: bool = True) -> list[CatalogEntry]:
