@@ -409,3 +409,17 @@ def test_a_quoted_paste_is_read_without_its_quotes_by_every_line_reader():
     # one quoted line among others is text, not a quote to peel; Python's prompt is no quote
     body = b"> one\nplain two\nplain three\n>>> import torch\n"
     assert [t for _, t in iter_lines_from(io.BytesIO(body))][:4] == ["> one", "plain two", "plain three", ">>> import torch"]
+
+
+def test_a_paste_that_lost_its_newlines_is_read_as_records_again():
+    import io
+
+    from hangdbg.text.lines import iter_lines_from
+    block = ("Root Cause (first observed failure): [0]:   time      : 2024-01-16_18:04:01   host      : n1   rank      : "
+             "0 (local_rank: 0)   exitcode  : -7 (pid: 16609)   error_file: <N/A>   traceback : Signal 7 (SIGBUS) received "
+             "by PID 16609 " + "=" * 60 + " srun: error: n1: task 0: Exited with exit code 1 " + "x" * 100)
+    lines = [t for _, t in iter_lines_from(io.BytesIO(block.encode()))]
+    assert "exitcode  : -7 (pid: 16609)" in lines and any(t.startswith("srun: error:") for t in lines)
+    # a long line with fewer than three record starts is a line
+    one = "RuntimeError: " + "y" * 500 + " time : 3"
+    assert [t for _, t in iter_lines_from(io.BytesIO(one.encode()))] == [one]

@@ -200,6 +200,39 @@ def strip_ansi_bytes(body: bytes) -> bytes:
     return _ANSI.sub(b"", body) if b"\x1b" in body or b"#033[" in body else body
 
 
+RECORD_STARTS = re.compile(r"(?<=\S)\s+(?=\[?\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d|\[rank\d{1,9}\]:|\[default\d{1,5}\]:"
+                     r"|[\w.\-]{1,128}:\d{1,10}:\d{1,10} \[-?\d{1,6}\] |Traceback \(most recent call last\)|File \"[^\"]{1,300}\", line \d"
+                     r"|\[[EWIF]\d{0,4} ?[\w.]{1,80}\.(?:cpp|cc|h|hpp):\d{1,6}\]"      # c10 / glog: [E ProcessGroupNCCL.cpp:719]
+                     r"|\[\d{1,3}\] NCCL (?:INFO|WARN) "                              # NCCL without its host:pid:tid
+                     r"|\[(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun) [A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d \d{4}\] "  # dmesg -T
+                     r"|\[ {0,6}\d{1,8}\.\d{6}\] "                                    # dmesg
+                     r"|(?:ERROR|WARNING|CRITICAL|FATAL):\S"                         # Python logging's default format
+                     r"|[\w.\-]{1,64}@[\w.\-]{1,64}:\S{0,200}[#$] "                    # a shell prompt
+                     # torchelastic's failure block (elastic/multiprocessing/errors/error_handler + __init__.py)
+                     r"|(?:Root Cause \(first observed failure\)|Failures|Other Failures):"
+                     r"|\[\d{1,6}\]:\s{1,4}time\s{0,8}:|time\s{0,12}:\s\d{4}-|host\s{0,12}:\s|rank\s{0,12}:\s\d{1,9} \(local_rank"
+                     r"|exitcode\s{0,12}:\s-?\d{1,4} \(pid|error_file\s{0,3}:\s|traceback\s{0,12}:\s"
+                     r"|(?:srun|slurmstepd): error: )")
+"""Where a record starts in a line that is several records a paste ran together (it lost its newlines): a
+timestamp, a ``[rankN]:``, an NCCL header, a c10/glog header, a dmesg time, a Python logging level, a shell
+prompt, a traceback's head or frame, a field or entry of torchelastic's failure block, Slurm's error prefix."""
+
+
+def glued(body: bytes) -> bool:
+    """True for a small paste that lost its newlines: at most 5 lines, one of 400 characters or more holding
+    3 record starts (:data:`RECORD_STARTS`) or more."""
+    if body.count(b"\n") > 5:
+        return False
+    return any(len(ln) >= 400 and len(RECORD_STARTS.findall(ln.decode("utf-8", "replace"), 0, 65536)) >= 3
+               for ln in body.split(b"\n"))
+
+
+def unglued(body: bytes) -> bytes:
+    """``body`` (a :func:`glued` paste) with a newline before each record start."""
+    text = body.decode("utf-8", "replace")
+    return RECORD_STARTS.sub("\n", text).encode("utf-8")
+
+
 QUOTE = re.compile(rb"^[ \t]{0,3}>(?:[ \t]|$)", re.M)
 """A Markdown / e-mail quote at the start of a line (``> ``): a paste quoted in an issue or a reply."""
 
@@ -237,6 +270,8 @@ def iter_lines_where(stream: BinaryIO, needles: tuple[bytes, ...] | None,
             break
         if unquote is None:
             unquote = len(chunk) < _CHUNK and quoted(chunk)
+            if len(chunk) < _CHUNK and glued(chunk):  # a small paste that lost its newlines: records apart again
+                chunk = unglued(chunk)
         if unquote:
             chunk = QUOTE.sub(b"", chunk)
         cut = chunk.rfind(b"\n")

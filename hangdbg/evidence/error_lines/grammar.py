@@ -21,7 +21,7 @@ from ...catalog.catalog import Catalog, Match
 from ...catalog.message import ERROR_STEMS, Message, looks_like_error, parse_line
 from ...model import Evidence
 from .paste import dedented, double_spaced, soft_unwrapped, unwrapped
-from ...text.lines import MAX_LINE, iter_lines_from, open_input, strip_ansi_bytes
+from ...text.lines import MAX_LINE, RECORD_STARTS, iter_lines_from, open_input, strip_ansi_bytes
 from ...tools.grep import find_grep, grep_lines
 from .roster import NEEDLES, Roster
 
@@ -216,14 +216,7 @@ def _unglued(cands: Iterator[tuple[int, str, bool]]) -> Iterator[tuple[int, str,
             yield from _unglued_line(no, line, every)
 
 
-_STARTS = re.compile(r"(?<=\S)\s+(?=\[?\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d|\[rank\d{1,9}\]:|\[default\d{1,5}\]:"
-                     r"|[\w.\-]{1,128}:\d{1,10}:\d{1,10} \[-?\d{1,6}\] |Traceback \(most recent call last\)|File \"[^\"]{1,300}\", line \d"
-                     r"|\[[EWIF]\d{0,4} ?[\w.]{1,80}\.(?:cpp|cc|h|hpp):\d{1,6}\]"      # c10 / glog: [E ProcessGroupNCCL.cpp:719]
-                     r"|\[\d{1,3}\] NCCL (?:INFO|WARN) "                              # NCCL without its host:pid:tid
-                     r"|\[(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun) [A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d \d{4}\] "  # dmesg -T
-                     r"|\[ {0,6}\d{1,8}\.\d{6}\] "                                    # dmesg
-                     r"|(?:ERROR|WARNING|CRITICAL|FATAL):\S"                         # Python logging's default format
-                     r"|[\w.\-]{1,64}@[\w.\-]{1,64}:\S{0,200}[#$] )")                    # a shell prompt
+_STARTS = RECORD_STARTS
 _GLUED_LINE = 400
 """Characters of a line from which it is looked at as several records a paste ran together."""
 
