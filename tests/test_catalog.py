@@ -426,6 +426,14 @@ def test_a_text_field_between_blanks_may_be_empty():
     assert m is not None and "n1" in m.fields
 
 
+def test_a_host_before_a_port_has_no_blank():
+    """NCCL's ras/client.cc 'Connecting to %s:%s: %s': the host of an address is one token, so Ray's 'Connecting to
+    existing Ray cluster at address: h:1' is not read as NCCL's RAS client."""
+    assert CATALOG.search("Connecting to existing Ray cluster at address: sphinx4:64053...") is None
+    m = CATALOG.search("Connecting to node7:28028: Connection refused")
+    assert m is not None and m.entry.id == "nccl.ras-client-connecting-to" and m.fields[0] == "node7"
+
+
 def test_a_hip_error_name_reads_as_the_cuda_error_it_mirrors():
     m = CATALOG.search("RuntimeError: HIP error: hipErrorNoDevice")
     assert m is not None and m.entry.format == "cudaErrorNoDevice"

@@ -51,8 +51,15 @@ def _text(s: str) -> str:
     return r"\s+".join(re.escape(p) for p in _BLANKS.split(s))
 
 
-def _field(n: int) -> str:
-    return f"(?P<s{n}>.{{0,{MAX_FIELD}}}?)"
+def _field(n: int, token: bool = False) -> str:
+    """The regex of text field ``n``: any text of at most :data:`MAX_FIELD` characters, or one blank-free token
+    (``token``: a host before ``:PORT``)."""
+    return f"(?P<s{n}>\\S{{1,{MAX_FIELD}}}?)" if token else f"(?P<s{n}>.{{0,{MAX_FIELD}}}?)"
+
+
+_ADDRESS_NEXT = re.compile(r":%")
+"""What follows a printf ``%s`` that is a host: ``%s:%d`` / ``%s:%s`` print an address (a host and its port), which
+has no blank."""
 
 
 def compile_format(fmt: str, syntax: Syntax) -> re.Pattern[str]:
@@ -142,7 +149,7 @@ def format_regex(fmt: str, syntax: Syntax) -> str:
         if syntax is Syntax.PRINTF:
             conv = m.group("conv")
             if conv == "s":
-                out.append(_field(n))
+                out.append(_field(n, token=_ADDRESS_NEXT.match(fmt, m.end()) is not None))
                 n += 1
             else:
                 out.append(_CLASSES[conv])
