@@ -434,6 +434,19 @@ def test_a_host_before_a_port_has_no_blank():
     assert m is not None and m.entry.id == "nccl.ras-client-connecting-to" and m.fields[0] == "node7"
 
 
+def test_a_rocm_builds_renamed_cuda_message_and_a_python_warning_are_read():
+    from hangdbg.catalog.message import parse_line
+    line = ("/opt/conda/lib/python3.7/site-packages/torch/cuda/__init__.py:82: UserWarning: HIP initialization: "
+            "Unexpected error from hipGetDeviceCount(). Did you run some cuda functions before calling NumHipDevices() "
+            "that might have already set an error? Error 101: hipErrorInvalidDevice")
+    msg = parse_line(line)
+    assert msg.text.startswith("HIP initialization:") and msg.level == "UserWarning"
+    from hangdbg.catalog.catalog import cuda_named
+    m = CATALOG.match(cuda_named(msg.text))
+    assert m is not None and m.entry.id == "pytorch.cuda-initialization-warning"
+    assert m.inner is not None and "cudaGetDeviceCount" in m.inner.entry.format
+
+
 def test_a_hip_error_name_reads_as_the_cuda_error_it_mirrors():
     m = CATALOG.search("RuntimeError: HIP error: hipErrorNoDevice")
     assert m is not None and m.entry.format == "cudaErrorNoDevice"

@@ -22,7 +22,7 @@ from typing import Any, Iterable
 from .entry import ID_RE, Blame, CatalogEntry, EntryPattern, Role, Syntax
 from .pattern import FormatError, LazyPattern, compile_cut, compile_format, literal_length
 
-__all__ = ["Catalog", "CatalogError", "Match", "load", "parse_entries", "SEVERITIES", "MIN_LITERAL"]
+__all__ = ["Catalog", "CatalogError", "Match", "cuda_named", "load", "parse_entries", "SEVERITIES", "MIN_LITERAL"]
 
 SEVERITIES = ("suspect", "warning", "info")
 MIN_LITERAL = 10
@@ -366,7 +366,25 @@ _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{9,}")
 ``cudaErrorIllegalAddress``) is found anywhere in a message, as a whole word."""
 
 
+_HIP = re.compile(r"\bHIP\b|\bhip(?=[A-Z])|(?<=[a-z])Hip(?=[A-Z])")
+_CUDA_OF = {"HIP": "CUDA", "hip": "cuda", "Hip": "Cuda"}
+
+
+def cuda_named(message: str) -> str:
+    """``message`` with the names hipify gave CUDA's undone (``HIP initialization``, ``hipGetDeviceCount``,
+    ``NumHipDevices``): a ROCm build of PyTorch prints CUDA's messages so renamed (the HIPIFY tool's mapping,
+    cuda -> hip in identifiers and texts); ``message`` itself when it names no HIP."""
+    return _HIP.sub(lambda h: _CUDA_OF[h.group(0)], message) if "ip" in message else message
+
+
 def _search(cat: "Catalog", message: str) -> Match | None:
+    m = _search_once(cat, message)
+    if m is None and (renamed := cuda_named(message)) != message:  # a ROCm build's message
+        m = _search_once(cat, renamed)
+    return m
+
+
+def _search_once(cat: "Catalog", message: str) -> Match | None:
     m = cat.match(message)
     if m is not None:
         return m

@@ -17,7 +17,7 @@ from collections import Counter
 from dataclasses import dataclass, field, replace
 from typing import Iterator
 
-from ...catalog.catalog import Catalog, Match
+from ...catalog.catalog import Catalog, Match, cuda_named
 from ...catalog.message import ERROR_STEMS, Message, looks_like_error, parse_line
 from ...model import Evidence
 from .paste import dedented, double_spaced, soft_unwrapped, unwrapped
@@ -440,7 +440,8 @@ def _lookup(catalog: Catalog, msg: Message, error: bool, last: bool, joined: Mat
     cut last line, the exception class with its text, or up to a value the paste hid; a line without an error
     word only when it starts like a known message."""
     if not error:
-        return catalog.match(msg.text, indexed_only=True) or (catalog.match_cut(msg.text) if last else None)
+        return catalog.match(msg.text, indexed_only=True) or catalog.match(cuda_named(msg.text), indexed_only=True) \
+            or (catalog.match_cut(msg.text) if last else None)
     match = joined or catalog.search(msg.text) or (catalog.match_cut(msg.text) if last else None)
     if match is None and msg.exception and msg.text != msg.exception:  # an entry for the class itself
         match = catalog.match(f"{msg.exception}: {msg.text}")
