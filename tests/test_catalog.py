@@ -447,6 +447,13 @@ def test_a_rocm_builds_renamed_cuda_message_and_a_python_warning_are_read():
     assert m.inner is not None and "cudaGetDeviceCount" in m.inner.entry.format
 
 
+def test_a_shortened_long_message_is_read_by_its_shared_start_never_as_harmless():
+    # NCCL's src/transport/nvls.cc "Failed to bind NVLink SHARP (NVLS) Multicast memory of size %ld : CUDA error ..."
+    m = CATALOG.match_head("Failed to bind NVLink SHARP (NVLS) Multicast memory: CUDA error 401")
+    assert m is not None and "NVLS" in m.entry.format and m.entry.severity != "info"
+    assert CATALOG.match_head("Failed to bind the widget to the frobnicator of size 3") is None  # too little shared
+
+
 def test_a_hip_error_name_reads_as_the_cuda_error_it_mirrors():
     m = CATALOG.search("RuntimeError: HIP error: hipErrorNoDevice")
     assert m is not None and m.entry.format == "cudaErrorNoDevice"

@@ -242,6 +242,25 @@ class Catalog:
                       if (i := self.match(t, 1)) is not None and i.entry is not best), None)
         return Match(best, fields, inner)
 
+    def match_head(self, message: str) -> Match | None:
+        """The entry whose literal head (its text before the first placeholder) and ``message`` start with the same
+        :data:`HEAD_MIN` characters or more, up to a word's end, when what follows differs: a paste that shortened
+        or reworded the rest (``Failed to bind NVLink SHARP (NVLS) Multicast memory: CUDA error 401`` for NCCL's
+        ``... memory of size %ld : CUDA error %d '%s'``). The longest shared start wins; no field is captured. A
+        last resort for an error line no other lookup reads."""
+        text = " ".join(message.split())
+        if len(text) < HEAD_MIN:
+            return None
+        best: CatalogEntry | None = None
+        most = HEAD_MIN - 1
+        for e in self._by_word.get(_first_word(text), []):
+            if e.severity == "info":
+                continue  # an error line read this loosely is never taken for a harmless one
+            n = _shared_words(text, _head(e))
+            if n > most or (n == most and best is not None and e.literal > best.literal):
+                best, most = e, n
+        return Match(best) if best is not None else None
+
     def match_hidden(self, message: str) -> Match | None:
         """The entry whose message starts with ``message``, the part of a line before a value the paste hid
         (``... at node (...) over the last time period``: the caller cuts at the ``(...)``). Like
@@ -355,6 +374,22 @@ def _head(e: CatalogEntry) -> str:
     return " ".join((e.format[:m.start()] if m is not None else e.format).split())
 
 
+def _shared_words(a: str, b: str) -> int:
+    """The length of the start ``a`` and ``b`` share, cut back to the end of a word."""
+    n = 0
+    for x, y in zip(a, b):
+        if x != y:
+            break
+        n += 1
+    if n == min(len(a), len(b)):
+        return n
+    while n > 0 and a[n - 1].isalnum() and a[n].isalnum():
+        n -= 1
+    return n
+
+
+HEAD_MIN = 40
+"""Fewest characters of a format's literal head that :meth:`Catalog.match_head` takes as the message."""
 MID_LINE_LITERAL = 16
 """Fewest literal characters of an entry matched after the start of a message (:meth:`Catalog.search`)."""
 _MAX_TRIES = 8

@@ -78,6 +78,7 @@ class ErrorEvent:
     order: int
     frame: str = ""  # for the last line of a traceback: its last frame, "path:line in func"
     named: bool = False  # the line after PyTorch's "Last error:": NCCL's own account of the failure just above
+    weak: bool = False  # read by the shared start of a long message only (Catalog.match_head): a wrap may still join it
 
 
 @dataclass(frozen=True, slots=True)
@@ -249,10 +250,11 @@ def _unglued_line(no: int, line: str, every: bool) -> Iterator[tuple[int, str, b
 
 
 def _after_unknown(log: ErrorLog, path: str, before: int) -> bool:
-    """True when the last event is an unrecognised error line of ``path`` at line ``before``: the only line a
-    continuation can join (:func:`_wrapped`; a cheap test before a line is parsed for it)."""
+    """True when the last event is an unrecognised (or weakly read) error line of ``path`` at line ``before``: the
+    only line a continuation can join (:func:`_wrapped`; a cheap test before a line is parsed for it)."""
     last = log.events[-1] if log.events else None
-    return last is not None and last.match is None and last.evidence.source == path and last.evidence.line == before
+    return last is not None and (last.match is None or last.weak) and last.evidence.source == path \
+        and last.evidence.line == before
 
 
 def _was_event(log: ErrorLog, path: str, no: int) -> bool:
@@ -266,13 +268,14 @@ def _wrapped(log: ErrorLog, path: str, before: int, line: str, catalog: Catalog)
     before it (``before``: the number of the last line with text), hard-wrapped by a terminal or a paste,
     and the two read together are a catalog message: that event is read again."""
     last = log.events[-1] if log.events else None
-    if last is None or last.match is not None or last.evidence.source != path or last.evidence.line != before:
+    if last is None or (last.match is not None and not last.weak) or last.evidence.source != path \
+            or last.evidence.line != before:
         return False
     text = f"{last.message.text} {line.strip()}"
     match = catalog.search(text)
     if match is None:
         return False
-    log.events[-1] = replace(last, message=replace(last.message, text=text), match=match)
+    log.events[-1] = replace(last, message=replace(last.message, text=text), match=match, weak=False)
     return True
 
 
@@ -290,6 +293,14 @@ def _head_joined(catalog: Catalog, head: str, msg: Message) -> tuple[Message, Ma
         if (match := catalog.search(text)) is not None:
             return replace(top, text=text), match
     return None
+
+
+def _settled(catalog: Catalog, msg: Message, match: Match | None, error: bool) -> tuple[Message, Match | None, bool]:
+    """The message with the rank its entry names (:func:`_field_rank`), and for an error line no lookup read the
+    entry whose long start it shares (:meth:`Catalog.match_head`, then ``weak``: a wrap may still join it)."""
+    if match is None and error and (head := catalog.match_head(msg.text)) is not None:
+        return msg, head, True
+    return _field_rank(msg, match), match, False
 
 
 def _field_rank(msg: Message, match: Match | None) -> Message:
@@ -539,11 +550,11 @@ def scan_file(path: str, catalog: Catalog, log: ErrorLog) -> None:
             (msg, match), line = two, f"{head.rstrip()} {line.strip()}"  # a message wrapped before its error word
         if not error and (match is None or match.innermost.severity == "info"):
             continue  # a line without an error word is an event only when the catalog knows it as one
-        msg = _field_rank(msg, match)
+        msg, match, weak = _settled(catalog, msg, match, error)
         log.error_lines += 1
         explains = bool(last_error and no - last_error <= 2 * gap)
         event = ErrorEvent(Evidence(path, no, line), msg, match, log.error_lines, frame if msg.exception else "",
-                           named=explains)
+                           named=explains, weak=weak)
         frame = ""
         last_error = 0
         log.add(event)
