@@ -43,15 +43,7 @@ MIN_MAJOR = 3
 
 def minor_tags(tags: list[str]) -> list[str]:
     """The newest release tag of each minor version from :data:`MIN_MAJOR` (``v4.1.2`` for 4.1), oldest first."""
-    best: dict[tuple[int, int], tuple[tuple[int, ...], str]] = {}
-    for t in tags:
-        m = _TAG.match(t)
-        if m is None or int(m.group(1)) < MIN_MAJOR:
-            continue
-        k = tuple(int(x or 0) for x in m.groups())
-        if k[:2] not in best or best[k[:2]][0] < k:
-            best[k[:2]] = (k, t)
-    return [best[k][1] for k in sorted(best)]
+    return mn.newest_per_minor(tags, _TAG, MIN_MAJOR)
 
 
 @dataclass
@@ -176,17 +168,10 @@ def main(argv: list[str] | None = None) -> int:
         if mn.bad_conversions(fmt) or literal_length(fmt) < MIN_LITERAL or len(fmt.split()) < 3:
             continue
         b, r, s, m, a = classify(f.key, fmt)
-        base = "mpich." + slug(f.key, fmt)
-        k = seen.get(base, 0)
-        seen[base] = k + 1
-        eid = base if k == 0 else f"{base}-{k + 1}"
+        eid = mn.unique_id(seen, "mpich." + slug(f.key, fmt))
         syntax = "printf" if mn.strip_placeholders(fmt) != fmt else "literal"
-        lines += ["[[entry]]", f"id = {mn.toml_str(eid)}", f"syntax = {mn.toml_str(syntax)}",
-                  f"format = {mn.toml_str(fmt)}",
-                  f"source = {mn.toml_str(f'{REPO} {f.tags[-1]} {f.path}:{f.line}')}",
-                  f"versions = {mn.toml_str(f.tags[0] + '..' + f.tags[-1])}",
-                  f"meaning = {mn.toml_str(m)}", f"blame = {mn.toml_str(b)}", f"role = {mn.toml_str(r)}",
-                  f"severity = {mn.toml_str(s)}", f"action = {mn.toml_str(a)}", ""]
+        lines += mn.entry_lines(eid, syntax, fmt, f"{REPO} {f.tags[-1]} {f.path}:{f.line}",
+                                f.tags[0] + ".." + f.tags[-1], m, b, r, s, a)
         n += 1
     out = Path(args.out) / "mpich.toml"
     out.write_text("\n".join(lines), encoding="utf-8")

@@ -1958,6 +1958,37 @@ def toml_str(value: str) -> str:
     return json.dumps(value, ensure_ascii=False)
 
 
+def newest_per_minor(tags: list[str], rx: re.Pattern[str], min_major: int = 0) -> list[str]:
+    """The newest tag of each (major, minor) release among ``tags`` that ``rx`` matches (its groups: major,
+    minor, then further numbers, an absent one counting 0), from ``min_major`` on, oldest first: the tags the
+    plugin and library miners read (mine_ofi.py, mine_mpich.py, mine_rccl.py)."""
+    best: dict[tuple[int, ...], tuple[tuple[int, ...], str]] = {}
+    for t in tags:
+        m = rx.match(t)
+        if m is None or int(m.group(1)) < min_major:
+            continue
+        k = tuple(int(x or 0) for x in m.groups())
+        if k[:2] not in best or best[k[:2]][0] < k:
+            best[k[:2]] = (k, t)
+    return [best[k][1] for k in sorted(best)]
+
+
+def unique_id(seen: dict[str, int], base: str) -> str:
+    """``base``, or ``base-N`` for its N-th use (``seen`` counts the uses)."""
+    k = seen.get(base, 0)
+    seen[base] = k + 1
+    return base if k == 0 else f"{base}-{k + 1}"
+
+
+def entry_lines(eid: str, syntax: str, fmt: str, source: str, versions: str, meaning: str, blame: str, role: str,
+                severity: str, action: str) -> list[str]:
+    """The TOML lines of one ``[[entry]]`` of a mined data file, a blank line last."""
+    return ["[[entry]]", f"id = {toml_str(eid)}", f"syntax = {toml_str(syntax)}", f"format = {toml_str(fmt)}",
+            f"source = {toml_str(source)}", f"versions = {toml_str(versions)}", f"meaning = {toml_str(meaning)}",
+            f"blame = {toml_str(blame)}", f"role = {toml_str(role)}", f"severity = {toml_str(severity)}",
+            f"action = {toml_str(action)}", ""]
+
+
 def render(entries: list[Entry], tags: list[str], argv: list[str]) -> str:
     lines = [
         "# NCCL messages for hangdbg's error catalog. GENERATED - do not edit by hand; rerun:",

@@ -35,15 +35,7 @@ MIN_LITERAL = 12
 
 def minor_tags(tags: list[str]) -> list[str]:
     """The newest tag of each minor release (``v1.7.4-aws`` for 1.7), oldest first."""
-    best: dict[tuple[int, int], tuple[tuple[int, int, int], str]] = {}
-    for t in tags:
-        m = _TAG.match(t)
-        if m is None:
-            continue
-        k = tuple(int(x) for x in m.groups())
-        if k[:2] not in best or best[k[:2]][0] < k:
-            best[k[:2]] = (k, t)  # type: ignore[assignment]
-    return [best[k][1] for k in sorted(best)]
+    return mn.newest_per_minor(tags, _TAG)
 
 
 @dataclass
@@ -194,16 +186,10 @@ def main(argv: list[str] | None = None) -> int:
         if mn.bad_conversions(fmt):
             continue
         b, r, s, m, a = classify(fmt)
-        base = "nccl.ofi." + slug(fmt)
-        k = seen.get(base, 0)
-        seen[base] = k + 1
-        eid = base if k == 0 else f"{base}-{k + 1}"
+        eid = mn.unique_id(seen, "nccl.ofi." + slug(fmt))
         newest = f.tags[-1]
-        lines += ["[[entry]]", f"id = {mn.toml_str(eid)}", 'syntax = "printf"', f"format = {mn.toml_str(fmt)}",
-                  f"source = {mn.toml_str(f'{REPO} {newest} {f.path}:{f.line}')}",
-                  f"versions = {mn.toml_str(f.tags[0] + '..' + newest)}",
-                  f"meaning = {mn.toml_str(m)}", f"blame = {mn.toml_str(b)}", f"role = {mn.toml_str(r)}",
-                  f"severity = {mn.toml_str(s)}", f"action = {mn.toml_str(a)}", ""]
+        lines += mn.entry_lines(eid, "printf", fmt, f"{REPO} {newest} {f.path}:{f.line}", f.tags[0] + ".." + newest,
+                                m, b, r, s, a)
         n += 1
     out = Path(args.out) / "nccl_ofi.toml"
     out.write_text("\n".join(lines), encoding="utf-8")

@@ -36,15 +36,7 @@ MIN_MAJOR = 5
 
 def minor_tags(tags: list[str]) -> list[str]:
     """The newest tag of each ROCm minor release from :data:`MIN_MAJOR`, oldest first."""
-    best: dict[tuple[int, int], tuple[tuple[int, ...], str]] = {}
-    for t in tags:
-        m = _TAG.match(t)
-        if m is None or int(m.group(1)) < MIN_MAJOR:
-            continue
-        k = tuple(int(x or 0) for x in m.groups())
-        if k[:2] not in best or best[k[:2]][0] < k:
-            best[k[:2]] = (k, t)
-    return [best[k][1] for k in sorted(best)]
+    return mn.newest_per_minor(tags, _TAG, MIN_MAJOR)
 
 
 def extract(gitdir: str, tag: str) -> list[tuple[str, str, int]]:
@@ -135,16 +127,10 @@ def main(argv: list[str] | None = None) -> int:
             continue  # NCCL's own format, already read
         b, r, s, m, a = classify(fmt)
         words = re.findall(r"[a-z0-9]+", mn.strip_placeholders(fmt).lower())
-        base = "nccl.rccl." + ("-".join(words[:6]) or "warn")
-        k = seen.get(base, 0)
-        seen[base] = k + 1
-        eid = base if k == 0 else f"{base}-{k + 1}"
+        eid = mn.unique_id(seen, "nccl.rccl." + ("-".join(words[:6]) or "warn"))
         syntax = "printf" if _CONV.search(fmt) else "literal"
-        lines += ["[[entry]]", f"id = {mn.toml_str(eid)}", f"syntax = {mn.toml_str(syntax)}",
-                  f"format = {mn.toml_str(fmt)}", f"source = {mn.toml_str(f'{REPO} {tags_of[-1]} {path}:{line}')}",
-                  f"versions = {mn.toml_str(tags_of[0] + '..' + tags_of[-1])}",
-                  f"meaning = {mn.toml_str(m)}", f"blame = {mn.toml_str(b)}", f"role = {mn.toml_str(r)}",
-                  f"severity = {mn.toml_str(s)}", f"action = {mn.toml_str(a)}", ""]
+        lines += mn.entry_lines(eid, syntax, fmt, f"{REPO} {tags_of[-1]} {path}:{line}",
+                                tags_of[0] + ".." + tags_of[-1], m, b, r, s, a)
         n += 1
     out_file.write_text("\n".join(lines), encoding="utf-8")
     print(f"{out_file}: {n} entries from {len(tags)} tags", file=sys.stderr)
