@@ -408,7 +408,9 @@ _CUDA_OF = {"HIP": "CUDA", "hip": "cuda", "Hip": "Cuda"}
 def cuda_named(message: str) -> str:
     """``message`` with the names hipify gave CUDA's undone (``HIP initialization``, ``hipGetDeviceCount``,
     ``NumHipDevices``): a ROCm build of PyTorch prints CUDA's messages so renamed (the HIPIFY tool's mapping,
-    cuda -> hip in identifiers and texts); ``message`` itself when it names no HIP."""
+    cuda -> hip in identifiers and texts; HIP's ``hipError_t`` mirrors ``cudaError_t`` name for name, ROCm HIP
+    include/hip/hip_runtime_api.h, so ``hipErrorNoDevice`` is read as ``cudaErrorNoDevice``); ``message`` itself
+    when it names no HIP."""
     return _HIP.sub(lambda h: _CUDA_OF[h.group(0)], message) if "ip" in message else message
 
 
@@ -435,17 +437,10 @@ def _search_once(cat: "Catalog", message: str) -> Match | None:
             return m
     if cat._names:
         for word in _NAME.finditer(message[:2000]):
-            e = cat._names.get(_cuda_name(word.group(0)))
+            e = cat._names.get(cuda_named(word.group(0)))
             if e is not None and not message[word.end():word.end() + 1].isalnum():
                 return Match(e)
     return None
-
-
-def _cuda_name(word: str) -> str:
-    """``word``, or the CUDA name a HIP error name stands for: HIP's ``hipError_t`` mirrors ``cudaError_t`` name for
-    name (``hipErrorNoDevice`` is ``cudaErrorNoDevice``; ROCm HIP include/hip/hip_runtime_api.h, the names hipify
-    writes for CUDA's), so a ROCm build's error is read as the CUDA error it mirrors."""
-    return "cudaError" + word[8:] if word.startswith("hipError") else word
 
 
 def parse_entries(doc: dict[str, Any], name: str, checked: bool = True) -> list[CatalogEntry]:

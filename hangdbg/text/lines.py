@@ -240,7 +240,7 @@ QUOTE = re.compile(rb"^[ \t]{0,3}>(?:[ \t]|$)", re.M)
 def quoted(body: bytes) -> bool:
     """True when 90 % of the lines with text of ``body`` (at least 2) start with a quote (:data:`QUOTE`):
     a quoted paste, whose quotes every reader peels before it reads the lines."""
-    text = [ln for ln in body.split(b"\n", 4000)[:4000] if ln.strip()]
+    text = [ln for ln in body.split(b"\n") if ln.strip()]
     return len(text) >= 2 and sum(1 for ln in text if QUOTE.match(ln)) >= 0.9 * len(text)
 
 

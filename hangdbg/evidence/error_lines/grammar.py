@@ -217,7 +217,6 @@ def _unglued(cands: Iterator[tuple[int, str, bool]]) -> Iterator[tuple[int, str,
             yield from _unglued_line(no, line, every)
 
 
-_STARTS = RECORD_STARTS
 _GLUED_LINE = 400
 """Characters of a line from which it is looked at as several records a paste ran together."""
 
@@ -229,7 +228,7 @@ def _records_of(line: str) -> list[str]:
     :data:`_GLUED_LINE` characters or more) cut before each start; any other line as it is."""
     if len(line) < _GLUED_LINE:
         return [line]
-    cuts = [m.end() for m in _STARTS.finditer(line, 0, 16 * LOOKED_AT)]
+    cuts = [m.end() for m in RECORD_STARTS.finditer(line, 0, 16 * LOOKED_AT)]
     if len(cuts) < 2:
         return [line]
     return [line[a:b].rstrip() for a, b in zip([0, *cuts], [*cuts, len(line)])]
@@ -451,7 +450,9 @@ def _lookup(catalog: Catalog, msg: Message, error: bool, last: bool, joined: Mat
     cut last line, the exception class with its text, or up to a value the paste hid; a line without an error
     word only when it starts like a known message."""
     if not error:
-        return catalog.match(msg.text, indexed_only=True) or catalog.match(cuda_named(msg.text), indexed_only=True) \
+        renamed = cuda_named(msg.text)  # a ROCm build's CUDA message (the text itself when it names no HIP)
+        return catalog.match(msg.text, indexed_only=True) \
+            or (catalog.match(renamed, indexed_only=True) if renamed != msg.text else None) \
             or (catalog.match_cut(msg.text) if last else None)
     match = joined or catalog.search(msg.text) or (catalog.match_cut(msg.text) if last else None)
     if match is None and msg.exception and msg.text != msg.exception:  # an entry for the class itself

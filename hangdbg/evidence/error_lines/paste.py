@@ -10,7 +10,7 @@ from collections import Counter
 from typing import Callable
 
 from ...catalog.message import parse_line
-from ...text.lines import QUOTE
+from ...text.lines import QUOTE, quoted
 
 __all__ = ["double_spaced", "dedented", "unwrapped", "soft_unwrapped", "WRAP_MIN", "WRAP_MAX", "SOFT_TAIL"]
 
@@ -25,19 +25,14 @@ def double_spaced(body: bytes) -> bool:
     return sum(1 for i in text[:-1] if i + 1 < len(lines) and not lines[i + 1].strip()) >= 0.9 * (len(text) - 1)
 
 
-_QUOTE = QUOTE
-
-
 def dedented(body: bytes) -> bytes:
     """``body`` without the decoration a paste put on every line: a Markdown / e-mail quote (``> ``) on
     90 % of the lines with text, then the indentation all of them share (a code block). The line count
     stays (line numbers of the evidence are the file's)."""
+    if quoted(body):
+        body = QUOTE.sub(b"", body)
     lines = body.split(b"\n")
     text = [ln for ln in lines if ln.strip()]
-    if len(text) >= 2 and sum(1 for ln in text if _QUOTE.match(ln)) >= 0.9 * len(text):
-        body = _QUOTE.sub(b"", body)
-        lines = body.split(b"\n")
-        text = [ln for ln in lines if ln.strip()]
     if not text:
         return body
     pad = min(len(ln) - len(ln.lstrip(b" \t")) for ln in text)
