@@ -229,6 +229,20 @@ def test_slurm_lines_without_an_error_word_in_their_message_are_read(tmp_path):
     assert rep.findings and rep.findings[0].kind is not Kind.UNRECOGNISED_ERROR
 
 
+def test_a_json_lines_log_is_read_by_its_message_fields(tmp_path):
+    # a structured log, one JSON object per line (hangdbg check's own trial messages are one): the record's
+    # message field is the message, its rank and host go with it; a record without one is data
+    text = ('{"type": "trial", "argv": ["python", "--init-timeout", "30"]}\n'
+            '{"from": "vm", "step": "init", "rank": 1, "ok": false, "error": "DistStoreError: wait timeout after '
+            '30000ms, keys: /pg/0", "host": "vm"}\n')
+    rep = _read(tmp_path, text, "messages.jsonl")
+    assert rep.findings and not [f for f in rep.findings if f.kind is Kind.UNRECOGNISED_ERROR]
+    assert rep.findings[0].ranks == (1,) and "vm" in rep.findings[0].hosts
+    from hangdbg.evidence.error_lines.grammar import sniff
+    assert sniff(text.encode()) and not sniff(b'{\n  "schema_version": 3,\n  "tool": "hangdbg"\n}\n')
+    assert not sniff(b'{"one": "document"}\n')
+
+
 def test_a_traceback_pasted_without_its_newlines_is_read_from_its_exception(tmp_path):
     text = ('File "/opt/conda/lib/python3.10/site-packages/torch/distributed/distributed_c10d.py", line 1906, in '
             "broadcast work = default_pg.broadcast([tensor], opts) torch.distributed.DistBackendError: NCCL error in: "

@@ -16,6 +16,7 @@ of ``NCCL_DEBUG_TIMESTAMP_FORMAT``), PyTorch 2.x ``c10/util/Logging.cpp`` (glog 
 from __future__ import annotations
 
 import calendar
+import json
 import re
 import time
 from dataclasses import dataclass
@@ -187,8 +188,31 @@ def _clock(t: str) -> float:
 _SPACES = str.maketrans({"\xa0": " ", "\u2009": " ", "\u202f": " "})
 
 
+_RECORD_TEXT = ("message", "msg", "log", "error", "err", "reason", "detail", "details", "description", "exception",
+                "what", "text")
+"""The fields of a JSON Lines record that hold its message, in the order they are looked for."""
+
+
+def _json_record(line: str) -> tuple[str, dict] | None:
+    """``(message, record)`` of a line that is one JSON object (a structured logger's record, a container runtime's
+    ``{"log": ...}``): the first text field of :data:`_RECORD_TEXT` ("" for a record without one, which is data,
+    not a message); None for any other line."""
+    body = line.strip()
+    if not (body.startswith("{") and body.endswith("}")) or len(body) > 65536:
+        return None
+    try:
+        record = json.loads(body)
+    except ValueError:
+        return None
+    if not isinstance(record, dict):
+        return None
+    text = next((v for k in _RECORD_TEXT if isinstance(v := record.get(k), str) and v.strip()), "")
+    return text, record
+
+
 def parse_line(line: str) -> Message:
-    """Peel every known prefix off ``line`` (without its line ending) and keep their context.
+    """Peel every known prefix off ``line`` (without its line ending) and keep their context; a line that is
+    one JSON object is its message field, with its ``rank`` and ``host`` (:func:`_json_record`).
 
     Never raises; a line with no known prefix is its own message.
     """
@@ -198,6 +222,10 @@ def parse_line(line: str) -> Message:
     clock: float | None = None
     host = level = src = exc = None
     pid = rank = local = dev = None
+    if line[:1] in "{ " and (rec := _json_record(line)) is not None:
+        line, fields = rec[0], rec[1]
+        rank = fields["rank"] if isinstance(fields.get("rank"), int) and not isinstance(fields["rank"], bool) else None
+        host = next((v for k in ("host", "hostname", "node") if isinstance(v := fields.get(k), str) and v), None)
     text = line
     json_value = False
     for _ in range(12):  # prefixes nest: "[rank3]:[E1126 ...] [PG ID 0 ... Rank 3] RuntimeError: ..."

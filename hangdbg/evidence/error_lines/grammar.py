@@ -120,10 +120,18 @@ class ErrorLog:
 
 def sniff(head: bytes) -> bool:
     """True for a text file: no NUL byte in its first 8 KiB and not a JSON document (the flight
-    recorder and hangdbg's documents have their own readers)."""
+    recorder and hangdbg's documents have their own readers); a JSON Lines log (one object per line:
+    a structured logger's, a container runtime's) is text read line by line."""
     if not head or b"\x00" in head[:8192]:
         return False
-    return _JSON_START.match(head) is None
+    return _JSON_START.match(head) is None or _json_lines(head)
+
+
+def _json_lines(head: bytes) -> bool:
+    """True when the first complete lines of ``head`` (2 to 4 of them) are each one JSON object (``{...}``): JSON
+    Lines, not a JSON document (that opens with ``{`` alone, or is one line)."""
+    lines = [ln.strip() for ln in head.split(b"\n")[:-1] if ln.strip()][:4]
+    return len(lines) >= 2 and all(ln.startswith(b"{") and ln.endswith(b"}") for ln in lines)
 
 
 GREP_FROM_BYTES = 1 << 20
