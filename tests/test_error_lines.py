@@ -576,3 +576,39 @@ def test_a_table_header_with_an_error_column_is_no_error_line(tmp_path):
     assert not [f for f in rep.findings if f.kind is Kind.UNRECOGNISED_ERROR]
     rep = _read(tmp_path, "the job failed to start on node one and two\n")  # a sentence is no table header
     assert [f for f in rep.findings if f.kind is Kind.UNRECOGNISED_ERROR]
+
+
+def _verdict(tmp_path, text, name="job.log"):
+    from hangdbg.evidence.read import read_sources
+    from hangdbg.evidence.verdict import build_verdict
+
+    (tmp_path / name).write_text(text)
+    return build_verdict(*read_sources([str(tmp_path)]))
+
+
+def test_a_cut_traceback_outside_a_wait_is_the_first_failure_when_nothing_else_is(tmp_path):
+    text = ('Traceback (most recent call last):\n  File "/w/train.py", line 9, in <module>\n    main()\n'
+            '  File "/w/deepspeed/runtime/engine.py", line 1667, in _save_zero_checkpoint\n'
+            "    zero_sd = {'optimizer_state_dict': self.optimizer.state_dict()}\n")
+    v = _verdict(tmp_path, text)
+    [top] = [f for f in v.findings if f.severity is Severity.SUSPECT]
+    assert "engine.py:1667" in top.summary and "the first failure in these logs" in top.summary and not top.ranks
+
+
+def test_a_cut_traceback_inside_a_wait_stays_a_warning(tmp_path):
+    # the last frame waits (Work.wait of a collective): most often a waiter's timeout, an echo of another rank
+    text = ('[rank3]: Traceback (most recent call last):\n[rank3]:   File "/w/train.py", line 9, in <module>\n'
+            "[rank3]:     dist.all_reduce(t)\n"
+            '[rank3]:   File "/site-packages/torch/distributed/distributed_c10d.py", line 2501, in all_reduce\n'
+            "[rank3]:     work.wait()\n")
+    v = _verdict(tmp_path, text)
+    assert not [f for f in v.findings if f.severity is Severity.SUSPECT]
+    assert any("ends inside" in f.summary and f.severity is Severity.WARNING for f in v.findings)
+
+
+def test_a_ranks_cut_traceback_inside_torch_distributed_blames_no_rank(tmp_path):
+    text = ('[rank1]: Traceback (most recent call last):\n'
+            '[rank1]:   File "/site-packages/torch/distributed/rendezvous.py", line 133, in _tcp_rendezvous_handler\n'
+            "[rank1]:     store = TCPStore(result.hostname, result.port, world_size, start_daemon, timeout)\n")
+    v = _verdict(tmp_path, text)
+    assert not [f for f in v.findings if f.severity is Severity.SUSPECT and 1 in f.ranks]

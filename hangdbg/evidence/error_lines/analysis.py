@@ -275,17 +275,39 @@ def _ib_missing(log: ErrorLog) -> list[Finding]:
     return out
 
 
+CUT_ID = "python.traceback-cut"
+"""The id the finding of a traceback an excerpt ends inside cites when it may be the first failure."""
+_WAIT_FRAME = re.compile(r"\b(?:wait|barrier|monitored_barrier|_store_based_barrier|all_reduce|all_gather\w*|"
+                         r"reduce_scatter\w*|all_to_all\w*|broadcast\w*|gather\w*|scatter\w*|reduce|recv|irecv|"
+                         r"send|isend|batch_isend_irecv|get|join|sleep|communicate|select|poll|acquire)\b\s*(?:\(|$)")
+"""A frame or source line that waits (a collective or point-to-point op of torch/distributed/distributed_c10d.py,
+a store get/wait, a join, a sleep, a select): a traceback cut there is most often a waiter's timeout, an echo."""
+
+
+def _cut_may_be_first(tb) -> bool:
+    """Whether a traceback cut after frame ``tb.frame`` may stand for the first failure when nothing else does:
+    its last frame does not wait (:data:`_WAIT_FRAME`, on the function name and the source line), and a rank
+    it names is not inside torch.distributed (where a rank's traceback is most often a timeout of a wait)."""
+    func = tb.frame.rsplit(" in ", 1)[-1].strip()
+    if _WAIT_FRAME.search(func + "(") or _WAIT_FRAME.search(tb.code):
+        return False
+    return tb.rank is None or "torch/distributed/" not in tb.frame.replace("\\", "/")
+
+
 def _cut(log: ErrorLog) -> list[Finding]:
     """A warning per traceback an excerpt ends inside: where the process was when it failed (its last
-    frame and source line), never why (the exception line was not pasted)."""
+    frame and source line), never why (the exception line was not pasted). One whose last frame does not
+    wait (:func:`_cut_may_be_first`) cites :data:`CUT_ID`: with nothing else in the logs it is the first failure."""
     out = []
     for tb in log.cut_tracebacks[:MAX_UNRECOGNISED]:
         who = ranks_text((tb.rank,)) if tb.rank is not None else "a process of the job"
         code = f" (\u201c{tb.code[:200]}\u201d)" if tb.code else ""
+        cite = (Evidence("traceback", None, f"{CUT_ID}: https://docs.python.org/3/library/traceback.html"),) \
+            if _cut_may_be_first(tb) else ()
         out.append(Finding(
             Kind.RANK_ERROR, f"{who} failed in a traceback that the excerpt ends inside, before its exception line: "
             f"its last frame is {tb.frame}{code}", ranks=(tb.rank,) if tb.rank is not None else (),
-            severity=Severity.WARNING, evidence=(tb.evidence,),
+            severity=Severity.WARNING, evidence=(tb.evidence,) + cite,
             action="get the rest of this output: the exception line after the last frame says what failed"))
     return out
 
@@ -338,7 +360,8 @@ def findings_from(log: ErrorLog) -> tuple[list[Finding], ErrorLinesFacts]:
     out[:0] = [f for f in roster if f.severity is Severity.SUSPECT]
     raised = _exceptions(log)
     out[:0] = _ib_missing(log)
-    out += [f for f in roster if f.severity is not Severity.SUSPECT] + raised + _unrecognised(log) + _cut(log)
+    cut = _cut(log)
+    out += [f for f in roster if f.severity is not Severity.SUSPECT] + raised + _unrecognised(log) + cut
     counts = Counter(ev.match.innermost.id for ev in log.events if ev.match is not None)
     sources = {ev.match.innermost.id: ev.match.innermost.source for ev in log.events if ev.match is not None}
     recognised = sum(counts.values())
@@ -347,6 +370,7 @@ def findings_from(log: ErrorLog) -> tuple[list[Finding], ErrorLinesFacts]:
                             entries=tuple(EntryCount(i, n, sources[i]) for i, n in counts.most_common()),
                             first_failure=first.entry.id if first is not None else (
                                 EXCEPTION_ID if any(f.severity is Severity.WARNING for f in raised) else
-                                SOURCE_ID if roster else ""),
+                                SOURCE_ID if roster else
+                                CUT_ID if any(f.evidence[-1].text.startswith(CUT_ID + ":") for f in cut) else ""),
                             quiet_files=tuple(log.quiet_files))
     return out, facts

@@ -21,11 +21,12 @@ from ...catalog.catalog import Catalog, Match, cuda_named
 from ...catalog.message import ERROR_STEMS, Message, looks_like_error, parse_line
 from ...model import Evidence
 from .paste import dedented, double_spaced, soft_unwrapped, unwrapped
-from ...text.lines import MAX_LINE, RECORD_STARTS, iter_lines_from, open_input, strip_ansi_bytes
+from .tracebacks import FRAME, CutTraceback, traceback_at
+from ...text.lines import MAX_LINE, RECORD_STARTS, iter_lines_from, open_input, strip_ansi_bytes, strip_prefix
 from ...tools.grep import find_grep, grep_lines
 from .roster import NEEDLES, Roster
 
-__all__ = ["CutTraceback", "ErrorEvent", "ErrorLog", "scan_file", "sniff", "is_context_line", "GREP_FROM_BYTES"]
+__all__ = ["ErrorEvent", "ErrorLog", "scan_file", "sniff", "is_context_line", "GREP_FROM_BYTES"]
 
 _CONTEXT = re.compile(
     r"""^\s*(?:File\ "[^"]*",\ line\ \d+|frame\ \#\d+:|\#\d+\s+0x[0-9a-f]+|Exception\ raised\ from\ |Traceback\ \(most\ recent
@@ -37,7 +38,6 @@ _CODE = re.compile(r"[\w.]+(?:\[[^\]]{0,80}\])?\s*[-+*/]?=\s*\S|(?!.{0,300}?[a-z
 """Code: an assignment, or a short line that opens a call or a literal continued on the next line (a line of
 prose - with a sentence's end inside, or long - that a paste cut after a comma is no code)."""
 _FILE_LINE = re.compile(r'\s*File "[^"]*", line \d+')
-_FRAME = re.compile(r'File "(?P<path>[^"]{1,300})", line (?P<line>\d{1,7})(?:, in (?P<func>[\w<>.]{1,120}))?')
 _WORDY = re.compile(r"[A-Za-z]{3,40}\W{1,10}[A-Za-z]{2}")
 LOOKED_AT = 4096
 """Characters of a line that are looked at (prefixes, error words, the catalog): a line of a megabyte
@@ -45,8 +45,6 @@ LOOKED_AT = 4096
 _BENIGN_EXC = re.compile(r"(?:Warning|StopIteration|KeyboardInterrupt|SystemExit|GeneratorExit)$")
 _PAD = re.compile(r"(?<=\S) {16,}(?=\S)")
 _LEVEL = re.compile(r"\bWARN(?:ING)?\b|\bwarning\b|\[W\]|^W\d{4} ")
-_TB_HEAD = re.compile(r"Traceback \(most recent call last\):")
-_CARETS = re.compile(r"\s*[~^]+\s*$")
 _JSON_START = re.compile(rb"\s*(?:\{|\[\s*[\[{\"\]])")
 
 
@@ -81,21 +79,7 @@ class ErrorEvent:
     weak: bool = False  # read by the shared start of a long message only (Catalog.match_head): a wrap may still join it
 
 
-@dataclass(frozen=True, slots=True)
-class CutTraceback:
-    """A Python traceback an excerpt ends inside: its exception line was never pasted.
 
-    Attributes:
-        evidence: the last frame line (file, line number, text).
-        frame: that frame, ``path:line in func``.
-        code: the source line shown under it ("" when the paste ended before it).
-        rank: the rank of the traceback's prefix, when one named it.
-    """
-
-    evidence: Evidence
-    frame: str
-    code: str = ""
-    rank: int | None = None
 
 
 @dataclass
@@ -512,22 +496,14 @@ def scan_file(path: str, catalog: Catalog, log: ErrorLog) -> None:
                 tally.nccl_ib(path, no, line)
             if log.roster.expecting or any(n in line for n in NEEDLES):
                 log.roster.read(parse_line(line).text, Evidence(path, no, line))
-        after_file_line, code_next = code_next and no != prev_no, every and _FILE_LINE.match(line) is not None
+        body = strip_prefix(line).text if line[:1] == "[" else line  # a traceback under a launcher's [rank3]:
+        after_file_line, code_next = code_next and no != prev_no, every and _FILE_LINE.match(body) is not None
         if after_file_line and parse_line(line).exception:
             after_file_line = False  # a frame without source (Cython's .pyx, a frozen module): its exception follows
         prev_no = no  # a piece of a glued line (_unglued) is no source line after its frame
-        if "File \"" in line and (f := _FRAME.search(line)) is not None:
+        if "File \"" in line and (f := FRAME.search(line)) is not None:
             frame = f"{f.group('path')}:{f.group('line')}" + (f" in {f.group('func')}" if f.group("func") else "")
-            if tb is not None or ", in " in line:  # a traceback's frame (faulthandler's has no comma): a paste may start at one
-                tb = CutTraceback(Evidence(path, no, line), frame, "", parse_line(line).rank)
-        elif tb is not None and after_file_line and line.strip():
-            tb = replace(tb, code=line.strip())
-        elif _TB_HEAD.search(line):
-            tb = CutTraceback(Evidence(path, no, line), "")
-        elif tb is not None and line.lstrip().startswith('File "'):
-            pass  # a frame the excerpt cut before its line number: the traceback goes on into it
-        elif tb is not None and line.strip() and not _CARETS.match(line):
-            tb = None  # the traceback went on into its exception (or something else): not cut
+        tb = traceback_at(tb, Evidence(path, no, line), body, frame, after_file_line)
         if not line or after_file_line or is_context_line(line):
             continue
         if not every and not looks_like_error(line) and not _LEVEL.search(line):
