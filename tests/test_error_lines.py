@@ -612,3 +612,15 @@ def test_a_ranks_cut_traceback_inside_torch_distributed_blames_no_rank(tmp_path)
             "[rank1]:     store = TCPStore(result.hostname, result.port, world_size, start_daemon, timeout)\n")
     v = _verdict(tmp_path, text)
     assert not [f for f in v.findings if f.severity is Severity.SUSPECT and 1 in f.ranks]
+
+
+def test_the_levels_of_an_mpich_error_stack_are_read_under_their_location(tmp_path):
+    # MPIR_Err_print_stack_string: "FUNC(LINE)", dots to the widest location, ": ", the level's message
+    text = ("Abort(3712399) on node 0 (rank 0 in comm 0): Fatal error in PMPI_Init: Other MPI error, error stack:\n"
+            "MPIR_Init_thread(159).......: \nMPID_Init(597)..............: \n"
+            "MPIR_pmi_kvs_get(227).......: PMI_KVS_Get returned -1\n")
+    v = _verdict(tmp_path, text)
+    top = v.findings[0]
+    assert top.severity is Severity.SUSPECT and "PMI_KVS_Get returned -1" in top.summary and not top.ranks
+    from hangdbg.catalog.message import parse_line
+    assert parse_line("MPIR_pmi_kvs_get(227).......: PMI_KVS_Get returned -1").src == "MPIR_pmi_kvs_get(227)"

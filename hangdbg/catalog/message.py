@@ -91,6 +91,9 @@ _TOOLS = re.compile(
 # process's rank in MPI_COMM_WORLD
 _OMPI = re.compile(r"\[(?P<host>[\w.\-]{1,253})\](?:\[\[\d{1,10},\d{1,10}\],(?P<rank>\d{1,9})\])?"
                    r"\[(?P<src>[\w.\-]{1,120}\.c:\d{1,6}):\w{1,120}\]\s?")
+# MPICH's error-stack level "FUNC(LINE)....: MESSAGE": the location "%s(%d)" (fcname, line), dots up to the
+# stack's widest location, ": " (pmodels/mpich v4.1.2 src/mpi/errhan/errutil.c MPIR_Err_print_stack_string)
+_MPICH_STACK = re.compile(r"(?P<src>[A-Za-z_]\w{0,120}\(\d{1,7}\))\.*: ?")
 # Python's warnings.formatwarning: "FILE:LINE: CATEGORY: MESSAGE" (CPython Lib/warnings.py, "%s:%s: %s: %s\n")
 _PYWARN = re.compile(r"(?P<src>\S{1,300}\.py:\d{1,7}): (?P<lvl2>(?:[A-Z]\w{0,60})?Warning): ")
 # c10's and gloo's enforce prefix: "[enforce fail at FILE:LINE] CONDITION. MSG" (c10/util/Exception.cpp,
@@ -234,7 +237,7 @@ def parse_line(line: str) -> Message:
         local = local if local is not None else p.local_rank
         host = host if host is not None else p.host
         text = p.text
-        for rx in (_MORE, _JSON_KEY, _PASTE, _DOCKER, _K8S_EVENT, _RAY, _SYSLOG, _DMESG_X, _OMPI, _PYWARN, _ENFORCE, _GLOG, _NCCL, _NCCL_BARE, _TOOLS, _C10D_RANK, _USER_RANK, _LOGGER,
+        for rx in (_MORE, _JSON_KEY, _PASTE, _DOCKER, _K8S_EVENT, _RAY, _SYSLOG, _DMESG_X, _OMPI, _MPICH_STACK, _PYWARN, _ENFORCE, _GLOG, _NCCL, _NCCL_BARE, _TOOLS, _C10D_RANK, _USER_RANK, _LOGGER,
                    _WHAT, _EXC, _EXC_LOWER):
             m = rx.match(text)
             if m is None or m.end() == 0 or (rx is _PASTE and exc is not None):  # KeyError: 'labels' keeps its quote

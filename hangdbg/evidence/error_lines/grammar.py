@@ -523,7 +523,8 @@ def scan_file(path: str, catalog: Catalog, log: ErrorLog) -> None:
         # the line as a whole (a NCCL INFO or a Python warning is no error) and the message's own
         # words (an ERROR level in the prefix of a code line is none)
         error = "NCCL WARN" in line or (looks_like_error(line) and looks_like_error(msg.text)) or (
-            bool(msg.exception) and not _BENIGN_EXC.search(msg.exception))  # the last line of a traceback
+            bool(msg.exception) and not _BENIGN_EXC.search(msg.exception)) or (  # the last line of a traceback
+            msg.src.endswith(")"))  # a level of MPICH's error stack (message._MPICH_STACK: the only src in parentheses)
         if not error and not _WORDY.search(msg.text):
             continue  # a number, a path, a bar: no message to look up
         joined: Match | None = None
