@@ -250,11 +250,25 @@ def test_c10_log_prefix_with_a_three_digit_date_is_peeled():
      None, None),                                                             # spdlog-style lowercase level
     ("2024-01-01 00:00:00,123 - __main__ - INFO - RuntimeError: CUDA error: an illegal memory access was "
      "encountered", None, None),                                              # logging's default format, any level
+    ("[ERROR] RUNTIME(2210,python3):2025-01-06-10:04:09.261.455 [api_impl.cc:4643]tid:11543,SyncGetDevMsg(4643) : "
+     "RuntimeError: CUDA error: an illegal memory access was encountered", None, None),  # Ascend CANN's log line
+    ("EE9999: 2024-05-21-11:57:54.167.645 RuntimeError: CUDA error: an illegal memory access was encountered",
+     None, None),                                                             # Ascend CANN's error-code line
+    ("MPIR_Init_thread(159).......: RuntimeError: CUDA error: an illegal memory access was encountered",
+     None, None),                                                             # a level of MPICH's error stack
 ])
 def test_more_prefixes_are_peeled(line, rank, host):
     msg = parse_line(line)
     assert msg.text == "CUDA error: an illegal memory access was encountered"
     assert (msg.rank, msg.host) == (rank, host)
+
+
+def test_ascend_cann_lines_keep_their_code_time_and_pid():
+    m = parse_line("EJ0001: 2024-05-21-11:57:54.167.645 Failed to initialize the HCCP process.")
+    assert (m.src, m.text, m.clock) == ("EJ0001", "Failed to initialize the HCCP process.", 11 * 3600 + 57 * 60 + 54)
+    m = parse_line("[ERROR] HCCP(2210,python3):2025-01-06-10:04:09.261.455 [ra_hdc.c:876]tid:11543,"
+                   "ra_hdc_qp_create_with_attrs(876) : create qp fail, ret(-12)")
+    assert (m.pid, m.level, m.src, m.text) == (2210, "ERROR", "ra_hdc.c:876", "create qp fail, ret(-12)")
 
 
 def test_dmesg_x_facility_and_level_are_peeled_with_talos_node():

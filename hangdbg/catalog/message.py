@@ -25,7 +25,7 @@ from ..text.lines import strip_prefix
 
 __all__ = ["Message", "parse_line", "looks_like_error", "ERROR_WORDS", "ERROR_STEMS"]
 
-_ISO = re.compile(r"\[?(?P<d>\d{4}-\d\d-\d\d)[T ](?P<t>\d\d:\d\d:\d\d)(?P<f>[.,]\d+)?")
+_ISO = re.compile(r"\[?(?P<d>\d{4}-\d\d-\d\d)[T \-](?P<t>\d\d:\d\d:\d\d)(?P<f>[.,]\d+)?")
 _NCCL = re.compile(
     r"(?P<host>[\w.\-]{1,253}):(?P<pid>\w{1,12})(?::(?P<tid>\w{1,12}))? \[(?P<dev>-?\d{1,4})\] "
     r"(?:(?:(?P<src>[\w./\-]{1,200}:\d{1,6}) )?(?:NCCL )?|[^\n]{1,300}?:\d{1,6} NCCL )(?P<level>WARN|INFO|ERROR|ABORT|TRACE)\s?")
@@ -94,6 +94,15 @@ _OMPI = re.compile(r"\[(?P<host>[\w.\-]{1,253})\](?:\[\[\d{1,10},\d{1,10}\],(?P<
 # MPICH's error-stack level "FUNC(LINE)....: MESSAGE": the location "%s(%d)" (fcname, line), dots up to the
 # stack's widest location, ": " (pmodels/mpich v4.1.2 src/mpi/errhan/errutil.c MPIR_Err_print_stack_string)
 _MPICH_STACK = re.compile(r"(?P<src>[A-Za-z_]\w{0,120}\(\d{1,7}\))\.*: ?")
+# Ascend CANN's log line "[Level] ModuleName(PID,PName):DateTimeMS [FileName:LineNumber]LogContent" (CANN log
+# reference, "log record format": https://www.hiascend.com/document/detail/zh/canncommercial/5046/troublemanagement/
+# logreference/atlaslog_24_0008.html; newer CANN adds microseconds, HCCP adds "tid:N," and "func(line) : ")
+_CANN_LOG = re.compile(r"\[(?P<level>ERROR|WARNING|INFO|DEBUG|EVENT)\] [A-Z][A-Za-z0-9_]{0,40}\((?P<pid>\d{1,10}),[^)\n]{0,120}\):"
+                       r"\d{4}-\d\d-\d\d-\d\d:\d\d:\d\d\.\d{3}(?:\.\d{3})? \[(?P<src>[^\]\n:]{1,200}:\d{1,7})\]\s?"
+                       r"(?:tid:\d{1,10},)?(?:[A-Za-z_]\w{0,120}\(\d{1,7}\)\s?:\s?)?")
+# Ascend CANN's error-code line "CODE: yyyy-mm-dd-hh:mm:ss.SSS.SSS MESSAGE": an error code of the CANN error code
+# reference (EI0006, EJ0001, EE1001, EZ9999, E19999: "E", a component letter or digit, four digits)
+_CANN_CODE = re.compile(r"(?P<src>E[A-Z1-9]\d{4}): (?:\d{4}-\d\d-\d\d-\d\d:\d\d:\d\d\.\d{3}(?:\.\d{3})?\s)?")
 # Python's warnings.formatwarning: "FILE:LINE: CATEGORY: MESSAGE" (CPython Lib/warnings.py, "%s:%s: %s: %s\n")
 _PYWARN = re.compile(r"(?P<src>\S{1,300}\.py:\d{1,7}): (?P<lvl2>(?:[A-Z]\w{0,60})?Warning): ")
 # c10's and gloo's enforce prefix: "[enforce fail at FILE:LINE] CONDITION. MSG" (c10/util/Exception.cpp,
@@ -237,7 +246,7 @@ def parse_line(line: str) -> Message:
         local = local if local is not None else p.local_rank
         host = host if host is not None else p.host
         text = p.text
-        for rx in (_MORE, _JSON_KEY, _PASTE, _DOCKER, _K8S_EVENT, _RAY, _SYSLOG, _DMESG_X, _OMPI, _MPICH_STACK, _PYWARN, _ENFORCE, _GLOG, _NCCL, _NCCL_BARE, _TOOLS, _C10D_RANK, _USER_RANK, _LOGGER,
+        for rx in (_MORE, _JSON_KEY, _PASTE, _DOCKER, _K8S_EVENT, _RAY, _SYSLOG, _DMESG_X, _CANN_LOG, _CANN_CODE, _OMPI, _MPICH_STACK, _PYWARN, _ENFORCE, _GLOG, _NCCL, _NCCL_BARE, _TOOLS, _C10D_RANK, _USER_RANK, _LOGGER,
                    _WHAT, _EXC, _EXC_LOWER):
             m = rx.match(text)
             if m is None or m.end() == 0 or (rx is _PASTE and exc is not None):  # KeyError: 'labels' keeps its quote
