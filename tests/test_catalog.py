@@ -52,8 +52,10 @@ def test_entry_reads_back_from_a_line_built_from_its_format(entry_id):
     e = CATALOG.get(entry_id)
     line = _line(e)
     msg = parse_line(line)
-    # as the error-lines grammar reads it: the message, else the exception class with it (an entry for the class)
-    m = CATALOG.match(msg.text) or (CATALOG.match(f"{msg.exception}: {msg.text}") if msg.exception else None)
+    # as the error-lines grammar reads it: by the code printed with it (Ascend CANN's EI0006: ...), the message,
+    # else the exception class with it (an entry for the class)
+    m = CATALOG.match_code(msg.src, msg.text) or CATALOG.match(msg.text) or (
+        CATALOG.match(f"{msg.exception}: {msg.text}") if msg.exception else None)
     assert m is not None, f"{line!r} -> message {msg.text!r} matched nothing"
     if e not in m.chain:
         winner = m.entry

@@ -624,3 +624,20 @@ def test_the_levels_of_an_mpich_error_stack_are_read_under_their_location(tmp_pa
     assert top.severity is Severity.SUSPECT and "PMI_KVS_Get returned -1" in top.summary and not top.ranks
     from hangdbg.catalog.message import parse_line
     assert parse_line("MPIR_pmi_kvs_get(227).......: PMI_KVS_Get returned -1").src == "MPIR_pmi_kvs_get(227)"
+
+
+def test_an_ascend_hccl_failure_is_read_by_its_cann_error_code(tmp_path):
+    # torch_npu's HCCL error (HcclResult 7), its own error code line, then CANN's documented code line
+    text = ("[rank0]: RuntimeError: create:build/CMakeFiles/torch_npu.dir/compiler_depend.ts:89 HCCL function error: "
+            "HcclCommInitRootInfo(numRanks, &rootInfo, rank, &(comm->hcclComm_)), error code is 7\n"
+            "[rank0]: [ERROR] 2025-03-26-11:49:12 (PID:3674, Device:0, RankID:0) ERR02200 DIST call hccl api failed.\n"
+            "[rank0]: EJ0003: [PID: 3674] 2025-03-26-11:49:11.832.492 Failed to bind the IP port. Reason: The IP "
+            "address and port have been bound already.\n[rank0]:         TraceBack (most recent call last):\n")
+    v = _verdict(tmp_path, text)
+    [top] = [f for f in v.findings if f.severity is Severity.SUSPECT]
+    assert "EJ0003" in top.summary and "port" in top.summary and not top.ranks
+    assert not [f for f in v.findings if f.kind is Kind.UNRECOGNISED_ERROR]
+    # a message reworded in another CANN release is still read by its code
+    (tmp_path / "b").mkdir()
+    v = _verdict(tmp_path / "b", "EJ0001: 2024-05-21-11:57:54.167.645 HCCP could not start (reworded).\n")
+    assert any("EJ0001" in f.summary and f.severity is Severity.SUSPECT for f in v.findings)

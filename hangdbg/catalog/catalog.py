@@ -182,6 +182,10 @@ class Catalog:
         self._need = {id(e): _needed(e) for e in (*self.entries, *aliases)}  # by object: an alias shares its id
         self._codes = {(e.id.rsplit(".", 1)[0], e.code): e for e in self.entries if e.code is not None}
         self._heads: dict[int, str] = {}  # id(entry) -> _head_needed(entry), filled on first use
+        self._msgcodes: dict[str, list[CatalogEntry]] = {}
+        for e in self.entries:
+            if e.msgcode:
+                self._msgcodes.setdefault(e.msgcode, []).append(e)
 
     def __len__(self) -> int:
         return len(self.entries)
@@ -210,6 +214,21 @@ class Catalog:
         :data:`MID_LINE_LITERAL` literal characters: an upstream message behind an unknown prefix
         (``THCudaCheck FAIL file=... line=66 error=35 : CUDA driver version is insufficient ...``)."""
         return _search(self, message)
+
+    def match_code(self, msgcode: str, message: str) -> Match | None:
+        """The entry of a message printed with its code (``msgcode``: Ascend CANN's ``EI0006``): among the entries
+        of that code, the one whose format matches ``message`` (or ``CODE: message``), else the code's first
+        entry (its documented meaning, from a release that worded the message otherwise); None for a code no
+        entry has."""
+        entries = self._msgcodes.get(msgcode)
+        if not entries:
+            return None
+        text = message.strip()
+        for e in sorted(entries, key=lambda e: -e.literal):
+            m = e.pattern.match(text) or e.pattern.match(f"{msgcode}: {text}")
+            if m is not None:
+                return Match(e, tuple(v for k, v in sorted(m.groupdict().items()) if k.startswith("s") and v), None)
+        return Match(entries[0], (), None)
 
     def match_cut(self, message: str) -> Match | None:
         """The entry a message cut where an excerpt ended matches as far as it goes: the last line
@@ -490,7 +509,7 @@ def parse_entries(doc: dict[str, Any], name: str, checked: bool = True) -> list[
                                 meaning=str(raw["meaning"]), blame=blame, role=role, severity=raw["severity"],
                                 action=str(raw["action"]), versions=str(raw.get("versions", "")), example=example,
                                 pattern=pattern, literal=lit, code=_code(raw.get("code"), where),
-                                rank_field=_code(raw.get("rank_field"), where)))
+                                rank_field=_code(raw.get("rank_field"), where), msgcode=str(raw.get("msgcode", ""))))
     return out
 
 

@@ -81,6 +81,8 @@ class CatalogEntry:
         rank_field: which captured placeholder (0-based) is the rank of the process the message is about, None
             when none is (torch.multiprocessing.spawn's ``process {} terminated with signal {}``: the index
             mp.spawn gave the process, its rank on one node in the ``mp.spawn(fn, nprocs=N)`` idiom).
+        msgcode: the code the program prints in front of the message (Ascend CANN's ``EI0006: ``), "" when none:
+            a line that carries the code is looked up by it (:meth:`~hangdbg.catalog.catalog.Catalog.match_code`).
     """
 
     id: str
@@ -99,3 +101,4 @@ class CatalogEntry:
     literal: int = 0
     code: int | None = None
     rank_field: int | None = None
+    msgcode: str = ""

@@ -100,9 +100,20 @@ _MPICH_STACK = re.compile(r"(?P<src>[A-Za-z_]\w{0,120}\(\d{1,7}\))\.*: ?")
 _CANN_LOG = re.compile(r"\[(?P<level>ERROR|WARNING|INFO|DEBUG|EVENT)\] [A-Z][A-Za-z0-9_]{0,40}\((?P<pid>\d{1,10}),[^)\n]{0,120}\):"
                        r"\d{4}-\d\d-\d\d-\d\d:\d\d:\d\d\.\d{3}(?:\.\d{3})? \[(?P<src>[^\]\n:]{1,200}:\d{1,7})\]\s?"
                        r"(?:tid:\d{1,10},)?(?:[A-Za-z_]\w{0,120}\(\d{1,7}\)\s?:\s?)?")
-# Ascend CANN's error-code line "CODE: yyyy-mm-dd-hh:mm:ss.SSS.SSS MESSAGE": an error code of the CANN error code
-# reference (EI0006, EJ0001, EE1001, EZ9999, E19999: "E", a component letter or digit, four digits)
-_CANN_CODE = re.compile(r"(?P<src>E[A-Z1-9]\d{4}): (?:\d{4}-\d\d-\d\d-\d\d:\d\d:\d\d\.\d{3}(?:\.\d{3})?\s)?")
+# Ascend CANN's error-code line "CODE: yyyy-mm-dd-hh:mm:ss.SSS.SSS MESSAGE", in newer CANN "Name_Of_Error(CODE): " after
+# "[PID: N] TIME " (or "CODE: [PID: N] TIME "): an error code of the CANN error code reference (EI0006, EJ0001, EE1001,
+# EZ9999, E19999: "E", a component letter or digit, four digits)
+_CANN_TIME = r"\d{4}-\d\d-\d\d-\d\d:\d\d:\d\d(?:\.\d{2,3}){0,2}"
+_CANN_CODE = re.compile(r"(?:[A-Z][A-Za-z0-9]{0,40}(?:_[A-Za-z0-9]{1,40}){1,12}\()?(?P<src>E[A-Z1-9]\d{4})\)?: "
+                        r"(?:\[PID: (?P<pid>\d{1,10})\] )?(?:" + _CANN_TIME + r"\s)?")
+_CANN_PID = re.compile(r"\[PID: (?P<pid>\d{1,10})\] " + _CANN_TIME + r"\s")
+# torch_npu's error-code line "[ERROR] TIME (PID:N, Device:N, RankID:N). ERR<submodule><code> SUBMODULE TEXT" (Ascend/pytorch
+# torch_npu/csrc/core/npu/NPUException.cpp formatErrorCode; RankID -1 when no rank is set): its pid, device and rank
+_NPU_ERR = re.compile(r"(?:\[ERROR\] )?" + _CANN_TIME + r" \(PID:(?P<pid>\d{1,10}), Device:(?P<dev>-?\d{1,4}), "
+                      r"RankID:(?:-1|(?P<rank>\d{1,9}))\)\.? ")
+# torch_npu's check prefix "FUNC:FILE:LINE " before its message (Ascend/pytorch torch_npu/csrc/distributed/HCCLUtils.hpp
+# HCCL_CHECK_ERROR: __func__, __FILE__, __LINE__; a CMake build names the file compiler_depend.ts)
+_FUNC_AT = re.compile(r"[A-Za-z_]\w{0,80}:(?P<src>[\w./\-]{1,300}\.(?:cpp|cc|c|h|hpp|ts):\d{1,6}) (?=[A-Z])")
 # Python's warnings.formatwarning: "FILE:LINE: CATEGORY: MESSAGE" (CPython Lib/warnings.py, "%s:%s: %s: %s\n")
 _PYWARN = re.compile(r"(?P<src>\S{1,300}\.py:\d{1,7}): (?P<lvl2>(?:[A-Z]\w{0,60})?Warning): ")
 # c10's and gloo's enforce prefix: "[enforce fail at FILE:LINE] CONDITION. MSG" (c10/util/Exception.cpp,
@@ -246,7 +257,7 @@ def parse_line(line: str) -> Message:
         local = local if local is not None else p.local_rank
         host = host if host is not None else p.host
         text = p.text
-        for rx in (_MORE, _JSON_KEY, _PASTE, _DOCKER, _K8S_EVENT, _RAY, _SYSLOG, _DMESG_X, _CANN_LOG, _CANN_CODE, _OMPI, _MPICH_STACK, _PYWARN, _ENFORCE, _GLOG, _NCCL, _NCCL_BARE, _TOOLS, _C10D_RANK, _USER_RANK, _LOGGER,
+        for rx in (_MORE, _JSON_KEY, _PASTE, _DOCKER, _K8S_EVENT, _RAY, _SYSLOG, _DMESG_X, _CANN_LOG, _CANN_CODE, _CANN_PID, _NPU_ERR, _FUNC_AT, _OMPI, _MPICH_STACK, _PYWARN, _ENFORCE, _GLOG, _NCCL, _NCCL_BARE, _TOOLS, _C10D_RANK, _USER_RANK, _LOGGER,
                    _WHAT, _EXC, _EXC_LOWER):
             m = rx.match(text)
             if m is None or m.end() == 0 or (rx is _PASTE and exc is not None):  # KeyError: 'labels' keeps its quote

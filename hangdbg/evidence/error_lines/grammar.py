@@ -30,6 +30,7 @@ __all__ = ["ErrorEvent", "ErrorLog", "scan_file", "sniff", "is_context_line", "G
 
 _CONTEXT = re.compile(
     r"""^\s*(?:File\ "[^"]*",\ line\ \d+|frame\ \#\d+:|\#\d+\s+0x[0-9a-f]+|Exception\ raised\ from\ |Traceback\ \(most\ recent
+    |TraceBack\ \(most\ recent  # Ascend CANN's error manager: the calls inside its error, the error line above them
     |raise\ |except\ |assert\ |return\ |if\ |elif\ |def\ |class\ |\^+\s*$|~+\^*~*\s*$|During\ handling\ of\ the\ above
     |The\ above\ exception\ was\ the\ direct\ cause|error_file:|traceback\s*:\s*To\ enable\ traceback
     |[│|]?\s*(?:time|host|rank|exitcode|error_file|traceback)\s*:\s)""", re.VERBOSE)
@@ -438,9 +439,11 @@ def _rank_by_local(log: ErrorLog, first: int, local_to_rank: dict[int, set[int]]
 
 
 def _lookup(catalog: Catalog, msg: Message, error: bool, last: bool, joined: Match | None) -> Match | None:
-    """The catalog entry of a line's message: anywhere in an error line (``search``), then as the excerpt's
+    """The catalog entry of a line's message: by the code printed with it, anywhere in an error line (``search``), then as the excerpt's
     cut last line, the exception class with its text, or up to a value the paste hid; a line without an error
     word only when it starts like a known message."""
+    if msg.src and (coded := catalog.match_code(msg.src, msg.text)) is not None:
+        return coded  # a message printed with its code (Ascend CANN's EI0006): the code decides
     if not error:
         renamed = cuda_named(msg.text)  # a ROCm build's CUDA message (the text itself when it names no HIP)
         return catalog.match(msg.text, indexed_only=True) \
