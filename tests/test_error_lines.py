@@ -641,3 +641,19 @@ def test_an_ascend_hccl_failure_is_read_by_its_cann_error_code(tmp_path):
     (tmp_path / "b").mkdir()
     v = _verdict(tmp_path / "b", "EJ0001: 2024-05-21-11:57:54.167.645 HCCP could not start (reworded).\n")
     assert any("EJ0001" in f.summary and f.severity is Severity.SUSPECT for f in v.findings)
+
+
+def test_a_traceback_wrapped_at_a_width_is_joined_back_by_its_syntax():
+    from hangdbg.evidence.error_lines.paste import frames_unwrapped
+
+    wrapped = (b'  File "/env/lib/python3.7/site-packages/torch/distr\nibuted/rendezvous.py", line 133, in _tcp_rende\n'
+               b"zvous_handler\n    store = TCPStore(result.hostname, result.port, world_size, \ntimeout)\n"
+               b"RuntimeError: Address already in use\n")
+    lines = frames_unwrapped(wrapped).split(b"\n")
+    assert len(lines) == len(wrapped.split(b"\n"))  # line numbers kept: the joined pieces become blank
+    assert lines[2] == b'  File "/env/lib/python3.7/site-packages/torch/distributed/rendezvous.py", line 133, in ' \
+                       b"_tcp_rendezvous_handler"
+    assert lines[3] == b"    store = TCPStore(result.hostname, result.port, world_size, timeout)" and lines[4] == b""
+    assert lines[5] == b"RuntimeError: Address already in use"
+    whole = b'  File "/a.py", line 1, in f\n    g(x,\n      y)\nValueError: bad\n'
+    assert frames_unwrapped(whole) == b'  File "/a.py", line 1, in f\n    g(x, y)\n\nValueError: bad\n'

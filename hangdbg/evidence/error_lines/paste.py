@@ -137,3 +137,59 @@ def soft_unwrapped(body: bytes, known: Callable[[bytes], bool] = lambda line: Fa
             out[j + 1] = b""
             j += 1
     return b"\n".join(out)
+
+
+_OPEN_FRAME = re.compile(rb'^\s*File "[^"\n]*$|^\s*File "[^"\n]*",(?: line(?: \d+,?)?)?\s*$')
+"""A traceback frame line cut before its end (CPython Lib/traceback.py: ``  File "{}", line {}, in {}``): its path's
+quote is not closed, or the line stops before ``in FUNC``."""
+_FRAME_DONE = re.compile(rb'^\s*File "[^"\n]*", line \d+, in \S')
+_FUNC_REST = re.compile(rb"[\w<>.]{1,80}")
+"""The rest of a frame's function name that a wrap at a fixed width put on its own, unindented line (the
+source line under a frame is indented)."""
+
+
+def frames_unwrapped(body: bytes) -> bytes:
+    """``body`` with the traceback lines a wrap cut joined again, whatever the width: a frame line whose path
+    quote or ``line N, in FUNC`` part is unfinished (:data:`_OPEN_FRAME`) takes the next lines until it is whole,
+    and the source line under a frame takes the next line while its brackets stay open (``store = TCPStore(a,
+    b,`` / ``timeout)``), when that line is no frame, traceback or record head of its own (:func:`_continues`).
+    The rest of a joined line becomes blank, so the line numbers stay the file's (a frame's pieces before it, so
+    that it stays next to its source line; a source line's after it)."""
+    if b'File "' not in body:
+        return body
+    lines = body.split(b"\n")
+    if len(lines) > 4000:
+        return body
+    out = list(lines)
+    i = 0
+    prev = b""  # the last line with text before line i (a joined line's rest is blank)
+    while i < len(lines) - 1:
+        line = out[i].rstrip(b"\r")
+        j = i
+        if _OPEN_FRAME.match(line):
+            while j < len(lines) - 1 and not _FRAME_DONE.match(line) and len(line) <= WRAP_MAX and \
+                    (nxt := lines[j + 1].rstrip(b"\r")).strip() and not nxt.lstrip().startswith(b'File "'):
+                line = line + (b"" if line.endswith((b"/", b"_", b"-", b".")) or b'"' not in line[line.index(b'File "') + 6:]
+                               else b" ") + nxt.strip()
+                j += 1
+            if j < len(lines) - 1 and line[:1].isspace() and len(line) >= WRAP_MIN and _FUNC_REST.fullmatch(
+                    lines[j + 1].rstrip(b"\r")):
+                line += lines[j + 1].rstrip(b"\r")  # the function's name cut at the width: its rest, unindented
+                j += 1
+            out[i:j + 1] = [b""] * (j - i) + [line]  # the frame ends next to its source line
+        elif _FRAME_DONE.match(prev) and _opened(line):
+            while j < len(lines) - 1 and _opened(line) and len(line) <= WRAP_MAX and _continues(lines[j + 1]) \
+                    and not lines[j + 1].lstrip().startswith(b'File "'):
+                line = line.rstrip() + b" " + lines[j + 1].rstrip(b"\r").strip()
+                out[j + 1] = b""
+                j += 1
+            out[i] = line
+        if line.strip():
+            prev = line
+        i = j + 1
+    return b"\n".join(out)
+
+
+def _opened(code: bytes) -> bool:
+    """True when ``code`` (a source line) leaves a bracket open: more ``(``/``[``/``{`` than closers."""
+    return code.count(b"(") + code.count(b"[") + code.count(b"{") > code.count(b")") + code.count(b"]") + code.count(b"}")
