@@ -657,3 +657,19 @@ def test_a_traceback_wrapped_at_a_width_is_joined_back_by_its_syntax():
     assert lines[5] == b"RuntimeError: Address already in use"
     whole = b'  File "/a.py", line 1, in f\n    g(x,\n      y)\nValueError: bad\n'
     assert frames_unwrapped(whole) == b'  File "/a.py", line 1, in f\n    g(x, y)\n\nValueError: bad\n'
+
+
+def test_a_dcgmi_diag_box_table_is_read_as_rows_and_its_message_by_dcgms_catalog(tmp_path):
+    from hangdbg.evidence.error_lines.paste import boxed
+
+    text = ("+---------------------------+------------------------------------------------+\n"
+            "| Memory                    | Fail                                           |\n"
+            "| Warning: GPU0             | Detected 2 volatile double-bit ECC error(s) in |\n"
+            "|                           |  GPU 0.                                        |\n"
+            "+---------------------------+------------------------------------------------+\n")
+    rows = boxed(text.encode()).split(b"\n")
+    assert rows[1] == b"Memory: Fail" and rows[3] == b"" and len(rows) == len(text.split("\n"))
+    assert rows[2] == b"Warning: GPU0: Detected 2 volatile double-bit ECC error(s) in GPU 0."
+    v = _verdict(tmp_path, text)
+    top = v.findings[0]
+    assert top.severity is Severity.SUSPECT and "DCGM_FR_VOLATILE_DBE_DETECTED" in top.summary

@@ -20,7 +20,7 @@ from typing import Iterator
 from ...catalog.catalog import Catalog, Match, cuda_named
 from ...catalog.message import ERROR_STEMS, Message, looks_like_error, parse_line
 from ...model import Evidence
-from .paste import dedented, double_spaced, frames_unwrapped, soft_unwrapped, unwrapped
+from .paste import boxed, dedented, double_spaced, frames_unwrapped, soft_unwrapped, unwrapped
 from .tracebacks import FRAME, CutTraceback, traceback_at
 from ...text.lines import MAX_LINE, RECORD_STARTS, iter_lines_from, open_input, strip_ansi_bytes, strip_prefix
 from ...tools.grep import find_grep, grep_lines
@@ -359,7 +359,7 @@ def _shape(path: str, catalog: Catalog) -> tuple[bytes | None, int, str, int, st
     data = _small_file(path)
     if data is None:
         return None, 0, "", 1, None
-    data = dedented(strip_ansi_bytes(soft_unwrapped(frames_unwrapped(unwrapped(data)), lambda b: _known(catalog, b))))
+    data = dedented(strip_ansi_bytes(soft_unwrapped(frames_unwrapped(unwrapped(boxed(data))), lambda b: _known(catalog, b))))
     return (data, _last_line(data), _labelled(data.rstrip(b"\r\n\t ")), 2 if double_spaced(data) else 1,
             _pod_node(data))
 

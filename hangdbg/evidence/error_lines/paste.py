@@ -193,3 +193,38 @@ def frames_unwrapped(body: bytes) -> bytes:
 def _opened(code: bytes) -> bool:
     """True when ``code`` (a source line) leaves a bracket open: more ``(``/``[``/``{`` than closers."""
     return code.count(b"(") + code.count(b"[") + code.count(b"{") > code.count(b")") + code.count(b"]") + code.count(b"}")
+
+
+_BOX_ROW = re.compile(rb"^\s*\|(.*)\|\s*$")
+_BOX_RULE = re.compile(rb"^\s*\+[-=+]{3,}\+\s*$")
+
+
+def boxed(body: bytes) -> bytes:
+    """``body`` with a two-column box table's rows read as text (``dcgmi diag``'s view: a ``+---+---+`` rule,
+    rows ``| Warning: GPU0 | Detected 2 volatile double-bit ECC error(s) in |``, a long message carried on in
+    the next rows under an empty first cell; NVIDIA/DCGM dcgmi/Diag.cpp ``DisplayVerboseInfo``): a row becomes
+    ``FIRST: SECOND`` and a carried row joins the row above it (blank in its place, so the line numbers stay
+    the file's). Other text is kept as it is."""
+    if b"+-" not in body and b"+=" not in body:
+        return body
+    lines = body.split(b"\n")
+    if len(lines) > 4000 or not any(_BOX_RULE.match(ln) for ln in lines):
+        return body
+    out = list(lines)
+    last = -1  # the row a carried row joins
+    for i, ln in enumerate(lines):
+        m = _BOX_ROW.match(ln.rstrip(b"\r"))
+        cells = [c.strip() for c in m.group(1).split(b"|")] if m else []
+        if len(cells) != 2:
+            last = -1
+            continue
+        first, second = cells
+        if not first and second and last >= 0:
+            out[last] = out[last] + b" " + second
+            out[i] = b""
+        elif first:
+            out[i] = first + (b": " + second if second else b"")
+            last = i
+        else:
+            last = -1
+    return b"\n".join(out)
