@@ -673,3 +673,13 @@ def test_a_dcgmi_diag_box_table_is_read_as_rows_and_its_message_by_dcgms_catalog
     v = _verdict(tmp_path, text)
     top = v.findings[0]
     assert top.severity is Severity.SUSPECT and "DCGM_FR_VOLATILE_DBE_DETECTED" in top.summary
+
+
+def test_an_exception_whose_next_lines_say_it_waited_for_a_peer_blames_no_rank(tmp_path):
+    # a framework's own exception text no entry knows, then the library's account: it waited for a remote rank
+    text = ("[rank1]: RuntimeError: frobnicator step failed, error code is 6\n"
+            "[rank1]: EI0006: [PID: 12] 2025-04-08-18:07:20.444.436 Getting socket times out. Reason: Remote Rank "
+            "did not send the data in time. Please check the reason for the rank being stuck\n")
+    v = _verdict(tmp_path, text)
+    assert not [f for f in v.findings if f.severity is Severity.SUSPECT and 1 in f.ranks]
+    assert any("EI0006" in f.summary for f in v.findings)

@@ -133,7 +133,7 @@ def _exceptions(log: ErrorLog) -> list[Finding]:
         if len(ranks) >= 2 and set(ranks) == seen:  # the same exception on every rank: a cause they share
             who = f"every rank in these logs ({ranks_text(ranks)}) alike"
             ranks = ()
-        waits = _WAITER_WORDS.search(f"{exc} {evs[0].message.text}") is not None
+        waits = _WAITER_WORDS.search(f"{exc} {evs[0].message.text}") is not None or _waited_after(log, evs[0])
         out.append(Finding(
             Kind.RANK_ERROR, f"{who} raised \u201c{_quote(evs[0])}\u201d"
             + (f" at {evs[0].frame}" if evs[0].frame else "") + (f" ({len(evs)} lines)" if len(evs) > 1 else "")
@@ -145,6 +145,30 @@ def _exceptions(log: ErrorLog) -> list[Finding]:
                 Evidence("traceback", None, f"{EXCEPTION_ID}: https://docs.python.org/3/library/exceptions.html"),),
             action="read the traceback that ends in this line: its last frame is where the exception was raised"))
     return out
+
+
+_WAIT_BLOCK = 4
+"""Lines after an exception within which a line of the same file says that the process waited for another one."""
+
+
+def _waited_after(log: ErrorLog, ev: ErrorEvent) -> bool:
+    """Whether a catalog line of the same process just after exception ``ev`` (within :data:`_WAIT_BLOCK` lines of
+    its file; no other rank, pid or host) is a peer's consequence: the error text a framework prints under its exception (torch_npu's CANN code line
+    ``EI0006: ... Remote Rank did not send the data in time``) says that this process waited for another."""
+    src, line = ev.evidence.source, ev.evidence.line
+    if line is None:
+        return False
+    at = next((i for i, e in enumerate(log.events) if e is ev), len(log.events))
+    for other in log.events[at + 1:at + 1 + 2 * _WAIT_BLOCK]:
+        if other.evidence.source != src or other.evidence.line is None or other.evidence.line - line > _WAIT_BLOCK:
+            break
+        a, b = ev.message, other.message
+        if any(x is not None and y is not None and x != y for x, y in ((a.rank, b.rank), (a.pid, b.pid), (a.host, b.host))):
+            continue  # another process's line (the watchdog of a rank that waited for this one)
+        e = other.match.innermost if other.match is not None else None
+        if e is not None and e.role is Role.CONSEQUENCE and e.blame is Blame.PEER:
+            return True
+    return False
 
 
 def _before(a: ErrorEvent, b: ErrorEvent) -> bool | None:
