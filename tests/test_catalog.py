@@ -502,3 +502,11 @@ def test_launcher_messages_from_their_sources(line, entry_id):
 def test_a_json_field_that_holds_a_message_is_peeled(line, text, exc):
     msg = parse_line(line)
     assert msg.text == text and msg.exception == exc
+
+
+def test_a_message_glued_behind_other_text_is_found_inside_the_line():
+    # two ranks wrote into one line at once: the message starts glued to an exception class
+    m = CATALOG.match_inside("OutOfMemoryErrorOutOfMemoryError.: : OutOfMemoryErrorCUDA out of memory. Tried to "
+                             "allocate 2.11 GiB (GPU 6; 39.45 GiB total capacity; 37.14 GiB already allocated)")
+    assert m is not None and "out of memory" in m.entry.meaning.lower()
+    assert CATALOG.match_inside("nothing here resembles any upstream message at all, truly") is None

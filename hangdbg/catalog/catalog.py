@@ -182,6 +182,7 @@ class Catalog:
         self._need = {id(e): _needed(e) for e in (*self.entries, *aliases)}  # by object: an alias shares its id
         self._codes = {(e.id.rsplit(".", 1)[0], e.code): e for e in self.entries if e.code is not None}
         self._heads: dict[int, str] = {}  # id(entry) -> _head_needed(entry), filled on first use
+        self._inside: dict[str, list[CatalogEntry]] | None = None  # filled on first use (match_inside)
         self._msgcodes: dict[str, list[CatalogEntry]] = {}
         for e in self.entries:
             if e.msgcode:
@@ -260,6 +261,35 @@ class Catalog:
         inner = next((i for f in fields for t in dict.fromkeys((f.strip(), f.strip(" '\"`()[]")))
                       if (i := self.match(t, 1)) is not None and i.entry is not best), None)
         return Match(best, fields, inner)
+
+    def match_inside(self, message: str) -> Match | None:
+        """The entry whose message starts inside ``message`` at no separator: its literal head of
+        :data:`INSIDE_MIN` characters or more is in the text, glued to what comes before it (processes that
+        wrote into one line at once: ``OutOfMemoryErrorOutOfMemoryError.: : OutOfMemoryErrorCUDA out of memory.
+        Tried to allocate ...``), and its pattern matches from there. Candidates come from the words of
+        ``message`` (each entry is indexed by its head's second word, the first being the one a glue hides); the
+        most literal characters win; never an info entry. A last resort for an error line no other lookup reads."""
+        text = " ".join(message.split())
+        if len(text) < INSIDE_MIN:
+            return None
+        if self._inside is None:  # entries by the second word of their head: the first may be glued in a line
+            self._inside = {}
+            for e in self.entries:
+                words = _WORD.findall(_head(e).lower())
+                if e.severity != "info" and len(words) >= 2 and len(_head(e)) >= INSIDE_MIN:
+                    self._inside.setdefault(words[1], []).append(e)
+        best: tuple[CatalogEntry, re.Match[str]] | None = None
+        for word in dict.fromkeys(_WORD.findall(text.lower())):
+            for e in self._inside.get(word, []):
+                if best is not None and e.literal <= best[0].literal:
+                    continue
+                at = text.find(_head(e))
+                if at > 0 and (m := e.pattern.match(text[at:])) is not None:
+                    best = (e, m)
+        if best is None:
+            return None
+        e, m = best
+        return Match(e, tuple(v for k, v in sorted(m.groupdict().items()) if k.startswith("s") and v), None)
 
     def match_head(self, message: str) -> Match | None:
         """The entry whose literal head (its text before the first placeholder) and ``message`` start with the same
@@ -358,6 +388,8 @@ def _may_nest(outer: CatalogEntry, inner: CatalogEntry) -> bool:
 
 
 _SEPARATORS = re.compile(r"(?::|\s-|;|\]|\)|,)\s+|\s['\"`(\[]|\.\s+(?=[A-Z])|=['\"]")  # also a sentence's end, a quoted value
+INSIDE_MIN = 24
+"""Fewest literal characters of an entry's head that :meth:`Catalog.match_inside` finds glued inside a line."""
 CUT_MIN = 20
 """Fewest characters of a cut line that :meth:`Catalog.match_cut` looks up."""
 HIDDEN_MIN = 30

@@ -289,7 +289,10 @@ def _head_joined(catalog: Catalog, head: str, msg: Message) -> tuple[Message, Ma
 
 def _settled(catalog: Catalog, msg: Message, match: Match | None, error: bool) -> tuple[Message, Match | None, bool]:
     """The message with the rank its entry names (:func:`_field_rank`), and for an error line no lookup read the
-    entry whose long start it shares (:meth:`Catalog.match_head`, then ``weak``: a wrap may still join it)."""
+    entry whose message is glued inside it (:meth:`Catalog.match_inside`), else the entry whose long start it
+    shares (:meth:`Catalog.match_head`, then ``weak``: a wrap may still join it)."""
+    if match is None and error and (inside := catalog.match_inside(msg.text)) is not None:
+        return _field_rank(msg, inside), inside, False  # a message glued behind other text (interleaved writes)
     if match is None and error and (head := catalog.match_head(msg.text)) is not None:
         return msg, head, True
     return _field_rank(msg, match), match, False
