@@ -20,7 +20,14 @@ from importlib import resources
 from typing import Any, Iterable
 
 from .entry import ID_RE, Blame, CatalogEntry, EntryPattern, Role, Syntax
-from .pattern import FormatError, LazyPattern, compile_cut, compile_format, literal_length
+from .literals import cut_pattern as _cut_pattern
+from .literals import head as _head
+from .literals import head_needed as _head_needed
+from .literals import lead_cut_pattern as _lead_cut_pattern
+from .literals import literal_parts as _literal_parts
+from .literals import longest_run as _longest_run
+from .literals import shared_words as _shared_words
+from .pattern import FormatError, LazyPattern, compile_format, literal_length
 
 __all__ = ["Catalog", "CatalogError", "Match", "cuda_named", "load", "parse_entries", "SEVERITIES", "MIN_LITERAL"]
 
@@ -74,22 +81,6 @@ class Match:
 
 
 _LEAD = " \t[('\"`<"
-
-
-_RUN = re.compile(r"[A-Za-z0-9_/.,;:'=-]+(?: [A-Za-z0-9_/.,;:'=-]+)*")
-_PLACEHOLDER = re.compile(r"%[-+ #0']*(?:\*|\d+)?(?:\.(?:\*|\d+))?(?:hh|h|ll|l|L|q|j|z|Z|t)?[diouxXeEfFgGaAcspn%]|\{[^{}]*\}")
-
-
-def _literal_parts(e: CatalogEntry) -> list[str]:
-    """The literal pieces of a printf / python / literal format, in order (a placeholder between two)."""
-    if e.syntax is Syntax.LITERAL:
-        return [e.format]
-    return _PLACEHOLDER.split(e.format.replace("{{", "{").replace("}}", "}"))
-
-
-def _longest_run(parts: Iterable[str]) -> str:
-    """The longest run of literal text (words and the punctuation logs keep) in ``parts``, lowercase."""
-    return max((m.group(0) for p in parts for m in _RUN.finditer(p)), key=len, default="").lower()
 
 
 def _needed(e: CatalogEntry) -> str:
@@ -397,46 +388,6 @@ HIDDEN_MIN = 30
 (:meth:`Catalog.match_hidden`)."""
 CUT_HEAD_MIN = 8
 """Fewest characters of literal head a format needs before a cut message is matched past it."""
-
-
-@lru_cache(maxsize=4096)
-def _cut_pattern(e: CatalogEntry) -> re.Pattern[str]:
-    """:func:`~hangdbg.catalog.pattern.compile_cut` of ``e``, compiled on first use."""
-    return compile_cut(e.format, e.syntax) or re.compile(r"(?!)")
-def _head_needed(e: CatalogEntry) -> str:
-    """The longest run of literal text (lowercase) of the format's head: its literal start, or the literal piece
-    after a leading placeholder (what :func:`_lead_cut_pattern` requires whole)."""
-    parts = _literal_parts(e)
-    return _longest_run(parts[1:2] if len(parts) > 1 and not parts[0].strip() else parts[:1])
-
-
-@lru_cache(maxsize=None)
-def _lead_cut_pattern(e: CatalogEntry) -> re.Pattern[str]:
-    """:func:`~hangdbg.catalog.pattern.compile_cut` of ``e``, a leading placeholder allowed."""
-    return compile_cut(e.format, e.syntax, lead_field=True) or re.compile(r"(?!)")
-
-
-_HEAD_CUT = re.compile(r"%|\{(?!\{)")
-
-
-def _head(e: CatalogEntry) -> str:
-    """The literal text of ``e.format`` before its first placeholder, blanks collapsed."""
-    m = _HEAD_CUT.search(e.format) if e.syntax is not Syntax.LITERAL else None
-    return " ".join((e.format[:m.start()] if m is not None else e.format).split())
-
-
-def _shared_words(a: str, b: str) -> int:
-    """The length of the start ``a`` and ``b`` share, cut back to the end of a word."""
-    n = 0
-    for x, y in zip(a, b):
-        if x != y:
-            break
-        n += 1
-    if n == min(len(a), len(b)):
-        return n
-    while n > 0 and a[n - 1].isalnum() and a[n].isalnum():
-        n -= 1
-    return n
 
 
 HEAD_MIN = 40
