@@ -683,3 +683,15 @@ def test_an_exception_whose_next_lines_say_it_waited_for_a_peer_blames_no_rank(t
     v = _verdict(tmp_path, text)
     assert not [f for f in v.findings if f.severity is Severity.SUSPECT and 1 in f.ranks]
     assert any("EI0006" in f.summary for f in v.findings)
+
+
+def test_more_processes_with_one_local_rank_than_nodes_is_a_launch_error(tmp_path):
+    def log(locals_):
+        return "".join(f"LOCAL_RANK: {lr} - CUDA_VISIBLE_DEVICES: [0,1]\ninitializing ddp: GLOBAL_RANK: {g}, "
+                       f"MEMBER: {g + 1}/4\n" for g, lr in enumerate(locals_))
+    v = _verdict(tmp_path, log([0, 0, 0, 0]))  # 4 ranks on nodes of 2 GPUs: 2 nodes, local rank 0 at most twice
+    [top] = [f for f in v.findings if f.severity is Severity.SUSPECT]
+    assert top.kind is Kind.LAUNCH_ERROR and "LOCAL_RANK 0" in top.summary and not top.ranks
+    (tmp_path / "ok").mkdir()
+    v = _verdict(tmp_path / "ok", log([0, 1, 0, 1]))
+    assert not [f for f in v.findings if f.severity is Severity.SUSPECT]

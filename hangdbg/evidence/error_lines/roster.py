@@ -53,7 +53,10 @@ _RANK_ZERO = (
      "Lightning-AI/pytorch-lightning 2.6.0 src/lightning/pytorch/trainer/setup.py:164 (rank_zero_info)"),
     (re.compile(r"^(?:# ?)?nThread \d+ nGpus \d+ minBytes "), "NVIDIA/nccl-tests src/common.cu (PRINT: main process only)"),
 )
-NEEDLES = ("GLOBAL_RANK", "store-based barrier", "Rank", "GPU available", "nThread", "Missing ranks:", "[ready ranks:")
+_LOCAL = re.compile(r"LOCAL_RANK: (?P<local>\d{1,5}) ?- ?CUDA_VISIBLE_DEVICES: \[(?P<devices>[^\]]{0,400})\]")
+_LOCAL_SOURCE = "Lightning-AI/pytorch-lightning 2.6.0 src/lightning/pytorch/accelerators/cuda.py:61"
+NEEDLES = ("GLOBAL_RANK", "store-based barrier", "Rank", "GPU available", "nThread", "Missing ranks:", "[ready ranks:",
+           "LOCAL_RANK")
 """Substrings one of which every announcement holds (a cheap test before the regexes)."""
 
 
@@ -100,6 +103,7 @@ class Roster:
     doubled_files: set[str] = field(default_factory=set)
     expecting: bool = False
     heads: list[Evidence] = field(default_factory=list)
+    local: list[tuple[int, int, Evidence]] = field(default_factory=list)  # (local rank, visible GPUs, line)
 
     def read(self, text: str, evidence: Evidence) -> None:
         """Note ``text`` (a message with its prefixes peeled) when it announces a rank or names one
@@ -121,6 +125,10 @@ class Roster:
             self._ready(text, evidence)
             return
         if not any(n in text for n in NEEDLES) or len(self.said) >= 4096:
+            return
+        if "LOCAL_RANK" in text and (m := _LOCAL.search(text)) is not None and len(self.local) < 4096:
+            n = len([d for d in m.group("devices").split(",") if d.strip()])
+            self.local.append((int(m.group("local")), n, evidence))
             return
         for rx, source in _ANNOUNCE:
             m = rx.search(text)
@@ -243,6 +251,9 @@ def roster_findings(roster: Roster) -> list[Finding]:
     if not worlds:
         return out
     world = worlds.most_common(1)[0][0]
+    if (shared := _shared_local_ranks(roster, world)) is not None:
+        out.append(shared)
+        return out
     seen = sorted({a.rank for a in said if not a.zero_only and a.world == world})
     missing = [r for r in range(world) if r not in seen]
     if seen and missing and world <= 1 << 16:
@@ -258,3 +269,34 @@ def roster_findings(roster: Roster) -> list[Finding]:
             action="collect the output of the missing ranks' nodes; if they have none, check that the launcher "
                    "started every process (srun in the batch script, --nnodes, the hostfile)"))
     return out
+
+
+def _shared_local_ranks(roster: Roster, world: int) -> Finding | None:
+    """A launch error when, in one file, more processes announce one local rank than the job has nodes: a world
+    of ``world`` ranks on nodes of N visible GPUs has ``world / N`` nodes, so each local rank is announced at
+    most that often (Lightning ``LOCAL_RANK: {} - CUDA_VISIBLE_DEVICES: [{}]``, pytorch-lightning 2.6.0
+    src/lightning/pytorch/accelerators/cuda.py:61, 1.4.0 pytorch_lightning/accelerators/gpu.py:54). More
+    mean that processes on one node computed the same local rank and share its GPU."""
+    for path in dict.fromkeys(ev.source for _, _, ev in roster.local):
+        if path in roster.doubled_files:
+            continue
+        rows = [(r, n, ev) for r, n, ev in roster.local if ev.source == path]
+        gpus = Counter(n for _, n, _ in rows).most_common(1)[0][0]
+        if gpus < 1 or world % gpus or world // gpus < 1:
+            continue
+        nodes = world // gpus
+        counts = Counter(r for r, _, _ in rows)
+        local, n = counts.most_common(1)[0]
+        if n > nodes:
+            ev = tuple(e for r, _, e in rows if r == local)[:4]
+            return Finding(
+                Kind.LAUNCH_ERROR,
+                f"the launch configuration: {n} processes announced LOCAL_RANK {local} in a job of {world} ranks on "
+                f"nodes of {gpus} visible GPUs ({nodes} node{'s' if nodes > 1 else ''}, so at most {nodes}): processes "
+                f"on one node computed the same local rank and share one GPU (the launcher's tasks per node, the "
+                f"SLURM/torchrun environment the framework reads, or the framework's version)",
+                severity=Severity.SUSPECT, evidence=ev + (Evidence(SOURCE_ID, None, f"{SOURCE_ID}: {_LOCAL_SOURCE}"),),
+                action="make the launcher start one process per GPU with distinct local ranks (srun --ntasks-per-node "
+                       "= GPUs per node with the framework's SLURM support, torchrun --nproc-per-node), and check the "
+                       "framework's num_nodes/devices against the job")
+    return None
