@@ -695,3 +695,17 @@ def test_more_processes_with_one_local_rank_than_nodes_is_a_launch_error(tmp_pat
     (tmp_path / "ok").mkdir()
     v = _verdict(tmp_path / "ok", log([0, 1, 0, 1]))
     assert not [f for f in v.findings if f.severity is Severity.SUSPECT]
+
+
+def test_short_pastes_that_lost_their_newlines_are_split_at_record_starts(tmp_path):
+    # NCCL lines without their host prefix, and a logging line, run together in fewer than 400 characters
+    text = ("NCCL version 2.18.5+cuda12.2 ... transport/nvls.cc:165 NCCL WARN Cuda failure 'invalid argument' NCCL "
+            "INFO transport/nvls.cc:324 -> 1 NCCL INFO init.cc:1093 -> 1 NCCL INFO init.cc:1358 -> 1\n")
+    v = _verdict(tmp_path, text)
+    assert any("invalid argument" in f.summary for f in v.findings)
+    (tmp_path / "b").mkdir()
+    text = ("INFO 2020-01-17 00:55:01,694 Using TCPStore for c10d::Store implementation INFO 2020-01-17 00:55:01,702 "
+            "Rank 1 will connect to TCPStore server at job-z2b7s:47279 [ERROR] 2020-01-17 00:55:01,724 coordinator_p2p:"
+            " Rank: -1 Error: Rank -1 received an Exception. Detailed message: host not found: Name or service not known\n")
+    v = _verdict(tmp_path / "b", text)
+    assert v.findings and v.findings[0].severity is Severity.SUSPECT and "resolved" in v.findings[0].summary

@@ -204,6 +204,9 @@ RECORD_STARTS = re.compile(r"(?<=\S)\s+(?=\[?\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d|\
                      r"|[\w.\-]{1,128}:\d{1,10}:\d{1,10} \[-?\d{1,6}\] |Traceback \(most recent call last\)|File \"[^\"]{1,300}\", line \d"
                      r"|\[[EWIF]\d{0,4} ?[\w.]{1,80}\.(?:cpp|cc|h|hpp):\d{1,6}\]"      # c10 / glog: [E ProcessGroupNCCL.cpp:719]
                      r"|\[\d{1,3}\] NCCL (?:INFO|WARN) "                              # NCCL without its host:pid:tid
+                     r"|[\w./\-]{1,200}\.(?:cc|cu|h):\d{1,6} NCCL (?:INFO|WARN) "        # ... nor its [dev]: file.cc:N NCCL WARN
+                     r"|NCCL (?:INFO|WARN) [\w./\-]{1,200}\.(?:cc|cu|h):\d{1,6} "        # NCCL INFO init.cc:1093 -> 1
+                     r"|\((?:[\w.]{1,120} )?pid=\d{1,10}(?:, ?ip=[\w.:\-]{1,80})?\) "      # Ray's worker: (RayWorkerWrapper pid=N)
                      r"|\[(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun) [A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d \d{4}\] "  # dmesg -T
                      r"|\[ {0,6}\d{1,8}\.\d{6}\] "                                    # dmesg
                      r"|(?:ERROR|WARNING|CRITICAL|FATAL):\S"                         # Python logging's default format
@@ -214,7 +217,8 @@ RECORD_STARTS = re.compile(r"(?<=\S)\s+(?=\[?\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d|\
                      r"|exitcode\s{0,12}:\s-?\d{1,4} \(pid|error_file\s{0,3}:\s|traceback\s{0,12}:\s"
                      r"|(?:srun|slurmstepd): error: )")
 """Where a record starts in a line that is several records a paste ran together (it lost its newlines): a
-timestamp, a ``[rankN]:``, an NCCL header, a c10/glog header, a dmesg time, a Python logging level, a shell
+timestamp, a ``[rankN]:``, an NCCL header (whole, or from its ``[dev]`` or its ``file.cc:N``), Ray's worker prefix
+``(Name pid=N, ip=...)``, a c10/glog header, a dmesg time, a Python logging level, a shell
 prompt, a traceback's head or frame, a field or entry of torchelastic's failure block, Slurm's error prefix."""
 
 

@@ -210,7 +210,7 @@ def _unglued(cands: Iterator[tuple[int, str, bool]]) -> Iterator[tuple[int, str,
             yield from _unglued_line(no, line, every)
 
 
-_GLUED_LINE = 400
+_GLUED_LINE = 160
 """Characters of a line from which it is looked at as several records a paste ran together."""
 
 
