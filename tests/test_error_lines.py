@@ -709,3 +709,16 @@ def test_short_pastes_that_lost_their_newlines_are_split_at_record_starts(tmp_pa
             " Rank: -1 Error: Rank -1 received an Exception. Detailed message: host not found: Name or service not known\n")
     v = _verdict(tmp_path / "b", text)
     assert v.findings and v.findings[0].severity is Severity.SUSPECT and "resolved" in v.findings[0].summary
+
+
+def test_a_double_spaced_paste_keeps_its_traceback_and_its_hard_wrap(tmp_path):
+    from hangdbg.evidence.error_lines.paste import unwrapped
+
+    text = ('  File "/env/torch/distributed/rendezvous.py", line 133, in _tcp_rendezvous_handler\n\n'
+            "    store = TCPStore(result.hostname, result.port, world_size, start_daemon, timeout)\n\n")
+    v = _verdict(tmp_path, text * 2)
+    assert any("rendezvous.py:133" in f.summary for f in v.findings)  # the cut traceback, source line and all
+    cut = b"x" * 59 + b"a"
+    body = b"\n\n".join([cut, b"bcd rest one", cut, b"bcd rest two", cut, b"bcd rest three"]) + b"\n"
+    lines = unwrapped(body).split(b"\n")
+    assert lines[0] == cut + b"bcd rest one" and lines[2] == b"" and len(lines) == len(body.split(b"\n"))

@@ -231,7 +231,7 @@ _BLOCK_LINES = 3
 """Lines after a message within which another line of the same file is read as part of its block."""
 
 
-def _block_hosts(groups: list[_Group]) -> dict[str, tuple[str, ...]]:
+def _block_hosts(groups: list[_Group], gaps: dict[str, int]) -> dict[str, tuple[str, ...]]:
     """{entry id: hosts} for an environment or hardware message that names no node when a line of its block
     (the next :data:`_BLOCK_LINES` lines of the same file) does, about the same kind of fault: Ray's "Task was
     killed due to the node running low on memory." and the "Memory on the node (IP: ...)" line under it."""
@@ -247,7 +247,8 @@ def _block_hosts(groups: list[_Group]) -> dict[str, tuple[str, ...]]:
         first = g.first.evidence
         if g.entry.blame not in local or first.line is None or _who(g)[1]:
             continue
-        near = next((at[k] for d in range(1, _BLOCK_LINES + 1) if (k := (first.source, first.line + d)) in at), None)
+        span = _BLOCK_LINES * gaps.get(first.source, 1)  # a double-spaced paste puts a blank line after each
+        near = next((at[k] for d in range(1, span + 1) if (k := (first.source, first.line + d)) in at), None)
         if near is not None:
             out[g.entry.id] = near
     return out
@@ -370,7 +371,7 @@ def findings_from(log: ErrorLog) -> tuple[list[Finding], ErrorLinesFacts]:
     groups = [g for g in _groups(log) if not (g.entry.role is Role.CONTEXT and g.entry.severity == "info")]
     sev = {g.entry.id: _severity(g) for g in groups}
     first, later = _first_failure(groups, sev)
-    near = _block_hosts(groups)
+    near = _block_hosts(groups, log.gaps)
     out = []
     for g in groups:
         after = later.get(g.entry.id)

@@ -92,6 +92,7 @@ class ErrorLog:
     error_lines: int = 0
     dropped: int = 0  # events beyond the cap (counted, never kept)
     quiet_files: list[str] = field(default_factory=list)  # files without an error-looking line
+    gaps: dict[str, int] = field(default_factory=dict)  # path -> 2 for a double-spaced paste (lines apart per line)
     roster: Roster = field(default_factory=Roster)  # ranks announced (launchers, frameworks)
     cut_tracebacks: list[CutTraceback] = field(default_factory=list)  # excerpts that end inside a traceback
     ib_missing: list[tuple[Evidence, Evidence]] = field(default_factory=list)  # NCCL_IB_HCA set, no IB device
@@ -478,6 +479,8 @@ def scan_file(path: str, catalog: Catalog, log: ErrorLog) -> None:
     tally = _Tally()
     code_next = False
     data, last, labelled, gap, pod_node = _shape(path, catalog)
+    if gap > 1:
+        log.gaps[path] = gap
     label_rx = _LABELS.get(labelled)
     last_error = 0  # the line number of a "Last error:" line just read
     frame = ""  # the last 'File "x.py", line N, in f' frame read
@@ -503,7 +506,10 @@ def scan_file(path: str, catalog: Catalog, log: ErrorLog) -> None:
             if log.roster.expecting or any(n in line for n in NEEDLES):
                 log.roster.read(parse_line(line).text, Evidence(path, no, line))
         body = strip_prefix(line).text if line[:1] == "[" else line  # a traceback under a launcher's [rank3]:
-        after_file_line, code_next = code_next and no != prev_no, every and _FILE_LINE.match(body) is not None
+        if code_next and not body.strip():
+            after_file_line = False  # a blank line a double-spaced paste put between a frame and its source line
+        else:
+            after_file_line, code_next = code_next and no != prev_no, every and _FILE_LINE.match(body) is not None
         if after_file_line and parse_line(line).exception:
             after_file_line = False  # a frame without source (Cython's .pyx, a frozen module): its exception follows
         prev_no = no  # a piece of a glued line (_unglued) is no source line after its frame

@@ -67,16 +67,18 @@ def unwrapped(body: bytes) -> bytes:
     the width is a length of at least :data:`WRAP_MIN` that 3 or more lines share, followed by a line that
     continues them (:func:`_continues`), and at least one cut falls inside a word (repeated log lines of
     one length are no wrap). The joined line takes the cut one's place and the rest becomes blank, so
-    the line numbers stay the file's."""
+    the line numbers stay the file's. In a double-spaced paste (:func:`double_spaced`) a cut line's rest is the
+    next line with text, two lines down."""
     lines = body.split(b"\n")
     if len(lines) > 4000:
         return body
+    step = 2 if double_spaced(body) else 1  # a double-spaced paste: the cut line's rest is two lines down
     width = [len(ln.rstrip(b"\r")) for ln in lines]
     for w, n in Counter(x for x in width if x >= WRAP_MIN).most_common(3):
         if n < 3:
             break
-        cuts = [i for i in range(len(lines) - 1) if width[i] == w and _continues(lines[i + 1])]
-        if len(cuts) < 2 or not any(lines[i].rstrip(b"\r")[-1:].isalnum() and lines[i + 1][:1].isalnum()
+        cuts = [i for i in range(len(lines) - step) if width[i] == w and _continues(lines[i + step])]
+        if len(cuts) < 2 or not any(lines[i].rstrip(b"\r")[-1:].isalnum() and lines[i + step][:1].isalnum()
                                     for i in cuts):
             continue
         out = list(lines)
@@ -84,11 +86,11 @@ def unwrapped(body: bytes) -> bytes:
             if not out[i].strip():
                 continue  # already joined into the line above
             j = i
-            while j < len(lines) - 1 and width[j] == w and _continues(lines[j + 1]) and \
-                    len(out[i]) + width[j + 1] <= WRAP_MAX:
-                out[i] = out[i].rstrip(b"\r") + lines[j + 1].rstrip(b"\r")
-                out[j + 1] = b""
-                j += 1
+            while j < len(lines) - step and width[j] == w and _continues(lines[j + step]) and \
+                    len(out[i]) + width[j + step] <= WRAP_MAX:
+                out[i] = out[i].rstrip(b"\r") + lines[j + step].rstrip(b"\r")
+                out[j + step] = b""
+                j += step
         return b"\n".join(out)
     return body
 
