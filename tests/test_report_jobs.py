@@ -108,3 +108,16 @@ def test_report_names_the_suspects_the_per_kind_command_names(tmp_path, kind, pa
     alone = _suspects(reader_for(kind).read([str(f)]).findings)
     together = _suspects(read_evidence([str(tmp_path)]).findings)
     assert alone <= together, (alone - together)
+
+
+def test_a_quoted_paste_of_a_stack_dump_is_classified_by_its_reader(tmp_path):
+    from hangdbg.evidence.walk import classify
+    from hangdbg.model import SourceKind
+
+    dump = ("Thread 0x7f00 (active): \"MainThread\"\n    all_reduce (torch/distributed/distributed_c10d.py:2501)\n"
+            "    train (train.py:42)\n    <module> (train.py:99)\n")
+    plain, quoted = tmp_path / "plain.txt", tmp_path / "quoted.txt"
+    plain.write_text(dump)
+    quoted.write_text("".join("> " + ln + "\n" for ln in dump.splitlines()))
+    kinds = classify(str(plain)).kinds
+    assert kinds and classify(str(quoted)).kinds == kinds and SourceKind.ERROR_LINES not in kinds

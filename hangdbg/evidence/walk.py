@@ -14,7 +14,7 @@ import re
 from typing import Sequence
 
 from ..model import ClassifiedFile, SourceKind
-from ..text.lines import iter_files, read_head
+from ..text.lines import QUOTE, iter_files, quoted, read_head
 from .base import Reader
 from .own_output import is_own_output
 from .registry import READERS
@@ -58,10 +58,11 @@ def classify(path: str, readers: Sequence[Reader] = READERS) -> ClassifiedFile:
         return ClassifiedFile(path, (), "hangdbg's own output (its inputs are read instead)")
     if is_prose(path, head):  # a README quoting log lines in backticks is not a log
         return ClassifiedFile(path, (), "documentation (Markdown/reST prose), not a log: skipped")
+    heads = (head, QUOTE.sub(b"", head)) if quoted(head) else (head,)  # a quoted paste: its readers unquote it
     kinds = []
     for r in readers:
         try:
-            if r.sniff(head):
+            if any(r.sniff(h) for h in heads):
                 kinds.append(r.kind)
         except Exception as exc:  # a reader's sniff must never stop the walk
             return ClassifiedFile(path, tuple(kinds), f"sniffing as {r.kind} failed: {exc!r}")
