@@ -121,3 +121,11 @@ def test_a_quoted_paste_of_a_stack_dump_is_classified_by_its_reader(tmp_path):
     quoted.write_text("".join("> " + ln + "\n" for ln in dump.splitlines()))
     kinds = classify(str(plain)).kinds
     assert kinds and classify(str(quoted)).kinds == kinds and SourceKind.ERROR_LINES not in kinds
+
+
+def test_a_paste_indented_as_a_code_block_is_read_by_its_reader(tmp_path):
+    from hangdbg.text.lines import dedented_paste
+
+    assert dedented_paste(b"    a\n\n      b\n    c\n") == b"a\n\n  b\nc\n"
+    assert dedented_paste(b"a\n    b\n") == b"a\n    b\n"  # a line at column 0: nothing shared
+    assert dedented_paste(b"\tx\n    y\n") == b"\tx\n    y\n"  # a tab and blanks: no common indentation

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import re
+import textwrap
 from typing import Sequence
 
 from ..model import ClassifiedFile, SourceKind
@@ -58,7 +59,10 @@ def classify(path: str, readers: Sequence[Reader] = READERS) -> ClassifiedFile:
         return ClassifiedFile(path, (), "hangdbg's own output (its inputs are read instead)")
     if is_prose(path, head):  # a README quoting log lines in backticks is not a log
         return ClassifiedFile(path, (), "documentation (Markdown/reST prose), not a log: skipped")
-    heads = (head, QUOTE.sub(b"", head)) if quoted(head) else (head,)  # a quoted paste: its readers unquote it
+    heads = [head, QUOTE.sub(b"", head)] if quoted(head) else [head]  # a quoted paste: its readers unquote it
+    if heads[-1][:1] in (b" ", b"\t") and (flat := textwrap.dedent(heads[-1].decode("utf-8", "replace"))) != \
+            heads[-1].decode("utf-8", "replace"):
+        heads.append(flat.encode("utf-8"))  # a code block's indentation: its readers take the lines stripped
     kinds = []
     for r in readers:
         try:

@@ -237,6 +237,22 @@ def unglued(body: bytes) -> bytes:
     return RECORD_STARTS.sub("\n", text).encode("utf-8")
 
 
+def dedented_paste(body: bytes) -> bytes:
+    """``body`` without the indentation every line with text shares (a code block's, at least 2 lines): the
+    lines as the program wrote them; ``body`` itself when there is none. Blank lines stay (line numbers kept)."""
+    lines = body.split(b"\n")
+    text = [ln for ln in lines if ln.strip()]
+    if len(text) < 2 or text[0][:1] not in (b" ", b"\t"):
+        return body
+    pad = text[0][:len(text[0]) - len(text[0].lstrip(b" \t"))]
+    for ln in text[1:]:
+        while pad and not ln.startswith(pad):
+            pad = pad[:-1]
+    if not pad:
+        return body
+    return b"\n".join(ln[len(pad):] if ln.strip() else ln for ln in lines)
+
+
 QUOTE = re.compile(rb"^[ \t]{0,3}>(?:[ \t]|$)", re.M)
 """A Markdown / e-mail quote at the start of a line (``> ``): a paste quoted in an issue or a reply."""
 
@@ -276,7 +292,11 @@ def iter_lines_where(stream: BinaryIO, needles: tuple[bytes, ...] | None,
             unquote = len(chunk) < _CHUNK and quoted(chunk)
             if len(chunk) < _CHUNK and glued(chunk):  # a small paste that lost its newlines: records apart again
                 chunk = unglued(chunk)
-        if unquote:
+            if unquote:
+                chunk = QUOTE.sub(b"", chunk)
+            if len(chunk) < _CHUNK:
+                chunk = dedented_paste(chunk)
+        elif unquote:
             chunk = QUOTE.sub(b"", chunk)
         cut = chunk.rfind(b"\n")
         if cut < 0:

@@ -363,7 +363,8 @@ def _shape(path: str, catalog: Catalog) -> tuple[bytes | None, int, str, int, st
     data = _small_file(path)
     if data is None:
         return None, 0, "", 1, None
-    data = dedented(strip_ansi_bytes(soft_unwrapped(frames_unwrapped(unwrapped(boxed(data))), lambda b: _known(catalog, b))))
+    data = dedented(strip_ansi_bytes(data))  # a quote or a code block's indentation first: a wrap's width is the text's
+    data = soft_unwrapped(frames_unwrapped(unwrapped(boxed(data))), lambda b: _known(catalog, b))
     return (data, _last_line(data), _labelled(data.rstrip(b"\r\n\t ")), 2 if double_spaced(data) else 1,
             _pod_node(data))
 
