@@ -722,3 +722,10 @@ def test_a_double_spaced_paste_keeps_its_traceback_and_its_hard_wrap(tmp_path):
     body = b"\n\n".join([cut, b"bcd rest one", cut, b"bcd rest two", cut, b"bcd rest three"]) + b"\n"
     lines = unwrapped(body).split(b"\n")
     assert lines[0] == cut + b"bcd rest one" and lines[2] == b"" and len(lines) == len(body.split(b"\n"))
+
+
+def test_a_known_message_split_by_a_wrap_is_joined_again(tmp_path):
+    text = ("WARNING 06-13 11:35:04 [ray_utils.py:341] The number of required GPUs exceeds\n"
+            "the total number of available GPUs in the placement group.\n")
+    v = _verdict(tmp_path, text)
+    assert v.findings and "placement group" in v.findings[0].summary

@@ -230,3 +230,21 @@ def boxed(body: bytes) -> bytes:
         else:
             last = -1
     return b"\n".join(out)
+
+
+def cut_unwrapped(body: bytes, joins: Callable[[bytes, bytes], bool]) -> bytes:
+    """``body`` with a line joined to the next (with a blank) where ``joins(line, next)`` says so: the line is a
+    known message cut short and the two together are that message (a wrap of any width split it; the caller
+    asks the catalog). Only a line that ends in a word or a comma is tried, with a next line without a record head
+    of its own (:func:`_continues`); the rest of a joined line becomes blank, so the line numbers stay the file's."""
+    lines = body.split(b"\n")
+    if len(lines) > 4000:
+        return body
+    out = list(lines)
+    for i in range(len(lines) - 1):
+        a, b = out[i].rstrip(b"\r"), lines[i + 1].rstrip(b"\r")
+        end = a.rstrip()[-1:]  # a message a wrap cut ends in a word or a comma, not a number or a sentence's end
+        if (end.isalpha() or end == b",") and len(a.strip()) >= 20 and b.strip() and joins(a, b) and _continues(b):
+            out[i] = a.rstrip() + b" " + b.strip()
+            out[i + 1] = b""
+    return b"\n".join(out)
