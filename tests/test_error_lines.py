@@ -729,3 +729,10 @@ def test_a_known_message_split_by_a_wrap_is_joined_again(tmp_path):
             "the total number of available GPUs in the placement group.\n")
     v = _verdict(tmp_path, text)
     assert v.findings and "placement group" in v.findings[0].summary
+
+
+def test_an_exception_message_over_several_lines_is_quoted_whole(tmp_path):
+    text = ("AssertionError: CUDA device, driver and/or toolkit version does not support\n"
+            "comm+GEMM overlap with CUDA Multicast. Launch app with UB_SKIPMC=1 to try CUDA\nIPC instead.\n")
+    v = _verdict(tmp_path, text)
+    assert v.findings and "UB_SKIPMC=1" in v.findings[0].summary and "IPC instead" in v.findings[0].summary

@@ -259,7 +259,9 @@ def _was_event(log: ErrorLog, path: str, no: int) -> bool:
 def _wrapped(log: ErrorLog, path: str, before: int, line: str, catalog: Catalog) -> bool:
     """True when ``line`` (indented, or bare: :func:`_bare`) continues the unrecognised error line just
     before it (``before``: the number of the last line with text), hard-wrapped by a terminal or a paste,
-    and the two read together are a catalog message: that event is read again."""
+    and the two read together are a catalog message: that event is read again. An uncaught exception no entry
+    knows takes the line into its message (up to :data:`_EXC_TEXT` characters) when the line is no message of
+    its own."""
     last = log.events[-1] if log.events else None
     if last is None or (last.match is not None and not last.weak) or last.evidence.source != path \
             or last.evidence.line != before:
@@ -267,9 +269,15 @@ def _wrapped(log: ErrorLog, path: str, before: int, line: str, catalog: Catalog)
     text = f"{last.message.text} {line.strip()}"
     match = catalog.search(text)
     if match is None:
-        return False
+        if not (last.match is None and last.message.exception and len(text) <= _EXC_TEXT and
+                not is_context_line(line) and catalog.search(parse_line(line).text) is None):
+            return False
+        match = None  # an exception's message that goes on over the next lines (a wrap, or written so)
     log.events[-1] = replace(last, message=replace(last.message, text=text), match=match, weak=False)
     return True
+
+
+_EXC_TEXT = 600  # most characters an uncaught exception's message takes from the bare lines after it (_wrapped)
 
 
 def _head_joined(catalog: Catalog, head: str, msg: Message) -> tuple[Message, Match] | None:
