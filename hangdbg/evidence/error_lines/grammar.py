@@ -20,9 +20,9 @@ from typing import Iterator
 from ...catalog.catalog import Catalog, Match, cuda_named
 from ...catalog.message import ERROR_STEMS, Message, looks_like_error, parse_line
 from ...model import Evidence
-from .paste import boxed, cut_unwrapped, dedented, double_spaced, frames_unwrapped, soft_unwrapped, unwrapped
+from .paste import double_spaced, repaired
 from .tracebacks import FRAME, CutTraceback, traceback_at
-from ...text.lines import MAX_LINE, RECORD_STARTS, iter_lines_from, open_input, strip_ansi_bytes, strip_prefix
+from ...text.lines import MAX_LINE, RECORD_STARTS, iter_lines_from, open_input, strip_prefix
 from ...tools.grep import find_grep, grep_lines
 from .roster import NEEDLES, Roster
 
@@ -371,27 +371,9 @@ def _shape(path: str, catalog: Catalog) -> tuple[bytes | None, int, str, int, st
     data = _small_file(path)
     if data is None:
         return None, 0, "", 1, None
-    data = dedented(strip_ansi_bytes(data))  # a quote or a code block's indentation first: a wrap's width is the text's
-    data = soft_unwrapped(frames_unwrapped(unwrapped(boxed(data))), lambda b: _known(catalog, b))
-    data = cut_unwrapped(data, lambda a, b: _cut_of_known(catalog, a, b))
+    data = repaired(data, catalog)
     return (data, _last_line(data), _labelled(data.rstrip(b"\r\n\t ")), 2 if double_spaced(data) else 1,
             _pod_node(data))
-
-
-def _cut_of_known(catalog: Catalog, line: bytes, nxt: bytes) -> bool:
-    """True when ``line`` alone is no catalog message but the start of one (:meth:`Catalog.match_cut`) and ``line``
-    with ``nxt`` is that message: a wrap split it."""
-    text = parse_line(line.decode("utf-8", "replace").strip()).text
-    if len(text) < 20 or catalog.match(text) is not None or (cut := catalog.match_cut(text)) is None:
-        return False
-    whole = catalog.match(f"{text} {nxt.decode('utf-8', 'replace').strip()}")
-    return whole is not None and whole.entry is cut.entry
-
-
-def _known(catalog: Catalog, line: bytes) -> bool:
-    """True when ``line`` on its own is a catalog message (a word wrap is not undone around it: a program that
-    writes a message over several lines, as Open MPI's help texts, has an entry per line)."""
-    return catalog.search(parse_line(line.decode("utf-8", "replace").strip()).text) is not None
 
 
 _REDACTED = re.compile(r"\s?(?:\(\.\.\.\)|\[\.\.\.\]|<\.\.\.>|\.\.\.|…|\b[xX]{3,}\b|\*{3,}|<(?:redacted|hidden|removed|"

@@ -1,18 +1,22 @@
 """What a paste did to a small log, undone before its lines are read (no I/O): a blank line after every
 line (a web page's paste), a Markdown / e-mail quote or a code block's indentation on every line, a
-fixed-column hard wrap (a terminal's or a paste tool's) and a word wrap (an e-mail's, a chat's, Python's
-textwrap). Line numbers stay the file's."""
+fixed-column hard wrap (a terminal's or a paste tool's), a word wrap (an e-mail's, a chat's, Python's
+textwrap), a traceback or a known message wrapped at any width, a box table's rows (:func:`repaired` applies
+them in order). Line numbers stay the file's."""
 
 from __future__ import annotations
 
 import re
 from collections import Counter
+from itertools import islice
 from typing import Callable
 
+from ...catalog.catalog import Catalog
 from ...catalog.message import parse_line
-from ...text.lines import QUOTE, quoted
+from ...text.lines import QUOTE, quoted, strip_ansi_bytes
 
-__all__ = ["double_spaced", "dedented", "unwrapped", "soft_unwrapped", "WRAP_MIN", "WRAP_MAX", "SOFT_TAIL"]
+__all__ = ["double_spaced", "dedented", "unwrapped", "soft_unwrapped", "frames_unwrapped", "boxed", "cut_unwrapped",
+           "repaired", "WRAP_MIN", "WRAP_MAX", "SOFT_TAIL"]
 
 
 def double_spaced(body: bytes) -> bool:
@@ -232,19 +236,61 @@ def boxed(body: bytes) -> bytes:
     return b"\n".join(out)
 
 
-def cut_unwrapped(body: bytes, joins: Callable[[bytes, bytes], bool]) -> bytes:
-    """``body`` with a line joined to the next (with a blank) where ``joins(line, next)`` says so: the line is a
-    known message cut short and the two together are that message (a wrap of any width split it; the caller
-    asks the catalog). Only a line that ends in a word or a comma is tried, with a next line without a record head
-    of its own (:func:`_continues`); the rest of a joined line becomes blank, so the line numbers stay the file's."""
+def cut_unwrapped(body: bytes, state: Callable[[bytes], str]) -> bytes:
+    """``body`` with a known message a wrap of any width split over lines joined again (with blanks): ``state(text)``
+    says whether a text is a known message (``"whole"``), one cut short (``"cut"``) or neither (``""``; the caller
+    asks the catalog). A line that ends in a word or a comma and is a cut message takes the next lines (at most
+    :data:`CUT_JOIN_MAX`, each without a record head of its own: :func:`_continues`) until they make it whole;
+    the rest of a joined line becomes blank, so the line numbers stay the file's."""
     lines = body.split(b"\n")
     if len(lines) > 4000:
         return body
     out = list(lines)
     for i in range(len(lines) - 1):
-        a, b = out[i].rstrip(b"\r"), lines[i + 1].rstrip(b"\r")
+        a = out[i].rstrip(b"\r")
         end = a.rstrip()[-1:]  # a message a wrap cut ends in a word or a comma, not a number or a sentence's end
-        if (end.isalpha() or end == b",") and len(a.strip()) >= 20 and b.strip() and joins(a, b) and _continues(b):
-            out[i] = a.rstrip() + b" " + b.strip()
-            out[i + 1] = b""
+        if not (end.isalpha() or end == b",") or len(a.strip()) < 20 or not lines[i + 1].strip() or state(a) != "cut":
+            continue
+        acc, j = a.rstrip(), i + 1
+        while j < len(lines) and j - i <= CUT_JOIN_MAX and (b := lines[j].rstrip(b"\r")).strip() and _continues(b):
+            acc += b" " + b.strip()
+            now = state(acc)
+            if now == "whole":
+                out[i] = acc
+                out[i + 1:j + 1] = [b""] * (j - i)
+                break
+            if now != "cut":
+                break
+            j += 1
     return b"\n".join(out)
+
+
+CUT_JOIN_MAX = 4
+"""Most lines :func:`cut_unwrapped` joins to a cut message."""
+
+
+def repaired(data: bytes, catalog: Catalog) -> bytes:
+    """A small file's bytes with what a paste did undone, in order: terminal colours, a quote or a code block's
+    indentation (first: a wrap's width is the text's), a box table, a fixed-width hard wrap, a wrapped traceback,
+    a word wrap (never around a line that is a catalog message on its own), a known message split over lines."""
+    data = dedented(strip_ansi_bytes(data))
+    data = soft_unwrapped(frames_unwrapped(unwrapped(boxed(data))), lambda b: _known(catalog, b))
+    return cut_unwrapped(data, lambda b: _cut_state(catalog, b))
+
+
+def _cut_state(catalog: Catalog, line: bytes) -> str:
+    """``"whole"`` when ``line``'s message is a catalog message, ``"cut"`` when it is only the start of one
+    (:meth:`Catalog.match_cut`), else ``""`` (for :func:`~.paste.cut_unwrapped`)."""
+    text = parse_line(line.decode("utf-8", "replace").strip()).text
+    if len(text) < 20:
+        return ""
+    if catalog.search(text) is not None:
+        return "whole"
+    tails = [text] + [text[m.end():] for m in islice(re.finditer(r":\s+", text), 3)]  # behind an unknown "Warning: "
+    return "cut" if any(len(t) >= 20 and catalog.match_cut(t) is not None for t in tails) else ""
+
+
+def _known(catalog: Catalog, line: bytes) -> bool:
+    """True when ``line`` on its own is a catalog message (a word wrap is not undone around it: a program that
+    writes a message over several lines, as Open MPI's help texts, has an entry per line)."""
+    return catalog.search(parse_line(line.decode("utf-8", "replace").strip()).text) is not None
