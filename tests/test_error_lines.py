@@ -736,3 +736,11 @@ def test_an_exception_message_over_several_lines_is_quoted_whole(tmp_path):
             "comm+GEMM overlap with CUDA Multicast. Launch app with UB_SKIPMC=1 to try CUDA\nIPC instead.\n")
     v = _verdict(tmp_path, text)
     assert v.findings and "UB_SKIPMC=1" in v.findings[0].summary and "IPC instead" in v.findings[0].summary
+
+
+def test_announcements_a_paste_ran_together_count_one_by_one(tmp_path):
+    # two nodes each numbering ranks from 0, their lines glued into one (a paste that lost its newlines)
+    text = " ".join(f"initializing ddp: GLOBAL_RANK: {r}, MEMBER: {r + 1}/4" for r in (0, 1, 0, 1)) + "\n"
+    v = _verdict(tmp_path, text)
+    [top] = [f for f in v.findings if f.severity is Severity.SUSPECT]
+    assert top.kind is Kind.LAUNCH_ERROR and "announced by 2 processes" in top.summary

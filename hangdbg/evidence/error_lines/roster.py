@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from ...model import Evidence, Finding, Kind, Severity
 from ...rankset import ranks_text
@@ -45,13 +45,13 @@ _ANNOUNCE = (
      "Lightning-AI/pytorch-lightning 2.6.0 src/lightning/fabric/utilities/distributed.py:282"),
     (re.compile(r"Rank (?P<rank>\d+): Completed store-based barrier for key:\S* with (?P<world>\d+) nodes"),
      "pytorch/pytorch torch/distributed/distributed_c10d.py _store_based_barrier"),
-    (re.compile(r"^(?:#\s+)?Rank\s+(?P<rank>\d+)\s+Group\s+\d+\s+Pid\s+(?P<pid>\d+)\s+on\s+(?P<host>\S+)\s+device\s+\d+"),
+    (re.compile(r"(?:^|(?<=\s))(?:#\s+)?Rank\s+(?P<rank>\d+)\s+Group\s+\d+\s+Pid\s+(?P<pid>\d+)\s+on\s+(?P<host>\S+)\s+device\s+\d+"),
      "NVIDIA/nccl-tests src/common.cu"),
 )
 _RANK_ZERO = (
-    (re.compile(r"^GPU available: \S+?(?: \([^)]*\))?, used: "),
+    (re.compile(r"(?:^|(?<=\s))GPU available: \S+?(?: \([^)]*\))?, used: "),
      "Lightning-AI/pytorch-lightning 2.6.0 src/lightning/pytorch/trainer/setup.py:164 (rank_zero_info)"),
-    (re.compile(r"^(?:# ?)?nThread \d+ nGpus \d+ minBytes "), "NVIDIA/nccl-tests src/common.cu (PRINT: main process only)"),
+    (re.compile(r"(?:^|(?<=\s))(?:# ?)?nThread \d+ nGpus \d+ minBytes "), "NVIDIA/nccl-tests src/common.cu (PRINT: main process only)"),
 )
 _LOCAL = re.compile(r"LOCAL_RANK: (?P<local>\d{1,5}) ?- ?CUDA_VISIBLE_DEVICES: \[(?P<devices>[^\]]{0,400})\]")
 _LOCAL_SOURCE = "Lightning-AI/pytorch-lightning 2.6.0 src/lightning/pytorch/accelerators/cuda.py:61"
@@ -71,6 +71,7 @@ class Announcement:
     zero_only: bool
     source: str
     evidence: Evidence
+    at: int = 0  # where in its line: records a paste ran together are claims of several processes
 
 
 _MISSING_HEAD = re.compile(r"(?:^|\s)Missing ranks:\s*$")
@@ -130,17 +131,22 @@ class Roster:
             n = len([d for d in m.group("devices").split(",") if d.strip()])
             self.local.append((int(m.group("local")), n, evidence))
             return
-        for rx, source in _ANNOUNCE:
-            m = rx.search(text)
-            if m is not None:
+        for rx, source in _ANNOUNCE:  # every one of a line: a paste that lost its newlines runs them together
+            found = list(rx.finditer(text))[:64]
+            for m in found:
                 d = m.groupdict()
                 world = int(d["world"]) if d.get("world") else None
                 who = f"pid {d['pid']} on {d['host']}" if d.get("pid") else ""
-                self.said.append(Announcement(int(d["rank"]), world, who, False, source, evidence))
+                self.said.append(Announcement(int(d["rank"]), world, who, False, source, replace(
+                    evidence, text=evidence.text if len(found) == 1 else m.group(0)), m.start()))
+            if found:
                 return
         for rx, source in _RANK_ZERO:
-            if rx.search(text):
-                self.said.append(Announcement(0, None, "", True, source, evidence))
+            found = list(rx.finditer(text))[:64]
+            for m in found:
+                self.said.append(Announcement(0, None, "", True, source, evidence if len(found) == 1 else replace(
+                    evidence, text=m.group(0)), m.start()))
+            if found:
                 return
 
     def _ready(self, text: str, evidence: Evidence) -> None:
@@ -171,7 +177,7 @@ def _claims(said: list[Announcement]) -> dict[int, list[Announcement]]:
     """Each rank's distinct claims: the same process announcing itself twice counts once."""
     out: dict[int, dict[tuple, Announcement]] = {}
     for a in said:
-        key = (a.who, a.source) if a.who else (a.evidence.source, a.evidence.line)
+        key = (a.who, a.source) if a.who else (a.evidence.source, a.evidence.line, a.at)
         out.setdefault(a.rank, {}).setdefault(key, a)
     return {r: list(v.values()) for r, v in out.items()}
 
