@@ -744,3 +744,12 @@ def test_announcements_a_paste_ran_together_count_one_by_one(tmp_path):
     v = _verdict(tmp_path, text)
     [top] = [f for f in v.findings if f.severity is Severity.SUSPECT]
     assert top.kind is Kind.LAUNCH_ERROR and "announced by 2 processes" in top.summary
+
+
+def test_a_cut_traceback_after_a_timeout_is_no_first_failure(tmp_path):
+    text = ("[E ProcessGroupNCCL.cpp:719] [Rank 0] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=7, "
+            "OpType=ALLREDUCE, Timeout(ms)=1800000) ran for 1806456 milliseconds before timing out.\n"
+            'Traceback (most recent call last):\n  File "/w/train.py", line 9, in <module>\n    main()\n'
+            '  File "/w/runner.py", line 64, in train_step\n    outputs = self.model.train_step(batch)\n')
+    v = _verdict(tmp_path, text)
+    assert not [f for f in v.findings if f.severity is Severity.SUSPECT and "ends inside" in f.summary]

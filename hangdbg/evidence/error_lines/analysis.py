@@ -322,7 +322,8 @@ def _cut_may_be_first(tb) -> bool:
 def _cut(log: ErrorLog) -> list[Finding]:
     """A warning per traceback an excerpt ends inside: where the process was when it failed (its last
     frame and source line), never why (the exception line was not pasted). One whose last frame does not
-    wait (:func:`_cut_may_be_first`) cites :data:`CUT_ID`: with nothing else in the logs it is the first failure."""
+    wait (:func:`_cut_may_be_first`) cites :data:`CUT_ID`: with nothing else in the logs (no cause, and no line that
+    says a process waited: a timeout, a lost peer) it is the first failure."""
     out = []
     for tb in log.cut_tracebacks[:MAX_UNRECOGNISED]:
         who = ranks_text((tb.rank,)) if tb.rank is not None else "a process of the job"
@@ -396,6 +397,7 @@ def findings_from(log: ErrorLog) -> tuple[list[Finding], ErrorLinesFacts]:
                             first_failure=first.entry.id if first is not None else (
                                 EXCEPTION_ID if any(f.severity is Severity.WARNING for f in raised) else
                                 SOURCE_ID if roster else
-                                CUT_ID if any(f.evidence[-1].text.startswith(CUT_ID + ":") for f in cut) else ""),
+                                CUT_ID if any(f.evidence[-1].text.startswith(CUT_ID + ":") for f in cut)
+                                and not any(g.entry.role is Role.CONSEQUENCE for g in groups) else ""),
                             quiet_files=tuple(log.quiet_files))
     return out, facts
