@@ -606,12 +606,20 @@ def test_a_cut_traceback_inside_a_wait_stays_a_warning(tmp_path):
     assert any("ends inside" in f.summary and f.severity is Severity.WARNING for f in v.findings)
 
 
-def test_a_ranks_cut_traceback_inside_torch_distributed_blames_no_rank(tmp_path):
+def test_a_ranks_cut_traceback_blames_no_rank(tmp_path):
     text = ('[rank1]: Traceback (most recent call last):\n'
             '[rank1]:   File "/site-packages/torch/distributed/rendezvous.py", line 133, in _tcp_rendezvous_handler\n'
             "[rank1]:     store = TCPStore(result.hostname, result.port, world_size, start_daemon, timeout)\n")
     v = _verdict(tmp_path, text)
     assert not [f for f in v.findings if f.severity is Severity.SUSPECT and 1 in f.ranks]
+    # a backward pass ends in autograd whether the rank failed or timed out waiting for another: no suspect
+    (tmp_path / "b").mkdir()
+    text = ('[rank3]: Traceback (most recent call last):\n[rank3]:   File "/w/train.py", line 50, in step\n'
+            "[rank3]:     loss.backward()\n"
+            '[rank3]:   File "/site-packages/torch/autograd/graph.py", line 744, in _engine_run_backward\n'
+            "[rank3]:     return Variable._execution_engine.run_backward(\n")
+    v = _verdict(tmp_path / "b", text)
+    assert not [f for f in v.findings if f.severity is Severity.SUSPECT and 3 in f.ranks]
 
 
 def test_the_levels_of_an_mpich_error_stack_are_read_under_their_location(tmp_path):
@@ -753,3 +761,13 @@ def test_a_cut_traceback_after_a_timeout_is_no_first_failure(tmp_path):
             '  File "/w/runner.py", line 64, in train_step\n    outputs = self.model.train_step(batch)\n')
     v = _verdict(tmp_path, text)
     assert not [f for f in v.findings if f.severity is Severity.SUSPECT and "ends inside" in f.summary]
+
+
+def test_a_rank_killed_when_slurm_ended_the_job_is_no_suspect(tmp_path):
+    text = ("slurmstepd: error: *** JOB 1234 ON node7 CANCELLED AT 2024-01-01T10:00:00 DUE TO TIME LIMIT ***\n"
+            "mpirun noticed that process rank 3 with PID 4242 on node node7 exited on signal 9 (Killed).\n")
+    v = _verdict(tmp_path, text)
+    assert not [f for f in v.findings if f.severity is Severity.SUSPECT and f.ranks]
+    (tmp_path / "alone").mkdir()  # with nothing else, the rank mpirun saw killed is the one that ended first
+    v = _verdict(tmp_path / "alone", text.split("\n", 1)[1])
+    assert [f.ranks for f in v.findings if f.severity is Severity.SUSPECT] == [(3,)]

@@ -311,12 +311,14 @@ a store get/wait, a join, a sleep, a select): a traceback cut there is most ofte
 
 def _cut_may_be_first(tb) -> bool:
     """Whether a traceback cut after frame ``tb.frame`` may stand for the first failure when nothing else does:
-    its last frame does not wait (:data:`_WAIT_FRAME`, on the function name and the source line), and a rank
-    it names is not inside torch.distributed (where a rank's traceback is most often a timeout of a wait)."""
+    its last frame does not wait (:data:`_WAIT_FRAME`, on the function name and the source line), and it names
+    no rank: a rank's traceback cut before its exception line cannot tell its own error from a timeout it got
+    while waiting for another rank (a backward pass ends in autograd either way), so it never makes that rank a
+    suspect."""
     func = tb.frame.rsplit(" in ", 1)[-1].strip()
     if _WAIT_FRAME.search(func + "(") or _WAIT_FRAME.search(tb.code):
         return False
-    return tb.rank is None or "torch/distributed/" not in tb.frame.replace("\\", "/")
+    return tb.rank is None
 
 
 def _cut(log: ErrorLog) -> list[Finding]:
@@ -363,6 +365,26 @@ def _unrecognised(log: ErrorLog) -> list[Finding]:
     return out
 
 
+_JOB_ENDS = frozenset({"system.slurm.cancelled-time-limit", "system.slurm.cancelled-preemption",
+                       "system.slurm.cancelled-node-failure", "system.slurm.cancelled-requeue",
+                       "system.slurm.cancelled-signal", "system.slurm.cancelled"})
+"""Slurm's ends of a whole job or step (slurmstepd ``*** JOB N ON node CANCELLED AT time DUE TO ... ***``): Slurm then
+sends SIGTERM and SIGKILL to every task."""
+_RANK_KILLED = frozenset({"system.openmpi.proc-aborted-strsignal", "system.openmpi.proc-aborted"})
+_KILL_SIGNAL = re.compile(r"exited on signal (?:9|15)\b")
+
+
+def _ended_by_the_scheduler(groups: list[_Group], sev: dict[str, Severity]) -> None:
+    """A rank mpirun saw killed by SIGKILL or SIGTERM is no suspect when Slurm ended the whole job (a time limit,
+    a preemption, scancel): those are the signals Slurm ends every task with, and mpirun names the first end it
+    noticed. Changes ``sev`` in place."""
+    if not any(g.entry.id in _JOB_ENDS for g in groups):
+        return
+    for g in groups:
+        if g.entry.id in _RANK_KILLED and sev[g.entry.id] is Severity.SUSPECT and _KILL_SIGNAL.search(g.first.message.text):
+            sev[g.entry.id] = Severity.WARNING
+
+
 def findings_from(log: ErrorLog) -> tuple[list[Finding], ErrorLinesFacts]:
     """The findings and facts of the error lines read.
 
@@ -371,6 +393,7 @@ def findings_from(log: ErrorLog) -> tuple[list[Finding], ErrorLinesFacts]:
     """
     groups = [g for g in _groups(log) if not (g.entry.role is Role.CONTEXT and g.entry.severity == "info")]
     sev = {g.entry.id: _severity(g) for g in groups}
+    _ended_by_the_scheduler(groups, sev)
     first, later = _first_failure(groups, sev)
     near = _block_hosts(groups, log.gaps)
     out = []
