@@ -538,7 +538,7 @@ def scan_file(path: str, catalog: Catalog, log: ErrorLog) -> None:
         # words (an ERROR level in the prefix of a code line is none)
         error = "NCCL WARN" in line or (looks_like_error(line) and looks_like_error(msg.text)) or (
             bool(msg.exception) and not _BENIGN_EXC.search(msg.exception)) or (  # the last line of a traceback
-            msg.src.endswith(")"))  # a level of MPICH's error stack (message._MPICH_STACK: the only src in parentheses)
+            msg.src.endswith(")") and catalog.search(msg.text) is not None)  # a known level of MPICH's error stack
         if not error and not _WORDY.search(msg.text):
             continue  # a number, a path, a bar: no message to look up
         joined: Match | None = None
