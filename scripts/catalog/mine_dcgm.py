@@ -13,7 +13,8 @@ minor release from 2.0, and writes one entry per message: blame from the categor
 environment for software and configuration, none for DCGM's own internals), severity from DCGM's
 (:data:`SEVERITY`), the enum's comment as the meaning, the NEXT text as the action; each entry cites the
 newest tag and line that define the message. A message of fewer than :data:`MIN_LITERAL` literal characters
-or one that starts with a placeholder is left out (too generic to know in a log).
+or one that starts with a placeholder is left out (too generic to know in a log); a test skipped, disabled or
+aborted is context (info), no fault.
 
     python scripts/catalog/mine_dcgm.py /work/.mirror/NVIDIA+DCGM/repo [--out hangdbg/catalog/data]
 
@@ -36,7 +37,7 @@ HEADER = "dcgmlib/dcgm_errors.h"
 TABLE = "dcgmlib/src/dcgm_errors.c"
 _TAG = re.compile(r"v(\d+)\.(\d+)\.(\d+)$")
 MIN_MAJOR = 2
-MIN_LITERAL = 18
+MIN_LITERAL = 22
 _DEFINE = re.compile(r"^#define\s+(\w+)\s+(.*)$")
 _STRING = re.compile(r'"((?:[^"\\]|\\.)*)"')
 _ENUM = re.compile(r"^\s*(DCGM_FR_\w+)\s*=\s*\d+\s*,?\s*//!<\s*\d+\s*(.*)$")
@@ -127,6 +128,8 @@ def main(argv: list[str] | None = None) -> int:
         if mn.bad_conversions(fmt) or literal < MIN_LITERAL or fmt.startswith("%") or f["sev"] == "DCGM_ERROR_NONE":
             continue
         blame, role = blame_of(f["cat"])
+        if re.search(r"SKIP|DISABLED|ABORTED", f["code"]):
+            blame, role = "none", "context"  # a test not run is no fault of the GPU or the node
         severity = SEVERITY.get(f["sev"], "warning") if role == "root" else "info"
         if f["sev"] == "DCGM_ERROR_CONFIG" and f["cat"] not in CONFIG_CATEGORIES:
             severity = "warning"  # DCGM's config severity on an abort or a file it could not write: no cause
