@@ -771,3 +771,18 @@ def test_a_rank_killed_when_slurm_ended_the_job_is_no_suspect(tmp_path):
     (tmp_path / "alone").mkdir()  # with nothing else, the rank mpirun saw killed is the one that ended first
     v = _verdict(tmp_path / "alone", text.split("\n", 1)[1])
     assert [f.ranks for f in v.findings if f.severity is Severity.SUSPECT] == [(3,)]
+
+
+def test_a_child_signalled_when_slurm_ended_the_job_is_no_suspect(tmp_path):
+    block = ("torch.distributed.elastic.multiprocessing.errors.ChildFailedError:\n" + "=" * 60 + "\ntrain.py FAILED\n"
+             + "-" * 60 + "\nFailures:\n  <NO_OTHER_FAILURES>\n" + "-" * 60 + "\nRoot Cause (first observed failure):\n"
+             "[0]:\n  time      : 2024-01-01_10:00:01\n  host      : node7\n  rank      : 3 (local_rank: 3)\n"
+             "  exitcode  : -15 (pid: 4242)\n  error_file: <N/A>\n  traceback : Signal 15 (SIGTERM) received by PID 4242\n"
+             + "=" * 60 + "\n")
+    end = "slurmstepd: error: *** JOB 1234 ON node7 CANCELLED AT 2024-01-01T10:00:00 DUE TO TIME LIMIT ***\n"
+    v = _verdict(tmp_path, end + block)
+    assert not [f for f in v.findings if f.severity is Severity.SUSPECT and f.ranks]
+    assert any("time limit" in f.summary for f in v.findings if f.severity is Severity.SUSPECT)
+    (tmp_path / "alone").mkdir()  # without Slurm's end, torchrun's first failure stays the suspect
+    v = _verdict(tmp_path / "alone", block)
+    assert [f.ranks for f in v.findings if f.severity is Severity.SUSPECT][:1] == [(3,)]
