@@ -786,3 +786,14 @@ def test_a_child_signalled_when_slurm_ended_the_job_is_no_suspect(tmp_path):
     (tmp_path / "alone").mkdir()  # without Slurm's end, torchrun's first failure stays the suspect
     v = _verdict(tmp_path / "alone", block)
     assert [f.ranks for f in v.findings if f.severity is Severity.SUSPECT][:1] == [(3,)]
+
+
+def test_a_child_signalled_after_its_launcher_got_a_death_signal_is_no_suspect(tmp_path):
+    text = ("[2024-01-01 10:00:00,000] torch.distributed.elastic.agent.server.api: [WARNING] Received Signals.SIGTERM "
+            "death signal, shutting down workers\ntorch.distributed.elastic.multiprocessing.errors.ChildFailedError:\n"
+            + "=" * 60 + "\ntrain.py FAILED\n" + "-" * 60 + "\nRoot Cause (first observed failure):\n[0]:\n"
+            "  time      : 2024-01-01_10:00:01\n  host      : node7\n  rank      : 3 (local_rank: 3)\n"
+            "  exitcode  : -15 (pid: 4242)\n  error_file: <N/A>\n  traceback : Signal 15 (SIGTERM) received by PID 4242\n"
+            + "=" * 60 + "\n")
+    v = _verdict(tmp_path, text)
+    assert not [f for f in v.findings if f.severity is Severity.SUSPECT]

@@ -18,7 +18,7 @@ NCCL init failure with its error chain). Then:
    resource, the hardware), and a rank's error whose own chain (PyTorch's ``Last error:`` block) names
    a lost peer or the host's resource, is a warning, not a suspect (:func:`_failed_for_a_reason_outside`);
 5. a process that ended by SIGKILL or SIGTERM while Slurm ended the whole job (a time limit, a preemption,
-   scancel) is no suspect (:func:`_ended_by_the_scheduler`);
+   scancel) or its launcher got a death signal is no suspect (:func:`_ended_by_the_scheduler`);
 6. a launch mistake (:attr:`~hangdbg.model.Kind.LAUNCH_ERROR`, a suspect) is the cause of the
    process failures that follow it: the suspects that blame a rank or a node for ending (a failed
    child, an init that failed or never completed, a crash) become warnings that say so. Hardware
@@ -82,9 +82,12 @@ def chain(findings: Sequence[Finding]) -> list[Finding]:
             if f.severity is Severity.SUSPECT and f.kind in ECHOES_OF_LAUNCH else f for f in out]
 
 
-_JOB_END = re.compile(r"system\.slurm\.cancelled(?:-(?:time-limit|preemption|node-failure|requeue|signal))?:")
-"""The catalog ids of Slurm's end of a whole job or step (slurmstepd ``*** JOB N ON node CANCELLED AT t DUE TO ...
-***``; not a task's failure), as an error-lines finding cites them: Slurm then signals every task."""
+_JOB_END = re.compile(r"(?:system\.slurm\.cancelled(?:-(?:time-limit|preemption|node-failure|requeue|signal))?"
+                      r"|pytorch\.elastic-death-signal(?:-sighup-num|-sighup-name)?|frameworks\.deepspeed\.main-received-signal):")
+"""The catalog ids of an end that came from outside the processes, as an error-lines finding cites them: Slurm's end
+of a whole job or step (slurmstepd ``*** JOB N ON node CANCELLED AT t DUE TO ... ***``; not a task's failure), or a
+launcher that got a death signal (torchelastic ``Received Signals.SIGTERM death signal, shutting down workers``,
+DeepSpeed ``Main process received SIGTERM, exiting``): the workers are then signalled."""
 _SIGNAL_END = re.compile(r"exit -(?:9|15) \(SIG(?:KILL|TERM)\)|exit(?: status)? (?:137|143)\b|exited on signal (?:9|15)\b")
 """A process's end by SIGKILL or SIGTERM as the findings word it (torchelastic's exit -9/-15, a shell's 137/143,
 mpirun's 'exited on signal 9')."""
@@ -92,14 +95,14 @@ _SIGNALLED = frozenset({Kind.CHILD_FAILED, Kind.CHILD_ERROR, Kind.RANK_ERROR, Ki
 
 
 def _ended_by_the_scheduler(findings: list[Finding]) -> list[Finding]:
-    """When Slurm ended the whole job (a time limit, a preemption, a node failure, scancel), a process that ended
-    by SIGKILL or SIGTERM was ended by it: such a suspect becomes a warning that says so (the first one the
-    launcher noticed is no culprit)."""
+    """When Slurm ended the whole job (a time limit, a preemption, a node failure, scancel) or the launcher got a
+    death signal (:data:`_JOB_END`), a process that ended by SIGKILL or SIGTERM was ended by it: such a suspect
+    becomes a warning that says so (the first one the launcher noticed is no culprit)."""
     end = next((f for f in findings if f.source is SourceKind.ERROR_LINES
                 and any(_JOB_END.match(e.text) for e in f.evidence[-1:])), None)
     if end is None:
         return findings
-    return [replace(f, severity=Severity.WARNING, summary=f"{f.summary} (Slurm ended the whole job with these signals)")
+    return [replace(f, severity=Severity.WARNING, summary=f"{f.summary} (ended from outside: the scheduler or the launcher's death signal sent these signals)")
             if f.severity is Severity.SUSPECT and f.kind in _SIGNALLED and _SIGNAL_END.search(f.summary) else f
             for f in findings]
 

@@ -133,7 +133,8 @@ def _exceptions(log: ErrorLog) -> list[Finding]:
         if len(ranks) >= 2 and set(ranks) == seen:  # the same exception on every rank: a cause they share
             who = f"every rank in these logs ({ranks_text(ranks)}) alike"
             ranks = ()
-        waits = _WAITER_WORDS.search(f"{exc} {evs[0].message.text}") is not None or _waited_after(log, evs[0])
+        waits = _WAITER_WORDS.search(f"{exc} {evs[0].message.text}") is not None or _waited_after(log, evs[0]) \
+            or exc.endswith("ChildFailedError")  # torchelastic's report of its children's ends, read in its block
         out.append(Finding(
             Kind.RANK_ERROR, f"{who} raised \u201c{_quote(evs[0])}\u201d"
             + (f" at {evs[0].frame}" if evs[0].frame else "") + (f" ({len(evs)} lines)" if len(evs) > 1 else "")
