@@ -138,7 +138,8 @@ def _exceptions(log: ErrorLog) -> list[Finding]:
         out.append(Finding(
             Kind.RANK_ERROR, f"{who} raised \u201c{_quote(evs[0])}\u201d"
             + (f" at {evs[0].frame}" if evs[0].frame else "") + (f" ({len(evs)} lines)" if len(evs) > 1 else "")
-            + (" (its words say it waited for something else: a consequence)" if waits else "")
+            + (" (torchelastic's report of its children's ends: read in its failure block)" if exc.endswith(
+                "ChildFailedError") else " (its words say it waited for something else: a consequence)" if waits else "")
             + ("; the same on every rank: a cause they share (the installed packages, the environment, the "
                "code or its input), not one rank" if who.startswith("every rank") else ""),
             ranks=ranks, hosts=hosts, severity=Severity.INFO if waits else Severity.WARNING,
