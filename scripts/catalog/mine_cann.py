@@ -91,10 +91,7 @@ DEFAULT = ("self", "root", "warning", "a CANN error on this NPU", "read the erro
 
 
 def classify(title: str, symptom: str) -> tuple[str, str, str, str, str]:
-    for rx, b, r, s, m, a in RULES:
-        if re.search(rx, f"{title} {symptom}"):
-            return b, r, s, m, a
-    return DEFAULT
+    return mn.first_rule(RULES, DEFAULT, f"{title} {symptom}")
 
 
 def template(symptom: str) -> str:
@@ -144,9 +141,7 @@ def main(argv: list[str] | None = None) -> int:
         syntax = "printf" if mn.strip_placeholders(fmt) != fmt else "literal"
         lines += mn.entry_lines(eid, syntax, fmt, row["url"], str(row.get("version", "")), meaning, b, r, s, action)
         lines.insert(len(lines) - 1, f"msgcode = {mn.toml_str(code)}")
-    out = Path(args.out) / "ascend.toml"
-    out.write_text("\n".join(lines), encoding="utf-8")
-    print(f"{out}: {len(formats)} entries", file=sys.stderr)
+    mn.write_data(Path(args.out) / "ascend.toml", lines, f"{len(formats)} entries")
     return 0
 
 

@@ -141,9 +141,7 @@ def main(argv: list[str] | None = None) -> int:
         lines += mn.entry_lines(eid, "printf", fmt, f"{REPO} {f['tag']} {HEADER}:{f['line']}",
                                 f"{f['first']}..{f['tag']}", meaning, blame, role, severity, action)
         n += 1
-    out = Path(args.out) / "dcgm.toml"
-    out.write_text("\n".join(lines), encoding="utf-8")
-    print(f"{out}: {n} entries", file=sys.stderr)
+    mn.write_data(Path(args.out) / "dcgm.toml", lines, f"{n} entries")
     return 0
 
 

@@ -118,10 +118,7 @@ DEFAULT = ("none", "context", "info",
 
 
 def classify(key: str, fmt: str) -> tuple[str, str, str, str, str]:
-    for rx, b, r, s, m, a in RULES:  # on the text: a key (``**shm_open``) names the module, not what failed
-        if re.search(rx, fmt):
-            return b, r, s, m, a
-    return DEFAULT
+    return mn.first_rule(RULES, DEFAULT, fmt)  # on the text: a key (``**shm_open``) names the module, not what failed
 
 
 def slug(key: str, fmt: str) -> str:
@@ -173,9 +170,7 @@ def main(argv: list[str] | None = None) -> int:
         lines += mn.entry_lines(eid, syntax, fmt, f"{REPO} {f.tags[-1]} {f.path}:{f.line}",
                                 f.tags[0] + ".." + f.tags[-1], m, b, r, s, a)
         n += 1
-    out = Path(args.out) / "mpich.toml"
-    out.write_text("\n".join(lines), encoding="utf-8")
-    print(f"{out}: {n} entries from {len(tags)} tags", file=sys.stderr)
+    mn.write_data(Path(args.out) / "mpich.toml", lines, f"{n} entries from {len(tags)} tags")
     return 0
 
 

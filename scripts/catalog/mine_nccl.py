@@ -1973,6 +1973,22 @@ def newest_per_minor(tags: list[str], rx: re.Pattern[str], min_major: int = 0) -
     return [best[k][1] for k in sorted(best)]
 
 
+def first_rule(rules, default: tuple, text: str) -> tuple:
+    """The classification of the first of ``rules`` (regex, then its fields) whose regex is found in ``text``, else
+    ``default``: the RULES tables of the plugin and library miners (mine_ofi.py, mine_mpich.py, mine_rccl.py,
+    mine_cann.py)."""
+    for rx, *fields in rules:
+        if re.search(rx, text):
+            return tuple(fields)
+    return default
+
+
+def write_data(out: Path, lines: list[str], what: str) -> None:
+    """Write a mined data file (its TOML ``lines``) and say on stderr what it holds."""
+    out.write_text("\n".join(lines), encoding="utf-8")
+    print(f"{out}: {what}", file=sys.stderr)
+
+
 def unique_id(seen: dict[str, int], base: str) -> str:
     """``base``, or ``base-N`` for its N-th use (``seen`` counts the uses)."""
     k = seen.get(base, 0)

@@ -148,10 +148,7 @@ DEFAULT = ("environment", "root", "warning",
 
 def classify(fmt: str) -> tuple[str, str, str, str, str]:
     body = fmt[len(PREFIX):]
-    for rx, b, r, s, m, a in RULES:
-        if re.search(rx, body):
-            return b, r, s, m, a
-    return DEFAULT
+    return mn.first_rule(RULES, DEFAULT, body)
 
 
 def slug(fmt: str) -> str:
@@ -191,9 +188,7 @@ def main(argv: list[str] | None = None) -> int:
         lines += mn.entry_lines(eid, "printf", fmt, f"{REPO} {newest} {f.path}:{f.line}", f.tags[0] + ".." + newest,
                                 m, b, r, s, a)
         n += 1
-    out = Path(args.out) / "nccl_ofi.toml"
-    out.write_text("\n".join(lines), encoding="utf-8")
-    print(f"{out}: {n} entries from {len(tags)} tags", file=sys.stderr)
+    mn.write_data(Path(args.out) / "nccl_ofi.toml", lines, f"{n} entries from {len(tags)} tags")
     return 0
 
 

@@ -89,10 +89,7 @@ DEFAULT = ("none", "consequence", "warning",
 
 
 def classify(fmt: str) -> tuple[str, str, str, str, str]:
-    for rx, b, r, s, m, a in RULES:
-        if re.search(rx, fmt):
-            return b, r, s, m, a
-    return DEFAULT
+    return mn.first_rule(RULES, DEFAULT, fmt)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -132,8 +129,7 @@ def main(argv: list[str] | None = None) -> int:
         lines += mn.entry_lines(eid, syntax, fmt, f"{REPO} {tags_of[-1]} {path}:{line}",
                                 tags_of[0] + ".." + tags_of[-1], m, b, r, s, a)
         n += 1
-    out_file.write_text("\n".join(lines), encoding="utf-8")
-    print(f"{out_file}: {n} entries from {len(tags)} tags", file=sys.stderr)
+    mn.write_data(out_file, lines, f"{n} entries from {len(tags)} tags")
     return 0
 
 
