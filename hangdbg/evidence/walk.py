@@ -11,11 +11,10 @@ from __future__ import annotations
 
 import os
 import re
-import textwrap
 from typing import Sequence
 
 from ..model import ClassifiedFile, SourceKind
-from ..text.lines import QUOTE, iter_files, quoted, read_head
+from ..text.lines import QUOTE, dedented_paste, iter_files, quoted, read_head
 from .base import Reader
 from .own_output import is_own_output
 from .registry import READERS
@@ -60,9 +59,8 @@ def classify(path: str, readers: Sequence[Reader] = READERS) -> ClassifiedFile:
     if is_prose(path, head):  # a README quoting log lines in backticks is not a log
         return ClassifiedFile(path, (), "documentation (Markdown/reST prose), not a log: skipped")
     heads = [head, QUOTE.sub(b"", head)] if quoted(head) else [head]  # a quoted paste: its readers unquote it
-    if heads[-1][:1] in (b" ", b"\t") and (flat := textwrap.dedent(heads[-1].decode("utf-8", "replace"))) != \
-            heads[-1].decode("utf-8", "replace"):
-        heads.append(flat.encode("utf-8"))  # a code block's indentation: its readers take the lines stripped
+    if (flat := dedented_paste(heads[-1])) is not heads[-1]:
+        heads.append(flat)  # a code block's indentation: its readers take the lines stripped (iter_lines_where)
     kinds = []
     for r in readers:
         try:
