@@ -213,3 +213,28 @@ def test_an_xid_with_a_redacted_pci_address_is_kept_and_its_gpu_left_unnamed():
     findings, _ = findings_from(ev)
     assert sorted(x.code for x in ev.xids) == [79, 145] and ev.lines_skipped == 0
     assert all("PCI address not shown" in f.summary and not f.gpus for f in findings if f.kind.value in ("xid", "gpu-lost"))
+
+
+def test_an_xid_record_without_the_nvrm_tag_is_read_but_not_one_inside_prose():
+    """A paste that dropped ``NVRM:`` keeps the record (``Xid (PCI:...): N, ...``) at the line's start."""
+    lines = ["Xid (PCI:0000:3b:00): 79, pid=1234, GPU has fallen off the bus.",
+             "[Mon Jan  1 00:00:00 2024] Xid (PCI:0000:5e:00): 48, pid=7, name=python, An uncorrectable double bit error",
+             "we saw the Xid (PCI:0000:af:00): 79 twice"]
+    ev = xid.scan(enumerate(lines, 1), "dmesg-node7.txt", "node7")
+    assert [(x.bus, x.code) for x in ev.xids] == [("0000:3b:00", 79), ("0000:5e:00", 48)]
+    assert xid.sniff(b"some text\n  Xid (PCI:0000:3b:00): 79, GPU has fallen off the bus.\n")
+    assert not xid.sniff(b"we saw the Xid (PCI:0000:3b:00): 79 twice\n")
+
+
+@pytest.mark.parametrize("command", [["logs"], ["nccl", "summary"]])
+def test_xid_lines_in_a_job_log_are_read_by_logs_and_nccl_summary(tmp_path, command):
+    """A job log that holds the kernel's Xid lines too (pasted together, or collected in one file): the
+    GPU is named by ``logs`` and ``nccl summary`` as ``report`` names it, not quoted as unrecognised."""
+    log = tmp_path / "node7.log"
+    log.write_text("[rank3]: RuntimeError: CUDA error: unspecified launch failure\n"
+                   "[ 1234.5] NVRM: Xid (PCI:0000:3b:00): 79, pid=1234, name=python, GPU has fallen off the bus.\n")
+    code, doc = main_json(*command, str(log))
+    kinds = [f["kind"] for f in doc["findings"]]
+    assert code == 3 and "gpu-lost" in kinds and "unrecognised-error" not in kinds
+    lost = next(f for f in doc["findings"] if f["kind"] == "gpu-lost")
+    assert lost["severity"] == "suspect" and "0000:3b:00" in lost["summary"]

@@ -15,7 +15,7 @@ import os
 from dataclasses import replace
 from typing import Sequence
 
-from ..model import SEVERITY_ORDER, Analysis, ClassifiedFile, FileError, Finding, Kind, Severity, SourceReport, Verdict
+from ..model import SEVERITY_ORDER, Analysis, ClassifiedFile, FileError, Finding, Kind, Severity, SourceKind, SourceReport, Verdict
 from ..headline import headline, unread_headline, verdict_all_clear
 from .chain import chain, promote_first_failure
 from .error_lines.facts import ErrorLinesFacts
@@ -135,11 +135,20 @@ speed of its own reader (``report`` reads every file's)."""
 
 def with_catalog(rep: SourceReport, files: Sequence[str]) -> SourceReport:
     """``rep`` with the error lines of those of ``files`` up to :data:`ERROR_LINES_MAX_BYTES`
-    read by the catalog (:func:`with_error_lines`)."""
+    read by the catalog (:func:`with_error_lines`), and, unless ``rep`` is the GPU reader's own, the
+    NVIDIA driver's lines among them (Xid, a lost GPU: :mod:`hangdbg.evidence.gpu`), which a job's
+    log holds when the job's output and the kernel log were pasted or collected together."""
     from .error_lines.reader import READER
+    from .gpu.reader import READER as GPU
 
     small = [f for f in files if _size(f) <= ERROR_LINES_MAX_BYTES]
-    return with_error_lines(rep, READER.read(small)) if small else rep
+    if not small:
+        return rep
+    if rep.kind is not SourceKind.GPU:
+        gpu = GPU.read(small)
+        if gpu.findings:
+            rep = replace(rep, findings=tuple(rep.findings) + tuple(gpu.findings))
+    return with_error_lines(rep, READER.read(small))
 
 
 def _size(path: str) -> int:

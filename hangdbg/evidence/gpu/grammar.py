@@ -54,11 +54,14 @@ _DMESG_REL = re.compile(r"^\[\s*(?P<ts>\+?\d+\.\d+)\] (?P<msg>.*)$")  # dmesg, d
 _ISO_BARE = re.compile(r"^(?P<ts>\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?) (?P<msg>.*)$")
 
 _XID = re.compile(
-    r"NVRM: Xid \(PCI:(?:(?P<bus>[0-9a-fA-F]{4,8}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2})(?:\.\d)?(?P<mig>(?: GPU-C?I:\d+)*)"
+    r"(?:NVRM: |^\s*)Xid \(PCI:(?:(?P<bus>[0-9a-fA-F]{4,8}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2})(?:\.\d)?(?P<mig>(?: GPU-C?I:\d+)*)"
     r"|(?=[^()]*[.xX*#<])[0-9a-fA-FxX.*#:<>_ -]{1,24})\): "  # redacted in a paste (PCI:..., PCI:0000:xx:00)
     r"(?P<code>\d+), (?:pid=(?P<pid>'?<?\w*>?'?), name=(?P<name>.*?), )?(?P<msg>.*?)"
     r"(?: caused by previous Xid (?P<prev>\d+))?\s*$")
-_XID_HINT = re.compile(r"NVRM: Xid")
+_XID_HINT = re.compile(r"NVRM: Xid|^\s*Xid \(PCI:")
+"""An Xid line: the driver's ``NVRM: Xid (PCI:...)`` (NVIDIA's Xid errors guide, docs.nvidia.com/deploy/xid-errors,
+"NVRM: Xid (PCI:0000:03:00): 14, Channel 00000001"), or that record alone at the start of a line, as a paste that
+dropped the ``NVRM:`` tag leaves it."""
 UNNAMED_BUS = "?"
 """The bus of an Xid line whose PCI address was not printed or was redacted (``Xid (PCI:...)``)."""
 _GPU_AT = re.compile(r"NVRM: GPU at PCI:(?P<bus>[0-9a-fA-F]{4,8}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}): (?P<uuid>GPU-[0-9a-fA-F-]+)")
@@ -206,7 +209,7 @@ def scan_file(path: str, source: str, host: str = "", events: GpuLogEvents | Non
         ev.lines_read += count
 
     with open_input(path) as f:
-        _scan(iter_lines_where(f, (b"NVRM", b"GPU ") + NEEDLES, skipped,
+        _scan(iter_lines_where(f, (b"NVRM", b"GPU ", b"Xid (") + NEEDLES, skipped,
                                lambda: smi.cur is not None or state.aer_last is not None), source, host, ev, smi, state)
     return ev
 
@@ -278,7 +281,7 @@ def _line(ev, smi, lost: _LostState, source, default_host, n, raw) -> None:
         lost.prompt_host = m.group("host")
         return
     default_host = lost.prompt_host or default_host
-    if "NVRM" not in line:
+    if "NVRM" not in line and "Xid (PCI:" not in line:
         lost.prev = None
         _other_line(ev, lost, source, default_host, n, raw, line)
         return
@@ -449,9 +452,10 @@ def sniff(head: bytes) -> bool:
     """True for kernel logs with NVIDIA driver (``NVRM:``) lines or PCIe AER errors, ``nvidia-smi -q`` texts,
     and texts with a GPU fault of :mod:`hangdbg.evidence.gpu.faults` (nvidia-smi cannot open a GPU, reset
     required, uncorrectable ECC error)."""
-    return b"NVRM:" in head or b"==============NVSMI LOG==============" in head or (
+    return b"NVRM:" in head or _XID_AT_START.search(head) is not None or b"==============NVSMI LOG==============" in head or (
         b"ECC Errors" in head and b"Attached GPUs" in head) or any(k in head for k in _SNIFF_MORE)
 
 
+_XID_AT_START = re.compile(rb"(?m)^\s*Xid \(PCI:")
 _SNIFF_MORE = (b"Unable to determine the device handle for GPU", b"PCIe Bus Error: severity=", b"NV_ERR_RESET_REQUIRED",
                b"uncorrectable ECC error", b"GPU requires reset")
