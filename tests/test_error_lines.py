@@ -797,3 +797,28 @@ def test_a_child_signalled_after_its_launcher_got_a_death_signal_is_no_suspect(t
             + "=" * 60 + "\n")
     v = _verdict(tmp_path, text)
     assert not [f for f in v.findings if f.severity is Severity.SUSPECT]
+
+
+def test_an_exception_behind_a_prefix_no_rule_peels_is_still_an_error_line(tmp_path):
+    """``Cls: message`` whose message has no error word, behind pytest's ``E   `` or an unknown logger's prefix:
+    the exception class makes it an error line (read, or quoted as unrecognised), never "nothing could be read"."""
+    v = _verdict(tmp_path, "E       RuntimeError: the shard index went past the dataset\n")
+    top = next(f for f in v.findings if f.severity is Severity.SUSPECT)
+    assert "RuntimeError: the shard index went past the dataset" in top.summary
+    (tmp_path / "logger").mkdir()
+    v = _verdict(tmp_path / "logger", "train.py:42 - step 7 - RuntimeError: the shard index went past the dataset\n")
+    assert [f.kind for f in v.findings] == [Kind.UNRECOGNISED_ERROR]
+    (tmp_path / "mirror").mkdir()  # a word that only ends like one is none
+    v = _verdict(tmp_path / "mirror", "sync mirror: done in 3 s\n")
+    assert not v.findings
+
+
+def test_a_python_warning_pasted_without_its_file_is_read_as_with_it(tmp_path):
+    """warnings' ``FILE:LINE: UserWarning: MSG`` with the file cut by the paste: the message is still known."""
+    for i, line in enumerate(["/x/torch/cuda/__init__.py:141: UserWarning: CUDA initialization: The NVIDIA driver on "
+                              "your system is too old (found version 11040).",
+                              "UserWarning: CUDA initialization: The NVIDIA driver on your system is too old (found "
+                              "version 11040)."]):
+        (tmp_path / str(i)).mkdir()
+        v = _verdict(tmp_path / str(i), line + "\n")
+        assert [f.kind for f in v.findings if f.severity is Severity.SUSPECT] == [Kind.RESOURCE_ERROR], line

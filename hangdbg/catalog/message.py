@@ -71,7 +71,9 @@ _MORE = re.compile(
     r"|\[[\w.\-]{1,80}\]\[(?:DEBUG|INFO|WARNING|ERROR|CRITICAL)\] - "
     r"|\d{4}/\d\d/\d\d[ T]\d\d:\d\d:\d\d(?:[.,]\d+)? "
     # the Message field of kubectl describe ("Message:          The node was low on ..."), aligned by blanks
-    r"|Message:\s{3,}(?=\S)")
+    r"|Message:\s{3,}(?=\S)"
+    # pytest's failure report: the exception's lines under "E" and blanks (_pytest/_code/code.py, fail_marker "E")
+    r"|E {3,8}(?=[A-Za-z_\[])")
 # Slurm's log.c prefix (program name, then the level: src/common/log.c); Ray's and vLLM's Python loggers
 # (``WARNING worker.py:1866 -- ``, ``ERROR 01-01 00:00:00 [file.py:230] ``); horovod's C++ logger
 # (``[time W 123 file.cc:107]`` once its time is gone); Lightning's ``[rank: N]``.
@@ -115,7 +117,10 @@ _NPU_ERR = re.compile(r"(?:\[ERROR\] )?" + _CANN_TIME + r" \(PID:(?P<pid>\d{1,10
 # HCCL_CHECK_ERROR: __func__, __FILE__, __LINE__; a CMake build names the file compiler_depend.ts)
 _FUNC_AT = re.compile(r"[A-Za-z_]\w{0,80}:(?P<src>[\w./\-]{1,300}\.(?:cpp|cc|c|h|hpp|ts):\d{1,6}) (?=[A-Z])")
 # Python's warnings.formatwarning: "FILE:LINE: CATEGORY: MESSAGE" (CPython Lib/warnings.py, "%s:%s: %s: %s\n")
-_PYWARN = re.compile(r"(?P<src>\S{1,300}\.py:\d{1,7}): (?P<lvl2>(?:[A-Z]\w{0,60})?Warning): ")
+_PYWARN = re.compile(r"(?P<src>\S{1,300}\.py:\d{1,7}): (?P<lvl2>(?:[A-Z]\w{0,60})?Warning): "
+                     r"|(?P<lvl3>[A-Z]\w{0,60}Warning): ")
+"""(the file and line go where a paste kept only the category and message: ``UserWarning: CUDA initialization: ...``;
+a bare ``Warning: `` is a message's own word, as NCCL's ``WARN Warning: remote FLID ...``)"""
 # c10's and gloo's enforce prefix: "[enforce fail at FILE:LINE] CONDITION. MSG" (c10/util/Exception.cpp,
 # gloo/common/logging.cc EnforceNotMet); CAFFE_THROW leaves the condition empty ("] . PytorchStreamWriter ...")
 _ENFORCE = re.compile(r"\[enforce fail at [^\]\n]{1,300}:\d{1,6}\]\s*(?:[^\n]{0,200}?\.(?:\s+|$))?")
@@ -136,7 +141,10 @@ ERROR_WORDS = re.compile(
     r"out of memory|denied|refused|unreachable|s?xid|panic|cannot|could not|couldn't|unable to|mismatch|illegal|"
     r"invalid|corrupt(?:ed)?|no space left|exited with|exits with|exit code|exitcode|return code|died|dead|unhandled|"
     r"not found|not enough|fallen off the bus|no route to host|name or service not known|oomkilled|evicted|"
-    r"insufficient|can not|cancell?ed at|no such file or directory)\b",
+    r"insufficient|can not|cancell?ed at|no such file or directory|"
+    # an exception class before its message (RuntimeError: ..., torch.distributed.DistBackendError: ...), in a
+    # line whose prefix hid it from the exception's own peel (CPython traceback.format_exception_only: "Cls: msg")
+    r"[a-z]\w{0,60}(?:error|exception)(?=: ))\b",
     re.IGNORECASE)
 """Words that make a line look like an error (for :func:`looks_like_error`)."""
 # a level word marks a line benign, not a setting a message names ("run with NCCL_DEBUG=INFO for details")
@@ -272,8 +280,8 @@ def parse_line(line: str) -> Message:
             r = g.get("rank") or g.get("r2") or g.get("r3")
             if r and rank is None:
                 rank = int(r)
-            if g.get("level") or g.get("lvl") or g.get("lvl2"):
-                level = level or g.get("level") or g.get("lvl") or g.get("lvl2")
+            if g.get("level") or g.get("lvl") or g.get("lvl2") or g.get("lvl3"):
+                level = level or g.get("level") or g.get("lvl") or g.get("lvl2") or g.get("lvl3")
             if g.get("src") and src is None:
                 src = g["src"]
             if rx is _GLOG and g.get("t") and clock is None:
