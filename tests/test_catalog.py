@@ -510,3 +510,15 @@ def test_a_message_glued_behind_other_text_is_found_inside_the_line():
                              "allocate 2.11 GiB (GPU 6; 39.45 GiB total capacity; 37.14 GiB already allocated)")
     assert m is not None and "out of memory" in m.entry.meaning.lower()
     assert CATALOG.match_inside("nothing here resembles any upstream message at all, truly") is None
+
+
+def test_an_unknown_nccl_result_code_is_a_version_mismatch_wherever_it_is_quoted(tmp_path):
+    """ncclGetErrorString's default text, as the NCCLCHECK macro of NCCL's examples prints it and as PyTorch does."""
+    from conftest import main_json
+    log = tmp_path / "out.txt"
+    for line in ("Failed, NCCL error /src/plugins/ncclPlugin/allreducePlugin.cpp:183 'unknown result code'",
+                 "RuntimeError: NCCL error in: /opt/torch/ProcessGroupNCCL.cpp:1269, unknown result code, NCCL version 2.18.6"):
+        log.write_text(line + "\n")
+        code, doc = main_json("logs", str(log))
+        top = doc["findings"][0]
+        assert code == 3 and top["severity"] == "suspect" and "another NCCL version" in top["summary"], line
