@@ -822,3 +822,47 @@ def test_a_python_warning_pasted_without_its_file_is_read_as_with_it(tmp_path):
         (tmp_path / str(i)).mkdir()
         v = _verdict(tmp_path / str(i), line + "\n")
         assert [f.kind for f in v.findings if f.severity is Severity.SUSPECT] == [Kind.RESOURCE_ERROR], line
+
+
+_OMPI_BANNER = ("--------------------------------------------------------------------------\n"
+                "Primary job  terminated normally, but 1 process returned\n"
+                "a non-zero exit code. Per user-direction, the job has been aborted.\n"
+                "--------------------------------------------------------------------------\n"
+                "mpirun detected that one or more processes exited with non-zero status, thus causing\n"
+                "the job to be terminated. The first process to do so was:\n\n"
+                "  Process name: [[50371,1],{rank}]\n  Exit code:    1\n"
+                "--------------------------------------------------------------------------\n")
+
+
+def test_mpiruns_first_process_banner_names_the_rank_its_rows_give_not_a_prefix(tmp_path):
+    """Open MPI's [orterun:non-zero-exit]: the vpid of 'Process name: [[J,S],R]' is the rank that failed first."""
+    peer = ("[1,1]<stderr>:RuntimeError: Horovod has been shut down. This was caused by an exception on one of the "
+            "ranks or an attempt to allreduce, allgather or broadcast a tensor after one of the ranks finished execution.\n")
+    v = _verdict(tmp_path, peer + _OMPI_BANNER.format(rank=3))
+    assert [f.ranks for f in v.findings if f.severity is Severity.SUSPECT] == [(3,)]
+    assert not [f for f in v.findings if f.kind is Kind.UNRECOGNISED_ERROR]
+    (tmp_path / "prefixed").mkdir()  # a head under a rank prefix: the rows decide
+    v = _verdict(tmp_path / "prefixed", "".join(f"[1,0]<stderr>:{ln}\n" for ln in _OMPI_BANNER.format(rank=2).split("\n")[4:6])
+                 + "  Process name: [[50371,1],2]\n  Exit code:    1\n")
+    assert [f.ranks for f in v.findings if f.severity is Severity.SUSPECT] == [(2,)]
+
+
+def test_hydras_bad_termination_banner_reads_the_signal_and_host(tmp_path):
+    """MPICH Hydra prints its banner only for a signalled process, with the wait status as the code."""
+    rule = "=" * 83 + "\n"
+    banner = (rule + "=   BAD TERMINATION OF ONE OF YOUR APPLICATION PROCESSES\n=   PID 92248 RUNNING AT node7\n"
+              "=   EXIT CODE: {code}\n=   CLEANING UP REMAINING PROCESSES\n=   YOU CAN IGNORE THE BELOW CLEANUP MESSAGES\n" + rule)
+    v = _verdict(tmp_path, banner.format(code=9))
+    top = next(f for f in v.findings if f.severity is Severity.SUSPECT)
+    assert "SIGKILL" in top.summary and top.hosts == ("node7",) and not top.ranks
+    (tmp_path / "segv").mkdir()
+    v = _verdict(tmp_path / "segv", banner.format(code=139))
+    top = next(f for f in v.findings if f.severity is Severity.SUSPECT)
+    assert "139 SIGSEGV" in top.summary and "SIGKILL" not in top.summary.split("(")[0]
+    (tmp_path / "intel").mkdir()  # Intel MPI's Hydra: the rank and the signal by name
+    v = _verdict(tmp_path / "intel", rule + "=   BAD TERMINATION OF ONE OF YOUR APPLICATION PROCESSES\n"
+                 "=   RANK 1 PID 5491 RUNNING AT gn59\n=   KILLED BY SIGNAL: 9 (Killed)\n" + rule)
+    assert [(f.ranks, f.hosts) for f in v.findings if f.severity is Severity.SUSPECT] == [((1,), ("gn59",))]
+    (tmp_path / "cut").mkdir()  # the excerpt ends after the head: no rank or host is made up
+    v = _verdict(tmp_path / "cut", rule + "=   BAD TERMINATION OF ONE OF YOUR APPLICATION PROCESSES\n")
+    assert not [f for f in v.findings if f.ranks or f.hosts]

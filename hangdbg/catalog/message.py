@@ -73,7 +73,9 @@ _MORE = re.compile(
     # the Message field of kubectl describe ("Message:          The node was low on ..."), aligned by blanks
     r"|Message:\s{3,}(?=\S)"
     # pytest's failure report: the exception's lines under "E" and blanks (_pytest/_code/code.py, fail_marker "E")
-    r"|E {3,8}(?=[A-Za-z_\[])")
+    r"|E {3,8}(?=[A-Za-z_\[])"
+    # MPICH Hydra's banner rows "=   BAD TERMINATION ..." (src/pm/hydra/mpiexec/pmiserv_cb.c HYDU_dump_noprefix)
+    r"|= {2,8}(?=[A-Z])")
 # Slurm's log.c prefix (program name, then the level: src/common/log.c); Ray's and vLLM's Python loggers
 # (``WARNING worker.py:1866 -- ``, ``ERROR 01-01 00:00:00 [file.py:230] ``); horovod's C++ logger
 # (``[time W 123 file.cc:107]`` once its time is gone); Lightning's ``[rank: N]``.

@@ -25,6 +25,8 @@ from .tracebacks import FRAME, CutTraceback, traceback_at
 from ...text.lines import MAX_LINE, RECORD_STARTS, iter_lines_from, open_input, strip_prefix
 from ...tools.grep import find_grep, grep_lines
 from .roster import NEEDLES, Roster
+from .blocks import OpenBlock, opened
+from .log import ErrorEvent, ErrorLog
 
 __all__ = ["ErrorEvent", "ErrorLog", "scan_file", "sniff", "is_context_line", "GREP_FROM_BYTES"]
 
@@ -34,7 +36,6 @@ _CONTEXT = re.compile(
     |raise\ |except\ |assert\ |return\ |if\ |elif\ |def\ |class\ |\^+\s*$|~+\^*~*\s*$|During\ handling\ of\ the\ above
     |The\ above\ exception\ was\ the\ direct\ cause|error_file:|traceback\s*:\s*To\ enable\ traceback
     |[│|]?\s*(?:time|host|rank|exitcode|error_file|traceback)\s*:\s)""", re.VERBOSE)
-_MAX_EVENTS = 20_000
 _CODE = re.compile(r"[\w.]+(?:\[[^\]]{0,80}\])?\s*[-+*/]?=\s*\S|(?!.{0,300}?[a-z]\. [A-Z]).{0,160}[(,\[{]\s*$")
 """Code: an assignment, or a short line that opens a call or a literal continued on the next line (a line of
 prose - with a sentence's end inside, or long - that a paste cut after a comma is no code)."""
@@ -60,48 +61,6 @@ def is_context_line(line: str) -> bool:
     return _CONTEXT.match(line) is not None or (len(line) < 300 and _COLUMNS.match(line) is not None)
 
 
-@dataclass(frozen=True, slots=True)
-class ErrorEvent:
-    """One error line.
-
-    Attributes:
-        evidence: the file, line number and raw text.
-        message: the message and its context (time, host, pid, rank, GPU).
-        match: the catalog entry chain that matched, None for an unrecognised line.
-        order: its position among all events read (file order, then line order).
-    """
-
-    evidence: Evidence
-    message: Message
-    match: Match | None
-    order: int
-    frame: str = ""  # for the last line of a traceback: its last frame, "path:line in func"
-    named: bool = False  # the line after PyTorch's "Last error:": NCCL's own account of the failure just above
-    weak: bool = False  # read by the shared start of a long message only (Catalog.match_head): a wrap may still join it
-
-
-
-
-
-@dataclass
-class ErrorLog:
-    """The events of the files read, and the counts."""
-
-    events: list[ErrorEvent] = field(default_factory=list)
-    lines_read: int = 0
-    error_lines: int = 0
-    dropped: int = 0  # events beyond the cap (counted, never kept)
-    quiet_files: list[str] = field(default_factory=list)  # files without an error-looking line
-    gaps: dict[str, int] = field(default_factory=dict)  # path -> 2 for a double-spaced paste (lines apart per line)
-    roster: Roster = field(default_factory=Roster)  # ranks announced (launchers, frameworks)
-    cut_tracebacks: list[CutTraceback] = field(default_factory=list)  # excerpts that end inside a traceback
-    ib_missing: list[tuple[Evidence, Evidence]] = field(default_factory=list)  # NCCL_IB_HCA set, no IB device
-
-    def add(self, ev: ErrorEvent) -> None:
-        if len(self.events) < _MAX_EVENTS:
-            self.events.append(ev)
-        else:
-            self.dropped += 1
 
 
 def sniff(head: bytes) -> bool:
@@ -489,6 +448,7 @@ def scan_file(path: str, catalog: Catalog, log: ErrorLog) -> None:
     prev_no = prev_text = 0
     prev_line = ""
     tb: CutTraceback | None = None  # the traceback open at this line (its header read, no exception yet)
+    block: OpenBlock | None = None  # a launcher's banner whose head was read (blocks.py)
     for no, whole, every in _unglued(_candidates(path, log, data)):
         line = whole[:LOOKED_AT]
         tally.pair(line)
@@ -518,17 +478,13 @@ def scan_file(path: str, catalog: Catalog, log: ErrorLog) -> None:
         if "File \"" in line and (f := FRAME.search(line)) is not None:
             frame = f"{f.group('path')}:{f.group('line')}" + (f" in {f.group('func')}" if f.group("func") else "")
         tb = traceback_at(tb, Evidence(path, no, line), body, frame, after_file_line)
+        if block is not None and line and (block := block.after(log, no, parse_line(line).text, catalog)) and block.took:
+            continue  # a row of a launcher's banner: part of its head's event
         if not line or after_file_line or is_context_line(line):
             continue
         if not every and not looks_like_error(line) and not _LEVEL.search(line):
             continue
-        msg = parse_line(line)
-        if label and labelled == "srun" and msg.rank is None:
-            msg = replace(msg, rank=int(label))
-        elif label and labelled == "pdsh" and msg.host is None:
-            msg = replace(msg, host=label)
-        if pod_node and msg.host is None:
-            msg = replace(msg, host=pod_node)
+        msg = _labelled_message(parse_line(line), label, labelled, pod_node)
         if msg.text.strip() == "Last error:":  # PyTorch's NCCL error: ncclGetLastError() follows
             last_error = no
             continue
@@ -558,8 +514,11 @@ def scan_file(path: str, catalog: Catalog, log: ErrorLog) -> None:
         frame = ""
         last_error = 0
         log.add(event)
+        block = opened(log, event) or block
         if explains:  # the line after "Last error:" says what the failure just before it was: it reads first
             _first_of_block(log, path, gap)
+    if block is not None:
+        block.close(log, catalog)
     cut = tb if tb is not None and tb.frame and data is not None else None  # an excerpt that ends inside a traceback
     _file_done(log, path, tally, first_event, cut, log.error_lines == before and
                len(log.roster.said) + len(log.roster.missing) == said)
@@ -580,3 +539,14 @@ def _file_done(log: ErrorLog, path: str, tally: _Tally, first_event: int, cut: C
     log.roster.expecting = False  # a block does not run on into the next file
     if nothing_else and cut is None and ib is None:
         log.quiet_files.append(path)
+
+
+def _labelled_message(msg: Message, label: str, labelled: str | None, pod_node: str | None) -> Message:
+    """``msg`` with the rank of srun's ``--label`` or the host of pdsh's label, and a pod's node, where its own
+    prefixes named none."""
+    if label and labelled == "srun" and msg.rank is None:
+        msg = replace(msg, rank=int(label))
+    elif label and labelled == "pdsh" and msg.host is None:
+        msg = replace(msg, host=label)
+    return replace(msg, host=pod_node) if pod_node and msg.host is None else msg
+

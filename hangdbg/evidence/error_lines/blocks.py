@@ -1,0 +1,147 @@
+"""Launcher banners that say one thing over several lines: a head line, then ``Key: value`` lines that name the
+process. Their lines are joined into one message before the catalog reads it, so that the rank, host and exit
+status the later lines give belong to the failure the head announces.
+
+Banners, from the upstream texts:
+
+* Open MPI's mpirun / PRRTE's prun ``[orterun:non-zero-exit]`` (open-mpi/ompi
+  orte/tools/orterun/help-orterun.txt; openpmix/prrte src/tools/prun/help-prun.txt)::
+
+      %s detected that one or more processes exited with non-zero status, thus causing
+      the job to be terminated. The first process to do so was:
+
+        Process name: %s          (ORTE_NAME_PRINT: [[jobfamily,job],vpid], the vpid being the MPI rank)
+        Exit code:    %d
+
+* MPICH's Hydra (pmodels/mpich v4.1.2 src/pm/hydra/mpiexec/pmiserv_cb.c:312, v3.2 pm/pmiserv/pmiserv_cb.c:252), printed
+  only for a process that did not exit (``!WIFEXITED``), with its raw wait status as the code (the signal number,
+  +128 when it dumped core); Intel MPI's Hydra names the rank and the signal instead::
+
+      =   BAD TERMINATION OF ONE OF YOUR APPLICATION PROCESSES
+      =   PID %d RUNNING AT %s            (Intel MPI: =   RANK %d PID %d RUNNING AT %s)
+      =   EXIT CODE: %d                   (Intel MPI: =   KILLED BY SIGNAL: %d (%s))
+      =   CLEANING UP REMAINING PROCESSES
+      =   YOU CAN IGNORE THE BELOW CLEANUP MESSAGES
+
+Pure: no I/O.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field, replace
+
+from ...catalog.catalog import Catalog
+from .log import ErrorEvent, ErrorLog
+
+__all__ = ["Banner", "OpenBlock", "banner_of", "opened"]
+
+_BANNER_RULE = re.compile(r"^[=\s]{0,12}")
+"""Hydra's ``=   `` before each line of its banner (the separator rows of ``=`` are no lines of it)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Banner:
+    """A banner: its head, the lines that may follow it (at most ``span`` lines on, blank lines between them allowed),
+    and the groups of those lines that name the rank and the host."""
+
+    name: str
+    head: re.Pattern[str]
+    rows: tuple[re.Pattern[str], ...]
+    span: int
+
+
+BANNERS = (
+    Banner("openmpi-non-zero-exit",
+           re.compile(r"detected that one or more processes exited with non-zero status, thus causing"
+                      r"(?: the job to be terminated\. The first process to do so was:)?\s*$"),
+           (re.compile(r"^the job to be terminated\. The first process to do so was:\s*$"),
+            re.compile(r"^Process name: \[\[\d{1,10},\d{1,10}\],(?P<rank>\d{1,9})\]\s*$"),
+            re.compile(r"^Exit code: {0,12}-?\d{1,5}\s*$")), 6),
+    Banner("hydra-bad-termination",
+           re.compile(r"^BAD TERMINATION OF ONE OF YOUR APPLICATION PROCESSES\s*$"),
+           (re.compile(r"^(?:RANK (?P<rank>\d{1,9}) )?PID \d{1,10} RUNNING AT (?P<host>[\w.\-]{1,253})\s*$"),
+            re.compile(r"^(?:EXIT CODE: \d{1,5}|KILLED BY SIGNAL: \d{1,3}(?: \([^)\n]{0,40}\))?)\s*$"),
+            re.compile(r"^CLEANING UP REMAINING PROCESSES\s*$"),
+            re.compile(r"^YOU CAN IGNORE THE BELOW CLEANUP MESSAGES\s*$")), 8),
+)
+
+
+def _bare(text: str) -> str:
+    return _BANNER_RULE.sub("", text, count=1).strip()
+
+
+def banner_of(text: str) -> Banner | None:
+    """The banner whose head ``text`` (a message, its prefixes peeled) is, or None."""
+    if "detected that one or more" not in text and "BAD TERMINATION" not in text:
+        return None
+    bare = _bare(text)
+    return next((b for b in BANNERS if b.head.search(bare)), None)
+
+
+@dataclass
+class OpenBlock:
+    """A banner whose head was read at line ``line`` and became event ``index`` of the log: the rows read since."""
+
+    banner: Banner
+    line: int
+    index: int
+    text: str
+    rows: list[str] = field(default_factory=list)
+    rank: int | None = None
+    host: str | None = None
+    done: set[int] = field(default_factory=set)
+    took: bool = False  # the last line offered (:meth:`after`) was a row
+    def take(self, no: int, text: str) -> bool | None:
+        """Offer the message of line ``no``: True when it is a row of the banner (kept), None for a blank line
+        (it may stand between rows), False when the banner is over (this line and the span it may wait)."""
+        if no - self.line > self.banner.span:
+            return False
+        bare = _bare(text)
+        if not bare:
+            return None
+        for i, rx in enumerate(self.banner.rows):
+            if i in self.done:
+                continue
+            m = rx.match(bare)
+            if m is not None:
+                self.done.add(i)
+                self.rows.append(bare)
+                d = m.groupdict()
+                if d.get("rank"):
+                    self.rank = int(d["rank"])
+                if d.get("host"):
+                    self.host = d["host"]
+                return True
+        return False
+
+    def joined(self) -> str:
+        """The head and its rows as one message, as the catalog's banner entries read them."""
+        return " ".join([_bare(self.text)] + [" ".join(r.split()) for r in self.rows])
+
+    def after(self, log: ErrorLog, no: int, text: str, catalog: Catalog) -> OpenBlock | None:
+        """This block after the message ``text`` of line ``no`` (:attr:`took` says whether it was a row), or None
+        once the banner is over (its head's event then holds the rows read: :meth:`close`)."""
+        took = self.take(no, text)
+        self.took = bool(took)
+        if took is False:
+            self.close(log, catalog)
+            return None
+        return self
+
+    def close(self, log: ErrorLog, catalog: Catalog) -> None:
+        """Replace the head's event by one whose message is the whole banner, read again by the catalog, with the
+        rank and host its rows name (a launcher prints it: a rank prefix on its head names no process of it)."""
+        if not self.rows or self.index >= len(log.events):
+            return
+        ev = log.events[self.index]
+        text = self.joined()
+        msg = replace(ev.message, text=text, rank=self.rank, host=self.host or ev.message.host)
+        log.events[self.index] = replace(ev, message=msg, match=catalog.match(text) or ev.match, weak=False)
+        self.rows = []
+
+
+def opened(log: ErrorLog, event: ErrorEvent) -> OpenBlock | None:
+    """The banner opened by ``event`` (the last event of ``log``), the head of a launcher's multi-line report."""
+    banner = banner_of(event.message.text)
+    return None if banner is None else OpenBlock(banner, event.evidence.line or 0, len(log.events) - 1, event.message.text)
