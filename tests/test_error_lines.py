@@ -866,3 +866,16 @@ def test_hydras_bad_termination_banner_reads_the_signal_and_host(tmp_path):
     (tmp_path / "cut").mkdir()  # the excerpt ends after the head: no rank or host is made up
     v = _verdict(tmp_path / "cut", rule + "=   BAD TERMINATION OF ONE OF YOUR APPLICATION PROCESSES\n")
     assert not [f for f in v.findings if f.ranks or f.hosts]
+
+
+def test_a_log_stored_as_one_escaped_string_is_read_line_by_line(tmp_path):
+    """A JSON or repr string's ``\\n`` escapes, never undone by whoever stored it: its lines are the log's."""
+    text = ('Traceback (most recent call last):\\n  File "train.py", line 10, in <module>\\n    main()\\n'
+            'RuntimeError: CUDA error: an illegal memory access was encountered\\nCUDA kernel errors might be '
+            'asynchronously reported at some other API call')
+    v = _verdict(tmp_path, text)
+    top = next(f for f in v.findings if f.severity is Severity.SUSPECT)
+    assert "cudaErrorIllegalAddress" in top.summary
+    from hangdbg.evidence.error_lines.paste import unescaped
+    kept = b'print("a\\\\nb")\nsecond line\nthird\n'  # a log with lines of its own keeps its escapes
+    assert unescaped(kept) == kept

@@ -269,11 +269,19 @@ CUT_JOIN_MAX = 4
 """Most lines :func:`cut_unwrapped` joins to a cut message."""
 
 
+def unescaped(data: bytes) -> bytes:
+    """A log stored as one escaped string (a JSON or Python string's ``\\n``, ``\\t``, ``\\"``: an API's field, a
+    ``repr`` printed) with its escapes undone; text with lines of its own is left as it is (its ``\\n`` are the log's)."""
+    if data.count(b"\n") > 2 or data.count(b"\\n") < 3:
+        return data
+    return data.replace(b"\\r\\n", b"\n").replace(b"\\n", b"\n").replace(b"\\t", b"\t").replace(b'\\"', b'"')
+
+
 def repaired(data: bytes, catalog: Catalog) -> bytes:
-    """A small file's bytes with what a paste did undone, in order: terminal colours, a quote or a code block's
+    """A small file's bytes with what a paste did undone, in order: a log stored as one escaped string, terminal colours, a quote or a code block's
     indentation (first: a wrap's width is the text's), a box table, a fixed-width hard wrap, a wrapped traceback,
     a word wrap (never around a line that is a catalog message on its own), a known message split over lines."""
-    data = dedented(strip_ansi_bytes(data))
+    data = dedented(strip_ansi_bytes(unescaped(data)))
     data = soft_unwrapped(frames_unwrapped(unwrapped(boxed(data))), lambda b: _known(catalog, b))
     return cut_unwrapped(data, lambda b: _cut_state(catalog, b))
 
