@@ -879,3 +879,11 @@ def test_a_log_stored_as_one_escaped_string_is_read_line_by_line(tmp_path):
     from hangdbg.evidence.error_lines.paste import unescaped
     kept = b'print("a\\\\nb")\nsecond line\nthird\n'  # a log with lines of its own keeps its escapes
     assert unescaped(kept) == kept
+
+
+def test_srun_task_lines_name_their_node_not_a_rank(tmp_path):
+    """srun's ``NODE: task N: ...`` (src/srun/launch.c): the node is the host; the task id is no rank (one srun task
+    may be a whole node's torchrun)."""
+    v = _verdict(tmp_path, "srun: error: node03: task 5: Exited with exit code 1\n")
+    top = next(f for f in v.findings if f.severity is Severity.SUSPECT)
+    assert top.hosts == ("node03",) and not top.ranks

@@ -93,6 +93,9 @@ _TOOLS = re.compile(
 # Open MPI's BTL_ERROR / BTL_PEER_ERROR prefix "[host][[jobid,job],vpid][file.c:line:func] " (opal/mca/btl/
 # base/btl_base_error.h: hostname, OPAL_NAME_PRINT of the process, __FILE__, __LINE__, __func__): the vpid is the
 # process's rank in MPI_COMM_WORLD
+# srun's task status "%s: %s %s: ..." (node, "task"/"tasks", the task ids: SchedMD/slurm src/srun/launch.c:388): the
+# node is the host of the tasks (the task ids are SLURM_PROCID, a rank only when srun starts one task per rank)
+_SRUN_TASKS = re.compile(r"(?P<host>[A-Za-z][\w.\-]{0,63}): tasks? [\d,\-\[\]]{1,200}: (?=[A-Z])")
 _OMPI = re.compile(r"\[(?P<host>[\w.\-]{1,253})\](?:\[\[\d{1,10},\d{1,10}\],(?P<rank>\d{1,9})\])?"
                    r"\[(?P<src>[\w.\-]{1,120}\.c:\d{1,6}):\w{1,120}\]\s?")
 # MPICH's error-stack level "FUNC(LINE)....: MESSAGE": the location "%s(%d)" (fcname, line), dots up to the
@@ -306,6 +309,8 @@ def parse_line(line: str) -> Message:
         m = _EXC_BARE.fullmatch(text)
         if m is not None:
             exc = m.group("cls")
+    if host is None and (m := _SRUN_TASKS.match(text)) is not None:
+        host = m.group("host")  # srun's task status names its node first (kept in the message: entries read it)
     return Message(text, when, clock, host, pid, rank, local, dev, level or "", src or "", exc or "")
 
 
