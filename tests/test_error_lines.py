@@ -887,3 +887,12 @@ def test_srun_task_lines_name_their_node_not_a_rank(tmp_path):
     v = _verdict(tmp_path, "srun: error: node03: task 5: Exited with exit code 1\n")
     top = next(f for f in v.findings if f.severity is Severity.SUSPECT)
     assert top.hosts == ("node03",) and not top.ranks
+
+
+def test_deepspeeds_return_code_names_the_signal_and_pdsh_names_the_node(tmp_path):
+    """DeepSpeed's sigkill_handler quotes Popen.returncode (-N: signal N); pdsh's 'node2: ' before its time is the host."""
+    v = _verdict(tmp_path, "node2: [2024-01-01 10:00:00,000] [INFO] [launch.py:315:sigkill_handler] Killing subprocess 4321\n"
+                           "node2: [2024-01-01 10:00:00,000] [ERROR] [launch.py:321:sigkill_handler] ['/usr/bin/python', "
+                           "'-u', 'train.py', '--local_rank=3'] exits with return code = -9\n")
+    top = next(f for f in v.findings if f.severity is Severity.SUSPECT)
+    assert "SIGKILL" in top.summary and top.hosts == ("node2",) and not top.ranks

@@ -67,6 +67,8 @@ _MORE = re.compile(
     r"(?:\x1b|#033)?\[\d{1,3}(?:;\d{1,3})*m"
     r"|(?:stdout|stderr) [FP] "
     r"|(?:(?P<host>[A-Za-z][\w.\-]{0,63})|\d{1,6}|\[\d{1,10}\]):? (?=\[(?:rank\d|default\d|\d+,\d+\]<|\d+\]<))"
+    # pdsh's "host: " before a launcher's bracketed time (DeepSpeed's multi-node runner: "node2: [2024-01-01 10:00:00,000]")
+    r"|(?P<host2>[A-Za-z][\w.\-]{0,63}): (?=\[\d{4}-\d\d-\d\d[ T]\d\d:\d\d)"
     r"|(?:\|\s{0,4})?(?P<level>TRACE|DEBUG|INFO|SUCCESS|WARNING|ERROR|CRITICAL)\s{0,8}\|\s{0,4}[\w.<>\-]{1,120}:[\w.<>\-]{1,120}:\d{1,6} - "
     r"|\[[\w.\-]{1,80}\]\[(?:DEBUG|INFO|WARNING|ERROR|CRITICAL)\] - "
     r"|\d{4}/\d\d/\d\d[ T]\d\d:\d\d:\d\d(?:[.,]\d+)? "
@@ -276,8 +278,8 @@ def parse_line(line: str) -> Message:
             if m is None or m.end() == 0 or (rx is _PASTE and exc is not None):  # KeyError: 'labels' keeps its quote
                 continue
             g = m.groupdict()
-            if g.get("host") and host is None:
-                host = g["host"]
+            if (g.get("host") or g.get("host2")) and host is None:
+                host = g.get("host") or g["host2"]
             if g.get("pid") and pid is None and g["pid"].isdigit():
                 pid = int(g["pid"])
             if g.get("dev") and dev is None:
