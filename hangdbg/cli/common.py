@@ -254,6 +254,7 @@ class ReaderCommand(Command):
         return []
 
     def run(self, args: argparse.Namespace) -> int:
+        from ..headline import source_headline
         from ..report.build import source_document
         from ..report.source_view import render_source_report
 
@@ -262,7 +263,7 @@ class ReaderCommand(Command):
         rep = self.read(reader, files, args)
         for e in rep.errors:
             self.warn(f"cannot read {e.file}: {e.reason}")
-        doc = source_document(rep, self.name, [str(p) for p in args.paths])
+        doc = source_document(rep, self.name, [str(p) for p in args.paths], source_headline(rep, reader.all_clear(rep)))
         if not rep.records:
             print_error(self.err, doc.headline, self.nothing_help)
         self.emit(doc, args, self.json_name, lambda: render_source_report(

@@ -135,13 +135,16 @@ def source_section(rep: SourceReport) -> SourceSection:
                          rep.facts)
 
 
-def source_document(rep: SourceReport, command: str, inputs: Sequence[str]) -> Any:
+def source_document(rep: SourceReport, command: str, inputs: Sequence[str], headline: str | None = None) -> Any:
     """The document of a command that reads one kind of evidence (``nccl summary``, ``logs``,
-    ``fr``, ``gpu``, ``traces``)."""
-    from ..evidence.registry import headline_of  # every reader: only the commands that read evidence import them
+    ``fr``, ``gpu``, ``traces``); ``headline``: the report's (default: from its kind's reader, which imports
+    every reader - a command that holds its reader passes it, and starts faster)."""
+    if headline is None:
+        from ..evidence.registry import headline_of  # every reader: only the commands that read evidence import them
 
+        headline = headline_of(rep)
     cls = _SOURCE_DOCUMENTS[command]
-    return cls(**header(command, rep.findings, headline_of(rep)), inputs=tuple(inputs), source=source_section(rep))
+    return cls(**header(command, rep.findings, headline), inputs=tuple(inputs), source=source_section(rep))
 
 
 def report_document(v: Verdict, inputs: Sequence[str], out_dir: str | None = None) -> ReportDocument:
