@@ -263,7 +263,9 @@ class ReaderCommand(Command):
         rep = self.read(reader, files, args)
         for e in rep.errors:
             self.warn(f"cannot read {e.file}: {e.reason}")
-        doc = source_document(rep, self.name, [str(p) for p in args.paths], source_headline(rep, reader.all_clear(rep)))
+        own = rep.kind == getattr(reader, "kind", None)  # a command may read another kind (fr: a RAS report)
+        doc = source_document(rep, self.name, [str(p) for p in args.paths],
+                              source_headline(rep, reader.all_clear(rep)) if own else None)
         if not rep.records:
             print_error(self.err, doc.headline, self.nothing_help)
         self.emit(doc, args, self.json_name, lambda: render_source_report(
