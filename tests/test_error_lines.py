@@ -896,3 +896,20 @@ def test_deepspeeds_return_code_names_the_signal_and_pdsh_names_the_node(tmp_pat
                            "'-u', 'train.py', '--local_rank=3'] exits with return code = -9\n")
     top = next(f for f in v.findings if f.severity is Severity.SUSPECT)
     assert "SIGKILL" in top.summary and top.hosts == ("node2",) and not top.ranks
+
+
+def test_richs_log_columns_are_peeled_and_its_boxed_traceback_is_no_error(tmp_path):
+    """rich's RichHandler: level column, message, the caller's file:line at the right edge (a wrapped message's rest on
+    the next line); rich's traceback box header is context."""
+    text = (" WARNING  Sending process 14 closing signal SIGTERM         api.py:699\n"
+            " ERROR    failed (exitcode: -9) local_rank: 5 (pid: 22) of  api.py:673\n"
+            " binary: /opt/conda/bin/python \n"
+            "\u256d\u2500\u2500\u2500\u2500 Traceback (most recent call last) \u2500\u2500\u2500\u2500\u256e\n")
+    v = _verdict(tmp_path, text)
+    top = next(f for f in v.findings if f.severity is Severity.SUSPECT)
+    assert "exitcode: -9" in top.summary and "SIGKILL" in top.summary
+    assert not [f for f in v.findings if f.kind is Kind.UNRECOGNISED_ERROR]
+    from hangdbg.catalog.message import parse_line
+    m = parse_line("[06/01/23 10:00:00] ERROR    the store went away    store.py:12")
+    assert (m.text, m.level, m.src) == ("the store went away", "ERROR", "store.py:12")
+    assert parse_line("ERROR    no path column here").text == "ERROR    no path column here"  # the level alone is kept

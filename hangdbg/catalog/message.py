@@ -98,6 +98,12 @@ _TOOLS = re.compile(
 # srun's task status "%s: %s %s: ..." (node, "task"/"tasks", the task ids: SchedMD/slurm src/srun/launch.c:388): the
 # node is the host of the tasks (the task ids are SLURM_PROCID, a rank only when srun starts one task per rank)
 _SRUN_TASKS = re.compile(r"(?P<host>[A-Za-z][\w.\-]{0,63}): tasks? [\d,\-\[\]]{1,200}: (?=[A-Z])")
+# rich's logging.RichHandler (Textualize/rich rich/_log_render.py LogRender): an optional "[time]" column, the level
+# padded to 8 columns, the message, and the caller's "file.py:line" at the right edge of the terminal (accelerate's,
+# Lightning's and torchelastic's loggers under rich): the level goes first, the path last, each only with the other
+_RICH_LEVEL = re.compile(r"\s{0,4}(?:\[\d\d/\d\d/\d\d(?:\d\d)? \d\d:\d\d:\d\d\]\s{1,4})?"
+                         r"(?P<level>DEBUG|INFO|WARNING|ERROR|CRITICAL)\s{1,8}(?=\S)")
+_RICH_PATH = re.compile(r"\s{2,}(?P<src>[\w.\-]{1,80}\.py:\d{1,6})\s*$")
 _OMPI = re.compile(r"\[(?P<host>[\w.\-]{1,253})\](?:\[\[\d{1,10},\d{1,10}\],(?P<rank>\d{1,9})\])?"
                    r"\[(?P<src>[\w.\-]{1,120}\.c:\d{1,6}):\w{1,120}\]\s?")
 # MPICH's error-stack level "FUNC(LINE)....: MESSAGE": the location "%s(%d)" (fcname, line), dots up to the
@@ -260,6 +266,8 @@ def parse_line(line: str) -> Message:
     clock: float | None = None
     host = level = src = exc = None
     pid = rank = local = dev = None
+    if (rich := _RICH_LEVEL.match(line)) is not None and (path := _RICH_PATH.search(line, rich.end())) is not None:
+        level, src, line = rich.group("level"), path.group("src"), line[rich.end():path.start()]
     if line[:1] in "{ " and (rec := _json_record(line)) is not None:
         line, fields = rec[0], rec[1]
         rank = fields["rank"] if isinstance(fields.get("rank"), int) and not isinstance(fields["rank"], bool) else None

@@ -58,7 +58,8 @@ a column named ``error`` is no error."""
 
 def is_context_line(line: str) -> bool:
     """True for a line that is code or a frame of a trace, or a table's header row, not a report of an error."""
-    return _CONTEXT.match(line) is not None or (len(line) < 300 and _COLUMNS.match(line) is not None)
+    return _CONTEXT.match(line) is not None or (len(line) < 300 and _COLUMNS.match(line) is not None) or (
+        "\u2500 Traceback (most recent call last) \u2500" in line)  # rich's boxed traceback header (rich/traceback.py)
 
 
 
