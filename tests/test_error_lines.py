@@ -913,3 +913,15 @@ def test_richs_log_columns_are_peeled_and_its_boxed_traceback_is_no_error(tmp_pa
     m = parse_line("[06/01/23 10:00:00] ERROR    the store went away    store.py:12")
     assert (m.text, m.level, m.src) == ("the store went away", "ERROR", "store.py:12")
     assert parse_line("ERROR    no path column here").text == "ERROR    no path column here"  # the level alone is kept
+
+
+def test_ucx_fatal_signal_names_its_host_and_nvml_init_failures_are_read(tmp_path):
+    """UCX's "[host:pid:thread:tid] Caught signal 11 (...)" (ucs/debug/debug.c) and nvidia-smi's NVML init failures."""
+    v = _verdict(tmp_path, "[worker-0:4682 :0:4682] Caught signal 11 (Segmentation fault: address not mapped to object at "
+                           "address (nil))\n==== backtrace (tid:   4677) ====\n")
+    top = next(f for f in v.findings if f.severity is Severity.SUSPECT)
+    assert top.hosts == ("worker-0",) and "UCX" in top.summary
+    (tmp_path / "nvml").mkdir()
+    v = _verdict(tmp_path / "nvml", "Failed to initialize NVML: Driver/library version mismatch\n")
+    top = next(f for f in v.findings if f.severity is Severity.SUSPECT)
+    assert "kernel module" in top.summary

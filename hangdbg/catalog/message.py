@@ -104,6 +104,8 @@ _SRUN_TASKS = re.compile(r"(?P<host>[A-Za-z][\w.\-]{0,63}): tasks? [\d,\-\[\]]{1
 _RICH_LEVEL = re.compile(r"\s{0,4}(?:\[\d\d/\d\d/\d\d(?:\d\d)? \d\d:\d\d:\d\d\]\s{1,4})?"
                          r"(?P<level>DEBUG|INFO|WARNING|ERROR|CRITICAL)\s{1,8}(?=\S)")
 _RICH_PATH = re.compile(r"\s{2,}(?P<src>[\w.\-]{1,80}\.py:\d{1,6})\s*$")
+# UCX's fatal-error prefix "[host:pid:thread:tid] " (openucx/ucx src/ucs/debug/log.c, the pid left-aligned in its column)
+_UCX = re.compile(r"\[(?P<host>[\w.\-]{1,253}):(?P<pid>\d{1,10}) {0,6}:\d{1,6}:\d{1,10}\]\s{1,4}")
 _OMPI = re.compile(r"\[(?P<host>[\w.\-]{1,253})\](?:\[\[\d{1,10},\d{1,10}\],(?P<rank>\d{1,9})\])?"
                    r"\[(?P<src>[\w.\-]{1,120}\.c:\d{1,6}):\w{1,120}\]\s?")
 # MPICH's error-stack level "FUNC(LINE)....: MESSAGE": the location "%s(%d)" (fcname, line), dots up to the
@@ -280,7 +282,7 @@ def parse_line(line: str) -> Message:
         local = local if local is not None else p.local_rank
         host = host if host is not None else p.host
         text = p.text
-        for rx in (_MORE, _JSON_KEY, _PASTE, _DOCKER, _K8S_EVENT, _RAY, _SYSLOG, _DMESG_X, _CANN_LOG, _CANN_CODE, _CANN_PID, _NPU_ERR, _FUNC_AT, _OMPI, _MPICH_STACK, _PYWARN, _ENFORCE, _GLOG, _NCCL, _NCCL_BARE, _TOOLS, _C10D_RANK, _USER_RANK, _LOGGER,
+        for rx in (_MORE, _JSON_KEY, _PASTE, _DOCKER, _K8S_EVENT, _RAY, _SYSLOG, _DMESG_X, _CANN_LOG, _CANN_CODE, _CANN_PID, _NPU_ERR, _FUNC_AT, _OMPI, _UCX, _MPICH_STACK, _PYWARN, _ENFORCE, _GLOG, _NCCL, _NCCL_BARE, _TOOLS, _C10D_RANK, _USER_RANK, _LOGGER,
                    _WHAT, _EXC, _EXC_LOWER):
             m = rx.match(text)
             if m is None or m.end() == 0 or (rx is _PASTE and exc is not None):  # KeyError: 'labels' keeps its quote
