@@ -925,3 +925,31 @@ def test_ucx_fatal_signal_names_its_host_and_nvml_init_failures_are_read(tmp_pat
     v = _verdict(tmp_path / "nvml", "Failed to initialize NVML: Driver/library version mismatch\n")
     top = next(f for f in v.findings if f.severity is Severity.SUSPECT)
     assert "kernel module" in top.summary
+
+
+_WATCHDOG = ("[rank3]:[E1121 01:02:03.456789 1234 ProcessGroupNCCL.cpp:616] [Rank 3] Watchdog caught collective operation "
+             "timeout: WorkNCCL(SeqNum=5, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=600000) ran for 600123 "
+             "milliseconds before timing out.\n")
+
+
+def test_a_rank_its_watchdog_aborts_is_no_suspect(tmp_path):
+    """terminate + what(): the pair is its what() message; the shell's 'Aborted' after a rank's own timeout is that
+    wait's end: nothing here is a failure of its own (the rank waited for one not in these logs)."""
+    text = (_WATCHDOG + "terminate called after throwing an instance of 'c10::DistBackendError'\n"
+            "  what():  [PG 0 Rank 3] Process group watchdog thread terminated with exception: [Rank 3] Watchdog caught "
+            "collective operation timeout: WorkNCCL(SeqNum=5, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=600000) "
+            "ran for 600123 milliseconds before timing out.\n"
+            "Exception raised from checkTimeout at ../torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp:618 (most recent call first):\n"
+            + "".join(f"frame #{i}: <unknown function> + 0x{i:x}00 (0x7f in /usr/lib/libtorch.so)\n" for i in range(20))
+            + "Aborted (core dumped)\n")
+    v = _verdict(tmp_path, text)
+    assert not [f for f in v.findings if f.severity is Severity.SUSPECT]
+    assert any(f.kind is Kind.ECHO and "Aborted" in f.summary for f in v.findings)
+
+
+def test_an_abort_after_an_unknown_what_keeps_the_terminate_line(tmp_path):
+    """A what() no entry knows: the terminate line stays the failure, quoting its what()."""
+    v = _verdict(tmp_path, "terminate called after throwing an instance of 'std::bad_alloc'\n  what():  std::bad_alloc\n"
+                           "Aborted (core dumped)\n")
+    top = next(f for f in v.findings if f.severity is Severity.SUSPECT)
+    assert "what(): std::bad_alloc" in top.summary

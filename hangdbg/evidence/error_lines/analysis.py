@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from ...catalog.entry import Blame, CatalogEntry, Role
 from ...catalog.message import parse_line
@@ -183,12 +183,46 @@ def _before(a: ErrorEvent, b: ErrorEvent) -> bool | None:
     return None
 
 
+_ABORTS = frozenset({"system.shell.aborted-core-dumped", "system.shell.line-aborted", "system.python.fatal-aborted",
+                     "system.libstdcxx.terminate-without-exception", "system.libstdcxx.terminate-after-throwing",
+                     "system.slurm.task-aborted", "system.slurm.exit-code-134"})
+"""Entries that report a process's SIGABRT (a shell's, Python's faulthandler's, libstdc++'s terminate, srun's)."""
+_ABORT_AFTER = 80
+"""Lines before an abort within which the process's last catalog line is read as its reason (a C++ exception's
+frames, ``frame #N:`` lines, stand between PyTorch's watchdog line and the shell's ``Aborted (core dumped)``)."""
+
+
+def _abort_reason(log: ErrorLog, at: int) -> CatalogEntry | None:
+    """The entry of the line that says why the abort ``log.events[at]`` happened: the last catalog line (not context) of
+    the same file and process before it, within :data:`_ABORT_AFTER` lines. PyTorch's NCCL watchdog aborts a rank whose
+    collective timed out ("To avoid data inconsistency, we are taking the entire process down", ProcessGroupNCCL.cpp),
+    an uncaught error ends in std::terminate: the abort is that line's echo, no failure of its own."""
+    ev = log.events[at]
+    src, line = ev.evidence.source, ev.evidence.line
+    if line is None:
+        return None
+    for other in reversed(log.events[max(0, at - 64):at]):
+        if other.evidence.source != src or other.evidence.line is None or line - other.evidence.line > _ABORT_AFTER:
+            return None
+        a, b = ev.message, other.message
+        if any(x is not None and y is not None and x != y for x, y in ((a.rank, b.rank), (a.pid, b.pid), (a.host, b.host))):
+            continue  # another process's line
+        e = other.match.innermost if other.match is not None else None
+        if e is not None and e.role is not Role.CONTEXT and e.id not in _ABORTS:
+            return e
+    return None
+
+
 def _groups(log: ErrorLog) -> list[_Group]:
     by_id: dict[str, _Group] = {}
-    for ev in log.events:
+    for at, ev in enumerate(log.events):
         if ev.match is None:
             continue
         inner = ev.match.innermost
+        if inner.id in _ABORTS and (why := _abort_reason(log, at)) is not None:
+            inner = replace(inner, id=f"{inner.id}.echo", role=Role.CONSEQUENCE, blame=why.blame, severity="warning",
+                            meaning=f"{inner.meaning} - the end of the error this process reported just before it "
+                                    f"({why.id}): its echo, no failure of its own")
         g = by_id.get(inner.id)
         if g is None:
             by_id[inner.id] = _Group(inner, ev.match.entry, [ev])

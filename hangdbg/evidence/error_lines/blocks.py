@@ -23,6 +23,14 @@ Banners, from the upstream texts:
       =   CLEANING UP REMAINING PROCESSES
       =   YOU CAN IGNORE THE BELOW CLEANUP MESSAGES
 
+* libstdc++'s verbose terminate handler (gcc libstdc++-v3/libsupc++/vterminate.cc)::
+
+      terminate called after throwing an instance of '%s'
+        what():  %s
+
+  Here the row says what failed: the pair is read as its ``what()`` message (a NCCL watchdog's timeout of a rank
+  that only waited is that rank's wait, not a failure of its own).
+
 Pure: no I/O.
 """
 
@@ -32,6 +40,7 @@ import re
 from dataclasses import dataclass, field, replace
 
 from ...catalog.catalog import Catalog
+from ...catalog.message import Message
 from .log import ErrorEvent, ErrorLog
 
 __all__ = ["Banner", "OpenBlock", "banner_of", "opened"]
@@ -49,6 +58,7 @@ class Banner:
     head: re.Pattern[str]
     rows: tuple[re.Pattern[str], ...]
     span: int
+    said: bool = False  # its one row (read in the raw line) is the message that says what failed
 
 
 BANNERS = (
@@ -64,6 +74,9 @@ BANNERS = (
             re.compile(r"^(?:EXIT CODE: \d{1,5}|KILLED BY SIGNAL: \d{1,3}(?: \([^)\n]{0,40}\))?)\s*$"),
             re.compile(r"^CLEANING UP REMAINING PROCESSES\s*$"),
             re.compile(r"^YOU CAN IGNORE THE BELOW CLEANUP MESSAGES\s*$")), 8),
+    Banner("cpp-terminate",
+           re.compile(r"^terminate called after throwing an instance of '[^'\n]{1,300}'\s*$"),
+           (re.compile(r"^.{0,200}?\bwhat\(\):\s"),), 2, said=True),
 )
 
 
@@ -73,7 +86,7 @@ def _bare(text: str) -> str:
 
 def banner_of(text: str) -> Banner | None:
     """The banner whose head ``text`` (a message, its prefixes peeled) is, or None."""
-    if "detected that one or more" not in text and "BAD TERMINATION" not in text:
+    if "detected that one or more" not in text and "BAD TERMINATION" not in text and "terminate called" not in text:
         return None
     bare = _bare(text)
     return next((b for b in BANNERS if b.head.search(bare)), None)
@@ -92,7 +105,9 @@ class OpenBlock:
     host: str | None = None
     done: set[int] = field(default_factory=set)
     took: bool = False  # the last line offered (:meth:`after`) was a row
-    def take(self, no: int, text: str) -> bool | None:
+    said: Message | None = None  # the message of a :attr:`Banner.said` banner's row
+
+    def take(self, no: int, text: str, raw: str = "") -> bool | None:
         """Offer the message of line ``no``: True when it is a row of the banner (kept), None for a blank line
         (it may stand between rows), False when the banner is over (this line and the span it may wait)."""
         if no - self.line > self.banner.span:
@@ -103,7 +118,7 @@ class OpenBlock:
         for i, rx in enumerate(self.banner.rows):
             if i in self.done:
                 continue
-            m = rx.match(bare)
+            m = rx.match(raw if self.banner.said else bare)
             if m is not None:
                 self.done.add(i)
                 self.rows.append(bare)
@@ -119,10 +134,12 @@ class OpenBlock:
         """The head and its rows as one message, as the catalog's banner entries read them."""
         return " ".join([_bare(self.text)] + [" ".join(r.split()) for r in self.rows])
 
-    def after(self, log: ErrorLog, no: int, text: str, catalog: Catalog) -> OpenBlock | None:
-        """This block after the message ``text`` of line ``no`` (:attr:`took` says whether it was a row), or None
-        once the banner is over (its head's event then holds the rows read: :meth:`close`)."""
-        took = self.take(no, text)
+    def after(self, log: ErrorLog, no: int, raw: str, msg: Message, catalog: Catalog) -> OpenBlock | None:
+        """This block after line ``no`` (``raw``, its message ``msg``; :attr:`took` says whether it was a row), or
+        None once the banner is over (its head's event then holds the rows read: :meth:`close`)."""
+        took = self.take(no, msg.text, raw)
+        if took and self.banner.said:
+            self.said = msg
         self.took = bool(took)
         if took is False:
             self.close(log, catalog)
@@ -135,10 +152,26 @@ class OpenBlock:
         if not self.rows or self.index >= len(log.events):
             return
         ev = log.events[self.index]
+        if self.said is not None:
+            self._close_said(log, ev, self.said, catalog)
+            return
         text = self.joined()
         msg = replace(ev.message, text=text, rank=self.rank, host=self.host or ev.message.host)
         log.events[self.index] = replace(ev, message=msg, match=catalog.match(text) or ev.match, weak=False)
         self.rows = []
+
+    def _close_said(self, log: ErrorLog, ev: ErrorEvent, said: Message, catalog: Catalog) -> None:
+        """The head's event read as the message its row says (``what():``) where the catalog knows that message,
+        with the row's rank; else the head's own entry, quoting the row too."""
+        self.rows = []
+        found = catalog.search(said.text)
+        if found is None:
+            msg = replace(ev.message, text=f"{ev.message.text} what(): {said.text}")
+            log.events[self.index] = replace(ev, message=msg)
+            return
+        msg = replace(said, rank=said.rank if said.rank is not None else ev.message.rank,
+                      host=said.host or ev.message.host)
+        log.events[self.index] = replace(ev, message=msg, match=found, weak=False)
 
 
 def opened(log: ErrorLog, event: ErrorEvent) -> OpenBlock | None:

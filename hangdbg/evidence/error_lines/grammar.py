@@ -479,7 +479,7 @@ def scan_file(path: str, catalog: Catalog, log: ErrorLog) -> None:
         if "File \"" in line and (f := FRAME.search(line)) is not None:
             frame = f"{f.group('path')}:{f.group('line')}" + (f" in {f.group('func')}" if f.group("func") else "")
         tb = traceback_at(tb, Evidence(path, no, line), body, frame, after_file_line)
-        if block is not None and line and (block := block.after(log, no, parse_line(line).text, catalog)) and block.took:
+        if block is not None and line and (block := block.after(log, no, line, parse_line(line), catalog)) and block.took:
             continue  # a row of a launcher's banner: part of its head's event
         if not line or after_file_line or is_context_line(line):
             continue
