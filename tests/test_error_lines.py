@@ -953,3 +953,16 @@ def test_an_abort_after_an_unknown_what_keeps_the_terminate_line(tmp_path):
                            "Aborted (core dumped)\n")
     top = next(f for f in v.findings if f.severity is Severity.SUSPECT)
     assert "what(): std::bad_alloc" in top.summary
+
+
+def test_a_ranks_exception_before_the_launchers_lines_is_its_own_failure(tmp_path):
+    """The agent's 'Sending process N closing signal SIGTERM' under a rank's traceback is the launcher's line, not
+    that rank saying it waited: the rank's KeyError is the first failure, the others' timeouts wait for it."""
+    text = (
+        "[rank0]: Traceback (most recent call last):\n[rank0]:   File \"/w/data.py\", line 33, in __getitem__\n"
+        "[rank0]:     img = self.cache[key]\n[rank0]: KeyError: 'sample_000123'\n" + _WATCHDOG.replace("rank3", "rank1")
+        .replace("Rank 3", "Rank 1") +
+        "W1121 01:32:10.000000 999 torch/distributed/elastic/multiprocessing/api.py:897] Sending process 1235 closing "
+        "signal SIGTERM\n")
+    v = _verdict(tmp_path, text)
+    assert any(f.severity is Severity.SUSPECT and f.ranks == (0,) and "KeyError" in f.summary for f in v.findings)

@@ -167,6 +167,8 @@ def _waited_after(log: ErrorLog, ev: ErrorEvent) -> bool:
         a, b = ev.message, other.message
         if any(x is not None and y is not None and x != y for x, y in ((a.rank, b.rank), (a.pid, b.pid), (a.host, b.host))):
             continue  # another process's line (the watchdog of a rank that waited for this one)
+        if a.rank is not None and b.rank is None:
+            continue  # a line without the rank prefix the exception's own lines carry: the launcher's, another process's
         e = other.match.innermost if other.match is not None else None
         if e is not None and e.role is Role.CONSEQUENCE and e.blame is Blame.PEER:
             return True
