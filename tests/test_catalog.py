@@ -522,3 +522,13 @@ def test_an_unknown_nccl_result_code_is_a_version_mismatch_wherever_it_is_quoted
         code, doc = main_json("logs", str(log))
         top = doc["findings"][0]
         assert code == 3 and top["severity"] == "suspect" and "another NCCL version" in top["summary"], line
+
+
+def test_a_short_wrapper_is_read_through_to_the_specific_message_it_quotes():
+    """vLLM's "Worker failed with error '{}'" quoting "CUDA error: {}" quoting cudaGetErrorString's text: the worker's
+    own failure, not only a report that some worker failed."""
+    from hangdbg.catalog.catalog import load
+    m = load().search("Worker failed with error 'CUDA error: an illegal memory access was encountered', please check "
+                      "the stack trace above for the root cause")
+    assert m is not None and m.entry.id == "frameworks.vllm.worker-failed-with-error"
+    assert "illegal" in m.innermost.meaning.lower() or "invalid address" in m.innermost.meaning

@@ -359,7 +359,9 @@ class Catalog:
             for f in fields:
                 for text in dict.fromkeys((f.strip(), f.strip(" '\"`()[]"))):
                     inner = self.match(text, _depth + 1)
-                    if inner is not None and inner.entry is not e and _may_nest(e, inner.entry):
+                    if inner is not None and inner.entry is not e and (_may_nest(e, inner.entry) or (
+                            inner.inner is not None and inner.innermost.literal >= MID_LINE_LITERAL)):
+                        # (a short wrapper read through to a specific message: "CUDA error: {}" -> an illegal access)
                         break
                     inner = None
                 if inner is not None:
