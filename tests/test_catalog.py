@@ -532,3 +532,12 @@ def test_a_short_wrapper_is_read_through_to_the_specific_message_it_quotes():
                       "the stack trace above for the root cause")
     assert m is not None and m.entry.id == "frameworks.vllm.worker-failed-with-error"
     assert "illegal" in m.innermost.meaning.lower() or "invalid address" in m.innermost.meaning
+
+
+def test_a_short_head_and_its_field_are_found_mid_line_together():
+    """'...: CUDA error: out of memory' behind an unknown head: 'CUDA error: ' and 'out of memory' together are as
+    specific as one long entry (Catalog.search's mid-line threshold counts the chain's literal text)."""
+    from hangdbg.catalog.catalog import load
+    m = load().search("Capture cuda graph failed: CUDA error: out of memory")
+    assert m is not None and m.innermost.id == "cuda.out-of-memory"
+    assert load().search("step failed: out of memory") is None or load().search("step failed: out of memory").entry.literal >= 16

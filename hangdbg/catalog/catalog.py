@@ -360,7 +360,7 @@ class Catalog:
                 for text in dict.fromkeys((f.strip(), f.strip(" '\"`()[]"))):
                     inner = self.match(text, _depth + 1)
                     if inner is not None and inner.entry is not e and (_may_nest(e, inner.entry) or (
-                            inner.inner is not None and inner.innermost.literal >= MID_LINE_LITERAL)):
+                            inner.inner is not None and _chain_literal(inner) >= MID_LINE_LITERAL)):
                         # (a short wrapper read through to a specific message: "CUDA error: {}" -> an illegal access)
                         break
                     inner = None
@@ -418,6 +418,16 @@ def cuda_named(message: str) -> str:
     return _HIP.sub(lambda h: _CUDA_OF[h.group(0)], message) if "ip" in message else message
 
 
+def _chain_literal(m: Match) -> int:
+    """The literal characters a match and the matches of its fields hold together: a short head read through to a
+    specific message ("...: CUDA error: out of memory" is "CUDA error: " and "out of memory") is as specific as one
+    entry of that length."""
+    n, cur = 0, m  # type: int, Match | None
+    while cur is not None:
+        n, cur = n + cur.entry.literal, cur.inner
+    return n
+
+
 def _search(cat: "Catalog", message: str) -> Match | None:
     m = _search_once(cat, message)
     if m is None and (renamed := cuda_named(message)) != message:  # a ROCm build's message
@@ -433,7 +443,7 @@ def _search_once(cat: "Catalog", message: str) -> Match | None:
         if n >= _MAX_TRIES:
             break
         m = cat.match(message[sep.end():])
-        if m is not None and m.entry.literal >= MID_LINE_LITERAL:
+        if m is not None and _chain_literal(m) >= MID_LINE_LITERAL:
             return m
     for q in _QUOTED.finditer(message[:2000]):  # a message quoted inside another (a repr: message='...')
         m = cat.match(q.group(1) or q.group(2))
