@@ -238,3 +238,11 @@ def test_xid_lines_in_a_job_log_are_read_by_logs_and_nccl_summary(tmp_path, comm
     assert code == 3 and "gpu-lost" in kinds and "unrecognised-error" not in kinds
     lost = next(f for f in doc["findings"] if f["kind"] == "gpu-lost")
     assert lost["severity"] == "suspect" and "0000:3b:00" in lost["summary"]
+
+
+def test_a_lost_gpu_report_without_the_nvrm_tag_is_read():
+    """nv.c's "GPU 0000:a1:00.0: GPU has fallen off the bus." pasted without its "NVRM: " tag names the GPU."""
+    ev = xid.scan(enumerate(["GPU 0000:a1:00.0: GPU has fallen off the bus."], 1), "dmesg.txt", "node7")
+    findings, _ = findings_from(ev)
+    assert [f.kind.value for f in findings] == ["gpu-lost"] and "0000:a1:00" in findings[0].summary
+    assert xid.sniff(b"some text\nGPU 0000:a1:00.0: GPU has fallen off the bus.\n")

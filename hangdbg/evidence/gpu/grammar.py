@@ -66,7 +66,7 @@ UNNAMED_BUS = "?"
 """The bus of an Xid line whose PCI address was not printed or was redacted (``Xid (PCI:...)``)."""
 _GPU_AT = re.compile(r"NVRM: GPU at PCI:(?P<bus>[0-9a-fA-F]{4,8}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}): (?P<uuid>GPU-[0-9a-fA-F-]+)")
 _SERIAL = re.compile(r"NVRM: GPU Board Serial Number: (?P<serial>\S*)")
-_FELL = re.compile(r"NVRM: (?:The NVIDIA )?GPU (?:at )?(?:PCI:)?(?P<bus>[0-9a-fA-F]{4,8}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2})"
+_FELL = re.compile(r"(?:NVRM: |^\s*)(?:The NVIDIA )?GPU (?:at )?(?:PCI:)?(?P<bus>[0-9a-fA-F]{4,8}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2})"
                    r"(?:\.\d)?:?(?: \(PCI ID: [^)]*\))?.*?fallen off the bus")
 _RECOVERY = re.compile(r"recovery action changed from .*? to 0x[0-9a-fA-F]+ \((?P<to>[^)]*)\)")
 
@@ -281,7 +281,7 @@ def _line(ev, smi, lost: _LostState, source, default_host, n, raw) -> None:
         lost.prompt_host = m.group("host")
         return
     default_host = lost.prompt_host or default_host
-    if "NVRM" not in line and "Xid (PCI:" not in line:
+    if "NVRM" not in line and "Xid (PCI:" not in line and "fallen off the bus" not in line:
         lost.prev = None
         _other_line(ev, lost, source, default_host, n, raw, line)
         return
@@ -457,5 +457,5 @@ def sniff(head: bytes) -> bool:
 
 
 _XID_AT_START = re.compile(rb"(?m)^\s*Xid \(PCI:")
-_SNIFF_MORE = (b"Unable to determine the device handle for GPU", b"PCIe Bus Error: severity=", b"NV_ERR_RESET_REQUIRED",
+_SNIFF_MORE = (b"Unable to determine the device handle for GPU", b"GPU has fallen off the bus", b"PCIe Bus Error: severity=", b"NV_ERR_RESET_REQUIRED",
                b"uncorrectable ECC error", b"GPU requires reset")
