@@ -246,3 +246,13 @@ def test_a_lost_gpu_report_without_the_nvrm_tag_is_read():
     findings, _ = findings_from(ev)
     assert [f.kind.value for f in findings] == ["gpu-lost"] and "0000:a1:00" in findings[0].summary
     assert xid.sniff(b"some text\nGPU 0000:a1:00.0: GPU has fallen off the bus.\n")
+
+
+def test_a_gpu_the_driver_could_not_initialize_is_named():
+    """osinit.c's "RmInitAdapter failed! (0x26:0xffff:1456)": the GPU is unusable (a suspect naming its address)."""
+    lines = ["[   42.118] NVRM: GPU 0000:00:04.0: RmInitAdapter failed! (0x26:0xffff:1456)",
+             "[   42.119] NVRM: rm_init_adapter failed for device bearing minor number 0"]
+    ev = xid.scan(enumerate(lines, 1), "dmesg.txt", "node3")
+    findings, _ = findings_from(ev)
+    assert [(f.kind.value, f.severity.value) for f in findings] == [("gpu-lost", "suspect")]
+    assert "0000:00:04" in findings[0].summary and "RmInitAdapter" in findings[0].summary

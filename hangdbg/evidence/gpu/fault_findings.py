@@ -27,6 +27,9 @@ _WHAT = {
     "reset-required": (Kind.GPU_LOST, "requires a reset: the driver refuses work on it until then", _LOST_ACTION),
     "ecc": (Kind.ECC, "reports an uncorrectable ECC error", xid_info(48).action),
     "remap-failed": (Kind.ECC, "failed to remap a row with an uncorrectable error", "drain the node; RMA the GPU"),
+    "init-failed": (Kind.GPU_LOST, "could not be initialized by the driver (RmInitAdapter failed): no process can use it",
+                    "reboot the node (or reset the GPU); check dmesg before it (fallen off the bus, firmware/GSP, PCIe), the "
+                    "driver version against the GPU; drain the node and RMA the GPU if it recurs"),
 }
 
 

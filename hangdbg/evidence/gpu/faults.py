@@ -21,6 +21,12 @@ saved terminal session):
     RuntimeError: CUDA error: uncorrectable ECC error encountered
     NVRM: Xid ... (handled by the Xid grammar) / "... Row remapping failure ..."
 
+* the driver could not initialize a GPU (open-gpu-kernel-modules src/nvidia/arch/nvalloc/unix/src/osinit.c
+  ``NV_DEV_PRINTF(NV_DBG_ERRORS, nv, "RmInitAdapter failed! (0x%x:0x%x:%d)\n", ...)``: initStatus, rmStatus, line)::
+
+    NVRM: GPU 0000:00:04.0: RmInitAdapter failed! (0x26:0xffff:1456)
+    NVRM: RmInitAdapter failed! (0x30:0xffffffff:720)
+
 * PCIe Advanced Error Reporting, Linux ``drivers/pci/pcie/aer.c`` (``aer_print_error``,
   ``aer_isr_one_error``)::
 
@@ -49,6 +55,7 @@ _HANDLE = re.compile(r"Unable to determine the device handle for GPU ?(?P<bus>" 
 _RESET = re.compile(r"\[NV_ERR_RESET_REQUIRED\]|GPU requires reset")
 _BUS_IN = re.compile(r"(?:PCI:|GPU ?)(" + _BDF + r")")
 _GPU_IDX = re.compile(r"NVRM: GPU(?P<idx>\d{1,3}) ")
+_INIT_FAILED = re.compile(r"RmInitAdapter failed! \(0x[0-9a-fA-F]{1,8}:0x[0-9a-fA-F]{1,8}:\d{1,6}\)")
 _ECC = re.compile(r"(?P<what>uncorrectable ECC error(?: encountered)?|[Rr]ow remapping failure)")
 _AER_HEAD = re.compile(
     r"^(?P<drv>[A-Za-z][\w-]{0,40}) (?P<dev>" + _BDF + r"): (?:AER: )?(?:PCIe Bus Error: severity=(?P<sev>[A-Za-z() -]{1,40}?), "
@@ -65,7 +72,7 @@ PROMPT = re.compile(r"^\[?[A-Za-z_][\w.-]{0,31}@(?P<host>[A-Za-z0-9][A-Za-z0-9.-
 """A shell prompt that runs a log or GPU tool (``zeyer@cn-234 ~ % nvidia-smi``, ``[root@node3 ~]# dmesg``):
 the host of the lines that follow."""
 
-NEEDLES = (b"AER", b"PCIe Bus Error", b"handle for GPU", b"RESET_REQUIRED", b"requires reset", b"ECC error",
+NEEDLES = (b"AER", b"PCIe Bus Error", b"RmInitAdapter failed", b"handle for GPU", b"RESET_REQUIRED", b"requires reset", b"ECC error",
            b"emapping failure", b"nvidia-smi", b"dmesg", b"journalctl")
 """Byte strings one of which every line of these grammars holds (a prompt, a head line), for the
 fast line filter; an AER record's continuation lines are read while it is open."""
@@ -77,7 +84,8 @@ class GpuFault:
 
     Attributes:
         bus: ``0000:03:00`` when the line names the PCI bus, ``GPU0`` for the driver's GPU index, else ``""``.
-        what: ``"unusable"`` (nvidia-smi cannot open it), ``"reset-required"``, ``"ecc"`` or ``"remap-failed"``.
+        what: ``"unusable"`` (nvidia-smi cannot open it), ``"reset-required"``, ``"ecc"``, ``"remap-failed"`` or
+            ``"init-failed"`` (the driver could not initialize it).
         detail: the tool's own words (``Unknown Error``, ``GPU is lost...``).
     """
 
@@ -130,6 +138,9 @@ def fault_of(msg: str) -> tuple[str, str, str] | None:
             idx = _GPU_IDX.search(msg)
             bus = _BUS_IN.search(msg)
             return (bus.group(1) if bus else f"GPU{idx.group('idx')}" if idx else ""), "reset-required", m2.group(0).strip("[]")
+    if "RmInitAdapter failed!" in msg and (m4 := _INIT_FAILED.search(msg)) is not None:
+        bus = _BUS_IN.search(msg)
+        return (bus.group(1) if bus else ""), "init-failed", m4.group(0)
     if "ECC error" in msg or "emapping failure" in msg:
         m3 = _ECC.search(msg)
         if m3:
