@@ -966,3 +966,12 @@ def test_a_ranks_exception_before_the_launchers_lines_is_its_own_failure(tmp_pat
         "signal SIGTERM\n")
     v = _verdict(tmp_path, text)
     assert any(f.severity is Severity.SUSPECT and f.ranks == (0,) and "KeyError" in f.summary for f in v.findings)
+
+
+def test_a_known_message_a_wrap_cut_after_a_comma_is_no_code(tmp_path):
+    """'Watchdog caught collective operation timeout: WorkNCCL(SeqNum=3,' ends like code that opens a call, but its
+    long head names PyTorch's watchdog message: the wrapped timeout is read, never 'nothing could be read'."""
+    v = _verdict(tmp_path, "Watchdog caught collective operation timeout: WorkNCCL(SeqNum=3, \n"
+                           "OpType=BROADCAST, Timeout(ms)=1800000) ran for 1808442 milliseconds before \ntiming out.\n")
+    assert any("process group timeout" in f.summary for f in v.findings)
+    assert not [f for f in v.findings if f.severity is Severity.SUSPECT]

@@ -214,6 +214,12 @@ def _prefixes(lit: str) -> str:
     return "|".join(cuts)
 
 
+CUT_LONG_HEAD = 40
+"""Literal characters of a format's head from which a message cut inside the field right after it is still that
+format's (``Watchdog caught collective operation timeout: WorkNCCL(SeqNum=3,`` cut by a wrap): such a head is
+specific on its own."""
+
+
 def compile_cut(fmt: str, syntax: Syntax, lead_field: bool = False) -> re.Pattern[str] | None:
     """The regex of a message cut anywhere after the literal head of ``fmt`` (to be used with
     ``fullmatch`` on the last line of an excerpt: ``Cuda failure 999 'unknown error`` where the
@@ -235,11 +241,12 @@ def compile_cut(fmt: str, syntax: Syntax, lead_field: bool = False) -> re.Patter
     # it (the message was cut inside the field); right after the head it must be followed by (part
     # of) the next piece, or it would take any text at all after the head.
     rest = ""
+    long_head = first == 1 and len(pieces[0][1].strip()) >= CUT_LONG_HEAD  # the head alone names the message
     for i in range(len(pieces) - 1, first - 1, -1):
         is_field, text = pieces[i]
         nxt = f"(?:{rest})?" if rest else ""
         if is_field and text.startswith("(?P<s"):
-            anchored = any(not f for f, _ in pieces[1:i])
+            anchored = long_head or any(not f for f, _ in pieces[1:i])
             rest = (f"{text}{nxt}" if anchored else f"{text}{rest}") if rest else text
         elif is_field:
             rest = f"{text}{nxt}"

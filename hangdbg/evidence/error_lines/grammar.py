@@ -489,8 +489,8 @@ def scan_file(path: str, catalog: Catalog, log: ErrorLog) -> None:
         if msg.text.strip() == "Last error:":  # PyTorch's NCCL error: ncclGetLastError() follows
             last_error = no
             continue
-        if not msg.text or is_context_line(msg.text) or _CODE.match(msg.text):
-            continue
+        if not msg.text or is_context_line(msg.text) or (_CODE.match(msg.text) and catalog.match_cut(msg.text) is None):
+            continue  # code (not a known message a wrap cut after its comma or parenthesis)
         # the line as a whole (a NCCL INFO or a Python warning is no error) and the message's own
         # words (an ERROR level in the prefix of a code line is none)
         error = "NCCL WARN" in line or (looks_like_error(line) and looks_like_error(msg.text)) or (
