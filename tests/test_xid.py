@@ -256,3 +256,22 @@ def test_a_gpu_the_driver_could_not_initialize_is_named():
     findings, _ = findings_from(ev)
     assert [(f.kind.value, f.severity.value) for f in findings] == [("gpu-lost", "suspect")]
     assert "0000:00:04" in findings[0].summary and "RmInitAdapter" in findings[0].summary
+
+
+@pytest.mark.parametrize("status,kind", [("NVLink fabric state cached by the driver is out of sync [NV_ERR_FABRIC_STATE_OUT_OF_SYNC] (0x00000087)", "hardware-error"),
+                                         ("GPU lost from the bus [NV_ERR_GPU_IS_LOST] (0x0000000F)", "gpu-lost")])
+def test_a_failed_driver_check_with_a_hardware_status_names_the_fault(status, kind):
+    """nvCheckOkFailedNoLog's status (nvstatuscodes.h) decides: a broken fabric or a lost GPU is a fault of the node."""
+    line = f"[1891044.5] NVRM: nvCheckOkFailedNoLog: Check failed: {status} returned from status @ x.c:29`"
+    findings, _ = findings_from(xid.scan(enumerate([line], 1), "dmesg.txt", "node5"))
+    assert [(f.kind.value, f.severity.value, f.hosts) for f in findings] == [(kind, "suspect", ("node5",))]
+
+
+def test_a_failed_driver_check_with_a_callers_status_is_no_fault():
+    line = "NVRM: nvCheckOkFailedNoLog: Check failed: Invalid argument to call [NV_ERR_INVALID_ARGUMENT] (0x0000001F) returned from x"
+    findings, _ = findings_from(xid.scan(enumerate([line], 1), "dmesg.txt", "node5"))
+    assert not findings
+
+
+def test_a_temp_directory_is_no_node_name():
+    assert xid.host_from_path("/tmp/tmp_ekf6bdb/dmesg.txt") == "" and xid.host_from_path("/data/node7/dmesg.txt") == "node7"

@@ -27,6 +27,10 @@ _WHAT = {
     "reset-required": (Kind.GPU_LOST, "requires a reset: the driver refuses work on it until then", _LOST_ACTION),
     "ecc": (Kind.ECC, "reports an uncorrectable ECC error", xid_info(48).action),
     "remap-failed": (Kind.ECC, "failed to remap a row with an uncorrectable error", "drain the node; RMA the GPU"),
+    "nvlink": (Kind.HARDWARE_ERROR, "has a broken NVLink or NVSwitch fabric state: multi-GPU communication over NVLink "
+               "(NCCL's P2P and NVLS, CUDA multicast) fails on it",
+               "check the fabric: nvidia-fabricmanager's status and log, nvidia-smi nvlink -s / -e; restart the fabric "
+               "manager or reboot the node; drain it if it recurs"),
     "init-failed": (Kind.GPU_LOST, "could not be initialized by the driver (RmInitAdapter failed): no process can use it",
                     "reboot the node (or reset the GPU); check dmesg before it (fallen off the bus, firmware/GSP, PCIe), the "
                     "driver version against the GPU; drain the node and RMA the GPU if it recurs"),

@@ -27,6 +27,12 @@ saved terminal session):
     NVRM: GPU 0000:00:04.0: RmInitAdapter failed! (0x26:0xffff:1456)
     NVRM: RmInitAdapter failed! (0x30:0xffffffff:720)
 
+* the resource manager's failed checks with a status that says the GPU, its memory, its firmware or its NVLink fabric
+  is broken (``nvCheckOkFailedNoLog: Check failed: %s [%s] (0x%08x) returned from ...``; the status names and texts
+  of open-gpu-kernel-modules src/common/sdk/nvidia/inc/nvstatuscodes.h: :data:`NV_STATUS_FAULTS`)::
+
+    NVRM: nvCheckOkFailedNoLog: Check failed: NVLink fabric state cached by the driver is out of sync [NV_ERR_FABRIC_STATE_OUT_OF_SYNC] (0x00000087) returned from ...
+
 * PCIe Advanced Error Reporting, Linux ``drivers/pci/pcie/aer.c`` (``aer_print_error``,
   ``aer_isr_one_error``)::
 
@@ -47,7 +53,7 @@ from dataclasses import dataclass, field
 
 from ...model import Evidence
 
-__all__ = ["NEEDLES", "PROMPT", "AerRecord", "GpuFault", "aer_line", "fault_of"]
+__all__ = ["NEEDLES", "NV_STATUS_FAULTS", "PROMPT", "AerRecord", "GpuFault", "aer_line", "fault_of"]
 
 _BDF = r"[0-9a-fA-F]{4,8}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}(?:\.[0-7])?"
 
@@ -55,6 +61,23 @@ _HANDLE = re.compile(r"Unable to determine the device handle for GPU ?(?P<bus>" 
 _RESET = re.compile(r"\[NV_ERR_RESET_REQUIRED\]|GPU requires reset")
 _BUS_IN = re.compile(r"(?:PCI:|GPU ?)(" + _BDF + r")")
 _GPU_IDX = re.compile(r"NVRM: GPU(?P<idx>\d{1,3}) ")
+NV_STATUS_FAULTS: dict[str, str] = {
+    # the GPU is gone or unusable
+    "NV_ERR_GPU_IS_LOST": "unusable", "NV_ERR_CARD_NOT_PRESENT": "unusable", "NV_ERR_GPU_IN_FULLCHIP_RESET": "unusable",
+    "NV_ERR_FATAL_ERROR": "unusable", "NV_ERR_BROKEN_FB": "unusable", "NV_ERR_REJECTED_VBIOS": "unusable",
+    "NV_ERR_FLCN_ERROR": "unusable", "NV_ERR_RISCV_ERROR": "unusable", "NV_ERR_SECURE_BOOT_FAILED": "unusable",
+    # its memory
+    "NV_ERR_ECC_ERROR": "ecc", "NV_ERR_MEMORY_ERROR": "ecc", "NV_ERR_MEMORY_TRAINING_FAILED": "ecc",
+    "NV_ERR_GPU_MEMORY_ONLINING_FAILURE": "ecc", "NV_ERR_RESOURCE_RETIREMENT_ERROR": "remap-failed",
+    # its NVLink links and the NVSwitch fabric (Fabric Manager's state)
+    "NV_ERR_NVLINK_INIT_ERROR": "nvlink", "NV_ERR_NVLINK_MINION_ERROR": "nvlink", "NV_ERR_NVLINK_CLOCK_ERROR": "nvlink",
+    "NV_ERR_NVLINK_TRAINING_ERROR": "nvlink", "NV_ERR_NVLINK_CONFIGURATION_ERROR": "nvlink",
+    "NV_ERR_NVLINK_FABRIC_FAILURE": "nvlink", "NV_ERR_FABRIC_MANAGER_NOT_PRESENT": "nvlink",
+    "NV_ERR_FABRIC_STATE_OUT_OF_SYNC": "nvlink",
+}
+"""The driver statuses (NV_STATUS names of nvstatuscodes.h) that mean the GPU itself cannot be used as it is, by the
+kind of fault; every other status of a failed check (invalid argument, no memory...) is a caller's, read as no fault."""
+_NV_STATUS = re.compile(r"Check failed: (?P<text>[^\[\n]{1,120}?) \[(?P<name>NV_ERR_[A-Z0-9_]{1,60})\]")
 _INIT_FAILED = re.compile(r"RmInitAdapter failed! \(0x[0-9a-fA-F]{1,8}:0x[0-9a-fA-F]{1,8}:\d{1,6}\)")
 _ECC = re.compile(r"(?P<what>uncorrectable ECC error(?: encountered)?|[Rr]ow remapping failure)")
 _AER_HEAD = re.compile(
@@ -72,7 +95,7 @@ PROMPT = re.compile(r"^\[?[A-Za-z_][\w.-]{0,31}@(?P<host>[A-Za-z0-9][A-Za-z0-9.-
 """A shell prompt that runs a log or GPU tool (``zeyer@cn-234 ~ % nvidia-smi``, ``[root@node3 ~]# dmesg``):
 the host of the lines that follow."""
 
-NEEDLES = (b"AER", b"PCIe Bus Error", b"RmInitAdapter failed", b"handle for GPU", b"RESET_REQUIRED", b"requires reset", b"ECC error",
+NEEDLES = (b"AER", b"PCIe Bus Error", b"RmInitAdapter failed", b"NV_ERR_", b"handle for GPU", b"RESET_REQUIRED", b"requires reset", b"ECC error",
            b"emapping failure", b"nvidia-smi", b"dmesg", b"journalctl")
 """Byte strings one of which every line of these grammars holds (a prompt, a head line), for the
 fast line filter; an AER record's continuation lines are read while it is open."""
@@ -84,8 +107,8 @@ class GpuFault:
 
     Attributes:
         bus: ``0000:03:00`` when the line names the PCI bus, ``GPU0`` for the driver's GPU index, else ``""``.
-        what: ``"unusable"`` (nvidia-smi cannot open it), ``"reset-required"``, ``"ecc"``, ``"remap-failed"`` or
-            ``"init-failed"`` (the driver could not initialize it).
+        what: ``"unusable"`` (nvidia-smi cannot open it), ``"reset-required"``, ``"ecc"``, ``"remap-failed"``,
+            ``"init-failed"`` (the driver could not initialize it) or ``"nvlink"`` (its NVLink or NVSwitch fabric).
         detail: the tool's own words (``Unknown Error``, ``GPU is lost...``).
     """
 
@@ -138,6 +161,11 @@ def fault_of(msg: str) -> tuple[str, str, str] | None:
             idx = _GPU_IDX.search(msg)
             bus = _BUS_IN.search(msg)
             return (bus.group(1) if bus else f"GPU{idx.group('idx')}" if idx else ""), "reset-required", m2.group(0).strip("[]")
+    if "Check failed: " in msg and (m5 := _NV_STATUS.search(msg)) is not None and m5.group("name") in NV_STATUS_FAULTS:
+        bus = _BUS_IN.search(msg)
+        idx = _GPU_IDX.search(msg)
+        return ((bus.group(1) if bus else f"GPU{idx.group('idx')}" if idx else ""), NV_STATUS_FAULTS[m5.group("name")],
+                f"{m5.group('text')} [{m5.group('name')}]")
     if "RmInitAdapter failed!" in msg and (m4 := _INIT_FAILED.search(msg)) is not None:
         bus = _BUS_IN.search(msg)
         return (bus.group(1) if bus else ""), "init-failed", m4.group(0)

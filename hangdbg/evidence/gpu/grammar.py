@@ -77,6 +77,8 @@ _SECTION = re.compile(r"^(?P<indent> {0,40})(?P<k>[A-Za-z][^:]{0,79}?)\s*$")
 
 _HOST_WORD = (r"(?:dmesg|syslog|journal(?:ctl)?|kern|kernel|messages|nvidia-smi(?:-q)?|nvsmi|smi|xid|log|txt|out|gz)")
 _HOST_WORDS = re.compile(rf"^{_HOST_WORD}(?:[-_.]|$)|(?:^|[-_.]){_HOST_WORD}$", re.IGNORECASE)  # only at either end
+_TEMP_DIR = re.compile(r"tmp[a-z0-9_]{8}")
+"""A directory Python's tempfile made (``tmp`` and 8 random characters): no node's name."""
 _GENERIC_DIRS = {"", ".", "logs", "log", "tmp", "dmesg", "syslog", "var", "out", "collected", "data"}
 
 
@@ -101,7 +103,7 @@ def host_from_path(path: str) -> str:
     if base:
         return base
     parent = os.path.basename(os.path.normpath(os.path.dirname(path)))  # only a directory named in the path
-    return "" if parent.lower() in _GENERIC_DIRS or parent == ".." else parent
+    return "" if parent.lower() in _GENERIC_DIRS or parent == ".." or _TEMP_DIR.fullmatch(parent) else parent
 
 
 @dataclass(frozen=True, slots=True)
@@ -272,6 +274,8 @@ def _line(ev, smi, lost: _LostState, source, default_host, n, raw) -> None:
     if smi.cur is not None and line.strip():
         ev.ecc.append(smi.cur)
         smi.cur = None
+    if line.count("`") == 1 and line.rstrip().endswith("`"):
+        line = line.rstrip().rstrip("`")  # a code fence's closing backtick pasted onto the last line
     if "`" in line or line.lstrip().startswith("|"):  # quoted in prose or a Markdown table: not a log record
         ev.quoted_lines += 1
         lost.prev = lost.aer_last = None
