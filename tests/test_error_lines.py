@@ -975,3 +975,11 @@ def test_a_known_message_a_wrap_cut_after_a_comma_is_no_code(tmp_path):
                            "OpType=BROADCAST, Timeout(ms)=1800000) ran for 1808442 milliseconds before \ntiming out.\n")
     assert any("process group timeout" in f.summary for f in v.findings)
     assert not [f for f in v.findings if f.severity is Severity.SUSPECT]
+
+
+def test_an_excerpt_that_ends_at_a_traceback_header_says_so(tmp_path):
+    """The last pasted line is 'Traceback (most recent call last):': a failure began there (a warning, never
+    'nothing could be read'), and nothing says where or that it was first."""
+    v = _verdict(tmp_path, "Epoch 3: 100%|####| 10/10\nTraceback (most recent call last):\n")
+    assert [(f.kind, f.severity) for f in v.findings] == [(Kind.RANK_ERROR, Severity.WARNING)]
+    assert "no frame pasted" in v.findings[0].summary

@@ -353,6 +353,8 @@ def _cut_may_be_first(tb) -> bool:
     no rank: a rank's traceback cut before its exception line cannot tell its own error from a timeout it got
     while waiting for another rank (a backward pass ends in autograd either way), so it never makes that rank a
     suspect."""
+    if not tb.frame:
+        return False  # only the header was pasted: nothing says where it failed, nor that it was first
     func = tb.frame.rsplit(" in ", 1)[-1].strip()
     if _WAIT_FRAME.search(func + "(") or _WAIT_FRAME.search(tb.code):
         return False
@@ -370,9 +372,10 @@ def _cut(log: ErrorLog) -> list[Finding]:
         code = f" (\u201c{tb.code[:200]}\u201d)" if tb.code else ""
         cite = (Evidence("traceback", None, f"{CUT_ID}: https://docs.python.org/3/library/traceback.html"),) \
             if _cut_may_be_first(tb) else ()
+        where = f"its last frame is {tb.frame}{code}" if tb.frame else "the excerpt ends at its header (no frame pasted)"
         out.append(Finding(
             Kind.RANK_ERROR, f"{who} failed in a traceback that the excerpt ends inside, before its exception line: "
-            f"its last frame is {tb.frame}{code}", ranks=(tb.rank,) if tb.rank is not None else (),
+            f"{where}", ranks=(tb.rank,) if tb.rank is not None else (),
             severity=Severity.WARNING, evidence=(tb.evidence,) + cite,
             action="get the rest of this output: the exception line after the last frame says what failed"))
     return out

@@ -40,6 +40,7 @@ _CODE = re.compile(r"[\w.]+(?:\[[^\]]{0,80}\])?\s*[-+*/]?=\s*\S|(?!.{0,300}?[a-z
 """Code: an assignment, or a short line that opens a call or a literal continued on the next line (a line of
 prose - with a sentence's end inside, or long - that a paste cut after a comma is no code)."""
 _FILE_LINE = re.compile(r'\s*File "[^"]*", line \d+')
+_TB_HEAD_LINE = re.compile(r"Traceback \(most recent call last\):\s*$")
 _WORDY = re.compile(r"[A-Za-z]{3,40}\W{1,10}[A-Za-z]{2}")
 LOOKED_AT = 4096
 """Characters of a line that are looked at (prefixes, error words, the catalog): a line of a megabyte
@@ -520,7 +521,8 @@ def scan_file(path: str, catalog: Catalog, log: ErrorLog) -> None:
             _first_of_block(log, path, gap)
     if block is not None:
         block.close(log, catalog)
-    cut = tb if tb is not None and tb.frame and data is not None else None  # an excerpt that ends inside a traceback
+    cut = tb if tb is not None and data is not None and (tb.frame or _TB_HEAD_LINE.search(tb.evidence.text)) else None
+    # (an excerpt that ends inside a traceback: after a frame, or right after its header)
     _file_done(log, path, tally, first_event, cut, log.error_lines == before and
                len(log.roster.said) + len(log.roster.missing) == said)
 
