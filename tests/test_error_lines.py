@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from conftest import main_json
 
 from hangdbg.evidence.error_lines.reader import READER
@@ -983,3 +985,16 @@ def test_an_excerpt_that_ends_at_a_traceback_header_says_so(tmp_path):
     v = _verdict(tmp_path, "Epoch 3: 100%|####| 10/10\nTraceback (most recent call last):\n")
     assert [(f.kind, f.severity) for f in v.findings] == [(Kind.RANK_ERROR, Severity.WARNING)]
     assert "no frame pasted" in v.findings[0].summary
+
+
+@pytest.mark.parametrize("line,words", [
+    ("double free or corruption (!prev)", "heap corrupted"),
+    ("*** Error in `python': malloc(): memory corruption: 0x00007f0000000000 ***", "heap corrupted"),
+    ("ImportError: /x/_C.so: undefined symbol: ncclCommRegister", "built against another version"),
+    ("NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver. Make sure that the latest NVIDIA "
+     "driver is installed and running.", "kernel driver"),
+    ("No devices were found", "found no GPU")])
+def test_native_heap_linker_and_driver_failures_are_read(tmp_path, line, words):
+    v = _verdict(tmp_path, line + "\n")
+    top = next(f for f in v.findings if f.severity is Severity.SUSPECT)
+    assert words in top.summary

@@ -154,7 +154,7 @@ ERROR_WORDS = re.compile(
     r"\b(?:error|errors|fail|failed|failure|fatal|abort|aborted|aborting|exception|traceback|timed? ?out|timeout|"
     r"killed|kill|segmentation fault|segfault|bus error|core dumped|signal|sig(?:kill|term|segv|bus|abrt)|oom|"
     r"out of memory|denied|refused|unreachable|s?xid|panic|cannot|could not|couldn't|unable to|mismatch|illegal|"
-    r"invalid|corrupt(?:ed)?|no space left|exited with|exits with|exit code|exitcode|return code|died|dead|unhandled|"
+    r"invalid|corrupt(?:ed|ion)?|undefined symbol|no space left|exited with|exits with|exit code|exitcode|return code|died|dead|unhandled|"
     r"not found|not enough|fallen off the bus|no route to host|name or service not known|oomkilled|evicted|"
     r"insufficient|can not|cancell?ed at|no such file or directory|"
     # an exception class before its message (RuntimeError: ..., torch.distributed.DistBackendError: ...), in a
@@ -168,6 +168,7 @@ ERROR_STEMS: tuple[str, ...] = (
     "fault", "bus error", "core dumped", "signal", "sig", "oom", "out of memory", "denied", "refused", "unreachable",
     "xid", "panic", "cannot", "could not", "couldn't", "unable to", "mismatch", "illegal", "invalid", "corrupt",
     "no space left", "exit", "return code", "died", "dead", "unhandled", "not found", "not enough", "critical",
+    "undefined symbol",
     "fallen off the bus", "no route to host", "name or service not known", "oomkilled", "evicted", "insufficient",
     "can not", "cancelled at", "canceled at", "no such file or directory")
 """Lowercase substrings one of which every line :data:`ERROR_WORDS` matches holds (a cheap first test,
