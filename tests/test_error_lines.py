@@ -998,3 +998,19 @@ def test_native_heap_linker_and_driver_failures_are_read(tmp_path, line, words):
     v = _verdict(tmp_path, line + "\n")
     top = next(f for f in v.findings if f.severity is Severity.SUSPECT)
     assert words in top.summary
+
+
+@pytest.mark.parametrize("line", ["[2024-01-01 10:00:00,000] [ERROR] worker 3 stopped responding",
+                                  "ERROR:root:the job stopped at step 500",
+                                  "E1121 01:02:03.456789 1234 some/file.cc:12] something went wrong on this node",
+                                  "The process crashed with no output"])
+def test_a_line_at_an_error_level_is_an_error_line_whatever_its_words(tmp_path, line):
+    """Python logging's and glog's error levels (and the word 'crashed') make a line an error line: quoted as
+    unrecognised when no entry knows it, never 'nothing could be read'."""
+    v = _verdict(tmp_path, line + "\n")
+    assert [f.kind for f in v.findings] == [Kind.UNRECOGNISED_ERROR]
+
+
+def test_an_info_line_stays_quiet(tmp_path):
+    v = _verdict(tmp_path, "[2024-01-01 10:00:00,000] [INFO] worker 3 started\nI1121 01:02:03.456789 1234 a.cc:1] ok\n")
+    assert not v.findings

@@ -41,9 +41,9 @@ _C10D_RANK = re.compile(r"\[(?:PG(?: ID)? [^\]\n]{0,200}?)?Rank (?P<rank>\d{1,9}
 _EXC = re.compile(r"(?:(?:[A-Za-z_][\w]*\.){0,6}[A-Z]\w{0,80}(?:Error|Exception|Exit|Interrupt|Failure)|Exception)"
                   r"(?:\([\w.]{1,120}\))?(?:\[[^\]\n]{0,80}\])?:\s+")
 _LOGGER = re.compile(
-    r"(?:\[(?:ERROR|WARNING|WARN|CRITICAL|FATAL|INFO|DEBUG|error|warning|warn|critical|fatal|info|debug)\]\s?"
-    r"|(?:ERROR|WARNING|CRITICAL|FATAL)(?::[\w.\-]{0,120}:|\s*[-:|]\s+)"
-    r"|\[[\w.\-/]{1,120}\.py:\d{1,6}(?::[\w<>]{1,80})?\]\s?|[\w.\-]{1,120} - (?:ERROR|WARNING|CRITICAL|INFO|DEBUG) - )")
+    r"(?:\[(?P<lvl4>ERROR|WARNING|WARN|CRITICAL|FATAL|INFO|DEBUG|error|warning|warn|critical|fatal|info|debug)\]\s?"
+    r"|(?P<lvl5>ERROR|WARNING|CRITICAL|FATAL)(?::[\w.\-]{0,120}:|\s*[-:|]\s+)"
+    r"|\[[\w.\-/]{1,120}\.py:\d{1,6}(?::[\w<>]{1,80})?\]\s?|[\w.\-]{1,120} - (?P<lvl6>ERROR|WARNING|CRITICAL|INFO|DEBUG) - )")
 _SYSLOG = re.compile(r"(?:[A-Z][a-z]{2} +\d{1,2} \d\d:\d\d:\d\d|\[[A-Z][a-z]{2} [A-Z][a-z]{2} +\d{1,2} \d\d:\d\d:\d\d \d{4}\]) ?"
                      r"(?:(?P<host>[\w.\-]{1,253}) )?(?:kernel|[\w.\-]{1,80}(?:\[\d+\])?):\s")
 _RAY = re.compile(r"\((?:[\w.]{1,120}\s)?(?:rank=(?P<rank>\d{1,9})\s)?pid=(?P<pid>\d{1,10})(?:,\s?ip=(?P<host>[\w.:\-]{1,80}))?"
@@ -154,7 +154,7 @@ ERROR_WORDS = re.compile(
     r"\b(?:error|errors|fail|failed|failure|fatal|abort|aborted|aborting|exception|traceback|timed? ?out|timeout|"
     r"killed|kill|segmentation fault|segfault|bus error|core dumped|signal|sig(?:kill|term|segv|bus|abrt)|oom|"
     r"out of memory|denied|refused|unreachable|s?xid|panic|cannot|could not|couldn't|unable to|mismatch|illegal|"
-    r"invalid|corrupt(?:ed|ion)?|undefined symbol|no space left|exited with|exits with|exit code|exitcode|return code|died|dead|unhandled|"
+    r"invalid|corrupt(?:ed|ion)?|undefined symbol|crash(?:ed|es)?|no space left|exited with|exits with|exit code|exitcode|return code|died|dead|unhandled|"
     r"not found|not enough|fallen off the bus|no route to host|name or service not known|oomkilled|evicted|"
     r"insufficient|can not|cancell?ed at|no such file or directory|"
     # an exception class before its message (RuntimeError: ..., torch.distributed.DistBackendError: ...), in a
@@ -168,7 +168,7 @@ ERROR_STEMS: tuple[str, ...] = (
     "fault", "bus error", "core dumped", "signal", "sig", "oom", "out of memory", "denied", "refused", "unreachable",
     "xid", "panic", "cannot", "could not", "couldn't", "unable to", "mismatch", "illegal", "invalid", "corrupt",
     "no space left", "exit", "return code", "died", "dead", "unhandled", "not found", "not enough", "critical",
-    "undefined symbol",
+    "undefined symbol", "crash",
     "fallen off the bus", "no route to host", "name or service not known", "oomkilled", "evicted", "insufficient",
     "can not", "cancelled at", "canceled at", "no such file or directory")
 """Lowercase substrings one of which every line :data:`ERROR_WORDS` matches holds (a cheap first test,
@@ -298,8 +298,9 @@ def parse_line(line: str) -> Message:
             r = g.get("rank") or g.get("r2") or g.get("r3")
             if r and rank is None:
                 rank = int(r)
-            if g.get("level") or g.get("lvl") or g.get("lvl2") or g.get("lvl3"):
-                level = level or g.get("level") or g.get("lvl") or g.get("lvl2") or g.get("lvl3")
+            lv = g.get("level") or g.get("lvl") or g.get("lvl2") or g.get("lvl3") or g.get("lvl4") or g.get("lvl5") or g.get("lvl6")
+            if lv:
+                level = level or lv
             if g.get("src") and src is None:
                 src = g["src"]
             if rx is _GLOG and g.get("t") and clock is None:

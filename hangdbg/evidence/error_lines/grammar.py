@@ -40,6 +40,8 @@ _CODE = re.compile(r"[\w.]+(?:\[[^\]]{0,80}\])?\s*[-+*/]?=\s*\S|(?!.{0,300}?[a-z
 """Code: an assignment, or a short line that opens a call or a literal continued on the next line (a line of
 prose - with a sentence's end inside, or long - that a paste cut after a comma is no code)."""
 _FILE_LINE = re.compile(r'\s*File "[^"]*", line \d+')
+_ERROR_LEVELS = frozenset({"ERROR", "CRITICAL", "FATAL", "error", "critical", "fatal", "E", "F"})
+"""Logger levels that make a line an error line whatever its words (Python logging's, glog's E and F)."""
 _TB_HEAD_LINE = re.compile(r"Traceback \(most recent call last\):\s*$")
 _WORDY = re.compile(r"[A-Za-z]{3,40}\W{1,10}[A-Za-z]{2}")
 LOOKED_AT = 4096
@@ -495,6 +497,7 @@ def scan_file(path: str, catalog: Catalog, log: ErrorLog) -> None:
         # the line as a whole (a NCCL INFO or a Python warning is no error) and the message's own
         # words (an ERROR level in the prefix of a code line is none)
         error = "NCCL WARN" in line or (looks_like_error(line) and looks_like_error(msg.text)) or (
+            msg.level in _ERROR_LEVELS and _WORDY.search(msg.text) is not None) or (
             bool(msg.exception) and not _BENIGN_EXC.search(msg.exception)) or (  # the last line of a traceback
             msg.src.endswith(")") and catalog.search(msg.text) is not None)  # a known level of MPICH's error stack
         if not error and not _WORDY.search(msg.text):
