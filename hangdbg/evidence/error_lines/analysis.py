@@ -25,6 +25,7 @@ from ...exit_status import describe, exit_code_in
 from ...model import Evidence, Finding, Kind, Severity
 from ...rankset import ranks_text
 from ...text.addresses import ip_text, loopback_in
+from ...text.cuda_oom import held_elsewhere
 from .facts import EntryCount, ErrorLinesFacts
 from .grammar import ErrorEvent, ErrorLog
 from .roster import SOURCE_ID, roster_findings
@@ -305,6 +306,8 @@ def _finding(g: _Group, severity: Severity, after: _Group | None, block_hosts: t
     code = exit_code_in(g.first.message.text)
     if code is not None and describe(code):
         summary += f"; exit status {describe(code)}"
+    if e.id.startswith("pytorch.cuda-oom") and (elsewhere := held_elsewhere(g.first.message.text)):
+        summary += f"; {elsewhere}"
     if after is not None:
         summary += f"; after the first failure ({after.entry.id})"
     loop = loopback_in(g.first.message.text) if e.blame in (Blame.PEER, Blame.ENVIRONMENT) else ""
