@@ -19,7 +19,7 @@ from collections import Counter
 from dataclasses import dataclass, replace
 
 from ...catalog.entry import Blame, CatalogEntry, Role
-from ...catalog.message import parse_line
+from ...catalog.message import Message, parse_line
 from ...catalog.nccl_areas import areas_of
 from ...exit_status import describe, exit_code_in
 from ...model import Evidence, Finding, Kind, Severity
@@ -154,6 +154,11 @@ _WAIT_BLOCK = 4
 """Lines after an exception within which a line of the same file says that the process waited for another one."""
 
 
+def _other_process(a: Message, b: Message) -> bool:
+    """Whether two lines' messages name different processes (a rank, pid or host each names, and they differ)."""
+    return any(x is not None and y is not None and x != y for x, y in ((a.rank, b.rank), (a.pid, b.pid), (a.host, b.host)))
+
+
 def _waited_after(log: ErrorLog, ev: ErrorEvent) -> bool:
     """Whether a catalog line of the same process just after exception ``ev`` (within :data:`_WAIT_BLOCK` lines of
     its file; no other rank, pid or host) is a peer's consequence: the error text a framework prints under its exception (torch_npu's CANN code line
@@ -165,10 +170,9 @@ def _waited_after(log: ErrorLog, ev: ErrorEvent) -> bool:
     for other in log.events[at + 1:at + 1 + 2 * _WAIT_BLOCK]:
         if other.evidence.source != src or other.evidence.line is None or other.evidence.line - line > _WAIT_BLOCK:
             break
-        a, b = ev.message, other.message
-        if any(x is not None and y is not None and x != y for x, y in ((a.rank, b.rank), (a.pid, b.pid), (a.host, b.host))):
+        if _other_process(ev.message, other.message):
             continue  # another process's line (the watchdog of a rank that waited for this one)
-        if a.rank is not None and b.rank is None:
+        if ev.message.rank is not None and other.message.rank is None:
             continue  # a line without the rank prefix the exception's own lines carry: the launcher's, another process's
         e = other.match.innermost if other.match is not None else None
         if e is not None and e.role is Role.CONSEQUENCE and e.blame is Blame.PEER:
@@ -207,8 +211,7 @@ def _abort_reason(log: ErrorLog, at: int) -> CatalogEntry | None:
     for other in reversed(log.events[max(0, at - 64):at]):
         if other.evidence.source != src or other.evidence.line is None or line - other.evidence.line > _ABORT_AFTER:
             return None
-        a, b = ev.message, other.message
-        if any(x is not None and y is not None and x != y for x, y in ((a.rank, b.rank), (a.pid, b.pid), (a.host, b.host))):
+        if _other_process(ev.message, other.message):
             continue  # another process's line
         e = other.match.innermost if other.match is not None else None
         if e is not None and e.role is not Role.CONTEXT and e.id not in _ABORTS:

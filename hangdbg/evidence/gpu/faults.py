@@ -149,6 +149,13 @@ class AerRecord:
         return self.severity.startswith("Uncorrected")
 
 
+def _gpu_named(msg: str) -> str:
+    """The GPU a driver line names: its PCI address, else the driver's index (``NVRM: GPU3 ...`` as ``GPU3``), else ""."""
+    bus = _BUS_IN.search(msg)
+    idx = _GPU_IDX.search(msg)
+    return bus.group(1) if bus else f"GPU{idx.group('idx')}" if idx else ""
+
+
 def fault_of(msg: str) -> tuple[str, str, str] | None:
     """``(bus, what, detail)`` of a line that reports a GPU fault (see :class:`GpuFault`), else None."""
     m = _HANDLE.search(msg)
@@ -158,14 +165,9 @@ def fault_of(msg: str) -> tuple[str, str, str] | None:
     if "RESET_REQUIRED" in msg or "requires reset" in msg:
         m2 = _RESET.search(msg)
         if m2:
-            idx = _GPU_IDX.search(msg)
-            bus = _BUS_IN.search(msg)
-            return (bus.group(1) if bus else f"GPU{idx.group('idx')}" if idx else ""), "reset-required", m2.group(0).strip("[]")
+            return _gpu_named(msg), "reset-required", m2.group(0).strip("[]")
     if "Check failed: " in msg and (m5 := _NV_STATUS.search(msg)) is not None and m5.group("name") in NV_STATUS_FAULTS:
-        bus = _BUS_IN.search(msg)
-        idx = _GPU_IDX.search(msg)
-        return ((bus.group(1) if bus else f"GPU{idx.group('idx')}" if idx else ""), NV_STATUS_FAULTS[m5.group("name")],
-                f"{m5.group('text')} [{m5.group('name')}]")
+        return _gpu_named(msg), NV_STATUS_FAULTS[m5.group("name")], f"{m5.group('text')} [{m5.group('name')}]"
     if "RmInitAdapter failed!" in msg and (m4 := _INIT_FAILED.search(msg)) is not None:
         bus = _BUS_IN.search(msg)
         return (bus.group(1) if bus else ""), "init-failed", m4.group(0)
