@@ -1014,3 +1014,19 @@ def test_a_line_at_an_error_level_is_an_error_line_whatever_its_words(tmp_path, 
 def test_an_info_line_stays_quiet(tmp_path):
     v = _verdict(tmp_path, "[2024-01-01 10:00:00,000] [INFO] worker 3 started\nI1121 01:02:03.456789 1234 a.cc:1] ok\n")
     assert not v.findings
+
+
+def test_a_banner_head_past_the_event_cap_rewrites_no_kept_event():
+    """An event the log dropped (past MAX_EVENTS) opens no banner: the kept last event is another line's."""
+    from hangdbg.catalog.message import parse_line
+    from hangdbg.evidence.error_lines.blocks import opened
+    from hangdbg.evidence.error_lines.log import ErrorEvent, ErrorLog
+    from hangdbg.model import Evidence
+    log = ErrorLog()
+    kept = ErrorEvent(Evidence("f", 1, "RuntimeError: x"), parse_line("RuntimeError: x"), None, 1)
+    log.add(kept)
+    head = "mpirun detected that one or more processes exited with non-zero status, thus causing"
+    dropped = ErrorEvent(Evidence("f", 2, head), parse_line(head), None, 2)
+    assert opened(log, dropped) is None
+    log.add(dropped)
+    assert opened(log, dropped) is not None

@@ -177,4 +177,6 @@ class OpenBlock:
 def opened(log: ErrorLog, event: ErrorEvent) -> OpenBlock | None:
     """The banner opened by ``event`` (the last event of ``log``), the head of a launcher's multi-line report."""
     banner = banner_of(event.message.text)
-    return None if banner is None else OpenBlock(banner, event.evidence.line or 0, len(log.events) - 1, event.message.text)
+    if banner is None or not log.events or log.events[-1] is not event:
+        return None  # (an event past the log's cap was counted, not kept: no event of the log is its head)
+    return OpenBlock(banner, event.evidence.line or 0, len(log.events) - 1, event.message.text)
