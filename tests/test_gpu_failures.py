@@ -52,3 +52,26 @@ def test_the_rank_of_a_line_that_carries_only_torchruns_local_rank_comes_from_th
     rc, doc = main_json("report", str(RUNS / "device_assert_rank1"))
     first = doc["findings"][0]
     assert first["ranks"] == [1] and "Assertion" in first["summary"]
+
+
+def test_a_kernels_assert_line_without_any_prefix_takes_the_rank_of_the_cuda_error_after_it() -> None:
+    """Plain torchrun output (no --tee): the GPU's printf line has no rank prefix; rank 1's
+    ``device-side assert triggered`` follows it, so the assert is rank 1's and leads the verdict."""
+    rc, doc = main_json("report", str(RUNS / "device_assert_rank1_plain"))
+    first = doc["findings"][0]
+    assert rc == 3 and first["ranks"] == [1] and "Assertion" in first["summary"], doc["headline"]
+    assert 0 not in _suspect_ranks(doc)
+
+
+def test_the_agents_report_of_a_waiters_exit_is_no_first_failure() -> None:
+    """Rank 0 timed out in gloo's recv (rank 1 spun in a CUDA kernel and printed nothing): neither rank 0 nor the
+    agent's ``failed (exitcode: 1) local_rank: 0`` line is a suspect; the log cannot name rank 1."""
+    rc, doc = main_json("report", str(RUNS / "gpu_spin_gloo_timeout"))
+    assert rc == 0 and not [f for f in doc["findings"] if f["severity"] == "suspect"], doc["headline"]
+    assert "outside it" in doc["headline"]
+
+
+def test_a_cpu_tensor_given_to_nccl_blames_the_rank_that_did_it() -> None:
+    rc, doc = main_json("report", str(RUNS / "nccl_cpu_tensor"))
+    assert rc == 3 and _suspect_ranks(doc) == {0}
+    assert any("No backend type associated with device type cpu" in f["summary"] for f in doc["findings"])

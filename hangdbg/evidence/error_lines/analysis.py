@@ -57,10 +57,11 @@ class _Group:
         return self.events[0]
 
 
-def _who(g: _Group, block_hosts: tuple[str, ...] = ()) -> tuple[tuple[int, ...], tuple[str, ...], tuple[str, ...], str]:
+def _who(g: _Group, block_hosts: tuple[str, ...] = (),
+         block_ranks: tuple[int, ...] = ()) -> tuple[tuple[int, ...], tuple[str, ...], tuple[str, ...], str]:
     """ranks, hosts, gpus and the words that name them (``block_hosts``: the node a line of the same block
-    names, :func:`_block_hosts`)."""
-    ranks = tuple(sorted({e.message.rank for e in g.events if e.message.rank is not None}))
+    names, :func:`_block_hosts`; ``block_ranks``: the rank whose error follows a kernel's line, :func:`_kernel_ranks`)."""
+    ranks = tuple(sorted({e.message.rank for e in g.events if e.message.rank is not None})) or block_ranks
     hosts = tuple(sorted({e.message.host for e in g.events if e.message.host})) or block_hosts
     gpus = tuple(sorted({f"{e.message.host}:{e.message.dev}" if e.message.host else f"cuda device {e.message.dev}"
                          for e in g.events if e.message.dev is not None and e.message.dev >= 0}))
@@ -246,6 +247,24 @@ def _severity(g: _Group) -> Severity:
     return sev
 
 
+_WORKER_EXITS = frozenset({"pytorch.elastic-worker-failed-binary", "pytorch.elastic-worker-failed-fn"})
+"""The agent's report that a worker exited non-zero (torch/distributed/elastic/multiprocessing/api.py
+``failed (exitcode: %s) local_rank: %s (pid: %s) of binary: %s``): the worker's own lines say why."""
+
+
+def _exit_of_a_waiter(g: _Group, waited: set[int]) -> bool:
+    """Whether ``g`` is the agent's report of workers that exited with a positive code (an exception, not a signal)
+    while each one's own lines (its rank prefix; torchrun's local rank is the rank on one node) say it waited for
+    another process (``waited``: ranks with a peer-consequence line): the exit is the echo of that wait."""
+    if g.entry.id not in _WORKER_EXITS or not waited:
+        return False
+    for e in g.events:
+        f = _fields(e.match)
+        if len(f) < 2 or not f[0].strip().isdigit() or not f[1].strip().isdigit() or int(f[1]) not in waited:
+            return False
+    return True
+
+
 def _first_failure(groups: list[_Group], sev: dict[str, Severity]) -> tuple[_Group | None, dict[str, _Group]]:
     """The group of the first failure, and the later own failures (id -> the first failure)."""
     own = [g for g in groups if sev[g.entry.id] is Severity.SUSPECT and g.entry.blame in (Blame.SELF, Blame.ENVIRONMENT)]
@@ -261,7 +280,10 @@ def _first_failure(groups: list[_Group], sev: dict[str, Severity]) -> tuple[_Gro
         suspects = [g for g in groups if sev[g.entry.id] is Severity.SUSPECT]
         first = min(suspects, key=lambda g: g.first.order) if suspects else None
     if first is None:  # no suspect: the earliest root-class event, whatever its severity alone
-        roots = [g for g in groups if g.entry.role is Role.ROOT and g.entry.blame not in (Blame.PEER, Blame.NONE)]
+        waited = {e.message.rank for g in groups if g.entry.role is Role.CONSEQUENCE and g.entry.blame is Blame.PEER
+                  for e in g.events if e.message.rank is not None}
+        roots = [g for g in groups if g.entry.role is Role.ROOT and g.entry.blame not in (Blame.PEER, Blame.NONE)
+                 and not _exit_of_a_waiter(g, waited)]
         for g in roots:
             if first is None or _before(g.first, first.first) or (
                     _before(g.first, first.first) is None and g.first.order < first.first.order):
@@ -296,8 +318,37 @@ def _block_hosts(groups: list[_Group], gaps: dict[str, int]) -> dict[str, tuple[
     return out
 
 
-def _finding(g: _Group, severity: Severity, after: _Group | None, block_hosts: tuple[str, ...] = ()) -> Finding:
-    ranks, hosts, gpus, who = _who(g, block_hosts)
+_KERNEL_AFTER = 24
+"""Lines after a kernel's last printf line within which the CUDA error of the process that ran it is looked for (a
+failed device assert prints one line per failing thread, then the host reports ``device-side assert triggered``)."""
+
+
+def _kernel_ranks(groups: list[_Group], gaps: dict[str, int]) -> dict[str, tuple[int, ...]]:
+    """{entry id: (rank,)} for a CUDA line without any process prefix (a kernel's ``printf``, such as a failed
+    device assert: the GPU writes it to the process's stdout, past the rank prefix the launcher or PyTorch puts on
+    its own lines) when the next CUDA error of the same file, within :data:`_KERNEL_AFTER` lines, names one rank:
+    the CUDA runtime reports a kernel's failure to the process that launched it (CUDA C Programming Guide,
+    "Assertion": the kernel's assert stops it and the host's next call returns cudaErrorAssert)."""
+    ranked = [(h.first.evidence.source, e.evidence.line, e.message.rank) for h in groups
+              if h.entry.domain == "cuda" and h.entry.blame is Blame.SELF for e in h.events[:64]
+              if e.evidence.line is not None and e.message.rank is not None]
+    out: dict[str, tuple[int, ...]] = {}
+    for g in groups:
+        last = g.events[-1].evidence
+        if (g.entry.domain != "cuda" or g.entry.blame is not Blame.SELF or last.line is None or any(
+                e.message.rank is not None or e.message.host or e.message.pid is not None for e in g.events)):
+            continue
+        span = _KERNEL_AFTER * gaps.get(last.source, 1)
+        after = sorted((line, rank) for src, line, rank in ranked
+                       if src == last.source and 0 < line - last.line <= span)
+        if after:
+            out[g.entry.id] = (after[0][1],)
+    return out
+
+
+def _finding(g: _Group, severity: Severity, after: _Group | None, block_hosts: tuple[str, ...] = (),
+             block_ranks: tuple[int, ...] = ()) -> Finding:
+    ranks, hosts, gpus, who = _who(g, block_hosts, block_ranks)
     e = g.entry
     n = len(g.events)
     via = f" [{g.outer.id} -> {e.id}]" if g.outer is not e else ""
@@ -443,10 +494,12 @@ def findings_from(log: ErrorLog) -> tuple[list[Finding], ErrorLinesFacts]:
     _ended_by_the_scheduler(groups, sev)
     first, later = _first_failure(groups, sev)
     near = _block_hosts(groups, log.gaps)
+    kernel = _kernel_ranks(groups, log.gaps)
     out = []
     for g in groups:
         after = later.get(g.entry.id)
-        out.append(_finding(g, Severity.WARNING if after is not None else sev[g.entry.id], after, near.get(g.entry.id, ())))
+        out.append(_finding(g, Severity.WARNING if after is not None else sev[g.entry.id], after, near.get(g.entry.id, ()),
+                            kernel.get(g.entry.id, ())))
     out.sort(key=lambda f: (f.severity is not Severity.SUSPECT, f.severity is not Severity.WARNING))
     if first is not None:  # the first failure leads its severity
         lead = next(i for i, f in enumerate(out) if f.evidence[-1].text.startswith(first.entry.id + ":"))
