@@ -328,6 +328,12 @@ def parse_line(line: str) -> Message:
     return Message(text, when, clock, host, pid, rank, local, dev, level or "", src or "", exc or "")
 
 
+_LOADER_FAILED = re.compile(r"version [`'\u2018][\w.@-]{1,120}['\u2019] not found \(required by |undefined symbol: ")
+"""The dynamic linker's failures (glibc elf/dl-version.c, elf/dl-lookup.c), an error at any level: NCCL reports a net
+or tuner plugin whose dlopen failed on an INFO line (``NET/Plugin : dlerror=%s No plugin found (%s), using internal
+implementation``, NCCL 2.19 src/net.cc) and goes on without it."""
+
+
 def looks_like_error(line: str) -> bool:
     """True when ``line`` reads like an error report: a NCCL ``WARN``, or an error word
     (:data:`ERROR_WORDS`) on a line that is not a NCCL ``INFO`` / Python warning / debug line."""
@@ -338,4 +344,4 @@ def looks_like_error(line: str) -> bool:
         return False
     if "time" in low:
         line = _TIMEOUT_SETTING.sub(" ", line)
-    return ERROR_WORDS.search(line) is not None and _BENIGN.search(line) is None
+    return ERROR_WORDS.search(line) is not None and (_BENIGN.search(line) is None or _LOADER_FAILED.search(line) is not None)
