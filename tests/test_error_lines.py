@@ -1030,3 +1030,44 @@ def test_a_banner_head_past_the_event_cap_rewrites_no_kept_event():
     assert opened(log, dropped) is None
     log.add(dropped)
     assert opened(log, dropped) is not None
+
+
+_IPYTHON_TB = (
+    "---------------------------------------------------------------------------\n"
+    "RuntimeError                              Traceback (most recent call last)\n"
+    "Cell In[7], line 2\n"
+    "      1 import torch\n"
+    "----> 2 x = torch.zeros(10).cuda()\n\n"
+    "File /opt/conda/lib/python3.10/site-packages/torch/cuda/__init__.py:298, in _lazy_init()\n"
+    "    294     raise RuntimeError(\n"
+    '    295         "Cannot re-initialize CUDA in forked subprocess. To use CUDA with "\n'
+    "    297     )\n"
+    "--> 298 torch._C._cuda_init()\n\n")
+
+
+def test_an_ipython_traceback_is_context_up_to_its_exception_line(tmp_path):
+    """Jupyter's traceback (IPython ultratb): its title, frames and numbered source lines are no error lines (the
+    source shows a raise that did not run); its last line is the error."""
+    rep = _read(tmp_path, _IPYTHON_TB + "RuntimeError: CUDA error: out of memory\n")
+    assert [f.kind for f in rep.findings if f.severity is Severity.SUSPECT] == [Kind.KNOWN_ERROR]
+    assert not [f for f in rep.findings if "re-initialize" in f.summary or "Traceback" in f.summary]
+
+
+def test_an_ipython_traceback_cut_before_its_exception_names_the_class_and_the_raise(tmp_path):
+    text = _IPYTHON_TB.replace("--> 298 torch._C._cuda_init()", "--> 298     raise ValueError(\n"
+                               '    299         "CUDA was initialized before the fork"\n    300     )')
+    rep = _read(tmp_path, text.rstrip("\n") + "\n")
+    [cut] = [f for f in rep.findings if "excerpt ends inside" in f.summary]
+    assert "raised RuntimeError" in cut.summary and "__init__.py:298 in _lazy_init" in cut.summary
+    assert "CUDA was initialized before the fork" in cut.summary
+    assert not [f for f in rep.findings if f.kind is Kind.UNRECOGNISED_ERROR]
+
+
+def test_an_ipython7_frame_line_moves_the_cut_traceback_on(tmp_path):
+    text = ("ValueError                                Traceback (most recent call last)\n"
+            "<ipython-input-3-5c1a> in <module>\n----> 1 notebook_launcher(train, num_processes=2)\n\n"
+            "~/envs/p/lib/python3.8/site-packages/accelerate/launchers.py in notebook_launcher(function, args)\n"
+            "    122 if torch.cuda.is_initialized():\n--> 123     raise ValueError(\n")
+    rep = _read(tmp_path, text)
+    [cut] = [f for f in rep.findings if "excerpt ends inside" in f.summary]
+    assert "launchers.py in notebook_launcher" in cut.summary and "raised ValueError" in cut.summary

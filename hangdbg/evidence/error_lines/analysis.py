@@ -430,8 +430,9 @@ def _cut(log: ErrorLog) -> list[Finding]:
         cite = (Evidence("traceback", None, f"{CUT_ID}: https://docs.python.org/3/library/traceback.html"),) \
             if _cut_may_be_first(tb) else ()
         where = f"its last frame is {tb.frame}{code}" if tb.frame else "the excerpt ends at its header (no frame pasted)"
+        what = f"raised {tb.exc}" if tb.exc else "failed"  # IPython's title names the exception's class
         out.append(Finding(
-            Kind.RANK_ERROR, f"{who} failed in a traceback that the excerpt ends inside, before its exception line: "
+            Kind.RANK_ERROR, f"{who} {what} in a traceback that the excerpt ends inside, before its exception line: "
             f"{where}", ranks=(tb.rank,) if tb.rank is not None else (),
             severity=Severity.WARNING, evidence=(tb.evidence,) + cite,
             action="get the rest of this output: the exception line after the last frame says what failed"))

@@ -479,9 +479,9 @@ def scan_file(path: str, catalog: Catalog, log: ErrorLog) -> None:
         if after_file_line and parse_line(line).exception:
             after_file_line = False  # a frame without source (Cython's .pyx, a frozen module): its exception follows
         prev_no = no  # a piece of a glued line (_unglued) is no source line after its frame
-        if "File \"" in line and (f := FRAME.search(line)) is not None:
-            frame = f"{f.group('path')}:{f.group('line')}" + (f" in {f.group('func')}" if f.group("func") else "")
-        tb = traceback_at(tb, Evidence(path, no, line), body, frame, after_file_line)
+        tb, frame = _followed(tb, Evidence(path, no, line), body, frame, after_file_line)
+        if tb is not None and tb.ipython:
+            continue  # a line of an IPython traceback (its title, frames, numbered source): context
         if block is not None and line and (block := block.after(log, no, line, parse_line(line), catalog)) and block.took:
             continue  # a row of a launcher's banner: part of its head's event
         if not line or after_file_line or is_context_line(line):
@@ -524,10 +524,20 @@ def scan_file(path: str, catalog: Catalog, log: ErrorLog) -> None:
             _first_of_block(log, path, gap)
     if block is not None:
         block.close(log, catalog)
-    cut = tb if tb is not None and data is not None and (tb.frame or _TB_HEAD_LINE.search(tb.evidence.text)) else None
+    cut = tb if tb is not None and data is not None and (tb.frame or tb.ipython or _TB_HEAD_LINE.search(tb.evidence.text)) else None
     # (an excerpt that ends inside a traceback: after a frame, or right after its header)
     _file_done(log, path, tally, first_event, cut, log.error_lines == before and
                len(log.roster.said) + len(log.roster.missing) == said)
+
+
+def _followed(tb: CutTraceback | None, ev: Evidence, body: str, frame: str,
+              after_file_line: bool) -> tuple[CutTraceback | None, str]:
+    """The traceback open after line ``ev`` (:func:`~.tracebacks.traceback_at`) and the last frame read: a CPython
+    frame line's, or an IPython traceback's (the frame its exception line, when pasted, was raised in)."""
+    if "File \"" in ev.text and (f := FRAME.search(ev.text)) is not None:
+        frame = f"{f.group('path')}:{f.group('line')}" + (f" in {f.group('func')}" if f.group("func") else "")
+    tb = traceback_at(tb, ev, body, frame, after_file_line)
+    return tb, (tb.frame or frame) if tb is not None and tb.ipython else frame
 
 
 def _file_done(log: ErrorLog, path: str, tally: _Tally, first_event: int, cut: CutTraceback | None,

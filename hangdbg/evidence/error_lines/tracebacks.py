@@ -3,7 +3,11 @@
 
 The traceback format is CPython's (Lib/traceback.py ``StackSummary.format``: ``Traceback (most recent call
 last):``, then per frame ``  File "path", line N, in func`` and its source line, then the exception line;
-3.11+ adds ``~~~^^^`` carets under the source line).
+3.11+ adds ``~~~^^^`` carets under the source line), and IPython's / Jupyter's (IPython/core/ultratb.py
+``VerboseTB``): a title that names the exception first (``ValueError      Traceback (most recent call last)``),
+per frame ``File PATH:N, in func(args)`` (IPython 8; ``Cell In[5], line 3`` for a notebook cell; IPython 7 wrote
+``PATH in func(args)`` and ``<ipython-input-5-...> in <module>``), then numbered source lines around the one that
+ran, marked ``---->`` / ``-->``.
 """
 
 from __future__ import annotations
@@ -19,6 +23,14 @@ __all__ = ["CutTraceback", "FRAME", "traceback_at"]
 FRAME = re.compile(r'File "(?P<path>[^"]{1,300})", line (?P<line>\d{1,7})(?:, in (?P<func>[\w<>.]{1,120}))?')
 """A frame line of a traceback (faulthandler's has no ``, in``)."""
 _TB_HEAD = re.compile(r"Traceback \(most recent call last\):")
+IPY_HEAD = re.compile(r"^\s*(?P<cls>[A-Za-z_][\w.]{0,120})\s{2,}Traceback \(most recent call last\)\s*$")
+"""IPython's title line: the exception's class, then ``Traceback (most recent call last)`` (no colon)."""
+IPY_FRAME = re.compile(r"^\s*(?:File (?P<path>\S[^\n]{0,300}?):(?P<line>\d{1,7}), in (?P<func>[\w<>.]{1,120})"
+                       r"|Cell (?P<cell>In ?\[\d{1,6}\]), line (?P<cline>\d{1,7})"
+                       r"|(?P<old>\S{1,300}\.py|<ipython-input-[\w-]{1,80}>) in (?P<ofunc>[\w<>.]{1,120})(?:\(|\s*$))")
+"""An IPython frame line (8.x ``File PATH:N, in func(args)``, ``Cell In[5], line 3``; 7.x ``PATH in func(args)``)."""
+IPY_CODE = re.compile(r"^\s*(?P<arrow>-*>)?\s*(?P<no>\d{1,7}) (?P<code>.*)$")
+"""A numbered source line of an IPython frame; ``-->`` marks the line that ran."""
 _CARETS = re.compile(r"\s*[~^]+\s*$")
 
 
@@ -37,6 +49,9 @@ class CutTraceback:
     frame: str
     code: str = ""
     rank: int | None = None
+    exc: str = ""  # the exception's class, where the title names it (IPython's)
+    ipython: bool = False  # IPython's format: numbered source lines follow each frame
+    code_open: bool = False  # the marked source line opened a call the next numbered lines go on with
 
 def traceback_at(tb: CutTraceback | None, ev: Evidence, body: str, frame: str,
                   after_file_line: bool) -> CutTraceback | None:
@@ -45,6 +60,10 @@ def traceback_at(tb: CutTraceback | None, ev: Evidence, body: str, frame: str,
     or moves it on, its source line is kept, a header opens one, and any other text closes it (the traceback
     went on into its exception, or something else followed)."""
     line = ev.text
+    if tb is not None and tb.ipython:
+        return _ipython_at(tb, ev, body)
+    if (m := IPY_HEAD.match(body)) is not None:
+        return CutTraceback(ev, "", exc=m.group("cls"), ipython=True, rank=parse_line(line).rank)
     if "File \"" in line and FRAME.search(line) is not None:
         if tb is not None or ", in " in line:  # a traceback's frame (faulthandler's has no comma): a paste may start at one
             return CutTraceback(ev, frame, "", parse_line(line).rank)
@@ -58,3 +77,34 @@ def traceback_at(tb: CutTraceback | None, ev: Evidence, body: str, frame: str,
     if tb is not None and body.strip() and not _CARETS.match(body):
         return None  # the traceback went on into its exception (or something else): not cut
     return tb
+
+
+_IPY_MORE = 600
+"""Characters of source kept from the marked line and the numbered lines after it when it opened a call (the
+message of a ``raise``)."""
+
+
+def _ipython_at(tb: CutTraceback, ev: Evidence, body: str) -> CutTraceback | None:
+    """The IPython traceback open after line ``ev``: a frame line moves it on, the marked source line (``-->``) is
+    its code, numbered lines after a marked line that opened a call go on with it, a blank line or another numbered
+    line keeps it, and any other text (its ``Cls: message`` line) closes it."""
+    if not body.strip():
+        return tb
+    if (f := IPY_FRAME.match(body)) is not None:
+        if f.group("cell"):
+            where = f"{f.group('cell')}:{f.group('cline')} in <cell>"
+        elif f.group("path"):
+            where = f"{f.group('path')}:{f.group('line')} in {f.group('func')}"
+        else:
+            where = f"{f.group('old')} in {f.group('ofunc')}"
+        return replace(tb, evidence=ev, frame=where, code="", code_open=False)
+    if (c := IPY_CODE.match(body)) is not None:
+        code = c.group("code").strip()
+        if c.group("arrow"):
+            return replace(tb, code=code, code_open=code.endswith(("(", "[", "{", ",")))
+        if tb.code_open and len(tb.code) < _IPY_MORE and code and not code.startswith("#"):
+            return replace(tb, code=f"{tb.code} {code}", code_open=not code.endswith(")"))
+        return replace(tb, code_open=False)
+    if body.strip() == "...":
+        return tb
+    return None
