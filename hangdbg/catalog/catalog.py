@@ -243,7 +243,10 @@ class Catalog:
             if len(head) > len(text) and head.startswith(text):
                 best, fields = e, ()
                 continue
-            m = _cut_pattern(e).fullmatch(text) if len(head) >= CUT_HEAD_MIN else None
+            if len(head) < CUT_HEAD_MIN or not text.lstrip("'\"`").startswith(
+                    head.replace("{{", "{").replace("}}", "}") if e.syntax is Syntax.PYTHON else head):
+                continue  # the cut pattern starts with the whole head (quotes aside): no need to compile it
+            m = _cut_pattern(e).fullmatch(text)
             if m is not None:
                 best = e
                 fields = tuple(v for k, v in sorted(m.groupdict().items()) if k.startswith("s") and v)

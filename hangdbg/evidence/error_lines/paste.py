@@ -249,7 +249,8 @@ def cut_unwrapped(body: bytes, state: Callable[[bytes], str]) -> bytes:
     for i in range(len(lines) - 1):
         a = out[i].rstrip(b"\r")
         end = a.rstrip()[-1:]  # a message a wrap cut ends in a word or a comma, not a number or a sentence's end
-        if not (end.isalpha() or end == b",") or len(a.strip()) < 20 or not lines[i + 1].strip() or state(a) != "cut":
+        if not (end.isalpha() or end == b",") or len(a.strip()) < 20 or not lines[i + 1].strip() or \
+                not _continues(lines[i + 1].rstrip(b"\r")) or state(a) != "cut":  # (the next line first: it is cheap)
             continue
         acc, j = a.rstrip(), i + 1
         while j < len(lines) and j - i <= CUT_JOIN_MAX and (b := lines[j].rstrip(b"\r")).strip() and _continues(b):

@@ -6,9 +6,9 @@ The grammar is :mod:`.grammar`, the findings :mod:`.analysis`, the catalog :mod:
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
-from ...catalog.catalog import load
+from ...catalog.catalog import Catalog, load
 from ...model import FileError, SourceKind, SourceReport
 from ..base import ReaderBase, with_source
 from .analysis import findings_from
@@ -16,6 +16,14 @@ from .facts import ErrorLinesFacts
 from .grammar import ErrorLog, scan_file, sniff
 
 __all__ = ["ErrorLinesReader", "READER"]
+
+
+class _LazyCatalog:
+    """The catalog, loaded (:func:`~hangdbg.catalog.catalog.load`, about 0.1 s) on the first look-up: a file without
+    an error-looking line (a healthy NCCL_DEBUG log of a gigabyte) never needs it."""
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(load(), name)
 
 
 class ErrorLinesReader(ReaderBase[ErrorLinesFacts]):
@@ -30,7 +38,7 @@ class ErrorLinesReader(ReaderBase[ErrorLinesFacts]):
         return sniff(head)
 
     def _read(self, paths: list[str]) -> SourceReport[ErrorLinesFacts]:
-        catalog = load()
+        catalog = cast(Catalog, _LazyCatalog())
         log = ErrorLog()
         errors: list[FileError] = []
         for path in paths:
