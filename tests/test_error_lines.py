@@ -1071,3 +1071,22 @@ def test_an_ipython7_frame_line_moves_the_cut_traceback_on(tmp_path):
     rep = _read(tmp_path, text)
     [cut] = [f for f in rep.findings if "excerpt ends inside" in f.summary]
     assert "launchers.py in notebook_launcher" in cut.summary and "raised ValueError" in cut.summary
+
+
+def test_a_crash_handlers_banner_is_the_failure_and_its_frames_are_no_cut_traceback(tmp_path):
+    """tvm-ffi's SIGSEGV handler prints its banner, then native frames innermost first in the shape of Python
+    frame lines: a whole report, not a traceback the excerpt ends inside."""
+    text = ("!!!!!!! Segfault encountered !!!!!!!\n"
+            '  File "/libvgpu/src/cuda/memory.c", line 582, in cuMemCreate\n'
+            '  File "misc/cudawrap.cc", line 92, in ncclCuMemHostEnable()\n'
+            '  File "<unknown>", line 0, in _PyObject_MakeTpCall\n')
+    rep = _read(tmp_path, text)
+    [top] = [f for f in rep.findings if f.severity is Severity.SUSPECT]
+    assert "segmentation fault" in top.summary
+    assert not [f for f in rep.findings if "excerpt ends inside" in f.summary]
+
+
+def test_a_traceback_header_cut_short_is_the_excerpts_end_not_an_error_line(tmp_path):
+    rep = _read(tmp_path, "step 9 done\nTraceback (mo\n")
+    assert not [f for f in rep.findings if f.kind is Kind.UNRECOGNISED_ERROR]
+    assert [f for f in rep.findings if "ends at its header" in f.summary]

@@ -21,7 +21,7 @@ from ...catalog.catalog import Catalog, Match, cuda_named
 from ...catalog.message import ERROR_STEMS, Message, looks_like_error, parse_line
 from ...model import Evidence
 from .paste import double_spaced, repaired
-from .tracebacks import FRAME, CutTraceback, traceback_at
+from .tracebacks import FRAME, CutTraceback, cut_header, traceback_at
 from ...text.lines import MAX_LINE, RECORD_STARTS, iter_lines_from, open_input, strip_prefix
 from ...tools.grep import find_grep, grep_lines
 from .roster import NEEDLES, Roster
@@ -484,7 +484,7 @@ def scan_file(path: str, catalog: Catalog, log: ErrorLog) -> None:
             continue  # a line of an IPython traceback (its title, frames, numbered source): context
         if block is not None and line and (block := block.after(log, no, line, parse_line(line), catalog)) and block.took:
             continue  # a row of a launcher's banner: part of its head's event
-        if not line or after_file_line or is_context_line(line):
+        if not line or after_file_line or is_context_line(line) or cut_header(body):
             continue
         if not every and not looks_like_error(line) and not _LEVEL.search(line):
             continue
@@ -524,10 +524,16 @@ def scan_file(path: str, catalog: Catalog, log: ErrorLog) -> None:
             _first_of_block(log, path, gap)
     if block is not None:
         block.close(log, catalog)
-    cut = tb if tb is not None and data is not None and (tb.frame or tb.ipython or _TB_HEAD_LINE.search(tb.evidence.text)) else None
-    # (an excerpt that ends inside a traceback: after a frame, or right after its header)
-    _file_done(log, path, tally, first_event, cut, log.error_lines == before and
+    _file_done(log, path, tally, first_event, _cut_at_end(tb) if data is not None else None, log.error_lines == before and
                len(log.roster.said) + len(log.roster.missing) == said)
+
+
+def _cut_at_end(tb: CutTraceback | None) -> CutTraceback | None:
+    """The traceback a (small) file ends inside: after a frame, or right after its header (whole or cut short); never
+    a crash handler's frames (a whole report)."""
+    if tb is None or tb.crash:
+        return None
+    return tb if tb.frame or tb.ipython or _TB_HEAD_LINE.search(tb.evidence.text) or cut_header(tb.evidence.text) else None
 
 
 def _followed(tb: CutTraceback | None, ev: Evidence, body: str, frame: str,

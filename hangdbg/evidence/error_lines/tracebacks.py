@@ -18,11 +18,14 @@ from dataclasses import dataclass, replace
 from ...catalog.message import parse_line
 from ...model import Evidence
 
-__all__ = ["CutTraceback", "FRAME", "traceback_at"]
+__all__ = ["CutTraceback", "FRAME", "traceback_at", "cut_header"]
 
 FRAME = re.compile(r'File "(?P<path>[^"]{1,300})", line (?P<line>\d{1,7})(?:, in (?P<func>[\w<>.]{1,120}))?')
 """A frame line of a traceback (faulthandler's has no ``, in``)."""
 _TB_HEAD = re.compile(r"Traceback \(most recent call last\):")
+CRASH_HEAD = re.compile(r"!{3,} ?Segfault encountered ?!{3,}")
+"""tvm-ffi's SIGSEGV handler (apache/tvm-ffi src/ffi/backtrace.cc, loaded by vLLM, SGLang and FlashInfer): the
+banner, then the native frames innermost first, each as ``  File "PATH", line N, in FUNC``."""
 IPY_HEAD = re.compile(r"^\s*(?P<cls>[A-Za-z_][\w.]{0,120})\s{2,}Traceback \(most recent call last\)\s*$")
 """IPython's title line: the exception's class, then ``Traceback (most recent call last)`` (no colon)."""
 IPY_FRAME = re.compile(r"^\s*(?:File (?P<path>\S[^\n]{0,300}?):(?P<line>\d{1,7}), in (?P<func>[\w<>.]{1,120})"
@@ -52,6 +55,7 @@ class CutTraceback:
     exc: str = ""  # the exception's class, where the title names it (IPython's)
     ipython: bool = False  # IPython's format: numbered source lines follow each frame
     code_open: bool = False  # the marked source line opened a call the next numbered lines go on with
+    crash: bool = False  # the frames of a crash handler's banner (innermost first): a whole report, never cut
 
 def traceback_at(tb: CutTraceback | None, ev: Evidence, body: str, frame: str,
                   after_file_line: bool) -> CutTraceback | None:
@@ -62,6 +66,10 @@ def traceback_at(tb: CutTraceback | None, ev: Evidence, body: str, frame: str,
     line = ev.text
     if tb is not None and tb.ipython:
         return _ipython_at(tb, ev, body)
+    if CRASH_HEAD.search(body):
+        return CutTraceback(ev, "", crash=True)
+    if tb is not None and tb.crash:
+        return tb if "File \"" in line and FRAME.search(line) is not None else None
     if (m := IPY_HEAD.match(body)) is not None:
         return CutTraceback(ev, "", exc=m.group("cls"), ipython=True, rank=parse_line(line).rank)
     if "File \"" in line and FRAME.search(line) is not None:
@@ -70,7 +78,7 @@ def traceback_at(tb: CutTraceback | None, ev: Evidence, body: str, frame: str,
         return tb
     if tb is not None and after_file_line and body.strip():
         return replace(tb, code=body.strip())
-    if _TB_HEAD.search(line):
+    if _TB_HEAD.search(line) or cut_header(body):
         return CutTraceback(ev, "")
     if tb is not None and body.lstrip().startswith('File "'):
         return tb  # a frame the excerpt cut before its line number: the traceback goes on into it
@@ -108,3 +116,12 @@ def _ipython_at(tb: CutTraceback, ev: Evidence, body: str) -> CutTraceback | Non
     if body.strip() == "...":
         return tb
     return None
+
+
+_HEADER = "Traceback (most recent call last):"
+
+
+def cut_header(text: str) -> bool:
+    """Whether ``text`` is CPython's traceback header cut short (``Traceback (mo``: an excerpt that ends inside it)."""
+    t = text.strip()
+    return len(t) >= len("Traceback (") and len(t) < len(_HEADER) and _HEADER.startswith(t)
