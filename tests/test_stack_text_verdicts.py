@@ -217,3 +217,25 @@ def test_report_on_a_dir_with_an_lldb_abort_hang(tmp_path, capsys):
     sus = [f for f in doc["findings"] if f["severity"] == "suspect"]
     assert [f["kind"] for f in sus] == ["abort-hang"] and sus[0]["ranks"] == [0]
     assert "SIGSTOP" not in doc["headline"] and "abort" in doc["headline"]
+
+
+def test_a_gdb_backtrace_at_address_0_is_a_crash_in_its_caller(tmp_path):
+    """``#0 0x0000000000000000 in ?? ()``: the thread called through a NULL function pointer and faulted; frame
+    #1 (a net plugin's init here) is where, and a live hang it is not."""
+    p = tmp_path / "bt.txt"
+    p.write_text("#0  0x0000000000000000 in ?? ()\n"
+                 "#1  0x00007fefc64b890f in nccl_p2p_ib_init (num_devs=0x7fefc64cca38) at p2p_plugin.c:315\n"
+                 "#2  0x00007ff2369daf80 in ncclNet_v6_as_v7_init (logfn=<optimized out>) at net.cc:54\n"
+                 "#3  0x00007ff2369c661c in ncclAsyncJobMain (arg=0x557d0e341290) at group.cc:62\n")
+    rep, _ = stack_text.load([str(p)])
+    [crash] = [f for f in _suspects(rep) if f.kind is Kind.CRASH]
+    assert "SIGSEGV" in crash.summary and "NULL function pointer" in crash.summary
+    assert "nccl_p2p_ib_init" in crash.summary
+
+
+def test_a_gdb_frame_0_at_a_real_address_is_no_crash(tmp_path):
+    p = tmp_path / "bt.txt"
+    p.write_text("#0  0x00007ff2364d7ac3 in __futex_abstimed_wait_common () from /lib/libc.so.6\n"
+                 "#1  0x00007ff2369c661c in ncclAsyncJobMain (arg=0x557d0e341290) at group.cc:62\n")
+    rep, _ = stack_text.load([str(p)])
+    assert not any(f.kind is Kind.CRASH for f in rep.findings)

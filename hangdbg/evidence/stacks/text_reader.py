@@ -18,7 +18,7 @@ from ...model import (Evidence, FileError, Finding, Kind, RankDump, RankState, S
     SourceReport, Thread)
 from ...enums import ThreadStatus
 from ...stacks.debug_server import is_debug_server_dump
-from ...stacks.native_text import (CrashLine, StackBlock, TextInfo, crash_site, merge_native_python, parse_stacks,
+from ...stacks.native_text import (NULL_PC, CrashLine, StackBlock, TextInfo, crash_site, merge_native_python, parse_stacks,
     sniff, thread_status)
 from ...stacks.pyspy_text import rank_from_filename
 from ...text.lines import iter_lines
@@ -114,7 +114,8 @@ def load(paths: Sequence[str]) -> tuple[SourceReport[StackTextFacts], list[RankD
                                     action="read the Python frames of the current thread; a C extension or a library it called crashed"))
             states.append(RankState(r, state=fatal[1].removeprefix("Fatal Python error: "), source=SourceKind.STACK_TEXT))
         elif info.signal:
-            findings.append(Finding(Kind.CRASH, f"{who} crashed with {info.signal}{where}", ranks, evidence=tuple(ev),
+            null = " (a call through a NULL function pointer)" if any(NULL_PC.search(x.text) for x in ev) else ""
+            findings.append(Finding(Kind.CRASH, f"{who} crashed with {info.signal}{null}{where}", ranks, evidence=tuple(ev),
                                     action=_CRASH_ACTIONS.get(info.signal, _CRASH_ACTION)))
             states.append(RankState(r, state=info.signal, source=SourceKind.STACK_TEXT))
         kinds: set[Kind] = set()
