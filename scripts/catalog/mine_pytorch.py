@@ -1321,8 +1321,10 @@ R("cuda-unknown-error-env", CFUN, "CUDA unknown error - this may be due to an in
   cut="after program start.")
 R("cuda-device-count-error", CFUN, "Unexpected error from cudaGetDeviceCount()", "environment", "root",
   "suspect", "CUDA could not count the GPUs; the CUDA error is at the end of the line (e.g. 802: fabric manager "
-  "not running, 804: forward compatibility unsupported)", "check nvidia-smi, the driver and "
-  "nvidia-fabricmanager on NVSwitch systems", cut="Unexpected error from cudaGetDeviceCount().")
+  "not running, 804: forward compatibility unsupported; 100 no device, and on ROCm 101 hipErrorInvalidDevice, which "
+  "older HIP releases return for the same: no GPU visible to this process)", "check nvidia-smi "
+  "(rocm-smi), the driver and nvidia-fabricmanager on NVSwitch systems; for no visible GPU the devices the "
+  "container or scheduler gives the process (CUDA_VISIBLE_DEVICES / HIP_VISIBLE_DEVICES)", cut="Unexpected error from cudaGetDeviceCount().")
 R("cuda-no-gpus-available", CFUN, "No CUDA GPUs are available", "launch", "root", "suspect",
   "the process sees no GPU", "check CUDA_VISIBLE_DEVICES and the GPUs the scheduler allocated")
 R("cuda-dsa-compile-hint", DSA, "Compile with `TORCH_USE_CUDA_DSA` to enable device-side assertions.", "none",
