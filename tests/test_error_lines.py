@@ -951,10 +951,17 @@ def test_a_rank_its_watchdog_aborts_is_no_suspect(tmp_path):
 
 def test_an_abort_after_an_unknown_what_keeps_the_terminate_line(tmp_path):
     """A what() no entry knows: the terminate line stays the failure, quoting its what()."""
-    v = _verdict(tmp_path, "terminate called after throwing an instance of 'std::bad_alloc'\n  what():  std::bad_alloc\n"
+    v = _verdict(tmp_path, "terminate called after throwing an instance of 'acme::Glitch'\n  what():  frob-17 glitched\n"
                            "Aborted (core dumped)\n")
     top = next(f for f in v.findings if f.severity is Severity.SUSPECT)
-    assert "what(): std::bad_alloc" in top.summary
+    assert "what(): frob-17 glitched" in top.summary
+
+
+def test_an_uncaught_bad_alloc_is_the_hosts_memory(tmp_path):
+    v = _verdict(tmp_path, "terminate called after throwing an instance of 'std::bad_alloc'\n  what():  std::bad_alloc\n"
+                           "Aborted (core dumped)\n")
+    [top] = [f for f in v.findings if f.severity is Severity.SUSPECT]
+    assert "allocation on the host failed" in top.summary and not top.ranks
 
 
 def test_a_ranks_exception_before_the_launchers_lines_is_its_own_failure(tmp_path):
