@@ -360,7 +360,16 @@ def test_an_exception_that_waited_for_another_rank_is_no_first_failure(tmp_path)
     text = "Traceback (most recent call last):\nfoo.bar.WorkerLostError: the peer went away while receiving\n"
     rep = _read(tmp_path, text, "train.log")
     (f,) = [f for f in rep.findings if f.kind is Kind.RANK_ERROR]
-    assert f.severity is Severity.INFO and "consequence" in f.summary and rep.facts.first_failure == ""
+    assert f.severity is Severity.WARNING and "consequence" in f.summary and rep.facts.first_failure == ""
+    assert f.evidence[-1].text.startswith("python.exception-waited:")
+
+
+def test_a_waiters_exception_alone_is_shown_never_nothing_abnormal(tmp_path):
+    """A bare RendezvousTimeoutError: the process waited (no suspect), but an exception was raised: a warning."""
+    (tmp_path / "run.log").write_text("torch.distributed.elastic.rendezvous.api.RendezvousTimeoutError\n")
+    rc, doc = main_json("report", str(tmp_path))
+    assert rc == 0 and "nothing abnormal" not in doc["headline"] and "RendezvousTimeoutError" in doc["headline"]
+    assert not [f for f in doc["findings"] if f["severity"] == "suspect"]
 
 
 def test_a_bare_exception_class_still_reads_as_its_catalog_entry(tmp_path):

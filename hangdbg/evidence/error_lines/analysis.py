@@ -111,6 +111,9 @@ def _quote(e: ErrorEvent) -> str:
 
 EXCEPTION_ID = "python.exception"
 """The id the findings of uncaught exceptions no catalog entry knows cite (as a catalog entry id would be)."""
+WAITED_ID = "python.exception-waited"
+"""The id such a finding cites when the exception's words say the process waited for another (a timeout, a lost
+peer): a warning that is shown (an exception was raised: never "nothing abnormal"), never a first failure."""
 _WAITER_WORDS = re.compile(r"\b(?:time[ds]? ?out|timeout|reset by peer|connection (?:closed|reset|refused|lost)|closed by|"
                            r"broken pipe|refused|abort|watchdog|rendezvous|signal|killed|terminat|sigterm|barrier|"
                            r"peers?\b|unreachable|heartbeat)", re.IGNORECASE)  # whole words: TypeError holds "peEr"
@@ -144,9 +147,10 @@ def _exceptions(log: ErrorLog) -> list[Finding]:
                 "ChildFailedError") else " (its words say it waited for something else: a consequence)" if waits else "")
             + ("; the same on every rank: a cause they share (the installed packages, the environment, the "
                "code or its input), not one rank" if who.startswith("every rank") else ""),
-            ranks=ranks, hosts=hosts, severity=Severity.INFO if waits else Severity.WARNING,
+            ranks=ranks, hosts=hosts, severity=Severity.WARNING,
             evidence=tuple(e.evidence for e in evs[:_MAX_EV]) + (
-                Evidence("traceback", None, f"{EXCEPTION_ID}: https://docs.python.org/3/library/exceptions.html"),),
+                Evidence("traceback", None, f"{WAITED_ID if waits else EXCEPTION_ID}: "
+                                            "https://docs.python.org/3/library/exceptions.html"),),
             action="read the traceback that ends in this line: its last frame is where the exception was raised"))
     return out
 
@@ -519,7 +523,7 @@ def findings_from(log: ErrorLog) -> tuple[list[Finding], ErrorLinesFacts]:
                             unrecognised=log.error_lines + log.dropped - recognised,
                             entries=tuple(EntryCount(i, n, sources[i]) for i, n in counts.most_common()),
                             first_failure=first.entry.id if first is not None else (
-                                EXCEPTION_ID if any(f.severity is Severity.WARNING for f in raised) else
+                                EXCEPTION_ID if any(f.evidence[-1].text.startswith(EXCEPTION_ID + ":") for f in raised) else
                                 SOURCE_ID if roster else
                                 CUT_ID if any(f.evidence[-1].text.startswith(CUT_ID + ":") for f in cut)
                                 and not any(g.entry.role is Role.CONSEQUENCE for g in groups) else ""),
