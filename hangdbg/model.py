@@ -89,7 +89,8 @@ class Kind(DocumentedEnum):
     NOT_SAVED = ("not-saved", "files of the output directory that could not be written (disk full, read-only, quota, "
                  "permission): the analysis is complete, only these files are missing on disk")
     STALL = ("stall", "hangdbg watch: the job stopped making progress (a log that stopped growing, stale heartbeats, or "
-             "stacks unchanged while ranks wait); names the suspects of the dump taken then")
+             "stacks unchanged while ranks wait); names the suspects of the dump taken then. In a post-mortem: a log "
+             "without an error line that stops at a step that can wait forever (what that step waits for)")
     MIXED_JOBS = ("mixed-jobs", "the files given look like several unrelated jobs (world sizes, NCCL versions, dates differ)")
     # stack texts and core files
     CRASH = ("crash", "a backtrace text (gdb, lldb) shows a process stopped by a fatal signal")

@@ -1106,3 +1106,29 @@ def test_a_traceback_header_cut_short_is_the_excerpts_end_not_an_error_line(tmp_
     rep = _read(tmp_path, "step 9 done\nTraceback (mo\n")
     assert not [f for f in rep.findings if f.kind is Kind.UNRECOGNISED_ERROR]
     assert [f for f in rep.findings if "ends at its header" in f.summary]
+
+
+def test_a_log_without_an_error_line_that_stops_at_a_jit_build_says_where_it_stops(tmp_path):
+    """No error line, but the last line starts a step that can wait forever (the catalog entry's stall): a warning
+    that says where the output stops and what that step waits for, never 'nothing could be read', never a suspect."""
+    text = ("> compiling and loading fused kernels ...\nDetected CUDA files, patching ldflags\n"
+            "Emitting ninja build file /opt/megatron/fused_kernels/build/build.ninja...\n"
+            "Building extension module scaled_masked_softmax_cuda...\n")
+    rep = _read(tmp_path, text)
+    [f] = rep.findings
+    assert f.kind is Kind.STALL and f.severity is Severity.WARNING and "lock" in f.summary
+    assert rep.records == 1 and rep.facts.quiet_files == ()
+
+
+def test_a_progress_line_in_the_middle_of_a_log_is_no_stall(tmp_path):
+    text = "Building extension module fused_adam...\nLoading extension module fused_adam...\nstep 10 loss 2.3\n"
+    rep = _read(tmp_path, text)
+    assert not rep.findings and rep.facts.quiet_files
+
+
+def test_a_log_that_stops_waiting_in_the_store_barrier_names_missing_ranks(tmp_path):
+    text = ("I1127 22:14:21.696000 579 torch/distributed/distributed_c10d.py:1620] Waiting in store based barrier to "
+            "initialize process group for 30 seconds\n")
+    rep = _read(tmp_path, text)
+    [f] = rep.findings
+    assert f.kind is Kind.STALL and "ranks are missing" in f.summary

@@ -507,7 +507,8 @@ def parse_entries(doc: dict[str, Any], name: str, checked: bool = True) -> list[
                                 meaning=str(raw["meaning"]), blame=blame, role=role, severity=raw["severity"],
                                 action=str(raw["action"]), versions=str(raw.get("versions", "")), example=example,
                                 pattern=pattern, literal=lit, code=_code(raw.get("code"), where),
-                                rank_field=_code(raw.get("rank_field"), where), msgcode=str(raw.get("msgcode", ""))))
+                                rank_field=_code(raw.get("rank_field"), where), msgcode=str(raw.get("msgcode", "")),
+                                stall=str(raw.get("stall", ""))))
     return out
 
 

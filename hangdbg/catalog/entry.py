@@ -83,6 +83,8 @@ class CatalogEntry:
             mp.spawn gave the process, its rank on one node in the ``mp.spawn(fn, nprocs=N)`` idiom).
         msgcode: the code the program prints in front of the message (Ascend CANN's ``EI0006: ``), "" when none:
             a line that carries the code is looked up by it (:meth:`~hangdbg.catalog.catalog.Catalog.match_code`).
+        stall: for a progress message, the step that starts with it and can wait forever, and what it usually waits
+            for ("" for other messages): a log without an error line that ends with this message is read with it.
     """
 
     id: str
@@ -102,3 +104,4 @@ class CatalogEntry:
     code: int | None = None
     rank_field: int | None = None
     msgcode: str = ""
+    stall: str = ""

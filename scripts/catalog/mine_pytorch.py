@@ -614,6 +614,7 @@ class Row:
     optional: bool = False
     repo: str = "pytorch"
     rank_field: int | None = None  # the placeholder that is the printing process's rank (see entry.py)
+    stall: str = ""  # a progress message: the step it starts, that can wait forever (see entry.py)
 
 
 PYTORCH: list[Row] = []
@@ -644,6 +645,8 @@ MPAPI = ELA + "multiprocessing/api.py"
 ERRS = ELA + "multiprocessing/errors/__init__.py"
 DRDZV = ELA + "rendezvous/dynamic_rendezvous.py"
 C10DPY = "torch/distributed/distributed_c10d.py"
+STALL_INIT = ("init_process_group waits for every rank of the world to join: ranks are missing (not started, failed "
+              "before init_process_group, or pointed at another MASTER_ADDR / MASTER_PORT)")
 CCA = "c10/cuda/CUDACachingAllocator.cpp"
 CFUN = "c10/cuda/CUDAFunctions.cpp"
 DSA = "c10/cuda/CUDADeviceAssertionHost.cpp"
@@ -1015,7 +1018,7 @@ R("store-based-barrier-timeout", C10DPY, "Timed out initializing process group i
   "consequence", "warning", "init_process_group's store barrier timed out: some ranks never called it",
   "check that every rank started and reached init_process_group (compare num_workers_joined with world_size)")
 R("store-based-barrier-waiting", C10DPY, "Waiting in store based barrier to initialize process group for",
-  "peer", "consequence", "info", "init_process_group waits for the other ranks", "", cut="seconds")
+  "peer", "consequence", "info", "init_process_group waits for the other ranks", "", cut="seconds", stall=STALL_INIT)
 R("store-based-barrier-done", C10DPY, "Completed store-based barrier for key", "none", "context", "info",
   "every rank passed init_process_group's barrier", "")
 R("default-pg-not-initialized", C10DPY, "Default process group has not been initialized", "self", "root",
@@ -1799,6 +1802,7 @@ class Entry:
     notes: list[str] = field(default_factory=list)
     code: int | None = None  # the enum value a message names (a CUresult / cudaError name), for lines that print only the number
     rank_field: int | None = None  # the placeholder that is the rank of the process the message is about
+    stall: str = ""  # a progress message: the step it starts, that can wait forever
 
 
 # Line decorations hangdbg peels off before matching (its hangdbg/catalog/message.py), which some upstream
@@ -1964,7 +1968,8 @@ class Miner:
         if row.repo == "pytorch":
             versions = hits[0][0] if hits[0][0] == hits[-1][0] else f"{hits[0][0]}..{hits[-1][0]}"
         return Entry(row.id, syntax, fmt, source, row.meaning, row.blame, row.role, row.severity, row.action,
-                     versions, row.example, row.repo, ref, row.path, line, row.anchor, rank_field=row.rank_field)
+                     versions, row.example, row.repo, ref, row.path, line, row.anchor, rank_field=row.rank_field,
+                     stall=row.stall)
 
     def check_citation(self, e: Entry) -> None:
         up = self.ups[e.repo]
@@ -2054,6 +2059,8 @@ def render(domain: str, header: list[str], entries: list[Entry]) -> str:
             lines.append(f"code = {e.code}")
         if e.rank_field is not None:
             lines.append(f"rank_field = {e.rank_field}")
+        if e.stall:
+            lines.append(f"stall = {toml_str(e.stall)}")
         lines.append("")
     return "\n".join(lines)
 

@@ -443,6 +443,22 @@ def _cut(log: ErrorLog) -> list[Finding]:
     return out
 
 
+def _stalls(log: ErrorLog) -> list[Finding]:
+    """A warning per quiet file (no error line) whose last line starts a step that can wait forever (its catalog
+    entry's ``stall``): where the output stops, and what that step waits for if the job hung there. Only a warning:
+    an excerpt may end anywhere, so its end is no proof that the step never finished."""
+    out = []
+    for ev, e in log.stalls[:MAX_UNRECOGNISED]:
+        msg = parse_line(ev.text)
+        who = ranks_text((msg.rank,)) if msg.rank is not None else (f"on {msg.host}" if msg.host else "a process of the job")
+        out.append(Finding(
+            Kind.STALL, f"{who}: no error line; the output stops at \u201c{msg.text[:200]}\u201d ({e.meaning}); if the job "
+            f"hung, it hung in that step: {e.stall}", ranks=(msg.rank,) if msg.rank is not None else (),
+            hosts=(msg.host,) if msg.host else (), severity=Severity.WARNING,
+            evidence=(ev, Evidence("catalog", None, f"{e.id}: {e.source}")), action=e.action))
+    return out
+
+
 def _unrecognised(log: ErrorLog) -> list[Finding]:
     by_shape: dict[str, list[ErrorEvent]] = {}
     for ev in log.events:
@@ -515,7 +531,7 @@ def findings_from(log: ErrorLog) -> tuple[list[Finding], ErrorLinesFacts]:
     raised = _exceptions(log)
     out[:0] = _ib_missing(log)
     cut = _cut(log)
-    out += [f for f in roster if f.severity is not Severity.SUSPECT] + raised + _unrecognised(log) + cut
+    out += [f for f in roster if f.severity is not Severity.SUSPECT] + raised + _unrecognised(log) + cut + _stalls(log)
     counts = Counter(ev.match.innermost.id for ev in log.events if ev.match is not None)
     sources = {ev.match.innermost.id: ev.match.innermost.source for ev in log.events if ev.match is not None}
     recognised = sum(counts.values())

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field, replace
 from typing import Iterator
 
 from ...catalog.catalog import Catalog, Match, cuda_named
+from ...catalog.entry import CatalogEntry
 from ...catalog.message import ERROR_STEMS, Message, looks_like_error, parse_line
 from ...model import Evidence
 from .paste import double_spaced, repaired
@@ -525,7 +526,8 @@ def scan_file(path: str, catalog: Catalog, log: ErrorLog) -> None:
     if block is not None:
         block.close(log, catalog)
     _file_done(log, path, tally, first_event, _cut_at_end(tb) if data is not None else None, log.error_lines == before and
-               len(log.roster.said) + len(log.roster.missing) == said)
+               len(log.roster.said) + len(log.roster.missing) == said, Evidence(path, prev_text, prev_line) if data is not None
+               and prev_text else None, catalog)
 
 
 def _cut_at_end(tb: CutTraceback | None) -> CutTraceback | None:
@@ -547,10 +549,11 @@ def _followed(tb: CutTraceback | None, ev: Evidence, body: str, frame: str,
 
 
 def _file_done(log: ErrorLog, path: str, tally: _Tally, first_event: int, cut: CutTraceback | None,
-               nothing_else: bool) -> None:
+               nothing_else: bool, last: Evidence | None = None, catalog: Catalog | None = None) -> None:
     """What a file says as a whole, once read: the global ranks of its local-rank lines, IB HCAs named with no
-    IB device, the traceback it ends inside, its doubled-log test, and whether it was quiet (``nothing_else``:
-    no error line and no roster line read from it)."""
+    IB device, the traceback it ends inside, its doubled-log test, whether it was quiet (``nothing_else``:
+    no error line and no roster line read from it), and for a quiet small file whose ``last`` line with text is a
+    progress message that starts a step that can wait forever (a catalog entry's ``stall``), that line."""
     _rank_by_local(log, first_event, tally.local_to_rank)
     ib = (tally.ib_hca, tally.no_ib) if tally.ib_hca is not None and tally.no_ib is not None else None
     if ib is not None:
@@ -560,7 +563,19 @@ def _file_done(log: ErrorLog, path: str, tally: _Tally, first_event: int, cut: C
     log.roster.note_file(path, tally.seen, tally.repeats)
     log.roster.expecting = False  # a block does not run on into the next file
     if nothing_else and cut is None and ib is None:
-        log.quiet_files.append(path)
+        stall = _stall_at(last, catalog)
+        if stall is not None and last is not None:
+            log.stalls.append((last, stall))
+        else:
+            log.quiet_files.append(path)
+
+
+def _stall_at(last: Evidence | None, catalog: Catalog | None) -> CatalogEntry | None:
+    """The catalog entry with a ``stall`` that the message of a file's last line is (a progress line), else None."""
+    if last is None or catalog is None:
+        return None
+    m = catalog.match(parse_line(last.text[:LOOKED_AT]).text)
+    return m.innermost if m is not None and m.innermost.stall else None
 
 
 def _labelled_message(msg: Message, label: str, labelled: str | None, pod_node: str | None) -> Message:

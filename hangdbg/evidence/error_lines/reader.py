@@ -48,7 +48,8 @@ class ErrorLinesReader(ReaderBase[ErrorLinesFacts]):
                 errors.append(FileError(path, exc.strerror or str(exc)))
         findings, facts = findings_from(log)
         return with_source(SourceReport(kind=self.kind, files=tuple(paths), findings=tuple(findings),
-                                        records=facts.error_lines + len(log.roster.said) + len(log.roster.missing) + len(log.cut_tracebacks) + len(log.ib_missing),
+                                        records=facts.error_lines + len(log.roster.said) + len(log.roster.missing) + len(log.cut_tracebacks) + len(log.ib_missing)
+                                        + len(log.stalls),
                                         lines_read=log.lines_read,
                                         errors=tuple(errors), facts=facts))
 
