@@ -1132,3 +1132,14 @@ def test_a_log_that_stops_waiting_in_the_store_barrier_names_missing_ranks(tmp_p
     rep = _read(tmp_path, text)
     [f] = rep.findings
     assert f.kind is Kind.STALL and "ranks are missing" in f.summary
+
+
+def test_torchelastics_old_log_format_is_peeled_and_a_rendezvous_wait_is_a_stall(tmp_path):
+    """PyTorch 1.9-1.10's torchelastic format '[INFO] DATE TIME,ms module: message'; a log that stops while the
+    node joins the rendezvous says the rendezvous waits for nodes."""
+    text = ("[INFO] 2021-06-29 12:04:55,398 api: [default] Rendezvous'ing worker group\n"
+            "[INFO] 2021-06-29 12:04:55,398 dynamic_rendezvous: The node 'master1_21848_0' attempts to join the next "
+            "round of the rendezvous '11'.\n")
+    rep = _read(tmp_path, text)
+    [f] = rep.findings
+    assert f.kind is Kind.STALL and "nodes are missing" in f.summary

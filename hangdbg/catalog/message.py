@@ -44,6 +44,10 @@ _LOGGER = re.compile(
     r"(?:\[(?P<lvl4>ERROR|WARNING|WARN|CRITICAL|FATAL|INFO|DEBUG|error|warning|warn|critical|fatal|info|debug)\]\s?"
     r"|(?P<lvl5>ERROR|WARNING|CRITICAL|FATAL)(?::[\w.\-]{0,120}:|\s*[-:|]\s+)"
     r"|\[[\w.\-/]{1,120}\.py:\d{1,6}(?::[\w<>]{1,80})?\]\s?|[\w.\-]{1,120} - (?P<lvl6>ERROR|WARNING|CRITICAL|INFO|DEBUG) - )")
+_ELASTIC_OLD = re.compile(r"\[(?P<lvl4>ERROR|WARNING|INFO|DEBUG|CRITICAL)\] \d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3} "
+                          r"[a-z_]\w{0,60}: ")
+"""torchelastic's own log format of PyTorch 1.9-1.10 (torch/distributed/elastic/utils/logging.py:
+``[%(levelname)s] %(asctime)s %(module)s: %(message)s``): level, time and module name before the message."""
 _SYSLOG = re.compile(r"(?:[A-Z][a-z]{2} +\d{1,2} \d\d:\d\d:\d\d|\[[A-Z][a-z]{2} [A-Z][a-z]{2} +\d{1,2} \d\d:\d\d:\d\d \d{4}\]) ?"
                      r"(?:(?P<host>[\w.\-]{1,253}) )?(?:kernel|[\w.\-]{1,80}(?:\[\d+\])?):\s")
 _RAY = re.compile(r"\((?:[\w.]{1,120}\s)?(?:rank=(?P<rank>\d{1,9})\s)?pid=(?P<pid>\d{1,10})(?:,\s?ip=(?P<host>[\w.:\-]{1,80}))?"
@@ -283,7 +287,7 @@ def parse_line(line: str) -> Message:
         local = local if local is not None else p.local_rank
         host = host if host is not None else p.host
         text = p.text
-        for rx in (_MORE, _JSON_KEY, _PASTE, _DOCKER, _K8S_EVENT, _RAY, _SYSLOG, _DMESG_X, _CANN_LOG, _CANN_CODE, _CANN_PID, _NPU_ERR, _FUNC_AT, _OMPI, _UCX, _MPICH_STACK, _PYWARN, _ENFORCE, _GLOG, _NCCL, _NCCL_BARE, _TOOLS, _C10D_RANK, _USER_RANK, _LOGGER,
+        for rx in (_MORE, _JSON_KEY, _PASTE, _DOCKER, _K8S_EVENT, _RAY, _SYSLOG, _DMESG_X, _CANN_LOG, _CANN_CODE, _CANN_PID, _NPU_ERR, _FUNC_AT, _OMPI, _UCX, _MPICH_STACK, _PYWARN, _ENFORCE, _GLOG, _NCCL, _NCCL_BARE, _TOOLS, _C10D_RANK, _USER_RANK, _ELASTIC_OLD, _LOGGER,
                    _WHAT, _EXC, _EXC_LOWER):
             m = rx.match(text)
             if m is None or m.end() == 0 or (rx is _PASTE and exc is not None):  # KeyError: 'labels' keeps its quote

@@ -645,6 +645,8 @@ MPAPI = ELA + "multiprocessing/api.py"
 ERRS = ELA + "multiprocessing/errors/__init__.py"
 DRDZV = ELA + "rendezvous/dynamic_rendezvous.py"
 C10DPY = "torch/distributed/distributed_c10d.py"
+STALL_RDZV = ("the rendezvous waits until --nnodes nodes joined: nodes are missing (torchrun not started on them, another "
+              "--rdzv-id or --rdzv-endpoint, or the endpoint unreachable from them)")
 STALL_INIT = ("init_process_group waits for every rank of the world to join: ranks are missing (not started, failed "
               "before init_process_group, or pointed at another MASTER_ADDR / MASTER_PORT)")
 CCA = "c10/cuda/CUDACachingAllocator.cpp"
@@ -1067,7 +1069,7 @@ R("elastic-exit-barrier-error", AGENT, "Error waiting on exit barrier.", "peer",
 R("elastic-rendezvous-complete", AGENT, "Rendezvous complete for workers. Result:", "none", "context", "info",
   "the agent finished rendezvous; the ranks follow", "")
 R("elastic-rendezvousing", AGENT, "Rendezvous'ing worker group", "none", "context", "info",
-  "the agent starts rendezvous with the other nodes", "")
+  "the agent starts rendezvous with the other nodes", "", stall=STALL_RDZV)
 R("elastic-starting-workers", AGENT, "Starting worker group", "none", "context", "info",
   "the agent starts its workers", "")
 R("elastic-stopping-workers", AGENT, "Stopping worker group", "none", "consequence", "info",
@@ -1169,7 +1171,7 @@ R("rdzv-node-closed", DRDZV, "has closed the rendezvous", "none", "consequence",
 R("rdzv-joined-round", DRDZV, "has joined round", "none", "context", "info",
   "this node joined a rendezvous round with the given rank and world size", "")
 R("rdzv-attempts-join", DRDZV, "attempts to join the next round of the rendezvous", "none", "context", "info",
-  "this node starts rendezvous", "")
+  "this node starts rendezvous", "", stall=STALL_RDZV)
 R("rdzv-store-connection-failed", ELA + "rendezvous/c10d_rendezvous_backend.py",
   "The connection to the C10d store has failed.", "launch", "root", "warning",
   "the c10d rendezvous backend could not reach its store", "check --rdzv-endpoint (host:port), that its host is "
