@@ -751,10 +751,18 @@ def test_a_known_message_split_by_a_wrap_is_joined_again(tmp_path):
 
 
 def test_an_exception_message_over_several_lines_is_quoted_whole(tmp_path):
-    text = ("AssertionError: CUDA device, driver and/or toolkit version does not support\n"
-            "comm+GEMM overlap with CUDA Multicast. Launch app with UB_SKIPMC=1 to try CUDA\nIPC instead.\n")
+    text = ("AssertionError: the frobnicator device, its firmware and/or toolkit version does not support\n"
+            "warp-drive overlap with quantum Multicast. Launch app with WD_SKIPQM=1 to try classic\nIPC instead.\n")
     v = _verdict(tmp_path, text)
-    assert v.findings and "UB_SKIPMC=1" in v.findings[0].summary and "IPC instead" in v.findings[0].summary
+    assert v.findings and "WD_SKIPQM=1" in v.findings[0].summary and "IPC instead" in v.findings[0].summary
+
+
+def test_a_capability_assertion_of_transformer_engine_blames_the_machine_not_the_rank(tmp_path):
+    text = ("[rank0]: AssertionError: CUDA device, driver and/or toolkit version does not support comm+GEMM overlap "
+            "with CUDA Multicast. Launch app with UB_SKIPMC=1 to try CUDA IPC instead.\n")
+    v = _verdict(tmp_path, text)
+    [top] = [f for f in v.findings if f.severity is Severity.SUSPECT]
+    assert "Multicast" in top.summary and not top.ranks
 
 
 def test_announcements_a_paste_ran_together_count_one_by_one(tmp_path):
