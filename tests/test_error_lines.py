@@ -1151,3 +1151,19 @@ def test_torchelastics_old_log_format_is_peeled_and_a_rendezvous_wait_is_a_stall
     rep = _read(tmp_path, text)
     [f] = rep.findings
     assert f.kind is Kind.STALL and "nodes are missing" in f.summary
+
+
+def test_an_installation_or_capability_exception_names_no_rank(tmp_path):
+    """A missing module or a 'does not support' on one rank is the installation's or the machine's: the same on
+    every rank with these packages; the rank that printed it first is no culprit."""
+    for line in ("[rank0]: ModuleNotFoundError: No module named 'flash_attn'",
+                 "[rank2]: RuntimeError: this GPU does not support bf16 matmuls with fp8 scaling"):
+        v = _verdict(tmp_path, line + "\n")
+        [top] = [f for f in v.findings if f.severity is Severity.SUSPECT]
+        assert not top.ranks and "not that rank's own" in top.summary
+
+
+def test_a_ranks_own_code_exception_still_names_it(tmp_path):
+    v = _verdict(tmp_path, "[rank3]: KeyError: 'sample_000123'\n")
+    [top] = [f for f in v.findings if f.severity is Severity.SUSPECT]
+    assert top.ranks == (3,)

@@ -121,6 +121,17 @@ _WAITER_WORDS = re.compile(r"\b(?:time[ds]? ?out|timeout|reset by peer|connectio
 such an exception is not the rank's own first failure."""
 
 
+_INSTALL_EXC = re.compile(r"(?:^|\.)(?:ImportError|ModuleNotFoundError)$")
+_INSTALL_WORDS = re.compile(
+    r"\bNo module named\b|\bcannot import name\b|\bmodule '[\w.]{1,120}' has no attribute\b|\bnot installed\b|"
+    r"\b(?:does not|doesn't|do not|don't) support\b|\bis not supported (?:on|by|with|for)\b|"
+    r"\brequires? (?:\S{1,60} )?(?:version|>=|compute capability)|\bversion\b.{0,60}\b(?:is required|mismatch|"
+    r"incompatible|not supported)", re.IGNORECASE)
+"""An exception that reports the installation, a version or a capability of the machine (Python's ImportError /
+ModuleNotFoundError, 'No module named', 'module X has no attribute', 'does not support', 'requires version'): every
+rank that runs this code with these packages on such a machine raises it, so it names no rank as the culprit."""
+
+
 def _exceptions(log: ErrorLog) -> list[Finding]:
     """Uncaught Python exceptions no catalog entry knows (the last line of a traceback): one warning
     finding per exception class and message shape, earliest first; their own failure, unless their
@@ -138,6 +149,9 @@ def _exceptions(log: ErrorLog) -> list[Finding]:
         if len(ranks) >= 2 and set(ranks) == seen:  # the same exception on every rank: a cause they share
             who = f"every rank in these logs ({ranks_text(ranks)}) alike"
             ranks = ()
+        install = _INSTALL_EXC.search(exc) is not None or _INSTALL_WORDS.search(evs[0].message.text) is not None
+        if install and ranks:
+            who, ranks = f"{who} (an installation, version or capability problem, not that rank's own)", ()
         waits = _WAITER_WORDS.search(f"{exc} {evs[0].message.text}") is not None or _waited_after(log, evs[0]) \
             or exc.endswith("ChildFailedError")  # torchelastic's report of its children's ends, read in its block
         out.append(Finding(
