@@ -1167,3 +1167,19 @@ def test_a_ranks_own_code_exception_still_names_it(tmp_path):
     v = _verdict(tmp_path, "[rank3]: KeyError: 'sample_000123'\n")
     [top] = [f for f in v.findings if f.severity is Severity.SUSPECT]
     assert top.ranks == (3,)
+
+
+def test_a_json_document_no_reader_takes_is_read_for_its_error_lines(tmp_path):
+    (tmp_path / "event.json").write_text('{"level": "error", "msg": "worker 3 failed: RuntimeError: CUDA error: an '
+                                         'illegal memory access was encountered", "ts": 1}\n')
+    rc, doc = main_json("report", str(tmp_path))
+    assert rc == 3 and "invalid address" in doc["headline"]
+
+
+def test_a_py_spy_header_without_a_thread_still_has_its_error_lines_read(tmp_path):
+    """A paste that kept py-spy's header and the error after it, no stack: the error is not lost behind
+    'could not read the stacks'."""
+    (tmp_path / "dump.txt").write_text("Process 1234: python train.py\nPython v3.10.12 (/usr/bin/python3.10)\n\n"
+                                       "RuntimeError: CUDA error: an illegal memory access was encountered\n")
+    rc, doc = main_json("report", str(tmp_path))
+    assert rc == 3 and "invalid address" in doc["headline"]

@@ -9,6 +9,7 @@ flight recorder against those stacks, and merges it all with :func:`build_verdic
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import replace
 from typing import Callable, Sequence
 
@@ -113,6 +114,8 @@ def _second_chance(c: ClassifiedFile) -> ClassifiedFile:
     find in that file. Documentation, binary, empty and hangdbg's own files are not retried, nor
     py-spy dumps (``stacks``: a job's thousands of dump files must be read once).
     """
+    if c.kinds == (SourceKind.STACKS,):
+        return _stackless_dump(c)
     if c.kinds and not set(c.kinds) <= _NO_LOG_READER or not c.kinds and c.reason != NO_READER:
         return c
     try:
@@ -128,6 +131,25 @@ def _second_chance(c: ClassifiedFile) -> ClassifiedFile:
         except Exception:  # a reader bug must not lose the walk; the reader's own pass reports it
             continue
     return replace(c, kinds=c.kinds + tuple(found), reason="") if found else c
+
+
+_PYSPY_THREAD = re.compile(rb"(?m)^\s*Thread (?:0x[0-9A-Fa-f]+|\d+) \(")
+"""A py-spy dump's thread header (``Thread 0x7F3A... (active): "MainThread"``, or the native id: ``Thread 3626
+(idle)``): a file without one holds no stack."""
+
+
+def _stackless_dump(c: ClassifiedFile) -> ClassifiedFile:
+    """A file that starts as a py-spy dump (``Process N: ...`` / ``Python v3.x``) but holds no thread (py-spy
+    failed, or a paste kept only its header and the error after it) is read by the error-lines reader too: its
+    error lines would otherwise be lost behind "could not read the stacks"."""
+    try:
+        if os.path.getsize(c.file) > PROBE_MAX_BYTES:
+            return c
+        with open(c.file, "rb") as f:
+            data = f.read(PROBE_MAX_BYTES)
+    except OSError:
+        return c
+    return c if _PYSPY_THREAD.search(data) else replace(c, kinds=c.kinds + (SourceKind.ERROR_LINES,))
 
 
 def _cross_checked(fr: SourceReport, analysis: Analysis) -> SourceReport:

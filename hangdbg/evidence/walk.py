@@ -73,6 +73,10 @@ def classify(path: str, readers: Sequence[Reader] = READERS) -> ClassifiedFile:
     if kinds:
         return ClassifiedFile(path, tuple(kinds))
     binary = b"\x00" in head[:8192]
+    if not binary and any(r.kind is SourceKind.ERROR_LINES for r in readers):
+        # a JSON document no reader of its own takes (a structured logger's record, an API's error object, an
+        # array of events): its error lines are still read, as text
+        return ClassifiedFile(path, (SourceKind.ERROR_LINES,))
     return ClassifiedFile(path, (), "binary file of unknown kind" if binary else NO_READER)
 
 
