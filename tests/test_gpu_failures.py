@@ -75,3 +75,14 @@ def test_a_cpu_tensor_given_to_nccl_blames_the_rank_that_did_it() -> None:
     rc, doc = main_json("report", str(RUNS / "nccl_cpu_tensor"))
     assert rc == 3 and _suspect_ranks(doc) == {0}
     assert any("No backend type associated with device type cpu" in f["summary"] for f in doc["findings"])
+
+
+HEALTHY = Path(__file__).resolve().parent / "fixtures" / "gpu_h200" / "healthy_state"
+
+
+@pytest.mark.parametrize("name", ["nvidia-smi-q-ecc.txt", "query.csv"])
+def test_a_healthy_gpus_counters_at_zero_are_no_warning(name: str) -> None:
+    """nvidia-smi -q's 'Uncorrectable Error : 0' rows and its 'ECC Errors' title, and --query-gpu's CSV header of
+    error counters, are no error lines: a healthy H200 reads clean."""
+    rc, doc = main_json("gpu", str(HEALTHY / name))
+    assert not [f for f in doc["findings"] if f["severity"] in ("suspect", "warning")], doc["headline"]

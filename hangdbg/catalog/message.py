@@ -178,6 +178,11 @@ ERROR_STEMS: tuple[str, ...] = (
 """Lowercase substrings one of which every line :data:`ERROR_WORDS` matches holds (a cheap first test,
 also given to ``grep -F -i`` for large files)."""
 _BENIGN = re.compile(r"NCCL (?:INFO|TRACE)|UserWarning|FutureWarning|DeprecationWarning|(?<!=)\bINFO\b|(?<!=)\bDEBUG\b"
+                     # a counter or flag row of a status report at zero (nvidia-smi -q: "Uncorrectable Error : 0",
+                     # "Remapping Failure Occurred : No"), and a section title of one ("ECC Errors")
+                     r"|^\s*[A-Za-z][\w ()/-]{0,60}?(?:error|errors|failure|failures|fault|faults|occurred|exceeded)\s*:\s*"
+                     r"(?:0|no|none|n/a|false|disabled)\s*$"
+                     r"|^\s*(?:[A-Za-z][\w-]{0,30}\s){0,3}errors\s*$"
                      r"|\b(?:0|no) errors?\b|error_file:\s*$|ignore|retrying|will retry"
                      r"|\b(?:exit|return)[ _]?(?:code|status)\s*[:=]?\s*0\b", re.IGNORECASE)  # success
 

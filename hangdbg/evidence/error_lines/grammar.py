@@ -60,9 +60,15 @@ a ``#name`` (nccl-tests' ``size  count  type  redop  time  algbw  busbw  error .
 a column named ``error`` is no error."""
 
 
+_CSV_HEADER = re.compile(r"^\s*[a-z_][\w.]{0,80}(?: \[[^\]]{1,12}\])?(?:,\s*[a-z_][\w.]{0,80}(?: \[[^\]]{1,12}\])?){4,}\s*$")
+"""A CSV header row of five or more lowercase field names (nvidia-smi --query-gpu=...,ecc.errors.uncorrected.volatile
+.total --format=csv; a unit in brackets: ``power.draw [W]``): a column named after errors is no error."""
+
+
 def is_context_line(line: str) -> bool:
     """True for a line that is code or a frame of a trace, or a table's header row, not a report of an error."""
     return _CONTEXT.match(line) is not None or (len(line) < 300 and _COLUMNS.match(line) is not None) or (
+        len(line) < 1000 and _CSV_HEADER.match(line) is not None) or (
         "\u2500 Traceback (most recent call last) \u2500" in line)  # rich's boxed traceback header (rich/traceback.py)
 
 
