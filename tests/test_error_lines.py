@@ -1183,3 +1183,16 @@ def test_a_py_spy_header_without_a_thread_still_has_its_error_lines_read(tmp_pat
                                        "RuntimeError: CUDA error: an illegal memory access was encountered\n")
     rc, doc = main_json("report", str(tmp_path))
     assert rc == 3 and "invalid address" in doc["headline"]
+
+
+def test_an_ibstat_port_that_is_not_up_is_the_hardwares_warning(tmp_path):
+    text = ("CA 'mlx5_1'\n\tCA type: MT4123\n\tPort 1:\n\t\tState: Down\n\t\tPhysical state: Disabled\n\t\tRate: 10\n"
+            "\t\tLink layer: InfiniBand\n")
+    v = _verdict(tmp_path, text)
+    [top] = [f for f in v.findings if f.severity is Severity.SUSPECT]
+    assert top.kind is Kind.HARDWARE_ERROR and "Disabled" in top.summary and not top.ranks
+
+
+def test_an_active_port_is_no_finding(tmp_path):
+    rep = _read(tmp_path, "CA 'mlx5_0'\n\tPort 1:\n\t\tState: Active\n\t\tPhysical state: LinkUp\n\t\tRate: 200\n")
+    assert not rep.findings
