@@ -1190,9 +1190,22 @@ def test_an_ibstat_port_that_is_not_up_is_the_hardwares_warning(tmp_path):
             "\t\tLink layer: InfiniBand\n")
     v = _verdict(tmp_path, text)
     [top] = [f for f in v.findings if f.severity is Severity.SUSPECT]
-    assert top.kind is Kind.HARDWARE_ERROR and "Disabled" in top.summary and not top.ranks
+    assert top.kind is Kind.HARDWARE_ERROR and ("Down" in top.summary or "Disabled" in top.summary) and not top.ranks
 
 
 def test_an_active_port_is_no_finding(tmp_path):
     rep = _read(tmp_path, "CA 'mlx5_0'\n\tPort 1:\n\t\tState: Active\n\t\tPhysical state: LinkUp\n\t\tRate: 200\n")
+    assert not rep.findings
+
+
+def test_a_dev_shm_of_64_mb_in_a_df_table_is_the_environments_warning(tmp_path):
+    text = ("Filesystem      Size  Used Avail Use% Mounted on\noverlay         1.8T  1.2T  600G  67% /\n"
+            "shm              64M     0   64M   0% /dev/shm\n")
+    v = _verdict(tmp_path, text)
+    [top] = [f for f in v.findings if f.severity is Severity.SUSPECT]
+    assert "64 MB" in top.summary and not top.ranks
+
+
+def test_a_large_dev_shm_is_no_finding(tmp_path):
+    rep = _read(tmp_path, "Filesystem Size Used Avail Use% Mounted on\ntmpfs 252G 1.1G 251G 1% /dev/shm\n")
     assert not rep.findings
