@@ -32,7 +32,7 @@ IPY_FRAME = re.compile(r"^\s*(?:File (?P<path>\S[^\n]{0,300}?):(?P<line>\d{1,7})
                        r"|Cell (?P<cell>In ?\[\d{1,6}\]), line (?P<cline>\d{1,7})"
                        r"|(?P<old>\S{1,300}\.py|<ipython-input-[\w-]{1,80}>) in (?P<ofunc>[\w<>.]{1,120})(?:\(|\s*$))")
 """An IPython frame line (8.x ``File PATH:N, in func(args)``, ``Cell In[5], line 3``; 7.x ``PATH in func(args)``)."""
-IPY_CODE = re.compile(r"^\s*(?P<arrow>-*>)?\s*(?P<no>\d{1,7}) (?P<code>.*)$")
+IPY_CODE = re.compile(r"^\s*(?P<arrow>-*>)?\s*(?P<no>\d{1,7})(?:\s(?P<code>.*))?$")
 """A numbered source line of an IPython frame; ``-->`` marks the line that ran."""
 _CARETS = re.compile(r"\s*[~^]+\s*$")
 
@@ -107,7 +107,7 @@ def _ipython_at(tb: CutTraceback, ev: Evidence, body: str) -> CutTraceback | Non
             where = f"{f.group('old')} in {f.group('ofunc')}"
         return replace(tb, evidence=ev, frame=where, code="", code_open=False)
     if (c := IPY_CODE.match(body)) is not None:
-        code = c.group("code").strip()
+        code = (c.group("code") or "").strip()
         if c.group("arrow"):
             return replace(tb, code=code, code_open=code.endswith(("(", "[", "{", ",")))
         if tb.code_open and len(tb.code) < _IPY_MORE and code and not code.startswith("#"):
