@@ -118,3 +118,14 @@ def test_a_rank_prefix_of_thousands_of_digits_in_a_torch_log_is_skipped(tmp_path
     p.write_text(f"[rank{HUGE}]: Traceback (most recent call last):\n[rank1]: RuntimeError: CUDA error: out of memory\n")
     rep = READER.read([str(p)])
     assert rep is not None
+
+
+def test_a_torch_log_rank_tag_beyond_the_int_digit_limit_is_no_rank(tmp_path: Path) -> None:
+    # seed 14:112 (on a clean checkout): a '[Rank <5000 digits>]' tag made the torch-log reader's int() raise
+    from hangdbg.evidence.torch_log.reader import READER as TORCH_LOG
+
+    log = tmp_path / "train.log"
+    log.write_text(f"[Rank {HUGE}] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=7, "
+                   "OpType=ALLREDUCE, Timeout(ms)=600000) ran for 600006 milliseconds before timing out.\n")
+    rep = TORCH_LOG.read([str(log)])
+    assert not rep.errors and all(r < 1 << 31 for f in rep.findings for r in f.ranks)

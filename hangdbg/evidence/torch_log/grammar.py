@@ -76,9 +76,9 @@ __all__ = [
 
 # --- regular expressions (formats in the module docstring) ---------------------------------------
 _PG_TAG = re.compile(
-    r"\[PG ID (?P<id>\d+) PG GUID (?P<guid>[^\s()\]]+)(?:\((?P<desc>[^)]*)\))? Rank (?P<r>\d+)\]"
-    r"|\[PG (?P<id2>\d+)(?: \((?P<desc2>[^)]*)\))? Rank (?P<r2>\d+)\]"
-    r"|\[Rank (?P<r3>\d+)\]"
+    r"\[PG ID (?P<id>\d{1,12}) PG GUID (?P<guid>[^\s()\]]+)(?:\((?P<desc>[^)]*)\))? Rank (?P<r>\d{1,9})\]"
+    r"|\[PG (?P<id2>\d{1,12})(?: \((?P<desc2>[^)]*)\))? Rank (?P<r2>\d{1,9})\]"
+    r"|\[Rank (?P<r3>\d{1,9})\]"
 )
 _WORK = (r"WorkNCCL\((?:SeqNum=(?P<seq>\d+), )?OpType=(?P<op>\w+)"
          r"(?:, NumelIn=(?P<nin>-?\d+), NumelOut=(?P<nout>-?\d+))?(?:, TensorShape=\[(?P<shape>[^\]]*)\])?"
