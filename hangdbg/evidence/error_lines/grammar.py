@@ -22,7 +22,7 @@ from ...catalog.entry import CatalogEntry
 from ...catalog.message import ERROR_STEMS, Message, looks_like_error, parse_line
 from ...model import Evidence
 from .paste import double_spaced, repaired
-from .tracebacks import FRAME, CutTraceback, cut_header, traceback_at
+from .tracebacks import FRAME, CutTraceback, cut_at_end, cut_header, traceback_at
 from ...text.lines import MAX_LINE, RECORD_STARTS, iter_lines_from, open_input, strip_prefix
 from ...tools.grep import find_grep, grep_lines
 from .roster import NEEDLES, Roster
@@ -43,7 +43,6 @@ prose - with a sentence's end inside, or long - that a paste cut after a comma i
 _FILE_LINE = re.compile(r'\s*File "[^"]*", line \d+')
 _ERROR_LEVELS = frozenset({"ERROR", "CRITICAL", "FATAL", "error", "critical", "fatal", "E", "F"})
 """Logger levels that make a line an error line whatever its words (Python logging's, glog's E and F)."""
-_TB_HEAD_LINE = re.compile(r"Traceback \(most recent call last\):\s*$")
 _WORDY = re.compile(r"[A-Za-z]{3,40}\W{1,10}[A-Za-z]{2}")
 LOOKED_AT = 4096
 """Characters of a line that are looked at (prefixes, error words, the catalog): a line of a megabyte
@@ -531,17 +530,9 @@ def scan_file(path: str, catalog: Catalog, log: ErrorLog) -> None:
             _first_of_block(log, path, gap)
     if block is not None:
         block.close(log, catalog)
-    _file_done(log, path, tally, first_event, _cut_at_end(tb) if data is not None else None, log.error_lines == before and
+    _file_done(log, path, tally, first_event, cut_at_end(tb) if data is not None else None, log.error_lines == before and
                len(log.roster.said) + len(log.roster.missing) == said, Evidence(path, prev_text, prev_line) if data is not None
                and prev_text else None, catalog)
-
-
-def _cut_at_end(tb: CutTraceback | None) -> CutTraceback | None:
-    """The traceback a (small) file ends inside: after a frame, or right after its header (whole or cut short); never
-    a crash handler's frames (a whole report)."""
-    if tb is None or tb.crash:
-        return None
-    return tb if tb.frame or tb.ipython or _TB_HEAD_LINE.search(tb.evidence.text) or cut_header(tb.evidence.text) else None
 
 
 def _followed(tb: CutTraceback | None, ev: Evidence, body: str, frame: str,

@@ -18,11 +18,13 @@ from dataclasses import dataclass, replace
 from ...catalog.message import parse_line
 from ...model import Evidence
 
-__all__ = ["CutTraceback", "FRAME", "traceback_at", "cut_header"]
+__all__ = ["CutTraceback", "FRAME", "traceback_at", "cut_header", "cut_at_end"]
 
 FRAME = re.compile(r'File "(?P<path>[^"]{1,300})", line (?P<line>\d{1,7})(?:, in (?P<func>[\w<>.]{1,120}))?')
 """A frame line of a traceback (faulthandler's has no ``, in``)."""
 _TB_HEAD = re.compile(r"Traceback \(most recent call last\):")
+_TB_HEAD_END = re.compile(_TB_HEAD.pattern + r"\s*$")
+"""The header as a line's end: an excerpt that stops right after it."""
 CRASH_HEAD = re.compile(r"!{3,} ?Segfault encountered ?!{3,}")
 """tvm-ffi's SIGSEGV handler (apache/tvm-ffi src/ffi/backtrace.cc, loaded by vLLM, SGLang and FlashInfer): the
 banner, then the native frames innermost first, each as ``  File "PATH", line N, in FUNC``."""
@@ -125,3 +127,11 @@ def cut_header(text: str) -> bool:
     """Whether ``text`` is CPython's traceback header cut short (``Traceback (mo``: an excerpt that ends inside it)."""
     t = text.strip()
     return len(t) >= len("Traceback (") and len(t) < len(_HEADER) and _HEADER.startswith(t)
+
+
+def cut_at_end(tb: CutTraceback | None) -> CutTraceback | None:
+    """The traceback a file ends inside (``tb``, open at its last line): after a frame, or right after its header
+    (whole or cut short); never a crash handler's frames (a whole report)."""
+    if tb is None or tb.crash:
+        return None
+    return tb if tb.frame or tb.ipython or _TB_HEAD_END.search(tb.evidence.text) or cut_header(tb.evidence.text) else None
