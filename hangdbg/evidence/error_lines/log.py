@@ -37,9 +37,6 @@ class ErrorEvent:
     weak: bool = False  # read by the shared start of a long message only (Catalog.match_head): a wrap may still join it
 
 
-
-
-
 @dataclass
 class ErrorLog:
     """The events of the files read, and the counts."""

@@ -22,8 +22,10 @@ class _LazyCatalog:
     """The catalog, loaded (:func:`~hangdbg.catalog.catalog.load`, about 0.1 s) on the first look-up: a file without
     an error-looking line (a healthy NCCL_DEBUG log of a gigabyte) never needs it."""
 
-    def __getattr__(self, name: str) -> Any:
-        return getattr(load(), name)
+    def __getattr__(self, name: str) -> Any:  # called once per attribute: it is kept on the instance after
+        value = getattr(load(), name)
+        setattr(self, name, value)
+        return value
 
 
 class ErrorLinesReader(ReaderBase[ErrorLinesFacts]):
