@@ -462,8 +462,7 @@ def _stalls(log: ErrorLog) -> list[Finding]:
     entry's ``stall``): where the output stops, and what that step waits for if the job hung there. Only a warning:
     an excerpt may end anywhere, so its end is no proof that the step never finished."""
     out = []
-    for ev, e in log.stalls[:MAX_UNRECOGNISED]:
-        msg = parse_line(ev.text)
+    for ev, msg, e in log.stalls[:MAX_UNRECOGNISED]:
         who = ranks_text((msg.rank,)) if msg.rank is not None else (f"on {msg.host}" if msg.host else "a process of the job")
         out.append(Finding(
             Kind.STALL, f"{who}: no error line; the output stops at \u201c{msg.text[:200]}\u201d ({e.meaning}); if the job "

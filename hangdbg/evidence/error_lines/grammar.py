@@ -562,17 +562,18 @@ def _file_done(log: ErrorLog, path: str, tally: _Tally, first_event: int, cut: C
     if nothing_else and cut is None and ib is None:
         stall = _stall_at(last, catalog)
         if stall is not None and last is not None:
-            log.stalls.append((last, stall))
+            log.stalls.append((last, *stall))
         else:
             log.quiet_files.append(path)
 
 
-def _stall_at(last: Evidence | None, catalog: Catalog | None) -> CatalogEntry | None:
-    """The catalog entry with a ``stall`` that the message of a file's last line is (a progress line), else None."""
+def _stall_at(last: Evidence | None, catalog: Catalog | None) -> tuple[Message, CatalogEntry] | None:
+    """The message of a file's last line and its catalog entry, when that entry has a ``stall`` (a progress line)."""
     if last is None or catalog is None:
         return None
-    m = catalog.match(parse_line(last.text[:LOOKED_AT]).text)
-    return m.innermost if m is not None and m.innermost.stall else None
+    msg = parse_line(last.text[:LOOKED_AT])
+    m = catalog.match(msg.text)
+    return (msg, m.innermost) if m is not None and m.innermost.stall else None
 
 
 def _labelled_message(msg: Message, label: str, labelled: str | None, pod_node: str | None) -> Message:

@@ -46,7 +46,7 @@ class ErrorLog:
     error_lines: int = 0
     dropped: int = 0  # events beyond the cap (counted, never kept)
     quiet_files: list[str] = field(default_factory=list)  # files without an error-looking line
-    stalls: list[tuple[Evidence, CatalogEntry]] = field(default_factory=list)  # quiet files that end at a step that can wait forever
+    stalls: list[tuple[Evidence, Message, CatalogEntry]] = field(default_factory=list)  # quiet files that end at a step that can wait forever
     gaps: dict[str, int] = field(default_factory=dict)  # path -> 2 for a double-spaced paste (lines apart per line)
     roster: Roster = field(default_factory=Roster)  # ranks announced (launchers, frameworks)
     cut_tracebacks: list[CutTraceback] = field(default_factory=list)  # excerpts that end inside a traceback
