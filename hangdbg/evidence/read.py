@@ -143,6 +143,8 @@ def _stackless_dump(c: ClassifiedFile) -> ClassifiedFile:
     failed, or a paste kept only its header and the error after it) is read by the error-lines reader too: its
     error lines would otherwise be lost behind "could not read the stacks"."""
     try:
+        if _PYSPY_THREAD.search(read_head(c.file)):  # the usual dump: its first thread is near its top
+            return c
         if os.path.getsize(c.file) > PROBE_MAX_BYTES:
             return c
         with open(c.file, "rb") as f:
