@@ -589,6 +589,12 @@ def test_a_table_header_with_an_error_column_is_no_error_line(tmp_path):
     assert [f for f in rep.findings if f.kind is Kind.UNRECOGNISED_ERROR]
 
 
+def _only_suspect(v):
+    """The one suspect finding of verdict ``v`` (fails when there are none or several)."""
+    [top] = [f for f in v.findings if f.severity is Severity.SUSPECT]
+    return top
+
+
 def _verdict(tmp_path, text, name="job.log"):
     from hangdbg.evidence.read import read_sources
     from hangdbg.evidence.verdict import build_verdict
@@ -602,7 +608,7 @@ def test_a_cut_traceback_outside_a_wait_is_the_first_failure_when_nothing_else_i
             '  File "/w/deepspeed/runtime/engine.py", line 1667, in _save_zero_checkpoint\n'
             "    zero_sd = {'optimizer_state_dict': self.optimizer.state_dict()}\n")
     v = _verdict(tmp_path, text)
-    [top] = [f for f in v.findings if f.severity is Severity.SUSPECT]
+    top = _only_suspect(v)
     assert "engine.py:1667" in top.summary and "the first failure in these logs" in top.summary and not top.ranks
 
 
@@ -653,7 +659,7 @@ def test_an_ascend_hccl_failure_is_read_by_its_cann_error_code(tmp_path):
             "[rank0]: EJ0003: [PID: 3674] 2025-03-26-11:49:11.832.492 Failed to bind the IP port. Reason: The IP "
             "address and port have been bound already.\n[rank0]:         TraceBack (most recent call last):\n")
     v = _verdict(tmp_path, text)
-    [top] = [f for f in v.findings if f.severity is Severity.SUSPECT]
+    top = _only_suspect(v)
     assert "EJ0003" in top.summary and "port" in top.summary and not top.ranks
     assert not [f for f in v.findings if f.kind is Kind.UNRECOGNISED_ERROR]
     # a message reworded in another CANN release is still read by its code
@@ -709,7 +715,7 @@ def test_more_processes_with_one_local_rank_than_nodes_is_a_launch_error(tmp_pat
         return "".join(f"LOCAL_RANK: {lr} - CUDA_VISIBLE_DEVICES: [0,1]\ninitializing ddp: GLOBAL_RANK: {g}, "
                        f"MEMBER: {g + 1}/4\n" for g, lr in enumerate(locals_))
     v = _verdict(tmp_path, log([0, 0, 0, 0]))  # 4 ranks on nodes of 2 GPUs: 2 nodes, local rank 0 at most twice
-    [top] = [f for f in v.findings if f.severity is Severity.SUSPECT]
+    top = _only_suspect(v)
     assert top.kind is Kind.LAUNCH_ERROR and "LOCAL_RANK 0" in top.summary and not top.ranks
     (tmp_path / "ok").mkdir()
     v = _verdict(tmp_path / "ok", log([0, 1, 0, 1]))
@@ -761,7 +767,7 @@ def test_a_capability_assertion_of_transformer_engine_blames_the_machine_not_the
     text = ("[rank0]: AssertionError: CUDA device, driver and/or toolkit version does not support comm+GEMM overlap "
             "with CUDA Multicast. Launch app with UB_SKIPMC=1 to try CUDA IPC instead.\n")
     v = _verdict(tmp_path, text)
-    [top] = [f for f in v.findings if f.severity is Severity.SUSPECT]
+    top = _only_suspect(v)
     assert "Multicast" in top.summary and not top.ranks
 
 
@@ -769,7 +775,7 @@ def test_announcements_a_paste_ran_together_count_one_by_one(tmp_path):
     # two nodes each numbering ranks from 0, their lines glued into one (a paste that lost its newlines)
     text = " ".join(f"initializing ddp: GLOBAL_RANK: {r}, MEMBER: {r + 1}/4" for r in (0, 1, 0, 1)) + "\n"
     v = _verdict(tmp_path, text)
-    [top] = [f for f in v.findings if f.severity is Severity.SUSPECT]
+    top = _only_suspect(v)
     assert top.kind is Kind.LAUNCH_ERROR and "announced by 2 processes" in top.summary
 
 
@@ -977,7 +983,7 @@ def test_an_abort_after_an_unknown_what_keeps_the_terminate_line(tmp_path):
 def test_an_uncaught_bad_alloc_is_the_hosts_memory(tmp_path):
     v = _verdict(tmp_path, "terminate called after throwing an instance of 'std::bad_alloc'\n  what():  std::bad_alloc\n"
                            "Aborted (core dumped)\n")
-    [top] = [f for f in v.findings if f.severity is Severity.SUSPECT]
+    top = _only_suspect(v)
     assert "allocation on the host failed" in top.summary and not top.ranks
 
 
@@ -1159,13 +1165,13 @@ def test_an_installation_or_capability_exception_names_no_rank(tmp_path):
     for line in ("[rank0]: ModuleNotFoundError: No module named 'flash_attn'",
                  "[rank2]: RuntimeError: this GPU does not support bf16 matmuls with fp8 scaling"):
         v = _verdict(tmp_path, line + "\n")
-        [top] = [f for f in v.findings if f.severity is Severity.SUSPECT]
+        top = _only_suspect(v)
         assert not top.ranks and "not that rank's own" in top.summary
 
 
 def test_a_ranks_own_code_exception_still_names_it(tmp_path):
     v = _verdict(tmp_path, "[rank3]: KeyError: 'sample_000123'\n")
-    [top] = [f for f in v.findings if f.severity is Severity.SUSPECT]
+    top = _only_suspect(v)
     assert top.ranks == (3,)
 
 
@@ -1189,7 +1195,7 @@ def test_an_ibstat_port_that_is_not_up_is_the_hardwares_warning(tmp_path):
     text = ("CA 'mlx5_1'\n\tCA type: MT4123\n\tPort 1:\n\t\tState: Down\n\t\tPhysical state: Disabled\n\t\tRate: 10\n"
             "\t\tLink layer: InfiniBand\n")
     v = _verdict(tmp_path, text)
-    [top] = [f for f in v.findings if f.severity is Severity.SUSPECT]
+    top = _only_suspect(v)
     assert top.kind is Kind.HARDWARE_ERROR and ("Down" in top.summary or "Disabled" in top.summary) and not top.ranks
 
 
@@ -1202,7 +1208,7 @@ def test_a_dev_shm_of_64_mb_in_a_df_table_is_the_environments_warning(tmp_path):
     text = ("Filesystem      Size  Used Avail Use% Mounted on\noverlay         1.8T  1.2T  600G  67% /\n"
             "shm              64M     0   64M   0% /dev/shm\n")
     v = _verdict(tmp_path, text)
-    [top] = [f for f in v.findings if f.severity is Severity.SUSPECT]
+    top = _only_suspect(v)
     assert "64 MB" in top.summary and not top.ranks
 
 
