@@ -86,7 +86,7 @@ _MORE = re.compile(
 # (``WARNING worker.py:1866 -- ``, ``ERROR 01-01 00:00:00 [file.py:230] ``); horovod's C++ logger
 # (``[time W 123 file.cc:107]`` once its time is gone); Lightning's ``[rank: N]``.
 _TOOLS = re.compile(
-    r"(?:srun|slurmstepd|sbatch|salloc|scontrol|sacct|squeue)(?:\[\d{1,10}\])?:\s(?:(?:error|warning|fatal|debug):\s)?"
+    r"(?:srun|slurmstepd|sbatch|salloc|scontrol|sacct|squeue)(?:\[\d{1,10}\])?:\s(?:(?P<lvl6>error|warning|fatal|debug):\s)?"
     r"|(?:ERROR|WARNING|INFO|DEBUG|CRITICAL)\s[\w.\-]{1,120}\.py:\d{1,6}\s--\s"
     r"|(?:ERROR|WARNING|INFO|DEBUG|CRITICAL)\s\d\d-\d\d\s\d\d:\d\d:\d\d(?:\.\d+)?\s\[?[\w.\-/]{1,120}:\d{1,6}\]\s?"
     r"|[EWIF]\s\d{1,10}\s[\w./\-]{1,200}:\d{1,6}\]\s?"

@@ -27,20 +27,12 @@ from ...text.lines import MAX_LINE, RECORD_STARTS, iter_lines_from, open_input, 
 from ...tools.grep import find_grep, grep_lines
 from .roster import NEEDLES, Roster
 from .blocks import OpenBlock, opened
+from .context import FILE_LINE, is_code, is_context_line
+from .passed import passed_over
 from .log import ErrorEvent, ErrorLog
 
 __all__ = ["ErrorEvent", "ErrorLog", "scan_file", "sniff", "is_context_line", "GREP_FROM_BYTES"]
 
-_CONTEXT = re.compile(
-    r"""^\s*(?:File\ "[^"]*",\ line\ \d+|frame\ \#\d+:|\#\d+\s+0x[0-9a-f]+|Exception\ raised\ from\ |Traceback\ \(most\ recent
-    |TraceBack\ \(most\ recent  # Ascend CANN's error manager: the calls inside its error, the error line above them
-    |raise\ |except\ |assert\ |return\ |if\ |elif\ |def\ |class\ |\^+\s*$|~+\^*~*\s*$|During\ handling\ of\ the\ above
-    |The\ above\ exception\ was\ the\ direct\ cause|error_file:|traceback\s*:\s*To\ enable\ traceback
-    |[│|]?\s*(?:time|host|rank|exitcode|error_file|traceback)\s*:\s)""", re.VERBOSE)
-_CODE = re.compile(r"[\w.]+(?:\[[^\]]{0,80}\])?\s*[-+*/]?=\s*\S|(?!.{0,300}?[a-z]\. [A-Z]).{0,160}[(,\[{]\s*$")
-"""Code: an assignment, or a short line that opens a call or a literal continued on the next line (a line of
-prose - with a sentence's end inside, or long - that a paste cut after a comma is no code)."""
-_FILE_LINE = re.compile(r'\s*File "[^"]*", line \d+')
 _ERROR_LEVELS = frozenset({"ERROR", "CRITICAL", "FATAL", "error", "critical", "fatal", "E", "F"})
 """Logger levels that make a line an error line whatever its words (Python logging's, glog's E and F)."""
 _WORDY = re.compile(r"[A-Za-z]{3,40}\W{1,10}[A-Za-z]{2}")
@@ -51,26 +43,6 @@ _BENIGN_EXC = re.compile(r"(?:Warning|StopIteration|KeyboardInterrupt|SystemExit
 _PAD = re.compile(r"(?<=\S) {16,}(?=\S)")
 _LEVEL = re.compile(r"\bWARN(?:ING)?\b|\bwarning\b|\[W\]|^W\d{4} ")
 _JSON_START = re.compile(rb"\s*(?:\{|\[\s*[\[{\"\]])")
-
-
-_COLUMNS = re.compile(r"^\s*#?\s*(?:[#(]?[a-z][\w/()#%.-]{0,11}(?:[ \t]{2,}|[ \t](?=#))){5,}[#(]?[a-z][\w/()#%.-]{0,11}\s*$")
-"""A table's header row: six or more short lowercase column names, two blanks or more apart, or one before
-a ``#name`` (nccl-tests' ``size  count  type  redop  time  algbw  busbw  error ...``, later ``... busbw #wrong``):
-a column named ``error`` is no error."""
-
-
-_CSV_HEADER = re.compile(r"^\s*[a-z_][\w.]{0,80}(?: \[[^\]]{1,12}\])?(?:,\s*[a-z_][\w.]{0,80}(?: \[[^\]]{1,12}\])?){4,}\s*$")
-"""A CSV header row of five or more lowercase field names (nvidia-smi --query-gpu=...,ecc.errors.uncorrected.volatile
-.total --format=csv; a unit in brackets: ``power.draw [W]``): a column named after errors is no error."""
-
-
-def is_context_line(line: str) -> bool:
-    """True for a line that is code or a frame of a trace, or a table's header row, not a report of an error."""
-    return _CONTEXT.match(line) is not None or (len(line) < 300 and _COLUMNS.match(line) is not None) or (
-        len(line) < 1000 and _CSV_HEADER.match(line) is not None) or (
-        "\u2500 Traceback (most recent call last) \u2500" in line)  # rich's boxed traceback header (rich/traceback.py)
-
-
 
 
 def sniff(head: bytes) -> bool:
@@ -254,7 +226,7 @@ def _head_joined(catalog: Catalog, head: str, msg: Message) -> tuple[Message, Ma
     of its own) and the bare continuation ``msg`` read together (with a blank: the wrap fell between two
     words; without: inside one) when that is a catalog message and neither part is one alone. The message
     keeps the head's prefixes (its time, host and rank)."""
-    if is_context_line(head) or _FILE_LINE.match(head):
+    if is_context_line(head) or FILE_LINE.match(head):
         return None
     top = parse_line(head)
     if not top.text or catalog.search(top.text) is not None:
@@ -481,7 +453,7 @@ def scan_file(path: str, catalog: Catalog, log: ErrorLog) -> None:
         if code_next and not body.strip():
             after_file_line = False  # a blank line a double-spaced paste put between a frame and its source line
         else:
-            after_file_line, code_next = code_next and no != prev_no, every and _FILE_LINE.match(body) is not None
+            after_file_line, code_next = code_next and no != prev_no, every and FILE_LINE.match(body) is not None
         if after_file_line and parse_line(line).exception:
             after_file_line = False  # a frame without source (Cython's .pyx, a frozen module): its exception follows
         prev_no = no  # a piece of a glued line (_unglued) is no source line after its frame
@@ -498,12 +470,12 @@ def scan_file(path: str, catalog: Catalog, log: ErrorLog) -> None:
         if msg.text.strip() == "Last error:":  # PyTorch's NCCL error: ncclGetLastError() follows
             last_error = no
             continue
-        if not msg.text or is_context_line(msg.text) or (_CODE.match(msg.text) and catalog.match_cut(msg.text) is None):
+        if not msg.text or is_context_line(msg.text) or is_code(msg.text, catalog):
             continue  # code (not a known message a wrap cut after its comma or parenthesis)
         # the line as a whole (a NCCL INFO or a Python warning is no error) and the message's own
         # words (an ERROR level in the prefix of a code line is none)
         error = "NCCL WARN" in line or (looks_like_error(line) and looks_like_error(msg.text)) or (
-            msg.level in _ERROR_LEVELS and _WORDY.search(msg.text) is not None) or (
+            msg.level in _ERROR_LEVELS and (_WORDY.search(msg.text) is not None or catalog.search(msg.text) is not None)) or (
             bool(msg.exception) and not _BENIGN_EXC.search(msg.exception)) or (  # the last line of a traceback
             msg.src.endswith(")") and catalog.search(msg.text) is not None)  # a known level of MPICH's error stack
         if not error and not _WORDY.search(msg.text):
@@ -532,7 +504,7 @@ def scan_file(path: str, catalog: Catalog, log: ErrorLog) -> None:
         block.close(log, catalog)
     _file_done(log, path, tally, first_event, cut_at_end(tb) if data is not None else None, log.error_lines == before and
                len(log.roster.said) + len(log.roster.missing) == said, Evidence(path, prev_text, prev_line) if data is not None
-               and prev_text else None, catalog)
+               and prev_text else None, catalog, data)
 
 
 def _followed(tb: CutTraceback | None, ev: Evidence, body: str, frame: str,
@@ -546,7 +518,8 @@ def _followed(tb: CutTraceback | None, ev: Evidence, body: str, frame: str,
 
 
 def _file_done(log: ErrorLog, path: str, tally: _Tally, first_event: int, cut: CutTraceback | None,
-               nothing_else: bool, last: Evidence | None = None, catalog: Catalog | None = None) -> None:
+               nothing_else: bool, last: Evidence | None = None, catalog: Catalog | None = None,
+               data: bytes | None = None) -> None:
     """What a file says as a whole, once read: the global ranks of its local-rank lines, IB HCAs named with no
     IB device, the traceback it ends inside, its doubled-log test, whether it was quiet (``nothing_else``:
     no error line and no roster line read from it), and for a quiet small file whose ``last`` line with text is a
@@ -563,7 +536,7 @@ def _file_done(log: ErrorLog, path: str, tally: _Tally, first_event: int, cut: C
         stall = _stall_at(last, catalog)
         if stall is not None and last is not None:
             log.stalls.append((last, *stall))
-        else:
+        elif data is None or catalog is None or not passed_over(log, path, data, catalog):
             log.quiet_files.append(path)
 
 
