@@ -64,3 +64,35 @@ def test_srun_task_signals_echo_or_crash(tmp_path):
                           "srun: error: nid01935: task 9: Segmentation fault (core dumped)\n")
     sus = [f for f in rep.findings if f.severity is Severity.SUSPECT]
     assert sus and sus[0].hosts == ("nid01935",) and "SIGSEGV" in sus[0].summary
+
+
+def test_a_bare_assertion_error_says_its_condition(tmp_path):
+    """CPython prints the ``assert`` statement under its frame: a message-less AssertionError is that condition."""
+    rep = _read(tmp_path, 'vllm/model_executor/models/chatglm.py", line 53, in __init__\n'
+                          "    assert self.total_num_kv_heads % tp_size == 0\nAssertionError\n")
+    assert any("total_num_kv_heads % tp_size == 0" in f.summary for f in rep.findings)
+
+
+def test_gdb_caught_sigbus_is_the_shared_memory(tmp_path):
+    """gdb/infrun.c print_signal_received_reason: 'Thread N "name" received signal SIGBUS, Bus error.'"""
+    rc, doc = main_json("report", str(_dir(tmp_path, 'Thread 787 "imagenet_fake_d" received signal SIGBUS, Bus error.\n'
+                                                    "#0 0x00007f6b59544f3b in ncclShmOpen(char*, unsigned long) ()\n")))
+    assert rc == 3 and "/dev/shm" in doc["findings"][0]["summary"]
+
+
+def test_open_mpi_oob_banner_names_the_remote_host(tmp_path):
+    """ORTE oob_tcp_connection.c: the head, then 'Local host:' / 'Remote host:' rows (a paste may join the help text
+    after the last row)."""
+    rep = _read(tmp_path, "A process or daemon was unable to complete a TCP connection\nto another process:\n"
+                          "  Local host:    master-0\n  Remote host:   worker-14\n"
+                          "This is usually caused by a firewall on the remote host. Please\n")
+    sus = [f for f in rep.findings if f.hosts]
+    assert sus and sus[0].hosts == ("worker-14",)
+
+
+def test_open_mpi_output_prefix_and_a_harmless_cma_read(tmp_path):
+    """opal_output's '[host:pid] ' prefix; vader's CMA read denied in a container is a warning, not a failure."""
+    rep = _read(tmp_path, "[96c7e3d99641:24984] Read -1, expected 122880, errno = 1\n"
+                          "[96c7e3d99641:24986] Read -1, expected 122880, errno = 1\n")
+    assert rep.findings and all(f.severity is Severity.WARNING for f in rep.findings)
+    assert rep.findings[0].hosts == ("96c7e3d99641",) and "SYS_PTRACE" in rep.findings[0].action

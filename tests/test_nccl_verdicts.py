@@ -254,3 +254,28 @@ def test_a_bootstrap_chain_cut_before_init_names_the_oob_interface(tmp_path):
     [f] = suspects(rep, "nccl-init-failed")
     assert "bootstrap failed" in f.summary and "ibp75s0" in f.summary and "not in these lines" in f.summary
     assert "NCCL_SOCKET_IFNAME" in f.action
+
+
+_PEER_CLOSED = ("vm1:7389:7453 [0] include/socket.h:421 NCCL WARN Call to recv failed : Broken pipe\n"
+                "vm1:7389:7453 [0] NCCL INFO include/socket.h:438 -> 2\n"
+                "vm1:7389:7453 [0] NCCL INFO bootstrap.cc:128 -> 2\n"
+                "vm1:7389:7453 [0] NCCL INFO init.cc:665 -> 2\n")
+
+
+def test_an_init_failed_because_the_peer_closed_is_its_echo_unless_nothing_else_failed(tmp_path):
+    """The peer's end of the bootstrap socket closed (EPIPE): with the peer's own failure in the logs (a rank's
+    ncclInvalidUsage) that failure is the suspect; alone, the broken connection is (evidence/chain.py)."""
+    from conftest import main_json
+
+    d = tmp_path / "job"
+    d.mkdir()
+    (d / "nccl.log").write_text(_PEER_CLOSED)
+    rc, doc = main_json("report", str(d))
+    [sus] = [f for f in doc["findings"] if f["severity"] == "suspect"]
+    assert sus["kind"] == "nccl-init-failed" and "connection broke first" in sus["summary"]
+    (d / "rank1.log").write_text(
+        "RuntimeError: NCCL error in: /pytorch/torch/lib/c10d/ProcessGroupNCCL.cpp:825, invalid usage, NCCL version 2.7.8\n")
+    rc, doc = main_json("report", str(d))
+    [sus] = [f for f in doc["findings"] if f["severity"] == "suspect"]
+    assert "invalid usage" in sus["summary"]
+    assert any(f["kind"] == "nccl-init-failed" and f["severity"] == "warning" for f in doc["findings"])

@@ -112,6 +112,9 @@ _RICH_PATH = re.compile(r"\s{2,}(?P<src>[\w.\-]{1,80}\.py:\d{1,6})\s*$")
 _UCX = re.compile(r"\[(?P<host>[\w.\-]{1,253}):(?P<pid>\d{1,10}) {0,6}:\d{1,6}:\d{1,10}\]\s{1,4}")
 _OMPI = re.compile(r"\[(?P<host>[\w.\-]{1,253})\](?:\[\[\d{1,10},\d{1,10}\],(?P<rank>\d{1,9})\])?"
                    r"\[(?P<src>[\w.\-]{1,120}\.c:\d{1,6}):\w{1,120}\]\s?")
+# Open MPI's opal_output prefix "[host:pid] " (open-mpi/ompi v4.1.6 opal/util/output.c: "[%s:%05d] " of the node name and
+# the pid, written before each line of a stream that asks for it); a host has a letter (a "[12:34]" time is none)
+_OPAL_OUT = re.compile(r"\[(?=[\w.\-]{0,252}[A-Za-z])(?P<host>[A-Za-z0-9][\w.\-]{0,252}):(?P<pid>\d{1,10})\]\s")
 # MPICH's error-stack level "FUNC(LINE)....: MESSAGE": the location "%s(%d)" (fcname, line), dots up to the
 # stack's widest location, ": " (pmodels/mpich v4.1.2 src/mpi/errhan/errutil.c MPIR_Err_print_stack_string)
 _MPICH_STACK = re.compile(r"(?P<src>[A-Za-z_]\w{0,120}\(\d{1,7}\))\.*: ?")
@@ -292,7 +295,7 @@ def parse_line(line: str) -> Message:
         local = local if local is not None else p.local_rank
         host = host if host is not None else p.host
         text = p.text
-        for rx in (_MORE, _JSON_KEY, _PASTE, _DOCKER, _K8S_EVENT, _RAY, _SYSLOG, _DMESG_X, _CANN_LOG, _CANN_CODE, _CANN_PID, _NPU_ERR, _FUNC_AT, _OMPI, _UCX, _MPICH_STACK, _PYWARN, _ENFORCE, _GLOG, _NCCL, _NCCL_BARE, _TOOLS, _C10D_RANK, _USER_RANK, _ELASTIC_OLD, _LOGGER,
+        for rx in (_MORE, _JSON_KEY, _PASTE, _DOCKER, _K8S_EVENT, _RAY, _SYSLOG, _DMESG_X, _CANN_LOG, _CANN_CODE, _CANN_PID, _NPU_ERR, _FUNC_AT, _OMPI, _OPAL_OUT, _UCX, _MPICH_STACK, _PYWARN, _ENFORCE, _GLOG, _NCCL, _NCCL_BARE, _TOOLS, _C10D_RANK, _USER_RANK, _ELASTIC_OLD, _LOGGER,
                    _WHAT, _EXC, _EXC_LOWER):
             m = rx.match(text)
             if m is None or m.end() == 0 or (rx is _PASTE and exc is not None):  # KeyError: 'labels' keeps its quote

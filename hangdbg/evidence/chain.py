@@ -19,7 +19,10 @@ NCCL init failure with its error chain). Then:
    a lost peer or the host's resource, is a warning, not a suspect (:func:`_failed_for_a_reason_outside`);
 5. a process that ended by SIGKILL or SIGTERM while Slurm ended the whole job (a time limit, a preemption,
    scancel) or its launcher got a death signal is no suspect (:func:`_ended_by_the_scheduler`);
-6. a launch mistake (:attr:`~hangdbg.model.Kind.LAUNCH_ERROR`, a suspect) is the cause of the
+6. a communicator init that failed because the other end of its socket closed (``Broken pipe``, ``Connection reset
+   by peer``: :mod:`hangdbg.evidence.nccl.causes` makes it a warning) is the echo of its peer's failure; only when
+   no reader names any suspect is the broken connection itself the first failure (a suspect again);
+7. a launch mistake (:attr:`~hangdbg.model.Kind.LAUNCH_ERROR`, a suspect) is the cause of the
    process failures that follow it: the suspects that blame a rank or a node for ending (a failed
    child, an init that failed or never completed, a crash) become warnings that say so. Hardware
    findings stay suspects: a fault is a fault.
@@ -174,9 +177,21 @@ def promote_first_failure(findings: Sequence[Finding], first_id: str,
     made a suspect when no finding is one. Its own words say so ("the first failure in these logs").
     When :func:`chain` dropped it for another reader's finding of the same line (``first_at``: file,
     line), that finding is the one made a suspect (a line-count finding never is)."""
-    if not first_id or any(f.severity is Severity.SUSPECT for f in findings):
+    if any(f.severity is Severity.SUSPECT for f in findings):
         return list(findings)
-    out = list(findings)
+    out = _promoted(list(findings), first_id, first_at) if first_id else list(findings)
+    if any(f.severity is Severity.SUSPECT for f in out):
+        return out
+    # an init that failed because the peer's end of a socket closed is an echo of the peer's failure; with no failure
+    # in these logs, the broken connection is the first failure seen (nccl/causes.py makes it a warning)
+    return [replace(f, severity=Severity.SUSPECT, summary=f.summary + "; no failure of a peer is in these logs: the "
+                    "connection broke first") if f.kind is Kind.NCCL_INIT_FAILED and f.severity is Severity.WARNING
+            else f for f in out]
+
+
+def _promoted(out: list[Finding], first_id: str, first_at: tuple[str, int] | None) -> list[Finding]:
+    """``out`` with the error-lines finding of entry ``first_id`` (or the finding of another reader that cites the
+    line ``first_at``) made a suspect."""
     said = "; the first failure in these logs (nothing else names a cause)"
     for i, f in enumerate(out):
         if f.source is SourceKind.ERROR_LINES and f.severity is Severity.WARNING and f.evidence and \

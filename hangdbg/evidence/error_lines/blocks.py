@@ -23,6 +23,14 @@ Banners, from the upstream texts:
       =   CLEANING UP REMAINING PROCESSES
       =   YOU CAN IGNORE THE BELOW CLEANUP MESSAGES
 
+* Open MPI's / PRRTE's out-of-band TCP failure (open-mpi/ompi v4.1.6 orte/mca/oob/tcp/oob_tcp_connection.c, openpmix/
+  prrte src/mca/oob/tcp/oob_tcp_connection.c), the remote host being the one not reached::
+
+      A process or daemon was unable to complete a TCP connection
+      to another process:
+        Local host:    %s
+        Remote host:   %s
+
 * libstdc++'s verbose terminate handler (gcc libstdc++-v3/libsupc++/vterminate.cc)::
 
       terminate called after throwing an instance of '%s'
@@ -74,6 +82,11 @@ BANNERS = (
             re.compile(r"^(?:EXIT CODE: \d{1,5}|KILLED BY SIGNAL: \d{1,3}(?: \([^)\n]{0,40}\))?)\s*$"),
             re.compile(r"^CLEANING UP REMAINING PROCESSES\s*$"),
             re.compile(r"^YOU CAN IGNORE THE BELOW CLEANUP MESSAGES\s*$")), 8),
+    Banner("openmpi-oob-tcp",
+           re.compile(r"^A process or daemon was unable to complete a TCP connection(?: to another process:)?\s*$"),
+           (re.compile(r"^to another process:\s*$"),
+            re.compile(r"^Local host: {0,12}[\w.\-]{1,253}(?:\s|$)"),  # a paste may join the help text after a row
+            re.compile(r"^Remote host: {0,12}(?P<host>[\w.\-]{1,253})(?:\s|$)")), 5),
     Banner("cpp-terminate",
            re.compile(r"^terminate called after throwing an instance of '[^'\n]{1,300}'\s*$"),
            (re.compile(r"^.{0,200}?\bwhat\(\):\s"),), 2, said=True),
@@ -86,7 +99,8 @@ def _bare(text: str) -> str:
 
 def banner_of(text: str) -> Banner | None:
     """The banner whose head ``text`` (a message, its prefixes peeled) is, or None."""
-    if "detected that one or more" not in text and "BAD TERMINATION" not in text and "terminate called" not in text:
+    if "detected that one or more" not in text and "BAD TERMINATION" not in text and "terminate called" not in text \
+            and "complete a TCP connection" not in text:
         return None
     bare = _bare(text)
     return next((b for b in BANNERS if b.head.search(bare)), None)

@@ -35,7 +35,7 @@ __all__ = ["ErrorEvent", "ErrorLog", "scan_file", "sniff", "is_context_line", "G
 
 _ERROR_LEVELS = frozenset({"ERROR", "CRITICAL", "FATAL", "error", "critical", "fatal", "E", "F"})
 """Logger levels that make a line an error line whatever its words (Python logging's, glog's E and F)."""
-_WORDY = re.compile(r"[A-Za-z]{3,40}\W{1,10}[A-Za-z]{2}")
+_WORDY = re.compile(r"[A-Za-z]{3,40}[\W\d]{1,10}[A-Za-z]{2}")
 LOOKED_AT = 4096
 """Characters of a line that are looked at (prefixes, error words, the catalog): a line of a megabyte
 (a dump of a tensor, a base64 blob) is read in time linear in this, not in its length."""
@@ -466,7 +466,7 @@ def scan_file(path: str, catalog: Catalog, log: ErrorLog) -> None:
             continue
         if not every and not looks_like_error(line) and not _LEVEL.search(line):
             continue
-        msg = _labelled_message(parse_line(line), label, labelled, pod_node)
+        msg = _asserted(_labelled_message(parse_line(line), label, labelled, pod_node), head)
         if msg.text.strip() == "Last error:":  # PyTorch's NCCL error: ncclGetLastError() follows
             last_error = no
             continue
@@ -547,6 +547,16 @@ def _stall_at(last: Evidence | None, catalog: Catalog | None) -> tuple[Message, 
     msg = parse_line(last.text[:LOOKED_AT])
     m = catalog.match(msg.text)
     return (msg, m.innermost) if m is not None and m.innermost.stall else None
+
+
+def _asserted(msg: Message, before: str) -> Message:
+    """A bare ``AssertionError`` (an ``assert`` without a message) with the ``assert`` statement its traceback shows on
+    the line ``before`` it: the condition that failed is the message (CPython prints the statement's source line
+    under its frame, Lib/traceback.py)."""
+    if msg.exception == "AssertionError" and msg.text.strip() in ("", "AssertionError") and \
+            (code := strip_prefix(before).text.strip()).startswith("assert "):
+        return replace(msg, text=code.removeprefix("assert ").strip())
+    return msg
 
 
 def _labelled_message(msg: Message, label: str, labelled: str | None, pod_node: str | None) -> Message:

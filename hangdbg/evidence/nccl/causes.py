@@ -97,10 +97,37 @@ def _init_fail_findings(log: NcclLog) -> list[Finding]:
                     ranks=_ranks(procs), hosts=(host,), evidence=cited, action=entry.action or _INIT_HELP[help_key]))
             continue
         ends = "the chain ends in init" if any(p.init_fail for p in procs) else "the chain's end is not in these lines"
+        gone = _peer_closed(procs)
+        if gone is not None:  # the socket's other end went away: the peer failed or exited first, this is its echo
+            out.append(Finding(
+                Kind.NCCL_INIT_FAILED, f"{_names(procs)} on {host}: {what}{detail} ({ends}): the other end of the "
+                f"connection closed it (\u201c{parse_line(gone.text).text[:160]}\u201d): a peer failed or exited first",
+                ranks=_ranks(procs), hosts=(host,), severity=Severity.WARNING, evidence=(gone,) + tuple(
+                    e for e in uniq if e is not gone)[:MAX_EV - 1],
+                action="find the rank that failed first (its exception, crash or own NCCL error): these processes only "
+                       "lost their connection to it; if none failed, the connection itself broke: "
+                       + _INIT_HELP["bootstrap"]))
+            continue
         out.append(Finding(
             Kind.NCCL_INIT_FAILED, f"{_names(procs)} on {host}: {what}{detail} ({ends})",
             ranks=_ranks(procs), hosts=(host,), evidence=tuple(uniq), action=_INIT_HELP[help_key]))
     return out
+
+
+def _peer_closed(procs: list[Proc]) -> Evidence | None:
+    """The first WARN line of these processes that the error catalog reads as the peer's end of a socket gone
+    (role consequence, blame peer: ``Call to recv failed : Broken pipe``, ``Connection reset by peer``,
+    ``Connection closed by remote peer``), when no WARN of theirs is a root cause."""
+    try:
+        catalog = load()
+    except CatalogError:
+        return None
+    for p in procs:
+        for w in p.warns:
+            m = catalog.match(parse_line(w.text).text)
+            if m is not None and m.innermost.role is Role.CONSEQUENCE and m.innermost.blame is Blame.PEER:
+                return w
+    return None
 
 
 def _known_warn(procs: list[Proc]) -> tuple[CatalogEntry, Evidence] | None:
