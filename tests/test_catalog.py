@@ -258,6 +258,9 @@ def test_c10_log_prefix_with_a_three_digit_date_is_peeled():
      None, None),                                                             # Ascend CANN's error-code line
     ("MPIR_Init_thread(159).......: RuntimeError: CUDA error: an illegal memory access was encountered",
      None, None),                                                             # a level of MPICH's error stack
+    ("2020-02-26 02:45:13,375 [INFO ] W-9001-model_1.0-stdout org.pytorch.serve.wlm.WorkerLifeCycle - RuntimeError: "
+     "CUDA error: an illegal memory access was encountered", None, None),      # log4j (TorchServe)
+    ("[gpu-node-7:24984] RuntimeError: CUDA error: an illegal memory access was encountered", None, "gpu-node-7"),  # opal_output
 ])
 def test_more_prefixes_are_peeled(line, rank, host):
     msg = parse_line(line)

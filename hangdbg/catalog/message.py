@@ -75,6 +75,9 @@ _MORE = re.compile(
     r"|(?P<host2>[A-Za-z][\w.\-]{0,63}): (?=\[\d{4}-\d\d-\d\d[ T]\d\d:\d\d)"
     r"|(?:\|\s{0,4})?(?P<level>TRACE|DEBUG|INFO|SUCCESS|WARNING|ERROR|CRITICAL)\s{0,8}\|\s{0,4}[\w.<>\-]{1,120}:[\w.<>\-]{1,120}:\d{1,6} - "
     r"|\[[\w.\-]{1,80}\]\[(?:DEBUG|INFO|WARNING|ERROR|CRITICAL)\] - "
+    # log4j's "[%-5p] %t %c - " after its date (TorchServe's log4j2.xml, pytorch/serve frontend/server/src/main/resources):
+    # the level of a worker's forwarded stdout is INFO whatever the line says, so it is not taken
+    r"|\[(?:TRACE|DEBUG|INFO|WARN|ERROR|FATAL) ?\] [^\s\[\]]{1,200} [\w.$]{1,200} - "
     r"|\d{4}/\d\d/\d\d[ T]\d\d:\d\d:\d\d(?:[.,]\d+)? "
     # the Message field of kubectl describe ("Message:          The node was low on ..."), aligned by blanks
     r"|Message:\s{3,}(?=\S)"
