@@ -44,4 +44,17 @@ def test_the_first_failure_another_reader_explains_is_promoted_in_its_words():
     out = promote_first_failure([count, nccl], "nccl.some-entry", ("nccl.log", 7))
     assert [f.severity for f in out] == [Severity.WARNING, Severity.SUSPECT]
     assert out[1].summary.endswith("nothing else names a cause)")
-    assert promote_first_failure([count, nccl], "nccl.some-entry", ("nccl.log", 8)) == [count, nccl]
+    # not the first failure's line: the only failure these logs show, said as such, with no host to drain
+    other = promote_first_failure([count, nccl], "nccl.some-entry", ("nccl.log", 8))
+    assert other[0] == count and other[1].is_suspect and other[1].hosts == ()
+    assert "the only failure these logs show" in other[1].summary
+
+
+def test_a_wait_a_signal_or_a_rank_is_never_the_only_failure():
+    """Warnings that are waits (a timeout), a stop from outside (a signal), or that name a rank stay warnings."""
+    from hangdbg.evidence.chain import promote_first_failure
+    for f in (Finding(Kind.PEER_ERROR, "a collective timed out after 600 s", severity=Severity.WARNING),
+              Finding(Kind.PEER_ERROR, "the launcher got a termination signal", severity=Severity.WARNING),
+              Finding(Kind.NCCL_CONNECT_FAILED, "rank 3 cannot reach its peer", ranks=(3,), severity=Severity.WARNING),
+              Finding(Kind.UNRECOGNISED_ERROR, "unrecognised error line", severity=Severity.WARNING)):
+        assert promote_first_failure([f], "") == [f]

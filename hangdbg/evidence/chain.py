@@ -184,9 +184,57 @@ def promote_first_failure(findings: Sequence[Finding], first_id: str,
         return out
     # an init that failed because the peer's end of a socket closed is an echo of the peer's failure; with no failure
     # in these logs, the broken connection is the first failure seen (nccl/causes.py makes it a warning)
-    return [replace(f, severity=Severity.SUSPECT, summary=f.summary + "; no failure of a peer is in these logs: the "
-                    "connection broke first") if f.kind is Kind.NCCL_INIT_FAILED and f.severity is Severity.WARNING
-            else f for f in out]
+    out = [replace(f, severity=Severity.SUSPECT, summary=f.summary + "; no failure of a peer is in these logs: the "
+                   "connection broke first") if f.kind is Kind.NCCL_INIT_FAILED and f.severity is Severity.WARNING
+           else f for f in out]
+    return out if any(f.severity is Severity.SUSPECT for f in out) else _only_failure(out)
+
+
+_NO_FAILURE = frozenset({Kind.UNRECOGNISED_ERROR, Kind.NCCL_WARN, Kind.STALL})
+"""Warnings that say no process failed: an unknown line, a count of lines, where an excerpt stops."""
+_WAIT_WORDS = re.compile(r"time[ds]?[ -]?out|watchdog|heartbeat|\bwait|signal|kills? the remaining|terminates? "
+                         r"(?:its|the) remaining|an excerpt|the excerpt ends", re.I)
+"""A warning about a wait (a timeout, a watchdog), a signal sent from outside or the launcher stopping the survivors,
+or a cut excerpt: never the failure itself (a rank that waits is no suspect; a job stopped from outside has none)."""
+
+
+def _only_failure(out: list[Finding]) -> list[Finding]:
+    """``out`` (no suspect in it) with its first warning that reports a failure naming no rank made the suspect: the
+    only failure these logs show (a refused connection, a launch without its hostfile, a resource error), said as
+    such. Not a wait, a launcher stopping survivors, a cut excerpt, an unknown line, a catalog entry that is only
+    context; a rank is never blamed this way, and no host either (the finding's hosts are where it was seen, not
+    proof that the node is bad), so nothing is drained on it. Heuristic (ours): never a false all-clear where the
+    logs show a failure."""
+    for i, f in enumerate(out):
+        if f.severity is not Severity.WARNING or f.ranks or f.waits_for or f.kind in _NO_FAILURE \
+                or _WAIT_WORDS.search(f.summary) or not _may_be_cause(f):
+            continue
+        out[i] = replace(f, severity=Severity.SUSPECT, hosts=(), summary=f.summary + "; the only failure these "
+                         "logs show (which process failed first is not in them: collect every rank's log)")
+        break
+    return out
+
+
+_WAITED = "python.exception-waited:"
+"""The evidence id of an exception raised because its process waited for others (error_lines/analysis.py)."""
+
+
+def _may_be_cause(f: Finding) -> bool:
+    """False when the catalog entry the finding cites is context, or a process's report of its own end (blame
+    ``self``: an agent's "worker failed" line, whose cause is in that worker's log); True otherwise."""
+    if any(e.source == "traceback" and e.text.startswith(_WAITED) for e in f.evidence):
+        return False  # an exception that says its process waited for others (error_lines' WAITED_ID)
+    ids = [e.text.split(":", 1)[0] for e in f.evidence if e.source == "catalog" and e.text]
+    if not ids:
+        return True
+    try:
+        from ..catalog.catalog import load
+        from ..catalog.entry import Blame, Role
+
+        entry = load().get(ids[-1])
+    except Exception:  # an unknown id or unreadable package data: the finding is taken as it is
+        return True
+    return entry.role is not Role.CONTEXT and entry.blame is not Blame.SELF
 
 
 def _promoted(out: list[Finding], first_id: str, first_at: tuple[str, int] | None) -> list[Finding]:
