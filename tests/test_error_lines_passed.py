@@ -96,3 +96,16 @@ def test_open_mpi_output_prefix_and_a_harmless_cma_read(tmp_path):
                           "[96c7e3d99641:24986] Read -1, expected 122880, errno = 1\n")
     assert rep.findings and all(f.severity is Severity.WARNING for f in rep.findings)
     assert rep.findings[0].hosts == ("96c7e3d99641",) and "SYS_PTRACE" in rep.findings[0].action
+
+
+def test_a_time_to_the_minute_before_the_rank_prefix_is_peeled():
+    from hangdbg.text.lines import strip_prefix
+    p = strip_prefix(" 2025-02-18 12:54 [rank13]:[E218 04:54:22.864467604 ProcessGroupNCCL.cpp:616] [Rank 1] Watchdog")
+    assert p.rank == 13 and p.text.startswith("[E218")
+
+
+def test_a_message_after_error_colon_deep_in_a_glued_line_is_found(tmp_path):
+    """A paste that lost its newlines: argparse's 'prog: error: MSG' far behind the usage text's brackets."""
+    usage = " ".join(f"[--opt{i} VALUE{i}]" for i in range(40))
+    rep = _read(tmp_path, f"{usage} [DIR] train.py: error: unrecognized arguments: --local-rank=2 usage: train.py [-h]\n")
+    assert any(f.kind is Kind.LAUNCH_ERROR for f in rep.findings)

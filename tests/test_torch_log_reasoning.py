@@ -252,3 +252,15 @@ def test_status_only_rank_at_the_same_work_joins_the_all_waiting_verdict(tmp_pat
     rep = read(tmp_path, [wd(0, 1580, tag="PG 1"), wd(2, 1580, tag="PG 1"), status(3, 1580, 1582, 1579, "PG 1")])
     (f,) = rep.findings
     assert f.ranks == (0, 2, 3) and "none of the ranks in these logs stands out" in f.summary
+
+
+def test_a_timeout_named_by_its_group_rank_is_not_compared_with_global_ranks(tmp_path):
+    """A wrapped paste left the ``[rank13]:`` prefix on a line of its own: the watchdog line's ``[Rank 1]`` is the rank
+    in process group 11, so rank 13 (seen only in a prefix) is no rank that "printed no timeout"."""
+    rep = read(tmp_path, [f"[rank13]:{GLOG}",
+                          wd(1, 216, op="ALLTOALL_BASE", launcher=False, tag="PG ID 11 PG GUID 119"),
+                          f"[rank15]:{GLOG}",
+                          wd(0, 57, launcher=False, tag="PG ID 11 PG GUID 112")])
+    assert not sus(rep) and not kinds(rep, "no-timeout")
+    rep = read(tmp_path, [wd(13, 216, op="ALLTOALL_BASE"), f"[rank15]:{GLOG} some other line"])  # one numbering
+    assert [f.ranks for f in kinds(rep, "no-timeout")] == [(15,)]

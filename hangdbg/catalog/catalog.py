@@ -400,6 +400,9 @@ HEAD_MIN = 40
 MID_LINE_LITERAL = 16
 """Fewest literal characters of an entry matched after the start of a message (:meth:`Catalog.search`)."""
 _MAX_TRIES = 8
+_ERROR_COLON = re.compile(r"\b(?:error|Error|ERROR|fatal|FATAL|Fatal)\b:\s+")
+"""An error word and its colon: a message starts after it (argparse's ``prog: error: MSG``, glibc's ``error()``, Slurm's
+``srun: error: MSG``), looked for beyond the first separators of a line that lost its newlines."""
 
 
 _QUOTED = re.compile(r"'([^'\n]{16,400})'|\"([^\"\n]{16,400})\"")
@@ -446,6 +449,12 @@ def _search_once(cat: "Catalog", message: str) -> Match | None:
         if n >= _MAX_TRIES:
             break
         m = cat.match(message[sep.end():])
+        if m is not None and _chain_literal(m) >= MID_LINE_LITERAL:
+            return m
+    for n, err in enumerate(_ERROR_COLON.finditer(message[:4000])):  # "prog: error: MSG" deep in a line lines were glued into
+        if n >= _MAX_TRIES:
+            break
+        m = cat.match(message[err.end():])
         if m is not None and _chain_literal(m) >= MID_LINE_LITERAL:
             return m
     for q in _QUOTED.finditer(message[:2000]):  # a message quoted inside another (a repr: message='...')

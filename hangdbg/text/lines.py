@@ -109,7 +109,7 @@ _PREFIXES = re.compile(
       | \S+\ \[(?:stdout|stderr)\]\ ?                         # host [stderr]
       | \[\d{4}-\d\d-\d\d\ \d\d:\d\d:\d\d,\d{3}\ [TDIWEFC]\ \d{1,10}\ \d{1,10}\]\s?  # Ray's C++ log: [%F %T,%e %L %P %t]
                                                             # (ray src/ray/util/logging.cc log_format_pattern_)
-      | \[?\d{4}-\d\d-\d\d[T\ ]\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?\]?\s?  # ISO time
+      | \[?\d{4}-\d\d-\d\d[T\ ]\d\d:\d\d(?::\d\d(?:[.,]\d+)?)?(?:Z|[+-]\d\d:?\d\d)?\]?\s?  # ISO time (to the minute or finer)
       | \[\s*\+?\d+\.\d+\]\s?                                 # dmesg time [  12.345], dmesg -H delta [  +0.000844]
     )""",
     re.VERBOSE,

@@ -108,8 +108,8 @@ def _silent_findings(ev: TorchLogEvents, timeouts: list[Timeout], statuses: list
                      exclude: set[int]) -> list[Finding]:
     """Ranks seen in the log that printed no timeout (a rank whose line is cut off is not silent:
     what it printed is unknown)."""
-    if not timeouts:
-        return []
+    if not timeouts or (ev.prefix_ranks and not all(t.global_rank for t in timeouts)):
+        return []  # a timeout named by its process-group rank beside global ranks: not one numbering, no comparison
     active = {t.rank for t in timeouts} | {s.rank for s in statuses}
     silent = sorted(ev.seen_ranks - active - exclude - set(ev.cut))
     if not silent:

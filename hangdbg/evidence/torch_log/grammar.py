@@ -150,7 +150,7 @@ def signal_name(exitcode: int | None) -> str:
 # --- events ----------------------------------------------------------------------------------
 @dataclass(frozen=True, slots=True)
 class Timeout:
-    """One watchdog timeout: ``rank`` is global when a launcher prefix named it, else the PG rank."""
+    """One watchdog timeout: ``rank`` is global when a launcher prefix named it (``global_rank``), else the PG rank."""
 
     rank: int
     group: str
@@ -161,6 +161,7 @@ class Timeout:
     numel_in: int | None
     numel_out: int | None
     evidence: Evidence
+    global_rank: bool = True
 
 
 @dataclass(frozen=True, slots=True)
@@ -229,6 +230,7 @@ class TorchLogEvents:
     frames: dict[int | None, list[str]] = field(default_factory=dict)
     messages: TorchMessages = field(default_factory=TorchMessages)
     seen_ranks: set[int] = field(default_factory=set)
+    prefix_ranks: bool = False  # a launcher prefix ([rank3]:) named a global rank (a watchdog's [Rank N] is its PG's)
     cut: dict[int, Evidence] = field(default_factory=dict)
     """Ranks with a line cut off (a watchdog message or a glog header that stops short): their first one."""
     lines_read: int = 0
@@ -351,7 +353,8 @@ class _Scanner:
         ev.lines_read += 1
         if self.cfe is None and not _KEYWORDS.search(raw):  # fast path: most lines of a log
             if "[rank" in raw:
-                ev.seen_ranks.update(int(x) for x in _RANK_PREFIX.findall(raw))
+                ev.seen_ranks.update(found := {int(x) for x in _RANK_PREFIX.findall(raw)})
+                ev.prefix_ranks = ev.prefix_ranks or bool(found)
                 m = _CUT_HEAD.search(raw)
                 if m:
                     ev.cut.setdefault(int(m.group(1)), Evidence(source, n, raw))
@@ -367,6 +370,7 @@ class _Scanner:
             text = text.rstrip("│┃ ")
         if p.rank is not None:
             ev.seen_ranks.add(p.rank)
+            ev.prefix_ranks = True
         if self.cfe is not None and self._cfe_line(source, n, raw, text):
             return
         m = _CFE_START.search(text)
@@ -436,7 +440,7 @@ class _Scanner:
         self.ev.seen_ranks.add(rank)
         self.ev.timeouts.append(Timeout(rank, group, _int(m.group("seq")), m.group("op"), int(m.group("tmo")),
                                         _int(m.group("ran")), _int(m.group("nin")), _int(m.group("nout")),
-                                        Evidence(source, n, raw)))
+                                        Evidence(source, n, raw), prefix_rank is not None))
 
     def _status(self, source, n, raw, text, m, prefix_rank) -> None:
         rank, group = _tag(text, m.start())
@@ -527,7 +531,8 @@ def scan_file(path: str, source: str, events: TorchLogEvents | None = None) -> T
 
     def skipped(count: int, data: bytes) -> None:
         ev.lines_read += count
-        ev.seen_ranks.update(int(x) for x in set(_RANK_PREFIX_B.findall(data)))
+        ev.seen_ranks.update(found := {int(x) for x in set(_RANK_PREFIX_B.findall(data))})
+        ev.prefix_ranks = ev.prefix_ranks or bool(found)
         for m in _CUT_HEAD_B.finditer(data):
             ev.cut.setdefault(int(m.group(1)), Evidence(source, None, m.group(0).decode("utf-8", "replace")))
 
