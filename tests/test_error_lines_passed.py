@@ -109,3 +109,17 @@ def test_a_message_after_error_colon_deep_in_a_glued_line_is_found(tmp_path):
     usage = " ".join(f"[--opt{i} VALUE{i}]" for i in range(40))
     rep = _read(tmp_path, f"{usage} [DIR] train.py: error: unrecognized arguments: --local-rank=2 usage: train.py [-h]\n")
     assert any(f.kind is Kind.LAUNCH_ERROR for f in rep.findings)
+
+
+def test_cuda_codes_printed_as_numbers_after_a_call_or_as_driver_errors(tmp_path):
+    """``Return value 46 from 'cudaStreamCreate(...)'`` (a runtime call: cudaError_t 46 = cudaErrorDevicesUnavailable),
+    ``Cuda driver error 804`` (CUresult 804 = CUDA_ERROR_COMPAT_NOT_SUPPORTED_ON_DEVICE), and the runtime's own text
+    for error 100 behind an unknown prefix."""
+    rep = _read(tmp_path, "Return value 46 from 'cudaStreamCreate(&kernel_stream)'.  Exiting.\n")
+    assert any("cudaErrorDevicesUnavailable" in f.summary for f in rep.findings)
+    rep = _read(tmp_path, "Cuda driver error 804 in call at file\n")
+    assert any("804" in f.summary and "COMPAT" in f.summary for f in rep.findings)
+    rep = _read(tmp_path, "GTL_DEBUG: [0] cudaHostRegister: no CUDA-capable device is detected\n")
+    assert any("cudaErrorNoDevice" in f.summary for f in rep.findings)
+    rep = _read(tmp_path, "Return value 0 from 'cudaStreamCreate(&kernel_stream)'.\n")
+    assert not rep.findings

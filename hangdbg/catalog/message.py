@@ -166,7 +166,7 @@ ERROR_WORDS = re.compile(
     r"out of memory|denied|refused|unreachable|s?xid|panic|cannot|could not|couldn't|unable to|mismatch|illegal|"
     r"invalid|corrupt(?:ed|ion)?|undefined symbol|crash(?:ed|es)?|no space left|exited with|exits with|exit code|exitcode|return code|died|dead|unhandled|"
     r"not found|not enough|fallen off the bus|no route to host|name or service not known|oomkilled|evicted|"
-    r"insufficient|can not|cancell?ed at|no such file or directory|"
+    r"insufficient|can not|cancell?ed at|no such file or directory|unavailable|no cuda-capable device|"
     # an exception class before its message (RuntimeError: ..., torch.distributed.DistBackendError: ...), in a
     # line whose prefix hid it from the exception's own peel (CPython traceback.format_exception_only: "Cls: msg")
     r"[a-z]\w{0,60}(?:error|exception)(?=: ))\b",
@@ -180,7 +180,7 @@ ERROR_STEMS: tuple[str, ...] = (
     "no space left", "exit", "return code", "died", "dead", "unhandled", "not found", "not enough", "critical",
     "undefined symbol", "crash",
     "fallen off the bus", "no route to host", "name or service not known", "oomkilled", "evicted", "insufficient",
-    "can not", "cancelled at", "canceled at", "no such file or directory")
+    "can not", "cancelled at", "canceled at", "no such file or directory", "unavailable", "no cuda-capable device")
 """Lowercase substrings one of which every line :data:`ERROR_WORDS` matches holds (a cheap first test,
 also given to ``grep -F -i`` for large files)."""
 _BENIGN = re.compile(r"NCCL (?:INFO|TRACE)|UserWarning|FutureWarning|DeprecationWarning|(?<!=)\bINFO\b|(?<!=)\bDEBUG\b"

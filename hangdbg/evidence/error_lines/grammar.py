@@ -323,11 +323,16 @@ _REDACTED = re.compile(r"\s?(?:\(\.\.\.\)|\[\.\.\.\]|<\.\.\.>|\.\.\.|…|\b[xX]{
 message that no entry matches is looked up again up to it (:meth:`Catalog.match_hidden`)."""
 
 
-_ENUM_NUMBER = re.compile(r"\b(?P<enum>CUresult|cudaError)(?:_t)?\b[^\d\n]{0,24}?(?P<n>\d{1,4})\b")
+_ENUM_NUMBER = re.compile(r"\b(?P<enum>CUresult|cudaError|cuda driver error)(?:_t)?\b[^\d\n]{0,24}?(?P<n>\d{1,4})\b", re.I)
 """A CUDA error printed as its enum's number, not its name (``[torch_memory_saver.cpp] CUresult error result=2``,
 ``cudaError_t 700``): looked up by value among the CUresult / cudaError names (``include/cuda.h``,
 ``include/driver_types.h``, which give both enums the same values)."""
-_ENUM_FAMILY = {"curesult": "cuda.curesult", "cudaerror": "cuda.cudaerror"}
+_ENUM_FAMILY = {"curesult": "cuda.curesult", "cudaerror": "cuda.cudaerror", "cuda driver error": "cuda.curesult"}
+_API_RETURN = re.compile(r"\b(?:return(?:ed)? (?:value|code|status)|error(?: code)?|status) (?P<n>\d{1,4}) (?:from|in|of) "
+                         r"['\"`]?(?P<api>cu(?:da)?)[A-Z]\w{1,60}\(", re.I)
+"""A CUDA call's return value printed as a number after the call's name (``Return value 46 from
+'cudaStreamCreate(&kernel_stream)'``): a runtime API call (``cuda*``) returns a cudaError_t, a driver API call
+(``cu*``) a CUresult; looked up like :data:`_ENUM_NUMBER`."""
 
 
 _LOCAL_AND_RANK = re.compile(r"\s*\[[A-Za-z_][\w-]*?(\d{1,6})\]:\s?\[rank(\d{1,9})\]:")
@@ -403,6 +408,8 @@ def _lookup(catalog: Catalog, msg: Message, error: bool, last: bool, joined: Mat
         match = catalog.match_hidden(msg.text[:red.start()])  # the message up to what the paste hid
     if match is None and (num := _ENUM_NUMBER.search(msg.text)) is not None:
         match = catalog.by_code(_ENUM_FAMILY[num.group("enum").lower()], int(num.group("n")))
+    if match is None and (call := _API_RETURN.search(msg.text)) is not None:
+        match = catalog.by_code("cuda.cudaerror" if call.group("api") == "cuda" else "cuda.curesult", int(call.group("n")))
     return match
 
 
@@ -477,7 +484,8 @@ def scan_file(path: str, catalog: Catalog, log: ErrorLog) -> None:
         error = "NCCL WARN" in line or (looks_like_error(line) and looks_like_error(msg.text)) or (
             msg.level in _ERROR_LEVELS and (_WORDY.search(msg.text) is not None or catalog.search(msg.text) is not None)) or (
             bool(msg.exception) and not _BENIGN_EXC.search(msg.exception)) or (  # the last line of a traceback
-            msg.src.endswith(")") and catalog.search(msg.text) is not None)  # a known level of MPICH's error stack
+            msg.src.endswith(")") and catalog.search(msg.text) is not None) or (  # a known level of MPICH's error stack
+            (ret := _API_RETURN.search(msg.text)) is not None and ret.group("n") != "0")  # a CUDA call's non-zero code
         if not error and not _WORDY.search(msg.text):
             continue  # a number, a path, a bar: no message to look up
         joined: Match | None = None
