@@ -123,3 +123,16 @@ def test_cuda_codes_printed_as_numbers_after_a_call_or_as_driver_errors(tmp_path
     assert any("cudaErrorNoDevice" in f.summary for f in rep.findings)
     rep = _read(tmp_path, "Return value 0 from 'cudaStreamCreate(&kernel_stream)'.\n")
     assert not rep.findings
+
+
+def test_a_cut_traceback_through_spawns_main_fixup_says_the_child_reran_the_script(tmp_path):
+    """CPython Lib/multiprocessing/spawn.py: prepare() -> _fixup_main_from_path -> runpy.run_path (the parent's main
+    script again, in the child)."""
+    rep = _read(tmp_path, 'Traceback (most recent call last):\n  File "<string>", line 1, in <module>\n'
+                          '  File "/usr/lib/python3.10/multiprocessing/spawn.py", line 236, in prepare\n'
+                          "    _fixup_main_from_path(data['init_main_from_path'])\n"
+                          '  File "/usr/lib/python3.10/multiprocessing/spawn.py", line 287, in _fixup_main_from_path\n'
+                          "    main_content = runpy.run_path(main_path,\n"
+                          '  File "/usr/lib/python3.10/runpy.py", line 86, in _run_code\n    exec(code, r')
+    [f] = [f for f in rep.findings if f.kind is Kind.RANK_ERROR]
+    assert "if __name__ == '__main__':" in f.summary

@@ -449,11 +449,15 @@ def _cut(log: ErrorLog) -> list[Finding]:
             if _cut_may_be_first(tb) else ()
         where = f"its last frame is {tb.frame}{code}" if tb.frame else "the excerpt ends at its header (no frame pasted)"
         what = f"raised {tb.exc}" if tb.exc else "failed"  # IPython's title names the exception's class
+        spawn = ("; it failed while a child started by multiprocessing's spawn method ran the main script again "
+                 "(spawn.py _fixup_main_from_path: code outside `if __name__ == '__main__':` runs in every child)"
+                 if tb.spawned_main else "")
         out.append(Finding(
             Kind.RANK_ERROR, f"{who} {what} in a traceback that the excerpt ends inside, before its exception line: "
-            f"{where}", ranks=(tb.rank,) if tb.rank is not None else (),
+            f"{where}{spawn}", ranks=(tb.rank,) if tb.rank is not None else (),
             severity=Severity.WARNING, evidence=(tb.evidence,) + cite,
-            action="get the rest of this output: the exception line after the last frame says what failed"))
+            action=("put the script's top-level work under `if __name__ == '__main__':` (and get the exception line); "
+                    if spawn else "") + "get the rest of this output: the exception line after the last frame says what failed"))
     return out
 
 

@@ -37,6 +37,9 @@ IPY_FRAME = re.compile(r"^\s*(?:File (?P<path>\S[^\n]{0,300}?):(?P<line>\d{1,7})
 IPY_CODE = re.compile(r"^\s*(?P<arrow>-*>)?\s*(?P<no>\d{1,7})(?:\s(?P<code>.*))?$")
 """A numbered source line of an IPython frame; ``-->`` marks the line that ran."""
 _CARETS = re.compile(r"\s*[~^]+\s*$")
+SPAWN_MAIN = "in _fixup_main_from_path"
+"""The frame of CPython's Lib/multiprocessing/spawn.py ``prepare()`` that runs the parent's main script again in a
+child started with the spawn (or forkserver) method (``runpy.run_path`` under ``__mp_main__``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,6 +61,7 @@ class CutTraceback:
     ipython: bool = False  # IPython's format: numbered source lines follow each frame
     code_open: bool = False  # the marked source line opened a call the next numbered lines go on with
     crash: bool = False  # the frames of a crash handler's banner (innermost first): a whole report, never cut
+    spawned_main: bool = False  # a frame is multiprocessing's _fixup_main_from_path: a spawned child re-runs __main__
 
 def traceback_at(tb: CutTraceback | None, ev: Evidence, body: str, frame: str,
                   after_file_line: bool) -> CutTraceback | None:
@@ -76,7 +80,8 @@ def traceback_at(tb: CutTraceback | None, ev: Evidence, body: str, frame: str,
         return CutTraceback(ev, "", exc=m.group("cls"), ipython=True, rank=parse_line(line).rank)
     if "File \"" in line and FRAME.search(line) is not None:
         if tb is not None or ", in " in line:  # a traceback's frame (faulthandler's has no comma): a paste may start at one
-            return CutTraceback(ev, frame, "", parse_line(line).rank)
+            return CutTraceback(ev, frame, "", parse_line(line).rank, spawned_main=tb is not None and tb.spawned_main
+                                or SPAWN_MAIN in line)
         return tb
     if tb is not None and after_file_line and body.strip():
         return replace(tb, code=body.strip())
