@@ -136,3 +136,11 @@ def test_a_cut_traceback_through_spawns_main_fixup_says_the_child_reran_the_scri
                           '  File "/usr/lib/python3.10/runpy.py", line 86, in _run_code\n    exec(code, r')
     [f] = [f for f in rep.findings if f.kind is Kind.RANK_ERROR]
     assert "if __name__ == '__main__':" in f.summary
+
+
+def test_a_gloo_comparison_keeps_its_condition(tmp_path):
+    """gloo's GLOO_ENFORCE_LE(a, b) writes 'a <= b. X vs Y': the condition names the failure (a collective desync),
+    the values alone say nothing (gloo/common/logging.h)."""
+    rep = _read(tmp_path, "RuntimeError: [enforce fail at ../third_party/gloo/gloo/transport/tcp/pair.cc:446] "
+                          "op.preamble.length <= op.nbytes. 881392 vs 4\n")
+    assert any("desync" in f.summary for f in rep.findings)

@@ -148,7 +148,9 @@ _PYWARN = re.compile(r"(?P<src>\S{1,300}\.py:\d{1,7}): (?P<lvl2>(?:[A-Z]\w{0,60}
 a bare ``Warning: `` is a message's own word, as NCCL's ``WARN Warning: remote FLID ...``)"""
 # c10's and gloo's enforce prefix: "[enforce fail at FILE:LINE] CONDITION. MSG" (c10/util/Exception.cpp,
 # gloo/common/logging.cc EnforceNotMet); CAFFE_THROW leaves the condition empty ("] . PytorchStreamWriter ...")
-_ENFORCE = re.compile(r"\[enforce fail at [^\]\n]{1,300}:\d{1,6}\]\s*(?:[^\n]{0,200}?\.(?:\s+|$))?")
+_ENFORCE = re.compile(r"\[enforce fail at [^\]\n]{1,300}:\d{1,6}\]\s*"
+                      r"(?:(?![^\n]{0,200}?\.\s+[-\w.]{1,40} vs [-\w.]{1,40}(?:\W|$))[^\n]{0,200}?\.(?:\s+|$))?")
+"""(a comparison's condition is kept: ``GLOO_ENFORCE_LE(a, b)`` writes ``a <= b. X vs Y``, the values alone say nothing)"""
 # dmesg -x's facility and level ("kern  :err   : "), also as talosctl dmesg prints them after the node
 # ("10.0.0.5: kern:     err: [2026-04-22T21:25:20.46Z]: "): util-linux dmesg.c facility/level names
 _DMESG_X = re.compile(r"(?:(?P<host>[\w.\-]{1,253}): )?(?:kern|user|daemon|syslog|auth)\s{0,8}:\s{0,8}"
