@@ -28,7 +28,7 @@ from ..evidence.error_lines.facts import ErrorLinesFacts
 from ..model import ClassifiedFile, FileError, Finding, RankProcess, RankState, SourceKind, Thread
 from ..frames import Frame
 from ..enums import NodeStatus, PlaceKind, ThreadStatus
-from ..watch.plan import StallRecord
+from ..watch.records import StallRecord
 from ..waits import RankWait, WaitEdge
 
 __all__ = [

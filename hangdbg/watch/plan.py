@@ -15,6 +15,7 @@ from typing import Literal
 from ..collect.plan import DumpPlan
 from ..errors import UsageError
 from ..transport.targets import TargetSpec
+from .records import SIGNALS, Signal, StallRecord  # re-exported: the records need no collect/ import
 
 __all__ = ["WatchPlan", "WatchResult", "StallRecord", "THEN", "SIGNALS"]
 
@@ -23,10 +24,6 @@ THEN = ("kill", "scancel", "requeue")
 
 Ended = Literal["running", "job-ended", "once", "interrupted"]
 """Why a watch ended (``running``: it has not, a stall was just handled)."""
-
-Signal = Literal["log", "heartbeat", "stacks"]
-SIGNALS: tuple[Signal, ...] = ("log", "heartbeat", "stacks")
-"""What can declare a stall."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -141,39 +138,6 @@ class WatchPlan:
         argv += ["-o", str(self.out)] if self.out is not None else []
         argv += ["-v"] if self.verbose else []
         return argv
-
-
-@dataclass(frozen=True, slots=True)
-class StallRecord:
-    """One stall ``watch`` declared and what it did about it (also an entry of the ``watch``
-    document's ``stalls``).
-
-    Attributes:
-        detected: when (ISO 8601, UTC).
-        signal: what declared it (of :data:`SIGNALS`).
-        quiet_seconds: seconds the signal had not moved.
-        reason: one sentence.
-        dump_dir: the stall's dump (``OUT/stall-YYYYmmdd-HHMMSS``, its ``hangdbg.json`` inside).
-        dump_exit: the exit status ``dump`` would have had (3: suspects named; 1: nothing read or
-            the dump failed; 2: usage), None when it did not run.
-        headline: the dump's headline, None when it could not be taken.
-        suspects: the ranks the dump blamed.
-        dump_seconds: seconds from the detection to the finished dump.
-        on_hang_exit: exit status of ``on_hang`` (None: not given, or it could not run).
-        then: what ``then`` did (``"kill: sent SIGTERM to 5 processes"``), or None.
-    """
-
-    detected: str
-    signal: Signal
-    quiet_seconds: float
-    reason: str
-    dump_dir: str
-    dump_exit: int | None
-    headline: str | None
-    suspects: tuple[int, ...]
-    dump_seconds: float
-    on_hang_exit: int | None
-    then: str | None
 
 
 @dataclass(frozen=True, slots=True)
