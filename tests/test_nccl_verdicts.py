@@ -279,3 +279,22 @@ def test_an_init_failed_because_the_peer_closed_is_its_echo_unless_nothing_else_
     [sus] = [f for f in doc["findings"] if f["severity"] == "suspect"]
     assert "invalid usage" in sus["summary"]
     assert any(f["kind"] == "nccl-init-failed" and f["severity"] == "warning" for f in doc["findings"])
+
+
+def test_collective_lines_pasted_without_their_header_are_read_one_process_per_file(tmp_path):
+    """``AllReduce: opCount 0 sendbuff ...`` without ``host:pid:tid [d] NCCL INFO`` (a maintainer's grep of two ranks'
+    COLL lines): each file is one process named after it, and the two ranks' different AllReduce at opCount 0 show."""
+    from conftest import main_json
+
+    coll = ("AllGather: opCount 0 sendbuff 0x7f27f724fa00 recvbuff 0x7f27f724f800 count 8 datatype 0 op 0 root 0 comm "
+            "0x7f27a30bbb70 [nranks=2] stream 0x7f2c34000d30\nAllReduce: opCount 0 sendbuff 0x7f27f7250200 recvbuff "
+            "0x7f27f7250000 count {n} datatype 7 op 0 root 0 comm 0x7f27b400be70 [nranks=2] stream 0x7f2c34000d30\n")
+    d = tmp_path / "job"
+    d.mkdir()
+    (d / "rank-a.txt").write_text(coll.format(n=3))
+    (d / "rank-b.txt").write_text(coll.format(n=2))
+    rc, doc = main_json("report", str(d))
+    assert rc == 3 and not doc["headline"].startswith("nothing could be read")
+    f = next(f for f in doc["findings"] if f["kind"] == "nccl-op-mismatch")
+    assert "rank-a" in f["summary"] and "count 3" in f["summary"] and "count 2" in f["summary"]
+    assert f["ranks"] == [] and f["hosts"] == []

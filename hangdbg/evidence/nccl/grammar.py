@@ -58,8 +58,8 @@ from ...model import MAX_EVIDENCE_TEXT, Evidence
 from ...rankset import rank_number
 from .records import (_CHAIN, _COLL, _COMM_PTR, _COMMID, _CONNECT, _INIT, _INIT_ALL, _INIT_TAIL, _INTERNAL_NETS,
     _NETWORK, _NNODES, _NRANKS_BR, _P2P_ENV, _PARENT, _PEER, _RETRY, _RING, _USING, _VIA, Comm, ConnectFailure, Proc,
-    _looks_cut, _plugin, _small, _transport, _Unspliced, add_op, chain, connect, line_ahead, line_back, op_fields, using,
-    warn)
+    BARE_COLL, _BMARKERS, _Bare, _looks_cut, _plugin, _small, _transport, _Unspliced, add_op, bare_host, chain,
+    connect, has_marker, line_ahead, line_back, op_fields, using, warn)
 from ...text.lines import MAX_LINE, open_input, strip_ansi, strip_prefix
 
 __all__ = ["RECORD", "TIME_PREFIX", "Comm", "ConnectFailure", "NcclLog", "Proc", "has_marker", "line_prefix", "record_starts",
@@ -81,29 +81,13 @@ RECORD = re.compile(
 # The shape of a record: a line with this but no parsable header is skipped and counted.
 _SHAPE = re.compile(r"\bNCCL (?:INFO|WARN|TRACE|CALL)\b|:\d+:\d+ \[-?\d+\] (?:[\w./+-]+:\d+ )?(?:INFO|WARN) ")
 _VERSION = re.compile(r"\bNCCL version (\d+\.\d+\.\d+\S*)")
-_MARKERS = ("NCCL", "INFO", "WARN", "TRACE")
-_BMARKERS = tuple(m.encode() for m in _MARKERS)
-
-
-def has_marker(line: str | bytes) -> bool:
-    """The cheap pre-test for a record: ``line`` holds ``NCCL``, ``INFO``, ``WARN`` or ``TRACE``
-    (:data:`RECORD` and :data:`_SHAPE` need one of them: ``NCCL`` levels and old-style levels;
-    ``_cscan.c`` keeps its other lines by the same test)."""
-    if isinstance(line, bytes):
-        a, b, c, d = _BMARKERS
-        return a in line or b in line or c in line or d in line
-    s, t, u, v = _MARKERS
-    return s in line or t in line or u in line or v in line
-
-
 def sniff(head: bytes) -> bool:
-    """True when the first bytes of a file look like NCCL_DEBUG output.
-
-    Needs ``NCCL`` and one of the levels ``INFO``/``WARN``/``TRACE`` somewhere (cheap tests first:
-    report sniffs every file), then one record header (with the ``NCCL`` token, NCCL >= 2.3, or
-    old-style ``host:pid:tid [0] INFO``) or a ``NCCL version`` line next to a ``NCCL INFO``.
-    A head whose only records are ``NCCL CALL``/``NCCL ABORT`` lines is not taken.
-    """
+    """True when the first bytes of a file look like NCCL_DEBUG output: ``NCCL`` and a level (``INFO``/``WARN``/
+    ``TRACE``; cheap tests first: report sniffs every file), then one record header (the ``NCCL`` token, NCCL >= 2.3,
+    or old-style ``host:pid:tid [0] INFO``) or a ``NCCL version`` line next to a ``NCCL INFO`` (a head of ``NCCL
+    CALL``/``NCCL ABORT`` records only is not taken); or collective lines without their header (``BARE_COLL``)."""
+    if b": opCount " in head and BARE_COLL.search(head) is not None:
+        return True
     if b"NCCL" not in head or not any(m in head for m in _BMARKERS[1:]):
         return False
     text = head.decode("utf-8", "replace")
@@ -296,7 +280,10 @@ class NcclLog:
 
     def _text(self, fi: int, lineno: int, raw: str) -> None:
         """Parse the records of one line; a record a hard wrap cut short waits for the next line."""
-        if not has_marker(raw):
+        if not has_marker(raw):  # a collective line without its header: its file is its process
+            bare = ": opCount " in raw and BARE_COLL.match(raw.encode("utf-8", "replace")) is not None
+            if bare and not self._record(fi, lineno, raw, _Bare(bare_host(self.files[fi], fi)), raw.strip(), None):
+                self.lines_skipped += 1
             return
         text, rank, self._time = line_prefix(raw)
         recs = records(text)
@@ -323,7 +310,7 @@ class NcclLog:
             if not self._record(fi, lineno, raw, hm, msg, rank):
                 self.lines_skipped += 1
 
-    def _record(self, fi: int, lineno: int, raw: str, m: re.Match | _Unspliced, msg: str, launcher_rank: int | None,
+    def _record(self, fi: int, lineno: int, raw: str, m: re.Match | _Unspliced | _Bare, msg: str, launcher_rank: int | None,
                 strict: bool = False) -> bool:
         """One record: False when it does not parse (the caller counts it skipped). Each message
         grammar is tried in a fixed order; a regex runs only when a substring it needs is there."""

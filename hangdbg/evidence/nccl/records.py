@@ -37,6 +37,7 @@ Read as: ``[[Rank R] ][FUNCTION ]comm 0x.. rank R nranks N ...[ ]- [Init|Abort|D
 from __future__ import annotations
 
 import ipaddress
+import os
 import re
 from collections import Counter
 from dataclasses import dataclass, field
@@ -407,6 +408,51 @@ class _Unspliced:
 
     def end(self) -> int:
         return self._m.end()
+
+
+_MARKERS = ("NCCL", "INFO", "WARN", "TRACE")
+_BMARKERS = tuple(m.encode() for m in _MARKERS)
+
+
+def has_marker(line: str | bytes) -> bool:
+    """The cheap pre-test for a record: ``line`` holds ``NCCL``, ``INFO``, ``WARN`` or ``TRACE``
+    (:data:`RECORD` and :data:`_SHAPE` need one of them: ``NCCL`` levels and old-style levels;
+    ``_cscan.c`` keeps its other lines by the same test)."""
+    if isinstance(line, bytes):
+        a, b, c, d = _BMARKERS
+        return a in line or b in line or c in line or d in line
+    s, t, u, v = _MARKERS
+    return s in line or t in line or u in line or v in line
+
+
+BARE_COLL = re.compile(rb"(?m)^[ \t]{0,8}[A-Z][A-Za-z]{2,30}: opCount [0-9a-fA-F]{1,16} sendbuff (?:0x[0-9a-fA-F]{1,16}|\(nil\)) ")
+"""A collective record pasted without its ``host:pid:tid [dev] NCCL INFO`` header (a grep's output, a paste cut at
+the message): ``AllReduce: opCount 0 sendbuff 0x7f.. recvbuff ...`` (NCCL src/enqueue.cc INFO(NCCL_COLL, "%s: opCount
+%lx sendbuff %p ...")). A file of such lines is one process, named after the file (:func:`bare_host`)."""
+
+
+def bare_host(path: str, fi: int) -> str:
+    """The host that stands for the one process of a file whose collective lines carry no header: the file's name
+    without its suffix (``rank-a-coll.txt`` -> ``rank-a-coll``)."""
+    return os.path.splitext(os.path.basename(path))[0] or f"file{fi}"
+
+
+class _Bare:
+    """The header a headerless collective line lacks: its file's process (pid 0), level INFO, no device."""
+
+    __slots__ = ("_host",)
+
+    def __init__(self, host: str) -> None:
+        self._host = host
+
+    def group(self, name: str):
+        return {"host": self._host, "pid": "0", "level": "INFO"}.get(name)
+
+    def start(self) -> int:
+        return 0
+
+    def end(self) -> int:
+        return 0
 
 
 def _small(text: str, limit: int = 1 << 20) -> int | None:
