@@ -144,3 +144,18 @@ def test_a_gloo_comparison_keeps_its_condition(tmp_path):
     rep = _read(tmp_path, "RuntimeError: [enforce fail at ../third_party/gloo/gloo/transport/tcp/pair.cc:446] "
                           "op.preamble.length <= op.nbytes. 881392 vs 4\n")
     assert any("desync" in f.summary for f in rep.findings)
+
+
+def test_diagnostic_outputs_without_an_error_word_are_read(tmp_path):
+    """Report rows a user pastes while debugging (a regex entry whose head is 'Label:' is indexed by its label):
+    ibv_devinfo's port state, lspci's ACS control, ulimit's locked-memory limit."""
+    for text, word in (("hca_id:\tmlx5_0\n\t\tport:\t1\n\t\t\tstate:\t\t\tPORT_DOWN (1)\n", "PORT_DOWN"),
+                       ("\t\tACSCtl:\tSrcValid+ TransBlk- ReqRedir+ CmpltRedir+ UpstreamFwd+ EgressCtrl- DirectTrans-\n",
+                        "Access Control"),
+                       ("open files                          (-n) 1024\nmax locked memory           (kbytes, -l) 64\n",
+                        "locked-memory")):
+        rep = _read(tmp_path, text)
+        assert any(word in f.summary for f in rep.findings), text
+    rep = _read(tmp_path, "\t\t\tstate:\t\t\tPORT_ACTIVE (4)\n\t\tACSCtl:\tSrcValid- TransBlk-\n"
+                          "max locked memory           (kbytes, -l) unlimited\n")
+    assert not rep.findings

@@ -126,13 +126,15 @@ def _untagged(e: CatalogEntry) -> CatalogEntry | None:
     return replace(e, format=tail, pattern=LazyPattern(tail, e.syntax), literal=lit)
 
 
-_REGEX_HEAD = re.compile(r"([A-Za-z][A-Za-z0-9]*) ")
+_REGEX_HEAD = re.compile(r"([A-Za-z][A-Za-z0-9]*)(?: |:(?:\\s|\s|\\t|\t))")
+"""A regex format's head word, before a blank or a colon and white space (a report row: ``ACSCtl:\tSrcValid+``)."""
 _ESCAPED = re.compile(r"\\.")
 
 
 def _regex_word(fmt: str) -> str:
-    """The first word of a regex format that starts with a plain word and a blank and has no
-    alternative at its top level (``Using IP address of  for node ...``), lowercase; "" otherwise."""
+    """The first word of a regex format that starts with a plain word and a blank (or a colon and white space: a
+    report row's label) and has no alternative at its top level (``Using IP address of  for node ...``), lowercase;
+    "" otherwise."""
     m = _REGEX_HEAD.match(fmt)
     if m is None:
         return ""
