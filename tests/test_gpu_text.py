@@ -112,3 +112,20 @@ def test_a_fatal_error_on_a_port_names_the_gpu_below_it_that_was_not_recovered(t
     log.write_text("\n".join(log.read_text().splitlines()[:3]) + "\n")
     aer = _one(READER.read([str(log)]), "pcie-aer")
     assert aer.severity == "warning" and aer.gpus == ()
+
+
+def test_nvidia_smis_table_with_err_names_the_gpu_and_a_healthy_table_says_nothing(tmp_path):
+    """nvidia-smi's default view: a GPU whose fields NVML could not read shows ERR! (its first row holds the bus id;
+    ERR! may be in its second row only)."""
+    from hangdbg.evidence.gpu.reader import READER
+
+    bad = tmp_path / "bad.txt"
+    bad.write_text("|   2  NVIDIA A100-SXM4-80GB          On  | 00000000:47:00.0 Off |                    0 |\n"
+                   "| N/A   35C    P0    62W /  400W |      0MiB / 81920MiB |      0%      Default |\n"
+                   "|   3  NVIDIA A100-SXM4-80GB          On  | 00000000:4B:00.0 Off |                    0 |\n"
+                   "| N/A   34C    P0    ERR! /  400W |      0MiB / 81920MiB |      0%      Default |\n")
+    rep = READER.read([str(bad)])
+    assert [f.gpus for f in rep.findings if f.is_suspect] and all("4b:00" in g for f in rep.findings for g in f.gpus)
+    good = tmp_path / "good.txt"
+    good.write_text(bad.read_text().replace("ERR!", "61W"))
+    assert not READER.read([str(good)]).findings

@@ -33,6 +33,13 @@ saved terminal session):
 
     NVRM: nvCheckOkFailedNoLog: Check failed: NVLink fabric state cached by the driver is out of sync [NV_ERR_FABRIC_STATE_OUT_OF_SYNC] (0x00000087) returned from ...
 
+* ``nvidia-smi``'s GPU table (its default view) when NVML could not read a field of a GPU: ``ERR!`` in the field
+  (the volatile uncorrectable ECC count, the power draw...; nvidia-smi documentation: a field that reports an
+  error), the GPU named by the bus id of its first row::
+
+    |   3  NVIDIA A100-SXM4-80GB          On  | 00000000:4B:00.0 Off |                  ERR! |
+    | N/A   34C    P0    ERR! /  400W |      0MiB / 81920MiB |      0%      Default |
+
 * PCIe Advanced Error Reporting, Linux ``drivers/pci/pcie/aer.c`` (``aer_print_error``,
   ``aer_isr_one_error``)::
 
@@ -53,7 +60,7 @@ from dataclasses import dataclass, field
 
 from ...model import Evidence
 
-__all__ = ["NEEDLES", "NV_STATUS_FAULTS", "PROMPT", "AerRecord", "GpuFault", "aer_line", "fault_of"]
+__all__ = ["NEEDLES", "NV_STATUS_FAULTS", "PROMPT", "AerRecord", "GpuFault", "aer_line", "fault_of", "smi_table_fault"]
 
 _BDF = r"[0-9a-fA-F]{4,8}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}(?:\.[0-7])?"
 
@@ -90,13 +97,32 @@ _AER_BIT = re.compile(r"^(?P<drv>[A-Za-z][\w-]{0,40}) (?P<dev>" + _BDF + r"):\s+
 # device (or the port above it) stayed broken after the error
 _AER_LOST = re.compile(r"^(?P<drv>[A-Za-z][\w-]{0,40}) (?P<dev>" + _BDF + r"): (?:AER: )?(?:can't recover|device recovery failed)")
 
+_SMI_ROW = re.compile(r"^\s*\|\s+(?P<idx>\d{1,3})\s+[^|]{1,80}?\s+(?:On|Off)\s+\|\s+(?P<bus>[0-9a-fA-F]{4,8}:[0-9a-fA-F]{2}"
+                      r":[0-9a-fA-F]{2}\.[0-7])\s+(?:On|Off)\s+\|")
+_SMI_SECOND = re.compile(r"^\s*\|\s+(?:N/A|ERR!|\d{1,3}%)\s+(?:\d{1,3}C|ERR!|N/A)\s+")
+
+
+def smi_table_fault(line: str, last_bus: str) -> tuple[str, tuple[str, str, str] | None] | None:
+    """A row of nvidia-smi's GPU table: ``(bus, fault)`` - the bus the row belongs to (its own for a GPU's first row,
+    ``last_bus`` for the second) and ``(bus, "unusable", detail)`` when the row shows ``ERR!``; None for a line that
+    is no such row (a Markdown table)."""
+    m = _SMI_ROW.match(line)
+    if m is None and not (last_bus and _SMI_SECOND.match(line)):
+        return None
+    bus = m.group("bus") if m is not None else last_bus
+    if "ERR!" not in line:
+        return bus, None
+    return bus, (bus, "unusable", "nvidia-smi shows ERR! for this GPU: NVML could not read its fields (a GPU in error: "
+                                  "fallen off the bus, uncorrectable ECC errors or a fault that needs a reset)")
+
+
 PROMPT = re.compile(r"^\[?[A-Za-z_][\w.-]{0,31}@(?P<host>[A-Za-z0-9][A-Za-z0-9.-]{0,62})[\]: ][^\n]{0,200}?[$#%>] {1,4}"
                     r"(?:sudo {1,4})?(?:nvidia-smi|dmesg|journalctl|cat|grep|tail|less)\b")
 """A shell prompt that runs a log or GPU tool (``zeyer@cn-234 ~ % nvidia-smi``, ``[root@node3 ~]# dmesg``):
 the host of the lines that follow."""
 
 NEEDLES = (b"AER", b"PCIe Bus Error", b"RmInitAdapter failed", b"NV_ERR_", b"handle for GPU", b"RESET_REQUIRED", b"requires reset", b"ECC error",
-           b"emapping failure", b"nvidia-smi", b"dmesg", b"journalctl")
+           b"emapping failure", b"nvidia-smi", b"dmesg", b"journalctl", b"ERR!", b"00000000:")
 """Byte strings one of which every line of these grammars holds (a prompt, a head line), for the
 fast line filter; an AER record's continuation lines are read while it is open."""
 

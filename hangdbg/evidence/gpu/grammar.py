@@ -41,7 +41,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 
 from ...model import Evidence
-from .faults import NEEDLES, PROMPT, AerRecord, GpuFault, aer_line, fault_of
+from .faults import NEEDLES, PROMPT, AerRecord, GpuFault, aer_line, fault_of, smi_table_fault
 from ...text.lines import iter_lines_where, open_input
 
 __all__ = ["EccState", "GpuLogEvents", "GpuLost", "XidEvent", "host_from_path", "norm_bus", "scan", "scan_file", "sniff"]
@@ -252,6 +252,7 @@ class _LostState:
         self.prev: tuple[str, str, str, list[Evidence]] | None = None  # (time, host, message, lines) of the last NVRM line
         self.prompt_host = ""  # from a shell prompt line (``user@node3 ~ % nvidia-smi``)
         self.aer_last: AerRecord | None = None  # the AER record whose detail lines may follow
+        self.smi_bus = ""  # the bus of the last GPU row of nvidia-smi's table (its second row names none)
 
 
 MAX_RECORD = 8192
@@ -276,6 +277,11 @@ def _line(ev, smi, lost: _LostState, source, default_host, n, raw) -> None:
         smi.cur = None
     if line.count("`") == 1 and line.rstrip().endswith("`"):
         line = line.rstrip().rstrip("`")  # a code fence's closing backtick pasted onto the last line
+    if line.lstrip().startswith("|") and (row := smi_table_fault(line, lost.smi_bus)) is not None:
+        lost.smi_bus, fault = row  # nvidia-smi's GPU table (its | rows are no Markdown table)
+        if fault is not None:
+            _add_fault(ev, lost.prompt_host or default_host, "", fault, Evidence(source, n, raw))
+        return
     if "`" in line or line.lstrip().startswith("|"):  # quoted in prose or a Markdown table: not a log record
         ev.quoted_lines += 1
         lost.prev = lost.aer_last = None
@@ -462,4 +468,4 @@ def sniff(head: bytes) -> bool:
 
 _XID_AT_START = re.compile(rb"(?m)^\s*Xid \(PCI:")
 _SNIFF_MORE = (b"Unable to determine the device handle for GPU", b"GPU has fallen off the bus", b"PCIe Bus Error: severity=", b"NV_ERR_RESET_REQUIRED",
-               b"uncorrectable ECC error", b"GPU requires reset")
+               b"uncorrectable ECC error", b"GPU requires reset", b"ERR! |")
