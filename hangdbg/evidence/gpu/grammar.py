@@ -446,6 +446,8 @@ def _smi_line(smi: _SmiState, source: str, n: int, line: str) -> None:
     if "Remapped Rows" in path:
         if key == "Uncorrectable Error":
             cur.remapped_uncorrectable = _int_or_none(val)
+            if cur.remapped_uncorrectable:
+                cur.evidence.append(Evidence(source, n, f"Remapped Rows Uncorrectable Error: {val}"))
         elif key == "Pending" and val.lower() == "yes":
             cur.remap_pending = True
             cur.evidence.append(Evidence(source, n, "Remapped Rows Pending: Yes"))
