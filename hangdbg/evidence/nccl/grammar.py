@@ -280,9 +280,10 @@ class NcclLog:
 
     def _text(self, fi: int, lineno: int, raw: str) -> None:
         """Parse the records of one line; a record a hard wrap cut short waits for the next line."""
-        if not has_marker(raw):  # a collective line without its header: its file is its process
-            bare = ": opCount " in raw and BARE_COLL.match(raw.encode("utf-8", "replace")) is not None
-            if bare and not self._record(fi, lineno, raw, _Bare(bare_host(self.files[fi], fi)), raw.strip(), None):
+        if not has_marker(raw):  # a collective line without its header (a quoted paste's > too): its file is its process
+            bare = BARE_COLL.match(raw.encode("utf-8", "replace")) if ": opCount " in raw else None
+            msg = raw[bare.start("msg"):].strip() if bare else ""
+            if bare and not self._record(fi, lineno, raw, _Bare(bare_host(self.files[fi], fi)), msg, None):
                 self.lines_skipped += 1
             return
         text, rank, self._time = line_prefix(raw)

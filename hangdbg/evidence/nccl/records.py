@@ -425,7 +425,8 @@ def has_marker(line: str | bytes) -> bool:
     return s in line or t in line or u in line or v in line
 
 
-BARE_COLL = re.compile(rb"(?m)^[ \t]{0,8}[A-Z][A-Za-z]{2,30}: opCount [0-9a-fA-F]{1,16} sendbuff (?:0x[0-9a-fA-F]{1,16}|\(nil\)) ")
+BARE_COLL = re.compile(rb"(?m)^[ \t]{0,8}(?:>[ \t]?)?(?P<msg>[A-Z][A-Za-z]{2,30}: opCount [0-9a-fA-F]{1,16} sendbuff "
+                       rb"(?:0x[0-9a-fA-F]{1,16}|\(nil\)) )")
 """A collective record pasted without its ``host:pid:tid [dev] NCCL INFO`` header (a grep's output, a paste cut at
 the message): ``AllReduce: opCount 0 sendbuff 0x7f.. recvbuff ...`` (NCCL src/enqueue.cc INFO(NCCL_COLL, "%s: opCount
 %lx sendbuff %p ...")). A file of such lines is one process, named after the file (:func:`bare_host`)."""
