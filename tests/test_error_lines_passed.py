@@ -159,3 +159,14 @@ def test_diagnostic_outputs_without_an_error_word_are_read(tmp_path):
     rep = _read(tmp_path, "\t\t\tstate:\t\t\tPORT_ACTIVE (4)\n\t\tACSCtl:\tSrcValid- TransBlk-\n"
                           "max locked memory           (kbytes, -l) unlimited\n")
     assert not rep.findings
+
+
+def test_the_store_clients_retry_warning_is_no_suspect_and_localhost_errno_99_is_no_error(tmp_path):
+    """torch/csrc/distributed/c10d/socket.cpp logs each failed connection attempt (C10D_WARNING) and retries until its
+    timeout: no first failure by itself; the [localhost] IPv6 attempt's errno 99 is printed by healthy runs."""
+    rep = _read(tmp_path, "[W socket.cpp:663] [c10d] The client socket has failed to connect to [localhost]:29500 "
+                          "(errno: 99 - Cannot assign requested address).\nEpoch 1: 100% 10/10\n")
+    assert not [f for f in rep.findings if f.severity in (Severity.SUSPECT, Severity.WARNING)]
+    rep = _read(tmp_path, "[W socket.cpp:663] [c10d] The client socket has failed to connect to [node0]:29500 "
+                          "(errno: 111 - Connection refused).\n" * 3)
+    assert rep.findings and not [f for f in rep.findings if f.severity is Severity.SUSPECT]

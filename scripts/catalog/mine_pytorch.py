@@ -954,8 +954,11 @@ R("socket-connect-timeout", SOCK, "The client socket has timed out after", "laun
 R("socket-connect-any-failed", SOCK, "The client socket has failed to connect to any network address of", "launch",
   "root", "warning", "this rank could not connect to the store address", "check MASTER_ADDR/MASTER_PORT and that "
   "the store host is up and reachable")
-R("socket-connect-failed", SOCK, "The client socket has failed to connect to {} {}", "launch", "root", "warning",
-  "a connection attempt to the store failed", "check MASTER_ADDR/MASTER_PORT and the network")
+R("socket-connect-failed", SOCK, "The client socket has failed to connect to {} {}", "peer", "consequence", "warning",
+  "a connection attempt to the store failed and the client retries until its timeout (C10D_WARNING in the retry "
+  "loop): nothing answered at that address yet - the store's host is not up, or the address or port is wrong",
+  "check MASTER_ADDR/MASTER_PORT (or --rdzv-endpoint) and that the store's host is up; the timeout that ends the "
+  "retries is the failure")
 R("socket-gai-failed", SOCK, "network addresses of ({}, {}) cannot be retrieved", "launch", "root", "suspect",
   "the store host name could not be resolved", "check MASTER_ADDR (or --rdzv-endpoint) and name resolution on "
   "this node")
