@@ -654,9 +654,12 @@ SYSTEM: list[E] = [
       a="set 'ulimit -l unlimited' for the job (limits.conf, slurmd's LimitMEMLOCK, container --ulimit memlock=-1)"),
     S("system.ibverbs.no-driver", "printf", "libibverbs: Warning: couldn't load driver '%s': %s",
       ("rdma", "libibverbs/dynamic_driver.c", "Warning: couldn't load driver '%s': %s"),
-      m="libibverbs could not load an RDMA provider library: InfiniBand transports will be missing",
-      b="environment", r="root", s="warning",
-      a="install the provider (rdma-core / MOFED libs) in the job's environment or container"),
+      m="libibverbs could not load an RDMA provider library (it tries every provider it knows: a host prints this for "
+        "the ones it has no hardware for, harmless then); only when the provider of this host's NICs (mlx5, efa) is "
+        "missing do InfiniBand transports go missing",
+      b="environment", r="context", s="warning",
+      a="if NCCL fell back to sockets (NET/IB : No device found), install this host's provider (rdma-core / MOFED libs) "
+        "in the job's environment or container"),
 
     # ---- Python runtime ---------------------------------------------------------------------
     S("system.python.fatal-error", "printf", "Fatal Python error: %s", url=PY_FAULTHANDLER,
