@@ -17,7 +17,8 @@ import tomllib
 from dataclasses import dataclass, replace
 from functools import lru_cache
 from importlib import resources
-from typing import Any, Iterable
+from itertools import islice
+from typing import Any, Iterable, Iterator
 
 from .entry import ID_RE, Blame, CatalogEntry, EntryPattern, Role, Syntax
 from .literals import cut_pattern as _cut_pattern
@@ -126,8 +127,7 @@ def _untagged(e: CatalogEntry) -> CatalogEntry | None:
     return replace(e, format=tail, pattern=LazyPattern(tail, e.syntax), literal=lit)
 
 
-_REGEX_HEAD = re.compile(r"([A-Za-z][A-Za-z0-9]*)(?: |:(?:\\s|\s|\\t|\t))")
-"""A regex format's head word, before a blank or a colon and white space (a report row: ``ACSCtl:\tSrcValid+``)."""
+_REGEX_HEAD = re.compile(r"([A-Za-z][A-Za-z0-9]*)(?: |:(?:\\s|\s|\\t|\t))")  # a word, then a blank or ":\s" (a row's label)
 _ESCAPED = re.compile(r"\\.")
 
 
@@ -443,22 +443,23 @@ def _search(cat: "Catalog", message: str) -> Match | None:
     return m
 
 
+def _after_marks(cat: "Catalog", message: str, marks: Iterator[re.Match[str]]) -> Match | None:
+    """The first long enough entry (:data:`MID_LINE_LITERAL`) matching right after one of the first ``marks``."""
+    for mark in islice(marks, _MAX_TRIES):
+        m = cat.match(message[mark.end():])
+        if m is not None and _chain_literal(m) >= MID_LINE_LITERAL:
+            return m
+    return None
+
+
 def _search_once(cat: "Catalog", message: str) -> Match | None:
     m = cat.match(message)
     if m is not None:
         return m
-    for n, sep in enumerate(_SEPARATORS.finditer(message[:2000])):
-        if n >= _MAX_TRIES:
-            break
-        m = cat.match(message[sep.end():])
-        if m is not None and _chain_literal(m) >= MID_LINE_LITERAL:
-            return m
-    for n, err in enumerate(_ERROR_COLON.finditer(message[:4000])):  # "prog: error: MSG" deep in a line lines were glued into
-        if n >= _MAX_TRIES:
-            break
-        m = cat.match(message[err.end():])
-        if m is not None and _chain_literal(m) >= MID_LINE_LITERAL:
-            return m
+    m = _after_marks(cat, message, _SEPARATORS.finditer(message[:2000])) or _after_marks(
+        cat, message, _ERROR_COLON.finditer(message[:4000]))  # "prog: error: MSG" deep in a glued line
+    if m is not None:
+        return m
     for q in _QUOTED.finditer(message[:2000]):  # a message quoted inside another (a repr: message='...')
         m = cat.match(q.group(1) or q.group(2))
         if m is not None and m.entry.literal >= MID_LINE_LITERAL:
