@@ -118,14 +118,10 @@ def _peer_closed(procs: list[Proc]) -> Evidence | None:
     """The first WARN line of these processes that the error catalog reads as the peer's end of a socket gone
     (role consequence, blame peer: ``Call to recv failed : Broken pipe``, ``Connection reset by peer``,
     ``Connection closed by remote peer``), when no WARN of theirs is a root cause."""
-    try:
-        catalog = load()
-    except CatalogError:
-        return None
     for p in procs:
         for w in p.warns:
-            m = catalog.match(parse_line(w.text).text)
-            if m is not None and m.innermost.role is Role.CONSEQUENCE and m.innermost.blame is Blame.PEER:
+            e = _entry_of(w.text)
+            if e is not None and e.role is Role.CONSEQUENCE and e.blame is Blame.PEER:
                 return w
     return None
 
@@ -144,14 +140,19 @@ def _known_warn(procs: list[Proc]) -> tuple[CatalogEntry, Evidence] | None:
 def known_root(line: str) -> CatalogEntry | None:
     """The catalog's most specific entry for an NCCL line (prefixes peeled) when it is a root
     cause above info severity; None otherwise or when the package data cannot be read."""
+    e = _entry_of(line)
+    return e if e is not None and e.role is Role.ROOT and e.severity != "info" else None
+
+
+def _entry_of(line: str) -> CatalogEntry | None:
+    """The catalog's most specific entry for an NCCL line (prefixes peeled); None for none, or when the package data
+    cannot be read (broken package data, which the tests catch: the line is read without it)."""
     try:
         catalog = load()
-    except CatalogError:  # broken package data (the tests catch it): read the line without it
+    except CatalogError:
         return None
     m = catalog.match(parse_line(line).text)
-    if m is not None and m.innermost.role is Role.ROOT and m.innermost.severity != "info":
-        return m.innermost
-    return None
+    return m.innermost if m is not None else None
 
 
 def _net_error_findings(log: NcclLog) -> list[Finding]:
