@@ -7,14 +7,19 @@ import re
 
 from ...catalog.catalog import Catalog
 
-__all__ = ["FILE_LINE", "header_row", "is_code", "is_context_line"]
+__all__ = ["BANNER_ROW", "FILE_LINE", "header_row", "is_code", "is_context_line"]
+
+_ROW_LABEL = r"[\u2502|]?\s*(?:time|host|rank|exitcode|error_file|traceback)\s*:"
+BANNER_ROW = re.compile(r"^\s*" + _ROW_LABEL + r"\s*")
+"""The label of a row of torchelastic's ChildFailedError banner (torch/distributed/elastic/multiprocessing/errors/
+__init__.py ``_format_failure``: ``  traceback : Signal 7 (SIGBUS) received by PID 16609``): its value is the message."""
 
 _CONTEXT = re.compile(
     r"""^\s*(?:File\ "[^"]*",\ line\ \d+|frame\ \#\d+:|\#\d+\s+0x[0-9a-f]+|Exception\ raised\ from\ |Traceback\ \(most\ recent
     |TraceBack\ \(most\ recent  # Ascend CANN's error manager: the calls inside its error, the error line above them
     |raise\ |except\ |assert\ |return\ |if\ |elif\ |def\ |class\ |\^+\s*$|~+\^*~*\s*$|During\ handling\ of\ the\ above
     |The\ above\ exception\ was\ the\ direct\ cause|error_file:|traceback\s*:\s*To\ enable\ traceback
-    |[│|]?\s*(?:time|host|rank|exitcode|error_file|traceback)\s*:\s)""", re.VERBOSE)
+    |""" + _ROW_LABEL + r"""\s)""", re.VERBOSE)
 _CODE = re.compile(r"[\w.]+(?:\[[^\]]{0,80}\])?\s*[-+*/]?=\s*\S|(?!.{0,300}?[a-z]\. [A-Z]).{0,160}[(,\[{]\s*$")
 """Code: an assignment, or a short line that opens a call or a literal continued on the next line (a line of
 prose - with a sentence's end inside, or long - that a paste cut after a comma is no code)."""

@@ -29,16 +29,13 @@ from .roster import NEEDLES, Roster
 from .blocks import OpenBlock, opened
 from .context import FILE_LINE, is_code, is_context_line
 from .passed import passed_over
-from .log import ErrorEvent, ErrorLog
+from .log import LOOKED_AT, ErrorEvent, ErrorLog
 
 __all__ = ["ErrorEvent", "ErrorLog", "scan_file", "sniff", "is_context_line", "GREP_FROM_BYTES"]
 
 _ERROR_LEVELS = frozenset({"ERROR", "CRITICAL", "FATAL", "error", "critical", "fatal", "E", "F"})
 """Logger levels that make a line an error line whatever its words (Python logging's, glog's E and F)."""
 _WORDY = re.compile(r"[A-Za-z]{3,40}[\W\d]{1,10}[A-Za-z]{2}")
-LOOKED_AT = 4096
-"""Characters of a line that are looked at (prefixes, error words, the catalog): a line of a megabyte
-(a dump of a tensor, a base64 blob) is read in time linear in this, not in its length."""
 _BENIGN_EXC = re.compile(r"(?:Warning|StopIteration|KeyboardInterrupt|SystemExit|GeneratorExit)$")
 _PAD = re.compile(r"(?<=\S) {16,}(?=\S)")
 _LEVEL = re.compile(r"\bWARN(?:ING)?\b|\bwarning\b|\[W\]|^W\d{4} ")

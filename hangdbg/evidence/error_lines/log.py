@@ -11,10 +11,13 @@ from ...model import Evidence
 from .roster import Roster
 from .tracebacks import CutTraceback
 
-__all__ = ["ErrorEvent", "ErrorLog", "MAX_EVENTS"]
+__all__ = ["ErrorEvent", "ErrorLog", "LOOKED_AT", "MAX_EVENTS"]
 
 MAX_EVENTS = 20_000
 """Events kept per read (the rest are counted in :attr:`ErrorLog.dropped`)."""
+LOOKED_AT = 4096
+"""Characters of a line that are looked at (prefixes, error words, the catalog): a line of a megabyte
+(a dump of a tensor, a base64 blob) is read in time linear in this, not in its length."""
 
 
 @dataclass(frozen=True, slots=True)

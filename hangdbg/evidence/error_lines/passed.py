@@ -10,25 +10,19 @@ as events when the file gave no other.
 from __future__ import annotations
 
 import io
-import re
 from dataclasses import replace
 
 from ...catalog.catalog import Catalog
 from ...catalog.message import looks_like_error, parse_line
 from ...model import Evidence
 from ...text.lines import iter_lines_from, strip_prefix
-from .context import FILE_LINE, header_row, is_code
-from .log import ErrorEvent, ErrorLog
+from .context import BANNER_ROW, FILE_LINE, header_row, is_code
+from .log import LOOKED_AT, ErrorEvent, ErrorLog
 
 __all__ = ["MAX_PASSED", "passed_over"]
 
 MAX_PASSED = 3
 """Distinct lines read from one such file."""
-LOOKED_AT = 4096
-"""Characters of a line looked at (as in :mod:`.grammar`)."""
-_ROW = re.compile(r"^\s*[\u2502|]?\s*(?:time|host|rank|exitcode|error_file|traceback)\s*:\s*")
-"""A row of torchelastic's ChildFailedError banner (torch/distributed/elastic/multiprocessing/errors/__init__.py
-``_format_failure``): its value is the message."""
 
 
 def passed_over(log: ErrorLog, path: str, data: bytes, catalog: Catalog) -> bool:
@@ -51,7 +45,7 @@ def passed_over(log: ErrorLog, path: str, data: bytes, catalog: Catalog) -> bool
         msg = parse_line(line[:LOOKED_AT])
         if is_code(msg.text, catalog) or is_code(body.strip(), catalog):
             continue
-        if (row := _ROW.match(msg.text)) is not None and msg.text[row.end():].strip():
+        if (row := BANNER_ROW.match(msg.text)) is not None and msg.text[row.end():].strip():
             msg = replace(msg, text=msg.text[row.end():].strip())
         if not msg.text.strip():  # the line is all prefix (a class and a location only): quote it after the class
             text = line.strip()
