@@ -56,5 +56,25 @@ def test_a_wait_a_signal_or_a_rank_is_never_the_only_failure():
     for f in (Finding(Kind.PEER_ERROR, "a collective timed out after 600 s", severity=Severity.WARNING),
               Finding(Kind.PEER_ERROR, "the launcher got a termination signal", severity=Severity.WARNING),
               Finding(Kind.NCCL_CONNECT_FAILED, "rank 3 cannot reach its peer", ranks=(3,), severity=Severity.WARNING),
-              Finding(Kind.UNRECOGNISED_ERROR, "unrecognised error line", severity=Severity.WARNING)):
+              Finding(Kind.UNRECOGNISED_ERROR, "unrecognised error line: “[rank2]: boom”", ranks=(2,),
+                      severity=Severity.WARNING),
+              Finding(Kind.UNRECOGNISED_ERROR, "unrecognised error line: “recv timed out”", severity=Severity.WARNING)):
         assert promote_first_failure([f], "") == [f]
+
+
+def test_with_no_known_failure_the_first_unknown_error_line_is_the_lead():
+    """Logs whose only errors are lines no reader knows do not exit 0: the first such line (no rank, no host)
+    becomes the suspect and says why; a known failure, when there is one, is preferred to it."""
+    from hangdbg.evidence.chain import promote_first_failure
+    first = Finding(Kind.UNRECOGNISED_ERROR, "unrecognised error line: “fabric manager error”", hosts=("n1",),
+                    severity=Severity.WARNING)
+    second = Finding(Kind.UNRECOGNISED_ERROR, "unrecognised error line: “failed to configure”",
+                     severity=Severity.WARNING)
+    out = promote_first_failure([first, second], "")
+    assert [f.severity for f in out] == [Severity.SUSPECT, Severity.WARNING]
+    assert out[0].hosts == () and "no known failure is in them" in out[0].summary
+    # a structured reader (an NCCL log, stacks) read the job and found nothing: a stray line stays a warning
+    assert promote_first_failure([first, second], "", unknown_lead=False) == [first, second]
+    known = Finding(Kind.RESOURCE_ERROR, "on n1: /dev/shm is full", severity=Severity.WARNING)
+    out = promote_first_failure([first, known], "")
+    assert [f.severity for f in out] == [Severity.WARNING, Severity.SUSPECT]

@@ -171,7 +171,7 @@ def _own_exceptions(findings: list[Finding]) -> list[Finding]:
 
 
 def promote_first_failure(findings: Sequence[Finding], first_id: str,
-                          first_at: tuple[str, int] | None = None) -> list[Finding]:
+                          first_at: tuple[str, int] | None = None, unknown_lead: bool = True) -> list[Finding]:
     """``findings`` with the error-lines finding of catalog entry ``first_id`` (the earliest
     root-class event, :attr:`~hangdbg.evidence.error_lines.facts.ErrorLinesFacts.first_failure`)
     made a suspect when no finding is one. Its own words say so ("the first failure in these logs").
@@ -187,7 +187,7 @@ def promote_first_failure(findings: Sequence[Finding], first_id: str,
     out = [replace(f, severity=Severity.SUSPECT, summary=f.summary + "; no failure of a peer is in these logs: the "
                    "connection broke first") if f.kind is Kind.NCCL_INIT_FAILED and f.severity is Severity.WARNING
            else f for f in out]
-    return out if any(f.severity is Severity.SUSPECT for f in out) else _only_failure(out)
+    return out if any(f.severity is Severity.SUSPECT for f in out) else _only_failure(out, unknown_lead)
 
 
 _NO_FAILURE = frozenset({Kind.UNRECOGNISED_ERROR, Kind.NCCL_WARN, Kind.STALL})
@@ -198,20 +198,28 @@ _WAIT_WORDS = re.compile(r"time[ds]?[ -]?out|watchdog|heartbeat|\bwait|signal|ki
 or a cut excerpt: never the failure itself (a rank that waits is no suspect; a job stopped from outside has none)."""
 
 
-def _only_failure(out: list[Finding]) -> list[Finding]:
+def _only_failure(out: list[Finding], unknown_lead: bool = True) -> list[Finding]:
     """``out`` (no suspect in it) with its first warning that reports a failure naming no rank made the suspect: the
     only failure these logs show (a refused connection, a launch without its hostfile, a resource error), said as
     such. Not a wait, a launcher stopping survivors, a cut excerpt, an unknown line, a catalog entry that is only
-    context; a rank is never blamed this way, and no host either (the finding's hosts are where it was seen, not
-    proof that the node is bad), so nothing is drained on it. Heuristic (ours): never a false all-clear where the
-    logs show a failure."""
+    context. When no such warning is there, the first error line no reader knows (an unrecognised-error warning
+    naming no rank, not a wait) is the suspect instead: exit 0 on logs whose only errors are lines hangdbg cannot
+    read would be a false all-clear. A rank is never blamed this way, and no host either (the finding's hosts are
+    where it was seen, not proof that the node is bad), so nothing is drained on it. Heuristic (ours): never a
+    false all-clear where the logs show a failure."""
     for i, f in enumerate(out):
         if f.severity is not Severity.WARNING or f.ranks or f.waits_for or f.kind in _NO_FAILURE \
                 or _WAIT_WORDS.search(f.summary) or not _may_be_cause(f):
             continue
         out[i] = replace(f, severity=Severity.SUSPECT, hosts=(), summary=f.summary + "; the only failure these "
                          "logs show (which process failed first is not in them: collect every rank's log)")
-        break
+        return out
+    for i, f in enumerate(out if unknown_lead else ()):  # no known failure at all: the first error line hangdbg cannot read is the lead
+        if f.severity is Severity.WARNING and f.kind is Kind.UNRECOGNISED_ERROR and not f.ranks \
+                and not _WAIT_WORDS.search(f.summary):
+            out[i] = replace(f, severity=Severity.SUSPECT, hosts=(), summary=f.summary + "; the first error line these "
+                             "logs show, and no known failure is in them: read it and the lines before it")
+            break
     return out
 
 

@@ -65,6 +65,14 @@ def _first_id(sources: Sequence[SourceReport]) -> tuple[str, tuple[str, int] | N
     return "", None
 
 
+def _structured(sources: Sequence[SourceReport]) -> bool:
+    """Whether a reader other than the error lines' read records (an NCCL log, a torch log, stacks...): its view
+    of the job is then the one to trust, and an error line no reader knows is not made the lead on its own
+    (:func:`hangdbg.evidence.chain.promote_first_failure`'s ``unknown_lead``): a healthy run's log carries stray
+    error lines (a transport's retries) that must not make it exit 3."""
+    return any(s.records for s in sources if s.kind is not SourceKind.ERROR_LINES)
+
+
 def _corroboration(f: Finding, named: dict[object, set[str]]) -> int:
     """How many other kinds of evidence name the same ranks or hosts as a suspect."""
     kinds: set[str] = set()
@@ -89,7 +97,8 @@ def build_verdict(sources: Sequence[SourceReport], analysis: Analysis | None = N
         notes: findings about the inputs as a whole (:mod:`hangdbg.evidence.jobs`).
     """
     named: dict[object, set[str]] = {}
-    every = promote_first_failure(chain([f for s in sources for f in s.findings] + list(notes)), *_first_id(sources))
+    every = promote_first_failure(chain([f for s in sources for f in s.findings] + list(notes)), *_first_id(sources),
+                                  unknown_lead=not _structured(sources))
     for f in every:
         if f.severity is Severity.SUSPECT:
             for r in f.ranks:
@@ -163,5 +172,6 @@ def with_error_lines(rep: SourceReport, lines: SourceReport) -> SourceReport:
     error-lines reader on the same files added, chained (:func:`hangdbg.evidence.chain.chain`) and
     ordered; its records count the error lines too, so that a file holding an error line is
     never "nothing could be read"."""
-    merged = order_findings(promote_first_failure(chain(list(rep.findings) + list(lines.findings)), *_first_id([lines])))
+    merged = order_findings(promote_first_failure(chain(list(rep.findings) + list(lines.findings)), *_first_id([lines]),
+                                                  unknown_lead=not _structured([rep])))
     return replace(rep, findings=merged, records=rep.records + lines.records)
