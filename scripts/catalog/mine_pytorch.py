@@ -1449,6 +1449,12 @@ def C(code: int, enum: str, text: str, blame: str, role: str, severity: str, mea
 
 BUG = "a programming error in the kernel or the calls of this rank"
 FIX_CALL = "check the arguments of the failing CUDA call (rerun with CUDA_LAUNCH_BLOCKING=1 to find it)"
+FIX_DEVICE = ("every process must use its own GPU before its first CUDA or NCCL call (PyTorch: "
+              "torch.cuda.set_device(local_rank) before init_process_group / the first collective; a handle made on "
+              "another device is invalid here); otherwise check the arguments of the failing CUDA call (rerun with "
+              "CUDA_LAUNCH_BLOCKING=1)")
+"""A handle from another device: a process whose current device is not the one its stream, event or communicator
+was made on (cudaErrorInvalidResourceHandle's documented 'from another device')."""
 FIX_KERNEL = ("rerun with CUDA_LAUNCH_BLOCKING=1 (and compute-sanitizer) to find the kernel; check indices and "
               "shapes; the process must restart, the CUDA context is unusable")
 DRIVER = "update the NVIDIA driver or use a PyTorch/CUDA build that the installed driver supports"
@@ -1632,7 +1638,7 @@ C(304, "cudaErrorOperatingSystem", "OS call failed or operation not supported on
   "suspect", "an OS call made by CUDA failed (limits, permissions, IPC)", "check ulimits, /dev/shm and the "
   "container's IPC settings")
 C(400, "cudaErrorInvalidResourceHandle", "invalid resource handle", "self", "root", "suspect",
-  "a stream, event or graph handle is invalid (destroyed, or from another device)", FIX_CALL)
+  "a stream, event or graph handle is invalid (destroyed, or from another device)", FIX_DEVICE)
 C(401, "cudaErrorIllegalState", "the operation cannot be performed in the present state", "self", "root",
   "suspect", "the resource is in a state that forbids this operation", FIX_CALL)
 C(402, "cudaErrorLossyQuery", "attempted introspection would be semantically lossy", "self", "root", "suspect",
