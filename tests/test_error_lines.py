@@ -545,6 +545,19 @@ def test_repeated_log_lines_of_one_length_are_no_wrap():
     assert _unwrapped(body) == body
 
 
+def test_a_word_wrapped_help_text_is_no_fixed_column_wrap():
+    """Three lines of one width that continue are no hard wrap when shorter lines continue too: Open MPI's help text
+    is word-wrapped, and joining it without blanks makes "Thismeans" (paste.py unwrapped / soft_unwrapped)."""
+    from hangdbg.evidence.error_lines.paste import soft_unwrapped, unwrapped
+    body = (b"A requested component was not found, or was unable to be opened.  This\n"
+            b"means that this component is either not installed or is unable to be\n"
+            b"used on your system (e.g., sometimes this means that shared libraries\n"
+            b"that the component requires are unable to be found/loaded).  Note that\n"
+            b"Open MPI stopped checking at the first component that it did not find.\n")
+    assert unwrapped(body) == body
+    assert b"opened.  This means that" in soft_unwrapped(body)
+
+
 def test_a_word_wrap_is_undone_but_not_around_a_line_that_is_a_message_itself():
     import textwrap
 

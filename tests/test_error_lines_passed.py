@@ -90,6 +90,18 @@ def test_open_mpi_oob_banner_names_the_remote_host(tmp_path):
     assert sus and sus[0].hosts == ("worker-14",)
 
 
+def test_open_mpi_component_not_found_names_its_host(tmp_path):
+    """opal/mca/base/help-mca-base.txt [find-available:not-valid]: the help text, then Host / Framework / Component."""
+    rep = _read(tmp_path, "A requested component was not found, or was unable to be opened.  This\n"
+                          "means that this component is either not installed or is unable to be\n"
+                          "used on your system (e.g., sometimes this means that shared libraries\n"
+                          "that the component requires are unable to be found/loaded).  Note that\n"
+                          "Open MPI stopped checking at the first component that it did not find.\n\n"
+                          "Host:      gpu-node-7\nFramework: btl\nComponent: openib\n")
+    (sus,) = [f for f in rep.findings if f.severity is Severity.SUSPECT]
+    assert sus.hosts == ("gpu-node-7",) and "Component" in sus.summary and "ompi_info" in sus.action
+
+
 def test_open_mpi_output_prefix_and_a_harmless_cma_read(tmp_path):
     """opal_output's '[host:pid] ' prefix; vader's CMA read denied in a container is a warning, not a failure."""
     rep = _read(tmp_path, "[96c7e3d99641:24984] Read -1, expected 122880, errno = 1\n"

@@ -31,6 +31,18 @@ Banners, from the upstream texts:
         Local host:    %s
         Remote host:   %s
 
+* Open MPI's / PMIx's / PRRTE's component that could not be opened (open-mpi/ompi opal/mca/base/help-mca-base.txt
+  ``[find-available:not-valid]``; the same text in openpmix and prrte), the host row naming the node whose install
+  lacks it::
+
+      A requested component was not found, or was unable to be opened.  This
+      means that this component is either not installed or is unable to be
+      ... (three more lines of help text)
+
+      Host:      %s
+      Framework: %s
+      Component: %s
+
 * libstdc++'s verbose terminate handler (gcc libstdc++-v3/libsupc++/vterminate.cc)::
 
       terminate called after throwing an instance of '%s'
@@ -87,6 +99,15 @@ BANNERS = (
            (re.compile(r"^to another process:\s*$"),
             re.compile(r"^Local host: {0,12}[\w.\-]{1,253}(?:\s|$)"),  # a paste may join the help text after a row
             re.compile(r"^Remote host: {0,12}(?P<host>[\w.\-]{1,253})(?:\s|$)")), 5),
+    Banner("mca-component-not-found",
+           re.compile(r"^A requested component was not found, or was unable to be opened\."),
+           (re.compile(r"^means that this component is either not installed"),
+            re.compile(r"^used on your system \(e\.g\., sometimes"),
+            re.compile(r"^that the component requires are unable to be found"),
+            re.compile(r"^[\w ]{1,40} stopped checking at the first component"),
+            re.compile(r"^Host: {0,12}(?P<host>[\w.\-]{1,253})(?:\s|$)"),
+            re.compile(r"^Framework: {0,12}\S{1,80}\s*$"),
+            re.compile(r"^Component: {0,12}\S{1,200}\s*$")), 10),
     Banner("cpp-terminate",
            re.compile(r"^terminate called after throwing an instance of '[^'\n]{1,300}'\s*$"),
            (re.compile(r"^.{0,200}?\bwhat\(\):\s"),), 2, said=True),
@@ -100,7 +121,7 @@ def _bare(text: str) -> str:
 def banner_of(text: str) -> Banner | None:
     """The banner whose head ``text`` (a message, its prefixes peeled) is, or None."""
     if "detected that one or more" not in text and "BAD TERMINATION" not in text and "terminate called" not in text \
-            and "complete a TCP connection" not in text:
+            and "complete a TCP connection" not in text and "requested component was not found" not in text:
         return None
     bare = _bare(text)
     return next((b for b in BANNERS if b.head.search(bare)), None)

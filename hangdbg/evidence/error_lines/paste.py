@@ -70,7 +70,8 @@ def unwrapped(body: bytes) -> bytes:
     """``body`` with the lines a fixed-column hard wrap cut joined again (a terminal's or a paste's width):
     the width is a length of at least :data:`WRAP_MIN` that 3 or more lines share, followed by a line that
     continues them (:func:`_continues`), and at least one cut falls inside a word (repeated log lines of
-    one length are no wrap). The joined line takes the cut one's place and the rest becomes blank, so
+    one length are no wrap), and fewer shorter lines near that width continue into a word that would not have fitted
+    (:func:`_soft_next`; where as many do, the text was word-wrapped and its blanks matter). The joined line takes the cut one's place and the rest becomes blank, so
     the line numbers stay the file's. In a double-spaced paste (:func:`double_spaced`) a cut line's rest is the
     next line with text, two lines down."""
     lines = body.split(b"\n")
@@ -85,6 +86,9 @@ def unwrapped(body: bytes) -> bytes:
         if len(cuts) < 2 or not any(lines[i].rstrip(b"\r")[-1:].isalnum() and lines[i + step][:1].isalnum()
                                     for i in cuts):
             continue
+        if step == 1 and sum(w - SOFT_TAIL <= width[i] < w and _soft_next(lines[i], lines[i + 1], w)
+                             for i in range(len(lines) - 1)) >= len(cuts):
+            continue  # shorter lines continue too: a word wrap (soft_unwrapped joins it with its blanks)
         out = list(lines)
         for i in cuts:
             if not out[i].strip():
