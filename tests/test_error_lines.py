@@ -1153,6 +1153,18 @@ def test_a_progress_line_in_the_middle_of_a_log_is_no_stall(tmp_path):
     assert not rep.findings and rep.facts.quiet_files
 
 
+def test_a_stall_line_that_other_processes_copies_follow_is_where_the_output_stops(tmp_path):
+    """The processes of a job print the same lines interleaved: a stall line followed only by copies of earlier lines
+    (the same but for numbers) is still where the output stops (stall.py stall_in_tail); a new line after it is not."""
+    cdb = "[2024-06-11 00:23:36,{}] [INFO] [comm.py:637:init_distributed] cdb=None\n"
+    init = "[2024-06-11 00:23:36,254] [INFO] [comm.py:668:init_distributed] Initializing TorchBackend in DeepSpeed with backend nccl\n"
+    rep = _read(tmp_path, cdb.format(254) + init + cdb.format(296))
+    [f] = rep.findings
+    assert f.kind is Kind.STALL and f.evidence[0].line == 2 and "ranks are missing" in f.summary
+    rep = _read(tmp_path, cdb.format(254) + init + "step 1 loss 2.3\n")
+    assert not rep.findings
+
+
 def test_a_log_that_stops_waiting_in_the_store_barrier_names_missing_ranks(tmp_path):
     text = ("I1127 22:14:21.696000 579 torch/distributed/distributed_c10d.py:1620] Waiting in store based barrier to "
             "initialize process group for 30 seconds\n")

@@ -18,7 +18,6 @@ from dataclasses import dataclass, field, replace
 from typing import Iterator
 
 from ...catalog.catalog import Catalog, Match, cuda_named
-from ...catalog.entry import CatalogEntry
 from ...catalog.message import ERROR_STEMS, Message, looks_like_error, parse_line
 from ...model import Evidence
 from .paste import double_spaced, repaired
@@ -29,6 +28,7 @@ from .roster import NEEDLES, Roster
 from .blocks import OpenBlock, opened
 from .context import FILE_LINE, is_code, is_context_line
 from .passed import passed_over
+from .stall import stall_at, stall_in_tail
 from .log import LOOKED_AT, ErrorEvent, ErrorLog
 
 __all__ = ["ErrorEvent", "ErrorLog", "scan_file", "sniff", "is_context_line", "GREP_FROM_BYTES"]
@@ -528,7 +528,8 @@ def _file_done(log: ErrorLog, path: str, tally: _Tally, first_event: int, cut: C
     """What a file says as a whole, once read: the global ranks of its local-rank lines, IB HCAs named with no
     IB device, the traceback it ends inside, its doubled-log test, whether it was quiet (``nothing_else``:
     no error line and no roster line read from it), and for a quiet small file whose ``last`` line with text is a
-    progress message that starts a step that can wait forever (a catalog entry's ``stall``), that line."""
+    progress message that starts a step that can wait forever (a catalog entry's ``stall``), that line, or the
+    last such line that only other processes' copies of earlier lines follow (:func:`~.stall.stall_in_tail`)."""
     _rank_by_local(log, first_event, tally.local_to_rank)
     ib = (tally.ib_hca, tally.no_ib) if tally.ib_hca is not None and tally.no_ib is not None else None
     if ib is not None:
@@ -538,20 +539,15 @@ def _file_done(log: ErrorLog, path: str, tally: _Tally, first_event: int, cut: C
     log.roster.note_file(path, tally.seen, tally.repeats)
     log.roster.expecting = False  # a block does not run on into the next file
     if nothing_else and cut is None and ib is None:
-        stall = _stall_at(last, catalog)
+        stall = stall_at(last, catalog)
+        if stall is None and last is not None and data is not None and catalog is not None:
+            found = stall_in_tail(path, data, catalog)
+            if found is not None:
+                last, stall = found[0], found[1:]
         if stall is not None and last is not None:
             log.stalls.append((last, *stall))
         elif data is None or catalog is None or not passed_over(log, path, data, catalog):
             log.quiet_files.append(path)
-
-
-def _stall_at(last: Evidence | None, catalog: Catalog | None) -> tuple[Message, CatalogEntry] | None:
-    """The message of a file's last line and its catalog entry, when that entry has a ``stall`` (a progress line)."""
-    if last is None or catalog is None:
-        return None
-    msg = parse_line(last.text[:LOOKED_AT])
-    m = catalog.match(msg.text)
-    return (msg, m.innermost) if m is not None and m.innermost.stall else None
 
 
 def _asserted(msg: Message, before: str) -> Message:
