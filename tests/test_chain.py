@@ -75,6 +75,13 @@ def test_with_no_known_failure_the_first_unknown_error_line_is_the_lead():
     assert out[0].hosts == () and "no known failure is in them" in out[0].summary
     # a structured reader (an NCCL log, stacks) read the job and found nothing: a stray line stays a warning
     assert promote_first_failure([first, second], "", unknown_lead=False) == [first, second]
+    # the launcher's death signal, with no failure before it: the job was stopped from outside, and that is the lead
+    signal = Finding(Kind.PEER_ERROR, "the launcher got a termination signal", hosts=("n1",), severity=Severity.WARNING,
+                     evidence=(Evidence("a.log", 1, "... Received 15 death signal, shutting down workers"),
+                               Evidence("catalog", None, "pytorch.elastic-death-signal: pytorch/pytorch ...")))
+    out = promote_first_failure([first, signal], "")
+    assert [f.severity for f in out] == [Severity.WARNING, Severity.SUSPECT]
+    assert out[1].hosts == () and "stopped from outside" in out[1].summary
     known = Finding(Kind.RESOURCE_ERROR, "on n1: /dev/shm is full", severity=Severity.WARNING)
     out = promote_first_failure([first, known], "")
     assert [f.severity for f in out] == [Severity.WARNING, Severity.SUSPECT]

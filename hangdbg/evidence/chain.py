@@ -202,9 +202,10 @@ def _only_failure(out: list[Finding], unknown_lead: bool = True) -> list[Finding
     """``out`` (no suspect in it) with its first warning that reports a failure naming no rank made the suspect: the
     only failure these logs show (a refused connection, a launch without its hostfile, a resource error), said as
     such. Not a wait, a launcher stopping survivors, a cut excerpt, an unknown line, a catalog entry that is only
-    context. When no such warning is there, the first error line no reader knows (an unrecognised-error warning
-    naming no rank, not a wait) is the suspect instead: exit 0 on logs whose only errors are lines hangdbg cannot
-    read would be a false all-clear. A rank is never blamed this way, and no host either (the finding's hosts are
+    context. When no such warning is there, an end from outside (:data:`_JOB_END`: Slurm cancelled the job, the
+    launcher got a death signal) is the suspect, said as such; else the first error line no reader knows (an
+    unrecognised-error warning naming no rank, not a wait): exit 0 on logs of a job that was killed, or whose only
+    errors are lines hangdbg cannot read, would be a false all-clear. A rank is never blamed this way, and no host either (the finding's hosts are
     where it was seen, not proof that the node is bad), so nothing is drained on it. Heuristic (ours): never a
     false all-clear where the logs show a failure."""
     for i, f in enumerate(out):
@@ -214,6 +215,12 @@ def _only_failure(out: list[Finding], unknown_lead: bool = True) -> list[Finding
         out[i] = replace(f, severity=Severity.SUSPECT, hosts=(), summary=f.summary + "; the only failure these "
                          "logs show (which process failed first is not in them: collect every rank's log)")
         return out
+    for i, f in enumerate(out):  # no failure, but the job was ended from outside: that end is what the logs show
+        if f.severity is Severity.WARNING and not f.ranks and f.evidence and _JOB_END.match(f.evidence[-1].text):
+            out[i] = replace(f, severity=Severity.SUSPECT, hosts=(), summary=f.summary + "; nothing in these logs "
+                             "failed before it: the job was stopped from outside (what sent it - scancel, a time "
+                             "limit, a preemption, a failure on another node - is in the scheduler's or that node's log)")
+            return out
     for i, f in enumerate(out if unknown_lead else ()):  # no known failure at all: the first error line hangdbg cannot read is the lead
         if f.severity is Severity.WARNING and f.kind is Kind.UNRECOGNISED_ERROR and not f.ranks \
                 and not _WAIT_WORDS.search(f.summary):
