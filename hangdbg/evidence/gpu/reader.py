@@ -1,4 +1,5 @@
-"""The GPU reader: dmesg / syslog / journal files with NVIDIA Xid lines and ``nvidia-smi -q`` outputs.
+"""The GPU reader: dmesg / syslog / journal files with NVIDIA Xid lines, ``nvidia-smi -q`` outputs and CUDA's
+p2pBandwidthLatencyTest output (:mod:`hangdbg.evidence.gpu.p2p_test`).
 
 The grammar is :mod:`hangdbg.evidence.gpu.grammar`, the findings :mod:`hangdbg.evidence.gpu.analysis`.
 """
@@ -9,8 +10,9 @@ from typing import Any, Sequence
 
 from .analysis import findings_from
 from .facts import GpuFacts
-from ...model import FileError, SourceKind, SourceReport
+from ...model import FileError, Finding, SourceKind, SourceReport
 from .grammar import GpuLogEvents, host_from_path, scan_file, sniff
+from .p2p_test import SNIFF as P2P_SNIFF, p2p_findings, read_p2p_test
 from ..base import ReaderBase, with_source
 
 __all__ = ["GpuReader", "READER"]
@@ -27,7 +29,7 @@ class GpuReader(ReaderBase[GpuFacts]):
         return f"no GPU error in {rep.records} kernel-log / nvidia-smi records: no fatal Xid, lost GPU or uncorrectable ECC error"
 
     def sniff(self, head: bytes) -> bool:
-        return sniff(head)
+        return sniff(head) or any(k in head for k in P2P_SNIFF)
 
     def _read(self, paths: list[str]) -> SourceReport[GpuFacts]:
         return self.read_host(paths)
@@ -45,15 +47,31 @@ class GpuReader(ReaderBase[GpuFacts]):
         """
         ev = GpuLogEvents()
         errors: list[FileError] = []
+        p2p: list[Finding] = []
+        matrices = p2p_skipped = 0
         for path in map(str, paths):
             try:
+                if _is_p2p_test(path):
+                    test, n = read_p2p_test(path)
+                    p2p += p2p_findings(test, path)
+                    matrices, p2p_skipped = matrices + len(test.matrices), p2p_skipped + test.lines_skipped
+                    ev.lines_read += n
+                    continue
                 scan_file(path, path, host if host is not None else host_from_path(path), ev)
             except OSError as exc:
                 errors.append(FileError(path, exc.strerror or str(exc)))
         findings, facts = findings_from(ev)
-        return with_source(SourceReport(kind=self.kind, files=tuple(map(str, paths)), findings=tuple(findings),
-                                        records=ev.records, lines_read=ev.lines_read, lines_skipped=ev.lines_skipped,
+        return with_source(SourceReport(kind=self.kind, files=tuple(map(str, paths)), findings=tuple(p2p + findings),
+                                        records=ev.records + matrices, lines_read=ev.lines_read,
+                                        lines_skipped=ev.lines_skipped + p2p_skipped,
                                         errors=tuple(errors), facts=facts))
+
+
+def _is_p2p_test(path: str) -> bool:
+    """Whether file ``path`` holds CUDA's p2pBandwidthLatencyTest output (:mod:`.p2p_test`) in its first 64 KiB."""
+    with open(path, "rb") as f:
+        head = f.read(64 << 10)
+    return any(k in head for k in P2P_SNIFF) and b"NVRM" not in head
 
 
 READER = GpuReader()
