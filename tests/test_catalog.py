@@ -261,11 +261,29 @@ def test_c10_log_prefix_with_a_three_digit_date_is_peeled():
     ("2020-02-26 02:45:13,375 [INFO ] W-9001-model_1.0-stdout org.pytorch.serve.wlm.WorkerLifeCycle - RuntimeError: "
      "CUDA error: an illegal memory access was encountered", None, None),      # log4j (TorchServe)
     ("[gpu-node-7:24984] RuntimeError: CUDA error: an illegal memory access was encountered", None, "gpu-node-7"),  # opal_output
+    ("MPICH ERROR [Rank 1534] [job id 114930.0] [Mon Feb 15 14:58:48 2021] [unknown] [nid001192] - RuntimeError: "
+     "CUDA error: an illegal memory access was encountered", 1534, "nid001192"),  # HPE Cray MPICH
+    ("MPICH ERROR [Rank 0] [job id ] [Thu Dec 29 08:08:13 2022] [login31] - Abort(-1) (rank 0 in comm 0): "
+     "RuntimeError: CUDA error: an illegal memory access was encountered", 0, "login31"),
+    ("Abort(1) on node 3 (rank 3 in comm 0): RuntimeError: CUDA error: an illegal memory access was encountered",
+     3, None),                                                                # MPICH's MPID_Abort head
+    ("Abort(1) (rank 7 in comm 432): RuntimeError: CUDA error: an illegal memory access was encountered",
+     None, None),                                                             # a rank in another communicator
 ])
 def test_more_prefixes_are_peeled(line, rank, host):
     msg = parse_line(line)
     assert msg.text == "CUDA error: an illegal memory access was encountered"
     assert (msg.rank, msg.host) == (rank, host)
+
+
+def test_mpi_abort_names_its_rank_only_in_mpi_comm_world():
+    """MPICH src/mpi/init/abort.c "application called MPI_Abort(%s, %d) - process %d": the caller's rank in that
+    communicator, the global rank in MPI_COMM_WORLD (named, or its handle 0x44000000)."""
+    assert parse_line("application called MPI_Abort(MPI_COMM_WORLD, 1) - process 5").rank == 5
+    assert parse_line("application called MPI_Abort(comm=0x44000000, 1) - process 6").rank == 6
+    assert parse_line("application called MPI_Abort(comm=0xC4000001, 1) - process 2").rank is None
+    assert load().match("application called MPI_Abort(MPI_COMM_WORLD, 1) - process 5").innermost.id == \
+        "system.mpich.application-called-mpi-abort"
 
 
 def test_ascend_cann_lines_keep_their_code_time_and_pid():

@@ -56,8 +56,6 @@ def test_a_wait_a_signal_or_a_rank_is_never_the_only_failure():
     for f in (Finding(Kind.PEER_ERROR, "a collective timed out after 600 s", severity=Severity.WARNING),
               Finding(Kind.PEER_ERROR, "the launcher got a termination signal", severity=Severity.WARNING),
               Finding(Kind.NCCL_CONNECT_FAILED, "rank 3 cannot reach its peer", ranks=(3,), severity=Severity.WARNING),
-              Finding(Kind.UNRECOGNISED_ERROR, "unrecognised error line: “[rank2]: boom”", ranks=(2,),
-                      severity=Severity.WARNING),
               Finding(Kind.UNRECOGNISED_ERROR, "unrecognised error line: “recv timed out”", severity=Severity.WARNING)):
         assert promote_first_failure([f], "") == [f]
 
@@ -73,6 +71,11 @@ def test_with_no_known_failure_the_first_unknown_error_line_is_the_lead():
     out = promote_first_failure([first, second], "")
     assert [f.severity for f in out] == [Severity.SUSPECT, Severity.WARNING]
     assert out[0].hosts == () and "no known failure is in them" in out[0].summary
+    # an unknown line a rank printed is the lead, but blames no rank
+    ranked = Finding(Kind.UNRECOGNISED_ERROR, "unrecognised error line: “[rank2]: boom”", ranks=(2,),
+                     severity=Severity.WARNING)
+    [lead] = promote_first_failure([ranked], "")
+    assert lead.is_suspect and lead.ranks == () and "printed by rank 2: no rank is blamed" in lead.summary
     # a structured reader (an NCCL log, stacks) read the job and found nothing: a stray line stays a warning
     assert promote_first_failure([first, second], "", unknown_lead=False) == [first, second]
     # the launcher's death signal, with no failure before it: the job was stopped from outside, and that is the lead

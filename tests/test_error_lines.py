@@ -545,6 +545,17 @@ def test_repeated_log_lines_of_one_length_are_no_wrap():
     assert _unwrapped(body) == body
 
 
+def test_one_tasks_srun_label_is_its_rank_when_its_own_line_names_that_rank(tmp_path):
+    """srun --label's "N: " on every line of one task: taken as the rank only when a line's own prefix names rank N
+    (Cray MPICH's [Rank N]); the label then gives the rank to the task's other lines."""
+    rep = _read(tmp_path, "2047: cudaSetDevice(dev) error( cudaErrorLaunchFailure): unspecified launch failure\n"
+                          "2047: MPICH ERROR [Rank 2047] [job id 1.0] [Fri Aug 28 22:45:13 2026] [nid004069] - "
+                          "Abort(1) (rank 2047 in comm 432): application called MPI_Abort(comm=0xC4000001, 1) - process 2047\n")
+    assert {r for f in rep.findings for r in f.ranks} == {2047}
+    rep = _read(tmp_path, "12: step took 3 s\n12: RuntimeError: the loader failed\n")
+    assert not {r for f in rep.findings for r in f.ranks}
+
+
 def test_a_word_wrapped_help_text_is_no_fixed_column_wrap():
     """Three lines of one width that continue are no hard wrap when shorter lines continue too: Open MPI's help text
     is word-wrapped, and joining it without blanks makes "Thismeans" (paste.py unwrapped / soft_unwrapped)."""

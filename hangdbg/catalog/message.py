@@ -121,6 +121,19 @@ _OPAL_OUT = re.compile(r"\[(?=[\w.\-]{0,252}[A-Za-z])(?P<host>[A-Za-z0-9][\w.\-]
 # MPICH's error-stack level "FUNC(LINE)....: MESSAGE": the location "%s(%d)" (fcname, line), dots up to the
 # stack's widest location, ": " (pmodels/mpich v4.1.2 src/mpi/errhan/errutil.c MPIR_Err_print_stack_string)
 _MPICH_STACK = re.compile(r"(?P<src>[A-Za-z_]\w{0,120}\(\d{1,7}\))\.*: ?")
+# HPE Cray MPICH's error prefix "MPICH ERROR [Rank %d] [job id %s] [%s date] [%s node] - " (Cray MPICH is closed; the
+# form is the one its users post, e.g. LUMI and NERSC reports; the date and node may be absent or "[unknown]")
+_CRAY_MPICH = re.compile(r"MPICH (?P<lvl>ERROR) \[Rank (?P<rank>\d{1,9})\](?: \[job id [^\]\n]{0,64}\])?(?: \[[^\]\n]{1,40}\])*?"
+                         r"(?: \[(?!unknown\])(?P<host>[A-Za-z][\w.\-]{0,62})\])?(?: - |\s*$)")
+# MPICH's MPID_Abort head "Abort(%d)%s%s: " with " on node %d" (the MPI_COMM_WORLD rank, whatever its name says) and
+# " (rank %d in comm %d)" (the rank in the communicator of that context id; 0 is MPI_COMM_WORLD) (pmodels/mpich
+# v4.1.2 src/mpid/ch4/src/ch4_globals.c MPID_Abort; ch3 src/mpid/ch3/src/mpid_abort.c)
+_MPID_ABORT = re.compile(r"Abort\(-?\d{1,12}\)(?: on node (?P<rank>\d{1,9}))?(?: \(rank (?:(?P<r2>\d{1,9}) in comm 0|"
+                         r"\d{1,9} in comm \d{1,12})\))?: ?")
+# MPICH's MPI_Abort text "application called MPI_Abort(%s, %d) - process %d" (src/mpi/init/abort.c): the process is
+# the caller's rank in that communicator; in MPI_COMM_WORLD (named, or its handle 0x44000000) the global rank
+_MPI_ABORT_WORLD = re.compile(r"application called MPI_Abort\((?:MPI_COMM_WORLD|comm=0x44000000), -?\d{1,12}\) - "
+                              r"process (?P<rank>\d{1,9})\b")
 # Ascend CANN's log line "[Level] ModuleName(PID,PName):DateTimeMS [FileName:LineNumber]LogContent" (CANN log
 # reference, "log record format": https://www.hiascend.com/document/detail/zh/canncommercial/5046/troublemanagement/
 # logreference/atlaslog_24_0008.html; newer CANN adds microseconds, HCCP adds "tid:N," and "func(line) : ")
@@ -300,7 +313,7 @@ def parse_line(line: str) -> Message:
         local = local if local is not None else p.local_rank
         host = host if host is not None else p.host
         text = p.text
-        for rx in (_MORE, _JSON_KEY, _PASTE, _DOCKER, _K8S_EVENT, _RAY, _SYSLOG, _DMESG_X, _CANN_LOG, _CANN_CODE, _CANN_PID, _NPU_ERR, _FUNC_AT, _OMPI, _OPAL_OUT, _UCX, _MPICH_STACK, _PYWARN, _ENFORCE, _GLOG, _NCCL, _NCCL_BARE, _TOOLS, _C10D_RANK, _USER_RANK, _ELASTIC_OLD, _LOGGER,
+        for rx in (_MORE, _JSON_KEY, _PASTE, _DOCKER, _K8S_EVENT, _RAY, _SYSLOG, _DMESG_X, _CANN_LOG, _CANN_CODE, _CANN_PID, _NPU_ERR, _FUNC_AT, _OMPI, _OPAL_OUT, _UCX, _CRAY_MPICH, _MPID_ABORT, _MPICH_STACK, _PYWARN, _ENFORCE, _GLOG, _NCCL, _NCCL_BARE, _TOOLS, _C10D_RANK, _USER_RANK, _ELASTIC_OLD, _LOGGER,
                    _WHAT, _EXC, _EXC_LOWER):
             m = rx.match(text)
             if m is None or m.end() == 0 or (rx is _PASTE and exc is not None):  # KeyError: 'labels' keeps its quote
@@ -340,6 +353,8 @@ def parse_line(line: str) -> Message:
         m = _EXC_BARE.fullmatch(text)
         if m is not None:
             exc = m.group("cls")
+    if rank is None and text.startswith("application called MPI_Abort") and (m := _MPI_ABORT_WORLD.match(text)):
+        rank = int(m.group("rank"))
     if host is None and (m := _SRUN_TASKS.match(text)) is not None:
         host = m.group("host")  # srun's task status names its node first (kept in the message: entries read it)
     return Message(text, when, clock, host, pid, rank, local, dev, level or "", src or "", exc or "")

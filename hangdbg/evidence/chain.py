@@ -35,6 +35,7 @@ from dataclasses import replace
 from typing import Sequence
 
 from ..model import SEVERITY_ORDER, Finding, Kind, Severity, SourceKind
+from ..rankset import ranks_text
 
 __all__ = ["chain", "promote_first_failure", "ECHOES_OF_LAUNCH"]
 
@@ -222,10 +223,10 @@ def _only_failure(out: list[Finding], unknown_lead: bool = True) -> list[Finding
                              "limit, a preemption, a failure on another node - is in the scheduler's or that node's log)")
             return out
     for i, f in enumerate(out if unknown_lead else ()):  # no known failure at all: the first error line hangdbg cannot read is the lead
-        if f.severity is Severity.WARNING and f.kind is Kind.UNRECOGNISED_ERROR and not f.ranks \
-                and not _WAIT_WORDS.search(f.summary):
-            out[i] = replace(f, severity=Severity.SUSPECT, hosts=(), summary=f.summary + "; the first error line these "
-                             "logs show, and no known failure is in them: read it and the lines before it")
+        if f.severity is Severity.WARNING and f.kind is Kind.UNRECOGNISED_ERROR and not _WAIT_WORDS.search(f.summary):
+            who = f" (printed by {ranks_text(f.ranks)}: no rank is blamed on a line hangdbg cannot read)" if f.ranks else ""
+            out[i] = replace(f, severity=Severity.SUSPECT, ranks=(), hosts=(), summary=f.summary + "; the first error "
+                             f"line these logs show, and no known failure is in them{who}: read it and the lines before it")
             break
     return out
 

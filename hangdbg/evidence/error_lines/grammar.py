@@ -119,13 +119,17 @@ def _labelled(body: bytes) -> str:
     the task id, SLURM_PROCID, which torch's env:// launch under srun uses as the global rank), ``"pdsh"``
     for pdsh's / clush's host (``node7: text``: pdsh(1) prefixes each line of remote output with the host
     name), ``""`` for neither. At least 4 labelled lines, 60 % of the non-empty ones; srun needs two
-    numbers, pdsh a host seen 3 times or more and no label that is a log level or an exception class."""
+    numbers (or, from 2 lines, one number that a labelled line's own prefix names as its rank), pdsh a host seen 3
+    times or more and no label that is a log level or an exception class."""
     lines = [ln.decode("utf-8", "replace") for ln in body.splitlines()[:4000] if ln.strip()]
     if not lines:
         return ""
     nums = [m.group(1) for ln in lines if (m := _LABELS["srun"].match(ln)) is not None]
     if len(nums) >= 4 and len(set(nums)) >= 2 and len(nums) >= 0.6 * len(lines):
         return "srun"
+    if len(nums) >= 2 and len(nums) >= 0.6 * len(lines) and any(
+            parse_line(ln[m.end():]).rank == int(m.group(1)) for ln in lines[:200] if (m := _LABELS["srun"].match(ln))):
+        return "srun"  # one task's lines, its label confirmed by a rank its own line names (MPICH's [Rank N])
     hosts = [m.group(1) for ln in lines if (m := _LABELS["pdsh"].match(ln)) is not None]
     if len(hosts) >= 4 and len(hosts) >= 0.6 * len(lines) and max(hosts.count(h) for h in set(hosts)) >= 3 \
             and not any(_NOT_HOST.search(h) for h in set(hosts)):

@@ -28,6 +28,7 @@ import re
 from dataclasses import dataclass, field
 
 from ...model import Evidence, Finding, Kind, Severity
+from ...text.lines import strip_ansi
 
 __all__ = ["P2pTest", "SNIFF", "p2p_findings", "parse_p2p_test", "read_p2p_test"]
 
@@ -40,6 +41,8 @@ SLOW_LATENCY = 10.0
 MAX_BYTES = 4 << 20
 """Most bytes of a file read for the test (its output is a few KiB for 8 GPUs)."""
 
+_QUOTE = re.compile(r"^(?:>\s?)+")
+"""A Markdown or mail quote before a pasted line."""
 _TITLE = re.compile(r"^\s*#?\s*(?P<dir>Unidirectional |Bidirectional )?P2P=(?P<p2p>Enabled|Disabled) "
                     r"(?P<what>Bandwidth|Latency)\b[^\n]*Matrix")
 _HEAD = re.compile(r"^\s*#?\s*(?:D\\D|GPU)((?:\s+\d{1,3})+)\s*$")
@@ -137,5 +140,5 @@ def read_p2p_test(path: str) -> tuple[P2pTest, int]:
     """
     with open(path, "rb") as f:
         text = f.read(MAX_BYTES).decode("utf-8", "replace")
-    lines = text.replace("\r", "").split("\n")
+    lines = [_QUOTE.sub("", ln) for ln in strip_ansi(text).replace("\r", "").split("\n")]
     return parse_p2p_test(lines), len(lines)
