@@ -284,6 +284,9 @@ def test_mpi_abort_names_its_rank_only_in_mpi_comm_world():
     assert parse_line("application called MPI_Abort(comm=0xC4000001, 1) - process 2").rank is None
     assert load().match("application called MPI_Abort(MPI_COMM_WORLD, 1) - process 5").innermost.id == \
         "system.mpich.application-called-mpi-abort"
+    # Open MPI's report (ompi_mpi_abort.c): likewise only MPI_COMM_WORLD's rank is global
+    assert parse_line("MPI_ABORT was invoked on rank 6 in communicator MPI_COMM_WORLD").rank == 6
+    assert parse_line("MPI_ABORT was invoked on rank 472 in communicator MPI COMMUNICATOR 7 CREATE FROM 4").rank is None
 
 
 def test_ascend_cann_lines_keep_their_code_time_and_pid():

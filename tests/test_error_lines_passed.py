@@ -102,6 +102,18 @@ def test_open_mpi_component_not_found_names_its_host(tmp_path):
     assert sus.hosts == ("gpu-node-7",) and "Component" in sus.summary and "ompi_info" in sus.action
 
 
+def test_open_mpi_names_the_rank_that_aborted_or_ended_first(tmp_path):
+    """ompi_mpi_abort.c's MPI_ABORT report and orterun's "%s has exited due to process rank %s" (no error word: the
+    launcher's own name starts the line) name the rank; the NOTE under the report is context."""
+    rep = _read(tmp_path, "-" * 74 + "\nMPI_ABORT was invoked on rank 6 in communicator MPI_COMM_WORLD\nwith errorcode 102."
+                          "\n\nNOTE: invoking MPI_ABORT causes Open MPI to kill all MPI processes.\n")
+    assert [(f.severity, f.ranks) for f in rep.findings] == [(Severity.SUSPECT, (6,))]
+    (tmp_path / "two").mkdir()
+    rep = _read(tmp_path / "two", "mpirun has exited due to process rank 2 with PID 1712 on\n"
+                                  "node studpc1 exiting improperly. There are three reasons this could occur:\n")
+    assert [(f.severity, f.ranks) for f in rep.findings] == [(Severity.SUSPECT, (2,))]
+
+
 def test_open_mpi_output_prefix_and_a_harmless_cma_read(tmp_path):
     """opal_output's '[host:pid] ' prefix; vader's CMA read denied in a container is a warning, not a failure."""
     rep = _read(tmp_path, "[96c7e3d99641:24984] Read -1, expected 122880, errno = 1\n"

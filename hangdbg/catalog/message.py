@@ -133,7 +133,9 @@ _MPID_ABORT = re.compile(r"Abort\(-?\d{1,12}\)(?: on node (?P<rank>\d{1,9}))?(?:
 # MPICH's MPI_Abort text "application called MPI_Abort(%s, %d) - process %d" (src/mpi/init/abort.c): the process is
 # the caller's rank in that communicator; in MPI_COMM_WORLD (named, or its handle 0x44000000) the global rank
 _MPI_ABORT_WORLD = re.compile(r"application called MPI_Abort\((?:MPI_COMM_WORLD|comm=0x44000000), -?\d{1,12}\) - "
-                              r"process (?P<rank>\d{1,9})\b")
+                              r"process (?P<rank>\d{1,9})\b|MPI_ABORT was invoked on rank (?P<r2>\d{1,9}) in "
+                              r"communicator MPI_COMM_WORLD\b")
+# (Open MPI's "MPI_ABORT was invoked on rank %d in communicator %s" names the rank in that communicator, likewise)
 # Ascend CANN's log line "[Level] ModuleName(PID,PName):DateTimeMS [FileName:LineNumber]LogContent" (CANN log
 # reference, "log record format": https://www.hiascend.com/document/detail/zh/canncommercial/5046/troublemanagement/
 # logreference/atlaslog_24_0008.html; newer CANN adds microseconds, HCCP adds "tid:N," and "func(line) : ")
@@ -353,8 +355,9 @@ def parse_line(line: str) -> Message:
         m = _EXC_BARE.fullmatch(text)
         if m is not None:
             exc = m.group("cls")
-    if rank is None and text.startswith("application called MPI_Abort") and (m := _MPI_ABORT_WORLD.match(text)):
-        rank = int(m.group("rank"))
+    if rank is None and text.startswith(("application called MPI_Abort", "MPI_ABORT was")) and \
+            (m := _MPI_ABORT_WORLD.match(text)):
+        rank = int(m.group("rank") or m.group("r2"))
     if host is None and (m := _SRUN_TASKS.match(text)) is not None:
         host = m.group("host")  # srun's task status names its node first (kept in the message: entries read it)
     return Message(text, when, clock, host, pid, rank, local, dev, level or "", src or "", exc or "")

@@ -391,6 +391,13 @@ def _rank_by_local(log: ErrorLog, first: int, local_to_rank: dict[int, set[int]]
             log.events[i] = replace(log.events[i], message=replace(msg, rank=by_local[msg.local_rank]))
 
 
+_LAUNCHER_NAMED = re.compile(r"(?:mpirun|mpiexec|orterun|prterun|prun|oshrun) |MPI_ABORT was invoked ")
+"""A launcher's line that starts with its own name, the ``%s`` of its help text (Open MPI's orterun, PRRTE's prterun
+print argv[0]'s basename first: ``mpirun has exited due to process rank %s ...``), or Open MPI's ``MPI_ABORT`` report
+(a name the first-word index cannot key): looked up in every entry, those that start with a placeholder too (a line
+with no error word otherwise only meets the indexed ones)."""
+
+
 def _lookup(catalog: Catalog, msg: Message, error: bool, last: bool, joined: Match | None) -> Match | None:
     """The catalog entry of a line's message: by the code printed with it, anywhere in an error line (``search``), then as the excerpt's
     cut last line, the exception class with its text, or up to a value the paste hid; a line without an error
@@ -401,6 +408,7 @@ def _lookup(catalog: Catalog, msg: Message, error: bool, last: bool, joined: Mat
         renamed = cuda_named(msg.text)  # a ROCm build's CUDA message (the text itself when it names no HIP)
         return catalog.match(msg.text, indexed_only=True) \
             or (catalog.match(renamed, indexed_only=True) if renamed != msg.text else None) \
+            or (catalog.match(msg.text) if _LAUNCHER_NAMED.match(msg.text) else None) \
             or (catalog.match_cut(msg.text) if last else None)
     match = joined or catalog.search(msg.text) or (catalog.match_cut(msg.text) if last else None)
     if match is None and msg.exception and msg.text != msg.exception:  # an entry for the class itself
