@@ -1201,7 +1201,8 @@ def test_an_installation_or_capability_exception_names_no_rank(tmp_path):
     """A missing module or a 'does not support' on one rank is the installation's or the machine's: the same on
     every rank with these packages; the rank that printed it first is no culprit."""
     for line in ("[rank0]: ModuleNotFoundError: No module named 'flash_attn'",
-                 "[rank2]: RuntimeError: this GPU does not support bf16 matmuls with fp8 scaling"):
+                 "[rank2]: RuntimeError: this GPU does not support bf16 matmuls with fp8 scaling",
+                 "[rank0]:[rank0]: RuntimeError: Missing key in checkpoint state_dict: model.layers.0.wq.weight."):
         v = _verdict(tmp_path, line + "\n")
         top = _only_suspect(v)
         assert not top.ranks and "not that rank's own" in top.summary

@@ -126,10 +126,14 @@ _INSTALL_WORDS = re.compile(
     r"\bNo module named\b|\bcannot import name\b|\bmodule '[\w.]{1,120}' has no attribute\b|\bnot installed\b|"
     r"\b(?:does not|doesn't|do not|don't) support\b|\bis not supported (?:on|by|with|for)\b|"
     r"\brequires? (?:\S{1,60} )?(?:version|>=|compute capability)|\bversion\b.{0,60}\b(?:is required|mismatch|"
-    r"incompatible|not supported)", re.IGNORECASE)
+    r"incompatible|not supported)|\b(?:Missing|Unexpected) key\(?s?\)? in (?:checkpoint )?state_dict\b|"
+    r"\bError\(s\) in loading state_dict\b|\bsize mismatch for \S{1,200}: copying a param", re.IGNORECASE)
 """An exception that reports the installation, a version or a capability of the machine (Python's ImportError /
-ModuleNotFoundError, 'No module named', 'module X has no attribute', 'does not support', 'requires version'): every
-rank that runs this code with these packages on such a machine raises it, so it names no rank as the culprit."""
+ModuleNotFoundError, 'No module named', 'module X has no attribute', 'does not support', 'requires version'), or a
+checkpoint that does not fit the model (torch/nn/modules/module.py load_state_dict's 'Missing key(s) in state_dict',
+'Unexpected key(s)', 'size mismatch for'; torch/distributed/checkpoint/default_planner.py's 'Missing key in checkpoint
+state_dict'): every rank that runs this code with these packages and this input raises it, so it names no rank as
+the culprit."""
 
 
 def _exceptions(log: ErrorLog) -> list[Finding]:
@@ -151,7 +155,7 @@ def _exceptions(log: ErrorLog) -> list[Finding]:
             ranks = ()
         install = _INSTALL_EXC.search(exc) is not None or _INSTALL_WORDS.search(evs[0].message.text) is not None
         if install and ranks:
-            who, ranks = f"{who} (an installation, version or capability problem, not that rank's own)", ()
+            who, ranks = f"{who} (an installation, version, capability or checkpoint problem, not that rank's own)", ()
         waits = _WAITER_WORDS.search(f"{exc} {evs[0].message.text}") is not None or _waited_after(log, evs[0]) \
             or exc.endswith("ChildFailedError")  # torchelastic's report of its children's ends, read in its block
         out.append(Finding(
