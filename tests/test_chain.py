@@ -85,6 +85,12 @@ def test_with_no_known_failure_the_first_unknown_error_line_is_the_lead():
     out = promote_first_failure([first, signal], "")
     assert [f.severity for f in out] == [Severity.WARNING, Severity.SUSPECT]
     assert out[1].hosts == () and "stopped from outside" in out[1].summary
+    # no error at all: the step a quiet log stops at is the lead, naming no rank or host; an error line comes first
+    stall = Finding(Kind.STALL, "rank 1: no error line; the output stops at “Bind mem”", ranks=(1,), hosts=("n1",),
+                    severity=Severity.WARNING)
+    [lead] = promote_first_failure([stall], "")
+    assert lead.is_suspect and lead.ranks == () and lead.hosts == () and "where the output stops" in lead.summary
+    assert [f.severity for f in promote_first_failure([stall, second], "")] == [Severity.WARNING, Severity.SUSPECT]
     known = Finding(Kind.RESOURCE_ERROR, "on n1: /dev/shm is full", severity=Severity.WARNING)
     out = promote_first_failure([first, known], "")
     assert [f.severity for f in out] == [Severity.WARNING, Severity.SUSPECT]

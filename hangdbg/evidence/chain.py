@@ -205,8 +205,10 @@ def _only_failure(out: list[Finding], unknown_lead: bool = True) -> list[Finding
     such. Not a wait, a launcher stopping survivors, a cut excerpt, an unknown line, a catalog entry that is only
     context. When no such warning is there, an end from outside (:data:`_JOB_END`: Slurm cancelled the job, the
     launcher got a death signal) is the suspect, said as such; else the first error line no reader knows (an
-    unrecognised-error warning naming no rank, not a wait): exit 0 on logs of a job that was killed, or whose only
-    errors are lines hangdbg cannot read, would be a false all-clear. A rank is never blamed this way, and no host either (the finding's hosts are
+    unrecognised-error warning, not a wait; the rank that printed it is not blamed); else, with no error at all, the
+    step a quiet log stops at (a stall warning: a step that can wait forever). Exit 0 on logs of a job that was
+    killed, whose only errors are lines hangdbg cannot read, or that stop in a step that hangs would be a false
+    all-clear. A rank is never blamed this way, and no host either (the finding's hosts are
     where it was seen, not proof that the node is bad), so nothing is drained on it. Heuristic (ours): never a
     false all-clear where the logs show a failure."""
     for i, f in enumerate(out):
@@ -227,6 +229,12 @@ def _only_failure(out: list[Finding], unknown_lead: bool = True) -> list[Finding
             who = f" (printed by {ranks_text(f.ranks)}: no rank is blamed on a line hangdbg cannot read)" if f.ranks else ""
             out[i] = replace(f, severity=Severity.SUSPECT, ranks=(), hosts=(), summary=f.summary + "; the first error "
                              f"line these logs show, and no known failure is in them{who}: read it and the lines before it")
+            return out
+    for i, f in enumerate(out):  # no error at all, but the output stops at a step that can wait forever
+        if f.severity is Severity.WARNING and f.kind is Kind.STALL:
+            out[i] = replace(f, severity=Severity.SUSPECT, ranks=(), hosts=(), summary=f.summary + "; no error is in "
+                             "these logs: where the output stops is the lead (if the job was still running, collect "
+                             "stacks with hangdbg dump instead)")
             break
     return out
 
