@@ -91,6 +91,11 @@ def test_with_no_known_failure_the_first_unknown_error_line_is_the_lead():
     [lead] = promote_first_failure([stall], "")
     assert lead.is_suspect and lead.ranks == () and lead.hosts == () and "where the output stops" in lead.summary
     assert [f.severity for f in promote_first_failure([stall, second], "")] == [Severity.WARNING, Severity.SUSPECT]
+    # a peer's failure a rank printed: the only failure shown, the printing rank (its victim) not blamed
+    peer = Finding(Kind.PEER_ERROR, "rank 13: the EFA path to a peer failed", ranks=(13,), hosts=("w1",),
+                   severity=Severity.WARNING)
+    [lead] = promote_first_failure([peer], "")
+    assert lead.is_suspect and lead.ranks == () and lead.hosts == () and "its victim, not blamed" in lead.summary
     known = Finding(Kind.RESOURCE_ERROR, "on n1: /dev/shm is full", severity=Severity.WARNING)
     out = promote_first_failure([first, known], "")
     assert [f.severity for f in out] == [Severity.WARNING, Severity.SUSPECT]

@@ -200,9 +200,9 @@ or a cut excerpt: never the failure itself (a rank that waits is no suspect; a j
 
 
 def _only_failure(out: list[Finding], unknown_lead: bool = True) -> list[Finding]:
-    """``out`` (no suspect in it) with its first warning that reports a failure naming no rank made the suspect: the
-    only failure these logs show (a refused connection, a launch without its hostfile, a resource error), said as
-    such. Not a wait, a launcher stopping survivors, a cut excerpt, an unknown line, a catalog entry that is only
+    """``out`` (no suspect in it) with its first warning that reports a failure naming no rank (or a peer's failure
+    that a rank printed: that rank is its victim and loses its name) made the suspect: the only failure these logs
+    show (a refused connection, a launch without its hostfile, a resource error), said as such. Not a wait, a launcher stopping survivors, a cut excerpt, an unknown line, a catalog entry that is only
     context. When no such warning is there, an end from outside (:data:`_JOB_END`: Slurm cancelled the job, the
     launcher got a death signal) is the suspect, said as such; else the first error line no reader knows (an
     unrecognised-error warning, not a wait; the rank that printed it is not blamed); else, with no error at all, the
@@ -212,11 +212,12 @@ def _only_failure(out: list[Finding], unknown_lead: bool = True) -> list[Finding
     where it was seen, not proof that the node is bad), so nothing is drained on it. Heuristic (ours): never a
     false all-clear where the logs show a failure."""
     for i, f in enumerate(out):
-        if f.severity is not Severity.WARNING or f.ranks or f.waits_for or f.kind in _NO_FAILURE \
-                or _WAIT_WORDS.search(f.summary) or not _may_be_cause(f):
+        if f.severity is not Severity.WARNING or (f.ranks and f.kind is not Kind.PEER_ERROR) or f.waits_for \
+                or f.kind in _NO_FAILURE or _WAIT_WORDS.search(f.summary) or not _may_be_cause(f):
             continue
-        out[i] = replace(f, severity=Severity.SUSPECT, hosts=(), summary=f.summary + "; the only failure these "
-                         "logs show (which process failed first is not in them: collect every rank's log)")
+        victim = f" (printed by {ranks_text(f.ranks)}, its victim, not blamed)" if f.ranks else ""
+        out[i] = replace(f, severity=Severity.SUSPECT, ranks=(), hosts=(), summary=f.summary + "; the only failure "
+                         f"these logs show{victim} (which process failed first is not in them: collect every rank's log)")
         return out
     for i, f in enumerate(out):  # no failure, but the job was ended from outside: that end is what the logs show
         if f.severity is Severity.WARNING and not f.ranks and f.evidence and _JOB_END.match(f.evidence[-1].text):
