@@ -28,7 +28,7 @@ import re
 from dataclasses import dataclass, field
 
 from ...model import Evidence, Finding, Kind, Severity
-from ...text.lines import strip_ansi
+from ...text.lines import open_input, strip_ansi
 
 __all__ = ["P2pTest", "SNIFF", "p2p_findings", "parse_p2p_test", "read_p2p_test"]
 
@@ -136,9 +136,9 @@ def read_p2p_test(path: str) -> tuple[P2pTest, int]:
     """The test read from file ``path`` and the number of lines read.
 
     Raises:
-        OSError: the file cannot be read.
+        OSError: the file cannot be read, or is no regular file.
     """
-    with open(path, "rb") as f:
+    with open_input(path) as f:
         text = f.read(MAX_BYTES).decode("utf-8", "replace")
     lines = [_QUOTE.sub("", ln) for ln in strip_ansi(text).replace("\r", "").split("\n")]
     return parse_p2p_test(lines), len(lines)

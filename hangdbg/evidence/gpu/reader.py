@@ -14,6 +14,7 @@ from ...model import FileError, Finding, SourceKind, SourceReport
 from .grammar import GpuLogEvents, host_from_path, scan_file, sniff
 from .p2p_test import SNIFF as P2P_SNIFF, p2p_findings, read_p2p_test
 from ..base import ReaderBase, with_source
+from ...text.lines import open_input
 
 __all__ = ["GpuReader", "READER"]
 
@@ -68,8 +69,12 @@ class GpuReader(ReaderBase[GpuFacts]):
 
 
 def _is_p2p_test(path: str) -> bool:
-    """Whether file ``path`` holds CUDA's p2pBandwidthLatencyTest output (:mod:`.p2p_test`) in its first 64 KiB."""
-    with open(path, "rb") as f:
+    """Whether file ``path`` holds CUDA's p2pBandwidthLatencyTest output (:mod:`.p2p_test`) in its first 64 KiB.
+
+    Raises:
+        OSError: the file cannot be opened, or is no regular file.
+    """
+    with open_input(path) as f:  # a FIFO or device is refused (NotRegularFile, an OSError), never read
         head = f.read(64 << 10)
     return any(k in head for k in P2P_SNIFF) and b"NVRM" not in head
 
