@@ -75,7 +75,7 @@ def test_with_no_known_failure_the_first_unknown_error_line_is_the_lead():
     ranked = Finding(Kind.UNRECOGNISED_ERROR, "unrecognised error line: “[rank2]: boom”", ranks=(2,),
                      severity=Severity.WARNING)
     [lead] = promote_first_failure([ranked], "")
-    assert lead.is_suspect and lead.ranks == () and "printed by rank 2: no rank is blamed" in lead.summary
+    assert lead.is_suspect and lead.ranks == () and "printed by rank 2, no rank is blamed" in lead.summary
     # a structured reader (an NCCL log, stacks) read the job and found nothing: a stray line stays a warning
     assert promote_first_failure([first, second], "", unknown_lead=False) == [first, second]
     # the launcher's death signal, with no failure before it: the job was stopped from outside, and that is the lead

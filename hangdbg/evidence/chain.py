@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import replace
-from typing import Sequence
+from typing import Callable, Sequence
 
 from ..model import SEVERITY_ORDER, Finding, Kind, Severity, SourceKind
 from ..rankset import ranks_text
@@ -200,44 +200,54 @@ or a cut excerpt: never the failure itself (a rank that waits is no suspect; a j
 
 
 def _only_failure(out: list[Finding], unknown_lead: bool = True) -> list[Finding]:
-    """``out`` (no suspect in it) with its first warning that reports a failure naming no rank (or a peer's failure
-    that a rank printed: that rank is its victim and loses its name) made the suspect: the only failure these logs
-    show (a refused connection, a launch without its hostfile, a resource error), said as such. Not a wait, a launcher stopping survivors, a cut excerpt, an unknown line, a catalog entry that is only
-    context. When no such warning is there, an end from outside (:data:`_JOB_END`: Slurm cancelled the job, the
-    launcher got a death signal) is the suspect, said as such; else the first error line no reader knows (an
-    unrecognised-error warning, not a wait; the rank that printed it is not blamed); else, with no error at all, the
-    step a quiet log stops at (a stall warning: a step that can wait forever). Exit 0 on logs of a job that was
-    killed, whose only errors are lines hangdbg cannot read, or that stop in a step that hangs would be a false
-    all-clear. A rank is never blamed this way, and no host either (the finding's hosts are
-    where it was seen, not proof that the node is bad), so nothing is drained on it. Heuristic (ours): never a
-    false all-clear where the logs show a failure."""
-    for i, f in enumerate(out):
-        if f.severity is not Severity.WARNING or (f.ranks and f.kind is not Kind.PEER_ERROR) or f.waits_for \
-                or f.kind in _NO_FAILURE or _WAIT_WORDS.search(f.summary) or not _may_be_cause(f):
-            continue
-        victim = f" (printed by {ranks_text(f.ranks)}, its victim, not blamed)" if f.ranks else ""
-        out[i] = replace(f, severity=Severity.SUSPECT, ranks=(), hosts=(), summary=f.summary + "; the only failure "
-                         f"these logs show{victim} (which process failed first is not in them: collect every rank's log)")
-        return out
-    for i, f in enumerate(out):  # no failure, but the job was ended from outside: that end is what the logs show
-        if f.severity is Severity.WARNING and not f.ranks and f.evidence and _JOB_END.match(f.evidence[-1].text):
-            out[i] = replace(f, severity=Severity.SUSPECT, hosts=(), summary=f.summary + "; nothing in these logs "
-                             "failed before it: the job was stopped from outside (what sent it - scancel, a time "
-                             "limit, a preemption, a failure on another node - is in the scheduler's or that node's log)")
-            return out
-    for i, f in enumerate(out if unknown_lead else ()):  # no known failure at all: the first error line hangdbg cannot read is the lead
-        if f.severity is Severity.WARNING and f.kind is Kind.UNRECOGNISED_ERROR and not _WAIT_WORDS.search(f.summary):
-            who = f" (printed by {ranks_text(f.ranks)}: no rank is blamed on a line hangdbg cannot read)" if f.ranks else ""
-            out[i] = replace(f, severity=Severity.SUSPECT, ranks=(), hosts=(), summary=f.summary + "; the first error "
-                             f"line these logs show, and no known failure is in them{who}: read it and the lines before it")
-            return out
-    for i, f in enumerate(out):  # no error at all, but the output stops at a step that can wait forever
-        if f.severity is Severity.WARNING and f.kind is Kind.STALL:
-            out[i] = replace(f, severity=Severity.SUSPECT, ranks=(), hosts=(), summary=f.summary + "; no error is in "
-                             "these logs: where the output stops is the lead (if the job was still running, collect "
-                             "stacks with hangdbg dump instead)")
-            break
+    """``out`` (no suspect in it) with one warning made the suspect, the first of the first kind of :func:`_leads`
+    that is there, its ranks and hosts cleared and its words saying why:
+
+    1. a warning that reports a failure naming no rank, or a peer's failure a rank printed (that rank is its
+       victim): the only failure these logs show (a refused connection, a launch without its hostfile, a resource
+       error). Never a wait, a launcher stopping survivors, a cut excerpt, an unknown line, a count of lines, a
+       catalog entry that is only context, or a process's report of its own end;
+    2. an end from outside (:data:`_JOB_END`: Slurm cancelled the job, the launcher got a death signal);
+    3. the first error line no reader knows, not a wait (only with ``unknown_lead``: no structured reader read the
+       job and found it healthy);
+    4. with no error line at all, the step a quiet log stops at (a stall: a step that can wait forever).
+
+    A rank is never blamed this way, and no host either (the finding's hosts are where it was seen, not proof that
+    the node is bad), so nothing is drained on it. Heuristic (ours): exit 0 on logs of a job that failed, was
+    killed or stopped in a step that hangs would be a false all-clear."""
+    for pick, said in _leads(unknown_lead):
+        for i, f in enumerate(out):
+            if f.severity is Severity.WARNING and pick(f):
+                out[i] = replace(f, severity=Severity.SUSPECT, ranks=(), hosts=(), summary=f.summary + said(f))
+                return out
     return out
+
+
+def _printed_by(f: Finding, why: str) -> str:
+    return f" (printed by {ranks_text(f.ranks)}, {why})" if f.ranks else ""
+
+
+def _leads(unknown_lead: bool) -> list[tuple[Callable[[Finding], bool], Callable[[Finding], str]]]:
+    """The kinds of lead of :func:`_only_failure`, in order: which warning, and the words added to it."""
+    leads = [
+        (lambda f: (not f.ranks or f.kind is Kind.PEER_ERROR) and not f.waits_for and f.kind not in _NO_FAILURE
+         and not _WAIT_WORDS.search(f.summary) and _may_be_cause(f),
+         lambda f: f"; the only failure these logs show{_printed_by(f, 'its victim, not blamed')} (which process "
+                   "failed first is not in them: collect every rank's log)"),
+        (lambda f: not f.ranks and bool(f.evidence) and _JOB_END.match(f.evidence[-1].text) is not None,
+         lambda f: "; nothing in these logs failed before it: the job was stopped from outside (what sent it - "
+                   "scancel, a time limit, a preemption, a failure on another node - is in the scheduler's or that "
+                   "node's log)"),
+    ]
+    if unknown_lead:
+        leads.append((lambda f: f.kind is Kind.UNRECOGNISED_ERROR and not _WAIT_WORDS.search(f.summary),
+                      lambda f: "; the first error line these logs show, and no known failure is in them"
+                                f"{_printed_by(f, 'no rank is blamed on a line hangdbg cannot read')}: read it and "
+                                "the lines before it"))
+    leads.append((lambda f: f.kind is Kind.STALL,
+                  lambda f: "; no error is in these logs: where the output stops is the lead (if the job was still "
+                            "running, collect stacks with hangdbg dump instead)"))
+    return leads
 
 
 _WAITED = "python.exception-waited:"
