@@ -147,12 +147,12 @@ def with_catalog(rep: SourceReport, files: Sequence[str]) -> SourceReport:
     read by the catalog (:func:`with_error_lines`), and, unless ``rep`` is the GPU reader's own, the
     NVIDIA driver's lines among them (Xid, a lost GPU: :mod:`hangdbg.evidence.gpu`), which a job's
     log holds when the job's output and the kernel log were pasted or collected together."""
+    small = [f for f in files if _size(f) <= ERROR_LINES_MAX_BYTES]
+    if not small:
+        return rep  # (before the readers' imports: a multi-GB log's command starts faster without them)
     from .error_lines.reader import READER
     from .gpu.reader import READER as GPU
 
-    small = [f for f in files if _size(f) <= ERROR_LINES_MAX_BYTES]
-    if not small:
-        return rep
     if rep.kind is not SourceKind.GPU:
         gpu = GPU.read(small)
         if gpu.findings:

@@ -6,14 +6,17 @@ single-node hang after GPU set-up (PCIe ACS / IOMMU). Used by :mod:`hangdbg.evid
 from __future__ import annotations
 
 from collections import defaultdict
+from typing import TYPE_CHECKING
 
-from ...catalog.catalog import CatalogError, load
-from ...catalog.entry import Blame, CatalogEntry, Role
-from ...catalog.message import parse_line
-from ...catalog.nccl_areas import areas_of
+from ...catalog.entry import Blame, Role
 from ...model import Evidence, Finding, Kind, Severity
 from .grammar import NcclLog, Proc
 from ...rankset import ranks_text
+
+if TYPE_CHECKING:
+    from ...catalog.entry import CatalogEntry
+# (the catalog and its line parser are imported where a WARN line is read: a log without one, the usual multi-GB
+# case, starts without them)
 
 __all__ = ["MAX_EV"]
 
@@ -84,6 +87,9 @@ def _init_fail_findings(log: NcclLog) -> list[Finding]:
             entry, warn = known
             cited = (warn,) + tuple(e for e in uniq if e is not warn)[:MAX_EV - 1] + (
                 Evidence("catalog", None, f"{entry.id}: {entry.source}"),)
+            from ...catalog.message import parse_line
+            from ...catalog.nccl_areas import areas_of
+
             msg = parse_line(warn.text)
             areas = areas_of([msg.src]) if msg.src else []
             said = f"\u201c{msg.text[:200]}\u201d" + (f" (NCCL {msg.src.rsplit(':', 1)[0]}: {areas[0]})" if areas else "")
@@ -99,6 +105,8 @@ def _init_fail_findings(log: NcclLog) -> list[Finding]:
         ends = "the chain ends in init" if any(p.init_fail for p in procs) else "the chain's end is not in these lines"
         gone = _peer_closed(procs)
         if gone is not None:  # the socket's other end went away: the peer failed or exited first, this is its echo
+            from ...catalog.message import parse_line
+
             out.append(Finding(
                 Kind.NCCL_INIT_FAILED, f"{_names(procs)} on {host}: {what}{detail} ({ends}): the other end of the "
                 f"connection closed it (\u201c{parse_line(gone.text).text[:160]}\u201d): a peer failed or exited first",
@@ -147,6 +155,9 @@ def known_root(line: str) -> CatalogEntry | None:
 def _entry_of(line: str) -> CatalogEntry | None:
     """The catalog's most specific entry for an NCCL line (prefixes peeled); None for none, or when the package data
     cannot be read (broken package data, which the tests catch: the line is read without it)."""
+    from ...catalog.catalog import CatalogError, load
+    from ...catalog.message import parse_line
+
     try:
         catalog = load()
     except CatalogError:

@@ -308,7 +308,7 @@ def scan(paths: list[str], split_on: re.Pattern[str] | None = None, workers: int
 def _scan_files(log: NcclLog, paths: list[str], sizes: list[int], workers: int, chunk: int) -> None:
     """The fast scan of :func:`scan`: chunks in worker threads (the C scan releases the GIL: nothing
     is forked or pickled) or, for the pure-Python scan, worker processes; merged here in order."""
-    from concurrent.futures import Executor, ProcessPoolExecutor, ThreadPoolExecutor  # noqa: PLC0415 - big inputs only
+    from concurrent.futures import Executor, ThreadPoolExecutor  # noqa: PLC0415 - big inputs only (process pool: below)
 
     tasks: list[tuple[int, str, int, int]] = []  # (file index, path, start, end) of each chunk
     sizes_of: dict[int, int] = {}
@@ -324,7 +324,11 @@ def _scan_files(log: NcclLog, paths: list[str], sizes: list[int], workers: int, 
             log.errors.append((path, exc.strerror or str(exc)))
     ex: Executor | None = None
     if workers > 1 and len(tasks) > 1:
-        ex = ThreadPoolExecutor(workers) if _cscan is not None else ProcessPoolExecutor(workers)
+        if _cscan is not None:
+            ex = ThreadPoolExecutor(workers)
+        else:  # the pure-Python scan: worker processes (multiprocessing's import only on this path)
+            from concurrent.futures import ProcessPoolExecutor  # noqa: PLC0415
+            ex = ProcessPoolExecutor(workers)
     try:
         args = [t[1:] for t in tasks]
         one = _scan_chunk_safe if _cscan is not None else _scan_chunk_args
