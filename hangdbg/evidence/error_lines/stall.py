@@ -39,9 +39,10 @@ def _shape(line: str) -> str:
 
 
 def stall_in_tail(path: str, data: bytes, catalog: Catalog) -> tuple[Evidence, Message, CatalogEntry] | None:
-    """The last stall line of ``data`` (the text of file ``path``) that only copies of earlier lines follow (at most
+    """The last stall line of ``data`` (the text of file ``path``) that only copies of earlier lines follow (one to
     :data:`TAIL_LINES` of them, each the same as a line before the stall line but for its numbers), as evidence with
-    its 1-based line number, its message and its entry; None when a new line follows every stall line of the tail."""
+    its 1-based line number, its message and its entry; None when a new line follows every stall line of the tail.
+    The last line itself is :func:`stall_at`'s, which the caller asks first."""
     start = max(0, len(data) - _TAIL_BYTES)
     lines = data[start:].decode("utf-8", "replace").split("\n")
     first_no = data.count(b"\n", 0, start) + 1
@@ -49,9 +50,8 @@ def stall_in_tail(path: str, data: bytes, catalog: Catalog) -> tuple[Evidence, M
     if start:
         text = text[1:]  # the first line of the tail may be cut
     shapes = [_shape(ln) for _, ln in text]
-    for k in range(len(text) - 1, max(-1, len(text) - 2 - TAIL_LINES), -1):
-        after = set(shapes[k + 1:])
-        if after and not after <= set(shapes[:k]):
+    for k in range(len(text) - 2, max(-1, len(text) - 2 - TAIL_LINES), -1):
+        if not set(shapes[k + 1:]) <= set(shapes[:k]):
             return None  # a line that is new comes after this one: the output went on past it
         no, line = text[k]
         found = stall_at(Evidence(path, no, line), catalog)

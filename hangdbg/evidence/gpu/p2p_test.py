@@ -30,10 +30,12 @@ from dataclasses import dataclass, field
 from ...model import Evidence, Finding, Kind, Severity
 from ...text.lines import open_input, strip_ansi
 
-__all__ = ["P2pTest", "SNIFF", "p2p_findings", "parse_p2p_test", "read_p2p_test"]
+__all__ = ["P2pTest", "marked", "p2p_findings", "parse_p2p_test", "read_p2p_test"]
 
 SNIFF = (b"P2P (Peer-to-Peer) GPU Bandwidth Latency Test", b"P2P=Enabled", b"P2P=Disabled")
 """Bytes that mark the test's output in a file's head."""
+HEAD_BYTES = 64 << 10
+"""The head of a file looked at for :data:`SNIFF` (bytes)."""
 SLOW_BANDWIDTH = 0.5
 """A pair is slow when its P2P bandwidth is below this fraction of its staged (P2P=Disabled) bandwidth."""
 SLOW_LATENCY = 10.0
@@ -132,13 +134,23 @@ def p2p_findings(test: P2pTest, source: str) -> list[Finding]:
     return []
 
 
-def read_p2p_test(path: str) -> tuple[P2pTest, int]:
-    """The test read from file ``path`` and the number of lines read.
+def marked(head: bytes) -> bool:
+    """Whether ``head`` (a file's first bytes) holds a mark of the test's output (:data:`SNIFF`)."""
+    return any(k in head for k in SNIFF)
+
+
+def read_p2p_test(path: str) -> tuple[P2pTest, int] | None:
+    """The test read from file ``path`` and the number of lines read; None when the file's head (:data:`HEAD_BYTES`)
+    is not the test's output (no mark of it, or a kernel log's ``NVRM`` lines: the GPU grammar's). The file is
+    opened once.
 
     Raises:
-        OSError: the file cannot be read, or is no regular file.
+        OSError: the file cannot be read, or is no regular file (a FIFO is refused, never read).
     """
     with open_input(path) as f:
-        text = f.read(MAX_BYTES).decode("utf-8", "replace")
+        head = f.read(HEAD_BYTES)
+        if not marked(head) or b"NVRM" in head:
+            return None
+        text = (head + f.read(MAX_BYTES - len(head))).decode("utf-8", "replace")
     lines = [_QUOTE.sub("", ln) for ln in strip_ansi(text).replace("\r", "").split("\n")]
     return parse_p2p_test(lines), len(lines)

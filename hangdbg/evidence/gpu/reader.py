@@ -12,9 +12,8 @@ from .analysis import findings_from
 from .facts import GpuFacts
 from ...model import FileError, Finding, SourceKind, SourceReport
 from .grammar import GpuLogEvents, host_from_path, scan_file, sniff
-from .p2p_test import SNIFF as P2P_SNIFF, p2p_findings, read_p2p_test
+from .p2p_test import marked as p2p_marked, p2p_findings, read_p2p_test
 from ..base import ReaderBase, with_source
-from ...text.lines import open_input
 
 __all__ = ["GpuReader", "READER"]
 
@@ -30,7 +29,7 @@ class GpuReader(ReaderBase[GpuFacts]):
         return f"no GPU error in {rep.records} kernel-log / nvidia-smi records: no fatal Xid, lost GPU or uncorrectable ECC error"
 
     def sniff(self, head: bytes) -> bool:
-        return sniff(head) or any(k in head for k in P2P_SNIFF)
+        return sniff(head) or p2p_marked(head)
 
     def _read(self, paths: list[str]) -> SourceReport[GpuFacts]:
         return self.read_host(paths)
@@ -52,8 +51,8 @@ class GpuReader(ReaderBase[GpuFacts]):
         matrices = p2p_skipped = 0
         for path in map(str, paths):
             try:
-                if _is_p2p_test(path):
-                    test, n = read_p2p_test(path)
+                if (read := read_p2p_test(path)) is not None:
+                    test, n = read
                     p2p += p2p_findings(test, path)
                     matrices, p2p_skipped = matrices + len(test.matrices), p2p_skipped + test.lines_skipped
                     ev.lines_read += n
@@ -66,17 +65,6 @@ class GpuReader(ReaderBase[GpuFacts]):
                                         records=ev.records + matrices, lines_read=ev.lines_read,
                                         lines_skipped=ev.lines_skipped + p2p_skipped,
                                         errors=tuple(errors), facts=facts))
-
-
-def _is_p2p_test(path: str) -> bool:
-    """Whether file ``path`` holds CUDA's p2pBandwidthLatencyTest output (:mod:`.p2p_test`) in its first 64 KiB.
-
-    Raises:
-        OSError: the file cannot be opened, or is no regular file.
-    """
-    with open_input(path) as f:  # a FIFO or device is refused (NotRegularFile, an OSError), never read
-        head = f.read(64 << 10)
-    return any(k in head for k in P2P_SNIFF) and b"NVRM" not in head
 
 
 READER = GpuReader()
