@@ -76,6 +76,11 @@ def test_with_no_known_failure_the_first_unknown_error_line_is_the_lead():
                      severity=Severity.WARNING)
     [lead] = promote_first_failure([ranked], "")
     assert lead.is_suspect and lead.ranks == () and "printed by rank 2, no rank is blamed" in lead.summary
+    # a JSON object no log format read (a tool's data record with an "error" field) is no lead
+    record = Finding(Kind.UNRECOGNISED_ERROR, "unrecognised error line: “{\"type\": \"trial\", ...}”",
+                     evidence=(Evidence("trials/3.json", 1, '{"type": "trial", "error": "exit 1"}'),),
+                     severity=Severity.WARNING)
+    assert promote_first_failure([record], "") == [record]
     # a structured reader (an NCCL log, stacks) read the job and found nothing: a stray line stays a warning
     assert promote_first_failure([first, second], "", unknown_lead=False) == [first, second]
     # the launcher's death signal, with no failure before it: the job was stopped from outside, and that is the lead

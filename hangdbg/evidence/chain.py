@@ -208,8 +208,8 @@ def _only_failure(out: list[Finding], unknown_lead: bool = True) -> list[Finding
        error). Never a wait, a launcher stopping survivors, a cut excerpt, an unknown line, a count of lines, a
        catalog entry that is only context, or a process's report of its own end;
     2. an end from outside (:data:`_JOB_END`: Slurm cancelled the job, the launcher got a death signal);
-    3. the first error line no reader knows, not a wait (only with ``unknown_lead``: no structured reader read the
-       job and found it healthy);
+    3. the first error line no reader knows, not a wait nor a JSON object (only with ``unknown_lead``: no structured
+       reader read the job and found it healthy);
     4. with no error line at all, the step a quiet log stops at (a stall: a step that can wait forever).
 
     A rank is never blamed this way, and no host either (the finding's hosts are where it was seen, not proof that
@@ -221,6 +221,12 @@ def _only_failure(out: list[Finding], unknown_lead: bool = True) -> list[Finding
                 out[i] = replace(f, severity=Severity.SUSPECT, ranks=(), hosts=(), summary=f.summary + said(f))
                 return out
     return out
+
+
+def _json_object(f: Finding) -> bool:
+    """Whether the line ``f`` quotes is a JSON object that no log format read as a record (a tool's data, such as
+    hangdbg check's own trial records, whose fields hold the word "error"): data, not a message to lead with."""
+    return bool(f.evidence) and f.evidence[0].text.lstrip().startswith("{")
 
 
 def _printed_by(f: Finding, why: str) -> str:
@@ -240,7 +246,8 @@ def _leads(unknown_lead: bool) -> list[tuple[Callable[[Finding], bool], Callable
                    "node's log)"),
     ]
     if unknown_lead:
-        leads.append((lambda f: f.kind is Kind.UNRECOGNISED_ERROR and not _WAIT_WORDS.search(f.summary),
+        leads.append((lambda f: f.kind is Kind.UNRECOGNISED_ERROR and not _WAIT_WORDS.search(f.summary)
+                      and not _json_object(f),
                       lambda f: "; the first error line these logs show, and no known failure is in them"
                                 f"{_printed_by(f, 'no rank is blamed on a line hangdbg cannot read')}: read it and "
                                 "the lines before it"))
