@@ -104,3 +104,23 @@ def test_with_no_known_failure_the_first_unknown_error_line_is_the_lead():
     known = Finding(Kind.RESOURCE_ERROR, "on n1: /dev/shm is full", severity=Severity.WARNING)
     out = promote_first_failure([first, known], "")
     assert [f.severity for f in out] == [Severity.WARNING, Severity.SUSPECT]
+
+
+def test_a_launcher_stopping_survivors_with_no_error_before_it_is_a_silent_end():
+    """A launcher stopping the processes left after one ended, and no error in the logs: the one that ended printed
+    nothing (the OOM killer's SIGKILL most often), and that is the lead, naming no rank; with a failure or a wait in
+    the logs (a rank that timed out, the agent's exit-code line) the launcher's line stays a warning."""
+    from hangdbg.evidence.chain import promote_first_failure
+    kill = Finding(Kind.PEER_ERROR, "DeepSpeed's launcher kills the remaining local processes", ranks=(0,),
+                   severity=Severity.WARNING,
+                   evidence=(Evidence("a.log", 9, "[INFO] [launch.py:315:sigkill_handler] Killing subprocess 1080504"),
+                             Evidence("catalog", None, "frameworks.deepspeed.killing-subprocess: deepspeedai/...")))
+    count = Finding(Kind.NCCL_WARN, "1 NCCL WARN line", severity=Severity.WARNING)
+    [lead, rest] = promote_first_failure([kill, count], "")
+    assert lead.is_suspect and lead.ranks == () and "SIGKILL" in lead.summary and not rest.is_suspect
+    timeout = Finding(Kind.PEER_ERROR, "rank 0: a collective timed out after 600 s", ranks=(0,),
+                      severity=Severity.WARNING)
+    assert promote_first_failure([timeout, kill], "") == [timeout, kill]
+    other = Finding(Kind.PEER_ERROR, "the launcher kills the remaining processes", severity=Severity.WARNING,
+                    evidence=(Evidence("catalog", None, "frameworks.other.entry: x"),))
+    assert promote_first_failure([other], "") == [other]

@@ -210,12 +210,16 @@ def _only_failure(out: list[Finding], unknown_lead: bool = True) -> list[Finding
     2. an end from outside (:data:`_JOB_END`: Slurm cancelled the job, the launcher got a death signal);
     3. the first error line no reader knows, not a wait nor a JSON object (only with ``unknown_lead``: no structured
        reader read the job and found it healthy);
-    4. with no error line at all, the step a quiet log stops at (a stall: a step that can wait forever).
+    4. with no error line at all, the step a quiet log stops at (a stall: a step that can wait forever);
+    5. a launcher stopping the processes left after one ended (:data:`_STOPS_SURVIVORS`), when nothing else but
+       warnings that say no process failed is in the logs: the one that ended printed no error these logs hold (a
+       signal such as the OOM killer's SIGKILL, or its log is elsewhere).
 
     A rank is never blamed this way, and no host either (the finding's hosts are where it was seen, not proof that
     the node is bad), so nothing is drained on it. Heuristic (ours): exit 0 on logs of a job that failed, was
     killed or stopped in a step that hangs would be a false all-clear."""
-    for pick, said in _leads(unknown_lead):
+    silent_end = all(f.kind in _NO_FAILURE or _cites(f, _STOPS_SURVIVORS) for f in out)
+    for pick, said in _leads(unknown_lead, silent_end):
         for i, f in enumerate(out):
             if f.severity is Severity.WARNING and pick(f):
                 out[i] = replace(f, severity=Severity.SUSPECT, ranks=(), hosts=(), summary=f.summary + said(f))
@@ -233,8 +237,9 @@ def _printed_by(f: Finding, why: str) -> str:
     return f" (printed by {ranks_text(f.ranks)}, {why})" if f.ranks else ""
 
 
-def _leads(unknown_lead: bool) -> list[tuple[Callable[[Finding], bool], Callable[[Finding], str]]]:
-    """The kinds of lead of :func:`_only_failure`, in order: which warning, and the words added to it."""
+def _leads(unknown_lead: bool, silent_end: bool) -> list[tuple[Callable[[Finding], bool], Callable[[Finding], str]]]:
+    """The kinds of lead of :func:`_only_failure`, in order: which warning, and the words added to it (the last one
+    only with ``silent_end``: no finding but launchers stopping survivors and warnings that say no process failed)."""
     leads = [
         (lambda f: (not f.ranks or f.kind is Kind.PEER_ERROR) and not f.waits_for and f.kind not in _NO_FAILURE
          and not _WAIT_WORDS.search(f.summary) and _may_be_cause(f),
@@ -254,7 +259,23 @@ def _leads(unknown_lead: bool) -> list[tuple[Callable[[Finding], bool], Callable
     leads.append((lambda f: f.kind is Kind.STALL,
                   lambda f: "; no error is in these logs: where the output stops is the lead (if the job was still "
                             "running, collect stacks with hangdbg dump instead)"))
+    leads.append((lambda f: silent_end and _cites(f, _STOPS_SURVIVORS),
+                  lambda f: "; a process of the job ended and these logs hold no error of it: a process that prints "
+                            "nothing as it ends was most often killed by a signal (the kernel's OOM killer sends SIGKILL, "
+                            "exit -9: check dmesg and the node's memory; a segfault is exit -11), else its error is in "
+                            "a log not given here (collect every rank's output and the launcher's exit codes)"))
     return leads
+
+
+_STOPS_SURVIVORS = frozenset({"frameworks.deepspeed.killing-subprocess", "pytorch.elastic-sending-closing-signal"})
+"""Catalog entries of a launcher stopping the processes that are left after one of them ended (DeepSpeed
+launcher/launch.py sigkill_handler, torchelastic multiprocessing/api.py close): with no failure in the logs, the one
+that ended printed nothing (:func:`_leads`' last lead)."""
+
+
+def _cites(f: Finding, ids: frozenset[str]) -> bool:
+    """Whether finding ``f`` cites one of the catalog entries ``ids``."""
+    return any(e.source == "catalog" and e.text.split(":", 1)[0] in ids for e in f.evidence)
 
 
 _WAITED = "python.exception-waited:"
