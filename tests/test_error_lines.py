@@ -1254,3 +1254,15 @@ def test_a_dev_shm_of_64_mb_in_a_df_table_is_the_environments_warning(tmp_path):
 def test_a_large_dev_shm_is_no_finding(tmp_path):
     rep = _read(tmp_path, "Filesystem Size Used Avail Use% Mounted on\ntmpfs 252G 1.1G 251G 1% /dev/shm\n")
     assert not rep.findings
+
+
+def test_a_rank_the_shell_reports_killed_keeps_its_rank_other_environment_errors_name_none(tmp_path):
+    """``[0]<stderr>:Killed``: rank 0's process died of SIGKILL (the host's OOM killer or the scheduler) and the
+    others' lost peers are its echoes, so the line keeps rank 0; a full /dev/shm a rank prints names no rank."""
+    rep = _read(tmp_path, "[0]<stderr>:Killed\n[1]<stderr>:terminate called after throwing an instance of "
+                          "'gloo::IoException'\n[1]<stderr>:  what():  [pair.cc:589] Read error [127.0.0.1]:3977: "
+                          "Connection reset by peer\n")
+    killed = [f for f in rep.findings if f.kind is Kind.RESOURCE_ERROR]
+    assert [f.ranks for f in killed] == [(0,)] and "SIGKILL" in killed[0].summary
+    rep = _read(tmp_path, "[rank1]: NCCL WARN Error: failed to extend /dev/shm/nccl-x to 9637892 bytes\n", "b.log")
+    assert rep.findings and all(f.ranks == () for f in rep.findings if f.kind is Kind.RESOURCE_ERROR)

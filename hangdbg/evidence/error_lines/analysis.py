@@ -81,8 +81,8 @@ def _who(g: _Group, block_hosts: tuple[str, ...] = (),
     words = []
     if ranks:
         words.append(ranks_text(ranks))
-    if g.entry.blame in (Blame.ENVIRONMENT, Blame.HARDWARE):  # the host's or the GPU's fault, not the rank's
-        ranks = ()
+    if g.entry.blame in (Blame.ENVIRONMENT, Blame.HARDWARE) and g.entry.id not in _OWN_DEATH:
+        ranks = ()  # the host's or the GPU's fault, not the rank's
     if hosts:
         words.append("on " + ", ".join(hosts[:4]) + (f" (+{len(hosts) - 4})" if len(hosts) > 4 else ""))
     if not words:
@@ -92,6 +92,12 @@ def _who(g: _Group, block_hosts: tuple[str, ...] = (),
     if gpus and not any(":" in x for x in gpus) and not hosts:  # the GPU the message names, when no host says more
         words.append("on " + ", ".join(gpus[:4]))
     return ranks, hosts, gpus, " ".join(words)
+
+
+_OWN_DEATH = frozenset({"system.shell.killed"})
+"""Entries of the environment that report the death of the process whose line it is (the shell's "Killed" under a
+rank's prefix: that rank was SIGKILLed): the cause is the host's (the OOM killer, the scheduler), but the rank is
+the one that died first, so the line keeps its rank; the other ranks' lost peers are echoes of it."""
 
 
 def _fields(m) -> list[str]:
