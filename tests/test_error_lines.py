@@ -118,6 +118,17 @@ def test_a_wrap_that_lost_its_indent_is_joined_but_a_new_record_is_not(tmp_path)
     assert {r for f in rep.findings for r in f.ranks} == {1, 2}
 
 
+def test_a_known_message_a_hard_wrap_cut_inside_a_word_and_a_number_is_joined_without_a_blank(tmp_path):
+    # NCCL's ibvwrap.c WARN cut at a fixed column inside "failed" and inside "index": joined with a blank it would be
+    # "f ailed" and no message; the join without one reads it
+    text = ("[2026-03-13 22:26:02] host-01:123456 [5] ibvwrap.c:262 NCCL WARN Call to ibv_modify_qp f\n"
+            "ailed with 110 Connection timed out, on dev mlx5_0:1, curr state INIT, next state RTR, local GID inde\n"
+            "x 3, local GID ::ffff:10.0.0.1, remote GID ::ffff:10.0.0.2\n")
+    rep = _read(tmp_path, text, "cut.txt")
+    assert not [f for f in rep.findings if f.kind is Kind.UNRECOGNISED_ERROR]
+    assert any("RTR" in f.summary for f in rep.findings)
+
+
 def test_a_message_wrapped_before_its_error_word_is_read_with_its_head(tmp_path):
     # Ray's raylet summary (node_manager.cc) soft-wrapped at a blank: the head line holds no error word
     text = ("[2024-03-10 10:00:00,123 E 1234 1250] (raylet) node_manager.cc:3007: 2 Workers (tasks /\n"

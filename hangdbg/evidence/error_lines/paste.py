@@ -244,7 +244,8 @@ def cut_unwrapped(body: bytes, state: Callable[[bytes], str]) -> bytes:
     """``body`` with a known message a wrap of any width split over lines joined again (with blanks): ``state(text)``
     says whether a text is a known message (``"whole"``), one cut short (``"cut"``) or neither (``""``; the caller
     asks the catalog). A line that ends in a word or a comma and is a cut message takes the next lines (at most
-    :data:`CUT_JOIN_MAX`, each without a record head of its own: :func:`_continues`) until they make it whole;
+    :data:`CUT_JOIN_MAX`, each without a record head of its own: :func:`_continues`) until they make it whole,
+    each joined with a blank (a word wrap) or without (a hard wrap inside a word), whichever keeps it a message;
     the rest of a joined line becomes blank, so the line numbers stay the file's."""
     lines = body.split(b"\n")
     if len(lines) > 4000:
@@ -252,19 +253,21 @@ def cut_unwrapped(body: bytes, state: Callable[[bytes], str]) -> bytes:
     out = list(lines)
     for i in range(len(lines) - 1):
         a = out[i].rstrip(b"\r")
-        end = a.rstrip()[-1:]  # a message a wrap cut ends in a word or a comma, not a number or a sentence's end
-        if not (end.isalpha() or end == b",") or len(a.strip()) < 20 or not lines[i + 1].strip() or \
+        end = a.rstrip()[-1:]  # a message a wrap cut ends in a word, a number or a comma, not a sentence's end
+        if not (end.isalnum() or end == b",") or len(a.strip()) < 20 or not lines[i + 1].strip() or \
                 not _continues(lines[i + 1].rstrip(b"\r")) or state(a) != "cut":  # (the next line first: it is cheap)
             continue
-        acc, j = a.rstrip(), i + 1
+        accs, j = [a.rstrip()], i + 1
         while j < len(lines) and j - i <= CUT_JOIN_MAX and (b := lines[j].rstrip(b"\r")).strip() and _continues(b):
-            acc += b" " + b.strip()
-            now = state(acc)
-            if now == "whole":
-                out[i] = acc
+            # a word wrap fell on a blank; a hard wrap may have cut a word: try both joins
+            tried = [(acc, state(acc)) for acc in dict.fromkeys(x + sep + b.strip() for x in accs for sep in (b" ", b""))]
+            whole = [acc for acc, now in tried if now == "whole"]
+            if whole:
+                out[i] = whole[0]
                 out[i + 1:j + 1] = [b""] * (j - i)
                 break
-            if now != "cut":
+            accs = [acc for acc, now in tried if now == "cut"][:CUT_JOIN_WAYS]
+            if not accs:
                 break
             j += 1
     return b"\n".join(out)
@@ -272,6 +275,9 @@ def cut_unwrapped(body: bytes, state: Callable[[bytes], str]) -> bytes:
 
 CUT_JOIN_MAX = 4
 """Most lines :func:`cut_unwrapped` joins to a cut message."""
+CUT_JOIN_WAYS = 4
+"""Most joins :func:`cut_unwrapped` carries on at once (with a blank where a word wrap fell on one, without where a
+hard wrap cut a word)."""
 
 
 def unescaped(data: bytes) -> bytes:
