@@ -162,6 +162,21 @@ def test_wrap_mid_number_in_the_numel_field():
     assert [t.numel_out for t in ev.timeouts] == [5164000]
 
 
+def test_an_nccl_error_line_wrapped_inside_its_result_text_is_joined():
+    """``NCCL error in: FILE:LINE, invalid`` / `` usage, NCCL version 2.6.3``: the result is one of ncclGetErrorString's
+    texts, so "invalid" is a cut one; a whole line (``unhandled system error`` with no version, PyTorch 1.0-1.4) is not
+    joined to the line after it."""
+    text = ("RuntimeError: NCCL error in: ../torch/lib/c10d/ProcessGroupNCCL.cpp:514, invalid\n"
+            " usage, NCCL version 2.6.3\n")
+    _, fs = _findings(text)
+    assert [f.summary.split(" (")[0] for f in fs if f.kind is Kind.RANK_ERROR] == ["a rank failed in NCCL: invalid usage"]
+    text = ("RuntimeError: NCCL error in: /pytorch/torch/lib/c10d/ProcessGroupNCCL.cpp:290, unhandled system error\n"
+            " usage of the GPU was high\n")
+    _, fs = _findings(text)
+    assert [f.summary.split(" (")[0] for f in fs if f.kind is Kind.RANK_ERROR] == [
+        "a rank failed in NCCL: unhandled system error"]
+
+
 def test_a_cut_line_is_not_glued_to_the_next_record():
     text = ("[rank4]:[E916 10:00:00.1 ProcessGroupNCCL.cpp:607] [Rank 4] Watchdog caught collective operation\n"
             "[rank5]:[E916 10:00:00.2 ProcessGroupNCCL.cpp:607] [Rank 5] Watchdog caught collective operation timeout: "

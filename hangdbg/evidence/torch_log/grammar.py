@@ -41,9 +41,8 @@ Formats (PyTorch source, ``torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp`` an
 * ``error.json``: ``{"message": {"message": "T: msg", "extraInfo": {"py_callstack": "...",
   "timestamp": "1700000000"}, "errorCode": N}}`` or the older ``{"message": "msg", "timestamp": T}``.
 
-:func:`scan` is pure text parsing into :class:`TorchLogEvents`; the reader
-(:mod:`hangdbg.evidence.torch_log.reader`) reads files and hands the events to
-:mod:`hangdbg.evidence.torch_log.analysis` for the findings.
+:func:`scan` is pure text parsing into :class:`TorchLogEvents`; the reader (:mod:`hangdbg.evidence.torch_log.reader`)
+reads files and hands the events to :mod:`hangdbg.evidence.torch_log.analysis` for the findings.
 """
 
 from __future__ import annotations
@@ -584,9 +583,10 @@ def _whole(raw: str) -> bool:
 
 
 def _joiner() -> Joiner:
-    """The hard-wrap joiner for torch logs: a line holding a watchdog / status / mismatch message
-    that does not parse whole is the head of a wrapped message."""
-    return Joiner(lambda raw: bool(_WRAP_HINT.search(raw)) and not _whole(raw), _whole)
+    """The hard-wrap joiner for torch logs: a line holding a watchdog / status / mismatch message that does not parse
+    whole is the head of a wrapped message, and so is an ``NCCL error in:`` line cut inside its result text."""
+    return Joiner(lambda raw: bool(_WRAP_HINT.search(raw)) and not _whole(raw) or torch_messages.nccl_error_cut(
+        strip_prefix(raw).text), _whole)
 
 
 def sniff(head: bytes) -> bool:

@@ -266,4 +266,21 @@ def parse_message(text: str, prefix_rank: int | None, ev: Evidence, out: TorchMe
 def complete(text: str) -> bool:
     """True when ``text`` holds a whole message of this module (for joining hard-wrapped lines)."""
     return bool(_FP_NEW.search(text) or _FP_OLD.search(text) or _DDP.search(text) or _STUCK.search(text)
-                or _ABORT_FUTURE.search(text))
+                or _ABORT_FUTURE.search(text) or (nccl_error_result(text) or "") in _RESULT_TEXT.values())
+
+
+def nccl_error_result(text: str) -> str | None:
+    """The result text of the ``NCCL error in: FILE:LINE, RESULT`` line in ``text`` (``invalid usage``), None without one."""
+    m = _NCCL_ERROR.search(text)
+    return m.group("what").strip() if m else None
+
+
+def nccl_error_cut(text: str) -> bool:
+    """True when ``text``'s ``NCCL error in:`` line stops inside its result text, with no NCCL version after it: a
+    wrap cut it (``..., invalid`` / ``usage, NCCL version 2.6.3``). The result texts are ``ncclGetErrorString``'s
+    (NCCL src/init.cc), a known list, so ``invalid`` is a cut ``invalid usage`` or ``invalid argument``."""
+    m = _NCCL_ERROR.search(text)
+    if m is None or m.group("ver"):
+        return False
+    what = m.group("what").strip()
+    return bool(what) and what not in _RESULT_TEXT.values() and any(v.startswith(what) for v in _RESULT_TEXT.values())
