@@ -1277,3 +1277,24 @@ def test_a_rank_the_shell_reports_killed_keeps_its_rank_other_environment_errors
     assert [f.ranks for f in killed] == [(0,)] and "SIGKILL" in killed[0].summary
     rep = _read(tmp_path, "[rank1]: NCCL WARN Error: failed to extend /dev/shm/nccl-x to 9637892 bytes\n", "b.log")
     assert rep.findings and all(f.ranks == () for f in rep.findings if f.kind is Kind.RESOURCE_ERROR)
+
+
+def test_a_connection_to_an_address_no_host_has_blames_the_launch(tmp_path):
+    """The store client connecting to 255.255.0.0 (a netmask taken for MASTER_ADDR): the launch configuration is the
+    suspect, no rank or host; a routable or loopback address stays the peer's problem."""
+    line = "[W socket.cpp:663] [c10d] The client socket has failed to connect to [::ffff:{}]:29500 (errno: 110 - " \
+           "Connection timed out).\n"
+    rep = _read(tmp_path, line.format("255.255.0.0"), "a.log")
+    [f] = rep.findings
+    assert f.kind is Kind.LAUNCH_ERROR and f.severity is Severity.SUSPECT and f.ranks == () and f.hosts == ()
+    assert "255.255.0.0" in f.summary and "MASTER_ADDR" in f.action
+    for ok in ("10.1.2.3", "127.0.0.1"):
+        rep = _read(tmp_path, line.format(ok), f"{ok}.log")
+        assert [f.kind for f in rep.findings] == [Kind.PEER_ERROR]
+
+
+def test_no_host_in_names_multicast_reserved_and_broadcast_addresses_only():
+    from hangdbg.text.addresses import no_host_in
+    assert no_host_in("connect to [::ffff:255.255.0.0]:29500") == "255.255.0.0"
+    assert no_host_in("peer 239.1.2.3<1234>") == "239.1.2.3" and no_host_in("to 255.255.255.255") == "255.255.255.255"
+    assert no_host_in("listening on 0.0.0.0:29500, peer 10.0.0.2, 1.2.3.4.5") == ""

@@ -24,7 +24,7 @@ from ...catalog.nccl_areas import areas_of
 from ...exit_status import describe, exit_code_in
 from ...model import Evidence, Finding, Kind, Severity
 from ...rankset import ranks_text
-from ...text.addresses import ip_text, loopback_in
+from ...text.addresses import ip_text, loopback_in, no_host_in
 from ...text.cuda_oom import held_elsewhere
 from .facts import EntryCount, ErrorLinesFacts
 from .grammar import ErrorEvent, ErrorLog
@@ -400,6 +400,14 @@ def _finding(g: _Group, severity: Severity, after: _Group | None, block_hosts: t
                     "the nodes' network interface or make the name resolve to a routable address")
     kind = Kind.ECHO if e.role is Role.CONSEQUENCE and e.blame is not Blame.PEER else _KIND[e.blame]
     ev = tuple(x.evidence for x in g.events[:_MAX_EV]) + (Evidence("catalog", None, f"{e.id}: {e.source}{via}"),)
+    bad = no_host_in(g.first.message.text) if e.blame in (Blame.PEER, Blame.ENVIRONMENT) else ""
+    if bad:  # a connection to an address no host has: the address the job was given is wrong, not a peer
+        return Finding(Kind.LAUNCH_ERROR, f"the launch configuration: {bad} is no host's address (a multicast, "
+                       f"reserved or broadcast address, such as a netmask), yet the process connects to it: {summary}",
+                       severity=Severity.SUSPECT, evidence=ev,
+                       action="set MASTER_ADDR (the rendezvous endpoint, --master_addr) to the address or host name of "
+                              "the node that runs rank 0; check the launch script's variables (an interface's netmask "
+                              "or broadcast taken for its address)")
     return Finding(kind, summary, ranks=ranks, hosts=hosts, gpus=gpus, severity=severity, evidence=ev, action=e.action)
 
 
