@@ -1298,3 +1298,13 @@ def test_no_host_in_names_multicast_reserved_and_broadcast_addresses_only():
     assert no_host_in("connect to [::ffff:255.255.0.0]:29500") == "255.255.0.0"
     assert no_host_in("peer 239.1.2.3<1234>") == "239.1.2.3" and no_host_in("to 255.255.255.255") == "255.255.255.255"
     assert no_host_in("listening on 0.0.0.0:29500, peer 10.0.0.2, 1.2.3.4.5") == ""
+
+
+def test_a_cann_error_codes_detail_line_is_read_as_that_code_with_its_own_text():
+    """``EZ9999[PID: N] TIME (EZ9999):  TEXT``: the detail the error manager prints under a CANN code line is that code's
+    message (its pid, its text), not an unknown line."""
+    from hangdbg.catalog.message import parse_line
+    m = parse_line("(EngineCore_DP0 pid=17833) EZ9999[PID: 17833] 2025-12-23-07:36:19.237.396 (EZ9999):  "
+                   "HCCL_BUFFSIZE is too SMALL, maxBs = 512")
+    assert (m.src, m.pid, m.text) == ("EZ9999", 17833, "HCCL_BUFFSIZE is too SMALL, maxBs = 512")
+    assert parse_line("EZ9999[PID: 1] 2025-12-23-07:36:19.237 (EI0006):  x").src != "EZ9999"  # one code, not two

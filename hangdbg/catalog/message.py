@@ -149,6 +149,10 @@ _CANN_TIME = r"\d{4}-\d\d-\d\d-\d\d:\d\d:\d\d(?:\.\d{2,3}){0,2}"
 _CANN_CODE = re.compile(r"(?:[A-Z][A-Za-z0-9]{0,40}(?:_[A-Za-z0-9]{1,40}){1,12}\()?(?P<src>E[A-Z1-9]\d{4})\)?: "
                         r"(?:\[PID: (?P<pid>\d{1,10})\] )?(?:" + _CANN_TIME + r"\s)?")
 _CANN_PID = re.compile(r"\[PID: (?P<pid>\d{1,10})\] " + _CANN_TIME + r"\s")
+# the lines under a CANN error-code line that carry its detail: "CODE[PID: N] TIME (CODE): TEXT" ("EZ9999[PID: 17833]
+# 2025-12-23-07:36:19.237.396 (EZ9999):  HCCL_BUFFSIZE is too SMALL, ..."), the same code's message in the error
+# manager's record form
+_CANN_DETAIL = re.compile(r"(?P<src>E[A-Z1-9]\d{4})\[PID: (?P<pid>\d{1,10})\] " + _CANN_TIME + r"\s\((?P=src)\):\s{1,4}")
 # torch_npu's error-code line "[ERROR] TIME (PID:N, Device:N, RankID:N). ERR<submodule><code> SUBMODULE TEXT" (Ascend/pytorch
 # torch_npu/csrc/core/npu/NPUException.cpp formatErrorCode; RankID -1 when no rank is set): its pid, device and rank
 _NPU_ERR = re.compile(r"(?:\[ERROR\] )?" + _CANN_TIME + r" \(PID:(?P<pid>\d{1,10}), Device:(?P<dev>-?\d{1,4}), "
@@ -315,7 +319,7 @@ def parse_line(line: str) -> Message:
         local = local if local is not None else p.local_rank
         host = host if host is not None else p.host
         text = p.text
-        for rx in (_MORE, _JSON_KEY, _PASTE, _DOCKER, _K8S_EVENT, _RAY, _SYSLOG, _DMESG_X, _CANN_LOG, _CANN_CODE, _CANN_PID, _NPU_ERR, _FUNC_AT, _OMPI, _OPAL_OUT, _UCX, _CRAY_MPICH, _MPID_ABORT, _MPICH_STACK, _PYWARN, _ENFORCE, _GLOG, _NCCL, _NCCL_BARE, _TOOLS, _C10D_RANK, _USER_RANK, _ELASTIC_OLD, _LOGGER,
+        for rx in (_MORE, _JSON_KEY, _PASTE, _DOCKER, _K8S_EVENT, _RAY, _SYSLOG, _DMESG_X, _CANN_LOG, _CANN_DETAIL, _CANN_CODE, _CANN_PID, _NPU_ERR, _FUNC_AT, _OMPI, _OPAL_OUT, _UCX, _CRAY_MPICH, _MPID_ABORT, _MPICH_STACK, _PYWARN, _ENFORCE, _GLOG, _NCCL, _NCCL_BARE, _TOOLS, _C10D_RANK, _USER_RANK, _ELASTIC_OLD, _LOGGER,
                    _WHAT, _EXC, _EXC_LOWER):
             m = rx.match(text)
             if m is None or m.end() == 0 or (rx is _PASTE and exc is not None):  # KeyError: 'labels' keeps its quote
