@@ -1308,3 +1308,13 @@ def test_a_cann_error_codes_detail_line_is_read_as_that_code_with_its_own_text()
                    "HCCL_BUFFSIZE is too SMALL, maxBs = 512")
     assert (m.src, m.pid, m.text) == ("EZ9999", 17833, "HCCL_BUFFSIZE is too SMALL, maxBs = 512")
     assert parse_line("EZ9999[PID: 1] 2025-12-23-07:36:19.237 (EI0006):  x").src != "EZ9999"  # one code, not two
+
+
+def test_a_long_timestamped_nccl_line_is_one_record_with_its_host(tmp_path):
+    """``[TIME] host:pid:tid [dev] file.cc:N NCCL WARN ...`` holds three record starts, but the timestamp and the NCCL
+    header are prefixes of one record: the line is not cut into pieces, and the host stays the message's."""
+    rep = _read(tmp_path, "[2025-10-13 09:06:25] decode-0:3663:4044 [0] misc/shmutils.cc:129 NCCL WARN Error while "
+                          "creating shared memory segment /dev/shm/nccl-Ewjreo (size 33030528), error: No space left on "
+                          "device (28)\n")
+    [f] = [f for f in rep.findings if f.kind is Kind.RESOURCE_ERROR]
+    assert f.hosts == ("decode-0",) and "decode-0" in f.summary

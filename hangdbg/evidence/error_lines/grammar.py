@@ -165,9 +165,15 @@ def _records_of(line: str) -> list[str]:
     if len(line) < _GLUED_LINE:
         return [line]
     cuts = [m.end() for m in RECORD_STARTS.finditer(line, 0, 16 * LOOKED_AT)]
+    cuts = [c for a, c in zip([0, *cuts], cuts) if not _PREFIX_ONLY.fullmatch(line[a:c].strip())]
     if len(cuts) < 2:
         return [line]
     return [line[a:b].rstrip() for a, b in zip([0, *cuts], [*cuts, len(line)])]
+
+
+_PREFIX_ONLY = re.compile(r"\[?\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d[\d.,:]{0,12}Z?\]?|[\w.\-]{1,128}:\d{1,10}:\d{1,10} \[-?\d{1,6}\]")
+"""A piece between two record starts that is only a prefix of the record after it (a timestamp, NCCL's
+``host:pid:tid [dev]`` header): no record of its own, so no cut after it."""
 
 
 def _unglued_line(no: int, line: str, every: bool) -> Iterator[tuple[int, str, bool]]:
