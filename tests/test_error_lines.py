@@ -1318,3 +1318,14 @@ def test_a_long_timestamped_nccl_line_is_one_record_with_its_host(tmp_path):
                           "device (28)\n")
     [f] = [f for f in rep.findings if f.kind is Kind.RESOURCE_ERROR]
     assert f.hosts == ("decode-0",) and "decode-0" in f.summary
+
+
+def test_oneccl_records_are_read_past_their_prefix(tmp_path):
+    """oneCCL's ``YYYY:MM:DD-HH:MM:SS:(TID) |CCL_ERROR| FILE:LINE FUNC: condition X failed``: a known failure of
+    that process (the launch environment oneCCL reads), not an unknown line."""
+    rep = _read(tmp_path, "2024:01:15-03:36:29:(1980058) |CCL_WARN| could not get local_idx/count from environment "
+                          "variables, trying to get them from ATL\n2024:01:15-03:36:29:(1980058) |CCL_ERROR| "
+                          "global.cpp:150 getenv_local_coord: condition global_data::env().ze_ipc_exchange == "
+                          "ccl::ze::ipc_exchange_mode::sockets failed\n")
+    assert not [f for f in rep.findings if f.kind is Kind.UNRECOGNISED_ERROR]
+    assert [f.severity for f in rep.findings if "oneCCL" in f.summary and f.kind is Kind.KNOWN_ERROR] == [Severity.SUSPECT]

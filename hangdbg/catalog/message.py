@@ -153,6 +153,10 @@ _CANN_PID = re.compile(r"\[PID: (?P<pid>\d{1,10})\] " + _CANN_TIME + r"\s")
 # 2025-12-23-07:36:19.237.396 (EZ9999):  HCCL_BUFFSIZE is too SMALL, ..."), the same code's message in the error
 # manager's record form
 _CANN_DETAIL = re.compile(r"(?P<src>E[A-Z1-9]\d{4})\[PID: (?P<pid>\d{1,10})\] " + _CANN_TIME + r"\s\((?P=src)\):\s{1,4}")
+# oneCCL's log record (oneapi-src/oneCCL src/common/log/log.cpp write_prefix: strftime "%Y:%m:%d-%H:%M:%S" then
+# ":(TID) "; src/common/log/log.hpp LOG_ERROR / LOG_WARN: "|CCL_ERROR| FILE:LINE FUNCTION: MESSAGE")
+_ONECCL = re.compile(r"(?:\d{4}:\d\d:\d\d-\d\d:\d\d:\d\d:\((?P<pid>\d{1,10})\) )?\|CCL_(?P<level>ERROR|WARN|INFO|DEBUG|TRACE)\| "
+                     r"(?:(?P<src>[\w./\-]{1,200}\.(?:cpp|hpp|cc|h):\d{1,7}) [\w:~<>]{1,160}: )?")
 # torch_npu's error-code line "[ERROR] TIME (PID:N, Device:N, RankID:N). ERR<submodule><code> SUBMODULE TEXT" (Ascend/pytorch
 # torch_npu/csrc/core/npu/NPUException.cpp formatErrorCode; RankID -1 when no rank is set): its pid, device and rank
 _NPU_ERR = re.compile(r"(?:\[ERROR\] )?" + _CANN_TIME + r" \(PID:(?P<pid>\d{1,10}), Device:(?P<dev>-?\d{1,4}), "
@@ -319,7 +323,7 @@ def parse_line(line: str) -> Message:
         local = local if local is not None else p.local_rank
         host = host if host is not None else p.host
         text = p.text
-        for rx in (_MORE, _JSON_KEY, _PASTE, _DOCKER, _K8S_EVENT, _RAY, _SYSLOG, _DMESG_X, _CANN_LOG, _CANN_DETAIL, _CANN_CODE, _CANN_PID, _NPU_ERR, _FUNC_AT, _OMPI, _OPAL_OUT, _UCX, _CRAY_MPICH, _MPID_ABORT, _MPICH_STACK, _PYWARN, _ENFORCE, _GLOG, _NCCL, _NCCL_BARE, _TOOLS, _C10D_RANK, _USER_RANK, _ELASTIC_OLD, _LOGGER,
+        for rx in (_MORE, _JSON_KEY, _PASTE, _DOCKER, _K8S_EVENT, _RAY, _SYSLOG, _DMESG_X, _CANN_LOG, _CANN_DETAIL, _CANN_CODE, _CANN_PID, _ONECCL, _NPU_ERR, _FUNC_AT, _OMPI, _OPAL_OUT, _UCX, _CRAY_MPICH, _MPID_ABORT, _MPICH_STACK, _PYWARN, _ENFORCE, _GLOG, _NCCL, _NCCL_BARE, _TOOLS, _C10D_RANK, _USER_RANK, _ELASTIC_OLD, _LOGGER,
                    _WHAT, _EXC, _EXC_LOWER):
             m = rx.match(text)
             if m is None or m.end() == 0 or (rx is _PASTE and exc is not None):  # KeyError: 'labels' keeps its quote
