@@ -1329,3 +1329,15 @@ def test_oneccl_records_are_read_past_their_prefix(tmp_path):
                           "ccl::ze::ipc_exchange_mode::sockets failed\n")
     assert not [f for f in rep.findings if f.kind is Kind.UNRECOGNISED_ERROR]
     assert [f.severity for f in rep.findings if "oneCCL" in f.summary and f.kind is Kind.KNOWN_ERROR] == [Severity.SUSPECT]
+
+
+def test_a_progress_bar_stopped_at_zero_is_a_stall_one_that_moved_is_not(tmp_path):
+    """tqdm's bar at 0 of N as a quiet log's last line: the loop's first step never finished (a multi-GPU job's first
+    collective most often); a bar that moved on, or a 0 % bar with lines after it, is no stall."""
+    bar = "Processed prompts:   0%|          | 0/16 [00:00<?, ?it/s, est. speed input: 0.00 toks/s]\n"
+    rep = _read(tmp_path, "INFO 11-01 23:16:33 executor.py:56] # GPU blocks: 185231\n" + bar, "a.log")
+    [f] = rep.findings
+    assert f.kind is Kind.STALL and "first collective" in f.summary
+    moved = bar.replace("  0%|", " 50%|").replace("| 0/16", "| 8/16")
+    assert not _read(tmp_path, "starting\n" + moved, "b.log").findings
+    assert not _read(tmp_path, bar + "step 1 loss 2.3\n", "c.log").findings
