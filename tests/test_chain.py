@@ -124,3 +124,15 @@ def test_a_launcher_stopping_survivors_with_no_error_before_it_is_a_silent_end()
     other = Finding(Kind.PEER_ERROR, "the launcher kills the remaining processes", severity=Severity.WARNING,
                     evidence=(Evidence("catalog", None, "frameworks.other.entry: x"),))
     assert promote_first_failure([other], "") == [other]
+
+
+def test_a_first_collective_that_never_completed_is_the_lead_naming_no_rank():
+    """Ranks timed out in SeqNum 1 and nothing failed: the first collective is the lead, undecided, with no rank
+    (they waited); a failure in the logs comes first."""
+    from hangdbg.evidence.chain import promote_first_failure
+    first = Finding(Kind.FIRST_COLLECTIVE, "ranks {1, 4} timed out in ALLGATHER SeqNum 1", ranks=(1, 4),
+                    severity=Severity.WARNING)
+    [lead] = promote_first_failure([first], "")
+    assert lead.is_suspect and lead.ranks == () and "undecided" in lead.summary
+    known = Finding(Kind.RESOURCE_ERROR, "on n1: /dev/shm is full", severity=Severity.WARNING)
+    assert [f.severity for f in promote_first_failure([first, known], "")] == [Severity.WARNING, Severity.SUSPECT]

@@ -211,7 +211,9 @@ def _only_failure(out: list[Finding], unknown_lead: bool = True) -> list[Finding
     3. the first error line no reader knows, not a wait nor a JSON object (only with ``unknown_lead``: no structured
        reader read the job and found it healthy);
     4. with no error line at all, the step a quiet log stops at (a stall: a step that can wait forever);
-    5. a launcher stopping the processes left after one ended (:data:`_STOPS_SURVIVORS`), when nothing else but
+    5. the first collective of a process group that never completed (its ranks timed out in SeqNum 1): a connection
+       NCCL cannot make or a rank that never reached it, undecided;
+    6. a launcher stopping the processes left after one ended (:data:`_STOPS_SURVIVORS`), when nothing else but
        warnings that say no process failed is in the logs: the one that ended printed no error these logs hold (a
        signal such as the OOM killer's SIGKILL, or its log is elsewhere).
 
@@ -259,6 +261,10 @@ def _leads(unknown_lead: bool, silent_end: bool) -> list[tuple[Callable[[Finding
     leads.append((lambda f: f.kind is Kind.STALL,
                   lambda f: "; no error is in these logs: where the output stops is the lead (if the job was still "
                             "running, collect stacks with hangdbg dump instead)"))
+    leads.append((lambda f: f.kind is Kind.FIRST_COLLECTIVE,
+                  lambda f: "; no process failed in these logs: the first collective that never completed is the lead, "
+                            "undecided between a connection NCCL cannot make and a rank that never reached it (collect "
+                            "every rank's log with NCCL_DEBUG=INFO, or stacks with hangdbg dump)"))
     leads.append((lambda f: silent_end and _cites(f, _STOPS_SURVIVORS),
                   lambda f: "; a process of the job ended and these logs hold no error of it: a process that prints "
                             "nothing as it ends was most often killed by a signal (the kernel's OOM killer sends SIGKILL, "

@@ -212,7 +212,8 @@ def _first_collective_findings(timeouts: list[Timeout], statuses: list[WorkStatu
             kind=Kind.FIRST_COLLECTIVE,
             summary=(f"{ranks_text(sorted(ranks))} timed out in {op}SeqNum 1 of {_pg(group)}: the first collective "
                      "never completed: init/connectivity problem (NCCL sets up its connections inside the first "
-                     "collective), or a rank never reached it"),
+                     "collective: a peer-to-peer, NVLink or shared-memory path between GPUs of a node, or the network "
+                     "between nodes, that does not work), or a rank never reached it"),
             ranks=tuple(sorted(ranks)), evidence=tuple(evid[:4]), severity=Severity.WARNING,
             action=("check the NCCL_DEBUG=INFO init lines of every rank (hangdbg nccl summary) and the network "
                     "between the hosts (hangdbg check; NCCL_SOCKET_IFNAME, firewalls)")))
