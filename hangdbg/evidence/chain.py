@@ -279,9 +279,14 @@ launcher/launch.py sigkill_handler, torchelastic multiprocessing/api.py close): 
 that ended printed nothing (:func:`_leads`' last lead)."""
 
 
+def _cited(f: Finding) -> list[str]:
+    """The ids of the catalog entries finding ``f`` cites, in its evidence's order."""
+    return [e.text.split(":", 1)[0] for e in f.evidence if e.source == "catalog" and e.text]
+
+
 def _cites(f: Finding, ids: frozenset[str]) -> bool:
     """Whether finding ``f`` cites one of the catalog entries ``ids``."""
-    return any(e.source == "catalog" and e.text.split(":", 1)[0] in ids for e in f.evidence)
+    return any(i in ids for i in _cited(f))
 
 
 _WAITED = "python.exception-waited:"
@@ -293,7 +298,7 @@ def _may_be_cause(f: Finding) -> bool:
     ``self``: an agent's "worker failed" line, whose cause is in that worker's log); True otherwise."""
     if any(e.source == "traceback" and e.text.startswith(_WAITED) for e in f.evidence):
         return False  # an exception that says its process waited for others (error_lines' WAITED_ID)
-    ids = [e.text.split(":", 1)[0] for e in f.evidence if e.source == "catalog" and e.text]
+    ids = _cited(f)
     if not ids:
         return True
     try:

@@ -39,13 +39,13 @@ _DOTTED = re.compile(r"(?<![\d.])((?:\d{1,3}\.){3}\d{1,3})(?![\d.])")
 
 def no_host_in(text: str) -> str:
     """The first IPv4 address written in ``text`` (also inside ``::ffff:A.B.C.D``) that no host can have: multicast
-    (224.0.0.0/4), reserved (240.0.0.0/4, which holds netmasks such as 255.255.0.0) or the broadcast address
-    (RFC 1112, RFC 5735 via Python's ipaddress), else "". 0.0.0.0 is not one: it is a listening socket's "any"."""
+    (224.0.0.0/4) or reserved (240.0.0.0/4, which holds netmasks such as 255.255.0.0 and the broadcast address
+    255.255.255.255; RFC 1112, RFC 5735 via Python's ipaddress), else "". 0.0.0.0 is not one: it is a listening socket's "any"."""
     for m in _DOTTED.finditer(text):
         try:
             ip = ipaddress.IPv4Address(m.group(1))
         except ValueError:
             continue
-        if ip.is_multicast or ip.is_reserved or ip == ipaddress.IPv4Address("255.255.255.255"):
+        if ip.is_multicast or ip.is_reserved:  # 240.0.0.0/4 holds 255.255.255.255 too
             return str(ip)
     return ""

@@ -241,9 +241,9 @@ def boxed(body: bytes) -> bytes:
 
 
 def cut_unwrapped(body: bytes, state: Callable[[bytes], str]) -> bytes:
-    """``body`` with a known message a wrap of any width split over lines joined again (with blanks): ``state(text)``
+    """``body`` with a known message a wrap of any width split over lines joined again: ``state(text)``
     says whether a text is a known message (``"whole"``), one cut short (``"cut"``) or neither (``""``; the caller
-    asks the catalog). A line that ends in a word or a comma and is a cut message takes the next lines (at most
+    asks the catalog). A line that ends in a word, a number or a comma and is a cut message takes the next lines (at most
     :data:`CUT_JOIN_MAX`, each without a record head of its own: :func:`_continues`) until they make it whole,
     each joined with a blank (a word wrap) or without (a hard wrap inside a word), whichever keeps it a message;
     the rest of a joined line becomes blank, so the line numbers stay the file's."""
