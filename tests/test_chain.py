@@ -71,6 +71,9 @@ def test_with_no_known_failure_the_first_unknown_error_line_is_the_lead():
     out = promote_first_failure([first, second], "")
     assert [f.severity for f in out] == [Severity.SUSPECT, Severity.WARNING]
     assert out[0].hosts == () and "no known failure is in them" in out[0].summary
+    # the first unknown line is often a wrapper of the one after it: the lead quotes the next ones too
+    assert out[0].summary.endswith("; the next: “failed to configure”")
+    assert "the next" not in promote_first_failure([first], "")[0].summary
     # an unknown line a rank printed is the lead, but blames no rank
     ranked = Finding(Kind.UNRECOGNISED_ERROR, "unrecognised error line: “[rank2]: boom”", ranks=(2,),
                      severity=Severity.WARNING)

@@ -224,9 +224,29 @@ def _only_failure(out: list[Finding], unknown_lead: bool = True) -> list[Finding
     for pick, said in _leads(unknown_lead, silent_end):
         for i, f in enumerate(out):
             if f.severity is Severity.WARNING and pick(f):
-                out[i] = replace(f, severity=Severity.SUSPECT, ranks=(), hosts=(), summary=f.summary + said(f))
+                out[i] = replace(f, severity=Severity.SUSPECT, ranks=(), hosts=(),
+                                 summary=f.summary + said(f) + _next_unknown(out, f))
                 return out
     return out
+
+
+_NEXT_UNKNOWN = 2
+"""How many more unrecognised error lines the unknown-line lead quotes after its own."""
+
+
+def _next_unknown(out: list[Finding], lead: Finding) -> str:
+    """For a lead that is an unrecognised error line: the next :data:`_NEXT_UNKNOWN` distinct unrecognised lines
+    of ``out`` quoted after it (the first error line is often a wrapper, "unexpected error when ...", whose cause is
+    the line after it); "" for any other lead. Heuristic (ours)."""
+    if lead.kind is not Kind.UNRECOGNISED_ERROR:
+        return ""
+    quotes = [m.group(0) for f in out if f is not lead and f.kind is Kind.UNRECOGNISED_ERROR and not _json_object(f)
+              and (m := _QUOTED.search(f.summary)) is not None][:_NEXT_UNKNOWN]
+    return "; the next: " + "; ".join(quotes) if quotes else ""
+
+
+_QUOTED = re.compile("\u201c[^\u201d]*\u201d")
+"""The quoted line of a finding's summary (error_lines/analysis.py quotes the line between curly quotes)."""
 
 
 def _json_object(f: Finding) -> bool:
