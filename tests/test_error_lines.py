@@ -105,6 +105,18 @@ def test_a_hard_wrapped_error_line_is_read_with_its_continuation(tmp_path):
     assert any("GLOO_SOCKET_IFNAME" in (f.summary + f.action) for f in rep.findings)
 
 
+def test_an_exception_printed_with_an_empty_first_line_takes_the_lines_after_it(tmp_path):
+    # CPython prints "Cls: " and then the message's own lines when str(exception) starts with a newline
+    text = ('Traceback (most recent call last):\n  File "train.py", line 5, in main\n    raise ValueError(msg)\n'
+            "ValueError: \nthe frobnicator needs a world size divisible by 8\n")
+    rep = _read(tmp_path, text, "tb.txt")
+    (f,) = [f for f in rep.findings if f.kind is Kind.RANK_ERROR]
+    assert "ValueError: the frobnicator needs a world size divisible by 8" in f.summary
+    # with no line after it, the empty head is still the exception the traceback ends in
+    rep = _read(tmp_path, "RuntimeError: \n", "bare.txt")
+    assert any("RuntimeError" in f.summary for f in rep.findings if f.kind is Kind.RANK_ERROR)
+
+
 def test_a_wrap_that_lost_its_indent_is_joined_but_a_new_record_is_not(tmp_path):
     # a paste wrapped NCCL 2.10's WARN (net_socket.cc) at 'truncated :' and dropped the indentation
     text = ("transport/net_socket.cc:424 NCCL WARN NET/Socket : peer 10.0.0.3<59210> message truncated :\n"

@@ -214,7 +214,7 @@ def _wrapped(log: ErrorLog, path: str, before: int, line: str, catalog: Catalog)
     if last is None or (last.match is not None and not last.weak) or last.evidence.source != path \
             or last.evidence.line != before:
         return False
-    text = f"{last.message.text} {line.strip()}"
+    text = f"{last.message.text} {line.strip()}".lstrip()  # an exception printed with an empty first line
     match = catalog.search(text)
     if match is None:
         if not (last.match is None and last.message.exception and len(text) <= _EXC_TEXT and
@@ -492,7 +492,7 @@ def scan_file(path: str, catalog: Catalog, log: ErrorLog) -> None:
         if msg.text.strip() == "Last error:":  # PyTorch's NCCL error: ncclGetLastError() follows
             last_error = no
             continue
-        if not msg.text or is_context_line(msg.text) or is_code(msg.text, catalog):
+        if (not msg.text and not msg.exception) or is_context_line(msg.text) or is_code(msg.text, catalog):
             continue  # code (not a known message a wrap cut after its comma or parenthesis)
         # the line as a whole (a NCCL INFO or a Python warning is no error) and the message's own
         # words (an ERROR level in the prefix of a code line is none)
@@ -517,17 +517,26 @@ def scan_file(path: str, catalog: Catalog, log: ErrorLog) -> None:
         explains = bool(last_error and no - last_error <= 2 * gap)
         event = ErrorEvent(Evidence(path, no, line), msg, match, log.error_lines, frame if msg.exception else "",
                            named=explains, weak=weak)
-        frame = ""
-        last_error = 0
+        frame, last_error = "", 0
         log.add(event)
         block = opened(log, event) or block
         if explains:  # the line after "Last error:" says what the failure just before it was: it reads first
             _first_of_block(log, path, gap)
     if block is not None:
         block.close(log, catalog)
+    _drop_empty_heads(log, path)
     _file_done(log, path, tally, first_event, cut_at_end(tb) if data is not None else None, log.error_lines == before and
                len(log.roster.said) + len(log.roster.missing) == said, Evidence(path, prev_text, prev_line) if data is not None
                and prev_text else None, catalog, data)
+
+
+def _drop_empty_heads(log: ErrorLog, path: str) -> None:
+    """Drop the events of ``path`` that are an exception printed with an empty first line (``ValueError: ``) and
+    took no line after it (:func:`_wrapped`): alone it says nothing, and the file is read as if it were no event
+    (a quiet file's last line, the traceback it ends)."""
+    kept = [e for e in log.events if e.evidence.source != path or e.message.text or not e.message.exception]
+    log.error_lines -= len(log.events) - len(kept)
+    log.events[:] = kept
 
 
 def _followed(tb: CutTraceback | None, ev: Evidence, body: str, frame: str,
