@@ -51,6 +51,8 @@ def stacks_headline(classes: Sequence[EquivalenceClass], findings: Sequence[Find
         return f"no stack could be read{tail}"
     if len(classes) == 1:
         g = classes[0]
+        if len(g.ranks) == 1:
+            return f"the one rank read is {g.place.describe()}; no other rank to compare it with{tail}"
         return f"all {len(g.ranks)} ranks are in the same place ({g.place.describe()}); no single rank stands out{tail}"
     if {c.place.kind for c in classes} <= {PlaceKind.INIT}:
         return f"all ranks wait in rendezvous/init; no single rank stands out{tail}"

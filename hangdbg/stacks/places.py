@@ -29,6 +29,7 @@ from __future__ import annotations
 import linecache
 import os
 import re
+from dataclasses import replace
 
 from ..model import Place, Thread
 from ..frames import Frame
@@ -195,7 +196,24 @@ def place_of(thread: Thread) -> Place:
         return Place(PlaceKind.COLLECTIVE, _native_op(natives), site, thread.name)
     if not thread.frames:
         return Place(PlaceKind.UNKNOWN, thread=thread.name)
-    return Place(PlaceKind.OUTSIDE, None, py[0] if py else thread.frames[0], thread.name)
+    return Place(PlaceKind.OUTSIDE, None, py[0] if py else own_native_frame(thread.frames), thread.name)
+
+
+_SYSTEM_FUNCTION = re.compile(r"^(?:std::|__gthread|__GI_|__libc|__pthread|pthread_|_*lll_|syscall|sched_yield|"
+                              r"(?:clock_)?nanosleep|_*futex|do_futex|epoll_wait|_*poll\b|_*select\b|start_thread|"
+                              r"clone\d*\b|\?\?$)")
+_SYSTEM_FILE = re.compile(r"sysdeps/|/libc[.-]|libc\.so|libpthread|/ld-linux|libstdc\+\+|/include/c\+\+/|bits/gthr")
+
+
+def own_native_frame(frames: tuple[Frame, ...]) -> Frame:
+    """The innermost native frame of the program's own code: the first one that is not the C library's, the C++
+    standard library's or a system call's wait (``sched_yield`` <- ``std::this_thread::yield`` <-
+    ``horovod::common::GPUContext::WaitForEvents``: the last one says what the thread waits for); the innermost frame
+    when every frame is such. ``frames`` must not be empty (innermost first)."""
+    own = next((f for f in frames if not _SYSTEM_FUNCTION.match(f.function) and not _SYSTEM_FILE.search(f.file)),
+               frames[0])
+    cut = own.function.find("(")  # gdb prints a C++ function with its parameter types: the name says enough
+    return replace(own, function=own.function[:cut]) if own.native and cut > 0 else own
 
 
 _NATIVE_RECV = re.compile(r"waitRecv|RecvWork")
