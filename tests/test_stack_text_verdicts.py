@@ -239,3 +239,20 @@ def test_a_gdb_frame_0_at_a_real_address_is_no_crash(tmp_path):
                  "#1  0x00007ff2369c661c in ncclAsyncJobMain (arg=0x557d0e341290) at group.cc:62\n")
     rep, _ = stack_text.load([str(p)])
     assert not any(f.kind is Kind.CRASH for f in rep.findings)
+
+
+def test_a_native_thread_outside_torch_is_placed_at_its_own_frame_not_a_system_wait(tmp_path):
+    """A gdb thread spinning in sched_yield under std::this_thread::yield under the framework's wait: the place
+    names the framework's function (without its parameter types), where the thread waits."""
+    lines = ["Thread 7 (Thread 0x7fdfd4a5e700 (LWP 144799)):",
+             "#0  0x00007fe08975c8e7 in sched_yield () at ../sysdeps/unix/syscall-template.S:84",
+             "#1  0x00007fdf6a03554d in __gthread_yield () at /usr/include/x86_64-linux-gnu/c++/5/bits/gthr-default.h:692",
+             "#2  std::this_thread::yield () at /usr/include/c++/5/thread:270",
+             "#3  horovod::common::GPUContext::WaitForEvents(std::queue<std::pair<std::string, CUevent_st*> >&) "
+             "(this=0x1) at horovod/common/ops/cuda_operations.cc:106",
+             "#4  0x00007fdf6a0399d4 in horovod::common::RunLoopOnce () at horovod/common/operations.cc:600"]
+    for n, want in ((len(lines), "horovod::common::GPUContext::WaitForEvents"), (3, "sched_yield")):
+        f = tmp_path / f"bt{n}.txt"
+        f.write_text("\n".join(lines[:n]) + "\n")
+        _rep, (d,) = stack_text.load([str(f)])
+        assert _place(d).call_site.function == want  # only system frames: the innermost one is all there is
