@@ -256,3 +256,9 @@ def test_a_native_thread_outside_torch_is_placed_at_its_own_frame_not_a_system_w
         f.write_text("\n".join(lines[:n]) + "\n")
         _rep, (d,) = stack_text.load([str(f)])
         assert _place(d).call_site.function == want  # only system frames: the innermost one is all there is
+    # the one rank these stacks show, blocked: undecided (what to collect), naming it only as a warning
+    from hangdbg.stacks.analysis import analyze
+    a = analyze([d], live=False)
+    (u,) = a.findings
+    assert u.kind is Kind.UNDECIDED and u.severity is Severity.WARNING and "only rank these stacks show" in u.summary
+    assert "--samples" in u.action

@@ -22,7 +22,7 @@ from ..waits import RankWait, WaitKind
 from .classes import classify_ranks, group_ranks
 from .headline import stacks_headline
 from .places import place_of
-from .suspects import (who_text, expected_ranks, find_suspects, not_dumped, place_buckets, progressing_ranks,
+from .suspects import (who_text, expected_ranks, find_suspects, not_dumped, only_one, place_buckets, progressing_ranks,
     waiting_findings, waiting_groups)
 from .tree import build_tree
 from .op_record import CurrentOp
@@ -82,7 +82,7 @@ def analyze(dumps: list[RankDump] | tuple[RankDump, ...], whole_job: bool = Fals
                                                      frozenset(r for r in gone if seen[r].samples))
     findings = suspects + waiting_findings(graph, suspects, waiting)
     if not findings and not all_progress and size_unknown:
-        lone = not_dumped(graph, views, unknown)  # the job's size is unknown: the others may not have been dumped
+        lone = not_dumped(graph, views, unknown) or only_one(graph, views, unknown)  # the others may not be dumped
         findings += [lone] if lone is not None else []
     host_of = {d.rank: d.host for d in dumps if d.host}
     places = {v.rank: v.place for v in views}

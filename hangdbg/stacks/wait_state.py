@@ -184,7 +184,7 @@ def wait_of(thread: Thread, place: Place, lock: bool = False) -> RankWait:
         return RankWait(WaitKind.COLLECTIVE, op, site, evidence=evidence)
     if place.kind == PlaceKind.UNKNOWN:
         return RankWait(WaitKind.UNKNOWN, "", None, detail="no stack", evidence=())
-    top = thread.python_frames[0] if thread.python_frames else (thread.frames[0] if thread.frames else None)
+    top = thread.python_frames[0] if thread.python_frames else (site or (thread.frames[0] if thread.frames else None))
     store = _store_op(thread, natives)
     if store:
         return RankWait(WaitKind.STORE, store, top, keys=_keys_from_locals(thread.python_frames), evidence=evidence)
