@@ -162,7 +162,10 @@ def _exceptions(log: ErrorLog) -> list[Finding]:
         install = _INSTALL_EXC.search(exc) is not None or _INSTALL_WORDS.search(evs[0].message.text) is not None
         if install and ranks:
             who, ranks = f"{who} (an installation, version, capability or checkpoint problem, not that rank's own)", ()
-        waits = _WAITER_WORDS.search(f"{exc} {evs[0].message.text}") is not None or _waited_after(log, evs[0]) \
+        # an installation / capability report is the process's own failure even when it names a collective
+        # ("ProcessGroupNCCL does not support barrier")
+        waits = not install and (_WAITER_WORDS.search(f"{exc} {evs[0].message.text}") is not None
+                                 or _waited_after(log, evs[0])) \
             or exc.endswith("ChildFailedError")  # torchelastic's report of its children's ends, read in its block
         out.append(Finding(
             Kind.RANK_ERROR, f"{who} raised \u201c{_quote(evs[0])}\u201d"
