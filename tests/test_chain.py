@@ -109,6 +109,28 @@ def test_with_no_known_failure_the_first_unknown_error_line_is_the_lead():
     assert [f.severity for f in out] == [Severity.WARNING, Severity.SUSPECT]
 
 
+def test_a_setup_that_makes_such_a_job_fail_leads_when_a_failure_names_no_cause():
+    """DeepSpeed's launcher without a hostfile (context: right on one node) and a traceback cut before its exception
+    line: the setup is the lead, naming no rank; with only a wait after it (an exception that says it waited), or with
+    no failure at all, it stays a warning."""
+    from hangdbg.evidence.chain import promote_first_failure
+    setup = Finding(Kind.LAUNCH_ERROR, "the launch configuration: DeepSpeed's launcher found no hostfile",
+                    severity=Severity.WARNING,
+                    evidence=(Evidence("w.txt", 1, "Unable to find hostfile, will proceed with training with local "
+                                                   "resources only."),
+                              Evidence("catalog", None, "frameworks.deepspeed.no-hostfile-local-only: deepspeed ...")))
+    cut = Finding(Kind.RANK_ERROR, "a process of the job failed in a traceback that the excerpt ends inside",
+                  severity=Severity.WARNING, evidence=(Evidence("tb.txt", 9, "Traceback (mo"),))
+    out = promote_first_failure([setup, cut], "")
+    assert [f.severity for f in out] == [Severity.SUSPECT, Severity.WARNING]
+    assert "a setup that makes such a job fail" in out[0].summary
+    assert promote_first_failure([setup], "") == [setup]
+    waited = Finding(Kind.RANK_ERROR, "rank 1 raised “socket timeout” (its words say it waited)", ranks=(1,),
+                     severity=Severity.WARNING,
+                     evidence=(Evidence("traceback", None, "python.exception-waited: https://docs.python.org"),))
+    assert all(f.severity is Severity.WARNING for f in promote_first_failure([setup, waited], ""))
+
+
 def test_a_launcher_stopping_survivors_with_no_error_before_it_is_a_silent_end():
     """A launcher stopping the processes left after one ended, and no error in the logs: the one that ended printed
     nothing (the OOM killer's SIGKILL most often), and that is the lead, naming no rank; with a failure or a wait in

@@ -207,7 +207,10 @@ def _only_failure(out: list[Finding], unknown_lead: bool = True) -> list[Finding
        victim): the only failure these logs show (a refused connection, a launch without its hostfile, a resource
        error). Never a wait, a launcher stopping survivors, a cut excerpt, an unknown line, a count of lines, a
        catalog entry that is only context, or a process's report of its own end;
-    2. an end from outside (:data:`_JOB_END`: Slurm cancelled the job, the launcher got a death signal);
+    2. a catalog entry that is context with the launch's or the environment's blame (a setup right in some jobs that
+       makes others fail: DeepSpeed's launcher without a hostfile), when the logs also show a failure that names no
+       cause of its own (an exception, a cut traceback, an unknown error line; not one that says it waited);
+    2b. an end from outside (:data:`_JOB_END`: Slurm cancelled the job, the launcher got a death signal);
     3. the first error line no reader knows, not a wait nor a JSON object (only with ``unknown_lead``: no structured
        reader read the job and found it healthy);
     4. with no error line at all, the step a quiet log stops at (a stall: a step that can wait forever);
@@ -221,7 +224,8 @@ def _only_failure(out: list[Finding], unknown_lead: bool = True) -> list[Finding
     the node is bad), so nothing is drained on it. Heuristic (ours): exit 0 on logs of a job that failed, was
     killed or stopped in a step that hangs would be a false all-clear."""
     silent_end = all(f.kind in _NO_FAILURE or _cites(f, _STOPS_SURVIVORS) for f in out)
-    for pick, said in _leads(unknown_lead, silent_end):
+    failed = any(f.kind in _FAILURES and _may_be_cause(f) for f in out)  # not an exception that says it waited
+    for pick, said in _leads(unknown_lead, silent_end, failed):
         for i, f in enumerate(out):
             if f.severity is Severity.WARNING and pick(f):
                 out[i] = replace(f, severity=Severity.SUSPECT, ranks=(), hosts=(),
@@ -259,7 +263,8 @@ def _printed_by(f: Finding, why: str) -> str:
     return f" (printed by {ranks_text(f.ranks)}, {why})" if f.ranks else ""
 
 
-def _leads(unknown_lead: bool, silent_end: bool) -> list[tuple[Callable[[Finding], bool], Callable[[Finding], str]]]:
+def _leads(unknown_lead: bool, silent_end: bool,
+           failed: bool = False) -> list[tuple[Callable[[Finding], bool], Callable[[Finding], str]]]:
     """The kinds of lead of :func:`_only_failure`, in order: which warning, and the words added to it (the last one
     only with ``silent_end``: no finding but launchers stopping survivors and warnings that say no process failed)."""
     leads = [
@@ -267,6 +272,9 @@ def _leads(unknown_lead: bool, silent_end: bool) -> list[tuple[Callable[[Finding
          and not _WAIT_WORDS.search(f.summary) and _may_be_cause(f),
          lambda f: f"; the only failure these logs show{_printed_by(f, 'its victim, not blamed')} (which process "
                    "failed first is not in them: collect every rank's log)"),
+        (lambda f: failed and _setup_context(f),
+         lambda f: "; a setup that makes such a job fail, and the only cause-like line in these logs (they also show "
+                   "a failure that names no cause of its own)"),
         (lambda f: not f.ranks and bool(f.evidence) and _JOB_END.match(f.evidence[-1].text) is not None,
          lambda f: "; nothing in these logs failed before it: the job was stopped from outside (what sent it - "
                    "scancel, a time limit, a preemption, a failure on another node - is in the scheduler's or that "
@@ -311,6 +319,26 @@ def _cites(f: Finding, ids: frozenset[str]) -> bool:
 
 _WAITED = "python.exception-waited:"
 """The evidence id of an exception raised because its process waited for others (error_lines/analysis.py)."""
+
+
+_FAILURES = frozenset({Kind.RANK_ERROR, Kind.UNRECOGNISED_ERROR, Kind.CHILD_FAILED, Kind.CHILD_ERROR})
+"""Findings of a process that failed without a known cause (an exception, an unknown error line, a worker's end)."""
+
+
+def _setup_context(f: Finding) -> bool:
+    """Whether ``f`` cites a catalog entry that is context with the launch's or the environment's blame: a setup that is
+    right in some jobs and makes others fail (DeepSpeed's launcher without a hostfile runs on one node only)."""
+    ids = _cited(f)
+    if not ids or f.ranks:
+        return False
+    try:
+        from ..catalog.catalog import load
+        from ..catalog.entry import Blame, Role
+
+        entry = load().get(ids[-1])
+    except Exception:  # an unknown id or unreadable package data: no lead
+        return False
+    return entry.role is Role.CONTEXT and entry.blame in (Blame.LAUNCH, Blame.ENVIRONMENT) and entry.severity == "warning"
 
 
 def _may_be_cause(f: Finding) -> bool:
