@@ -104,9 +104,10 @@ def test_with_no_known_failure_the_first_unknown_error_line_is_the_lead():
                    severity=Severity.WARNING)
     [lead] = promote_first_failure([peer], "")
     assert lead.is_suspect and lead.ranks == () and lead.hosts == () and "its victim, not blamed" in lead.summary
-    known = Finding(Kind.RESOURCE_ERROR, "on n1: /dev/shm is full", severity=Severity.WARNING)
+    known = Finding(Kind.RESOURCE_ERROR, "on n1: /dev/shm is full", hosts=("n1",), severity=Severity.WARNING)
     out = promote_first_failure([first, known], "")
     assert [f.severity for f in out] == [Severity.WARNING, Severity.SUSPECT]
+    assert out[1].hosts == ("n1",) and out[1].ranks == ()  # a host's own resource: the host is where the fault is
 
 
 def test_a_setup_that_makes_such_a_job_fail_leads_when_a_failure_names_no_cause():

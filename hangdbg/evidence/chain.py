@@ -221,14 +221,16 @@ def _only_failure(out: list[Finding], unknown_lead: bool = True) -> list[Finding
        signal such as the OOM killer's SIGKILL, or its log is elsewhere).
 
     A rank is never blamed this way, and no host either (the finding's hosts are where it was seen, not proof that
-    the node is bad), so nothing is drained on it. Heuristic (ours): exit 0 on logs of a job that failed, was
+    the node is bad), so nothing is drained on it - but for a host's own resource or hardware error (:data:`_HOSTS_OWN`:
+    its full /dev/shm, its GPU's Xid), whose host is where the fault is, as when such an error is the first failure.
+    Heuristic (ours): exit 0 on logs of a job that failed, was
     killed or stopped in a step that hangs would be a false all-clear."""
     silent_end = all(f.kind in _NO_FAILURE or _cites(f, _STOPS_SURVIVORS) for f in out)
     failed = any(f.kind in _FAILURES and _may_be_cause(f) for f in out)  # not an exception that says it waited
     for pick, said in _leads(unknown_lead, silent_end, failed):
         for i, f in enumerate(out):
             if f.severity is Severity.WARNING and pick(f):
-                out[i] = replace(f, severity=Severity.SUSPECT, ranks=(), hosts=(),
+                out[i] = replace(f, severity=Severity.SUSPECT, ranks=(), hosts=f.hosts if f.kind in _HOSTS_OWN else (),
                                  summary=f.summary + said(f) + _next_unknown(out, f))
                 return out
     return out
@@ -321,6 +323,8 @@ _WAITED = "python.exception-waited:"
 """The evidence id of an exception raised because its process waited for others (error_lines/analysis.py)."""
 
 
+_HOSTS_OWN = frozenset({Kind.RESOURCE_ERROR, Kind.HARDWARE_ERROR})
+"""Kinds of finding whose hosts are where the fault is (a host's full disk, its GPU's Xid), kept by a lead."""
 _FAILURES = frozenset({Kind.RANK_ERROR, Kind.UNRECOGNISED_ERROR, Kind.CHILD_FAILED, Kind.CHILD_ERROR})
 """Findings of a process that failed without a known cause (an exception, an unknown error line, a worker's end)."""
 
