@@ -329,38 +329,40 @@ _FAILURES = frozenset({Kind.RANK_ERROR, Kind.UNRECOGNISED_ERROR, Kind.CHILD_FAIL
 """Findings of a process that failed without a known cause (an exception, an unknown error line, a worker's end)."""
 
 
+def _cited_entry(f: Finding):
+    """The catalog entry finding ``f`` cites last (:class:`~hangdbg.catalog.entry.CatalogEntry`), None when it cites
+    none, or an unknown id, or the package data cannot be read."""
+    ids = _cited(f)
+    if not ids:
+        return None
+    try:
+        from ..catalog.catalog import load
+
+        return load().get(ids[-1])
+    except Exception:  # an unknown id or unreadable package data: no entry
+        return None
+
+
 def _setup_context(f: Finding) -> bool:
     """Whether ``f`` cites a catalog entry that is context with the launch's or the environment's blame: a setup that is
     right in some jobs and makes others fail (DeepSpeed's launcher without a hostfile runs on one node only)."""
-    ids = _cited(f)
-    if not ids or f.ranks:
-        return False
-    try:
-        from ..catalog.catalog import load
-        from ..catalog.entry import Blame, Role
+    from ..catalog.entry import Blame, Role
 
-        entry = load().get(ids[-1])
-    except Exception:  # an unknown id or unreadable package data: no lead
-        return False
-    return entry.role is Role.CONTEXT and entry.blame in (Blame.LAUNCH, Blame.ENVIRONMENT) and entry.severity == "warning"
+    entry = _cited_entry(f) if not f.ranks else None
+    return entry is not None and entry.role is Role.CONTEXT and entry.blame in (Blame.LAUNCH, Blame.ENVIRONMENT) \
+        and entry.severity == "warning"
 
 
 def _may_be_cause(f: Finding) -> bool:
     """False when the catalog entry the finding cites is context, or a process's report of its own end (blame
-    ``self``: an agent's "worker failed" line, whose cause is in that worker's log); True otherwise."""
+    ``self``: an agent's "worker failed" line, whose cause is in that worker's log); True otherwise (an entry that
+    cannot be read: the finding is taken as it is)."""
+    from ..catalog.entry import Blame, Role
+
     if any(e.source == "traceback" and e.text.startswith(_WAITED) for e in f.evidence):
         return False  # an exception that says its process waited for others (error_lines' WAITED_ID)
-    ids = _cited(f)
-    if not ids:
-        return True
-    try:
-        from ..catalog.catalog import load
-        from ..catalog.entry import Blame, Role
-
-        entry = load().get(ids[-1])
-    except Exception:  # an unknown id or unreadable package data: the finding is taken as it is
-        return True
-    return entry.role is not Role.CONTEXT and entry.blame is not Blame.SELF
+    entry = _cited_entry(f)
+    return entry is None or (entry.role is not Role.CONTEXT and entry.blame is not Blame.SELF)
 
 
 def _promoted(out: list[Finding], first_id: str, first_at: tuple[str, int] | None) -> list[Finding]:
