@@ -337,15 +337,15 @@ def not_dumped(graph: WaitGraph, views: list[RankView], unknown: frozenset[int] 
 
 def only_one(graph: WaitGraph, views: list[RankView], unknown: frozenset[int] = frozenset()) -> Finding | None:
     """An ``undecided`` warning for the stacks of one rank alone (the job's size unknown), blocked (idle) and waiting
-    for no other rank the stacks can see: where it is, and that one rank's stack cannot tell a hang there from a slow step or say what
-    it waits for (its GPU, a thread, another rank). None for more ranks, or a rank :func:`not_dumped` speaks for.
-    The rank is named, as a warning: nothing shows that it is the cause."""
+    for no other rank the stacks can see: where it is, and that one rank's stack cannot tell a hang there from a slow
+    step or say what it waits for (its GPU, a thread, another rank). None for more ranks, or a rank :func:`not_dumped`
+    speaks for. The rank is named, as a warning: nothing shows that it is the cause."""
     if len(views) != 1 or graph.edges or graph.unresolved or graph.waits[views[0].rank].kind is not WaitKind.BLOCKED:
         return None  # a rank on CPU alone is most likely at work: one sample says no more
     rank = views[0].rank
-    return Finding(Kind.UNDECIDED, f"{who_text((rank,), unknown)} is {graph.waits[rank].describe()}, and it is the only "
-                   "rank these stacks show: one rank's stack cannot tell a hang there from a slow step, nor what it "
-                   "waits for", (rank,), severity=Severity.WARNING,
+    return Finding(Kind.UNDECIDED, f"{who_text((rank,), unknown)} is {graph.waits[rank].describe()}, and it is the "
+                   "only rank these stacks show: one rank's stack cannot tell a hang there from a slow step, nor what "
+                   "it waits for", (rank,), severity=Severity.WARNING,
                    action="dump every rank of the job while it hangs, twice a few seconds apart (hangdbg dump "
                           "--samples 3 --native on every node): a rank elsewhere, or one whose stack does not change, "
                           "is the lead")
