@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ipaddress
 import re
+from typing import Callable
 
 __all__ = ["ip_text", "loopback_in", "no_host_in"]
 
@@ -27,7 +28,8 @@ def loopback_in(text: str) -> str:
     return _first(_ENDPOINT, text, lambda ip: ip.is_loopback)
 
 
-def _first(rx: re.Pattern[str], text: str, wanted) -> str:
+def _first(rx: re.Pattern[str], text: str,
+           wanted: Callable[[ipaddress.IPv4Address | ipaddress.IPv6Address], bool]) -> str:
     """The first address ``rx`` (group 1) finds in ``text`` that is an IP address for which ``wanted(ip)`` holds, in
     Python's spelling, else ""."""
     for m in rx.finditer(text):
