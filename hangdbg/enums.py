@@ -99,6 +99,7 @@ class NodeStatus(DocumentedEnum):
     NO_RANKS = ("no-ranks", "the agent ran and found no rank of the job on the node")
     NOTHING = ("nothing", "collect: none of the files asked for is on the node")
     RANK_FAILED = ("failed", "check: the node ran its ranks and one of them failed a step")
+    SETUP = ("setup", "check: the node's ranks do not fit its GPUs (more ranks than visible GPUs with nccl): none was started")
     ERROR = ("error", "the agent, the node's launcher or the transport failed (the reason says how)")
     UNREACHABLE = ("unreachable", "the transport could not reach the node (ssh exit status 255)")
     NO_HANGDBG = ("no-hangdbg", "hangdbg is not installed where the node runs it (--remote-python)")

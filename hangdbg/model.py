@@ -157,7 +157,10 @@ class Kind(DocumentedEnum):
     CHECK_FAILED = ("check-failed", "hangdbg check: a node or GPU that fails the diagnostics job (by itself, or makes the "
                     "others fail), isolated by bisection; the action holds the sbatch --exclude value")
     CHECK_INTERFACE = ("check-interface", "hangdbg check: the job passes on another network interface than the one configured")
-    CHECK_SLOW = ("check-slow", "hangdbg check: ranks or nodes far below the median bandwidth")
+    CHECK_SLOW = ("check-slow", "hangdbg check: ranks, GPUs or nodes far below the median of a figure (bandwidth, "
+                  "matmul TFLOP/s, memory copy)")
+    CHECK_SETUP = ("check-setup", "hangdbg check: the launch does not fit the nodes (more ranks than visible GPUs with "
+                   "nccl, two backends in one run) or a node's set-up differs from the others'")
     # tracer files
     TRACE_STOPPED = ("trace-stopped", "trace files without the tracer's end line: stopped, killed or still running")
     TRACE_DIVERGED = ("trace-diverged", "the first traced call that not all ranks made, or ranks whose trace stops elsewhere")
@@ -186,7 +189,7 @@ KIND_LEVELS: dict[Level, str] = {
     Level.GPU: "cuda-error cuda-stuck gpu-lost xid ecc pcie-aer hardware-error gpu-blocked",
     Level.JOB: "p2p-mismatch wait-cycle undecided stall mixed-jobs nccl-setup-differs nccl-bootstrap nccl-op-mismatch "
                "collective-mismatch model-mismatch collective-data op-mismatch first-collective fr-mismatch fr-stuck "
-               "ras-mismatch ras-ok check-interface trace-diverged launch-error",
+               "ras-mismatch ras-ok check-interface check-setup trace-diverged launch-error",
     Level.TOOL: "not-saved",
 }
 """The kinds of each :class:`Level` (values, space-separated): every :class:`Kind` is in exactly one."""

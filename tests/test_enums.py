@@ -185,7 +185,7 @@ def test_pyspy_on_a_process_that_exited_is_gone(tmp_path):
 
 def test_node_status_failed_is_the_old_list():
     assert {s.value for s in NodeStatus if s.failed} == {"error", "unreachable", "no-hangdbg", "timeout", "no-answer"}
-    assert {s.value for s in NodeStatus if not s.failed} == {"ok", "no-ranks", "nothing", "failed"}
+    assert {s.value for s in NodeStatus if not s.failed} == {"ok", "no-ranks", "nothing", "failed", "setup"}  # setup: the launch, not the node
 
 
 def test_fanout_reads_node_statuses_it_does_not_know_as_error(tmp_path):

@@ -122,11 +122,14 @@ def test_check_node_outside_its_layout_says_so(tmp_path):
     assert "HANGDBG1" in res.stdout  # the error goes to the coordinator as a frame
 
 
-def test_nccl_on_a_cpu_only_torch_is_a_setup_error(tmp_path):
+def test_nccl_without_a_visible_gpu_is_a_setup_error(tmp_path):
+    """No GPU here: --backend nccl is refused before any rank starts (exit 1, the numbers and the
+    remedy), and nothing is written."""
     res = run_cli("check", "--backend", "nccl", "--nproc-per-node", "1", *FAST, "-o", tmp_path / "o")
     assert res.returncode == 1, res.stdout
     err = " ".join(res.stderr.split())
-    assert "--backend nccl needs CUDA" in err and "use --backend gloo" in err
+    assert "1 rank with nccl needs 1 GPU" in err and "0 GPUs" in err and "--backend gloo" in err
+    assert not (tmp_path / "o").exists()
 
 
 def test_out_dir_of_an_earlier_run_needs_force(healthy):

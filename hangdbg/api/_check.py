@@ -3,12 +3,15 @@ bisection to the bad node or GPU (:func:`check`)."""
 
 from __future__ import annotations
 
+import os
 
 from ..check.blame import SetupError, Trial
+from ..check.gpus import gpu_fit, resolve_backend, visible_gpus
 from ..check.node import gpu_list
 from ..check.plan import CheckPlan, CheckResult
 from ..check.run import CheckSetup, ranks_setup_error, run_check, setup_error
 from ..check.verdict import check_verdict
+from ..enums import NodeStatus
 from ..errors import HangdbgError
 from ..events import Events
 from ..report.build import check_document
@@ -31,7 +34,11 @@ def setup(plan: CheckPlan) -> tuple[CheckSetup, str]:
     targets = resolve(t, "check")  # this node: a LocalRunner
     targets.make_runner(targets.hosts)  # checks the hosts and the remote setup before anything runs
     if not t.remote:
-        n = plan.nproc_per_node or len(gpu_list()) or 2
+        listed = gpu_list()
+        cvd = os.environ.get("CUDA_VISIBLE_DEVICES")
+        visible = visible_gpus(listed, cvd)
+        n = plan.nproc_per_node or len(visible) or 2
+        _refuse_unfit(plan, targets.hosts[0], n, listed, visible, cvd)
         slots = {h: n for h in targets.hosts}
         addresses = {h: "127.0.0.1" for h in targets.hosts}
         what = f"--nproc-per-node {n}"
@@ -77,9 +84,31 @@ def check(plan: CheckPlan, events: Events | None = None) -> CheckResult:
     return result
 
 
+def _refuse_unfit(plan: CheckPlan, host: str, n: int, listed: list[str], visible: list[str], cvd: str | None) -> None:
+    """This node's ranks must fit the GPUs CUDA shows them (:func:`~hangdbg.check.gpus.gpu_fit`),
+    checked before anything runs.
+
+    Raises:
+        HangdbgError: more ranks than visible GPUs with nccl (``auto`` is nccl where a GPU is
+            visible), with the numbers and the remedy; a set-up error, never a bad node.
+    """
+    if listed and not visible and plan.job.backend == "auto":
+        raise HangdbgError(f"CUDA_VISIBLE_DEVICES={cvd!r} hides all {len(listed)} GPUs of this node: the check would "
+                           "run without them", help="unset CUDA_VISIBLE_DEVICES (or list the GPUs to check in it), or "
+                                                    "--backend gloo to check the network without GPUs")
+    fit = gpu_fit(resolve_backend(plan.job.backend, len(visible)), range(n), len(listed), len(visible), cvd)
+    if fit is not None:
+        raise HangdbgError(f"the check cannot run here as asked: {fit.message(host)}", help=fit.remedy())
+
+
 def _refuse_setup_errors(first: Trial) -> None:
     """A check that could not start anywhere, for a reason of the setup (:class:`SetupError`,
-    carried as a value from where it happened), is exit 1 with the remedy, never a bad node."""
+    carried as a value from where it happened, or every node's ranks not fitting its GPUs), is
+    exit 1 with the remedy, never a bad node."""
+    unfit = [n for n in first.nodes if n.status is NodeStatus.SETUP]
+    if unfit and len(unfit) == len(first.nodes):
+        raise HangdbgError(f"the check cannot run on the nodes as asked: {unfit[0].setup_error or unfit[0].reason}",
+                           help=unfit[0].setup_remedy or "run one rank per visible GPU, or --backend gloo")
     broken = setup_error(first)
     if broken is not None and len(first.nodes) > 1:
         raise HangdbgError(f"the check could not start on any node: {broken.reason}",

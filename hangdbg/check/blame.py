@@ -122,8 +122,12 @@ class CheckNode:
 
     ``status`` (:class:`~hangdbg.enums.NodeStatus`): ``ok``, ``failed`` (a rank failed), or what
     the transport said (``status.failed``): ``unreachable``, ``no-hangdbg``, ``timeout``, ``error``,
-    ``no-answer``. ``ifname_configured``: the node's own
+    ``no-answer``; or ``setup`` (its ranks do not fit its GPUs: ``setup_error`` says why,
+    ``setup_remedy`` what to change; no rank started). ``ifname_configured``: the node's own
     ``GLOO_SOCKET_IFNAME``/``NCCL_SOCKET_IFNAME``; ``ifname_set``: what hangdbg set for the trial.
+    ``gpus``: ``nvidia-smi -L`` lines; ``visible_gpus``: how many of them CUDA shows the ranks
+    (``cuda_visible_devices``: the node's ``CUDA_VISIBLE_DEVICES``, None when unset);
+    ``backend``: the one its ranks use (None: a node that did not say: hangdbg 0.2.0 and before).
     """
 
     host: str
@@ -136,6 +140,11 @@ class CheckNode:
     route_interface: str | None = None
     ifname_configured: str | None = None
     ifname_set: str | None = None
+    backend: str | None = None
+    visible_gpus: int | None = None
+    cuda_visible_devices: str | None = None
+    setup_error: str | None = None
+    setup_remedy: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -277,9 +286,13 @@ def check_node(host: str, slots: tuple[int, ...], facts: dict | None, status: No
     ifaces: dict = f["interfaces"] if isinstance(f.get("interfaces"), dict) else {}
     listed = tuple(f"{k}={','.join(str(a) for a in v)}" for k, v in sorted(ifaces.items()) if isinstance(v, list))
     gpus = tuple(str(g) for g in f.get("gpus") or [] if isinstance(g, str)) if isinstance(f.get("gpus"), list) else ()
-    env = "NCCL_SOCKET_IFNAME" if backend == "nccl" or (backend == "auto" and gpus) else "GLOO_SOCKET_IFNAME"
+    used = _str(f.get("backend"))
+    env = "NCCL_SOCKET_IFNAME" if (used or backend) == "nccl" or (backend == "auto" and gpus and not used) \
+        else "GLOO_SOCKET_IFNAME"
+    cvd = f.get("CUDA_VISIBLE_DEVICES")
     return CheckNode(host, slots, status, reason, _str(f.get("hostname")), gpus, listed, _str(f.get("route_interface")),
-                     _str(f.get(env)), _str(f.get("ifname_set")))
+                     _str(f.get(env)), _str(f.get("ifname_set")), used, _int(f.get("visible_gpus")),
+                     cvd if isinstance(cvd, str) else None, _str(f.get("setup_error")), _str(f.get("setup_remedy")))
 
 
 def _first_line(text: str | None) -> str:
@@ -302,6 +315,7 @@ def blame(trial: Trial) -> Blame:
         return Blame(None, (), (), (), (), (), False)
     why: list[str] = []
     hosts: list[str] = []
+    unfit = {n.host for n in trial.nodes if n.status is NodeStatus.SETUP}  # no rank started there: the set-up, not a rank
     for n in trial.nodes:
         if n.status.failed:
             hosts.append(n.host)
@@ -319,7 +333,7 @@ def blame(trial: Trial) -> Blame:
             if res is not None and not res.ok and res.timeout:
                 waiting.append(r.rank)
                 continue
-            if STEPS.index(fs) != at or r.host in hosts:
+            if STEPS.index(fs) != at or r.host in hosts or r.host in unfit:
                 continue
             if res is not None and res.wrong_result:
                 continue  # every rank gets the wrong sum: the data says something is wrong, not where

@@ -4,13 +4,18 @@ The coordinator runs ``hangdbg check-node`` on every node of a trial (srun, ssh,
 process) with the same ``--layout HOST=SLOTS`` list everywhere: the node finds its own entry by
 name, so its global ranks are the slots of the nodes before it plus its local rank (the torchrun
 numbering: node by node, then local rank). Each rank runs :mod:`hangdbg.check.rank` as a script with the
-torchrun environment, ``HANGDBG_CHECK_SLOT`` and ``HANGDBG_CHECK_NODE``; with GPUs,
-``CUDA_VISIBLE_DEVICES`` is set to the rank's one GPU (its slot).
+torchrun environment, ``HANGDBG_CHECK_SLOT`` and ``HANGDBG_CHECK_NODE``. The node resolves the
+backend once for all its ranks (:func:`~hangdbg.check.gpus.resolve_backend`) and keeps its own
+``CUDA_VISIBLE_DEVICES``: with nccl, a rank uses the GPU of its slot among the visible GPUs (in
+the run of every GPU, slot = ``LOCAL_RANK``: torchrun's convention). When the ranks do not fit
+the visible GPUs (:func:`~hangdbg.check.gpus.gpu_fit`) no rank starts: the node's facts say why
+(``setup_error``) and it ends with status ``setup``.
 
 Messages sent (one ``send(dict)`` each, framed by the caller):
 
-* ``node``: the node's facts (host name, GPUs from ``nvidia-smi -L``, network interfaces, the
-  interface that routes to the rendezvous address) before any rank starts;
+* ``node``: the node's facts (host name, GPUs from ``nvidia-smi -L`` and those visible to CUDA,
+  the backend, network interfaces, the interface that routes to the rendezvous address, a
+  ``setup_error``) before any rank starts;
 * ``step``: a rank's step result as :mod:`hangdbg.check.rank` printed it, plus ``host``, ``slot``;
 * ``rank-end``: how a rank ended: ``exited`` (with its exit status), ``stopped`` (state T: it
   got SIGSTOP and will never answer), or ``silent`` (alive but sent nothing within its step's
@@ -34,7 +39,7 @@ import sys
 import threading
 import time
 from collections import deque
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Callable
 
@@ -42,6 +47,7 @@ import psutil
 
 from ..enums import NodeStatus
 from ..tools.subproc import LOG
+from .gpus import gpu_fit, resolve_backend, visible_gpus
 
 __all__ = ["BACKENDS", "CheckJob", "NodeCheckOptions", "gpu_list", "parse_layout", "route_interface", "run_node", "RANK_SCRIPT", "PREFIX"]
 
@@ -170,21 +176,34 @@ def route_interface(addr: str) -> str | None:
 
 
 def gpu_list() -> list[str]:
-    """This node's GPUs, one ``GPU 0: NAME (UUID: ...)`` line each (``nvidia-smi -L``); empty
-    without nvidia-smi or when it fails."""
+    """This node's GPUs, one ``GPU 0: NAME (UUID: ...)`` line each (``nvidia-smi -L``). Without
+    nvidia-smi (or when it fails), the GPUs the NVIDIA kernel driver registered, one
+    ``GPU i: (PCI BUS_ID)`` line per ``/proc/driver/nvidia/gpus/BUS_ID`` folder; empty when
+    neither lists one."""
     smi = shutil.which("nvidia-smi")
-    if not smi:
-        return []
+    if smi:
+        try:
+            res = subprocess.run([smi, "-L"], capture_output=True, text=True, timeout=20)
+            if res.returncode == 0:
+                return [ln.strip() for ln in res.stdout.splitlines() if ln.startswith("GPU ")]
+        except (OSError, subprocess.SubprocessError):
+            pass
     try:
-        res = subprocess.run([smi, "-L"], capture_output=True, text=True, timeout=20)
-    except (OSError, subprocess.SubprocessError):
+        buses = sorted(os.listdir("/proc/driver/nvidia/gpus"))
+    except OSError:
         return []
-    return [ln.strip() for ln in res.stdout.splitlines() if ln.startswith("GPU ")]
+    return [f"GPU {i}: (PCI {bus})" for i, bus in enumerate(buses)]
 
 
 def node_facts(opts: NodeCheckOptions) -> dict:
-    """Host name, GPUs (:func:`gpu_list`), IPv4 interfaces, the route to the rendezvous."""
+    """Host name, GPUs (:func:`gpu_list`; ``visible_gpus``: those ``CUDA_VISIBLE_DEVICES`` lets the
+    ranks see), the backend of its ranks, IPv4 interfaces, the route to the rendezvous, and
+    ``setup_error`` (None, or why its ranks do not fit its GPUs: :func:`~.gpus.gpu_fit`)."""
     gpus = gpu_list()
+    cvd = os.environ.get("CUDA_VISIBLE_DEVICES")
+    visible = visible_gpus(gpus, cvd)
+    backend = resolve_backend(opts.job.backend, len(visible))
+    fit = gpu_fit(backend, [slot for _, _, slot in opts.my_ranks()], len(gpus), len(visible), cvd)
     ifaces = {name: [a.address for a in addrs if a.family == socket.AF_INET]
               for name, addrs in psutil.net_if_addrs().items()}
     ssh = os.environ.get("SSH_CONNECTION", "").split()
@@ -192,7 +211,8 @@ def node_facts(opts: NodeCheckOptions) -> dict:
         "hostname": socket.gethostname(), "gpus": gpus, "interfaces": {k: v for k, v in ifaces.items() if v},
         "route_interface": route_interface(opts.master_addr), "ssh_address": ssh[2] if len(ssh) == 4 else None,
         "GLOO_SOCKET_IFNAME": os.environ.get("GLOO_SOCKET_IFNAME"), "NCCL_SOCKET_IFNAME": os.environ.get("NCCL_SOCKET_IFNAME"),
-        "cpus": os.cpu_count(),
+        "cpus": os.cpu_count(), "CUDA_VISIBLE_DEVICES": cvd, "visible_gpus": len(visible), "backend": backend,
+        "setup_error": fit.message(opts.node) if fit else None, "setup_remedy": fit.remedy() if fit else None,
     }
 
 
@@ -206,38 +226,38 @@ class _Rank:
         self.threads: list[threading.Thread] = []
 
 
-def _rank_argv(opts: NodeCheckOptions) -> list[str]:
-    return [opts.python, str(RANK_SCRIPT), opts.job.to_json()]
+def _rank_argv(opts: NodeCheckOptions, backend: str) -> list[str]:
+    return [opts.python, str(RANK_SCRIPT), replace(opts.job, backend=backend).to_json()]
 
 
-def _rank_env(opts: NodeCheckOptions, rank: int, local: int, slot: int, ifname: str | None, gpus: bool) -> dict[str, str]:
+def _rank_env(opts: NodeCheckOptions, rank: int, local: int, slot: int, ifname: str | None) -> dict[str, str]:
     env = dict(os.environ)
     env.update(RANK=str(rank), LOCAL_RANK=str(local), WORLD_SIZE=str(opts.world_size),
                LOCAL_WORLD_SIZE=str(len(opts.my_ranks())), GROUP_RANK=str([h for h, _ in opts.layout].index(opts.node)),
                MASTER_ADDR=opts.master_addr, MASTER_PORT=str(opts.master_port), HANGDBG_CHECK_SLOT=str(slot),
                HANGDBG_CHECK_NODE=opts.node, PYTHONUNBUFFERED="1")
     env.setdefault("OMP_NUM_THREADS", "1")
-    if gpus:
-        env["CUDA_VISIBLE_DEVICES"] = str(slot)
     if ifname:
         env["GLOO_SOCKET_IFNAME"] = env["NCCL_SOCKET_IFNAME"] = ifname
     return env
 
 
 def run_node(opts: NodeCheckOptions, send: Send, poll: float = 0.2) -> NodeStatus:
-    """Run this node's ranks of the trial; returns ``ok`` (every rank passed every step) or
-    ``failed``. Raises ValueError when the node is not in the layout (before starting anything)."""
+    """Run this node's ranks of the trial; returns ``ok`` (every rank passed every step),
+    ``failed``, or ``setup`` (its ranks do not fit its GPUs: none started, the facts say why).
+    Raises ValueError when the node is not in the layout (before starting anything)."""
     mine = opts.my_ranks()
     facts = node_facts(opts)
     ifname = facts["route_interface"] if opts.ifname == "auto" else opts.ifname
     facts["ifname_set"] = ifname
-    gpus = opts.job.backend != "gloo" and bool(facts["gpus"])
     send({"type": "node", "facts": facts})
+    if facts["setup_error"]:
+        return NodeStatus.SETUP
     ranks: list[_Rank] = []
     for rank, local, slot in mine:
-        argv = _rank_argv(opts)
+        argv = _rank_argv(opts, facts["backend"])
         LOG.info("rank %d (slot %d): %s", rank, slot, " ".join(argv))
-        proc = subprocess.Popen(argv, env=_rank_env(opts, rank, local, slot, ifname, gpus), stdin=subprocess.DEVNULL,
+        proc = subprocess.Popen(argv, env=_rank_env(opts, rank, local, slot, ifname), stdin=subprocess.DEVNULL,
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, errors="replace", bufsize=1)
         r = _Rank(rank, local, slot, proc)
         r.threads = [threading.Thread(target=_pump_out, args=(r, opts, send), daemon=True),

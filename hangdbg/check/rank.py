@@ -236,7 +236,7 @@ def _start(job: Job, dog: Watchdog):
             raise RuntimeError(f"--backend nccl needs a GPU: torch {torch.__version__} (CUDA {torch.version.cuda}) sees none "
                                f"(CUDA_VISIBLE_DEVICES={os.environ.get('CUDA_VISIBLE_DEVICES')}; is the driver loaded, "
                                "the GPU on the bus?)")
-        device = torch.device("cuda", 0) if use_cuda else torch.device("cpu")
+        device = torch.device("cuda", _slot()) if use_cuda else torch.device("cpu")
         if use_cuda:
             torch.cuda.set_device(device)
         emit("facts", True, time.monotonic() - t0, backend=job.backend, **facts(torch, device))
@@ -374,8 +374,9 @@ class RankCheck:
 
     def init(self) -> dict:
         dist = self.dist
+        kw = {"device_id": self.device} if self.use_cuda else {}  # nccl: the rank's own GPU, never a guess by rank
         dist.init_process_group(self.job.backend, store=dist.PrefixStore("pg", self.stores[0]), rank=self.rank,
-                                world_size=self.world, timeout=timedelta(seconds=self.job.init_timeout))
+                                world_size=self.world, timeout=timedelta(seconds=self.job.init_timeout), **kw)
         # the steps run in a group of every rank whose timeout is the job's (the default group's
         # is the init timeout, which covers the ranks' different start times)
         self.group.append(dist.new_group(timeout=timedelta(seconds=self.job.timeout)))
@@ -443,6 +444,8 @@ class RankCheck:
 
     def bandwidth(self) -> dict:
         dist, group, world, job = self.dist, self.group[0], self.world, self.job
+        if world == 1:
+            return {"skipped": "one rank: no link to measure"}  # an all_reduce of one rank moves no byte
         n = max(1, job.size // 4)
         nbytes = n * 4
         t = self.torch.ones(n, device=self.device)
@@ -468,6 +471,13 @@ class RankCheck:
             mid = statistics.median(p2p)
             out.update(recv_from=left, recv_time_s=mid, recv_gbps=nbytes / mid / 1e9)
         return out
+
+
+def _slot() -> int:
+    """This rank's GPU: its slot (``HANGDBG_CHECK_SLOT``) among the GPUs CUDA shows it, which is
+    ``LOCAL_RANK`` in the run of every GPU (torchrun's convention: device = cuda:LOCAL_RANK)."""
+    text = os.environ.get("HANGDBG_CHECK_SLOT") or os.environ.get("LOCAL_RANK") or "0"
+    return int(text) if text.isdigit() else 0
 
 
 class SetupFailed(RuntimeError):

@@ -20,18 +20,20 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Iterable, Mapping
 
 from .bisection import Isolation, Outcome, isolate
 from .blame import SetupError, Trial, blame, check_node, rank_result, rank_setup, slots_text
 from ..enums import NodeStatus
 from ..outdir import OutDir
 from ..tools.subproc import LOG
-from .node import CheckJob
+from .mismatch import mismatch
+from .node import CheckJob, parse_layout
 from ..transport.wire import FrameDecoder
 from ..transport.runners import HOST, Runner
 
-__all__ = ["CheckSetup", "CheckRun", "Checker", "SetupFailure", "run_check", "node_budget", "setup_error", "ranks_setup_error"]
+__all__ = ["CheckSetup", "CheckRun", "Checker", "SetupFailure", "TrialMessages", "read_trial", "run_check", "node_budget",
+           "setup_error", "ranks_setup_error"]
 
 Layout = tuple[tuple[str, tuple[int, ...]], ...]
 
@@ -171,10 +173,7 @@ class Checker:
         out = self.plan.out
         log_path = Path("trials") / f"{number:02d}-{purpose.replace(' ', '-')}{'-again' if attempt else ''}" / "messages.jsonl"
         decoder = FrameDecoder(hosts=frozenset(hosts))
-        facts: dict[str, dict] = {}
-        steps: dict[int, list[dict]] = {}
-        ends: dict[int, dict] = {}
-        done: dict[str, dict] = {}
+        messages = TrialMessages()
         lock = threading.Lock()
         argv = self.argv(layout, port, ifname)
         out.append_text(log_path, json.dumps({"type": "trial", "number": number, "purpose": purpose, "argv": argv}) + "\n", True)
@@ -183,16 +182,8 @@ class Checker:
             with lock:
                 for host, msg in decoder.feed(line, stream):
                     out.append_text(log_path, json.dumps({"from": host, **msg}, default=str) + "\n", False)
-                    kind = msg.get("type")
-                    if kind == "node" and isinstance(msg.get("facts"), dict):
-                        facts[host] = msg["facts"]
-                    elif kind == "step" and isinstance(msg.get("rank"), int):
-                        steps.setdefault(msg["rank"], []).append(msg)
-                    elif kind == "rank-end" and isinstance(msg.get("rank"), int):
-                        ends[msg["rank"]] = msg
-                    elif kind == "done":
-                        done[host] = msg
-                    elif kind == "log" and isinstance(msg.get("text"), str):
+                    messages.add(host, msg)
+                    if msg.get("type") == "log" and isinstance(msg.get("text"), str):
                         LOG.info("[%s] %s", host, msg["text"])
         runner = self.plan.make_runner(hosts)
         with self._lock:
@@ -206,31 +197,97 @@ class Checker:
         finally:
             with self._lock:
                 self._runners.discard(runner)
-        seconds = time.monotonic() - start
+        addr = self.plan.addresses.get(layout[0][0], layout[0][0])
+        return messages.trial(number, purpose, layout, ifname, f"{addr}:{port}", time.monotonic() - start, failures,
+                              self.plan.job.backend)
+
+
+class TrialMessages:
+    """The messages of one trial's nodes (``node``, ``step``, ``rank-end``, ``done``:
+    :mod:`hangdbg.check.node`), gathered as they arrive, then read as a :class:`Trial`; also
+    what reads a trial back from its ``messages.jsonl`` (:func:`read_trial`)."""
+
+    def __init__(self) -> None:
+        self.facts: dict[str, dict] = {}
+        self.steps: dict[int, list[dict]] = {}
+        self.ends: dict[int, dict] = {}
+        self.done: dict[str, dict] = {}
+
+    def add(self, host: str, msg: dict) -> None:
+        """One message of ``host`` (messages of other types, or of the wrong shape, are ignored)."""
+        kind = msg.get("type")
+        if kind == "node" and isinstance(msg.get("facts"), dict):
+            self.facts[host] = msg["facts"]
+        elif kind == "step" and isinstance(msg.get("rank"), int):
+            self.steps.setdefault(msg["rank"], []).append(msg)
+        elif kind == "rank-end" and isinstance(msg.get("rank"), int):
+            self.ends[msg["rank"]] = msg
+        elif kind == "done":
+            self.done[host] = msg
+
+    def trial(self, number: int, purpose: str, layout: Layout, ifname: str | None, master: str, seconds: float,
+              failures: Mapping[str, tuple[NodeStatus | str, str]], backend: str) -> Trial:
+        """The trial these messages make; ``failures``: what the transport said of nodes that sent
+        no ``done`` (host -> (status, reason))."""
         ranks = []
         nodes = []
         base = 0
         for host, slots in layout:
             for local, slot in enumerate(slots):
                 rank = base + local
-                ranks.append(rank_result(rank, host, slot, local, steps.get(rank, []), ends.get(rank)))
+                ranks.append(rank_result(rank, host, slot, local, self.steps.get(rank, []), self.ends.get(rank)))
             base += len(slots)
-            d = done.get(host)
+            d = self.done.get(host)
             said = NodeStatus.read(d.get("status"), NodeStatus.ERROR) if d is not None else None
             status: NodeStatus
             if said in (NodeStatus.OK, NodeStatus.RANK_FAILED):
                 status, reason = said, None
+            elif said is NodeStatus.SETUP:
+                status, reason = said, str((self.facts.get(host) or {}).get("setup_error") or said.doc)
             elif d is not None:
                 status, reason = NodeStatus.ERROR, str(d.get("error") or "the node's launcher failed")
             else:
                 failed, reason = failures.get(host, (NodeStatus.NO_ANSWER, "the node sent no result"))
                 status = NodeStatus.read(failed, NodeStatus.ERROR)  # what the transport said (a fake runner's text too)
-                if status is NodeStatus.NO_ANSWER and host in facts:
+                if status is NodeStatus.NO_ANSWER and host in self.facts:
                     status, reason = NodeStatus.ERROR, "the node's launcher stopped before it finished"
-            nodes.append(check_node(host, slots, facts.get(host), status, reason, self.plan.job.backend))
-        addr = self.plan.addresses.get(layout[0][0], layout[0][0])
-        setup = {r: s for r, msgs in steps.items() if (s := rank_setup(msgs)) is not None}
-        return Trial(number, purpose, layout, ifname, f"{addr}:{port}", tuple(nodes), tuple(ranks), seconds, setup)
+            nodes.append(check_node(host, slots, self.facts.get(host), status, reason, backend))
+        setup = {r: s for r, msgs in self.steps.items() if (s := rank_setup(msgs)) is not None}
+        return Trial(number, purpose, layout, ifname, master, tuple(nodes), tuple(ranks), seconds, setup)
+
+
+def read_trial(lines: Iterable[str], backend: str = "auto") -> Trial:
+    """A trial read back from its ``OUT/trials/NN-PURPOSE/messages.jsonl`` (the ``trial`` line
+    first, then one ``{"from": HOST, ...message}`` per line, as :class:`Checker` writes them).
+
+    Raises:
+        ValueError: no ``trial`` line, or it has no ``--layout``. Lines that are not JSON
+            objects are skipped.
+    """
+    head: dict | None = None
+    messages = TrialMessages()
+    for line in lines:
+        try:
+            msg = json.loads(line)
+        except ValueError:
+            continue
+        if not isinstance(msg, dict):
+            continue
+        if msg.get("type") == "trial" and head is None:
+            head = msg
+        elif isinstance(msg.get("from"), str):
+            messages.add(msg["from"], msg)
+    if head is None or not isinstance(head.get("argv"), list):
+        raise ValueError("not a trial's messages.jsonl: no trial line")
+    argv = [str(a) for a in head["argv"]]
+    layout = parse_layout([argv[i + 1] for i, a in enumerate(argv[:-1]) if a == "--layout"])
+    if not layout:
+        raise ValueError("the trial line names no --layout")
+    opt = {a: argv[i + 1] for i, a in enumerate(argv[:-1]) if a.startswith("--")}
+    master = f"{opt.get('--master-addr', '?')}:{opt.get('--master-port', '?')}"
+    number = head["number"] if isinstance(head.get("number"), int) else 1
+    return messages.trial(number, str(head.get("purpose") or "all"), layout, opt.get("--ifname"), master, 0.0, {},
+                          opt.get("--backend", backend))
 
 
 def run_check(plan: CheckSetup, on_trial: Callable[[Trial], None] | None = None) -> CheckRun:
@@ -276,8 +333,8 @@ def ranks_setup_error(trial: Trial) -> SetupError | None:
 def _run_check(plan: CheckSetup, checker: Checker) -> CheckRun:
     first = checker.run(plan.layout, "all")
     run = CheckRun(first, checker.trials)
-    if first.passed or not plan.bisect or setup_error(first) is not None:
-        return run
+    if first.passed or not plan.bisect or setup_error(first) is not None or mismatch(first) is not None:
+        return run  # a set-up that does not fit is told apart by its facts: no retry, no bisection
     b = blame(first)
     if b.bootstrap and plan.ifname is None:
         run.retry = checker.run(plan.layout, "interface", "auto")

@@ -18,6 +18,7 @@ from ..model import Evidence, Finding, Kind, Severity, SourceKind
 from ..rankset import ranks_text
 from .bisection import Isolation
 from .blame import Bandwidth, Blame, RankResult, Trial, bandwidth, blame, slots_text, slow_nodes, slow_ranks
+from .mismatch import Mismatch, mismatch
 
 __all__ = ["CheckVerdict", "check_verdict"]
 
@@ -66,8 +67,14 @@ def check_verdict(trials: list[Trial], retry: Trial | None, nodes: Isolation[str
         slow_factor: ranks and nodes below this fraction of the median bandwidth are slow.
     """
     first = trials[0]
+    mm = mismatch(first)
+    if mm is not None:
+        return _mismatch_verdict(mm)
     findings: list[Finding] = []
     blames = [blame(t) for t in trials if not t.passed]
+    passed_on = {h for t in trials if t.passed for h in t.hosts}  # nodes where the same set-up passed
+    passed_on |= {h for subset, ok in (nodes.runs if nodes is not None else []) if ok for h in subset}
+    undecided: list[str] = []
     nccl = backend == "nccl" or any(r.backend == "nccl" for r in first.ranks)
     env = "NCCL_SOCKET_IFNAME" if nccl else "GLOO_SOCKET_IFNAME"
     bad_nodes: list[str] = []
@@ -80,25 +87,7 @@ def check_verdict(trials: list[Trial], retry: Trial | None, nodes: Isolation[str
             together: list[tuple[str, ...]] = []
         else:
             alone, with_others, together = nodes.alone, nodes.with_others, nodes.together
-        for host in alone:
-            iso = gpus.get(host)
-            slots = dict(first.layout)[host]
-            if iso is not None and iso.bad and len(iso.bad) < len(slots):
-                for slot in iso.bad:
-                    bad_gpus.append(f"{host}:{slot}")
-                keep = slots_text([s for s in slots if s not in iso.bad])
-                why = _why_for(host, blames)
-                findings.append(_finding(
-                    Kind.CHECK_FAILED, f"GPU {slots_text(iso.bad)} of {host} fails the check by itself; its other GPUs "
-                    f"pass" + (f": {why[0]}" if why else ""), hosts=(host,),
-                    gpus=tuple(f"{host}:{s}" for s in iso.bad), evidence=_evidence(why),
-                    action=f"leave the GPU out (CUDA_VISIBLE_DEVICES={keep} on {host}) or the node (sbatch --exclude={host}); "
-                           "then look at `nvidia-smi -q` and the kernel log (hangdbg gpu) for it"))
-                continue
-            bad_nodes.append(host)
-            findings.append(_node_finding(host, "fails the check by itself", first, b0, blames,
-                                          f"leave it out: sbatch --exclude={host} (and drain it: scontrol update "
-                                          f"nodename={host} state=drain reason=hangdbg-check)"))
+        findings, bad_nodes, bad_gpus, undecided = _alone_findings(alone, first, gpus, b0, blames, passed_on)
         for host in with_others:
             bad_nodes.append(host)
             findings.append(_node_finding(host, "passes alone but the others fail with it", first, b0, blames,
@@ -109,7 +98,15 @@ def check_verdict(trials: list[Trial], retry: Trial | None, nodes: Isolation[str
                 Kind.CHECK_FAILED, f"{', '.join(group)} fail the check only together (every half passes): the network "
                 f"between them, or a fault that needs them all", hosts=tuple(sorted(group)), evidence=_evidence(b0.why),
                 action="run `hangdbg check` on pairs of these nodes, and with NCCL_DEBUG=INFO; exclude them if it persists"))
-        if not (bad_nodes or bad_gpus or together):
+        if undecided:
+            findings.append(_finding(
+                Kind.CHECK_FAILED, f"{', '.join(undecided)} fail{'s' if len(undecided) == 1 else ''} the check "
+                f"({b0.why[0] if b0.why else 'no detail'}), and no node passed it with the same set-up: a fault of "
+                f"{'the node' if len(undecided) == 1 else 'every node'} and one of the set-up look alike here: undecided",
+                severity=Severity.WARNING, hosts=tuple(undecided), ranks=b0.ranks, evidence=_evidence(b0.why),
+                action="run the same `hangdbg check` on a node known to be good: a node fault if it passes there, the "
+                       "set-up if it fails the same way"))
+        if not (bad_nodes or bad_gpus or together or undecided or any(f.hosts for f in findings)):
             hosts = tuple(dict.fromkeys(b0.hosts or first.hosts))
             findings.append(_finding(
                 Kind.CHECK_FAILED, f"the check failed on every node ({b0.why[0] if b0.why else 'no detail'}) but no "
@@ -129,6 +126,85 @@ def check_verdict(trials: list[Trial], retry: Trial | None, nodes: Isolation[str
     findings.sort(key=lambda f: (f.severity is not Severity.SUSPECT, f.severity is Severity.WAITING))
     return CheckVerdict(_headline(first, findings, bad_nodes, bad_gpus, exclude, bw), tuple(findings),
                         tuple(bad_nodes), tuple(bad_gpus), exclude, bw)
+
+
+def _alone_findings(alone: list[str], first: Trial, gpus: dict[str, Isolation[int]], b0: Blame, blames: list[Blame],
+                    passed_on: set[str]) -> tuple[list[Finding], list[str], list[str], list[str]]:
+    """The findings of the nodes that fail by themselves, the bad nodes, the bad GPUs (``host:slot``)
+    and the nodes left undecided. A node is blamed only when the same set-up passed on another
+    node; a GPU when the node's other GPUs passed (or only waited for it, in a run not bisected);
+    GPUs that pass alone but fail together are a warning about their links or the set-up."""
+    findings: list[Finding] = []
+    bad_nodes: list[str] = []
+    bad_gpus: list[str] = []
+    undecided: list[str] = []
+    for host in alone:
+        iso = gpus.get(host)
+        slots = dict(first.layout)[host]
+        if iso is not None and not iso.bad:  # every subset of its GPUs passes: they fail only together
+            findings.append(_finding(
+                Kind.CHECK_FAILED, f"GPUs {', '.join(slots_text(g) for g in iso.together) or slots_text(slots)} of {host} "
+                f"pass alone and fail only together: the links between them (P2P, NVLink, shared memory) or the "
+                f"set-up, not one GPU", severity=Severity.WARNING, hosts=(host,), evidence=_evidence(b0.why),
+                action="run `hangdbg check` again with NCCL_DEBUG=INFO (and NCCL_P2P_DISABLE=1 to test the P2P path); "
+                       "`nvidia-smi topo -m` shows the links"))
+            continue
+        if iso is not None and iso.bad and len(iso.bad) < len(slots):
+            for slot in iso.bad:
+                bad_gpus.append(f"{host}:{slot}")
+            keep = slots_text([s for s in slots if s not in iso.bad])
+            why = _why_for(host, blames)
+            findings.append(_finding(
+                Kind.CHECK_FAILED, f"GPU {slots_text(iso.bad)} of {host} fails the check by itself; its other GPUs "
+                f"pass" + (f": {why[0]}" if why else ""), hosts=(host,),
+                gpus=tuple(f"{host}:{s}" for s in iso.bad), evidence=_evidence(why),
+                action=f"leave the GPU out (CUDA_VISIBLE_DEVICES={keep} on {host}) or the node (sbatch --exclude={host}); "
+                       "then look at `nvidia-smi -q` and the kernel log (hangdbg gpu) for it"))
+            continue
+        if not passed_on - {host}:
+            own = tuple(sl for h, sl in b0.slots if h == host)
+            if iso is None and own and len(own) < len(slots):  # one run: its other GPUs took part and only waited
+                bad_gpus += [f"{host}:{sl}" for sl in own]
+                keep = slots_text([sl for sl in slots if sl not in own])
+                findings.append(_finding(
+                    Kind.CHECK_FAILED, f"GPU {slots_text(own)} of {host} fails the check while its other GPUs only "
+                    f"waited for it: {b0.why[0] if b0.why else 'no detail'}", hosts=(host,), ranks=b0.ranks,
+                    gpus=tuple(f"{host}:{sl}" for sl in own), evidence=_evidence(b0.why),
+                    action=f"run `hangdbg check` without --no-bisect to confirm it alone; leave the GPU out "
+                           f"(CUDA_VISIBLE_DEVICES={keep} on {host})"))
+            else:
+                undecided.append(host)
+            continue
+        bad_nodes.append(host)
+        findings.append(_node_finding(host, "fails the check by itself", first, b0, blames,
+                                      f"leave it out: sbatch --exclude={host} (and drain it: scontrol update "
+                                      f"nodename={host} state=drain reason=hangdbg-check)"))
+    return findings, bad_nodes, bad_gpus, undecided
+
+
+def _mismatch_verdict(mm: Mismatch) -> CheckVerdict:
+    """The verdict of a first run whose set-up did not fit (:func:`~.mismatch.mismatch`): the
+    launch when it is so everywhere, never a node; else the nodes that differ: a node that lost
+    GPUs is left out (and drained), one whose own ``CUDA_VISIBLE_DEVICES`` hides GPUs is fixed."""
+    findings: list[Finding] = []
+    bad_nodes = list(mm.lost)
+    if mm.everywhere:
+        findings.append(_finding(Kind.CHECK_SETUP, f"the check was launched wrong: {mm.summary}", severity=Severity.WARNING,
+                                 action=mm.remedy))
+        headline = f"set-up error, no node is at fault: {mm.summary}"
+    else:
+        for host in mm.lost:
+            findings.append(_finding(Kind.CHECK_SETUP, f"{host} lists fewer GPUs than the other nodes ({mm.summary})",
+                                     hosts=(host,), action=f"leave it out: sbatch --exclude={host}; `nvidia-smi -q` and the "
+                                     f"kernel log (hangdbg gpu) tell whether a GPU fell off the bus (then drain it: "
+                                     f"scontrol update nodename={host} state=drain reason=hangdbg-check)"))
+        for host in mm.hidden:
+            findings.append(_finding(Kind.CHECK_SETUP, f"{host}'s environment hides GPUs from the ranks ({mm.summary})",
+                                     hosts=(host,), action=f"unset CUDA_VISIBLE_DEVICES on {host} (a prolog, a module "
+                                     "or the shell sets it); the node itself is not at fault"))
+        headline = f"set-up differs on {', '.join([*mm.lost, *mm.hidden])}: {mm.summary}"
+    exclude = hostlist.collect_hostlist(bad_nodes) if bad_nodes else None
+    return CheckVerdict(headline, tuple(findings), tuple(bad_nodes), (), exclude, None)
 
 
 def _node_finding(host: str, what: str, first: Trial, b0: Blame, blames: list[Blame], action: str) -> Finding:

@@ -51,7 +51,7 @@ class CheckCommand(Command):
     def add_arguments(cls, p: argparse.ArgumentParser) -> None:
         g = p.add_argument_group("the diagnostics job")
         g.add_argument("--nproc-per-node", type=positive_int, metavar="N",
-                       help="ranks per node (default: the GPUs of this node or of the job's nodes; the hostfile's slots; "
+                       help="ranks per node (default: the GPUs visible on this node or the job's nodes; the hostfile's slots; "
                             "else 2 on this node, 1 per remote node)")
         g.add_argument("--backend", choices=BACKENDS, default="auto",
                        help="auto (default): nccl on nodes with GPUs, else gloo")

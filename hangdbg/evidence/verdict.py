@@ -42,7 +42,7 @@ PRIORITY: dict[Kind, int] = {
     # native stack texts (analyze/native_causes.py)
     Kind.CUDA_ERROR: 1, Kind.ABORT_HANG: 3, Kind.COMM_INIT_FAILED: 3, Kind.CUDA_STUCK: 8,
     Kind.STALL: 5,  # hangdbg watch: the suspects of its stall dump
-    Kind.CHECK_FAILED: 3, Kind.CHECK_INTERFACE: 4, Kind.CHECK_SLOW: 7,  # hangdbg check
+    Kind.CHECK_SETUP: 0, Kind.CHECK_FAILED: 3, Kind.CHECK_INTERFACE: 4, Kind.CHECK_SLOW: 7,  # hangdbg check
     # the error catalog (evidence/error_lines): a launch mistake before all, the rest beside their kin
     Kind.LAUNCH_ERROR: 0, Kind.HARDWARE_ERROR: 1, Kind.RESOURCE_ERROR: 2, Kind.KNOWN_ERROR: 2, Kind.GPU_BLOCKED: 5,
     Kind.PEER_ERROR: 9, Kind.ECHO: 9, Kind.UNRECOGNISED_ERROR: 8,

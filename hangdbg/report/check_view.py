@@ -10,7 +10,7 @@ from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
-from ..check.blame import STEPS
+from ..check.blame import STEPS, slots_text
 from ..rankset import rank_set
 from .document import CheckDocument
 from .source_view import findings_table, headline_panel
@@ -60,7 +60,7 @@ def _steps(doc: CheckDocument) -> Table:
 
 def _nodes(doc: CheckDocument) -> Table:
     t = Table(title="Nodes", title_justify="left", expand=True)
-    for col in ("node", "slots", "status", "interface (configured / route)", "recv GB/s (median)"):
+    for col in ("node", "ranks", "status", "interface (configured / route)", "recv GB/s (median)"):
         t.add_column(col, no_wrap=col != "status", overflow="fold")
     for n in doc.nodes:
         recv = sorted(r.recv_gbps for r in doc.ranks if r.host == n.host and r.recv_gbps)
@@ -71,7 +71,9 @@ def _nodes(doc: CheckDocument) -> Table:
         else:
             label = "bad: " + n.status if bad and n.status in ("ok", "failed") else n.status
             status = Text(label + (": " + n.reason if n.reason else ""), style="bold red" if bad or n.status != "ok" else "green")
-        t.add_row(Text(n.host, style="bold red" if bad else ""), ",".join(map(str, n.slots)), status,
+        unit = "GPU" if n.gpus and n.backend != "gloo" else "slot"
+        ranks = f"{len(n.slots)}: {unit}{'s' if len(n.slots) > 1 else ''} {slots_text(n.slots)}"
+        t.add_row(Text(n.host, style="bold red" if bad else ""), ranks, status,
                   f"{n.ifname_configured or '-'} / {n.route_interface or '?'}", mid)
     return t
 
@@ -89,7 +91,9 @@ def _trials(doc: CheckDocument) -> Table:
 def _figures(doc: CheckDocument) -> RenderableType:
     bw = doc.bandwidth
     if bw is None:
-        return Text("bandwidth: no run passed, no figures", style="dim")
+        if doc.world_size == 1 and doc.trials and doc.trials[0].passed:
+            return Text("bandwidth: one rank, no link to measure", style="dim")
+        return Text("bandwidth: no run of two or more ranks passed, no figures", style="dim")
     text = (f"bandwidth (run {bw.trial}, {bw.world_size} ranks): all_reduce of {bw.bytes} bytes x {bw.iters}: "
             f"{bw.time_s * 1e3:.3g} ms, algbw {bw.algbw_gbps:.3g} GB/s, busbw {bw.busbw_gbps:.3g} GB/s")
     if bw.recv_gbps_median:
