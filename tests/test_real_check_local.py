@@ -34,7 +34,7 @@ def test_healthy_node_passes_every_step(healthy):
     assert [r["slot"] for r in doc["ranks"]] == [0, 1, 2]
     steps = {s["step"] for r in doc["ranks"] for s in r["steps"] if s["ok"]}
     assert steps == {"facts", "alloc", "interface", "rendezvous", "init", "barrier", "all_reduce", "all_gather", "broadcast",
-                     "send_recv", "bandwidth"}
+                     "send_recv", "bandwidth", "node_bandwidth", "matmul", "copy", "host_copy"}
     assert [(t["purpose"], t["passed"]) for t in doc["trials"]] == [("all", True)]
     assert read_json(out / "check.json")["headline"] == doc["headline"]
     check_golden(doc, "check")
@@ -65,7 +65,7 @@ def test_every_message_is_on_disk(healthy):
     assert lines[0]["type"] == "trial" and lines[0]["argv"][2:4] == ["hangdbg", "check-node"]
     kinds = [m["type"] for m in lines[1:]]
     assert kinds[0] == "node" and kinds[-1] == "done" and kinds.count("rank-end") == 3
-    assert kinds.count("step") == 33
+    assert kinds.count("step") == 45  # 3 ranks x 15 steps
 
 
 def test_text_report(tmp_path):

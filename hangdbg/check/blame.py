@@ -17,11 +17,13 @@ from typing import Any, Iterable, Mapping
 
 from ..enums import DocumentedEnum, NodeStatus
 from ..rankset import ranks_text
+from .nvml import GpuCounters
 
 __all__ = ["STEPS", "BOOTSTRAP", "SetupError", "StepResult", "RankResult", "CheckNode", "Trial", "Blame", "Bandwidth",
            "rank_result", "rank_setup", "check_node", "blame", "bandwidth", "slow_ranks", "slow_nodes", "slots_text"]
 
-STEPS = ("facts", "alloc", "interface", "rendezvous", "init", "barrier", "all_reduce", "all_gather", "broadcast", "send_recv", "bandwidth")
+STEPS = ("facts", "alloc", "interface", "rendezvous", "init", "barrier", "all_reduce", "all_gather", "broadcast", "send_recv",
+         "bandwidth", "node_bandwidth", "matmul", "copy", "host_copy")
 """The steps of a rank, in the order it runs them (:mod:`hangdbg.check.rank`)."""
 BOOTSTRAP = frozenset({"interface", "rendezvous", "init"})
 """Steps that set up the connections: a failure there is retried on another network interface."""
@@ -67,6 +69,10 @@ class RankResult:
         algbw_gbps, busbw_gbps: the bandwidth all_reduce as this rank timed it (GB/s, 1e9 B/s).
         recv_gbps: the ring exchange: bandwidth of the link from rank ``recv_from`` (GB/s).
         stderr: the last lines it printed on stderr.
+        node_busbw_gbps: busbw of the all_reduce within its node (GB/s; None: one node, one rank).
+        matmul_tflops: its device's matrix product (``matmul_dtype``: bfloat16 on a GPU), TFLOP/s.
+        copy_gbps: device-memory copy, bytes read and written per second / 1e9.
+        h2d_gbps, d2h_gbps: host-to-device and device-to-host copies over the bus (GB/s).
     """
 
     rank: int
@@ -92,18 +98,33 @@ class RankResult:
     bw_time_s: float | None = None
     backend: str | None = None
     stderr: tuple[str, ...] = ()
+    node_busbw_gbps: float | None = None
+    matmul_tflops: float | None = None
+    matmul_dtype: str | None = None
+    copy_gbps: float | None = None
+    h2d_gbps: float | None = None
+    d2h_gbps: float | None = None
+
+    @property
+    def on_gpu(self) -> bool:
+        """It ran on a GPU (its figures are the GPU's)."""
+        return (self.device or "").startswith("cuda")
 
     @property
     def passed(self) -> bool:
-        done = {s.step for s in self.steps if s.ok}
-        return all(s in done for s in STEPS)
+        return self.failed_step is None
 
     @property
     def failed_step(self) -> str | None:
-        """The first step this rank did not pass (failed, or never reported), None if it passed all."""
+        """The first step this rank did not pass (failed, or never reported), None if it passed all.
+        A rank that passed every step up to ``bandwidth`` and reported no later one ran a job
+        without them (``--no-health``, or a node of hangdbg 0.2.0)."""
         by = {s.step: s for s in self.steps}
-        for name in STEPS:
+        optional = STEPS.index("node_bandwidth")
+        for i, name in enumerate(STEPS):
             s = by.get(name)
+            if s is None and i >= optional and not any(x in by for x in STEPS[i:]):
+                return None
             if s is None or not s.ok:
                 return name
         return None
@@ -128,6 +149,8 @@ class CheckNode:
     ``gpus``: ``nvidia-smi -L`` lines; ``visible_gpus``: how many of them CUDA shows the ranks
     (``cuda_visible_devices``: the node's ``CUDA_VISIBLE_DEVICES``, None when unset);
     ``backend``: the one its ranks use (None: a node that did not say: hangdbg 0.2.0 and before).
+    ``nvml``: each GPU's memory health counters (:mod:`~hangdbg.check.nvml`); ``nvml_error``: why
+    they were not read (no nvidia-ml-py, no driver library), None on a node without GPUs.
     """
 
     host: str
@@ -145,6 +168,8 @@ class CheckNode:
     cuda_visible_devices: str | None = None
     setup_error: str | None = None
     setup_remedy: str | None = None
+    nvml: tuple[GpuCounters, ...] = ()
+    nvml_error: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -253,6 +278,7 @@ def rank_result(rank: int, host: str, slot: int, local_rank: int, steps: Iterabl
     if isinstance(f.get("gpu_numa"), int):
         numa = tuple(sorted(set(numa) | {f["gpu_numa"]}))
     bw = facts.get("bandwidth", {})
+    mm, cp, hc = facts.get("matmul", {}), facts.get("copy", {}), facts.get("host_copy", {})
     state: str = "not-started"
     exit_status = None
     stderr: tuple[str, ...] = ()
@@ -267,7 +293,9 @@ def rank_result(rank: int, host: str, slot: int, local_rank: int, steps: Iterabl
         gpu, numa, _int(facts.get("alloc", {}).get("bytes")), _int(f.get("gpu_memory")),
         _str(f.get("NCCL_SOCKET_IFNAME")) or _str(f.get("GLOO_SOCKET_IFNAME")),
         _num(bw.get("algbw_gbps")), _num(bw.get("busbw_gbps")), _num(bw.get("recv_gbps")), _int(bw.get("recv_from")),
-        _int(bw.get("bytes")), _int(bw.get("iters")), _num(bw.get("time_s")), _str(f.get("backend")), stderr)
+        _int(bw.get("bytes")), _int(bw.get("iters")), _num(bw.get("time_s")), _str(f.get("backend")), stderr,
+        _num(facts.get("node_bandwidth", {}).get("busbw_gbps")), _num(mm.get("tflops")), _str(mm.get("dtype")),
+        _num(cp.get("gbps")), _num(hc.get("h2d_gbps")), _num(hc.get("d2h_gbps")))
 
 
 def rank_setup(steps: Iterable[dict]) -> SetupError | None:
@@ -290,9 +318,12 @@ def check_node(host: str, slots: tuple[int, ...], facts: dict | None, status: No
     env = "NCCL_SOCKET_IFNAME" if (used or backend) == "nccl" or (backend == "auto" and gpus and not used) \
         else "GLOO_SOCKET_IFNAME"
     cvd = f.get("CUDA_VISIBLE_DEVICES")
+    nvml = f.get("nvml")
+    counters = tuple(c for d in nvml if (c := GpuCounters.read(d)) is not None) if isinstance(nvml, list) else ()
     return CheckNode(host, slots, status, reason, _str(f.get("hostname")), gpus, listed, _str(f.get("route_interface")),
                      _str(f.get(env)), _str(f.get("ifname_set")), used, _int(f.get("visible_gpus")),
-                     cvd if isinstance(cvd, str) else None, _str(f.get("setup_error")), _str(f.get("setup_remedy")))
+                     cvd if isinstance(cvd, str) else None, _str(f.get("setup_error")), _str(f.get("setup_remedy")),
+                     counters, nvml[:300] if isinstance(nvml, str) else None)
 
 
 def _first_line(text: str | None) -> str:
@@ -404,9 +435,10 @@ def _how(r: RankResult, step: str, res: StepResult | None) -> str:
 
 
 def bandwidth(trial: Trial) -> Bandwidth | None:
-    """The bandwidth figures of a trial that passed (None when it did not). ``time_s`` is the
-    slowest rank's mean: an all_reduce is over when the last rank has the result."""
-    if not trial.passed:
+    """The bandwidth figures of a trial of two ranks or more that passed (None otherwise: one rank
+    moves no byte, whatever an older rank reported). ``time_s`` is the slowest rank's mean: an
+    all_reduce is over when the last rank has the result."""
+    if not trial.passed or len(trial.ranks) < 2:
         return None
     times = [(r.bw_time_s, r) for r in trial.ranks if r.bw_time_s and r.bw_bytes]
     if not times:

@@ -48,6 +48,7 @@ import psutil
 from ..enums import NodeStatus
 from ..tools.subproc import LOG
 from .gpus import gpu_fit, resolve_backend, visible_gpus
+from .nvml import read_gpus
 
 __all__ = ["BACKENDS", "CheckJob", "NodeCheckOptions", "gpu_list", "parse_layout", "route_interface", "run_node", "RANK_SCRIPT", "PREFIX"]
 
@@ -66,12 +67,13 @@ class CheckJob:
 
     Attributes:
         backend: ``gloo``, ``nccl`` or ``auto`` (nccl when the node has GPUs; then each rank
-            gets its GPU through ``CUDA_VISIBLE_DEVICES``).
+            uses the GPU of its slot among the visible ones).
         init_timeout: seconds for the rendezvous and ``init_process_group`` (each).
         timeout: seconds for every later step.
         size: bytes of the bandwidth all_reduce.
         iters: timed iterations of the bandwidth test.
         alloc_bytes: bytes each rank allocates on CPU.
+        health: run the steps of each device alone (matmul, memory copy, host copy).
     """
 
     backend: str = "auto"
@@ -80,6 +82,7 @@ class CheckJob:
     size: int = 64 << 20
     iters: int = 5
     alloc_bytes: int = 64 << 20
+    health: bool = True
 
     def to_json(self) -> str:
         """These parameters as the one argument of :mod:`hangdbg.check.rank` (a JSON object)."""
@@ -88,7 +91,8 @@ class CheckJob:
     def argv(self) -> list[str]:
         """These parameters as the options of ``check-node`` (and of ``hangdbg check``)."""
         return ["--backend", self.backend, "--init-timeout", str(self.init_timeout), "--timeout", str(self.timeout),
-                "--size", str(self.size), "--iters", str(self.iters), "--alloc-bytes", str(self.alloc_bytes)]
+                "--size", str(self.size), "--iters", str(self.iters), "--alloc-bytes", str(self.alloc_bytes)] \
+            + ([] if self.health else ["--no-health"])
 
 
 @dataclass(frozen=True)
@@ -213,6 +217,7 @@ def node_facts(opts: NodeCheckOptions) -> dict:
         "GLOO_SOCKET_IFNAME": os.environ.get("GLOO_SOCKET_IFNAME"), "NCCL_SOCKET_IFNAME": os.environ.get("NCCL_SOCKET_IFNAME"),
         "cpus": os.cpu_count(), "CUDA_VISIBLE_DEVICES": cvd, "visible_gpus": len(visible), "backend": backend,
         "setup_error": fit.message(opts.node) if fit else None, "setup_remedy": fit.remedy() if fit else None,
+        "nvml": read_gpus() if gpus else None,
     }
 
 
@@ -235,7 +240,8 @@ def _rank_env(opts: NodeCheckOptions, rank: int, local: int, slot: int, ifname: 
     env.update(RANK=str(rank), LOCAL_RANK=str(local), WORLD_SIZE=str(opts.world_size),
                LOCAL_WORLD_SIZE=str(len(opts.my_ranks())), GROUP_RANK=str([h for h, _ in opts.layout].index(opts.node)),
                MASTER_ADDR=opts.master_addr, MASTER_PORT=str(opts.master_port), HANGDBG_CHECK_SLOT=str(slot),
-               HANGDBG_CHECK_NODE=opts.node, PYTHONUNBUFFERED="1")
+               HANGDBG_CHECK_NODE=opts.node, PYTHONUNBUFFERED="1",
+               HANGDBG_CHECK_NODE_SIZES=",".join(str(len(slots)) for _, slots in opts.layout))
     env.setdefault("OMP_NUM_THREADS", "1")
     if ifname:
         env["GLOO_SOCKET_IFNAME"] = env["NCCL_SOCKET_IFNAME"] = ifname

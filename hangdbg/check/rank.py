@@ -20,7 +20,10 @@ tensors with the result checked on every rank, ``send_recv`` around the ring (ea
 to rank+1 and receives from rank-1), and ``bandwidth``: an all_reduce of ``--size`` bytes timed
 over ``--iters`` iterations (algbw = size / time; busbw = algbw x 2(n-1)/n, the nccl-tests
 convention) and the same ring exchange of ``--size`` bytes, timed per rank (the bandwidth of
-the link from rank-1 to this rank).
+the link from rank-1 to this rank); ``node_bandwidth``: the same all_reduce within each node (two
+nodes or more); then the steps of this rank's device alone (:class:`HealthSteps`: ``matmul``
+TFLOP/s, device-memory ``copy`` GB/s, ``host_copy`` host<->device GB/s; ``"health": false`` in
+the job leaves them out).
 
 Hard timeouts: the process group's own timeout is ``--init-timeout`` for the rendezvous and
 ``--timeout`` for the steps after it; a watchdog thread ends the process (exit status 4) when a
@@ -49,8 +52,25 @@ from datetime import timedelta  # noqa: E402
 from typing import Any  # noqa: E402
 
 PREFIX = "HANGDBG-CHECK "
-STEPS = ("facts", "alloc", "interface", "rendezvous", "init", "barrier", "all_reduce", "all_gather", "broadcast", "send_recv", "bandwidth")
+STEPS = ("facts", "alloc", "interface", "rendezvous", "init", "barrier", "all_reduce", "all_gather", "broadcast", "send_recv",
+         "bandwidth", "node_bandwidth", "matmul", "copy", "host_copy")
 _lock = threading.Lock()
+
+
+def _load_health_steps() -> type:
+    """:class:`HealthSteps` of ``rank_health.py`` beside this file, loaded by path (this folder is
+    off ``sys.path``, see above; the script imports nothing of hangdbg)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("hangdbg_check_rank_health", os.path.join(os.path.dirname(
+        os.path.abspath(__file__)), "rank_health.py"))
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.HealthSteps
+
+
+HealthSteps: Any = _load_health_steps()
 
 
 def emit(step: str, ok: bool, seconds: float, **fields) -> None:
@@ -184,12 +204,13 @@ class Job:
     argument of this script). Seconds: ``init_timeout``, ``timeout``; bytes: ``size``,
     ``alloc_bytes``."""
 
-    FIELDS = {"backend": str, "init_timeout": float, "timeout": float, "size": int, "iters": int, "alloc_bytes": int}
+    FIELDS = {"backend": str, "init_timeout": float, "timeout": float, "size": int, "iters": int, "alloc_bytes": int,
+              "health": bool}
 
     def __init__(self, backend: str = "auto", init_timeout: float = 120.0, timeout: float = 30.0, size: int = 64 << 20,
-                 iters: int = 5, alloc_bytes: int = 64 << 20) -> None:
+                 iters: int = 5, alloc_bytes: int = 64 << 20, health: bool = True) -> None:
         self.backend, self.init_timeout, self.timeout = backend, init_timeout, timeout
-        self.size, self.iters, self.alloc_bytes = size, iters, alloc_bytes
+        self.size, self.iters, self.alloc_bytes, self.health = size, iters, alloc_bytes, health
 
     @classmethod
     def from_json(cls, text: str) -> "Job":
@@ -253,11 +274,12 @@ def _start(job: Job, dog: Watchdog):
         os._exit(1)
 
 
-class RankCheck:
+class RankCheck(HealthSteps):
     """The steps after ``facts``, each printed as it ends (:func:`emit`): ``alloc``, ``interface``,
     ``rendezvous``, ``init``, the collectives with their results checked, ``bandwidth``."""
 
-    COLLECTIVES = ("barrier", "all_reduce", "all_gather", "broadcast", "send_recv", "bandwidth")
+    COLLECTIVES = ("barrier", "all_reduce", "all_gather", "broadcast", "send_recv", "bandwidth", "node_bandwidth")
+    HEALTH = ("matmul", "copy", "host_copy")
 
     def __init__(self, job: Job, dog: Watchdog, torch, dist, device) -> None:
         self.job, self.dog, self.torch, self.dist, self.device = job, dog, torch, dist, device
@@ -275,7 +297,7 @@ class RankCheck:
             announce(self.dist, self.dog, self.rank, self.world, self.addr, self.port, job.init_timeout, self.failures[-1])
             return False
         ok = self.step("rendezvous", self.rendezvous, job.init_timeout) and self.step("init", self.init, job.init_timeout)
-        for name in self.COLLECTIVES:
+        for name in self.COLLECTIVES + (self.HEALTH if job.health else ()):
             ok = ok and self.step(name, getattr(self, name))
         self.dog.begin("end", job.timeout + 5)
         if ok:
@@ -303,10 +325,6 @@ class RankCheck:
             self.failures.append(f"failed {name}: {bad}")
         emit(name, bad is None, time.monotonic() - start, **({"error": bad, "wrong_result": True} if bad else {}), **fields)
         return bad is None
-
-    def sync(self) -> None:
-        if self.use_cuda:
-            self.torch.cuda.synchronize()
 
     def alloc(self) -> dict:
         torch = self.torch
@@ -441,6 +459,43 @@ class RankCheck:
         _, buf, left = self.ring(1024)
         wrong = int((buf != float(left)).sum())
         return {"wrong": f"{wrong} of 1024 values from rank {left} are wrong"} if wrong else {"from_rank": left}
+
+    def node_bandwidth(self) -> dict:
+        """The bandwidth all_reduce within each node (its ranks only: NVLink/PCIe, no network),
+        for nodes of two or more ranks; the same figures as :meth:`bandwidth` (nccl-tests'
+        algbw and busbw). Every rank creates every node's group (``new_group`` is collective)."""
+        sizes = [int(x) for x in os.environ.get("HANGDBG_CHECK_NODE_SIZES", "").split(",") if x.isdigit()]
+        if len(sizes) < 2 or sum(sizes) != self.world:
+            return {"skipped": "one node: the bandwidth step measured it" if len(sizes) == 1 else "node sizes unknown"}
+        mine, base = None, 0
+        for size in sizes:
+            group = self.dist.new_group(list(range(base, base + size)), timeout=timedelta(seconds=self.job.timeout))
+            if base <= self.rank < base + size:
+                mine = (group, size)
+            base += size
+        if mine is None or mine[1] < 2:
+            return {"skipped": "one rank on this node"}
+        group, size = mine
+        return self._all_reduce_bw(group, size, "node")
+
+    def _all_reduce_bw(self, group, size: int, scope: str) -> dict:
+        dist, job = self.dist, self.job
+        n = max(1, job.size // 4)
+        nbytes = n * 4
+        t = self.torch.ones(n, device=self.device)
+        dist.all_reduce(t, group=group)  # warm-up
+        self.sync()
+        times = []
+        for _ in range(job.iters):
+            dist.barrier(group=group)
+            start = time.monotonic()
+            dist.all_reduce(t, group=group)
+            self.sync()
+            times.append(time.monotonic() - start)
+        avg = sum(times) / len(times)
+        algbw = nbytes / avg / 1e9
+        return {"bytes": nbytes, "iters": job.iters, "time_s": avg, "algbw_gbps": algbw,
+                "busbw_gbps": algbw * 2 * (size - 1) / size, "ranks": size, "scope": scope}
 
     def bandwidth(self) -> dict:
         dist, group, world, job = self.dist, self.group[0], self.world, self.job

@@ -87,9 +87,9 @@ class CheckRun:
 
 
 def node_budget(plan: CheckSetup) -> float:
-    """Seconds a node may take for a trial: start (imports) + rendezvous + init, seven steps,
-    and slack for the transport."""
-    return 3 * plan.job.init_timeout + 8 * plan.job.timeout + 60
+    """Seconds a node may take for a trial: start (imports) + rendezvous + init, the eleven steps
+    after them, and slack for the transport."""
+    return 3 * plan.job.init_timeout + 12 * plan.job.timeout + 60
 
 
 def _free_port() -> int:

@@ -18,6 +18,7 @@ from ..model import Evidence, Finding, Kind, Severity, SourceKind
 from ..rankset import ranks_text
 from .bisection import Isolation
 from .blame import Bandwidth, Blame, RankResult, Trial, bandwidth, blame, slots_text, slow_nodes, slow_ranks
+from .health import gpu_faults, medians, slow_gpus, slow_links, slow_node_busbw
 from .mismatch import Mismatch, mismatch
 
 __all__ = ["CheckVerdict", "check_verdict"]
@@ -122,10 +123,23 @@ def check_verdict(trials: list[Trial], retry: Trial | None, nodes: Isolation[str
     bw = bandwidth(best) if best is not None and (first.passed or len(best.ranks) > 1) else None
     if best is not None:
         findings += _slow_findings(best.ranks, slow_factor)
+    measured = first if any(r.matmul_tflops is not None for r in first.ranks) else best
+    if measured is not None:
+        findings += _health_findings(measured.ranks, slow_factor)
+    for host, gpu, faults, label in gpu_faults(first.nodes):
+        if gpu is not None and gpu not in bad_gpus:
+            bad_gpus.append(gpu)
+        findings.append(_finding(Kind.ECC, f"{label} of {host}: {'; '.join(faults)}" +
+                                 ("" if gpu else " (a GPU the check did not use)"), hosts=(host,),
+                                 gpus=(gpu,) if gpu else (), evidence=_evidence([f"NVML: {x}" for x in faults]),
+                                 action=f"{faults[0].split(': ', 1)[-1]}; until then leave the GPU out, or the node "
+                                        f"(sbatch --exclude={host})"))
     exclude = hostlist.collect_hostlist(bad_nodes) if bad_nodes else None
     findings.sort(key=lambda f: (f.severity is not Severity.SUSPECT, f.severity is Severity.WAITING))
-    return CheckVerdict(_headline(first, findings, bad_nodes, bad_gpus, exclude, bw), tuple(findings),
-                        tuple(bad_nodes), tuple(bad_gpus), exclude, bw)
+    headline = _headline(first, findings, bad_nodes, bad_gpus, exclude, bw)
+    if first.passed and measured is not None and not bad_gpus:
+        headline += _health_text(measured.ranks)
+    return CheckVerdict(headline, tuple(findings), tuple(bad_nodes), tuple(bad_gpus), exclude, bw)
 
 
 def _alone_findings(alone: list[str], first: Trial, gpus: dict[str, Isolation[int]], b0: Blame, blames: list[Blame],
@@ -248,13 +262,43 @@ def _slow_findings(ranks: tuple[RankResult, ...], factor: float) -> list[Finding
     return out
 
 
+def _health_findings(ranks: tuple[RankResult, ...], factor: float) -> list[Finding]:
+    """Slow GPUs, nodes (busbw within the node) and links between nodes (:mod:`~.health`)."""
+    out = []
+    for slow in slow_gpus(ranks, factor):
+        out.append(_finding(Kind.CHECK_SLOW, f"GPU {slow.what} is slow: {slow.words} {slow.value:.3g} {slow.unit}, the "
+                            f"GPUs' median is {slow.median:.3g} {slow.unit}", severity=Severity.WARNING,
+                            hosts=(slow.what.split(":")[0],), gpus=(slow.what,),
+                            ranks=(slow.rank,) if slow.rank is not None else (),
+                            action=f"look at its clocks, temperature and throttle reasons (nvidia-smi -q -d "
+                                   f"PERFORMANCE,TEMPERATURE) and run `dcgmi diag -r 2` on it; leave it out if it stays slow"))
+    for slow in slow_node_busbw(ranks, factor) + slow_links(ranks, factor):
+        host = slow.what.split(" -> ")
+        out.append(_finding(Kind.CHECK_SLOW, f"{slow.what} is slow: {slow.words} {slow.value:.3g} {slow.unit}, the "
+                            f"median is {slow.median:.3g} {slow.unit}", severity=Severity.WARNING, hosts=tuple(host),
+                            action="check the links (`nvidia-smi topo -m`, `nvidia-smi nvlink -s`, ibstat) and run "
+                                   "nccl-tests between these nodes"))
+    return out
+
+
+def _health_text(ranks: tuple[RankResult, ...]) -> str:
+    """The GPU figures for a healthy headline: one GPU's own, or the medians of several."""
+    figures = medians(ranks)
+    if not figures:
+        return ""
+    gpu = [r for r in ranks if r.on_gpu]
+    who = f"GPU {gpu[0].host}:{gpu[0].slot}" + (f" ({gpu[0].gpu})" if gpu[0].gpu else "") \
+        if len(gpu) == 1 else f"{len(gpu)} GPUs, medians"
+    return f"; {who}: " + ", ".join(f"{f.words} {f.median:.3g} {f.unit}" for f in figures)
+
+
 def _headline(first: Trial, findings: list[Finding], bad_nodes: list[str], bad_gpus: list[str], exclude: str | None,
               bw: Bandwidth | None) -> str:
     n_nodes, n_ranks = len(first.hosts), len(first.ranks)
     if first.passed:
         figures = f"; all_reduce of {bw.bytes} bytes: algbw {bw.algbw_gbps:.3g} GB/s, busbw {bw.busbw_gbps:.3g} GB/s" if bw else ""
         slow = [f for f in findings if f.kind is Kind.CHECK_SLOW]
-        return (f"healthy: {n_ranks} ranks on {n_nodes} node(s) passed every check{figures}"
+        return (f"healthy: {n_ranks} rank{'s' if n_ranks != 1 else ''} on {n_nodes} node(s) passed every check{figures}"
                 + (f" ({len(slow)} slow finding(s))" if slow else ""))
     parts = []
     if bad_nodes:

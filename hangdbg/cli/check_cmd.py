@@ -31,7 +31,7 @@ def check_plan(args: argparse.Namespace) -> CheckPlan:
     Raises:
         UsageError: options that do not go together.
     """
-    job = CheckJob(args.backend, args.init_timeout, args.timeout, args.size, args.iters, args.alloc_bytes)
+    job = CheckJob(args.backend, args.init_timeout, args.timeout, args.size, args.iters, args.alloc_bytes, args.health)
     return CheckPlan(target_spec(args), job, args.nproc_per_node, args.slow, args.ifname, args.master_port, args.bisect,
                      args.force, args.out, bool(getattr(args, "verbose", False)))
 
@@ -41,7 +41,9 @@ class CheckCommand(Command):
         "Run a short torch.distributed diagnostics job on the nodes a training job would use (this node "
         "with --nproc-per-node, a SLURM job's nodes with --jobid, or --hosts/--hostfile over ssh/pdsh): every "
         "rank allocates memory, joins the rendezvous, and runs barrier, all_reduce, all_gather, broadcast and "
-        "send/recv with the results checked, then a bandwidth test (algbw, busbw). Every step has a hard timeout. "
+        "send/recv with the results checked, then a bandwidth test (algbw, busbw; per node too), and each GPU's own figures "
+        "(bf16 matmul TFLOP/s, memory copy and host<->GPU copy GB/s, compared across the GPUs; ECC and row remapping "
+        "through NVML). Every step has a hard timeout. "
         "When the run fails it is retried on another network interface (start-up failures) and bisected over "
         "the nodes and GPUs to the ones that fail; the verdict prints the sbatch --exclude= value. Exit status: "
         "0 healthy, 3 a bad node or GPU found, 1 the check could not run, 2 usage."
@@ -63,7 +65,11 @@ class CheckCommand(Command):
         g.add_argument("--alloc-bytes", type=parse_size, default=64 << 20, metavar="BYTES",
                        help="bytes each rank allocates on CPU (on a GPU: 90%% of its free memory; default 64M)")
         g.add_argument("--slow", type=positive_float, default=0.5, metavar="FRACTION",
-                       help="flag ranks and nodes below this fraction of the median bandwidth (default 0.5)")
+                       help="flag ranks, GPUs and nodes below this fraction of the median figure: bandwidth, matmul "
+                            "TFLOP/s, memory and host copies (default 0.5)")
+        g.add_argument("--no-health", dest="health", action="store_false",
+                       help="leave out the steps of each GPU alone (bf16 matmul, memory copy, host<->GPU copy); the "
+                            "ECC and row-remapping counters (NVML) are read anyway")
         g.add_argument("--ifname", metavar="IFACE", help="set GLOO_SOCKET_IFNAME and NCCL_SOCKET_IFNAME to IFACE on every node "
                                                          "from the start (default: the nodes' own setting)")
         g.add_argument("--master-port", type=positive_int, metavar="PORT",

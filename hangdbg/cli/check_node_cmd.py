@@ -36,6 +36,7 @@ class CheckNodeCommand(Command):
         p.add_argument("--size", type=int, default=64 << 20)
         p.add_argument("--iters", type=int, default=5)
         p.add_argument("--alloc-bytes", type=int, default=64 << 20)
+        p.add_argument("--no-health", dest="health", action="store_false")
         p.add_argument("--ifname", help="GLOO_SOCKET_IFNAME/NCCL_SOCKET_IFNAME for the ranks (auto: the route to the rendezvous)")
 
     def run(self, args: argparse.Namespace) -> int:
@@ -44,7 +45,7 @@ class CheckNodeCommand(Command):
         except ValueError as exc:
             raise UsageError(str(exc)) from None
         host = agent_host(args.node_name)
-        job = CheckJob(args.backend, args.init_timeout, args.timeout, args.size, args.iters, args.alloc_bytes)
+        job = CheckJob(args.backend, args.init_timeout, args.timeout, args.size, args.iters, args.alloc_bytes, args.health)
         opts = NodeCheckOptions(host, layout, args.master_addr, args.master_port, job, args.ifname)
         ids = itertools.count(1)
         lock = threading.Lock()

@@ -11,6 +11,7 @@ from rich.table import Table
 from rich.text import Text
 
 from ..check.blame import STEPS, slots_text
+from ..check.gpus import uuid_of, visible_gpus
 from ..rankset import rank_set
 from .document import CheckDocument
 from .source_view import findings_table, headline_panel
@@ -78,6 +79,33 @@ def _nodes(doc: CheckDocument) -> Table:
     return t
 
 
+def _gpus(doc: CheckDocument) -> Table | None:
+    """Each GPU's own figures (the health steps) and its NVML memory counters; None on CPU."""
+    gpu = [r for r in doc.ranks if r.on_gpu]
+    if not gpu:
+        return None
+    counters = {(n.host, c.uuid): c for n in doc.nodes for c in n.nvml if c.uuid}
+    uuids = {n.host: [uuid_of(g) for g in visible_gpus(n.gpus, n.cuda_visible_devices)] for n in doc.nodes}
+    t = Table(title="GPUs (each alone)", title_justify="left", expand=True)
+    for col in ("rank", "GPU", "name", "bf16 matmul TFLOP/s", "memory copy GB/s", "host->GPU GB/s", "GPU->host GB/s", "ECC / rows"):
+        t.add_column(col, no_wrap=col in ("rank", "GPU"), overflow="fold")
+    for r in gpu:
+        ids = uuids.get(r.host, [])
+        uuid = ids[r.slot] if r.slot < len(ids) else None
+        c = counters.get((r.host, uuid)) if uuid else None
+        mem: Text
+        if c is None:
+            mem = Text("-")
+        elif c.faults:
+            mem = Text("; ".join(c.faults), style="bold red")
+        else:
+            mem = Text(f"uncorrected {c.ecc_uncorrected_volatile if c.ecc_uncorrected_volatile is not None else '-'}, "
+                       f"remap pending {'yes' if c.remap_pending else 'no'}", style="green")
+        t.add_row(str(r.rank), f"{r.host}:{r.slot}", r.gpu or "", *(f"{v:.3g}" if v is not None else "-" for v in (
+            r.matmul_tflops, r.copy_gbps, r.h2d_gbps, r.d2h_gbps)), mem)
+    return t
+
+
 def _trials(doc: CheckDocument) -> Table:
     t = Table(title="Runs (1: every node; then the interface retry and the bisection)", title_justify="left", expand=True)
     for col in ("#", "purpose", "nodes:slots", "interface", "result", "s"):
@@ -105,6 +133,9 @@ def render_check(doc: CheckDocument, evidence: bool = True) -> RenderableType:
     """The whole report of a check."""
     parts: list[RenderableType] = [headline_panel(doc.headline, "hangdbg check", doc.found), _steps(doc), _nodes(doc),
                                    _figures(doc)]
+    gpus = _gpus(doc)
+    if gpus is not None:
+        parts.append(gpus)
     if len(doc.trials) > 1:
         parts.append(_trials(doc))
     if doc.findings:
