@@ -259,8 +259,8 @@ synchronize returns when the work queued before it is done (CUDA Runtime API, ``
 GPU_ACTION = ("see what its GPU runs: nvidia-smi on its node (the GPU busy, its processes; `hangdbg gpu` reads it and "
               "the kernel log for Xid errors), `py-spy dump --native --pid PID` (the CUDA call it waits in), "
               "`cuda-gdb -p PID` then `info cuda kernels` (the kernel in flight), and the flight recorder "
-              "(TORCH_NCCL_TRACE_BUFFER_SIZE, `hangdbg fr`): a collective of this rank `scheduled` and never "
-              "`started` is queued behind that kernel; if the kernel in flight is an NCCL collective, its GPU waits "
+              "(TORCH_FR_BUFFER_SIZE with TORCH_NCCL_ENABLE_TIMING=1, `hangdbg fr`): a collective of this rank "
+              "`scheduled` and never `started` is queued behind that kernel; if the kernel in flight is an NCCL collective, its GPU waits "
               "for a peer that did not join it")
 """What to collect for a rank that waits on its GPU."""
 
