@@ -2,42 +2,43 @@
 
 A :class:`RankWait` says what one rank's main thread is doing in field terms (a collective on a
 process group, a point-to-point op with a peer, a store wait on keys, a lock, a system call,
-computation, nothing readable) and on which evidence; :class:`WaitEdge` says that one rank waits
+computation, its GPU, nothing readable) and on which evidence; :class:`WaitEdge` says that one rank waits
 for another and why. ``hangdbg.stacks.waitfor`` builds both from the stacks (and, when present,
 locals, native frames, op records of ``hangdbg.hooks.record_collectives`` and the job's store).
 """
 
 from __future__ import annotations
 
-import enum
 from dataclasses import dataclass
 
+from .enums import DocumentedEnum
 from .frames import Frame
 
 __all__ = ["WaitKind", "RankWait", "WaitEdge", "WAITING_KINDS", "ROOT_KINDS"]
 
 
-class WaitKind(str, enum.Enum):
-    """What a rank's main thread is doing (the value is the JSON string)."""
+class WaitKind(DocumentedEnum):
+    """What a rank's main thread is doing (the value is the JSON string, ``doc`` what it means)."""
 
-    COLLECTIVE = "collective"  # in a collective (all_reduce, barrier, DDP's gradient all_reduce...)
-    P2P = "p2p"  # send/recv/isend/irecv/batch_isend_irecv, or wait() on one
-    STORE = "store"  # store.get / store.wait on a c10d store (TCPStore, FileStore)
-    INIT = "init"  # init_process_group, rendezvous, new_group
-    LOCK = "lock"  # acquiring a mutex
-    BLOCKED = "blocked"  # idle in a system call outside torch.distributed: file or socket I/O, a sleep
-    COMPUTE = "compute"  # on CPU outside torch.distributed (py-spy "active")
-    UNKNOWN = "unknown"  # no stack could be read
-    GONE = "gone"  # the process exited (or never started)
-
-    def __str__(self) -> str:
-        return str(self.value)
+    COLLECTIVE = ("collective", "in a collective (all_reduce, barrier, DDP's gradient all_reduce...)")
+    P2P = ("p2p", "in send/recv/isend/irecv/batch_isend_irecv, or wait() on one")
+    STORE = ("store", "in store.get / store.wait on a c10d store (TCPStore, FileStore)")
+    INIT = ("init", "in init_process_group, a rendezvous or new_group")
+    LOCK = ("lock", "acquiring a mutex")
+    BLOCKED = ("blocked", "idle in a system call outside torch.distributed: file or socket I/O, a sleep")
+    COMPUTE = ("compute", "on CPU outside torch.distributed (py-spy \"active\")")
+    GPU = ("gpu", "waiting on its GPU: in a CUDA synchronize or a copy to the host (torch.cuda.synchronize, "
+                  "Stream/Event.synchronize, .item(), .cpu(); cudaDeviceSynchronize, cuCtxSynchronize...) while the "
+                  "GPU has not finished earlier work (a kernel still running, or queued behind one)")
+    UNKNOWN = ("unknown", "no stack could be read")
+    GONE = ("gone", "the process exited (or never started)")
 
 
 WAITING_KINDS = frozenset({WaitKind.COLLECTIVE, WaitKind.P2P, WaitKind.STORE, WaitKind.INIT})
 """Kinds in which a rank waits for other ranks of the job."""
 
-ROOT_KINDS = frozenset({WaitKind.LOCK, WaitKind.BLOCKED, WaitKind.COMPUTE, WaitKind.UNKNOWN, WaitKind.GONE})
+ROOT_KINDS = frozenset({WaitKind.LOCK, WaitKind.BLOCKED, WaitKind.COMPUTE, WaitKind.GPU, WaitKind.UNKNOWN,
+                        WaitKind.GONE})
 """Kinds in which a rank waits on nothing inside the job: when others wait for it, it is a cause."""
 
 
@@ -50,8 +51,12 @@ class RankWait:
     Attributes:
         kind: see :class:`WaitKind`.
         op: the collective or point-to-point op (``all_reduce``, ``recv``, ``wait``), the store
-            call (``store.wait``), or for other kinds the function the thread is in.
-        site: the user frame that called into torch.distributed (or the top frame).
+            call (``store.wait``), for ``gpu`` the call that waits on the GPU (the CUDA runtime and
+            driver calls of native frames, ``cudaDeviceSynchronize -> cuCtxSynchronize_v2``, under
+            torch's Python API when a frame or the source line shows it: ``torch.cuda.synchronize``,
+            ``.item()``), or for other kinds the function the thread is in.
+        site: the user frame that called into torch.distributed (for ``gpu``: that called the
+            synchronizing API; else the top frame).
         peer: the peer's global rank of a point-to-point op, when known.
         direction: ``"send"`` or ``"recv"`` for point-to-point ops, when known.
         keys: the store keys waited on (``--locals``).
@@ -102,6 +107,8 @@ class RankWait:
             return self.detail or "stack unknown"
         if self.kind is WaitKind.GONE:
             return self.detail or "gone"
+        if self.kind is WaitKind.GPU:
+            return f"{self.detail or 'waiting on its GPU'} in {self.op or 'a CUDA synchronize'}{site}"
         where = f" in {self.site}" if self.site is not None else ""
         return f"{self.detail or str(self.kind)}{where}"
 

@@ -5,12 +5,14 @@ formats: the driver's ``nv.c`` "has fallen off the bus" report over several line
 
 from __future__ import annotations
 
+import pytest
 from conftest import FIXTURES, main_json
 
 from hangdbg.evidence.gpu import grammar as xid
 from hangdbg.evidence.gpu.reader import READER
 
 FX = FIXTURES / "gpu_text"
+H200 = FIXTURES / "gpu_h200"
 
 
 def _one(rep, kind):
@@ -80,6 +82,37 @@ def test_host_from_path_drops_words_only_at_the_ends():
     assert xid.host_from_path("open-gpu-kernel-modules-1150-xid45.txt") == "open-gpu-kernel-modules-1150-xid45"
     assert xid.host_from_path("kernel-gpu-n3.log") == "gpu-n3"
     assert xid.host_from_path("gpu-n3-dmesg.txt") == "gpu-n3"
+
+
+@pytest.mark.parametrize("name, host", [
+    ("nvsmi-q.txt", ""), ("nvidia-smi-q.txt", ""), ("nvidia-smi-q.h200.txt", ""), ("smi.txt", ""), ("dmesg.txt", ""),
+    ("q.txt", ""), ("nvidia-smi-topo-m.txt", ""), ("2026-11-27.dmesg.txt", ""), ("vm.dmesg.txt", ""),
+    ("gpu-h200/nvidia-smi-q.txt", ""),  # a folder named after the GPU model, not a node
+    ("/tmp/pytest-of-root/pytest-3/test_run_0/nvsmi-q.txt", ""),  # nor a test's folder
+    ("node3.dmesg.txt", "node3"), ("gpu-node-017.nvsmi.txt", "gpu-node-017"), ("dgx01-nvidia-smi-q.txt", "dgx01"),
+    ("h100-01.nvsmi-q.txt", "h100-01"), ("hpc_7.smi.txt", "hpc_7"), ("gpu12/nvidia-smi-q.txt", "gpu12"),
+])
+def test_a_file_name_names_a_node_only_when_it_looks_like_a_host(name, host):
+    assert xid.host_from_path(name) == host
+
+
+def test_nvidia_smi_q_of_the_h200_names_no_node_from_its_file_name(tmp_path):
+    """`hangdbg gpu nvsmi-q.txt` once named the node "q"; the real H200 file (tests/fixtures/gpu_h200)
+    under its own name and under the names people give it."""
+    real = H200 / "nvidia-smi-q.h200.txt"
+    for path in (real, tmp_path / "nvsmi-q.txt", tmp_path / "q.txt"):
+        if path != real:
+            path.write_bytes(real.read_bytes())
+        code, doc = main_json("gpu", path)
+        (gpu,) = doc["source"]["facts"]["gpus"]
+        assert gpu["gpu"] == "0000:00:06" and doc["source"]["facts"]["hosts"] == [], path.name
+        assert gpu["ecc"]["volatile_uncorrectable"] == 0 and not gpu["xids"]
+    named = tmp_path / "dgx01-nvidia-smi-q.txt"
+    named.write_bytes(real.read_bytes())
+    code, doc = main_json("gpu", named)
+    assert [g["gpu"] for g in doc["source"]["facts"]["gpus"]] == ["dgx01:0000:00:06"]
+    code, doc = main_json("gpu", "--host", "n5", tmp_path / "nvsmi-q.txt")
+    assert [g["gpu"] for g in doc["source"]["facts"]["gpus"]] == ["n5:0000:00:06"]
 
 
 def test_syslog_host_wins_over_the_file_name(tmp_path):

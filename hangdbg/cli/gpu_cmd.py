@@ -24,7 +24,8 @@ class GpuCommand(ReaderCommand):
         "determine the device handle' for a lost GPU. "
         "Names each Xid's meaning and the action that clears it (restart the app, reset the GPU, drain "
         "the node, RMA), per node and GPU. The node comes from syslog lines or a shell prompt "
-        "(user@node3 ~ $ nvidia-smi), else --host, else the file name (node3.dmesg.txt). Exit status 3 "
+        "(user@node3 ~ $ nvidia-smi), else --host, else the file name when it looks like a host name "
+        "(node3.dmesg.txt, dgx01-nvidia-smi-q.txt; not nvsmi-q.txt or nvidia-smi-q.h200.txt). Exit status 3 "
         "when a fatal GPU error is found, 1 when no file holds a GPU record."
     )
     name = "gpu"

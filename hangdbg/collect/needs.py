@@ -6,6 +6,8 @@ Heuristics, ours, after what an expert does next with a py-spy dump:
   extension) or in a c10d wait of unknown kind gets a ``--native`` pass (with ``--locals``: the
   peer of a point-to-point wait is a local of the calling frame); in a large equivalence class
   a few ranks stand for the class (they share their Python stack, hence most likely the call);
+  so does a rank waiting on its GPU (``torch.cuda.synchronize``, ``.item()``): the native frames
+  name the CUDA call it waits in;
 * a rank in a point-to-point op without its peer, or in a store wait without its keys, gets a
   ``--locals`` pass;
 * when the only ranks the others wait for are on CPU and every rank was sampled once, the ranks
@@ -55,6 +57,8 @@ def needs(a: Analysis) -> Needs:
         ev = w.evidence
         if w.kind in (WaitKind.BLOCKED, WaitKind.COMPUTE) and w.detail.startswith("inside") and "native" not in ev:
             native.add(rank)
+        elif w.kind is WaitKind.GPU and "native" not in ev:
+            native.add(rank)  # the CUDA call it waits in
         elif w.kind in (WaitKind.P2P, WaitKind.COLLECTIVE) and w.op == "wait" and "native" not in ev:
             native.add(rank)
         elif w.kind is WaitKind.P2P and w.peer is None and "locals" not in ev:

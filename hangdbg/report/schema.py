@@ -5,8 +5,9 @@ objects, enums their value, tuples lists; a frozen object met twice in one docum
 shared by thousands of ranks) is converted once. The JSON Schema (draft 2020-12) that ``hangdbg
 schema`` prints is derived from the very same dataclasses by pydantic (imported only for that);
 the tests validate every command's real output against it. The enums (finding kinds, severities,
-evidence kinds, place kinds, thread and node statuses) carry their one-line descriptions from
-:mod:`hangdbg.model` and :mod:`hangdbg.enums` into the schema.
+evidence kinds, place kinds, thread and node statuses, wait kinds) carry their one-line
+descriptions from :mod:`hangdbg.model`, :mod:`hangdbg.enums` and :mod:`hangdbg.waits` into the
+schema.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from .._version import __version__
 from ..model import SCHEMA_VERSION, Kind, Severity, SourceKind
 from ..enums import NodeStatus, PlaceKind, ThreadStatus
 from ..parallel import cores, fork_map
+from ..waits import WaitKind
 from .document import DOCUMENTS
 
 __all__ = ["json_parts", "to_json", "to_jsonable", "json_schema", "schema_text", "PRETTY_LIMIT", "SCHEMA_ID"]
@@ -152,7 +154,7 @@ def json_schema() -> dict[str, Any]:
     union: Any = Union[tuple(DOCUMENTS)]
     schema: dict[str, Any] = TypeAdapter(union).json_schema(mode="serialization", ref_template="#/$defs/{model}")
     defs = schema.setdefault("$defs", {})
-    for enum_cls in (Kind, Severity, SourceKind, PlaceKind, ThreadStatus, NodeStatus):
+    for enum_cls in (Kind, Severity, SourceKind, PlaceKind, ThreadStatus, NodeStatus, WaitKind):
         title = enum_cls.__name__
         if title in defs:
             defs[title] = _describe(enum_cls, title)

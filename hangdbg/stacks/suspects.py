@@ -6,7 +6,9 @@ Rules, in order (a rank named by an earlier rule is not named again):
 1. ``missing``: ranks of the examined nodes that have no process (never started or exited).
    Ranks waiting in init/rendezvous are then a consequence, not suspects.
 2. ``deadlock``: a rank whose chosen thread and another thread both wait to acquire a mutex.
-3. ``outside-collective``: ranks outside any collective while other ranks wait in one.
+3. ``outside-collective``: ranks outside any collective while other ranks wait in one (a rank
+   waiting on its GPU, :attr:`~hangdbg.waits.WaitKind.GPU`, is named with :data:`GPU_CAUSE` and
+   :data:`GPU_ACTION`: the work on its GPU is the cause).
 4. ``different-collective``: ranks in a collective or call site that differs from the majority
    (with no strict majority, every split is named).
 3b. ``outside-collective`` with no waiting rank in the dumps and the job's size unknown (saved
@@ -33,7 +35,7 @@ from typing import Mapping
 from ..model import Finding, Kind, RankDump, Severity, Thread
 from ..frames import Frame
 from ..enums import PlaceKind
-from ..waits import WaitKind
+from ..waits import RankWait, WaitKind
 from .cycles import resolve_cycles
 from .waitfor import WaitGraph
 from .places import read_source
@@ -171,11 +173,11 @@ def find_suspects(
     suspects: list[Finding] = []
     named: set[int] = set()
 
-    def name(ranks, reason: str, kind: Kind) -> None:
+    def name(ranks, reason: str, kind: Kind, action: str = "") -> None:
         ranks = tuple(sorted(r for r in ranks if r not in named))
         if ranks:
             named.update(ranks)
-            suspects.append(Finding(kind, reason, ranks, severity=Severity.SUSPECT))
+            suspects.append(Finding(kind, reason, ranks, severity=Severity.SUSPECT, action=action))
 
     if missing:
         gone = set(missing)
@@ -228,10 +230,8 @@ def find_suspects(
             if w.kind is WaitKind.UNKNOWN:
                 name([r], f"could not be read ({w.detail}); {chain}", Kind.UNREADABLE)
                 continue
-            view = by_view.get(r)
             state = " (still running: its stack changed between samples)" if r in progressing else ""
-            code = _code(view.place.call_site) if view is not None else ""
-            name([r], f"{w.describe()}{code}{state}, in no collective; {chain}", Kind.OUTSIDE_COLLECTIVE)
+            name([r], *_outside(w, by_view.get(r), state, chain))
     elif not suspects:
         _resolve(graph, buckets, name)
         if not suspects and graph.unresolved:
@@ -242,6 +242,27 @@ def find_suspects(
     _behind([v for v in views if waits[v.rank].waiting], name)
     return suspects
 
+
+def _outside(w: RankWait, view: RankView | None, state: str, chain: str) -> tuple[str, Kind, str]:
+    """``(reason, kind, action)`` of a root rank outside any collective that others wait for (rule 3)."""
+    if w.kind is WaitKind.GPU:
+        return (f"{w.describe()}{_code(w.site)}{state}, in no collective: {GPU_CAUSE}; {chain}",
+                Kind.OUTSIDE_COLLECTIVE, GPU_ACTION)
+    code = _code(view.place.call_site) if view is not None else ""
+    return f"{w.describe()}{code}{state}, in no collective; {chain}", Kind.OUTSIDE_COLLECTIVE, ""
+
+
+GPU_CAUSE = "its GPU has not finished earlier work (a kernel still running, or queued behind one)"
+"""Why a rank that waits on its GPU (:attr:`~hangdbg.waits.WaitKind.GPU`) does not reach the collective: a CUDA
+synchronize returns when the work queued before it is done (CUDA Runtime API, ``cudaDeviceSynchronize``)."""
+
+GPU_ACTION = ("see what its GPU runs: nvidia-smi on its node (the GPU busy, its processes; `hangdbg gpu` reads it and "
+              "the kernel log for Xid errors), `py-spy dump --native --pid PID` (the CUDA call it waits in), "
+              "`cuda-gdb -p PID` then `info cuda kernels` (the kernel in flight), and the flight recorder "
+              "(TORCH_FR_BUFFER_SIZE with TORCH_NCCL_ENABLE_TIMING=1, `hangdbg fr`): a collective of this rank "
+              "`scheduled` and never `started` is queued behind that kernel; if the kernel in flight is an NCCL collective, its GPU waits "
+              "for a peer that did not join it")
+"""What to collect for a rank that waits on its GPU."""
 
 _BLOCK_ACTIONS = (
     ("data loader", "look at the data loader's workers (py-spy dump --subprocesses --pid of this rank: a dead or stuck "

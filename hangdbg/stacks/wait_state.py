@@ -13,6 +13,11 @@ Evidence, strongest first (heuristics, ours; frame names of torch 2.x c10d, gloo
   ``read``/``open``/``nanosleep``/``poll`` system calls (I/O, sleep);
 * the source line of the top frame when the file is readable here (``store.wait(``,
   ``open(``, ``time.sleep(``);
+* a CUDA synchronization (:mod:`hangdbg.stacks.gpu_sync`: ``torch.cuda.synchronize``,
+  ``Stream``/``Event.synchronize``, ``.item()``/``.cpu()`` on the top frame's line,
+  ``cudaDeviceSynchronize``/``cuCtxSynchronize`` native frames): the rank waits on its GPU
+  (:attr:`~hangdbg.waits.WaitKind.GPU`), whether py-spy shows it idle or active (the CUDA
+  driver spins);
 * Python frames of the standard library and torch's DataLoader (CPython 3.8-3.13 ``queue.py``,
   ``multiprocessing/queues.py``, ``multiprocessing/connection.py``, ``threading.py``,
   ``concurrent/futures/_base.py``, ``socket.py``/``ssl.py``; torch ``utils/data/dataloader.py``):
@@ -33,6 +38,7 @@ from ..frames import Frame
 from ..enums import PlaceKind
 from .op_record import CurrentOp
 from ..waits import RankWait, WaitKind
+from .gpu_sync import GPU_WAIT, gpu_sync
 from .places import NATIVE_STORE, in_distributed, read_source
 
 __all__ = ["wait_of", "with_record", "P2P_OPS", "opaque", "peer_from_locals", "identified_block", "UNEXPLAINED_BLOCK"]
@@ -188,6 +194,9 @@ def wait_of(thread: Thread, place: Place, lock: bool = False) -> RankWait:
     store = _store_op(thread, natives)
     if store:
         return RankWait(WaitKind.STORE, store, top, keys=_keys_from_locals(thread.python_frames), evidence=evidence)
+    gpu = gpu_sync(thread)
+    if gpu is not None:
+        return RankWait(WaitKind.GPU, gpu.op, gpu.site or top, detail=GPU_WAIT, evidence=evidence)
     if lock:
         return RankWait(WaitKind.LOCK, top.function if top else "", top, detail="waiting for a lock", evidence=evidence)
     kind = WaitKind.BLOCKED if thread.idle else WaitKind.COMPUTE

@@ -390,13 +390,29 @@ def _first_stuck(label: str, present: list[int], by_seq: dict[int, dict[int, FrE
 
 
 def _tracks_start(dump: FrDump, e: FrEntry) -> bool:
-    """True when this dump tells ``scheduled`` from ``started``: a NCCL entry of a group whose
-    ``pg_status`` has a last started collective (``ProcessGroupNCCL`` watchdog, torch >= 2.5); gloo
-    records no start events (FlightRecorder.hpp)."""
+    """True when this dump tells ``scheduled`` from ``started``: a NCCL entry of a group whose work
+    records start events. The flight recorder's ``state`` is ``scheduled`` until the entry's start
+    event has fired on the GPU, then ``started``, then ``completed`` at its end event
+    (``torch/csrc/distributed/c10d/FlightRecorder.hpp``/``FlightRecorderDetail.hpp``, ``Entry`` and
+    ``update_state``; ``TraceUtils.h`` before torch 2.6), but ``ProcessGroupNCCL`` creates a work's
+    start event only with timing on (``ProcessGroupNCCL.cpp`` ``WorkNCCL``: ``ncclStartEvent_ =
+    enableTiming ? ... : nullptr``; ``TORCH_NCCL_ENABLE_TIMING=1`` or desync debug). Without it an
+    entry stays ``scheduled`` until it completes and ``pg_status`` keeps ``last_started_collective``
+    at -1 (torch >= 2.5), so starts count as tracked when the group's ``last_started_collective`` is
+    1 or more or some entry of the dump is ``started``; gloo records no start events."""
     if e.backend == "gloo" or e.pg_id is None:
         return False
     st = dump.pg_status.get(e.pg_id)
-    return st is not None and st[1] is not None
+    if st is None or st[1] is None:
+        return False
+    return st[1] >= 1 or any(x.state == "started" for x in dump.entries)
+
+
+def _earlier_completed(dump: FrDump, e: FrEntry) -> bool:
+    """Every collective of ``e``'s group before it that this dump still holds completed (and one did)."""
+    seq = e.collective_seq_id or 0
+    earlier = [x for x in dump.entries if x.pg_id == e.pg_id and not x.is_p2p and (x.collective_seq_id or 0) < seq]
+    return bool(earlier) and all(effective_state(x, dump) == "completed" for x in earlier)
 
 
 def _last_completed(dump: FrDump, e: FrEntry) -> str:
@@ -417,11 +433,15 @@ def _gpu_blocked(label: str, seq: int, op: str, states: dict[int, str], ents: di
     or completed it, the ``scheduled`` ranks' streams are still busy with earlier work (a kernel
     that does not end, a wait on another stream): they are the cause, the others wait for them.
     Where no rank started it, every GPU is busy before it: a single-rank group is its own cause
-    (no peer is involved); with several ranks that is a different case, said as a warning.
+    (no peer is involved); with several ranks that is a different case, said as a warning. A dump
+    that records no starts (:func:`_tracks_start`) only says that the collective did not complete:
+    in a single-rank group whose earlier collectives completed that still points at the rank's own
+    stream (a kernel before it, or the collective itself, does not end), said without claiming it
+    never started; with several ranks it names nobody here.
     """
     sched = sorted(r for r, s in states.items() if s == "scheduled" and _tracks_start(by_rank[r], ents[r]))
     if not sched:
-        return []
+        return _untracked_alone(label, seq, op, states, ents, by_rank, present)
     moved = sorted(r for r, s in states.items() if s in ("started", "completed"))
     first = sched[0]
     why = f"{_last_completed(by_rank[first], ents[first])}"
@@ -448,6 +468,28 @@ def _gpu_blocked(label: str, seq: int, op: str, states: dict[int, str], ents: di
         "still busy with earlier work on its stream - not a missing or late peer; which rank's work does not end "
         "is undecided", ranks=tuple(sched), severity=Severity.WARNING, evidence=ev,
         action="collect native stacks (py-spy dump --native) and nvidia-smi on every rank to see whose kernel runs")]
+
+
+def _untracked_alone(label: str, seq: int, op: str, states: dict[int, str], ents: dict[int, FrEntry],
+                     by_rank: dict[int, FrDump], present: list[int]) -> list[Finding]:
+    """The one rank of a single-rank group whose collective ``seq`` is ``scheduled`` in a dump that
+    records no starts, its earlier collectives completed: its GPU has not finished the work queued
+    on its stream up to it (see :func:`_gpu_blocked`)."""
+    if len(set(present)) > 1 or len(states) != 1:
+        return []
+    ((r, state),) = states.items()
+    if state != "scheduled" or ents[r].backend == "gloo" or not _earlier_completed(by_rank[r], ents[r]):
+        return []
+    return [Finding(
+        Kind.GPU_BLOCKED,
+        f"pg {label} seq {seq} ({op}): {ranks_text([r])}'s GPU has not finished it (scheduled; this dump records no "
+        f"start events, so whether it started is not known) while every earlier collective completed "
+        f"({_last_completed(by_rank[r], ents[r])}): the work queued on its own CUDA stream up to it does not end (a "
+        "kernel before it, or the collective itself); the group has no other rank, so no peer is involved",
+        ranks=(r,), evidence=(Evidence(by_rank[r].path, None, f"rank {r}: {ents[r].render()}"),),
+        action="find the kernel or stream wait that does not end on this rank: py-spy dump --native, cuda-gdb, or "
+               "nvidia-smi (100% utilisation); TORCH_NCCL_ENABLE_TIMING=1 makes the flight recorder record when a "
+               "collective starts on the GPU (scheduled -> started)")]
 
 
 def _stuck_p2p(g: _Group, label: str, present: list[int], by_rank: dict[int, FrDump]) -> list[Finding]:

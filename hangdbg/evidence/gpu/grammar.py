@@ -75,8 +75,15 @@ _NVSMI_GPU = re.compile(r"^GPU (?P<bus>[0-9a-fA-F]{4,8}:[0-9a-fA-F]{2}:[0-9a-fA-
 _KV = re.compile(r"^(?P<indent> {0,40})(?P<k>[^:\s][^:]{0,79}?) {0,80}: {0,8}(?P<v>.*?)\s*$")
 _SECTION = re.compile(r"^(?P<indent> {0,40})(?P<k>[A-Za-z][^:]{0,79}?)\s*$")
 
-_HOST_WORD = (r"(?:dmesg|syslog|journal(?:ctl)?|kern|kernel|messages|nvidia-smi(?:-q)?|nvsmi|smi|xid|log|txt|out|gz)")
+_HOST_WORD = (r"(?:dmesg|syslog|journal(?:ctl)?|kern|kernel|messages|nvidia-smi(?:-q)?|nvidia-bug-report|nvsmi|smi|nvml"
+              r"|topo|ecc|q|xid|log|txt|out|gz)")
+"""Words of the tools and options whose output is read (``dmesg``, ``nvidia-smi -q``, ``nvsmi-q``) and of file
+types: never a node's name."""
 _HOST_WORDS = re.compile(rf"^{_HOST_WORD}(?:[-_.]|$)|(?:^|[-_.]){_HOST_WORD}$", re.IGNORECASE)  # only at either end
+_GPU_MODEL = re.compile(r"(?:gb|mi|rtx|[abhklptv])\d{1,4}[a-z]{0,2}", re.IGNORECASE)
+"""A GPU's product name in a file or folder name (NVIDIA A100, H100, H200, B200, GB200, V100, P100, K80, L4, L40S, T4,
+A10G; AMD MI300X): what the GPU is, not which node holds it."""
+_HOST_NAME = re.compile(r"[A-Za-z][A-Za-z0-9]*(?:[-_.][A-Za-z0-9]+)*")
 _TEMP_DIR = re.compile(r"tmp[a-z0-9_]{8}")
 """A directory Python's tempfile made (``tmp`` and 8 random characters): no node's name."""
 _GENERIC_DIRS = {"", ".", "logs", "log", "tmp", "dmesg", "syslog", "var", "out", "collected", "data"}
@@ -90,20 +97,38 @@ def norm_bus(bus: str) -> str:
     return f"{parts[0][-4:].rjust(4, '0')}:{parts[1]}:{parts[2]}"
 
 
+def looks_like_host(name: str, folder: bool = False) -> bool:
+    """True when ``name`` (what is left of a file name, or a folder's name) can be a node's name:
+    letters, digits and ``-``/``.`` starting with a letter (RFC 1123 host names; a file name may
+    also use ``_``, a folder's may not: ``test_run_0``, ``run_2026`` are no nodes), with a digit in a
+    part that is not a GPU's product name (``node3``, ``dgx01``, ``gpu-node-017``, ``hpc-1``; not
+    ``q``, ``vm``, ``h200``, ``gpu-h200``, ``2026-11-27``). Ours: a cluster names its nodes by
+    number; a name without one is more often a tool's, an option's or a GPU's word than a node's,
+    and ``--host`` or a prompt in the text names such a node."""
+    if not _HOST_NAME.fullmatch(name) or (folder and "_" in name):
+        return False
+    return any(any(c.isdigit() for c in part) and not _GPU_MODEL.fullmatch(part) for part in re.split(r"[-_.]", name))
+
+
 def host_from_path(path: str) -> str:
-    """A node name from a file name such as ``node3.dmesg.txt``, ``dmesg-node3.log`` or
-    ``node3/dmesg.txt``; ``""`` when the name carries none. Only words at either end of the name
-    (``dmesg``, ``log``, ``txt``) are dropped: ``open-gpu-kernel-modules-1.txt`` keeps its
-    ``kernel``. A weak source: a syslog line's host field or a shell prompt in the text wins."""
+    """A node name from a file name such as ``node3.dmesg.txt``, ``dmesg-node3.log``,
+    ``dgx01-nvidia-smi-q.txt`` or ``node3/dmesg.txt``; ``""`` when the name carries none
+    (``nvsmi-q.txt``, ``nvidia-smi-q.h200.txt``, ``smi.txt``, ``q.txt``). Only words at either end of
+    the name (``dmesg``, ``nvidia-smi-q``, ``log``, ``txt``: ``_HOST_WORD``) are dropped:
+    ``open-gpu-kernel-modules-1.txt`` keeps its ``kernel``; what is left, else the directory, names
+    a node only when it looks like a host name (:func:`looks_like_host`). A weak source: a syslog
+    line's host field or a shell prompt in the text wins."""
     base = os.path.basename(path)
     prev = None
     while prev != base:
         prev, base = base, _HOST_WORDS.sub("", base)
     base = base.strip("-_. ")
     if base:
-        return base
+        return base if looks_like_host(base) else ""
     parent = os.path.basename(os.path.normpath(os.path.dirname(path)))  # only a directory named in the path
-    return "" if parent.lower() in _GENERIC_DIRS or parent == ".." or _TEMP_DIR.fullmatch(parent) else parent
+    if parent.lower() in _GENERIC_DIRS or parent == ".." or _TEMP_DIR.fullmatch(parent):
+        return ""
+    return parent if looks_like_host(parent, folder=True) else ""
 
 
 @dataclass(frozen=True, slots=True)
