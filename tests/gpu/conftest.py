@@ -17,6 +17,7 @@ import functools
 import importlib.util
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -162,10 +163,14 @@ class Job:
         pytest.fail(f"{self.label}: no {what} within {timeout:g} s:\n{self.tail()}")
 
     def tail(self, lines: int = 25) -> str:
+        """The first error line of the log (a rank's exception, above torchrun's report) and its last lines."""
         try:
-            return "\n".join(self.log.read_text(errors="replace").splitlines()[-lines:])
+            text = self.log.read_text(errors="replace").splitlines()
         except OSError:
             return ""
+        first = next((line for line in text if re.search(r"\w(?:Error|Exception)\b|\bWARN\b", line)
+                      and "ChildFailedError" not in line), None)
+        return (f"first error line: {first}\n" if first else "") + "\n".join(text[-lines:])
 
     def stop(self) -> list[int]:
         """Kill the job's process group; the pids of the group still alive afterwards (none, normally)."""
