@@ -7,12 +7,16 @@ for it in all_reduce"."""
 
 from __future__ import annotations
 
+import time
+
 import pytest
 
 from .conftest import load_json, suspects
 
 READY_TIMEOUT = 120
 """Seconds for both ranks to reach their hanging call (torch import, CUDA and gloo start-up)."""
+SETTLE = 2.0
+"""Seconds from the markers (written just before the hanging calls) to the dump, as hangdbg's demo waits."""
 
 
 def _check_dump(case, doc: dict, label: str) -> None:
@@ -33,6 +37,7 @@ def test_dump_names_the_rank_spinning_on_its_gpu(case):
     ready.mkdir()
     job = case.torchrun("torchrun", 2, "cuda_spin_hang.py", str(ready))
     case.figure("ready_s", job.wait_for(lambda: len(list(ready.glob("rank-*"))) == 2, READY_TIMEOUT, "both ranks ready"), "s")
+    time.sleep(SETTLE)
 
     ran = case.hangdbg("dump", "dump", "--pid", str(job.proc.pid), "--json", "-o", str(case.dir / "dump"), timeout=90)
     doc = load_json(ran, "hangdbg dump")
