@@ -4,8 +4,8 @@
   node. A previous H200 session's run (hangdbg at 322f8de; shared/gpu-h200/check_2ranks_1gpu) blamed the node
   and told to drain it, which is wrong.
 * ``--nproc-per-node 1``: healthy (exit 0); one rank has no bus to measure (``bandwidth`` null, no algbw in the
-  headline); the per-rank health figures (``matmul_tflops``, ``copy_gbps``, ``h2d_gbps``, ``d2h_gbps``,
-  ``ecc``: being added in parallel) are checked when present and recorded with the whole check.json.
+  headline); the per-rank health figures (``matmul_tflops``, ``copy_gbps``, ``h2d_gbps``, ``d2h_gbps``) are
+  positive and recorded, and the node's NVML counters (``nodes[0].nvml``) show no fault on a healthy GPU.
 * ``--backend gloo --nproc-per-node 2``: healthy; its bus figures are recorded.
 
 The step timeouts are shorter than the defaults (``--timeout 10 --init-timeout 30``) so that a check that
@@ -22,7 +22,7 @@ from .conftest import load_json
 
 BOUNDS = ("--timeout", "10", "--init-timeout", "30")
 HEALTH = {"matmul_tflops": "TFLOP/s", "copy_gbps": "GB/s", "h2d_gbps": "GB/s", "d2h_gbps": "GB/s"}
-"""The per-rank health figures of check.json (fields being added in parallel) and their units."""
+"""The per-rank health figures of check.json and their units."""
 
 
 def _gpu_count() -> int:
@@ -50,6 +50,8 @@ def test_check_more_ranks_than_gpus_is_a_setup_error(case):
     assert "--exclude" not in text and "exclude=" not in text and "drain" not in text, \
         f"the output tells to leave the node out:\n{ran.output[-3000:]}"
     assert ran.rc == 1, f"exit {ran.rc} (1: the check could not run: a setup error):\n{ran.output[-3000:]}"
+    assert "2 ranks with nccl need 2 gpus" in text and "--nproc-per-node 1" in text, ran.output[-3000:]
+    assert not out.exists(), "refused before any run: nothing written"
 
 
 @pytest.mark.timeout(150)
@@ -66,13 +68,14 @@ def test_check_one_rank_on_the_gpu_is_healthy_with_its_figures(case):
     (rank,) = doc["ranks"]
     assert rank["backend"] == "nccl" and str(rank["device"]).startswith("cuda"), (rank["backend"], rank["device"])
     for key, unit in HEALTH.items():
-        if key in rank:  # (being added in parallel: checked once it is there)
-            value = rank[key]
-            case.figure(key, value, unit)
-            assert isinstance(value, (int, float)) and math.isfinite(value) and value > 0, f"{key} = {value!r}"
-    if "ecc" in rank:
-        case.note("ecc", rank["ecc"])
-    case.note("health_fields_missing", [k for k in [*HEALTH, "ecc"] if k not in rank])
+        value = rank[key]
+        case.figure(key, value, unit)
+        assert isinstance(value, (int, float)) and math.isfinite(value) and value > 0, f"{key} = {value!r}"
+    assert "TFLOP/s" in doc["headline"], doc["headline"]
+    node = doc["nodes"][0]
+    case.note("nvml", node.get("nvml") or node.get("nvml_error"))
+    assert node["nvml"] or node["nvml_error"], "NVML read, or why not"
+    assert all(not c["faults"] for c in node["nvml"]), f"a healthy GPU with NVML faults: {node['nvml']}"
 
 
 @pytest.mark.timeout(150)
