@@ -115,6 +115,13 @@ def test_nvidia_smi_q_of_the_h200_names_no_node_from_its_file_name(tmp_path):
     assert [g["gpu"] for g in doc["source"]["facts"]["gpus"]] == ["n5:0000:00:06"]
 
 
+def test_nvidia_smi_q_of_a_healthy_h200_says_nothing_is_wrong():
+    """The real H200's `nvidia-smi -q` once gave a warning, "unrecognised error line: Access Timeout
+    Recovery : N/A": a report row whose value says nothing happened is no error line."""
+    code, doc = main_json("gpu", H200 / "nvidia-smi-q.h200.txt")
+    assert code == 0 and doc["findings"] == [], [f["summary"] for f in doc["findings"]]
+
+
 def test_syslog_host_wins_over_the_file_name(tmp_path):
     p = tmp_path / "node-from-name.log"
     p.write_text("Jan  5 10:00:00 real-host kernel: NVRM: Xid (PCI:0000:3b:00): 79, pid=1, name=x, GPU has fallen off the bus.\n")

@@ -213,6 +213,9 @@ _BENIGN = re.compile(r"NCCL (?:INFO|TRACE)|UserWarning|FutureWarning|Deprecation
                      # "Remapping Failure Occurred : No"), and a section title of one ("ECC Errors")
                      r"|^\s*[A-Za-z][\w ()/-]{0,60}?(?:error|errors|failure|failures|fault|faults|occurred|exceeded)\s*:\s*"
                      r"(?:0|no|none|n/a|false|disabled)\s*$"
+                     # any row of such a report (padded: "Key<spaces>: value", which no exception or log message
+                     # writes) whose value says nothing happened ("Access Timeout Recovery : N/A")
+                     r"|^\s*[A-Za-z][\w ()/.-]{0,60}?\S\s+:\s*(?:0|no|none|n/a|false|disabled|not supported|not active)\s*$"
                      r"|^\s*(?:[A-Za-z][\w-]{0,30}\s){0,3}errors\s*$"
                      r"|\b(?:0|no) errors?\b|error_file:\s*$|ignore|retrying|will retry"
                      r"|\b(?:exit|return)[ _]?(?:code|status)\s*[:=]?\s*0\b", re.IGNORECASE)  # success
