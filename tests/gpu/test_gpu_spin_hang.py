@@ -7,6 +7,8 @@ for it in all_reduce"."""
 
 from __future__ import annotations
 
+import re
+import shutil
 import time
 
 import pytest
@@ -27,8 +29,9 @@ def _check_dump(case, doc: dict, label: str) -> None:
     assert any(f["ranks"] == [0] and f["waits_for"] == [1] for f in waiting), \
         f"{label}: rank 0 is not said to wait for rank 1: {[(f['ranks'], f['waits_for'], f['summary']) for f in waiting]}"
     reason = sus[0]["summary"]
-    # "synchronize": the function rank 1 is in; "GPU": the wording of a parallel change ("waiting on its GPU")
-    assert "GPU" in reason or "synchronize" in reason, f"{label}: rank 1's reason names neither its GPU nor synchronize: {reason}"
+    assert "waiting on its GPU" in reason and "synchronize" in reason, f"{label}: rank 1's reason: {reason}"
+    if label == "dump_native":  # with native frames the CUDA call is named (py-spy --native: cudaDeviceSynchronize)
+        assert re.search(r"\bcu(?:da)?[A-Z]\w*Synchronize", reason), f"{label}: no CUDA call named: {reason}"
 
 
 @pytest.mark.timeout(330)
@@ -51,6 +54,16 @@ def test_dump_names_the_rank_spinning_on_its_gpu(case):
     case.figure("dump_native_s", ran.seconds, "s")
     assert ran.rc == 3, f"hangdbg dump --native exit {ran.rc}; stderr:\n{ran.stderr[-2000:]}"
     _check_dump(case, doc, "dump_native")
+
+    gdb = shutil.which("cuda-gdb")
+    if gdb:  # the kernel in flight, as STAT's cuda-gdb backend reads it: recorded for `dump --gpu-kernels` (not built yet)
+        pid = (ready / "rank-1").read_text().strip()
+        ran = case.run("cuda_gdb_kernels", [gdb, "-nx", "-batch", "-p", pid, "-ex", "info cuda kernels", "-ex", "detach"],
+                       timeout=60)
+        case.figure("cuda_gdb_s", ran.seconds, "s")
+        case.note("cuda_gdb_rc", ran.rc)
+    else:
+        case.note("cuda_gdb", "not on PATH")
 
     assert job.alive(), "the job ended while it was dumped"
     left = job.stop()
