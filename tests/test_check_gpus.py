@@ -41,6 +41,11 @@ def test_visible_gpus_follow_cudas_rules():
     assert visible_gpus(EIGHT, "GPU-5aaa5bbb") == [EIGHT[5]]  # a unique UUID prefix
     assert visible_gpus(EIGHT, "GPU-") == []  # ambiguous
     assert visible_gpus([SMI_L], "0") == [SMI_L] and visible_gpus([SMI_L], "1") == []
+    # in a SLURM job with cgroup-constrained devices nvidia-smi lists the job's GPUs only, renumbered from 0,
+    # while the variable may keep the node's numbers: as many GPUs as entries, not an invalid list
+    assert visible_gpus(EIGHT[:2], "4,5", in_job=True) == EIGHT[:2]
+    assert visible_gpus(EIGHT[:2], "4,5,6", in_job=True) == []  # more entries than GPUs listed: CUDA's rule
+    assert visible_gpus(EIGHT[:2], "4,5") == []
     assert uuid_of(SMI_L) == "GPU-0fe54f32-310f-ce28-ad19-5483b6c92573"
 
 

@@ -36,7 +36,7 @@ def setup(plan: CheckPlan) -> tuple[CheckSetup, str]:
     if not t.remote:
         listed = gpu_list()
         cvd = os.environ.get("CUDA_VISIBLE_DEVICES")
-        visible = visible_gpus(listed, cvd)
+        visible = visible_gpus(listed, cvd, "SLURM_JOB_ID" in os.environ)
         n = plan.nproc_per_node or len(visible) or 2
         _refuse_unfit(plan, targets.hosts[0], n, listed, visible, cvd)
         slots = {h: n for h in targets.hosts}

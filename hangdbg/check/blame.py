@@ -17,6 +17,7 @@ from typing import Any, Iterable, Mapping
 
 from ..enums import DocumentedEnum, NodeStatus
 from ..rankset import ranks_text
+from .gpus import visible_gpus
 from .nvml import GpuCounters
 
 __all__ = ["STEPS", "BOOTSTRAP", "SetupError", "StepResult", "RankResult", "CheckNode", "Trial", "Blame", "Bandwidth",
@@ -170,6 +171,15 @@ class CheckNode:
     setup_remedy: str | None = None
     nvml: tuple[GpuCounters, ...] = ()
     nvml_error: str | None = None
+
+    def visible(self) -> list[str]:
+        """The ``nvidia-smi -L`` lines of the GPUs its ranks saw, in their device order (slot i is
+        the i-th): as the node counted them (``visible_gpus``) when that differs from CUDA's rules
+        applied here (a SLURM job's renumbered GPUs: :func:`~.gpus.visible_gpus`)."""
+        strict = visible_gpus(self.gpus, self.cuda_visible_devices)
+        if self.visible_gpus is not None and len(strict) != self.visible_gpus:
+            return list(self.gpus[:self.visible_gpus])
+        return strict
 
 
 @dataclass(frozen=True, slots=True)

@@ -26,13 +26,17 @@ def uuid_of(line: str) -> str | None:
     return m.group(1) if m else None
 
 
-def visible_gpus(listed: Sequence[str], cuda_visible_devices: str | None) -> list[str]:
+def visible_gpus(listed: Sequence[str], cuda_visible_devices: str | None, in_job: bool = False) -> list[str]:
     """The GPUs a CUDA program on this node sees, in its device order (``cuda:0`` first).
 
     Args:
         listed: the node's GPUs, one ``nvidia-smi -L`` line each (``nvidia-smi`` ignores
             ``CUDA_VISIBLE_DEVICES``).
         cuda_visible_devices: the variable's value, None when unset (every GPU is visible).
+        in_job: the process runs in a SLURM job step. There ``nvidia-smi`` may list only the job's
+            GPUs (cgroup ``ConstrainDevices``) while the variable keeps other numbers; when the
+            entries are distinct indexes, no more than the GPUs listed, and one is out of range,
+            they are taken as that many visible GPUs rather than as an invalid list.
 
     Returns:
         The lines of ``listed`` that CUDA shows, in the order the variable gives them.
@@ -46,6 +50,10 @@ def visible_gpus(listed: Sequence[str], cuda_visible_devices: str | None) -> lis
     if cuda_visible_devices is None:
         return list(listed)
     uuids = [uuid_of(line) or "" for line in listed]
+    entries = [e.strip() for e in cuda_visible_devices.split(",")]
+    if in_job and all(e.isdigit() for e in entries) and len(set(entries)) == len(entries) <= len(listed) \
+            and any(int(e) >= len(listed) for e in entries):
+        return list(listed[:len(entries)])
     out: list[str] = []
     taken: set[int] = set()
     for item in cuda_visible_devices.split(","):

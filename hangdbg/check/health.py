@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Iterable
 
 from .blame import CheckNode, RankResult
-from .gpus import uuid_of, visible_gpus
+from .gpus import uuid_of
 
 __all__ = ["FIGURES", "GpuFigure", "Slow", "slow_gpus", "slow_node_busbw", "slow_links", "gpu_faults", "medians"]
 
@@ -121,7 +121,7 @@ def gpu_faults(nodes: Iterable[CheckNode]) -> list[tuple[str, str | None, tuple[
     use), the label names it (``GPU 3 (NVIDIA H100, 0000:4E:00.0)``)."""
     out = []
     for n in nodes:
-        visible = [uuid_of(line) for line in visible_gpus(n.gpus, n.cuda_visible_devices)]
+        visible = [uuid_of(line) for line in n.visible()]
         for c in n.nvml:
             if not c.faults:
                 continue

@@ -205,7 +205,7 @@ def node_facts(opts: NodeCheckOptions) -> dict:
     ``setup_error`` (None, or why its ranks do not fit its GPUs: :func:`~.gpus.gpu_fit`)."""
     gpus = gpu_list()
     cvd = os.environ.get("CUDA_VISIBLE_DEVICES")
-    visible = visible_gpus(gpus, cvd)
+    visible = visible_gpus(gpus, cvd, "SLURM_JOB_ID" in os.environ)
     backend = resolve_backend(opts.job.backend, len(visible))
     fit = gpu_fit(backend, [slot for _, _, slot in opts.my_ranks()], len(gpus), len(visible), cvd)
     ifaces = {name: [a.address for a in addrs if a.family == socket.AF_INET]

@@ -11,7 +11,7 @@ from rich.table import Table
 from rich.text import Text
 
 from ..check.blame import STEPS, slots_text
-from ..check.gpus import uuid_of, visible_gpus
+from ..check.gpus import uuid_of
 from ..rankset import rank_set
 from .document import CheckDocument
 from .source_view import findings_table, headline_panel
@@ -85,7 +85,7 @@ def _gpus(doc: CheckDocument) -> Table | None:
     if not gpu:
         return None
     counters = {(n.host, c.uuid): c for n in doc.nodes for c in n.nvml if c.uuid}
-    uuids = {n.host: [uuid_of(g) for g in visible_gpus(n.gpus, n.cuda_visible_devices)] for n in doc.nodes}
+    uuids = {n.host: [uuid_of(g) for g in n.visible()] for n in doc.nodes}
     t = Table(title="GPUs (each alone)", title_justify="left", expand=True)
     for col in ("rank", "GPU", "name", "bf16 matmul TFLOP/s", "memory copy GB/s", "host->GPU GB/s", "GPU->host GB/s", "ECC / rows"):
         t.add_column(col, no_wrap=col in ("rank", "GPU"), overflow="fold")
