@@ -476,9 +476,11 @@ class RankCheck(HealthSteps):
         if mine is None or mine[1] < 2:
             return {"skipped": "one rank on this node"}
         group, size = mine
-        return self._all_reduce_bw(group, size, "node")
+        return {**self._all_reduce_bw(group, size), "ranks": size, "scope": "node"}
 
-    def _all_reduce_bw(self, group, size: int, scope: str) -> dict:
+    def _all_reduce_bw(self, group, size: int) -> dict:
+        """An all_reduce of ``--size`` bytes in ``group`` (``size`` ranks) timed over ``--iters``
+        after a warm-up: the mean time, algbw = bytes / time, busbw = algbw x 2(n-1)/n."""
         dist, job = self.dist, self.job
         n = max(1, job.size // 4)
         nbytes = n * 4
@@ -495,36 +497,21 @@ class RankCheck(HealthSteps):
         avg = sum(times) / len(times)
         algbw = nbytes / avg / 1e9
         return {"bytes": nbytes, "iters": job.iters, "time_s": avg, "algbw_gbps": algbw,
-                "busbw_gbps": algbw * 2 * (size - 1) / size, "ranks": size, "scope": scope}
+                "busbw_gbps": algbw * 2 * (size - 1) / size}
 
     def bandwidth(self) -> dict:
         dist, group, world, job = self.dist, self.group[0], self.world, self.job
         if world == 1:
             return {"skipped": "one rank: no link to measure"}  # an all_reduce of one rank moves no byte
-        n = max(1, job.size // 4)
-        nbytes = n * 4
-        t = self.torch.ones(n, device=self.device)
-        dist.all_reduce(t, group=group)  # warm-up
-        self.sync()
-        times = []
-        for _ in range(job.iters):
+        out = self._all_reduce_bw(group, world)
+        n = out["bytes"] // 4
+        p2p = []
+        for _ in range(max(1, job.iters)):
             dist.barrier(group=group)
-            start = time.monotonic()
-            dist.all_reduce(t, group=group)
-            self.sync()
-            times.append(time.monotonic() - start)
-        avg = sum(times) / len(times)
-        algbw = nbytes / avg / 1e9
-        out = {"bytes": nbytes, "iters": job.iters, "time_s": avg, "algbw_gbps": algbw,
-               "busbw_gbps": algbw * 2 * (world - 1) / world}
-        if world > 1:
-            p2p = []
-            for _ in range(max(1, job.iters)):
-                dist.barrier(group=group)
-                took, _buf, left = self.ring(n)
-                p2p.append(took)
-            mid = statistics.median(p2p)
-            out.update(recv_from=left, recv_time_s=mid, recv_gbps=nbytes / mid / 1e9)
+            took, _buf, left = self.ring(n)
+            p2p.append(took)
+        mid = statistics.median(p2p)
+        out.update(recv_from=left, recv_time_s=mid, recv_gbps=out["bytes"] / mid / 1e9)
         return out
 
 
