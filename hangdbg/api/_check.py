@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 
 from ..check.blame import SetupError, Trial
-from ..check.gpus import gpu_fit, resolve_backend, visible_gpus
+from ..check.gpus import NodeGpus, node_gpus, visible_gpus
 from ..check.node import gpu_list
 from ..check.plan import CheckPlan, CheckResult
 from ..check.run import CheckSetup, ranks_setup_error, run_check, setup_error
@@ -36,9 +36,10 @@ def setup(plan: CheckPlan) -> tuple[CheckSetup, str]:
     if not t.remote:
         listed = gpu_list()
         cvd = os.environ.get("CUDA_VISIBLE_DEVICES")
-        visible = visible_gpus(listed, cvd, "SLURM_JOB_ID" in os.environ)
-        n = plan.nproc_per_node or len(visible) or 2
-        _refuse_unfit(plan, targets.hosts[0], n, listed, visible, cvd)
+        in_job = "SLURM_JOB_ID" in os.environ
+        n = plan.nproc_per_node or len(visible_gpus(listed, cvd, in_job)) or 2
+        mine = node_gpus(plan.job.backend, range(n), listed, cvd, in_job)
+        _refuse_unfit(targets.hosts[0], plan.job.backend, listed, cvd, mine)
         slots = {h: n for h in targets.hosts}
         addresses = {h: "127.0.0.1" for h in targets.hosts}
         what = f"--nproc-per-node {n}"
@@ -84,7 +85,7 @@ def check(plan: CheckPlan, events: Events | None = None) -> CheckResult:
     return result
 
 
-def _refuse_unfit(plan: CheckPlan, host: str, n: int, listed: list[str], visible: list[str], cvd: str | None) -> None:
+def _refuse_unfit(host: str, backend: str, listed: list[str], cvd: str | None, mine: NodeGpus) -> None:
     """This node's ranks must fit the GPUs CUDA shows them (:func:`~hangdbg.check.gpus.gpu_fit`),
     checked before anything runs.
 
@@ -92,13 +93,12 @@ def _refuse_unfit(plan: CheckPlan, host: str, n: int, listed: list[str], visible
         HangdbgError: more ranks than visible GPUs with nccl (``auto`` is nccl where a GPU is
             visible), with the numbers and the remedy; a set-up error, never a bad node.
     """
-    if listed and not visible and plan.job.backend == "auto":
+    if listed and not mine.visible and backend == "auto":
         raise HangdbgError(f"CUDA_VISIBLE_DEVICES={cvd!r} hides all {len(listed)} GPUs of this node: the check would "
                            "run without them", help="unset CUDA_VISIBLE_DEVICES (or list the GPUs to check in it), or "
                                                     "--backend gloo to check the network without GPUs")
-    fit = gpu_fit(resolve_backend(plan.job.backend, len(visible)), range(n), len(listed), len(visible), cvd)
-    if fit is not None:
-        raise HangdbgError(f"the check cannot run here as asked: {fit.message(host)}", help=fit.remedy())
+    if mine.fit is not None:
+        raise HangdbgError(f"the check cannot run here as asked: {mine.fit.message(host)}", help=mine.fit.remedy())
 
 
 def _refuse_setup_errors(first: Trial) -> None:

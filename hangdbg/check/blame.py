@@ -13,11 +13,12 @@ from __future__ import annotations
 import re
 import statistics
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Mapping
+from typing import Any, Iterable, Mapping, Sequence, TypeVar
 
 from ..enums import DocumentedEnum, NodeStatus
 from ..rankset import ranks_text
-from .gpus import visible_gpus
+from .fields import as_float, as_int, as_str
+from .gpus import uuid_of, visible_gpus
 from .nvml import GpuCounters
 
 __all__ = ["STEPS", "BOOTSTRAP", "SetupError", "StepResult", "RankResult", "CheckNode", "Trial", "Blame", "Bandwidth",
@@ -181,6 +182,17 @@ class CheckNode:
             return list(self.gpus[:self.visible_gpus])
         return strict
 
+    def slot_of(self, counters: GpuCounters) -> int | None:
+        """The slot (index among the visible GPUs) of the GPU whose NVML ``counters`` these are,
+        matched by UUID; by NVML's index when the node listed no UUIDs and hides none (the
+        ``/proc`` fallback lists GPUs in NVML's order); None for a GPU its ranks did not see."""
+        visible = [uuid_of(line) for line in self.visible()]
+        if counters.uuid and counters.uuid in visible:
+            return visible.index(counters.uuid)
+        if self.cuda_visible_devices is None and not any(visible) and counters.index < len(self.gpus):
+            return counters.index
+        return None
+
 
 @dataclass(frozen=True, slots=True)
 class Trial:
@@ -255,18 +267,6 @@ class Bandwidth:
     recv_gbps_median: float | None
 
 
-def _num(v: Any) -> float | None:
-    return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else None
-
-
-def _int(v: Any) -> int | None:
-    return int(v) if isinstance(v, int) and not isinstance(v, bool) else None
-
-
-def _str(v: Any) -> str | None:
-    return str(v) if isinstance(v, str) and v else None
-
-
 def rank_result(rank: int, host: str, slot: int, local_rank: int, steps: Iterable[dict], end: dict | None) -> RankResult:
     """A rank from its ``step`` messages and its ``rank-end`` message (None: the node never
     said how it ended). Fields of the wrong type are ignored (a message is data from a node)."""
@@ -277,13 +277,13 @@ def rank_result(rank: int, host: str, slot: int, local_rank: int, steps: Iterabl
         if name not in STEPS or any(s.step == name for s in results):
             continue
         err = m.get("error")
-        results.append(StepResult(str(name), m.get("ok") is True, _num(m.get("seconds")) or 0.0,
+        results.append(StepResult(str(name), m.get("ok") is True, as_float(m.get("seconds")) or 0.0,
                                   err[:2000] if isinstance(err, str) else None, m.get("timeout") is True,
                                   m.get("wrong_result") is True))
         if m.get("ok") is True:
             facts[str(name)] = m
     f = facts.get("facts", {})
-    gpu = " ".join(x for x in (_str(f.get("gpu_name")), _str(f.get("gpu_pci"))) if x) or None
+    gpu = " ".join(x for x in (as_str(f.get("gpu_name")), as_str(f.get("gpu_pci"))) if x) or None
     numa = tuple(n for n in (f.get("numa") or []) if isinstance(n, int)) if isinstance(f.get("numa"), list) else ()
     if isinstance(f.get("gpu_numa"), int):
         numa = tuple(sorted(set(numa) | {f["gpu_numa"]}))
@@ -294,18 +294,18 @@ def rank_result(rank: int, host: str, slot: int, local_rank: int, steps: Iterabl
     stderr: tuple[str, ...] = ()
     if end is not None:
         state = str(end["state"]) if end.get("state") in ("exited", "stopped", "silent") else "exited"
-        exit_status = _int(end.get("exit"))
+        exit_status = as_int(end.get("exit"))
         stderr = tuple(str(x)[:500] for x in (end.get("stderr") or [])[-12:]) if isinstance(end.get("stderr"), list) else ()
     elif results:
         state = "silent"
     return RankResult(
-        rank, host, slot, local_rank, state, exit_status, tuple(results), _str(f.get("hostname")), _str(f.get("device")),
-        gpu, numa, _int(facts.get("alloc", {}).get("bytes")), _int(f.get("gpu_memory")),
-        _str(f.get("NCCL_SOCKET_IFNAME")) or _str(f.get("GLOO_SOCKET_IFNAME")),
-        _num(bw.get("algbw_gbps")), _num(bw.get("busbw_gbps")), _num(bw.get("recv_gbps")), _int(bw.get("recv_from")),
-        _int(bw.get("bytes")), _int(bw.get("iters")), _num(bw.get("time_s")), _str(f.get("backend")), stderr,
-        _num(facts.get("node_bandwidth", {}).get("busbw_gbps")), _num(mm.get("tflops")), _str(mm.get("dtype")),
-        _num(cp.get("gbps")), _num(hc.get("h2d_gbps")), _num(hc.get("d2h_gbps")))
+        rank, host, slot, local_rank, state, exit_status, tuple(results), as_str(f.get("hostname")), as_str(f.get("device")),
+        gpu, numa, as_int(facts.get("alloc", {}).get("bytes")), as_int(f.get("gpu_memory")),
+        as_str(f.get("NCCL_SOCKET_IFNAME")) or as_str(f.get("GLOO_SOCKET_IFNAME")),
+        as_float(bw.get("algbw_gbps")), as_float(bw.get("busbw_gbps")), as_float(bw.get("recv_gbps")), as_int(bw.get("recv_from")),
+        as_int(bw.get("bytes")), as_int(bw.get("iters")), as_float(bw.get("time_s")), as_str(f.get("backend")), stderr,
+        as_float(facts.get("node_bandwidth", {}).get("busbw_gbps")), as_float(mm.get("tflops")), as_str(mm.get("dtype")),
+        as_float(cp.get("gbps")), as_float(hc.get("h2d_gbps")), as_float(hc.get("d2h_gbps")))
 
 
 def rank_setup(steps: Iterable[dict]) -> SetupError | None:
@@ -324,15 +324,15 @@ def check_node(host: str, slots: tuple[int, ...], facts: dict | None, status: No
     ifaces: dict = f["interfaces"] if isinstance(f.get("interfaces"), dict) else {}
     listed = tuple(f"{k}={','.join(str(a) for a in v)}" for k, v in sorted(ifaces.items()) if isinstance(v, list))
     gpus = tuple(str(g) for g in f.get("gpus") or [] if isinstance(g, str)) if isinstance(f.get("gpus"), list) else ()
-    used = _str(f.get("backend"))
+    used = as_str(f.get("backend"))
     env = "NCCL_SOCKET_IFNAME" if (used or backend) == "nccl" or (backend == "auto" and gpus and not used) \
         else "GLOO_SOCKET_IFNAME"
     cvd = f.get("CUDA_VISIBLE_DEVICES")
     nvml = f.get("nvml")
     counters = tuple(c for d in nvml if (c := GpuCounters.read(d)) is not None) if isinstance(nvml, list) else ()
-    return CheckNode(host, slots, status, reason, _str(f.get("hostname")), gpus, listed, _str(f.get("route_interface")),
-                     _str(f.get(env)), _str(f.get("ifname_set")), used, _int(f.get("visible_gpus")),
-                     cvd if isinstance(cvd, str) else None, _str(f.get("setup_error")), _str(f.get("setup_remedy")),
+    return CheckNode(host, slots, status, reason, as_str(f.get("hostname")), gpus, listed, as_str(f.get("route_interface")),
+                     as_str(f.get(env)), as_str(f.get("ifname_set")), used, as_int(f.get("visible_gpus")),
+                     cvd if isinstance(cvd, str) else None, as_str(f.get("setup_error")), as_str(f.get("setup_remedy")),
                      counters, nvml[:300] if isinstance(nvml, str) else None)
 
 
@@ -463,13 +463,22 @@ def bandwidth(trial: Trial) -> Bandwidth | None:
                      statistics.median(recv) if recv else None)
 
 
+U = TypeVar("U")
+
+
+def below_median(rows: Sequence[tuple[U, float]], factor: float, least: int) -> tuple[list[tuple[U, float]], float]:
+    """The ``(unit, value)`` rows whose value is below ``factor`` x the median of all values, and
+    that median; none when fewer than ``least`` rows (too few to tell a median from an outlier)."""
+    if len(rows) < least or not rows:
+        return [], 0.0
+    mid = statistics.median(v for _, v in rows)
+    return [(u, v) for u, v in rows if v < factor * mid], mid
+
+
 def slow_ranks(ranks: Iterable[RankResult], factor: float) -> list[RankResult]:
     """Ranks whose ring receive bandwidth is below ``factor`` x the median of all ranks."""
-    rows = [(r.recv_gbps, r) for r in ranks if r.recv_gbps]
-    if len(rows) < 3:
-        return []
-    mid = statistics.median(v for v, _ in rows)
-    return [r for v, r in rows if v < factor * mid]
+    slow, _ = below_median([(r, r.recv_gbps) for r in ranks if r.recv_gbps], factor, 3)
+    return [r for r, _ in slow]
 
 
 def slow_nodes(ranks: Iterable[RankResult], factor: float) -> list[tuple[str, float, float]]:
@@ -479,11 +488,8 @@ def slow_nodes(ranks: Iterable[RankResult], factor: float) -> list[tuple[str, fl
     for r in ranks:
         if r.recv_gbps:
             per.setdefault(r.host, []).append(r.recv_gbps)
-    if len(per) < 3:
-        return []
-    med = {h: statistics.median(v) for h, v in per.items()}
-    mid = statistics.median(med.values())
-    return [(h, v, mid) for h, v in med.items() if v < factor * mid]
+    slow, mid = below_median([(h, statistics.median(v)) for h, v in per.items()], factor, 3)
+    return [(h, v, mid) for h, v in slow]
 
 
 def slots_text(slots: Iterable[int]) -> str:

@@ -15,7 +15,7 @@ import re
 from dataclasses import dataclass
 from typing import Sequence
 
-__all__ = ["GpuFit", "gpu_fit", "resolve_backend", "visible_gpus", "uuid_of"]
+__all__ = ["GpuFit", "NodeGpus", "gpu_fit", "node_gpus", "resolve_backend", "visible_gpus", "uuid_of"]
 
 _UUID = re.compile(r"\(UUID: ((?:GPU|MIG)-[0-9A-Za-z/-]+)\)")
 
@@ -136,3 +136,22 @@ def gpu_fit(backend: str, slots: Sequence[int], listed: int, visible: int,
     if len(slots) <= visible and highest < visible:
         return None
     return GpuFit(len(slots), visible, listed, cuda_visible_devices, highest)
+
+
+@dataclass(frozen=True, slots=True)
+class NodeGpus:
+    """What a node's ranks would get: the ``visible`` GPUs (``nvidia-smi -L`` lines, CUDA's
+    order), the ``backend`` resolved for all of them, and ``fit``: why they do not fit (None: they do)."""
+
+    visible: list[str]
+    backend: str
+    fit: GpuFit | None
+
+
+def node_gpus(backend: str, slots: Sequence[int], listed: Sequence[str], cuda_visible_devices: str | None,
+              in_job: bool) -> NodeGpus:
+    """:func:`visible_gpus`, :func:`resolve_backend` and :func:`gpu_fit` of one node, in that order:
+    what the node launcher reports and what ``hangdbg check`` checks for this node before it starts."""
+    visible = visible_gpus(listed, cuda_visible_devices, in_job)
+    used = resolve_backend(backend, len(visible))
+    return NodeGpus(visible, used, gpu_fit(used, slots, len(listed), len(visible), cuda_visible_devices))

@@ -17,8 +17,7 @@ import statistics
 from dataclasses import dataclass
 from typing import Iterable
 
-from .blame import CheckNode, RankResult
-from .gpus import uuid_of
+from .blame import CheckNode, RankResult, below_median
 
 __all__ = ["FIGURES", "GpuFigure", "Slow", "slow_gpus", "slow_node_busbw", "slow_links", "gpu_faults", "medians"]
 
@@ -76,11 +75,8 @@ def slow_gpus(ranks: Iterable[RankResult], factor: float) -> list[Slow]:
     gpu = _gpu_ranks(ranks)
     out = []
     for field, words, unit in FIGURES:
-        rows = [(v, r) for r in gpu if (v := getattr(r, field)) is not None]
-        if len(rows) < 2:
-            continue
-        mid = statistics.median(v for v, _ in rows)
-        out += [Slow(f"{r.host}:{r.slot}", words, unit, v, mid, r.rank) for v, r in rows if v < factor * mid]
+        slow, mid = below_median([(r, v) for r in gpu if (v := getattr(r, field)) is not None], factor, 2)
+        out += [Slow(f"{r.host}:{r.slot}", words, unit, v, mid, r.rank) for r, v in slow]
     return out
 
 
@@ -91,10 +87,8 @@ def slow_node_busbw(ranks: Iterable[RankResult], factor: float) -> list[Slow]:
     for r in ranks:
         if r.node_busbw_gbps is not None:
             per[r.host] = min(per.get(r.host, r.node_busbw_gbps), r.node_busbw_gbps)
-    if len(per) < 2:
-        return []
-    mid = statistics.median(per.values())
-    return [Slow(h, "all_reduce busbw within the node", "GB/s", v, mid) for h, v in per.items() if v < factor * mid]
+    slow, mid = below_median(list(per.items()), factor, 2)
+    return [Slow(h, "all_reduce busbw within the node", "GB/s", v, mid) for h, v in slow]
 
 
 def slow_links(ranks: Iterable[RankResult], factor: float) -> list[Slow]:
@@ -107,12 +101,8 @@ def slow_links(ranks: Iterable[RankResult], factor: float) -> list[Slow]:
         src = host_of.get(r.recv_from) if r.recv_from is not None else None
         if r.recv_gbps and src is not None and src != r.host:
             links.setdefault((src, r.host), []).append(r.recv_gbps)
-    if len(links) < 3:
-        return []
-    per = {k: statistics.median(v) for k, v in links.items()}
-    mid = statistics.median(per.values())
-    return [Slow(f"{a} -> {b}", "ring receive between the nodes", "GB/s", v, mid) for (a, b), v in per.items()
-            if v < factor * mid]
+    slow, mid = below_median([(k, statistics.median(v)) for k, v in links.items()], factor, 3)
+    return [Slow(f"{a} -> {b}", "ring receive between the nodes", "GB/s", v, mid) for (a, b), v in slow]
 
 
 def gpu_faults(nodes: Iterable[CheckNode]) -> list[tuple[str, str | None, tuple[str, ...], str]]:
@@ -121,13 +111,10 @@ def gpu_faults(nodes: Iterable[CheckNode]) -> list[tuple[str, str | None, tuple[
     use), the label names it (``GPU 3 (NVIDIA H100, 0000:4E:00.0)``)."""
     out = []
     for n in nodes:
-        visible = [uuid_of(line) for line in n.visible()]
         for c in n.nvml:
             if not c.faults:
                 continue
-            slot = visible.index(c.uuid) if c.uuid and c.uuid in visible else None
-            if slot is None and n.cuda_visible_devices is None and not any(visible) and c.index < len(n.gpus):
-                slot = c.index  # no UUIDs listed (the /proc fallback): NVML's order is the listed one
+            slot = n.slot_of(c)
             label = f"GPU {c.index}" + (f" ({', '.join(x for x in (c.name, c.bus) if x)})" if c.name or c.bus else "")
             used = f"{n.host}:{slot}" if slot is not None and slot in n.slots else None
             out.append((n.host, used, c.faults, label))

@@ -15,7 +15,6 @@ A node is at fault only when it fails with a set-up that passes elsewhere. So:
 from __future__ import annotations
 
 import statistics
-from collections import Counter
 from dataclasses import dataclass
 
 from ..enums import NodeStatus
@@ -54,7 +53,7 @@ def mismatch(trial: Trial) -> Mismatch | None:
     all started their ranks with one backend."""
     setup = [n for n in trial.nodes if n.status is NodeStatus.SETUP]
     ran = [n for n in trial.nodes if n.status is not NodeStatus.SETUP]
-    backends = Counter(n.backend for n in ran if n.backend)
+    backends = {n.backend for n in ran if n.backend}
     rank_backends = sorted({r.backend for r in trial.ranks if r.backend})
     if not setup and len(backends) <= 1:
         if len(rank_backends) > 1 and len(backends) == 0:  # ranks that chose their own backend (hangdbg 0.2.0)
@@ -79,7 +78,7 @@ def mismatch(trial: Trial) -> Mismatch | None:
                         f"({_what(bad[0])}), and they are not the minority", "make the nodes alike (the same GPUs "
                         "visible on each), or --backend gloo")
     others = int(statistics.median(_gpus(n) for n in good))
-    lost = tuple(n.host for n in bad if _gpus(n) < others and not (n.cuda_visible_devices is not None))
+    lost = tuple(n.host for n in bad if _gpus(n) < others and n.cuda_visible_devices is None)
     hidden = tuple(n.host for n in bad if n.host not in lost)
     parts = []
     if lost:

@@ -47,7 +47,7 @@ import psutil
 
 from ..enums import NodeStatus
 from ..tools.subproc import LOG
-from .gpus import gpu_fit, resolve_backend, visible_gpus
+from .gpus import node_gpus
 from .nvml import read_gpus
 
 __all__ = ["BACKENDS", "CheckJob", "NodeCheckOptions", "gpu_list", "parse_layout", "route_interface", "run_node", "RANK_SCRIPT", "PREFIX"]
@@ -205,9 +205,8 @@ def node_facts(opts: NodeCheckOptions) -> dict:
     ``setup_error`` (None, or why its ranks do not fit its GPUs: :func:`~.gpus.gpu_fit`)."""
     gpus = gpu_list()
     cvd = os.environ.get("CUDA_VISIBLE_DEVICES")
-    visible = visible_gpus(gpus, cvd, "SLURM_JOB_ID" in os.environ)
-    backend = resolve_backend(opts.job.backend, len(visible))
-    fit = gpu_fit(backend, [slot for _, _, slot in opts.my_ranks()], len(gpus), len(visible), cvd)
+    mine = node_gpus(opts.job.backend, [slot for _, _, slot in opts.my_ranks()], gpus, cvd, "SLURM_JOB_ID" in os.environ)
+    fit = mine.fit
     ifaces = {name: [a.address for a in addrs if a.family == socket.AF_INET]
               for name, addrs in psutil.net_if_addrs().items()}
     ssh = os.environ.get("SSH_CONNECTION", "").split()
@@ -215,7 +214,7 @@ def node_facts(opts: NodeCheckOptions) -> dict:
         "hostname": socket.gethostname(), "gpus": gpus, "interfaces": {k: v for k, v in ifaces.items() if v},
         "route_interface": route_interface(opts.master_addr), "ssh_address": ssh[2] if len(ssh) == 4 else None,
         "GLOO_SOCKET_IFNAME": os.environ.get("GLOO_SOCKET_IFNAME"), "NCCL_SOCKET_IFNAME": os.environ.get("NCCL_SOCKET_IFNAME"),
-        "cpus": os.cpu_count(), "CUDA_VISIBLE_DEVICES": cvd, "visible_gpus": len(visible), "backend": backend,
+        "cpus": os.cpu_count(), "CUDA_VISIBLE_DEVICES": cvd, "visible_gpus": len(mine.visible), "backend": mine.backend,
         "setup_error": fit.message(opts.node) if fit else None, "setup_remedy": fit.remedy() if fit else None,
         "nvml": read_gpus() if gpus else None,
     }

@@ -22,6 +22,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable
 
+from .fields import as_bool, as_int
+
 __all__ = ["GpuCounters", "read_gpus", "faults"]
 
 
@@ -53,17 +55,15 @@ class GpuCounters:
         if not isinstance(d, dict) or not isinstance(d.get("index"), int):
             return None
 
-        def num(k: str) -> int | None:
-            v = d.get(k)
-            return v if isinstance(v, int) and not isinstance(v, bool) else None
-
-        def flag(k: str) -> bool | None:
-            v = d.get(k)
-            return v if isinstance(v, bool) else None
-
         def text(k: str) -> str | None:
             v = d.get(k)
             return v[:200] if isinstance(v, str) else None
+
+        def num(k: str) -> int | None:
+            return as_int(d.get(k))
+
+        def flag(k: str) -> bool | None:
+            return as_bool(d.get(k))
 
         found = d.get("faults")
         return cls(d["index"], text("name"), text("uuid"), text("bus"), flag("ecc_mode"), num("ecc_uncorrected_volatile"),

@@ -73,15 +73,14 @@ def check_verdict(trials: list[Trial], retry: Trial | None, nodes: Isolation[str
         return _mismatch_verdict(mm)
     findings: list[Finding] = []
     blames = [blame(t) for t in trials if not t.passed]
-    passed_on = {h for t in trials if t.passed for h in t.hosts}  # nodes where the same set-up passed
-    passed_on |= {h for subset, ok in (nodes.runs if nodes is not None else []) if ok for h in subset}
-    undecided: list[str] = []
     nccl = backend == "nccl" or any(r.backend == "nccl" for r in first.ranks)
     env = "NCCL_SOCKET_IFNAME" if nccl else "GLOO_SOCKET_IFNAME"
     bad_nodes: list[str] = []
     bad_gpus: list[str] = []
     if not first.passed:
-        b0 = blame(first)
+        b0 = blames[0]  # the first trial failed: its blame comes first
+        passed_on = {h for t in trials if t.passed for h in t.hosts}  # nodes where the same set-up passed
+        passed_on |= {h for subset, ok in (nodes.runs if nodes is not None else []) if ok for h in subset}
         if nodes is None:
             alone = [first.hosts[0]] if len(first.hosts) == 1 else []
             with_others: list[str] = []

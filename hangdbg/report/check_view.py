@@ -11,7 +11,6 @@ from rich.table import Table
 from rich.text import Text
 
 from ..check.blame import STEPS, slots_text
-from ..check.gpus import uuid_of
 from ..rankset import rank_set
 from .document import CheckDocument
 from .source_view import findings_table, headline_panel
@@ -84,15 +83,12 @@ def _gpus(doc: CheckDocument) -> Table | None:
     gpu = [r for r in doc.ranks if r.on_gpu]
     if not gpu:
         return None
-    counters = {(n.host, c.uuid): c for n in doc.nodes for c in n.nvml if c.uuid}
-    uuids = {n.host: [uuid_of(g) for g in n.visible()] for n in doc.nodes}
+    counters = {(n.host, slot): c for n in doc.nodes for c in n.nvml if (slot := n.slot_of(c)) is not None}
     t = Table(title="GPUs (each alone)", title_justify="left", expand=True)
     for col in ("rank", "GPU", "name", "bf16 matmul TFLOP/s", "memory copy GB/s", "host->GPU GB/s", "GPU->host GB/s", "ECC / rows"):
         t.add_column(col, no_wrap=col in ("rank", "GPU"), overflow="fold")
     for r in gpu:
-        ids = uuids.get(r.host, [])
-        uuid = ids[r.slot] if r.slot < len(ids) else None
-        c = counters.get((r.host, uuid)) if uuid else None
+        c = counters.get((r.host, r.slot))
         mem: Text
         if c is None:
             mem = Text("-")
