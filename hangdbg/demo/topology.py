@@ -20,12 +20,23 @@ caller knows when to dump. The truth of each scenario, at its default size:
   3 (the wrong neighbour). Culprit {2}; rank 2 waits its irecv (``src`` = 3); rank 1 waits its
   isend (``dst`` = 2: gloo sends only into a posted receive); ranks 0 and 3 finished both
   requests and wait in the all_reduce.
+- ``p2p-ring-blocking`` (4 ranks): a token passed once around the ring with blocking ``send``/
+  ``recv`` each step (rank 0 sends to 1 then receives from 3; every other rank receives from
+  rank-1, then sends to rank+1), then a world ``all_reduce``. At step 2 rank 2 receives from rank
+  3 (the wrong neighbour). Culprit {2}; rank 2 waits in ``recv`` from 3 while rank 1 waits in
+  ``send`` to it; rank 3 waits in ``recv`` from 2 and rank 0 in ``recv`` from 3, as the ring
+  says: so ranks 2 and 3 receive from each other, a cycle that rank 2's wrong peer made.
 - ``store-barrier`` (4 ranks): a hand-made barrier on the job's TCPStore (a client of the store
   torchrun's agent hosts at MASTER_ADDR:MASTER_PORT, keys ``step2/done/R`` at its root). At step 2
   every rank but 3 sets its key; rank 0 then waits for all keys in ``store_barrier``; ranks 1-3
   go on to the world all_reduce. Culprit {3} (it never set its key, although it waits in the
   all_reduce like 1 and 2); rank 0 waits on the store for ``step2/done/3``; 1,2,3 wait in the
   all_reduce for rank 0.
+- ``store-barrier-default`` (4 ranks): the same barrier on the job's *default* store, the one
+  ``init_process_group`` made (``torch.distributed.distributed_c10d._get_default_store()``): its
+  keys live in the TCPStore under the prefixes the default store adds (``default_pg/0//step2/done/R``
+  in torch 2.x: ``PrefixStore("default_pg", ...)`` in ``init_process_group``, then the group's
+  ``PrefixStore(f"{group_name}/", ...)``). Same truth as ``store-barrier``: culprit {3}.
 - ``ddp-unused`` (4 ranks): a 3-layer DistributedDataParallel model (find_unused_parameters
   False). At step 2 rank 3's forward skips the hidden layer, so its gradient bucket never gets
   ready and its ``backward`` returns without reducing; it then logs the loss with an
@@ -50,7 +61,8 @@ import time
 from datetime import timedelta
 from pathlib import Path
 
-SCENARIOS = ("tp-dp", "pipeline", "p2p-ring", "store-barrier", "ddp-unused", "healthy-midstep", "pollers")
+SCENARIOS = ("tp-dp", "pipeline", "p2p-ring", "p2p-ring-blocking", "store-barrier", "store-barrier-default", "ddp-unused",
+             "healthy-midstep", "pollers")
 NPROC = {"tp-dp": 8}
 """Ranks a scenario needs when not 4."""
 HANG_STEP = 2
@@ -151,6 +163,30 @@ def run_p2p_ring(dist, torch, args, rank: int, world: int) -> None:
         ring_step(dist, t_out, t_in, step, rank, world)
 
 
+def blocking_ring_step(dist, t_out, t_in, step, rank, world) -> None:
+    """Pass a token once around the ring with blocking send/recv (rank 0 starts), then all_reduce."""
+    dst = (rank + 1) % world
+    src = (rank - 1) % world
+    if step == HANG_STEP and rank == 2 % world:
+        src = (rank + 1) % world  # the bug: receives from the wrong neighbour
+    if rank == 0:
+        dist.send(t_out, dst=dst)
+        dist.recv(t_in, src=src)
+    else:
+        dist.recv(t_in, src=src)
+        dist.send(t_in, dst=dst)
+    dist.all_reduce(t_in)
+
+
+def run_p2p_ring_blocking(dist, torch, args, rank: int, world: int) -> None:
+    """A token passed around the ring every step."""
+    t_out, t_in = torch.full((16,), float(rank)), torch.zeros(16)
+    for step in range(args.steps):
+        if step == HANG_STEP:
+            ready(args, rank)
+        blocking_ring_step(dist, t_out, t_in, step, rank, world)
+
+
 def store_barrier(store, step: int, world: int) -> None:
     """Wait until every rank has set its ``step{N}/done/{rank}`` key."""
     keys = []
@@ -159,10 +195,14 @@ def store_barrier(store, step: int, world: int) -> None:
     store.wait(keys)
 
 
-def run_store_barrier(dist, torch, args, rank: int, world: int) -> None:
-    """Rank 0 checks a hand-made store barrier each step; rank world-1 forgets its key at step 2."""
-    store = dist.TCPStore(os.environ["MASTER_ADDR"], int(os.environ["MASTER_PORT"]), is_master=False,
-                          timeout=timedelta(hours=2))
+def run_store_barrier(dist, torch, args, rank: int, world: int, default: bool = False) -> None:
+    """Rank 0 checks a hand-made store barrier each step; rank world-1 forgets its key at step 2.
+    ``default``: on the job's default store (prefixed keys), else on a client of the TCPStore (keys at its root)."""
+    if default:
+        store = dist.distributed_c10d._get_default_store()
+    else:
+        store = dist.TCPStore(os.environ["MASTER_ADDR"], int(os.environ["MASTER_PORT"]), is_master=False,
+                              timeout=timedelta(hours=2))
     t = torch.ones(16)
     for step in range(args.steps):
         if step == HANG_STEP:
@@ -245,7 +285,9 @@ def run_pollers(dist, torch, args, rank: int, world: int) -> None:
 
 
 RUNNERS = {
-    "tp-dp": run_tp_dp, "pipeline": run_pipeline, "p2p-ring": run_p2p_ring, "store-barrier": run_store_barrier,
+    "tp-dp": run_tp_dp, "pipeline": run_pipeline, "p2p-ring": run_p2p_ring, "p2p-ring-blocking": run_p2p_ring_blocking,
+    "store-barrier": run_store_barrier,
+    "store-barrier-default": lambda dist, torch, args, rank, world: run_store_barrier(dist, torch, args, rank, world, True),
     "ddp-unused": run_ddp_unused, "healthy-midstep": run_healthy_midstep, "pollers": run_pollers,
 }
 
