@@ -9,12 +9,14 @@ locals, native frames, op records of ``hangdbg.hooks.record_collectives`` and th
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
+from typing import Iterable
 
 from .enums import DocumentedEnum
 from .frames import Frame
 
-__all__ = ["WaitKind", "RankWait", "WaitEdge", "WAITING_KINDS", "ROOT_KINDS"]
+__all__ = ["WaitKind", "RankWait", "WaitEdge", "WAITING_KINDS", "ROOT_KINDS", "rank_keys", "own_keys"]
 
 
 class WaitKind(DocumentedEnum):
@@ -128,3 +130,41 @@ class WaitEdge:
     waiters: tuple[int, ...]
     targets: tuple[int, ...]
     why: str
+
+
+_DIGITS = re.compile(r"(\d+)")
+
+
+def rank_keys(keys: Iterable[str]) -> dict[str, int]:
+    """The keys of ``keys`` that name a rank each, with that rank: ``{"step2/done/0": 0, ...}``.
+
+    Heuristic (ours; the shape of hand-made store barriers and of torch's own per-rank keys,
+    ``f"{key_prefix}{rank}"`` in ``torch.distributed.elastic.utils.store.synchronize``/``barrier``, torch 2.x):
+    keys that are equal but for one integer, the same position in each (``step2/done/0`` ...
+    ``step2/done/3``: ``step2`` is the same in all), form a family indexed by rank, and that integer
+    is the rank. A family needs two keys or more; a key alone, or keys that differ in two integers,
+    name no rank here (:func:`hangdbg.stacks.waitfor.key_rank`, the last integer, is the fallback).
+
+    Args:
+        keys: store keys (a rank's wait, ``RankWait.keys``).
+    """
+    by_shape: dict[tuple[str, ...], list[tuple[str, list[str]]]] = {}
+    for key in dict.fromkeys(keys):
+        parts = _DIGITS.split(key)
+        by_shape.setdefault(tuple(parts[0::2]), []).append((key, parts[1::2]))
+    out: dict[str, int] = {}
+    for family in by_shape.values():
+        if len(family) < 2:
+            continue
+        varying = [i for i in range(len(family[0][1])) if len({nums[i] for _, nums in family}) > 1]
+        if len(varying) == 1:
+            out.update((key, int(nums[varying[0]])) for key, nums in family)
+    return out
+
+
+def own_keys(keys: Iterable[str], rank: int) -> tuple[str, ...]:
+    """The keys of ``keys`` that are ``rank``'s own: in a family indexed by rank (:func:`rank_keys`), the
+    key with ``rank``'s number. A rank that waits for a whole family including its own key (a barrier)
+    set its own key before it waits: a store that lacks it is not read as the job sees it (another
+    prefix, another store), so its answer cannot be trusted."""
+    return tuple(k for k, r in rank_keys(keys).items() if r == rank)

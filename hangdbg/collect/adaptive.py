@@ -142,11 +142,12 @@ def adapt(ranks: list[RankProcess], dumps: list[RankDump], opts: CollectOptions,
         probe = next((by_rank[r] for r, w in a.waits.items() if w.keys and r in by_rank), None)
         if probe is not None:
             found = lookup_keys(probe.pid, keys, timeout=min(opts.pyspy.timeout, 30.0))
-            log(f"adaptive: asked the job's store for {len(keys)} key(s): {found.error or 'ok'}")
+            under = f" (under the prefix {found.prefix!r})" if found.prefix else ""
+            log(f"adaptive: asked the job's store for {len(keys)} key(s): {found.error or 'ok'}{under}")
             store = dict(found.keys)
             changed = changed or bool(store)
             if opts.out is not None:
-                opts.out.save_text("store.json", json.dumps({"keys": store, "error": found.error}, indent=1) + "\n")
+                opts.out.save_text("store.json", json.dumps({"keys": store, "prefix": found.prefix, "error": found.error}, indent=1) + "\n")
     if changed:
         a = analysis(store)
     return AdaptResult(sorted(current.values(), key=lambda d: d.rank), store, ops, a)

@@ -27,6 +27,7 @@ from .suspects import (who_text, expected_ranks, find_suspects, not_dumped, only
 from .tree import build_tree
 from .op_record import CurrentOp
 from .wait_state import wait_of, with_record
+from .store_answer import with_store_answer
 from .waitfor import build_graph
 
 __all__ = ["analyze", "place_of", "build_tree"]
@@ -46,7 +47,8 @@ def analyze(dumps: list[RankDump] | tuple[RankDump, ...], whole_job: bool = Fals
             (core files, saved backtraces) a rank without one only left none: no rank is then
             missing, and nobody waits for one.
         store_keys: store keys the ranks wait for and whether the job's store holds them (asked by
-            ``dump``): a missing key names the rank that never set it.
+            ``dump``): a missing key names the rank that never set it, unless the answer lacks the
+            waiter's own key too (:mod:`hangdbg.stacks.store_answer`: then it is not used).
         ops: rank -> the op its in-job recorder (``hangdbg.hooks.record_collectives``) says it is
             in: exact process groups, sequence numbers and peers for the jobs that opt in.
 
@@ -121,8 +123,7 @@ def _waits(views, seen: dict[int, RankDump], missing: list[int], store_keys: Map
         if op is not None:
             w = with_record(w, op)
         if w.kind is WaitKind.STORE and w.keys and store_keys:
-            w = replace(w, missing_keys=tuple(k for k in w.keys if store_keys.get(k) is False),
-                        evidence=(*w.evidence, "store"))
+            w = with_store_answer(w, v.rank, store_keys)
         out[v.rank] = w
     _extend_native(out, views)
     for r, d in seen.items():

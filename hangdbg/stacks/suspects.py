@@ -40,6 +40,7 @@ from .cycles import resolve_cycles
 from .waitfor import WaitGraph
 from .places import read_source
 from .wait_state import identified_block
+from .store_answer import untrusted
 from .classes import RankView
 from ..rankset import ranks_text
 
@@ -421,12 +422,22 @@ def _unresolved(graph: WaitGraph) -> Finding:
     w = graph.waits[ranks[0]]
     verb = "waits" if len(ranks) == 1 else "wait"
     if w.kind is WaitKind.STORE and w.keys:
+        if untrusted(w):
+            return Finding(Kind.UNDECIDED, f"{_ranks_text(ranks)} {verb} {w.describe()}, but which of them the store "
+                           f"lacks is unknown: {w.detail}", tuple(ranks), severity=Severity.WARNING, action=STORE_ACTION)
         return Finding(Kind.UNDECIDED, f"{_ranks_text(ranks)} {verb} {w.describe()}, but which of them the store lacks "
                        "is unknown", tuple(ranks), severity=Severity.WARNING,
                        action="run hangdbg dump on the node while the job hangs: it asks the job's store")
     what = "peer" if w.kind is WaitKind.P2P else "keys"
     return Finding(Kind.UNDECIDED, f"{_ranks_text(ranks)} {verb} {w.describe()} but the stacks do not show the {what}",
                    tuple(ranks), severity=Severity.WARNING, action="take locals and native frames: hangdbg dump --locals --native")
+
+
+STORE_ACTION = ("read the keys where the job writes them: in the job, `store.check([key])` on the store it waits on "
+                "(`torch.distributed.distributed_c10d._get_default_store()` for init_process_group's store, whose keys "
+                "the TCPStore holds as `default_pg/0//KEY`), or list the TCPStore's keys: "
+                "`TCPStore(MASTER_ADDR, MASTER_PORT, is_master=False).list_keys()`")
+"""What to do when the store's answer contradicts the waiter's own key."""
 
 
 def _where(buckets: list[list[RankView]]) -> str:

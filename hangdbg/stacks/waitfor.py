@@ -9,8 +9,8 @@ Edges (heuristics, ours, after the way people read STAT trees and flight-recorde
   group, as in data x tensor parallelism) unless nobody is behind it at all (then they skipped
   it: a collective mismatch). The candidates are the ranks behind it or elsewhere.
 * a **point-to-point** op waits for its peer (``--locals``, op records);
-* a **store wait** waits for the ranks whose keys the store does not hold (the last integer in
-  a key names the rank: ``step2/done/3``);
+* a **store wait** waits for the ranks whose keys the store does not hold (:func:`key_owners`: the
+  integer in which the waited keys differ names the rank, ``step2/done/3``; else a key's last integer);
 * **init** waits for the ranks not in init.
 
 The **roots** are the ranks that wait on nothing inside the job (blocked in I/O, computing, a
@@ -26,9 +26,9 @@ from typing import Iterable, Mapping, Sequence
 
 from ..model import Thread
 from ..frames import Frame
-from ..waits import ROOT_KINDS, RankWait, WaitEdge, WaitKind
+from ..waits import ROOT_KINDS, RankWait, WaitEdge, WaitKind, rank_keys
 
-__all__ = ["WaitGraph", "build_graph", "program_order", "key_rank"]
+__all__ = ["WaitGraph", "build_graph", "program_order", "key_rank", "key_owners"]
 
 _KEY_RANK = re.compile(r"(\d+)(?!.*\d)")
 
@@ -37,6 +37,19 @@ def key_rank(key: str) -> int | None:
     """The rank a store key names: its last integer (``step2/done/3`` -> 3), else ``None``."""
     m = _KEY_RANK.search(key)
     return int(m.group(1)) if m else None
+
+
+def key_owners(w: RankWait) -> dict[str, int]:
+    """Each missing key of the store wait ``w`` -> the rank that should set it: its number in the family
+    of ``w.keys`` (:func:`hangdbg.waits.rank_keys`: the one integer in which the keys differ), else
+    :func:`key_rank`. Keys that name no rank are left out."""
+    family = rank_keys(w.keys)
+    out: dict[str, int] = {}
+    for k in w.missing_keys:
+        owner = family.get(k, key_rank(k))
+        if owner is not None:
+            out[k] = owner
+    return out
 
 
 def program_order(a: Sequence[Frame], b: Sequence[Frame]) -> int | None:
@@ -158,7 +171,7 @@ def build_graph(waits: Mapping[int, RankWait], threads: Mapping[int, Thread], ev
             else:
                 unresolved.append(r)
         elif w.kind is WaitKind.STORE:
-            owners = sorted({o for o in (key_rank(k) for k in w.missing_keys) if o is not None and o != r})
+            owners = sorted({o for o in key_owners(w).values() if o != r})
             if owners:
                 edges.append(WaitEdge((r,), tuple(owners), "store"))
             else:

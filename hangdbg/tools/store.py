@@ -6,6 +6,20 @@ interpreter (the first word of its command line when it is a file, else its exec
 hangdbg itself may run without torch; it connects as a client (``is_master=False``,
 ``wait_for_workers=False``) and calls ``TCPStore.check([key])`` per key, which neither sets nor
 waits. Keys travel as argv, never through a shell.
+
+**Prefixes.** A job rarely waits on the TCPStore's root: the store ``init_process_group`` makes (the
+default store, ``torch.distributed.distributed_c10d._get_default_store()``) wraps it twice, so a key
+``K`` set on it is held as ``default_pg/0//K`` (torch 2.x ``distributed_c10d.py``: ``init_process_group``
+wraps the rendezvous store in ``PrefixStore("default_pg", store)``; ``_new_process_group_helper`` wraps
+that in ``PrefixStore(f"{group_name}/", store)``, the default group's name being ``"0"``, the first
+``_world.group_count``; c10d's ``PrefixStore::joinKey`` joins ``prefix + "/" + key``). Each key is
+therefore looked up as given and under :data:`TORCH_PREFIXES`; where the store can list its keys
+(``Store.list_keys``, newer torch), every prefix under which one of the keys is held (another
+group's ``default_pg/N//``, a user's ``PrefixStore``) is tried after those. The answer kept is the
+first whose presence of the waiter's own keys (:func:`hangdbg.waits.own_keys`: the key of the
+waiting rank's number in a family of per-rank keys) is complete, and among those the one holding
+the most keys; with no such answer, the keys as given (the analysis then finds the contradiction
+and does not blame: :mod:`hangdbg.stacks.store_answer`).
 """
 
 from __future__ import annotations
@@ -14,28 +28,56 @@ import json
 import os
 import subprocess
 from dataclasses import dataclass
+from typing import Collection
 
 import psutil
 
+from ..waits import own_keys
 from .subproc import Popen, communicate_or_kill
 
-__all__ = ["StoreAnswer", "lookup_keys", "store_address"]
+__all__ = ["StoreAnswer", "lookup_keys", "store_address", "choose_answer", "TORCH_PREFIXES"]
+
+TORCH_PREFIXES = ("default_pg/0//", "0//", "default_pg/")
+"""Where torch's stores put a key ``K`` of the job's default store (module docstring): ``default_pg/0//K``
+(``init_process_group`` with a rendezvous), ``0//K`` (``init_process_group(store=...)``: no
+``default_pg`` wrapper), ``default_pg/K`` (the rendezvous store wrapped once)."""
+
+MAX_PREFIXES = 8
+"""Prefixes found by listing the store's keys that are tried at most (the cost is one ``check`` per key
+and prefix)."""
 
 _CHILD = r"""
 import datetime, json, sys
 import torch.distributed as dist
 host, port, keys, timeout = sys.argv[1], int(sys.argv[2]), json.loads(sys.argv[3]), float(sys.argv[4])
+prefixes, most = json.loads(sys.argv[5]), int(sys.argv[6])
 store = dist.TCPStore(host, port, is_master=False, timeout=datetime.timedelta(seconds=timeout), wait_for_workers=False)
-print(json.dumps({k: bool(store.check([k])) for k in keys}))
+found = []
+try:
+    listed = store.list_keys()
+except Exception:
+    listed = []
+for held in listed:
+    for k in keys:
+        cut = len(held) - len(k)
+        if cut > 0 and held.endswith(k) and held[cut - 1] == "/":
+            p = held[:cut]
+            if p not in prefixes and p not in found and len(found) < most:
+                found.append(p)
+answers = [[p, {k: bool(store.check([p + k])) for k in keys}] for p in ["", *prefixes]]
+answers += [[p, {k: bool(store.check([p + k])) for k in keys}] for p in found]
+print(json.dumps({"answers": answers, "known": 1 + len(prefixes)}))
 """
 
 
 @dataclass(frozen=True, slots=True)
 class StoreAnswer:
-    """``keys``: ``(key, present)`` for every key asked; ``error`` why there is no answer."""
+    """``keys``: ``(key, present)`` for every key asked; ``error`` why there is no answer; ``prefix``:
+    under which prefix the keys were read (``""``: as given)."""
 
     keys: tuple[tuple[str, bool], ...] = ()
     error: str | None = None
+    prefix: str = ""
 
 
 def store_address(pid: int) -> tuple[str, int] | None:
@@ -59,14 +101,47 @@ def _interpreter(pid: int) -> str:
     return proc.exe()
 
 
-def lookup_keys(pid: int, keys: tuple[str, ...] | list[str], timeout: float = 15.0) -> StoreAnswer:
-    """Which of ``keys`` the store of the job of rank ``pid`` holds; never raises.
+def _own(pid: int, keys: Collection[str]) -> tuple[str, ...]:
+    """The keys of ``keys`` that are rank ``pid``'s own (its ``RANK``), or ``()``."""
+    try:
+        return own_keys(keys, int(psutil.Process(pid).environ()["RANK"]))
+    except (psutil.Error, OSError, KeyError, ValueError):
+        return ()
+
+
+def choose_answer(answers: list[tuple[str, dict[str, bool]]], own: Collection[str], known: int | None = None) -> tuple[str, dict[str, bool]]:
+    """The answer to keep among ``(prefix, {key: present})`` (the keys as given first): see the module
+    docstring.
 
     Args:
-        pid: a rank of the job (its environment gives the store's address, its interpreter torch).
+        answers: one per prefix tried, in the order tried; must not be empty.
+        own: the waiter's own keys (may be empty: then only the count decides).
+        known: how many of ``answers`` come from :data:`TORCH_PREFIXES` and the keys as given (the rest
+            were found by listing the store): those are preferred when they hold the own keys.
+    """
+    known = len(answers) if known is None else known
+
+    def best(group: list[tuple[str, dict[str, bool]]]) -> tuple[str, dict[str, bool]] | None:
+        ok = [a for a in group if all(a[1].get(k) for k in own)]
+        top = max(ok, key=lambda a: sum(a[1].values()), default=None)  # max keeps the first of equals
+        return top if top is not None and (own or sum(top[1].values())) else None
+
+    return best(answers[:known]) or best(answers[known:]) or answers[0]
+
+
+def lookup_keys(pid: int, keys: tuple[str, ...] | list[str], timeout: float = 15.0,
+                own: Collection[str] | None = None) -> StoreAnswer:
+    """Which of ``keys`` the store of the job of rank ``pid`` holds, read as the job's store sees them
+    (the prefixes of the module docstring); never raises.
+
+    Args:
+        pid: a rank of the job (its environment gives the store's address, its interpreter torch);
+            the rank that waits for the keys.
         keys: the keys to check.
         timeout: seconds for the whole child (import of torch included); the store connection
             gets a third of it.
+        own: the waiting rank's own keys (present in a trustworthy answer); by default
+            :func:`hangdbg.waits.own_keys` of ``keys`` for the ``RANK`` in ``pid``'s environment.
     """
     try:
         addr = store_address(pid)
@@ -75,7 +150,8 @@ def lookup_keys(pid: int, keys: tuple[str, ...] | list[str], timeout: float = 15
         return StoreAnswer(error=f"cannot read the environment of pid {pid}: {exc}")
     if addr is None:
         return StoreAnswer(error=f"pid {pid} has no MASTER_ADDR/MASTER_PORT: no store to ask")
-    argv = [exe, "-c", _CHILD, addr[0], str(addr[1]), json.dumps(list(keys)), str(max(1.0, timeout / 3))]
+    argv = [exe, "-c", _CHILD, addr[0], str(addr[1]), json.dumps(list(keys)), str(max(1.0, timeout / 3)),
+            json.dumps(list(TORCH_PREFIXES)), str(MAX_PREFIXES)]
     try:
         proc = Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                      start_new_session=True)
@@ -86,8 +162,10 @@ def lookup_keys(pid: int, keys: tuple[str, ...] | list[str], timeout: float = 15
         return StoreAnswer(error=f"the store at {addr[0]}:{addr[1]} did not answer within {timeout:g} s")
     out, err = got
     try:
-        found = json.loads(out.decode("utf-8", "replace"))
-        return StoreAnswer(tuple((k, bool(found[k])) for k in keys if k in found))
-    except (ValueError, TypeError, KeyError):
+        doc = json.loads(out.decode("utf-8", "replace"))
+        answers = [(str(p), {str(k): bool(v) for k, v in found.items()}) for p, found in doc["answers"]]
+        prefix, found = choose_answer(answers, _own(pid, keys) if own is None else own, int(doc["known"]))
+        return StoreAnswer(tuple((k, found[k]) for k in keys if k in found), prefix=prefix)
+    except (ValueError, TypeError, KeyError, IndexError, AttributeError):
         last = (err.decode("utf-8", "replace").strip().splitlines() or [f"exit status {proc.returncode}"])[-1]
         return StoreAnswer(error=f"could not ask the store at {addr[0]}:{addr[1]}: {last[:300]}")
