@@ -13,6 +13,8 @@ TRUTH = {
     "pipeline": ({1}, {(2,): (1,), (3,): (2,)}, {2: "locals", 3: "locals"}),
     "p2p-ring": ({2}, {(1,): (2,)}, {1: "native", 2: "native"}),
     "store-barrier": ({3}, {(0,): (3,), (1, 2): (0,)}, {0: "locals"}),
+    "store-barrier-default": ({3}, {(0,): (3,), (1, 2): (0,)}, {0: "locals"}),
+    "p2p-ring-blocking": ({2}, {(0,): (3,), (1,): (2,), (3,): (2,)}, {1: "locals", 2: "locals", 3: "locals"}),
     "ddp-unused": ({3}, {(0, 1, 2): (3,)}, {0: "native", 1: "native", 2: "native"}),
     "healthy-midstep": (set(), {}, None),  # resampled only when the first round caught a rank computing
     "pollers": (set(), {}, {}),
@@ -59,5 +61,5 @@ def check_steps(scenario: str, doc: dict, out) -> None:
         assert step in steps[rank], f"{scenario}: rank {rank} steps {steps[rank]}"
     if not want:
         assert not any(steps.values()), f"{scenario}: nothing to add, yet {steps}"
-    if scenario == "store-barrier":
+    if scenario.startswith("store-barrier"):
         assert (out / "store.json").is_file()

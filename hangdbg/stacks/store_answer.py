@@ -39,9 +39,9 @@ def with_store_answer(w: RankWait, rank: int, answer: Mapping[str, bool]) -> Ran
     contradicted = [k for k in own_keys(w.keys, rank) if answer.get(k) is False]
     if contradicted:
         return replace(w, missing_keys=(), evidence=evidence,
-                       detail=f"{UNTRUSTED}: it lacks {contradicted[0]!r}, rank {rank}'s own key, which a rank waiting "
-                              "for every rank's key sets before it waits (the lookup did not read the keys where the job "
-                              "writes them: another prefix or another store)")
+                       detail=f"{UNTRUSTED}: it lacks {contradicted[0]!r}, rank {rank}'s own key, which a rank that "
+                              "waits for every rank's key sets before it waits (the keys were read under another prefix "
+                              "or in another store than the job's)")
     return replace(w, missing_keys=tuple(k for k in w.keys if answer.get(k) is False), evidence=evidence)
 
 
