@@ -57,13 +57,14 @@ try:
     listed = store.list_keys()
 except Exception:
     listed = []
-for held in listed:
-    for k in keys:
-        cut = len(held) - len(k)
-        if cut > 0 and held.endswith(k) and held[cut - 1] == "/":
-            p = held[:cut]
-            if p not in prefixes and p not in found and len(found) < most:
-                found.append(p)
+wanted = set(keys)
+for held in sorted(listed):
+    cut = held.find("/")
+    while cut >= 0 and len(found) < most:
+        p = held[:cut + 1]
+        if held[cut + 1:] in wanted and p not in prefixes and p not in found:
+            found.append(p)
+        cut = held.find("/", cut + 1)
 answers = [[p, {k: bool(store.check([p + k])) for k in keys}] for p in ["", *prefixes]]
 answers += [[p, {k: bool(store.check([p + k])) for k in keys}] for p in found]
 print(json.dumps({"answers": answers, "known": 1 + len(prefixes)}))
