@@ -14,7 +14,7 @@ TRUTH = {
     "p2p-ring": ({2}, {(1,): (2,)}, {1: "native", 2: "native"}),
     "store-barrier": ({3}, {(0,): (3,), (1, 2): (0,)}, {0: "locals"}),
     "store-barrier-default": ({3}, {(0,): (3,), (1, 2): (0,)}, {0: "locals"}),
-    "p2p-ring-blocking": ({2}, {(0,): (3,), (1,): (2,), (3,): (2,)}, {1: "locals", 2: "locals", 3: "locals"}),
+    "p2p-ring-steps": ({2}, {(0,): (1,), (1,): (2,), (3,): (2,)}, {0: "native", 1: "native", 2: "native", 3: "native"}),
     "ddp-unused": ({3}, {(0, 1, 2): (3,)}, {0: "native", 1: "native", 2: "native"}),
     "healthy-midstep": (set(), {}, None),  # resampled only when the first round caught a rank computing
     "pollers": (set(), {}, {}),

@@ -1,5 +1,5 @@
 """Real hung torchrun/gloo jobs of the two structured cases: a store barrier on the job's default
-(prefixed) store, and a blocking token ring whose rank 2 receives from the wrong neighbour. A plain
+(prefixed) store, and a ring of isend/irecv with no collective between steps, whose rank 2 receives from the wrong neighbour (once blamed with rank 3, "a deadlock", and rank 1, "behind"). A plain
 ``hangdbg dump`` names exactly the culprit (exit 3), with the finding that says why."""
 
 import json
@@ -9,7 +9,7 @@ import pytest
 from _topology import check_culprits, check_steps, topology_dump  # noqa: F401 (fixture)
 from conftest import suspects
 
-pytestmark = pytest.mark.parametrize("topology_dump", ["store-barrier-default", "p2p-ring-blocking"], indirect=True)
+pytestmark = pytest.mark.parametrize("topology_dump", ["store-barrier-default", "p2p-ring-steps"], indirect=True)
 
 
 def test_names_exactly_the_culprit(topology_dump):

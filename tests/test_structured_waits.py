@@ -23,10 +23,12 @@ def store_wait(keys=KEYS) -> tuple[Frame, ...]:
             Frame("main", TRAIN, 200), Frame("<module>", TRAIN, 210))
 
 
-def p2p(op: str, peer: int, line: int = 30) -> tuple[Frame, ...]:
-    """A blocking ``send(dst=peer)`` or ``recv(src=peer)`` (torch's frame with its --locals)."""
+def p2p(op: str, peer: int, step: int | None = None) -> tuple[Frame, ...]:
+    """A blocking ``send(dst=peer)`` or ``recv(src=peer)`` (torch's frame with its --locals), at loop
+    counter ``step`` of the caller when given."""
     arg = "dst" if op == "send" else "src"
-    return (Frame(op, C10D, 2700, locals=((arg, str(peer)),)), Frame("ring_step", TRAIN, line),
+    counter = (("step", str(step)),) if step is not None else ()
+    return (Frame(op, C10D, 2700, locals=((arg, str(peer)),)), Frame("ring_step", TRAIN, 30, locals=counter),
             Frame("main", TRAIN, 200), Frame("<module>", TRAIN, 210))
 
 
@@ -115,6 +117,23 @@ def test_alternating_ring_wrong_receive_blames_only_that_rank():
     a = analyze(dumps)
     assert blamed(a) == [((1,), Kind.P2P_MISMATCH)]
     assert "rank 0 sends to it" in a.suspects[0].summary
+
+
+def test_ring_without_sync_blames_neither_the_cycle_nor_the_rank_behind():
+    """isend/irecv ring, no collective between steps, rank 2 receives from 3 at step 2: rank 3 finished
+    step 2 and receives from 2 at step 3; rank 0 sends to 1 at step 3 while rank 1, held up sending to
+    2, is still at step 2. Once blamed: 2 (wrong peer), 3 ("deadlock" with 2) and 1 ("behind")."""
+    dumps = [rank(0, p2p("send", 1, 3)), rank(1, p2p("send", 2, 2)), rank(2, p2p("recv", 3, 2)),
+             rank(3, p2p("recv", 2, 3))]
+    a = analyze(dumps)
+    assert blamed(a) == [((2,), Kind.P2P_MISMATCH)], a.headline
+    assert waits_for(a) == {(0,): (1,), (1,): (2,), (3,): (2,)}
+
+
+def test_rank_behind_with_nobody_else_named_is_still_behind():
+    """Control: every rank in the same all_reduce line, rank 2 at a lower step: rank 2 is named."""
+    dumps = [rank(r, coll("all_reduce", 0, 120, locals_=(("step", "2" if r == 2 else "3"),))) for r in range(4)]
+    assert blamed(analyze(dumps)) == [((2,), Kind.BEHIND)]
 
 
 def test_wrong_destination_blames_the_sender():

@@ -20,12 +20,12 @@ caller knows when to dump. The truth of each scenario, at its default size:
   3 (the wrong neighbour). Culprit {2}; rank 2 waits its irecv (``src`` = 3); rank 1 waits its
   isend (``dst`` = 2: gloo sends only into a posted receive); ranks 0 and 3 finished both
   requests and wait in the all_reduce.
-- ``p2p-ring-blocking`` (4 ranks): a token passed once around the ring with blocking ``send``/
-  ``recv`` each step (rank 0 sends to 1 then receives from 3; every other rank receives from
-  rank-1, then sends to rank+1), then a world ``all_reduce``. At step 2 rank 2 receives from rank
-  3 (the wrong neighbour). Culprit {2}; rank 2 waits in ``recv`` from 3 while rank 1 waits in
-  ``send`` to it; rank 3 waits in ``recv`` from 2 and rank 0 in ``recv`` from 3, as the ring
-  says: so ranks 2 and 3 receive from each other, a cycle that rank 2's wrong peer made.
+- ``p2p-ring-steps`` (4 ranks): the same ring with no collective between steps (the next step's
+  exchange starts at once). At step 2 rank 2 posts its irecv from rank 3. Culprit {2}; rank 2
+  waits its irecv from 3 (step 2) while rank 1 waits its isend to 2 (step 2); rank 3 finished
+  step 2 and waits its irecv from 2 of step 3 (so ranks 2 and 3 receive from each other, a cycle
+  rank 2's wrong peer made); rank 0 waits its isend to 1 of step 3 (rank 1 is a step behind it
+  because it waits).
 - ``store-barrier`` (4 ranks): a hand-made barrier on the job's TCPStore (a client of the store
   torchrun's agent hosts at MASTER_ADDR:MASTER_PORT, keys ``step2/done/R`` at its root). At step 2
   every rank but 3 sets its key; rank 0 then waits for all keys in ``store_barrier``; ranks 1-3
@@ -61,7 +61,7 @@ import time
 from datetime import timedelta
 from pathlib import Path
 
-SCENARIOS = ("tp-dp", "pipeline", "p2p-ring", "p2p-ring-blocking", "store-barrier", "store-barrier-default", "ddp-unused",
+SCENARIOS = ("tp-dp", "pipeline", "p2p-ring", "p2p-ring-steps", "store-barrier", "store-barrier-default", "ddp-unused",
              "healthy-midstep", "pollers")
 NPROC = {"tp-dp": 8}
 """Ranks a scenario needs when not 4."""
@@ -142,8 +142,8 @@ def run_pipeline(dist, torch, args, rank: int, world: int) -> None:
         dist.all_reduce(loss)  # loss sync
 
 
-def ring_step(dist, t_out, t_in, step, rank, world) -> None:
-    """Pass a tensor one hop around the ring (isend right, irecv left), then all_reduce."""
+def ring_step(dist, t_out, t_in, step, rank, world, sync: bool = True) -> None:
+    """Pass a tensor one hop around the ring (isend right, irecv left), then all_reduce (``sync``)."""
     dst = (rank + 1) % world
     src = (rank - 1) % world
     if step == HANG_STEP and rank == 2 % world:
@@ -151,40 +151,17 @@ def ring_step(dist, t_out, t_in, step, rank, world) -> None:
     reqs = [dist.isend(t_out, dst=dst), dist.irecv(t_in, src=src)]
     for r in reqs:
         r.wait()
-    dist.all_reduce(t_in)
+    if sync:
+        dist.all_reduce(t_in)
 
 
-def run_p2p_ring(dist, torch, args, rank: int, world: int) -> None:
-    """A ring exchange every step."""
+def run_p2p_ring(dist, torch, args, rank: int, world: int, sync: bool = True) -> None:
+    """A ring exchange every step (then an all_reduce: ``sync``)."""
     t_out, t_in = torch.full((16,), float(rank)), torch.zeros(16)
     for step in range(args.steps):
         if step == HANG_STEP:
             ready(args, rank)
-        ring_step(dist, t_out, t_in, step, rank, world)
-
-
-def blocking_ring_step(dist, t_out, t_in, step, rank, world) -> None:
-    """Pass a token once around the ring with blocking send/recv (rank 0 starts), then all_reduce."""
-    dst = (rank + 1) % world
-    src = (rank - 1) % world
-    if step == HANG_STEP and rank == 2 % world:
-        src = (rank + 1) % world  # the bug: receives from the wrong neighbour
-    if rank == 0:
-        dist.send(t_out, dst=dst)
-        dist.recv(t_in, src=src)
-    else:
-        dist.recv(t_in, src=src)
-        dist.send(t_in, dst=dst)
-    dist.all_reduce(t_in)
-
-
-def run_p2p_ring_blocking(dist, torch, args, rank: int, world: int) -> None:
-    """A token passed around the ring every step."""
-    t_out, t_in = torch.full((16,), float(rank)), torch.zeros(16)
-    for step in range(args.steps):
-        if step == HANG_STEP:
-            ready(args, rank)
-        blocking_ring_step(dist, t_out, t_in, step, rank, world)
+        ring_step(dist, t_out, t_in, step, rank, world, sync)
 
 
 def store_barrier(store, step: int, world: int) -> None:
@@ -285,7 +262,8 @@ def run_pollers(dist, torch, args, rank: int, world: int) -> None:
 
 
 RUNNERS = {
-    "tp-dp": run_tp_dp, "pipeline": run_pipeline, "p2p-ring": run_p2p_ring, "p2p-ring-blocking": run_p2p_ring_blocking,
+    "tp-dp": run_tp_dp, "pipeline": run_pipeline, "p2p-ring": run_p2p_ring, "p2p-ring-steps":
+    lambda dist, torch, args, rank, world: run_p2p_ring(dist, torch, args, rank, world, False),
     "store-barrier": run_store_barrier,
     "store-barrier-default": lambda dist, torch, args, rank, world: run_store_barrier(dist, torch, args, rank, world, True),
     "ddp-unused": run_ddp_unused, "healthy-midstep": run_healthy_midstep, "pollers": run_pollers,

@@ -18,7 +18,9 @@ Rules, in order (a rank named by an earlier rule is not named again):
    graph by themselves; any rank waiting in a collective waits for them.
 5. ``behind``: ranks in the same place but at a lower loop counter (``--locals``: integer locals
    named step, iteration, epoch, i, ...), the "code loops" problem that STAT attacks with
-   loop-order variables. When a few ranks are *ahead* of a majority that is behind, the few
+   loop-order variables. A rank that waits for a rank already named (it reaches it in the wait-for
+   graph: a ring's sender held up by a receiver that took the wrong peer) is behind because it
+   waits: it is not named again. When a few ranks are *ahead* of a majority that is behind, the few
    are named instead (kind ``ahead``) and the reason says which way they differ.
 
 When every dumped rank waits for others and none of those is in the dumps (the job's size unknown),
@@ -240,8 +242,18 @@ def find_suspects(
         if not suspects and size_unknown and not any(w.waiting for w in waits.values()):
             suspects.extend(_lone_roots(views, waits, progressing, unranked))
             named.update(r for f in suspects for r in f.ranks)
-    _behind([v for v in views if waits[v.rank].waiting], name)
+    explained = _waiting_for(graph, named)  # a rank that waits for a suspect is not behind: it waits
+    _behind([v for v in views if waits[v.rank].waiting and v.rank not in explained], name)
     return suspects
+
+
+def _waiting_for(graph: WaitGraph, named: set[int]) -> set[int]:
+    """The ranks from which a named rank is reached in the wait-for graph: they wait for it (directly or
+    through others), so rule 5 (``behind``) does not read their lower loop counter as a cause."""
+    out: set[int] = set()
+    for r in named:
+        out.update(graph.distances_to(r))
+    return out
 
 
 def _outside(w: RankWait, view: RankView | None, state: str, chain: str) -> tuple[str, Kind, str]:
