@@ -4,11 +4,15 @@ peer (blame only that rank), each with its controls."""
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import pytest
 
 from hangdbg.model import Kind, RankDump, Severity, Thread
 from hangdbg.frames import Frame
 from hangdbg.stacks.analysis import analyze
+from hangdbg.stacks.saved import load_dumps
 from hangdbg.tools.store import TORCH_PREFIXES, choose_answer
 from hangdbg.waits import own_keys, rank_keys
 from test_analyze import C10D, TRAIN, coll, rank
@@ -175,3 +179,27 @@ def test_mutual_receive_with_nobody_else_is_still_a_deadlock():
     of the rule that a cycle a wrong peer made is that peer's)."""
     a = analyze([rank(0, p2p("recv", 1), world=2), rank(1, p2p("recv", 0), world=2)])
     assert blamed(a) == [((0, 1), Kind.WAIT_CYCLE)]
+
+
+# --- the same on recorded dumps of the real jobs (tests/fixtures/topology, py-spy of demo/topology.py) ------------
+
+TOPO = Path(__file__).parent / "fixtures" / "topology"
+
+
+def test_recorded_ring_without_sync_names_only_the_wrong_receiver():
+    dumps, _ = load_dumps([TOPO / "p2p-ring-steps" / "native"])
+    a = analyze(dumps)
+    assert blamed(a) == [((2,), Kind.P2P_MISMATCH)], a.headline
+    assert waits_for(a) == {(0,): (1,), (1,): (2,), (3,): (2,)}
+
+
+def test_recorded_default_store_barrier():
+    dumps, _ = load_dumps([TOPO / "store-barrier-default" / "locals"])
+    store = json.loads((TOPO / "store-barrier-default" / "store.json").read_text())
+    assert store["prefix"] == "default_pg/0//"
+    a = analyze(dumps, store_keys=store["keys"])
+    assert blamed(a) == [((3,), Kind.STORE_KEY_MISSING)]
+    # the keys read at the TCPStore's root (the lookup before the prefixes): every key looks missing,
+    # rank 0's own too; once ranks 1-3 were blamed, now nobody is
+    root = analyze(dumps, store_keys={k: False for k in store["keys"]})
+    assert not root.suspects and [f.kind for f in root.findings if f.severity is Severity.WARNING] == [Kind.UNDECIDED]
