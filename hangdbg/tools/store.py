@@ -32,6 +32,7 @@ from typing import Collection
 
 import psutil
 
+from ..launch_env import rank_from_environ
 from ..waits import own_keys
 from .subproc import Popen, communicate_or_kill
 
@@ -103,11 +104,13 @@ def _interpreter(pid: int) -> str:
 
 
 def _own(pid: int, keys: Collection[str]) -> tuple[str, ...]:
-    """The keys of ``keys`` that are rank ``pid``'s own (its ``RANK``), or ``()``."""
+    """The keys of ``keys`` that are process ``pid``'s own (its rank from its environment:
+    :func:`hangdbg.launch_env.rank_from_environ`), or ``()``."""
     try:
-        return own_keys(keys, int(psutil.Process(pid).environ()["RANK"]))
-    except (psutil.Error, OSError, KeyError, ValueError):
+        rank, _source = rank_from_environ(psutil.Process(pid).environ())
+    except (psutil.Error, OSError):
         return ()
+    return own_keys(keys, rank) if rank is not None else ()
 
 
 def choose_answer(answers: list[tuple[str, dict[str, bool]]], own: Collection[str], known: int | None = None) -> tuple[str, dict[str, bool]]:
@@ -142,7 +145,8 @@ def lookup_keys(pid: int, keys: tuple[str, ...] | list[str], timeout: float = 15
         timeout: seconds for the whole child (import of torch included); the store connection
             gets a third of it.
         own: the waiting rank's own keys (present in a trustworthy answer); by default
-            :func:`hangdbg.waits.own_keys` of ``keys`` for the ``RANK`` in ``pid``'s environment.
+            :func:`hangdbg.waits.own_keys` of ``keys`` for the rank in ``pid``'s environment (``RANK``,
+            or another launcher's variable).
     """
     try:
         addr = store_address(pid)
