@@ -28,6 +28,7 @@ from .tree import build_tree
 from .op_record import CurrentOp
 from .wait_state import wait_of, with_record
 from .waitfor import build_graph
+from .blocker_facts import BLOCKED_KINDS, refine
 
 __all__ = ["analyze", "place_of", "build_tree"]
 
@@ -123,6 +124,8 @@ def _waits(views, seen: dict[int, RankDump], missing: list[int], store_keys: Map
         if w.kind is WaitKind.STORE and w.keys and store_keys:
             w = replace(w, missing_keys=tuple(k for k in w.keys if store_keys.get(k) is False),
                         evidence=(*w.evidence, "store"))
+        if w.kind in BLOCKED_KINDS:  # what blocks it: the rank's other threads, its /proc facts
+            w = refine(w, v.thread, seen[v.rank])
         out[v.rank] = w
     _extend_native(out, views)
     for r, d in seen.items():

@@ -40,6 +40,7 @@ from .cycles import resolve_cycles
 from .waitfor import WaitGraph
 from .places import read_source
 from .wait_state import identified_block
+from .blockers import LONE_BLOCKERS, action_of
 from .classes import RankView
 from ..rankset import ranks_text
 
@@ -249,7 +250,7 @@ def _outside(w: RankWait, view: RankView | None, state: str, chain: str) -> tupl
         return (f"{w.describe()}{_code(w.site)}{state}, in no collective: {GPU_CAUSE}; {chain}",
                 Kind.OUTSIDE_COLLECTIVE, GPU_ACTION)
     code = _code(view.place.call_site) if view is not None else ""
-    return f"{w.describe()}{code}{state}, in no collective; {chain}", Kind.OUTSIDE_COLLECTIVE, ""
+    return f"{w.describe()}{code}{state}, in no collective; {chain}", Kind.OUTSIDE_COLLECTIVE, action_of(w.blocker)
 
 
 GPU_CAUSE = "its GPU has not finished earlier work (a kernel still running, or queued behind one)"
@@ -299,8 +300,8 @@ def _lone_roots(views: list[RankView], waits, progressing: set[int], unknown: fr
         view = next(v for v in views if v.rank == ranks[0])
         unsure = f" ({who_text(ranks, unknown)})" if set(ranks) <= unknown else ""
         others = "no other rank was dumped" if n == len(ranks) else f"none of the {n} dumped ranks waits in one"
-        action = next((a for key, a in _BLOCK_ACTIONS if key in w.detail), "dump what it waits for")
-        if w.kind is WaitKind.LOCK or any(key in w.detail for key in _LONE_CAUSES):
+        action = action_of(w.blocker) or next((a for key, a in _BLOCK_ACTIONS if key in w.detail), "dump what it waits for")
+        if w.kind is WaitKind.LOCK or w.blocker in LONE_BLOCKERS or any(key in w.detail for key in _LONE_CAUSES):
             out.append(Finding(Kind.OUTSIDE_COLLECTIVE,
                                f"{what}{_code(view.place.call_site)}{unsure}, not in any collective: "
                                f"it waits on nothing inside the job, so every rank that waits in a collective waits "
