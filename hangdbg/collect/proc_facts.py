@@ -29,7 +29,7 @@ import psutil
 
 from ..waits import LockFact, OpenFile, ProcessRef, ProcFacts, TaskState
 
-__all__ = ["proc_facts", "SYSCALLS", "parse_locks"]
+__all__ = ["proc_facts", "SYSCALLS", "parse_locks", "facts_from_json"]
 
 _X86_64 = {0: "read", 1: "write", 7: "poll", 17: "pread64", 18: "pwrite64", 19: "readv", 20: "writev", 23: "select",
            35: "nanosleep", 42: "connect", 43: "accept", 44: "sendto", 45: "recvfrom", 46: "sendmsg", 47: "recvmsg",
@@ -179,6 +179,11 @@ def _inode(path: str) -> str:
     return f"{os.major(st.st_dev):02x}:{os.minor(st.st_dev):02x}:{st.st_ino}"
 
 
+def _is_path(path: str) -> Callable[[int, int, str], bool]:
+    """A :func:`_holders` test: the descriptor is ``path``."""
+    return lambda _pid, _fd, target: target == path
+
+
 def _locks(pid: int, fds: dict[int, str], paths: Iterable[str], lock_fds: Iterable[int]) -> tuple[LockFact, ...]:
     table = parse_locks(_read("/proc/locks"))
     waited = {ident for waiting, _k, p, ident in table if waiting and p == pid}
@@ -197,7 +202,7 @@ def _locks(pid: int, fds: dict[int, str], paths: Iterable[str], lock_fds: Iterab
         rows = [(k, p) for waiting, k, p, i in table if i == ident and not waiting] if exists else []
         openers: tuple[ProcessRef, ...] = ()
         if exists and path.startswith("/"):
-            openers = _holders(lambda _p, _n, t, path=path: t == path, {pid, os.getpid()})
+            openers = _holders(_is_path(path), {pid, os.getpid()})
         out.append(LockFact(path, ident if exists else "", rows[0][0] if rows else "", ident in waited,
                             tuple(_ref(p) for _k, p in rows), openers, exists))
     return tuple(out)
@@ -233,3 +238,22 @@ def proc_facts(pid: int, lock_paths: tuple[str, ...] = (), machine: str | None =
         children = ()
     error = "" if tasks and (fds or not Path(f"/proc/{pid}").exists()) else f"/proc/{pid}: not readable"
     return ProcFacts(tasks, files, locks, children, error)
+
+
+def facts_from_json(doc: object) -> ProcFacts | None:
+    """The :class:`ProcFacts` of ``dataclasses.asdict(facts)`` sent as JSON (a node agent's ``done`` message), or
+    None when ``doc`` is not one (a malformed or foreign message is dropped, never raised)."""
+    if not isinstance(doc, dict):
+        return None
+    try:
+        def refs(xs: object) -> tuple[ProcessRef, ...]:
+            return tuple(ProcessRef(**x) for x in xs or ())  # type: ignore[attr-defined]
+
+        return ProcFacts(
+            tuple(TaskState(**t) for t in doc.get("tasks") or ()),
+            tuple(OpenFile(**{**f, "readers": refs(f.get("readers"))}) for f in doc.get("files") or ()),
+            tuple(LockFact(**{**x, "holders": refs(x.get("holders")), "openers": refs(x.get("openers"))})
+                  for x in doc.get("locks") or ()),
+            refs(doc.get("children")), str(doc.get("error") or ""))
+    except (TypeError, AttributeError, ValueError):
+        return None

@@ -249,7 +249,7 @@ def _outside(w: RankWait, view: RankView | None, state: str, chain: str) -> tupl
     if w.kind is WaitKind.GPU:
         return (f"{w.describe()}{_code(w.site)}{state}, in no collective: {GPU_CAUSE}; {chain}",
                 Kind.OUTSIDE_COLLECTIVE, GPU_ACTION)
-    code = _code(view.place.call_site) if view is not None else ""
+    code = _code(w.site if w.blocker else view.place.call_site) if view is not None else ""  # a blocker: its site's line
     return f"{w.describe()}{code}{state}, in no collective; {chain}", Kind.OUTSIDE_COLLECTIVE, action_of(w.blocker)
 
 
