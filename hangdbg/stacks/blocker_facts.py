@@ -52,28 +52,26 @@ def _stream(fd: int) -> str:
     return {0: "stdin", 1: "stdout", 2: "stderr"}.get(fd, f"fd {fd}")
 
 
-def _file_text(f: OpenFile) -> str:
-    """``stdout, pipe:[123], full (65536 bytes unread of 65536)``."""
-    text = f"{_stream(f.fd)}{f' (fd {f.fd})' if f.fd > 2 else ''}: {f.target}"
-    if f.unread is not None and f.capacity:
-        full = "full, " if f.unread + 4096 > f.capacity else ""
-        text += f" ({full}{f.unread} bytes unread of {f.capacity})"
-    return text
+def _full(f: OpenFile) -> bool:
+    """A pipe with less than a page free (pipe(7): the capacity is counted in pages, a write waits for room)."""
+    return f.unread is not None and bool(f.capacity) and f.unread + 4096 > (f.capacity or 0)
 
 
 def _output(f: OpenFile, pid: int | None) -> tuple[str, str]:
     """``(detail, waiting_on)`` of a write blocked on ``f``."""
+    stream = f"{_stream(f.fd)}{f' (fd {f.fd})' if f.fd > 2 else ''}"
     if f.target.startswith("pipe:"):
+        fill = f", {f.unread} of {f.capacity} bytes unread" if f.unread is not None and f.capacity else ""
         if not f.readers:
             who = "nobody holds its read end"
         elif all(r.pid == pid for r in f.readers):
             who = "its read end is held by this rank itself, which never reads it"
         else:
             who = f"its read end is held by {_procs(f.readers)}, which does not read it"
-        return f"blocked writing to a full pipe, its {_file_text(f)}", who
-    if f.target.startswith("/dev/pts/") or f.target.startswith("/dev/tty"):
-        return f"blocked writing to a terminal, its {_file_text(f)}", "the terminal is stopped (Ctrl-S) or not read"
-    return f"blocked writing to its {_file_text(f)}", ""
+        return f"blocked writing to its {stream}, a {'full ' if _full(f) else ''}pipe ({f.target}{fill})", who
+    if f.target.startswith(("/dev/pts/", "/dev/tty")):
+        return f"blocked writing to its {stream}, a terminal ({f.target})", "the terminal is stopped (Ctrl-S) or not read"
+    return f"blocked writing to its {stream} ({f.target})", ""
 
 
 def _lock(lock: LockFact, how: str) -> tuple[str, str]:
@@ -123,8 +121,7 @@ def _by_stack(w: RankWait, facts: ProcFacts, pid: int | None) -> RankWait:
     if w.blocker == CHILD.name and facts.children:
         return replace(w, detail=f"waits for its child process {_procs(facts.children)}")
     if w.blocker == OUTPUT.name:
-        full = [f for f in facts.files if f.fd in (1, 2) and f.target.startswith("pipe:") and f.unread is not None
-                and f.capacity and f.unread + 4096 > f.capacity]
+        full = [f for f in facts.files if f.fd in (1, 2) and f.target.startswith("pipe:") and _full(f)]
         if full:
             detail, on = _output(full[0], pid)
             return replace(w, detail=detail, waiting_on=on)

@@ -30,6 +30,7 @@ no rank is named. The ranks that only wait (in a collective or a rendezvous) are
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Mapping
 
 from ..model import Finding, Kind, RankDump, Severity, Thread
@@ -249,8 +250,11 @@ def _outside(w: RankWait, view: RankView | None, state: str, chain: str) -> tupl
     if w.kind is WaitKind.GPU:
         return (f"{w.describe()}{_code(w.site)}{state}, in no collective: {GPU_CAUSE}; {chain}",
                 Kind.OUTSIDE_COLLECTIVE, GPU_ACTION)
-    code = _code(w.site if w.blocker else view.place.call_site) if view is not None else ""  # a blocker: its site's line
-    return f"{w.describe()}{code}{state}, in no collective; {chain}", Kind.OUTSIDE_COLLECTIVE, action_of(w.blocker)
+    if w.blocker:  # the source line right after the site, then what it waits on
+        said = f"{replace(w, waiting_on='').describe()}{_code(w.site)}{', ' + w.waiting_on if w.waiting_on else ''}"
+        return f"{said}{state}, in no collective; {chain}", Kind.OUTSIDE_COLLECTIVE, action_of(w.blocker)
+    code = _code(view.place.call_site) if view is not None else ""
+    return f"{w.describe()}{code}{state}, in no collective; {chain}", Kind.OUTSIDE_COLLECTIVE, ""
 
 
 GPU_CAUSE = "its GPU has not finished earlier work (a kernel still running, or queued behind one)"
