@@ -117,3 +117,15 @@ def test_a_stale_flock_names_the_file_and_its_gone_holder(blocked):
     assert f"the lock lives on in pid {keeper[0].pid} (`sleep 1000`)" in f["summary"]
     lock = next(r for r in doc["stacks"]["ranks"] if r["rank"] == 1)["proc"]["locks"][0]
     assert lock["waiting"] and lock["kind"] == "FLOCK" and not any(h["alive"] for h in lock["holders"])
+
+
+@pytest.mark.parametrize("blocked", ["stale-filelock"], indirect=True)
+def test_filelock_polling_a_stale_lock_names_the_file_from_its_locals(blocked):
+    job, rc, doc, found = blocked
+    f = _common(rc, found)
+    path = str(job.ready_dir / "train.lock")
+    assert f"waits for a file lock (filelock, polling) on {path}" in f["summary"]
+    assert "a stale lock: held by pid " in f["summary"] and "which has exited" in f["summary"]
+    assert "(`sleep 1000`), which inherited its descriptor" in f["summary"]
+    rank = next(r for r in doc["stacks"]["ranks"] if r["rank"] == 1)
+    assert "locals" in rank["steps"]  # the adaptive --locals pass read filelock's lock_filename

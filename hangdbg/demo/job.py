@@ -34,6 +34,7 @@ what hangdbg names is :mod:`hangdbg.stacks.blockers`):
 - ``dead-setter``: rank 1 waits on a ``threading.Event`` whose setter thread died of an exception.
 - ``stale-lock``: a helper process takes ``flock`` on ``READY/train.lock``, leaves its descriptor to a ``sleep``
   child and exits; rank 1 then waits in ``fcntl.flock`` on that file (a stale lock: its holder is gone).
+- ``stale-filelock``: the same stale lock, waited for with the ``filelock`` package's ``FileLock`` (it polls).
 """
 
 from __future__ import annotations
@@ -48,7 +49,7 @@ import time
 from datetime import timedelta
 from pathlib import Path
 
-BLOCKED = ("pdb", "child-process", "full-pipe", "dead-setter", "stale-lock")
+BLOCKED = ("pdb", "child-process", "full-pipe", "dead-setter", "stale-lock", "stale-filelock")
 SCENARIOS = ("mismatch", "stuck-io", "missing", "deadlock", "behind", "busy", "healthy", "extra-collective", *BLOCKED)
 
 
@@ -145,9 +146,14 @@ def block(scenario: str, workdir: Path, mark) -> None:
         loader.join()
         mark()
         loaded.wait()
-    elif scenario == "stale-lock":
+    elif scenario in ("stale-lock", "stale-filelock"):
         path = workdir / "train.lock"
         subprocess.run([sys.executable, "-c", _LOCK_AND_LEAVE, str(path)], check=True)
+        if scenario == "stale-filelock":
+            from filelock import FileLock
+
+            mark()
+            FileLock(str(path)).acquire()
         fd = os.open(path, os.O_RDWR)
         mark()
         fcntl.flock(fd, fcntl.LOCK_EX)
