@@ -206,3 +206,36 @@ def test_facts_travel_as_json_and_bad_ones_are_dropped():
     assert facts_from_json(asdict(facts)) == facts
     assert proc_facts_of({"3": asdict(facts), "x": asdict(facts), "4": {"tasks": [{"bogus": 1}]}, "5": []}) == {3: facts}
     assert proc_facts_of("garbage") == {}
+
+
+def _rank_text(rank: int, frames: list[str]) -> str:
+    pid = 500 + rank
+    return (f"# hangdbg rank={rank} pid={pid} host=node1 local_rank={rank} world_size=2 local_world_size=2 "
+            f"rank_source=RANK sample=1\nProcess {pid}: python train.py\nPython v3.11.7 (/usr/bin/python3.11)\n\n"
+            f'Thread {pid} (idle): "MainThread"\n' + "".join(f"    {f}\n" for f in frames))
+
+
+def test_fanout_carries_the_facts_of_a_node_agent(tmp_path):
+    """The agent's ``done`` message carries ``proc`` (rank -> facts); the coordinator puts them on the dumps."""
+    from hangdbg.collect.agent import proc_message
+    from hangdbg.collect.fanout import fan_out
+    from hangdbg.outdir import OutDir
+    from hangdbg.transport.runners import FakeRunner
+    from hangdbg.transport.wire import encode_message
+
+    pipe = OpenFile(1, "pipe:[9]", True, 65500, 65536, (ProcessRef(3, "tee log"),))
+    facts = ProcFacts(tasks=(TaskState(501, "S", "pipe_write", "write", fd=1),), files=(pipe,))
+    texts = {0: _rank_text(0, [f"all_reduce ({DIST}:2806)", f"step ({TRAIN}:40)"]),
+             1: _rank_text(1, [f"log ({TRAIN}:15)", f"<module> ({TRAIN}:90)"])}
+    messages = [{"type": "hello", "host": "node1", "pid": 1, "version": "t", "schema_version": 4}]
+    messages += [{"type": "rank", "host": "node1", "rank": r, "sample": 1, "name": f"rank-{r:04d}.txt", "text": t,
+                  "error": None} for r, t in texts.items()]
+    dumps = [RankDump(0), RankDump(1, proc=facts)]
+    messages.append({"type": "done", "host": "node1", "status": "ok", "error": None, "proc": proc_message(dumps),
+                     "processes": [{"rank": 0, "pid": 500}, {"rank": 1, "pid": 501}], "seconds": 0.1})
+    lines = [line for i, m in enumerate(messages, 1) for line in encode_message("node1", i, m)]
+    result = fan_out(FakeRunner({"all": lines}), ["node1"], ["agent"], OutDir(tmp_path), timeout=10)
+    assert {d.rank: d.proc for d in result.dumps} == {0: None, 1: facts}
+    found = [f for f in analyze(result.dumps, whole_job=True).findings if f.is_suspect]
+    assert [f.ranks for f in found] == [(1,)]
+    assert "blocked writing to its stdout, a full pipe (pipe:[9]" in found[0].summary

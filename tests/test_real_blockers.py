@@ -94,6 +94,9 @@ def test_a_rank_blocked_on_a_full_stdout_pipe_names_the_pipe_and_its_reader(bloc
     out = next(x for x in rank["proc"]["files"] if x["fd"] == 1)
     assert out["target"].startswith("pipe:[") and out["unread"] + 4096 > out["capacity"]
     assert [r["pid"] for r in out["readers"]] == [rank["pid"]]
+    main = next(t for t in rank["threads"] if t["name"] == "MainThread")
+    task = next(t for t in rank["proc"]["tasks"] if t["tid"] == main["thread_id"])  # py-spy's id is the OS tid
+    assert (task["syscall"], task["fd"]) in (("write", 1), ("writev", 1))
 
 
 @pytest.mark.parametrize("blocked", ["dead-setter"], indirect=True)
