@@ -239,3 +239,25 @@ def test_fanout_carries_the_facts_of_a_node_agent(tmp_path):
     found = [f for f in analyze(result.dumps, whole_job=True).findings if f.is_suspect]
     assert [f.ranks for f in found] == [(1,)]
     assert "blocked writing to its stdout, a full pipe (pipe:[9]" in found[0].summary
+
+
+def test_a_lone_rank_in_an_event_nobody_can_set_is_the_suspect_and_one_others_can_set_a_warning():
+    """Saved dumps of one rank (the job's size unknown): a dead setter is a cause, a live one may be the job's work."""
+    stack = py(("Condition.wait", f"{LIB}/threading.py", 327), ("Event.wait", f"{LIB}/threading.py", 629),
+               ("wait_loaded", TRAIN, 60))
+    lone = RankDump(0, pid=9, threads=(Thread(9, "MainThread", ThreadStatus.IDLE, stack),))
+    lone = replace(lone, samples=(lone.threads,))
+    found = analyze([lone]).findings
+    assert [(f.severity.value, f.ranks) for f in found] == [("suspect", (0,))]
+    other = Thread(10, "loader", ThreadStatus.IDLE, py(("load", TRAIN, 70),))
+    alive = replace(lone, threads=(*lone.threads, other), samples=((*lone.threads, other),))
+    assert [f.severity.value for f in analyze([alive]).findings] == ["warning"]
+
+
+def test_a_read_under_a_print_is_not_called_output():
+    stack = py(("ask", TRAIN, 5),)  # print(input()) -- the source is not readable here: a native write frame says it
+    native = Frame("_Py_write", "libpython3.11.so", native=True)
+    facts = ProcFacts(tasks=(TaskState(101, "S", "pipe_read", "read", fd=0),), files=(OpenFile(0, "/dev/pts/1"),))
+    assert culprit(job((native, *stack)))[1]["wait"].blocker == "output"  # the stack alone
+    summary, got = culprit(job((native, *stack), proc=facts))
+    assert summary.startswith("blocked reading its stdin (/dev/pts/1)") and got["wait"].blocker == ""

@@ -21,9 +21,9 @@ from dataclasses import replace
 
 from ..model import RankDump, Thread
 from ..waits import LockFact, OpenFile, ProcessRef, ProcFacts, RankWait, TaskState, WaitKind
-from .blockers import CHILD, D_STATE, FILE_LOCK, OUTPUT, SOCKET
+from .blockers import CHILD, D_STATE, EVENT, FILE_LOCK, LONE_BLOCKERS, OUTPUT, SOCKET
 
-__all__ = ["refine", "BLOCKED_KINDS", "WRITE_CALLS", "READ_CALLS", "LOCK_CALLS", "WAIT_CALLS"]
+__all__ = ["refine", "BLOCKED_KINDS", "NO_SETTER", "outside_the_job", "WRITE_CALLS", "READ_CALLS", "LOCK_CALLS", "WAIT_CALLS"]
 
 WRITE_CALLS = frozenset({"write", "writev", "pwrite64", "pwritev", "sendto", "sendmsg"})
 READ_CALLS = frozenset({"read", "readv", "pread64", "recvfrom", "recvmsg"})
@@ -109,6 +109,8 @@ def _by_syscall(w: RankWait, task: TaskState, facts: ProcFacts, pid: int | None)
     if task.syscall in READ_CALLS and f is not None and f.target.startswith("socket:") and w.blocker != "debugger":
         detail, on = _socket(f)
         return replace(w, detail=detail, waiting_on=on, blocker=SOCKET.name)
+    if task.syscall in READ_CALLS and f is not None and w.blocker == OUTPUT.name:  # ``print(input())``: a read
+        return replace(w, detail=f"blocked reading its {_stream(f.fd)} ({f.target})", waiting_on="", blocker="")
     if task.syscall in WAIT_CALLS and facts.children:
         kids = [c for c in facts.children if task.arg in (c.pid, None, -1) or task.arg is not None and task.arg <= 0]
         if kids:
@@ -141,8 +143,17 @@ def _event(w: RankWait, thread: Thread, threads: tuple[Thread, ...]) -> RankWait
     if others:
         names = ", ".join(t.name or str(t.thread_id) for t in others[:_MAX_NAMED])
         return replace(w, waiting_on=f"another thread must set it ({names} alive)")
-    return replace(w, waiting_on="no thread can set it: the process has no other Python thread (the one meant to set "
-                                 "it has exited)")
+    return replace(w, waiting_on=NO_SETTER)
+
+
+NO_SETTER = "no thread can set it: the process has no other Python thread (the one meant to set it has exited)"
+"""What an Event/Condition wait in a process without another Python thread waits on."""
+
+
+def outside_the_job(w: RankWait) -> bool:
+    """The blocker waits on nothing inside the job (:data:`hangdbg.stacks.blockers.LONE_BLOCKERS`, or an Event
+    nobody can set): a rank blocked in it is a cause even when no dumped rank waits for it."""
+    return w.blocker in LONE_BLOCKERS or w.blocker == EVENT.name and w.waiting_on == NO_SETTER
 
 
 def refine(w: RankWait, thread: Thread, dump: RankDump) -> RankWait:

@@ -41,7 +41,8 @@ from .cycles import resolve_cycles
 from .waitfor import WaitGraph
 from .places import read_source
 from .wait_state import identified_block
-from .blockers import LONE_BLOCKERS, action_of
+from .blockers import action_of
+from .blocker_facts import outside_the_job
 from .classes import RankView
 from ..rankset import ranks_text
 
@@ -305,7 +306,7 @@ def _lone_roots(views: list[RankView], waits, progressing: set[int], unknown: fr
         unsure = f" ({who_text(ranks, unknown)})" if set(ranks) <= unknown else ""
         others = "no other rank was dumped" if n == len(ranks) else f"none of the {n} dumped ranks waits in one"
         action = action_of(w.blocker) or next((a for key, a in _BLOCK_ACTIONS if key in w.detail), "dump what it waits for")
-        if w.kind is WaitKind.LOCK or w.blocker in LONE_BLOCKERS or any(key in w.detail for key in _LONE_CAUSES):
+        if w.kind is WaitKind.LOCK or outside_the_job(w) or any(key in w.detail for key in _LONE_CAUSES):
             out.append(Finding(Kind.OUTSIDE_COLLECTIVE,
                                f"{what}{_code(view.place.call_site)}{unsure}, not in any collective: "
                                f"it waits on nothing inside the job, so every rank that waits in a collective waits "
