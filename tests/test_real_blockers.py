@@ -19,15 +19,15 @@ pytest.importorskip("torch")
 
 
 @pytest.fixture
-def blocked(request):
+def blocked(request, tmp_path):
     """A real demo job of a ``BLOCKED`` scenario with 3 ranks, every rank at its hang; its ``hangdbg dump --pid
-    LAUNCHER --json``: ``(job, exit status, document, rank 1's suspect finding)``."""
+    LAUNCHER --json`` (raw dumps kept in ``tmp_path/out``): ``(job, exit status, document, suspect findings)``."""
     from hangdbg.demo.launch import DemoJob
 
     job = DemoJob(request.param, 3).start()
     try:
         job.wait_ready()
-        rc, doc = run_json("dump", "--pid", job.pid)
+        rc, doc = run_json("dump", "--pid", job.pid, "-o", tmp_path / "out")
         found = suspects(doc)
         yield job, rc, doc, found
     finally:
@@ -45,6 +45,14 @@ def _common(rc: int, found: list[dict]) -> dict:
 
 def _wait(doc: dict, rank: int) -> dict:
     return next(r["wait"] for r in doc["stacks"]["ranks"] if r["rank"] == rank)
+
+
+def _saved(tmp_path) -> dict:
+    """``hangdbg analyze`` of the raw dumps the dump kept: the stacks alone, no /proc facts."""
+    rc, doc = run_json("analyze", tmp_path / "out")
+    assert rc == 3
+    assert all(r.get("proc") is None for r in doc["stacks"]["ranks"])
+    return suspects(doc)[0]
 
 
 def _line_of(marker: str) -> int:
@@ -65,23 +73,26 @@ def _sleepers(root: int | None = None) -> list[psutil.Process]:
 
 
 @pytest.mark.parametrize("blocked", ["pdb"], indirect=True)
-def test_a_rank_in_pdb_is_named_with_its_line(blocked):
+def test_a_rank_in_pdb_is_named_with_its_line(blocked, tmp_path):
     _job, rc, doc, found = blocked
     f = _common(rc, found)
     assert f"sits in pdb at demo/job.py:{_line_of('# pdb stops here')} in block()" in f["summary"]
     assert "waiting on stdin (pipe:[" in f["summary"]
     assert "`c`" in f["action"]
     assert _wait(doc, 1)["blocker"] == "debugger"
-
+    saved = _saved(tmp_path)
+    assert saved["ranks"] == [1] and "sits in pdb at demo/job.py:" in saved["summary"]
 
 @pytest.mark.parametrize("blocked", ["child-process"], indirect=True)
-def test_a_rank_waiting_for_its_child_names_the_child(blocked):
+def test_a_rank_waiting_for_its_child_names_the_child(blocked, tmp_path):
     job, rc, doc, found = blocked
     f = _common(rc, found)
     child = _sleepers(job.pid)
     assert len(child) == 1
     assert f"waits for its child process pid {child[0].pid} (`sleep 1000`)" in f["summary"]
     assert _wait(doc, 1)["blocker"] == "child process"
+    saved = _saved(tmp_path)
+    assert saved["ranks"] == [1] and "waits for its child process at demo/job.py:" in saved["summary"]
 
 
 @pytest.mark.parametrize("blocked", ["full-pipe"], indirect=True)

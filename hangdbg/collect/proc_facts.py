@@ -12,6 +12,9 @@ opened through ``/proc/PID/fd/N`` with ``O_RDONLY | O_NONBLOCK`` to ask ``FIONRE
   (``flags``, octal: the access mode);
 * ``/proc/locks`` (``ID: [->] KIND MODE TYPE PID MAJ:MIN:INODE START END``; ``->``: a blocked waiter);
 * psutil: children with their command lines, ``Process.net_connections()`` for a socket's addresses.
+
+Cost: a few small files per thread and per named descriptor; the node's ``/proc/*/fd`` are scanned only for a full
+pipe (who holds its read end) and a waited-for lock (who has the file open).
 """
 
 from __future__ import annotations
@@ -45,6 +48,8 @@ SYSCALLS = {"x86_64": _X86_64, "aarch64": _GENERIC, "arm64": _GENERIC, "riscv64"
 _FD_CALLS = frozenset({"read", "write", "readv", "writev", "pread64", "pwrite64", "pwritev", "flock", "fcntl",
                        "recvfrom", "recvmsg", "sendto", "sendmsg", "accept", "accept4", "connect"})
 _F_GETPIPE_SZ = getattr(fcntl, "F_GETPIPE_SZ", 1032)
+PAGE = 4096
+"""Bytes of a pipe buffer page (pipe(7): a pipe's capacity is a number of pages; a write waits for room)."""
 _LOCK_LINE = re.compile(r"^\d+:\s+(->\s+)?(\w+)\s+\S+\s+\S+\s+(-?\d+)\s+([0-9a-fA-F]+:[0-9a-fA-F]+:\d+)\s")
 
 
@@ -135,7 +140,7 @@ def _open_file(pid: int, fd: int, target: str, sockets: dict[int, tuple[str, str
     if target.startswith("pipe:"):
         unread, capacity = _pipe(pid, fd)
         readers: tuple[ProcessRef, ...] = ()
-        if write:
+        if write and unread is not None and capacity and unread + PAGE > capacity:  # full: who should read it?
             readers = _holders(lambda p, n, t: t == target and (_flags(p, n) or 0) & 3 != 1, {os.getpid()})
         return OpenFile(fd, target, write, unread, capacity, readers)
     if target.startswith("socket:") and fd in sockets:
