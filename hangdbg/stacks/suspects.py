@@ -331,7 +331,7 @@ _WORKER_LOOPS = (("torch/utils/data/_utils/worker.py", "_worker_loop"),
 
 def _is_worker(v: RankView) -> bool:
     """True when the thread that speaks for ``v`` is a DataLoader worker loop, not a rank's own code."""
-    return any(f.file.replace("\\", "/").endswith(file) and f.function == fn
+    return any(f.file.replace("\\", "/").endswith(file) and f.bare == fn
                for f in v.thread.frames for file, fn in _WORKER_LOOPS)
 
 
