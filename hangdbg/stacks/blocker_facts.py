@@ -146,7 +146,8 @@ def _event(w: RankWait, thread: Thread, threads: tuple[Thread, ...]) -> RankWait
     return replace(w, waiting_on=NO_SETTER)
 
 
-NO_SETTER = "no thread can set it: the process has no other Python thread (the one meant to set it has exited)"
+NO_SETTER = ("no thread can set it: the process has no other Python thread (the one meant to set it has exited, "
+             "unless a signal handler sets it)")
 """What an Event/Condition wait in a process without another Python thread waits on."""
 
 
