@@ -66,7 +66,7 @@ def needs(a: Analysis) -> Needs:
             local.add(rank)
         elif w.kind is WaitKind.STORE and not w.keys and "locals" not in ev:
             local.add(rank)
-        elif w.blocker == "file lock" and "polling" in w.detail and " on " not in w.detail and "locals" not in ev:
+        elif w.blocker == "file lock" and "polling" in w.detail and "locals" not in ev:
             local.add(rank)  # filelock's frames hold the lock file's path
         elif w.kind is WaitKind.STORE and w.keys and "store" not in ev:
             keys.extend(k for k in w.keys if k not in keys)
