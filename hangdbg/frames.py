@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-__all__ = ["Frame", "shorten_path", "is_python_file"]
+__all__ = ["Frame", "shorten_path", "is_python_file", "bare_name"]
 
 _PY_SUFFIXES = (".py", ".pyx", ".pyw", ".pyi")
 
@@ -38,6 +38,11 @@ class Frame:
         return (self.function, self.file, self.line)
 
     @property
+    def bare(self) -> str:
+        """The function's last dotted component: :func:`bare_name` of :attr:`function`."""
+        return bare_name(self.function)
+
+    @property
     def location(self) -> str:
         """``file:line`` (or just the library for native frames without a line)."""
         return f"{self.file}:{self.line}" if self.line is not None else self.file
@@ -50,6 +55,17 @@ class Frame:
     def __str__(self) -> str:
         loc = f"{self.short_file}:{self.line}" if self.line is not None else self.short_file
         return f"{self.function} ({loc})"
+
+
+def bare_name(function: str) -> str:
+    """The last dotted component of a function name: ``Popen.communicate`` -> ``communicate``.
+
+    py-spy prints a Python frame's ``co_qualname`` on CPython 3.11+ (``Condition.wait``,
+    ``Queue.get``, ``Outer.<locals>.inner``) and its ``co_name`` before (``wait``, ``get``); rules
+    that name a standard-library function compare this bare name, so they hold for both. C++
+    names (``c10d::Work::wait``) have no dot and are returned unchanged.
+    """
+    return function.rsplit(".", 1)[-1]
 
 
 def shorten_path(path: str) -> str:

@@ -24,7 +24,7 @@ from typing import Any, Generic, Sequence, TypeVar
 
 from .enums import DocumentedEnum, DumpState, Level, PlaceKind, ThreadStatus
 from .frames import Frame
-from .waits import RankWait, WaitEdge
+from .waits import ProcFacts, RankWait, WaitEdge
 
 SCHEMA_VERSION = 4
 """Version of the JSON documents written by ``--json`` and ``-o/--out`` (bumped on incompatible
@@ -255,6 +255,7 @@ class RankDump:
         steps: what the adaptive collection of ``dump`` added for this rank: ``native`` (a
             ``--native`` pass), ``locals`` (a ``--locals`` pass), ``resampled`` (extra samples),
             ``retried`` (py-spy failed once), ``pystack`` (read by ``pystack remote``).
+        proc: what ``/proc`` said of a blocked rank at dump time (:class:`~hangdbg.waits.ProcFacts`), else None.
     """
 
     rank: int
@@ -271,6 +272,7 @@ class RankDump:
     python: str | None = None
     steps: tuple[str, ...] = ()
     state: DumpState = DumpState.OK
+    proc: ProcFacts | None = None
 
     def __post_init__(self) -> None:
         """Raises ValueError for a ``gone`` or ``unreadable`` dump without an ``error``."""
@@ -304,9 +306,8 @@ class RankProcess:
 class TreeNode:
     """A node of the merged call-prefix tree (as LLNL STAT draws it).
 
-    ``frame`` is ``None`` at the root; ``ranks`` are the ranks whose stack passes through this
-    node; children are ordered by their lowest rank.
-    """
+    ``frame`` is ``None`` at the root; ``ranks`` are the ranks whose stack passes through this node; children are
+    ordered by their lowest rank."""
 
     frame: Frame | None
     ranks: frozenset[int]

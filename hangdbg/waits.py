@@ -16,7 +16,8 @@ from typing import Iterable
 from .enums import DocumentedEnum
 from .frames import Frame
 
-__all__ = ["WaitKind", "RankWait", "WaitEdge", "WAITING_KINDS", "ROOT_KINDS", "rank_keys", "own_keys"]
+__all__ = ["WaitKind", "RankWait", "WaitEdge", "WAITING_KINDS", "ROOT_KINDS", "rank_keys", "own_keys", "ProcessRef",
+           "TaskState", "OpenFile", "LockFact", "ProcFacts"]
 
 
 class WaitKind(DocumentedEnum):
@@ -67,7 +68,11 @@ class RankWait:
         seq: the op's sequence number in its group, when known (op records).
         detail: a short phrase for a person: ``"reading a file"``, ``"computing"``.
         evidence: what the classification rests on: ``python``, ``native``, ``locals``,
-            ``record``, ``store``, ``samples``.
+            ``record``, ``store``, ``samples``, ``proc`` (:class:`ProcFacts`).
+        blocker: for a rank blocked outside torch.distributed, what blocks it, from the vocabulary of
+            :mod:`hangdbg.stacks.blockers` (``debugger``, ``child process``, ``output``, ``event``,
+            ``file lock``, ``socket``, ``D state``); '' when none applies.
+        waiting_on: for a blocker, what the thread waits on, said after its site (``waiting on stdin``).
     """
 
     kind: WaitKind
@@ -81,6 +86,8 @@ class RankWait:
     seq: int | None = None
     detail: str = ""
     evidence: tuple[str, ...] = ("python",)
+    blocker: str = ""
+    waiting_on: str = ""
 
     @property
     def waiting(self) -> bool:
@@ -111,6 +118,8 @@ class RankWait:
             return self.detail or "gone"
         if self.kind is WaitKind.GPU:
             return f"{self.detail or 'waiting on its GPU'} in {self.op or 'a CUDA synchronize'}{site}"
+        if self.blocker:  # ``sits in pdb at train.py:40 in step(), waiting on stdin``
+            return f"{self.detail}{site}{', ' + self.waiting_on if self.waiting_on else ''}"
         where = f" in {self.site}" if self.site is not None else ""
         return f"{self.detail or str(self.kind)}{where}"
 
@@ -168,3 +177,113 @@ def own_keys(keys: Iterable[str], rank: int) -> tuple[str, ...]:
     set its own key before it waits: a store that lacks it is not read as the job sees it (another
     prefix, another store), so its answer cannot be trusted."""
     return tuple(k for k, r in rank_keys(keys).items() if r == rank)
+
+
+@dataclass(frozen=True, slots=True)
+class ProcessRef:
+    """A process named by a fact: its pid, command line and whether it still exists.
+
+    Attributes:
+        pid: the process id (on the rank's node).
+        cmdline: ``/proc/PID/cmdline``, arguments joined by spaces ('' when unreadable or gone).
+        alive: the process existed when the fact was read.
+    """
+
+    pid: int
+    cmdline: str = ""
+    alive: bool = True
+
+
+@dataclass(frozen=True, slots=True)
+class TaskState:
+    """One OS thread of a rank (``/proc/PID/task/TID``, proc(5)).
+
+    Attributes:
+        tid: the thread id (py-spy >= 0.3.10 prints it as the thread's id).
+        state: field 3 of ``stat``: ``R`` running, ``S`` sleeping, ``D`` uninterruptible (disk) sleep, ``T``, ``Z``...
+        wchan: ``wchan``: the kernel function the thread sleeps in ('' or ``0`` when not known).
+        syscall: the system call it is blocked in, by name (``syscall``'s first field through the
+            architecture's table: ``write``, ``wait4``, ``flock``...), '' when running or unknown.
+        fd: the file descriptor argument of that call (``read``/``write``/``flock``/``recvfrom``...),
+            ``None`` when the call takes none.
+        arg: the first argument of that call when it is not a descriptor (``wait4``: the pid waited for).
+    """
+
+    tid: int
+    state: str
+    wchan: str = ""
+    syscall: str = ""
+    fd: int | None = None
+    arg: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class OpenFile:
+    """One open file descriptor of a rank that a blocker may name (``/proc/PID/fd``, ``fdinfo``; proc(5)).
+
+    Attributes:
+        fd: the descriptor number.
+        target: what ``/proc/PID/fd/N`` links to: a path, ``pipe:[INODE]``, ``socket:[INODE]``, ``/dev/pts/3``.
+        write: the descriptor is open for writing (``fdinfo`` flags ``O_WRONLY``/``O_RDWR``).
+        unread: for a pipe, bytes written and not yet read (``FIONREAD``, pipe(7)); ``None`` unknown.
+        capacity: for a pipe, its capacity in bytes (``F_GETPIPE_SZ``, pipe(7)).
+        readers: for a pipe, the processes holding its read end.
+        local: for a socket, its local address (``host:port``).
+        remote: for a socket, its peer's address (``host:port``), '' when unconnected.
+        status: for a TCP socket, its state (``ESTABLISHED``, ``CLOSE_WAIT``...).
+    """
+
+    fd: int
+    target: str
+    write: bool = False
+    unread: int | None = None
+    capacity: int | None = None
+    readers: tuple[ProcessRef, ...] = ()
+    local: str = ""
+    remote: str = ""
+    status: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class LockFact:
+    """A file lock a rank waits for (``/proc/locks``, proc(5): ``ID: [->] KIND MODE TYPE PID MAJ:MIN:INODE START END``).
+
+    Attributes:
+        path: the locked file.
+        inode: ``MAJ:MIN:INODE`` as ``/proc/locks`` writes it (device numbers in hex), '' when the file
+            was not found.
+        kind: ``FLOCK``, ``POSIX`` or ``OFDLCK`` ('' when nobody holds it).
+        waiting: the rank is a blocked waiter of it (a ``->`` line with its pid).
+        holders: the processes ``/proc/locks`` names as holding it; a ``FLOCK`` lock names the process that
+            took it, which may have exited while a child that inherited the descriptor keeps it held.
+        openers: the other processes that have the file open (``/proc/*/fd``).
+        exists: the file exists (for a lock file that is itself the lock, ``filelock.SoftFileLock``).
+    """
+
+    path: str
+    inode: str = ""
+    kind: str = ""
+    waiting: bool = False
+    holders: tuple[ProcessRef, ...] = ()
+    openers: tuple[ProcessRef, ...] = ()
+    exists: bool = True
+
+
+@dataclass(frozen=True, slots=True)
+class ProcFacts:
+    """What ``/proc`` said about a blocked rank when it was dumped (collected by
+    :mod:`hangdbg.collect.proc_facts`; a saved dump read back has none).
+
+    Attributes:
+        tasks: the rank's OS threads.
+        files: the descriptors a blocker may name (pipes, terminals, sockets, locked files, stdin).
+        locks: the file locks the rank waits for.
+        children: the rank's child processes.
+        error: why some facts could not be read ('' when all were).
+    """
+
+    tasks: tuple[TaskState, ...] = ()
+    files: tuple[OpenFile, ...] = ()
+    locks: tuple[LockFact, ...] = ()
+    children: tuple[ProcessRef, ...] = ()
+    error: str = ""

@@ -31,6 +31,27 @@ ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 
 
+def _pin_fixture_sources() -> None:
+    """Serve the source of the recorded topology jobs (tests/fixtures/topology) from snapshots.
+
+    The analysis reads the source line of a frame when its file is readable (``store.wait(`` on the
+    line, a ``with lock:``). The recorded stacks name ``/hangdbg-fixtures/topology-N/demo/topology.py``,
+    a path no machine has; ``tests/fixtures/topology/_source/topology-N.py`` is the demo script as it
+    was when those stacks were recorded, put into :mod:`linecache` under that path (an entry without
+    an mtime, which ``linecache.checkcache`` leaves alone). So the recorded verdicts depend neither on
+    where the checkout lies nor on later edits of ``hangdbg/demo/topology.py``.
+    """
+    import linecache
+
+    for snap in sorted((FIXTURES / "topology" / "_source").glob("topology-*.py")):
+        lines = snap.read_text().splitlines(keepends=True)
+        name = f"/hangdbg-fixtures/{snap.stem}/demo/topology.py"
+        linecache.cache[name] = (sum(map(len, lines)), None, lines, name)
+
+
+_pin_fixture_sources()
+
+
 def run_cli(*args: str, timeout: float = 180, prefix: list[str] | None = None,
             env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
     """Run the real command line (``python -m hangdbg ...``) in a child process and capture its

@@ -13,7 +13,9 @@ Steps, in order (each recorded in :attr:`hangdbg.model.RankDump.steps` and writt
 0. the op records of ``hangdbg.hooks.record_collectives`` are read (no attach), for jobs that
    opt in: the exact process group, sequence number and peer of each rank's op
    (``OUT/ops.json``);
-4. the store keys that store waits name are looked up in the job's store
+4. ``/proc`` facts (:func:`hangdbg.collect.proc_facts.proc_facts`) of the ranks blocked outside
+   torch.distributed (at most ``PROC_FACTS_MAX``): what blocks them (:mod:`hangdbg.stacks.blockers`);
+5. the store keys that store waits name are looked up in the job's store
    (:func:`hangdbg.tools.store.lookup_keys`), saved to ``OUT/store.json``.
 """
 
@@ -36,11 +38,16 @@ from ..tools.pyspy import PySpyResult, run_pyspy
 from ..tools.pystack import PystackResult, run_pystack_remote
 from ..tools.store import lookup_keys
 from .local import RAW, CollectOptions, raw_text, threads_of
+from .proc_facts import proc_facts
+from ..stacks.blocker_facts import BLOCKED_KINDS
+from ..stacks.blockers import lock_path
 
 __all__ = ["adapt", "AdaptResult", "RawSink"]
 
 RESAMPLE_ROUNDS = 2
 RESAMPLE_INTERVAL = 0.5
+PROC_FACTS_MAX = 32
+"""Blocked ranks whose ``/proc`` facts are read (the first by rank; the others keep what their stack says)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -135,7 +142,15 @@ def adapt(ranks: list[RankProcess], dumps: list[RankDump], opts: CollectOptions,
                 time.sleep(RESAMPLE_INTERVAL)
             run(readable, False, True, "resampled")
         changed = bool(readable)
-    # 4. the job's store
+    # 4. what /proc says of the ranks blocked outside torch.distributed
+    blocked = [r for r, w in sorted(a.waits.items()) if w.kind in BLOCKED_KINDS and r in by_rank and current[r].threads]
+    if blocked:
+        log(f"adaptive: /proc facts of {min(len(blocked), PROC_FACTS_MAX)} blocked rank(s)")
+        for r in blocked[:PROC_FACTS_MAX]:
+            frames = tuple(f for t in current[r].threads for f in t.frames)
+            current[r] = replace(current[r], proc=proc_facts(by_rank[r].pid, tuple(filter(None, [lock_path(frames)]))))
+        changed = True
+    # 5. the job's store
     store: dict[str, bool] = {}
     keys = want.store_keys
     if keys:

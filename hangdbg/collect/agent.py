@@ -16,7 +16,7 @@ from typing import Any, Callable
 from .._version import __version__
 from ..errors import HangdbgError, NoRanksFound, RanksUnreadable, UsageError
 from ..launch_env import host_from_environ
-from ..model import SCHEMA_VERSION
+from ..model import SCHEMA_VERSION, RankDump
 from ..enums import NodeStatus
 from .adaptive import adapt
 from .local import CollectOptions, collect, raw_name, raw_text
@@ -45,6 +45,13 @@ def env_filter(pairs: list[str]) -> EnvFilter:
     return lambda env: all(env.get(k) == v for k, v in want)
 
 
+def proc_message(dumps: list[RankDump]) -> dict[str, dict[str, Any]]:
+    """The ``proc`` field of the ``done`` message: rank -> ``asdict`` of its /proc facts
+    (:class:`hangdbg.waits.ProcFacts`, read for blocked ranks only); read back by
+    :func:`hangdbg.collect.proc_facts.facts_from_json`."""
+    return {str(d.rank): asdict(d.proc) for d in dumps if d.proc is not None}
+
+
 def run_agent(
     opts: CollectOptions,
     send: Callable[[dict[str, Any]], None],
@@ -67,7 +74,7 @@ def run_agent(
         adaptive: run the adaptive steps of ``dump`` on this node's ranks
             (:func:`hangdbg.collect.adaptive.adapt`); their raw outputs go out as ``rank``
             messages, the store's answer and the op records in ``done`` (``store``: key ->
-            present; ``ops``: rank -> op).
+            present; ``ops``: rank -> op; ``proc``: rank -> the /proc facts of a blocked rank).
     """
     host = agent_host(node_name)
     start = time.monotonic()
@@ -103,6 +110,7 @@ def run_agent(
 
         result = adapt(ranks, dumps, opts, lambda m: send({"type": "log", "text": m}), on_raw)
         store, ops = result.store_keys, {str(r): asdict(op) for r, op in result.ops.items()}
+        dumps = result.dumps
     send({"type": "done", "host": host, "status": NodeStatus.OK.value, "error": None, "store": store, "ops": ops,
-          "processes": [asdict(r) for r in ranks], "seconds": time.monotonic() - start})
+          "proc": proc_message(dumps), "processes": [asdict(r) for r in ranks], "seconds": time.monotonic() - start})
     return NodeStatus.OK

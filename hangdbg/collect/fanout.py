@@ -13,11 +13,12 @@ import os
 import re
 import threading
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Callable
 
 from ..model import RankDump
+from ..waits import ProcFacts
 from ..enums import NodeStatus
 from ..stacks.op_record import CurrentOp
 from ..stacks.saved import load_dump_texts
@@ -26,6 +27,7 @@ from ..tools.subproc import LOG
 from ..outdir import OutDir
 from ..transport.wire import FrameDecoder
 from .local import RAW
+from .proc_facts import facts_from_json
 from ..transport.runners import Runner
 
 __all__ = ["NodeResult", "FanoutResult", "FileSink", "fan_out", "agent_argv", "node_file"]
@@ -149,6 +151,7 @@ def fan_out(
     seen: dict[str, float] = {}
     store: dict[str, bool] = {}
     ops: dict[int, CurrentOp] = {}
+    proc: dict[int, ProcFacts] = {}
     texts: dict[str, dict[str, str]] = {}
     start = time.monotonic()
 
@@ -180,6 +183,7 @@ def fan_out(
                         store.update({str(k): bool(v) for k, v in msg["store"].items()})
                     if isinstance(msg.get("ops"), dict):
                         ops.update(_ops(msg["ops"]))
+                    proc.update(proc_facts_of(msg.get("proc")))
                     procs = msg.get("processes")
                     ranks = tuple(sorted(r for r in (rank_number(p.get("rank")) for p in (procs if isinstance(procs, list) else ())
                                                      if isinstance(p, dict)) if r is not None))
@@ -209,6 +213,7 @@ def fan_out(
     # this run's dumps as they arrived, not what is on disk: a file not saved (disk full) is still
     # analysed, and a file an earlier run left in OUT/raw is never read as current
     dumps = load_dump_texts([(name, texts[h][name]) for h in done if h in texts for name in sorted(texts[h])])[0]
+    dumps = [replace(d, proc=proc[d.rank]) if d.rank in proc and d.proc is None else d for d in dumps]
     order = {h: i for i, h in enumerate(hosts)}
     nodes = sorted(done.values(), key=lambda n: (order.get(n.host, len(order)), n.host))
     if decoder.foreign:
@@ -218,6 +223,18 @@ def fan_out(
 
 _AGENT_STATUSES = frozenset({NodeStatus.OK, NodeStatus.NO_RANKS, NodeStatus.ERROR, NodeStatus.NOTHING})
 """The statuses a node's agent (``done`` message) reports; the others are the transport's."""
+
+
+def proc_facts_of(raw: object) -> dict[int, ProcFacts]:
+    """The ``proc`` of an agent's ``done`` message (rank -> /proc facts of a blocked rank,
+    :func:`hangdbg.collect.agent.proc_message`); a malformed entry is skipped."""
+    out: dict[int, ProcFacts] = {}
+    for rank, doc in (raw.items() if isinstance(raw, dict) else ()):
+        facts = facts_from_json(doc)
+        r = rank_number(rank)
+        if facts is not None and r is not None:
+            out[r] = facts
+    return out
 
 
 def _ops(raw: dict) -> dict[int, CurrentOp]:

@@ -13,6 +13,7 @@ Heuristics, ours, after what an expert does next with a py-spy dump:
 * when the only ranks the others wait for are on CPU and every rank was sampled once, the ranks
   are sampled again (with ``--locals``: loop counters show progress; in a large equivalence class
   a few ranks stand for the class) to tell a slow step from a hang;
+* a rank polling a ``filelock`` lock gets a ``--locals`` pass (the lock file's path, ``lock_filename``);
 * the keys of store waits are asked of the job's store (read-only).
 """
 
@@ -65,6 +66,8 @@ def needs(a: Analysis) -> Needs:
             local.add(rank)
         elif w.kind is WaitKind.STORE and not w.keys and "locals" not in ev:
             local.add(rank)
+        elif w.blocker == "file lock" and "polling" in w.detail and "locals" not in ev:
+            local.add(rank)  # filelock's frames hold the lock file's path
         elif w.kind is WaitKind.STORE and w.keys and "store" not in ev:
             keys.extend(k for k in w.keys if k not in keys)
     if not someone_waits and len(native) < len(a.waits):

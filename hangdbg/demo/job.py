@@ -24,18 +24,33 @@ makes rank 0 print ``step N loss X`` after each step (a training log); ``--hang-
 ``stuck-io`` hang.
 - ``extra-collective``: the odd rank calls ``all_reduce`` twice at step 2 (a second call site),
   the others call ``barrier`` next.
+
+Blocked ranks (at step 2 rank 1 blocks on something outside the job while the others wait in ``all_reduce``;
+what hangdbg names is :mod:`hangdbg.stacks.blockers`):
+
+- ``pdb``: rank 1 calls ``breakpoint()`` with its stdin a pipe it keeps open and never writes: pdb waits for a command.
+- ``child-process``: rank 1 runs ``sleep 1000`` with ``subprocess.run`` and waits for it.
+- ``full-pipe``: rank 1's stdout is a pipe whose read end it holds and never reads; it prints until the write blocks.
+- ``dead-setter``: rank 1 waits on a ``threading.Event`` whose setter thread died of an exception.
+- ``stale-lock``: a helper process takes ``flock`` on ``READY/train.lock``, leaves its descriptor to a ``sleep``
+  child and exits; rank 1 then waits in ``fcntl.flock`` on that file (a stale lock: its holder is gone).
+- ``stale-filelock``: the same stale lock, waited for with the ``filelock`` package's ``FileLock`` (it polls).
 """
 
 from __future__ import annotations
 
 import argparse
+import fcntl
 import os
+import subprocess
+import sys
 import threading
 import time
 from datetime import timedelta
 from pathlib import Path
 
-SCENARIOS = ("mismatch", "stuck-io", "missing", "deadlock", "behind", "busy", "healthy", "extra-collective")
+BLOCKED = ("pdb", "child-process", "full-pipe", "dead-setter", "stale-lock", "stale-filelock")
+SCENARIOS = ("mismatch", "stuck-io", "missing", "deadlock", "behind", "busy", "healthy", "extra-collective", *BLOCKED)
 
 
 def ready(args, rank: int) -> None:
@@ -73,6 +88,13 @@ def train_step(dist, torch, t, step, rank, world, args, group=None):
             read_shard(Path(args.ready or ".", "shard-00001.fifo"))
         dist.all_reduce(t)
         return
+    if args.scenario in BLOCKED and step == 2:
+        if rank == 1:
+            block(args.scenario, Path(args.ready or "."), lambda: ready(args, rank))
+        else:
+            ready(args, rank)
+        dist.all_reduce(t)
+        return
     if args.scenario == "busy" and step == 2:
         ready(args, rank)
         if rank == 1:
@@ -88,6 +110,61 @@ def read_shard(path: Path) -> bytes:
         os.mkfifo(path)
     with open(path, "rb") as f:  # blocks in open(2): no writer ever comes
         return f.read()
+
+
+_KEPT: list[int] = []
+"""Descriptors a blocked rank keeps open on purpose (the pipe end nobody uses)."""
+
+
+def block(scenario: str, workdir: Path, mark) -> None:
+    """Rank 1 of a ``BLOCKED`` scenario: call ``mark()`` and block (see the module docstring)."""
+    if scenario == "pdb":
+        r, w = os.pipe()  # stdin: a pipe this rank keeps open and never writes
+        os.dup2(r, 0)
+        _KEPT.append(w)
+        mark()
+        breakpoint()
+        return  # pdb stops here
+    if scenario == "child-process":
+        mark()
+        subprocess.run(["sleep", "1000"])
+    elif scenario == "full-pipe":
+        r, w = os.pipe()  # stdout: a pipe whose read end this rank holds and never reads
+        os.dup2(w, 1)
+        _KEPT.append(r)
+        mark()
+        while True:
+            print("step log " + "x" * 200)
+    elif scenario == "dead-setter":
+        loaded = threading.Event()
+
+        def load():
+            raise RuntimeError("the loader thread failed before loaded.set()")
+
+        loader = threading.Thread(target=load, name="loader")
+        loader.start()
+        loader.join()
+        mark()
+        loaded.wait()
+    elif scenario in ("stale-lock", "stale-filelock"):
+        path = workdir / "train.lock"
+        subprocess.run([sys.executable, "-c", _LOCK_AND_LEAVE, str(path)], check=True)
+        if scenario == "stale-filelock":
+            from filelock import FileLock
+
+            mark()
+            FileLock(str(path)).acquire()
+        fd = os.open(path, os.O_RDWR)
+        mark()
+        fcntl.flock(fd, fcntl.LOCK_EX)
+
+
+_LOCK_AND_LEAVE = """import fcntl, os, subprocess, sys
+fd = os.open(sys.argv[1], os.O_RDWR | os.O_CREAT)
+fcntl.flock(fd, fcntl.LOCK_EX)
+subprocess.Popen(["sleep", "1000"], pass_fds=(fd,))
+"""
+"""A process that takes a flock, leaves its descriptor to a child (``sleep``) and exits: the lock stays held."""
 
 
 def deadlock(args, rank: int) -> None:

@@ -29,7 +29,7 @@ from ..model import ClassifiedFile, FileError, Finding, RankProcess, RankState, 
 from ..frames import Frame
 from ..enums import NodeStatus, PlaceKind, ThreadStatus
 from ..watch.records import StallRecord
-from ..waits import RankWait, WaitEdge
+from ..waits import ProcFacts, RankWait, WaitEdge
 
 __all__ = [
     "Document", "StacksDocument", "ReportDocument", "NcclDocument", "LogsDocument", "FrDocument", "GpuDocument",
@@ -88,7 +88,8 @@ class RankEntry:
     wait-for graph it waits (``edges``: indexes into ``stacks.edges``, whose ``targets`` are the
     ranks it waits for), what the adaptive collection added (``steps``: native, locals,
     resampled, retried, pystack), and every thread of its last sample (``threads``, each
-    naming its stack in ``stacks.stack_table``)."""
+    naming its stack in ``stacks.stack_table``); for a rank blocked outside torch.distributed on a live
+    dump, what ``/proc`` said of it (``proc``: :class:`hangdbg.waits.ProcFacts`)."""
 
     rank: int
     host: str
@@ -104,6 +105,7 @@ class RankEntry:
     wait: RankWait | None
     edges: tuple[int, ...]
     threads: tuple[ThreadEntry, ...]
+    proc: ProcFacts | None = None
 
 
 @dataclass(frozen=True, slots=True)

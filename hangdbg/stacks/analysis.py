@@ -29,6 +29,7 @@ from .op_record import CurrentOp
 from .wait_state import wait_of, with_record
 from .store_answer import with_store_answer
 from .waitfor import build_graph
+from .blocker_facts import BLOCKED_KINDS, refine
 
 __all__ = ["analyze", "place_of", "build_tree"]
 
@@ -124,6 +125,8 @@ def _waits(views, seen: dict[int, RankDump], missing: list[int], store_keys: Map
             w = with_record(w, op)
         if w.kind is WaitKind.STORE and w.keys and store_keys:
             w = with_store_answer(w, v.rank, store_keys)
+        if w.kind in BLOCKED_KINDS:  # what blocks it: the rank's other threads, its /proc facts
+            w = refine(w, v.thread, seen[v.rank])
         out[v.rank] = w
     _extend_native(out, views)
     for r, d in seen.items():

@@ -112,7 +112,7 @@ def _python_api(frame: Frame) -> str:
     """``torch.cuda.synchronize`` / ``torch.cuda.Stream.synchronize`` for a frame of torch's
     synchronizing API, else ''."""
     m = _PY_API.search(frame.file.replace("\\", "/"))
-    name = frame.function.rsplit(".", 1)[-1]
+    name = frame.bare
     if m is None or name not in _PY_FUNCS or frame.native:
         return ""
     qual = frame.function if "." in frame.function and "<" not in frame.function else name

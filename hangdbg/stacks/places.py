@@ -32,7 +32,7 @@ import re
 from dataclasses import replace
 
 from ..model import Place, Thread
-from ..frames import Frame
+from ..frames import Frame, bare_name
 from ..enums import PlaceKind
 from .native_causes import SERVICE_FRAMES, is_library_thread
 
@@ -126,7 +126,7 @@ def _wrapper_op(frame: Frame) -> str | None:
     file = frame.file.replace("\\", "/")
     for suffix, funcs in WRAPPER_COLLECTIVES.items():
         if file.endswith(suffix):
-            return funcs.get(_bare(frame.function))
+            return funcs.get(bare_name(frame.function))
     return None
 
 
@@ -151,10 +151,6 @@ def _wrapper_collective(py: tuple[Frame, ...]) -> tuple[str, Frame | None] | Non
     return op, site
 
 
-def _bare(function: str) -> str:
-    return function.rsplit(".", 1)[-1]
-
-
 def _call_site(py: tuple[Frame, ...], index: int) -> Frame | None:
     for f in py[index + 1:]:
         if not in_distributed(f):
@@ -171,7 +167,7 @@ def place_of(thread: Thread) -> Place:
         f = py[i]
         if not in_distributed(f):
             continue
-        name = _bare(f.function)
+        name = f.bare
         if name in INIT_FUNCTIONS:
             return Place(PlaceKind.INIT, name, _call_site(py, i), thread.name)
         if found is None and name in COLLECTIVES:
@@ -254,17 +250,31 @@ def lock_wait(thread: Thread) -> bool:
 
     Evidence, strongest first: native lock frames (``--native``), a Python ``Lock.acquire`` frame,
     or the top frame's source line (``with self.lock:`` / ``.acquire(``) when the file is readable.
+    A thread in ``threading.Condition.wait`` (``Event.wait``, ``Semaphore.acquire``, ``Barrier.wait``,
+    ``Queue.get`` all wait there: CPython 3.8-3.13 ``Lib/threading.py``) also acquires a lock, its
+    waiter lock, but that is a wait for a notify, not for a mutex's owner: not a lock wait.
     """
-    if not thread.idle or not thread.frames:
+    if not thread.idle or not thread.frames or condition_wait(thread.python_frames):
         return False
     if any(f.native and _NATIVE_LOCK.search(f.function) for f in thread.frames[:12]):
         return True
     py = thread.python_frames
     if not py:
         return False
-    if py[0].function in _PY_LOCK_FUNCS:
+    if py[0].function in _PY_LOCK_FUNCS or py[0].bare == "acquire" and py[0].file.endswith("threading.py"):
         return True
     return bool(_LOCK_SOURCE.search(read_source(py[0])))
+
+
+CONDITION_WAITS = frozenset({"wait", "wait_for"})
+"""Bare names of ``threading.Condition``'s waits (CPython 3.8-3.13 ``Lib/threading.py``: ``Condition.wait``
+acquires its waiter lock; ``Event.wait``, ``Barrier.wait``, ``Semaphore.acquire`` call it)."""
+
+
+def condition_wait(py: tuple[Frame, ...]) -> bool:
+    """True when the innermost Python frame is ``threading.Condition.wait``/``wait_for`` (by bare name in
+    ``threading.py``, so py-spy's qualified 3.11+ names and bare older ones both count)."""
+    return bool(py) and py[0].file.replace("\\", "/").rsplit("/", 1)[-1] == "threading.py" and py[0].bare in CONDITION_WAITS
 
 
 def primary_thread(threads: tuple[Thread, ...], places: list[Place] | None = None) -> int:

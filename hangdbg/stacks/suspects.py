@@ -32,6 +32,7 @@ no rank is named. The ranks that only wait (in a collective or a rendezvous) are
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Mapping
 
 from ..model import Finding, Kind, RankDump, Severity, Thread
@@ -43,6 +44,8 @@ from .waitfor import WaitGraph
 from .places import read_source
 from .wait_state import identified_block
 from .store_answer import untrusted
+from .blockers import action_of
+from .blocker_facts import outside_the_job
 from .classes import RankView
 from ..rankset import ranks_text
 
@@ -261,6 +264,9 @@ def _outside(w: RankWait, view: RankView | None, state: str, chain: str) -> tupl
     if w.kind is WaitKind.GPU:
         return (f"{w.describe()}{_code(w.site)}{state}, in no collective: {GPU_CAUSE}; {chain}",
                 Kind.OUTSIDE_COLLECTIVE, GPU_ACTION)
+    if w.blocker:  # the source line right after the site, then what it waits on
+        said = f"{replace(w, waiting_on='').describe()}{_code(w.site)}{', ' + w.waiting_on if w.waiting_on else ''}"
+        return f"{said}{state}, in no collective; {chain}", Kind.OUTSIDE_COLLECTIVE, action_of(w.blocker)
     code = _code(view.place.call_site) if view is not None else ""
     return f"{w.describe()}{code}{state}, in no collective; {chain}", Kind.OUTSIDE_COLLECTIVE, ""
 
@@ -312,8 +318,8 @@ def _lone_roots(views: list[RankView], waits, progressing: set[int], unknown: fr
         view = next(v for v in views if v.rank == ranks[0])
         unsure = f" ({who_text(ranks, unknown)})" if set(ranks) <= unknown else ""
         others = "no other rank was dumped" if n == len(ranks) else f"none of the {n} dumped ranks waits in one"
-        action = next((a for key, a in _BLOCK_ACTIONS if key in w.detail), "dump what it waits for")
-        if w.kind is WaitKind.LOCK or any(key in w.detail for key in _LONE_CAUSES):
+        action = action_of(w.blocker) or next((a for key, a in _BLOCK_ACTIONS if key in w.detail), "dump what it waits for")
+        if w.kind is WaitKind.LOCK or outside_the_job(w) or any(key in w.detail for key in _LONE_CAUSES):
             out.append(Finding(Kind.OUTSIDE_COLLECTIVE,
                                f"{what}{_code(view.place.call_site)}{unsure}, not in any collective: "
                                f"it waits on nothing inside the job, so every rank that waits in a collective waits "
@@ -338,7 +344,7 @@ _WORKER_LOOPS = (("torch/utils/data/_utils/worker.py", "_worker_loop"),
 
 def _is_worker(v: RankView) -> bool:
     """True when the thread that speaks for ``v`` is a DataLoader worker loop, not a rank's own code."""
-    return any(f.file.replace("\\", "/").endswith(file) and f.function == fn
+    return any(f.file.replace("\\", "/").endswith(file) and f.bare == fn
                for f in v.thread.frames for file, fn in _WORKER_LOOPS)
 
 

@@ -24,6 +24,8 @@ Evidence, strongest first (heuristics, ours; frame names of torch 2.x c10d, gloo
   an idle thread in ``Queue.get`` under a data loader's ``__next__`` waits for its next batch, in
   ``Thread.join`` for another thread, in ``Future.result`` for a future, in a pipe or socket read
   for another process (:func:`identified_block` says the rank waits on nothing inside the job);
+* the blocked states of :mod:`hangdbg.stacks.blockers` (a debugger prompt, a child process, a file lock,
+  a write of its output, an Event or Condition wait): the wait's ``blocker`` names them;
 * py-spy's thread state: ``active`` outside torch.distributed is computation, ``idle`` a blocked
   system call.
 """
@@ -39,6 +41,7 @@ from ..enums import PlaceKind
 from .op_record import CurrentOp
 from ..waits import RankWait, WaitKind
 from .gpu_sync import GPU_WAIT, gpu_sync
+from .blockers import SOCKET, stack_blocker
 from .places import NATIVE_STORE, in_distributed, read_source
 
 __all__ = ["wait_of", "with_record", "P2P_OPS", "opaque", "peer_from_locals", "identified_block", "UNEXPLAINED_BLOCK"]
@@ -67,7 +70,7 @@ _SRC_OPAQUE = re.compile(r"\.(wait|synchronize|backward)\s*\(")
 UNEXPLAINED_BLOCK = "blocked outside torch.distributed"
 """The detail of an idle thread whose frames do not say what it waits on."""
 
-# (file suffix, functions) of blocking standard-library / DataLoader frames -> what the thread waits on
+# (file suffix, bare function names: frames.bare_name) of blocking standard-library / DataLoader frames -> what the thread waits on
 _PY_BLOCKS: tuple[tuple[str, frozenset[str], str], ...] = (
     ("torch/utils/data/dataloader.py", frozenset({"_try_get_data", "_get_data", "_next_data"}), "data loader"),
     ("queue.py", frozenset({"get", "_get", "get_nowait", "put"}), "queue"),
@@ -78,7 +81,6 @@ _PY_BLOCKS: tuple[tuple[str, frozenset[str], str], ...] = (
     ("threading.py", frozenset({"join", "_wait_for_tstate_lock"}), "thread"),
     ("socket.py", frozenset({"readinto", "recv", "recv_into", "accept", "create_connection"}), "socket"),
     ("ssl.py", frozenset({"read", "recv", "recv_into"}), "socket"),
-    ("subprocess.py", frozenset({"wait", "_wait", "communicate", "_try_wait"}), "subprocess"),
 )
 _DATA_FRAME = re.compile(r"(^|/)data(sets?)?/|data_?loader|iterators?\.py$|/datasets?\.py$", re.IGNORECASE)
 _PASSIVE = ("threading.py", "queue.py", "multiprocessing/", "torch/utils/data/", "concurrent/futures/", "selectors.py", "socket.py", "ssl.py",
@@ -91,7 +93,7 @@ def _python_block(py: tuple[Frame, ...]) -> tuple[str, Frame] | None:
     what = None
     for i, f in enumerate(py[:8]):
         file = f.file.replace("\\", "/")
-        hit = next((w for suffix, funcs, w in _PY_BLOCKS if file.endswith(suffix) and f.function in funcs), None)
+        hit = next((w for suffix, funcs, w in _PY_BLOCKS if file.endswith(suffix) and f.bare in funcs), None)
         if hit is not None:
             what = hit
             if hit != "queue" and hit != "pipe":
@@ -110,7 +112,6 @@ def _python_block(py: tuple[Frame, ...]) -> tuple[str, Frame] | None:
         "future": "waiting for a future (work of another thread or process)",
         "thread": "waiting for another thread to finish (Thread.join)",
         "socket": "blocked on a socket",
-        "subprocess": "waiting for a subprocess",
     }[what], site
 
 
@@ -197,17 +198,24 @@ def wait_of(thread: Thread, place: Place, lock: bool = False) -> RankWait:
     gpu = gpu_sync(thread)
     if gpu is not None:
         return RankWait(WaitKind.GPU, gpu.op, gpu.site or top, detail=GPU_WAIT, evidence=evidence)
-    if lock:
+    blocked = stack_blocker(thread) if thread.idle else None
+    if blocked is None and lock:
         return RankWait(WaitKind.LOCK, top.function if top else "", top, detail="waiting for a lock", evidence=evidence)
     kind = WaitKind.BLOCKED if thread.idle else WaitKind.COMPUTE
-    block = _python_block(thread.python_frames) if thread.idle else None
+    block = _python_block(thread.python_frames) if thread.idle and blocked is None else None
     if block is not None:
-        return RankWait(kind, block[1].function, block[1], detail=block[0], evidence=evidence)
+        return RankWait(kind, block[1].function, block[1], detail=block[0], evidence=evidence,
+                        blocker=SOCKET.name if block[0] == SOCKET.detail else "")
+    blocked = blocked or (stack_blocker(thread, after_python_blocks=True) if thread.idle else None)
+    if blocked is not None:
+        return RankWait(kind, blocked.site.function, blocked.site, detail=blocked.detail, evidence=evidence,
+                        blocker=blocked.blocker.name, waiting_on=blocked.waiting_on)
     if not natives and opaque(thread):
         detail = f"inside a C++ call ({'idle' if thread.idle else 'on CPU'})"
     else:
         detail = _blocked_detail(thread, natives) if thread.idle else "computing"
-    return RankWait(kind, top.function if top else "", top, detail=detail, evidence=evidence)
+    return RankWait(kind, top.function if top else "", top, detail=detail, evidence=evidence,
+                    blocker=SOCKET.name if detail == SOCKET.detail else "")
 
 
 def _store_op(thread: Thread, natives: list[str]) -> str:
