@@ -34,7 +34,7 @@ from typing import Mapping
 
 from ..model import Finding, Kind, RankDump, Severity, Thread
 from ..frames import Frame
-from ..enums import PlaceKind
+from ..enums import ObjectPhase, PlaceKind
 from ..waits import RankWait, WaitKind
 from .cycles import resolve_cycles
 from .waitfor import WaitGraph
@@ -249,6 +249,9 @@ def _outside(w: RankWait, view: RankView | None, state: str, chain: str) -> tupl
         return (f"{w.describe()}{_code(w.site)}{state}, in no collective: {GPU_CAUSE}; {chain}",
                 Kind.OUTSIDE_COLLECTIVE, GPU_ACTION)
     code = _code(view.place.call_site) if view is not None else ""
+    if view is not None and view.place.phase == ObjectPhase.PICKLE:  # inside an object collective, before its exchange
+        return (f"still pickling its object for {view.place.collective}, {w.describe()}{code}{state}: it never reached "
+                f"the collective's exchange; {chain}", Kind.OUTSIDE_COLLECTIVE, "")
     return f"{w.describe()}{code}{state}, in no collective; {chain}", Kind.OUTSIDE_COLLECTIVE, ""
 
 
