@@ -13,7 +13,8 @@ of each scenario (4 ranks):
   backtracking: ``re`` matches in C and never lets go of the GIL). The others join that
   ``all_reduce`` a second later, so it completes, but rank 1's main thread cannot take the GIL
   back to return from it: it sits on the same line as the others, who wait in the next step's
-  ``all_reduce``. Culprit {1}: its ``log filter`` thread holds the GIL.
+  ``all_reduce``. Culprit {1}: its ``log filter`` thread holds the GIL. Rank 1 creates its marker
+  at step 2, the others at step 3 (when the hang is in place).
 - ``pickle-gather``: at step 2 every rank shares its shard's metadata with ``all_gather_object``;
   rank 2's metadata holds a remote handle whose ``__reduce__`` fetches its state over a socket
   that never answers. Culprit {2}, still pickling; the others wait in the all_gather of sizes.
@@ -73,12 +74,13 @@ def run_gil_thread(dist, torch, args, rank: int, world: int) -> None:
     for step in range(args.steps):
         t.add_(compute(step) * 0)
         lines.put(f"step {step} ok")
-        if step == HANG_STEP:
+        if step == HANG_STEP and rank == 1 % world:
             ready(args, rank)
-            if rank == 1:
-                threading.Timer(0.5, lines.put, (_BAD_LINE,)).start()  # while this rank waits in the all_reduce
-            else:
-                time.sleep(1.5)  # the others come late to this all_reduce
+            threading.Timer(0.5, lines.put, (_BAD_LINE,)).start()  # while this rank waits in the all_reduce
+        elif step == HANG_STEP:
+            time.sleep(1.5)  # the others come late to this all_reduce
+        elif step == HANG_STEP + 1:
+            ready(args, rank)  # rank 1 finished step 2's all_reduce with them, 1 s after its filter took the GIL
         dist.all_reduce(t)
 
 
