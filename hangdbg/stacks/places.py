@@ -12,6 +12,9 @@ watchdog's ``WorkNCCL::checkTimeout`` trace is in a collective, :data:`TIMED_OUT
 thread that shows no cause (NCCL's proxy, CUDA's event handler) is ``unknown``: it does not tell
 where the process's own threads are.
 The call site is the first frame outside torch.distributed, seen from the collective outward.
+An object collective (:data:`OBJECT_COLLECTIVES`) is split into phases (:func:`object_phase`,
+``Place.phase``): a rank still pickling its object is *outside* (its own code, a ``__reduce__``
+say, is where the others wait), one in the ops it calls or unpickling what it received is in it.
 
 Library wrappers that issue a collective and then wait on it inside their own frame (the torch
 frame is gone, or the wait is a ``.wait()`` / ``.cpu()`` C call on the wrapper's line) count as
