@@ -18,14 +18,14 @@ TRUTH = {
 
 
 @pytest.fixture(scope="module", params=sorted(TRUTH))
-def in_process_dump(request):
+def in_process_dump(request, tmp_path_factory):
     """``(scenario, exit status, document)`` of a plain ``hangdbg dump --json`` of the real hung job."""
     pytest.importorskip("torch")
     from hangdbg.demo.launch import DemoJob
 
     with DemoJob(request.param) as job:
         job.wait_ready()
-        rc, doc = run_json("dump", "--pid", job.pid)
+        rc, doc = run_json("dump", "--pid", job.pid, "-o", tmp_path_factory.mktemp(request.param))
     return request.param, rc, doc
 
 
