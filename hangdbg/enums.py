@@ -5,7 +5,7 @@ their string value, serialise to it in JSON, and carry a one-line description (`
 that ``hangdbg schema`` shows. :mod:`hangdbg.model` defines the finding kinds, severities and
 evidence kinds on it and uses the enums below for the states of its dataclasses: what a finding
 is about (:class:`Level`), how a rank's dump went (:class:`DumpState`), where a rank is
-(:class:`PlaceKind`), what a thread does (:class:`ThreadStatus`) and what became of a node of
+(:class:`PlaceKind`; inside an object collective, :class:`ObjectPhase`), what a thread does (:class:`ThreadStatus`) and what became of a node of
 the fan-out (:class:`NodeStatus`).
 """
 
@@ -14,7 +14,7 @@ from __future__ import annotations
 import enum
 from typing import TypeVar
 
-__all__ = ["DocumentedEnum", "Level", "DumpState", "PlaceKind", "ThreadStatus", "NodeStatus"]
+__all__ = ["DocumentedEnum", "Level", "DumpState", "PlaceKind", "ObjectPhase", "ThreadStatus", "NodeStatus"]
 
 E = TypeVar("E", bound="DocumentedEnum")
 D = TypeVar("D")
@@ -78,6 +78,19 @@ class PlaceKind(DocumentedEnum):
     INIT = ("init", "in init_process_group, a rendezvous, a store barrier or an NCCL communicator creation")
     OUTSIDE = ("outside", "anywhere else: computing, loading data, or in a service thread's wait")
     UNKNOWN = ("unknown", "no stack, or only a library thread's that does not say where (NCCL's proxy, CUDA's events)")
+
+
+class ObjectPhase(DocumentedEnum):
+    """Where a rank is inside an object collective (``Place.phase``): torch.distributed's
+    ``all_gather_object``, ``broadcast_object_list``, ``gather_object``, ``scatter_object_list``,
+    ``send_object_list`` and ``recv_object_list`` (``distributed_c10d.py``, torch 1.8-2.x) pickle
+    their object (``_object_to_tensor``), exchange sizes then bytes, and unpickle (``_tensor_to_object``)."""
+
+    PICKLE = ("pickle", "still serializing its object (user __reduce__/__getstate__ code included): not in the "
+                        "collective yet, so the place is `outside`, `collective` naming the object collective")
+    EXCHANGE = ("exchange", "in the collective or p2p ops it calls (sizes, then data): the place is `collective`")
+    UNPICKLE = ("unpickle", "deserializing what it received: the exchange is done; the place stays `collective`, "
+                            "it waits for nobody and nobody in that call waits for it")
 
 
 class ThreadStatus(DocumentedEnum):

@@ -22,7 +22,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Generic, Sequence, TypeVar
 
-from .enums import DocumentedEnum, DumpState, Level, PlaceKind, ThreadStatus
+from .enums import DocumentedEnum, DumpState, Level, ObjectPhase, PlaceKind, ThreadStatus
 from .frames import Frame
 from .waits import ProcFacts, RankWait, WaitEdge
 
@@ -73,6 +73,7 @@ class Kind(DocumentedEnum):
     # the stack analysis (dump, analyze, demo, core, report)
     MISSING = ("missing", "ranks expected on the examined nodes that have no process (never started, or exited)")
     DEADLOCK = ("deadlock", "a rank whose thread waits for a lock that another of its threads waits on too")
+    GIL_HOLDER = ("gil-holder", "a rank whose other thread holds the GIL (or spins) while its main thread waits in a collective")
     OUTSIDE_COLLECTIVE = ("outside-collective", "ranks in no collective while other ranks wait in one")
     DIFFERENT_COLLECTIVE = ("different-collective",
                             "ranks in another collective, or the same one from another call site, than the majority")
@@ -179,7 +180,7 @@ class Kind(DocumentedEnum):
 
 
 KIND_LEVELS: dict[Level, str] = {
-    Level.RANK: "missing deadlock outside-collective different-collective behind ahead store-key-missing waiting unreadable "
+    Level.RANK: "missing deadlock gil-holder outside-collective different-collective behind ahead store-key-missing waiting unreadable "
                 "crash fatal-error cpp-exception abort-hang comm-init-failed core-crash core-killed core-on-demand "
                 "core-unreadable nccl-init-incomplete nccl-lagging nccl-slice-differs nccl-warn nccl-aborted nccl-init-failed "
                 "child-failed child-error desync-report seq-lagging no-timeout dump-signal watchdog-timeout watchdog-hung "
@@ -327,21 +328,22 @@ class Place:
         call_site: the user frame that called into torch.distributed (or the top frame for
             ``outside``).
         thread: the name of the thread this describes.
+        phase: :class:`ObjectPhase` inside an object collective (``all_gather_object``...), else ``None``.
     """
 
     kind: PlaceKind
     collective: str | None = None
     call_site: Frame | None = None
     thread: str | None = None
+    phase: ObjectPhase | None = None
 
     def describe(self) -> str:
         site = f" at {self.call_site.short_file}:{self.call_site.line}" if self.call_site else ""
-        if self.kind == PlaceKind.COLLECTIVE:
-            return f"in {self.collective}{site}"
-        if self.kind == PlaceKind.INIT:
-            return f"in {self.collective or 'rendezvous'}{site}"
+        if self.kind in (PlaceKind.COLLECTIVE, PlaceKind.INIT):
+            unpickling = " (unpickling what it received)" if self.phase == ObjectPhase.UNPICKLE else ""
+            return f"in {self.collective or 'rendezvous'}{unpickling}{site}"
         if self.kind == PlaceKind.OUTSIDE and self.call_site is not None:
-            return f"in {self.call_site}"
+            return (f"pickling its object for {self.collective} " if self.phase == ObjectPhase.PICKLE else "") + f"in {self.call_site}"
         return "stack unknown"
 
 

@@ -14,6 +14,8 @@ Heuristics, ours, after what an expert does next with a py-spy dump:
   are sampled again (with ``--locals``: loop counters show progress; in a large equivalence class
   a few ranks stand for the class) to tell a slow step from a hang;
 * a rank polling a ``filelock`` lock gets a ``--locals`` pass (the lock file's path, ``lock_filename``);
+* a rank whose other thread was seen holding the GIL in its one sample while its main thread waits
+  in a collective (:mod:`hangdbg.stacks.threads_gil`) is sampled again;
 * the keys of store waits are asked of the job's store (read-only).
 """
 
@@ -23,6 +25,7 @@ from dataclasses import dataclass
 
 from ..model import Analysis, Kind
 from ..waits import WaitKind
+from ..stacks.threads_gil import resample_ranks
 
 __all__ = ["Needs", "needs"]
 
@@ -74,6 +77,7 @@ def needs(a: Analysis) -> Needs:
         native.clear()  # nobody waits: a rank in backward() alone is no hang to explain
     undecided = any(f.kind is Kind.UNDECIDED and "one sample" in f.summary for f in a.findings)
     resample = _one_per_class(a, {r for r, w in a.waits.items() if w.kind is not WaitKind.UNKNOWN}) if undecided else set()
+    resample |= resample_ranks(a.findings)  # a thread seen holding the GIL once (stacks/threads_gil.py)
     return Needs(frozenset(_one_per_class(a, native)), frozenset(local - native), frozenset(resample), tuple(keys))
 
 

@@ -18,18 +18,21 @@ from pathlib import Path
 
 from ..errors import HangdbgError
 from ..tools.subproc import Popen
-from . import job, topology
+from . import in_process, job, topology
 
 __all__ = ["JOB_SCRIPT", "SCENARIOS", "DemoJob", "default_nproc", "script_of"]
 
 JOB_SCRIPT = Path(__file__).with_name("job.py")
 TOPOLOGY_SCRIPT = Path(__file__).with_name("topology.py")
-SCENARIOS = job.SCENARIOS + topology.SCENARIOS
-"""Every scenario: ``job.py``'s, then ``topology.py``'s."""
+IN_PROCESS_SCRIPT = Path(__file__).with_name("in_process.py")
+SCENARIOS = job.SCENARIOS + topology.SCENARIOS + in_process.SCENARIOS
+"""Every scenario: ``job.py``'s, then ``topology.py``'s, then ``in_process.py``'s."""
 
 
 def script_of(scenario: str) -> Path:
     """The job script that runs ``scenario``."""
+    if scenario in in_process.SCENARIOS:
+        return IN_PROCESS_SCRIPT
     return TOPOLOGY_SCRIPT if scenario in topology.SCENARIOS else JOB_SCRIPT
 
 
@@ -42,7 +45,7 @@ class DemoJob:
     """A running demo job.
 
     Args:
-        scenario: one of ``SCENARIOS`` (``job.SCENARIOS`` or ``topology.SCENARIOS``).
+        scenario: one of ``SCENARIOS`` (``job.SCENARIOS``, ``topology.SCENARIOS`` or ``in_process.SCENARIOS``).
         nproc: ranks to start (``--nproc_per_node``; ``None``: the scenario's default, see
             :func:`default_nproc`).
         workdir: where markers and the job log go (a temporary directory by default).

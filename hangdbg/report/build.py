@@ -49,7 +49,7 @@ def header(command: str, findings: Sequence[Finding], headline: str) -> dict[str
 def _place(p: Place | None) -> PlaceEntry | None:
     if p is None:
         return None
-    return PlaceEntry(p.kind, p.collective, p.call_site, p.thread, p.describe())
+    return PlaceEntry(p.kind, p.collective, p.call_site, p.thread, p.describe(), p.phase)
 
 
 def _tree(root: TreeNode) -> tuple[TreeEntry, ...]:

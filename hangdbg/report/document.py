@@ -27,7 +27,7 @@ from ..evidence.traces.facts import TracesFacts
 from ..evidence.error_lines.facts import ErrorLinesFacts
 from ..model import ClassifiedFile, FileError, Finding, RankProcess, RankState, SourceKind, Thread
 from ..frames import Frame
-from ..enums import NodeStatus, PlaceKind, ThreadStatus
+from ..enums import NodeStatus, ObjectPhase, PlaceKind, ThreadStatus
 from ..watch.records import StallRecord
 from ..waits import ProcFacts, RankWait, WaitEdge
 
@@ -56,6 +56,8 @@ class PlaceEntry:
     call_site: Frame | None
     thread: str | None
     text: str
+    phase: ObjectPhase | None = None
+    """Inside an object collective: where in it (:class:`hangdbg.enums.ObjectPhase`)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -8,7 +8,7 @@ frames that were not interned.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from operator import attrgetter
 
 from ..model import Place, RankDump, Thread
@@ -84,7 +84,7 @@ def classify_ranks(dumps: list[RankDump] | tuple[RankDump, ...]) -> list[RankVie
         facts, t = looked[i], d.threads[i]
         place = facts.place
         if place.thread != t.name:
-            place = Place(place.kind, place.collective, place.call_site, t.name)
+            place = replace(place, thread=t.name)
         waiters = tuple(o for j, o in enumerate(d.threads) if j != i and looked[j].lock) if facts.lock else ()
         views.append(RankView(d.rank, t, place, facts.key, facts.lock, waiters, facts.has_locals))
     return views

@@ -56,4 +56,11 @@ def stacks_headline(classes: Sequence[EquivalenceClass], findings: Sequence[Find
         return f"all {len(g.ranks)} ranks are in the same place ({g.place.describe()}); no single rank stands out{tail}"
     if {c.place.kind for c in classes} <= {PlaceKind.INIT}:
         return f"all ranks wait in rendezvous/init; no single rank stands out{tail}"
+    waiting = [c for c in classes if c.place.kind in (PlaceKind.COLLECTIVE, PlaceKind.INIT)]
+    if waiting:  # never "no rank waits" while the classes (and the JSON's places) say some do
+        ranks = [r for c in waiting for r in c.ranks]
+        verb = "waits" if len(ranks) == 1 else "wait"
+        where = waiting[0].place.describe() + (f" (+{len(waiting) - 1} more places)" if len(waiting) > 1 else "")
+        return (f"{ranks_text(sorted(ranks))} {verb} {where}; the ranks are in {len(classes)} places and no single rank "
+                f"stands out{tail}")
     return f"no rank waits in a collective; the ranks are in {len(classes)} places{tail}"

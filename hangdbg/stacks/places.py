@@ -12,6 +12,9 @@ watchdog's ``WorkNCCL::checkTimeout`` trace is in a collective, :data:`TIMED_OUT
 thread that shows no cause (NCCL's proxy, CUDA's event handler) is ``unknown``: it does not tell
 where the process's own threads are.
 The call site is the first frame outside torch.distributed, seen from the collective outward.
+An object collective (:data:`OBJECT_COLLECTIVES`) is split into phases (:func:`object_phase`,
+``Place.phase``): a rank still pickling its object is *outside* (its own code, a ``__reduce__``
+say, is where the others wait), one in the ops it calls or unpickling what it received is in it.
 
 Library wrappers that issue a collective and then wait on it inside their own frame (the torch
 frame is gone, or the wait is a ``.wait()`` / ``.cpu()`` C call on the wrapper's line) count as
@@ -33,11 +36,11 @@ from dataclasses import replace
 
 from ..model import Place, Thread
 from ..frames import Frame, bare_name
-from ..enums import PlaceKind
+from ..enums import ObjectPhase, PlaceKind
 from .native_causes import SERVICE_FRAMES, is_library_thread
 
 __all__ = ["place_of", "primary_thread", "lock_wait", "DIST_PATHS", "COLLECTIVES", "INIT_FUNCTIONS", "NATIVE_STORE",
-           "WRAPPER_COLLECTIVES"]
+           "WRAPPER_COLLECTIVES", "OBJECT_COLLECTIVES", "object_phase"]
 
 DIST_PATHS = ("torch/distributed/", "torch/nn/parallel/", "deepspeed/comm/", "torch/_C/_distributed")
 
@@ -158,6 +161,36 @@ def _call_site(py: tuple[Frame, ...], index: int) -> Frame | None:
     return py[index] if py else None
 
 
+OBJECT_COLLECTIVES = frozenset(
+    "all_gather_object broadcast_object_list gather_object scatter_object_list send_object_list recv_object_list".split())
+"""The object collectives of torch.distributed (``distributed_c10d.py``, torch 1.8-2.x): each pickles
+its object(s) (``_object_to_tensor``), exchanges the sizes then the bytes with the collective or p2p
+ops it calls (``all_gather``, ``broadcast``, ``gather``, ``scatter``, ``send``/``recv``), then
+unpickles what it received (``_tensor_to_object``)."""
+
+_PICKLE_PHASES = {"_object_to_tensor": ObjectPhase.PICKLE, "_tensor_to_object": ObjectPhase.UNPICKLE}
+"""torch.distributed's helpers of the object collectives (``distributed_c10d.py``, torch 1.8-2.x) ->
+the phase a frame of theirs puts the rank in (``pickle.Pickler.dump`` / ``Unpickler.load`` and the
+user's ``__reduce__``, ``__reduce_ex__``, ``__getstate__``, ``__setstate__`` run under them)."""
+
+
+def object_phase(py: tuple[Frame, ...], index: int) -> ObjectPhase:
+    """The phase of the object collective whose frame is ``py[index]`` (``py`` innermost first): the
+    first of torch's pickling helpers or of the collectives it calls, walking inward from it
+    (:attr:`~hangdbg.enums.ObjectPhase.PICKLE`, :attr:`~hangdbg.enums.ObjectPhase.UNPICKLE`); else
+    :attr:`~hangdbg.enums.ObjectPhase.EXCHANGE` (in the ops it calls, or between them)."""
+    for j in range(index - 1, -1, -1):
+        f = py[j]
+        if not in_distributed(f):
+            continue
+        name = bare_name(f.function)
+        if name in _PICKLE_PHASES:
+            return _PICKLE_PHASES[name]
+        if name in COLLECTIVES:
+            return ObjectPhase.EXCHANGE
+    return ObjectPhase.EXCHANGE
+
+
 def place_of(thread: Thread) -> Place:
     """Classify one thread: in a collective, in init/rendezvous, or outside (with its top frame)."""
     py = thread.python_frames
@@ -173,7 +206,11 @@ def place_of(thread: Thread) -> Place:
         if found is None and name in COLLECTIVES:
             found = (name, i)
     if found is not None:
-        return Place(PlaceKind.COLLECTIVE, found[0], _call_site(py, found[1]), thread.name)
+        name, i = found
+        phase = object_phase(py, i) if name in OBJECT_COLLECTIVES else None
+        if phase == ObjectPhase.PICKLE:  # not in the collective yet: where its own code is
+            return Place(PlaceKind.OUTSIDE, name, py[0], thread.name, phase)
+        return Place(PlaceKind.COLLECTIVE, name, _call_site(py, i), thread.name, phase)
     wrapped = _wrapper_collective(py)
     if wrapped is not None:
         return Place(PlaceKind.COLLECTIVE, wrapped[0], wrapped[1], thread.name)

@@ -37,7 +37,7 @@ from typing import Mapping
 
 from ..model import Finding, Kind, RankDump, Severity, Thread
 from ..frames import Frame
-from ..enums import PlaceKind
+from ..enums import ObjectPhase, PlaceKind
 from ..waits import RankWait, WaitKind
 from .cycles import resolve_cycles
 from .waitfor import WaitGraph
@@ -268,6 +268,9 @@ def _outside(w: RankWait, view: RankView | None, state: str, chain: str) -> tupl
         said = f"{replace(w, waiting_on='').describe()}{_code(w.site)}{', ' + w.waiting_on if w.waiting_on else ''}"
         return f"{said}{state}, in no collective; {chain}", Kind.OUTSIDE_COLLECTIVE, action_of(w.blocker)
     code = _code(view.place.call_site) if view is not None else ""
+    if view is not None and view.place.phase == ObjectPhase.PICKLE:  # inside an object collective, before its exchange
+        return (f"still pickling its object for {view.place.collective}, {w.describe()}{code}{state}: it never reached "
+                f"the collective's exchange; {chain}", Kind.OUTSIDE_COLLECTIVE, "")
     return f"{w.describe()}{code}{state}, in no collective; {chain}", Kind.OUTSIDE_COLLECTIVE, ""
 
 
