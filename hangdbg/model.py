@@ -252,9 +252,9 @@ class RankDump:
         rank_source: the variable the rank came from (``"RANK"``, ``"order"``, ``"file name"``...).
         cmdline: the process command line.
         python: the interpreter version py-spy reported, if any.
-        steps: what the adaptive collection of ``dump`` added for this rank: ``native`` (a
-            ``--native`` pass), ``locals`` (a ``--locals`` pass), ``resampled`` (extra samples),
-            ``retried`` (py-spy failed once), ``pystack`` (read by ``pystack remote``).
+        steps: what ``dump``'s adaptive collection added: ``native``/``locals`` (a ``--native``/``--locals`` pass),
+            ``resampled`` (extra samples), ``retried`` (py-spy failed once), ``pystack`` (``pystack remote``).
+        sample_times, started: Unix seconds each sample was taken (empty: unknown), the process started (or None).
     """
 
     rank: int
@@ -271,6 +271,8 @@ class RankDump:
     python: str | None = None
     steps: tuple[str, ...] = ()
     state: DumpState = DumpState.OK
+    sample_times: tuple[float, ...] = ()
+    started: float | None = None
 
     def __post_init__(self) -> None:
         """Raises ValueError for a ``gone`` or ``unreadable`` dump without an ``error``."""

@@ -28,6 +28,7 @@ from .tree import build_tree
 from .op_record import CurrentOp
 from .wait_state import wait_of, with_record
 from .waitfor import build_graph
+from .window import Timing, Window
 
 __all__ = ["analyze", "place_of", "build_tree"]
 
@@ -35,7 +36,8 @@ _EVIDENCE_RANKS = 3
 
 
 def analyze(dumps: list[RankDump] | tuple[RankDump, ...], whole_job: bool = False, live: bool = True,
-            store_keys: Mapping[str, bool] | None = None, ops: Mapping[int, CurrentOp] | None = None) -> Analysis:
+            store_keys: Mapping[str, bool] | None = None, ops: Mapping[int, CurrentOp] | None = None,
+            window: Window | None = None) -> Analysis:
     """Analyze the dumps of one job.
 
     Args:
@@ -49,6 +51,11 @@ def analyze(dumps: list[RankDump] | tuple[RankDump, ...], whole_job: bool = Fals
             ``dump``): a missing key names the rank that never set it.
         ops: rank -> the op its in-job recorder (``hangdbg.hooks.record_collectives``) says it is
             in: exact process groups, sequence numbers and peers for the jobs that opt in.
+        window: progress before blame (:mod:`hangdbg.stacks.window`): a rank on CPU outside any
+            collective that others wait for is a suspect only once it was seen there for the
+            window's seconds (else an ``undecided`` "still observing" warning). None (saved files,
+            the default): two samples decide as before; the reasons still say how long a rank was
+            seen when the samples carry times (:attr:`RankDump.sample_times`).
 
     Returns:
         An :class:`Analysis` with no ``suspect`` finding when no rank stands out.
@@ -77,9 +84,11 @@ def analyze(dumps: list[RankDump] | tuple[RankDump, ...], whole_job: bool = Fals
     waiting = waiting_groups(graph)
     unknown = frozenset(d.rank for d in dumps if d.rank_source == "order")
     size_unknown = not any(d.world_size for d in dumps)
+    timed = window is not None or any(d.sample_times for d in dumps)
+    timing = Timing(seen, {v.rank: v.thread.name for v in views}, window) if timed else None
     suspects = [] if all_progress else find_suspects(views, missing, progressing, buckets, graph, sampled, waiting,
                                                      unknown, size_unknown,
-                                                     frozenset(r for r in gone if seen[r].samples))
+                                                     frozenset(r for r in gone if seen[r].samples), timing)
     findings = suspects + waiting_findings(graph, suspects, waiting)
     if not findings and not all_progress and size_unknown:
         lone = not_dumped(graph, views, unknown) or only_one(graph, views, unknown)  # the others may not be dumped

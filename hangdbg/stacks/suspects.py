@@ -41,6 +41,7 @@ from .waitfor import WaitGraph
 from .places import read_source
 from .wait_state import identified_block
 from .classes import RankView
+from .window import ONE_SAMPLE, Timing
 from ..rankset import ranks_text
 
 __all__ = ["find_suspects", "waiting_findings", "not_dumped", "place_buckets", "expected_ranks", "progressing_ranks", "LOOP_VARIABLES"]
@@ -154,6 +155,7 @@ def find_suspects(
     unranked: frozenset[int] = frozenset(),
     size_unknown: bool = False,
     exited: frozenset[int] = frozenset(),
+    timing: Timing | None = None,
 ) -> list[Finding]:
     """Apply the rules of this module (see the module docstring): the suspects, most important
     first, without hosts or evidence (the caller adds them); or one ``undecided`` warning when the
@@ -169,6 +171,9 @@ def find_suspects(
             applies (with every rank of a known job dumped and none waiting, nobody waits for them).
         exited: the missing ranks that were seen alive and then gone (a later sample, a retry):
             they died during the dump, the job is dying rather than hung.
+        timing: the samples' times and the progress-before-blame window (:mod:`hangdbg.stacks.window`):
+            a root on CPU the window does not cover is held back with an ``undecided`` warning; every
+            root's reason says how long it was seen there. None: no window, no times.
     """
     suspects: list[Finding] = []
     named: set[int] = set()
@@ -217,21 +222,15 @@ def find_suspects(
         if suspects:
             roots = []
     if roots:
-        undecided = _undecided(roots, graph, sampled)
+        windowed = timing is not None and timing.window is not None
+        undecided = _undecided(roots, graph, sampled or windowed)
         if undecided is not None:
             return suspects + [undecided]
-        by_view = {v.rank: v for v in views}
-        base = waiting_groups(graph) if groups is None else groups
-        for r in roots:
-            w = waits[r]
-            dist = graph.distances_to(r)
-            nearest_first = sorted(select(base, {r}, dist), key=lambda g: (dist[g[0][0]], len(g[1])))
-            chain = chain_text(graph, nearest_first, r)
-            if w.kind is WaitKind.UNKNOWN:
-                name([r], f"could not be read ({w.detail}); {chain}", Kind.UNREADABLE)
-                continue
-            state = " (still running: its stack changed between samples)" if r in progressing else ""
-            name([r], *_outside(w, by_view.get(r), state, chain))
+        held = ([r for r in roots if waits[r].kind is WaitKind.COMPUTE and not timing.covered(r)]
+                if timing is not None and windowed else [])
+        _name_roots([r for r in roots if r not in held], views, progressing, graph, groups, timing, name)
+        if held and timing is not None:
+            suspects.append(timing.observing(held, waits, _waiters_text(graph, held)))
     elif not suspects:
         _resolve(graph, buckets, name)
         if not suspects and graph.unresolved:
@@ -243,13 +242,33 @@ def find_suspects(
     return suspects
 
 
-def _outside(w: RankWait, view: RankView | None, state: str, chain: str) -> tuple[str, Kind, str]:
-    """``(reason, kind, action)`` of a root rank outside any collective that others wait for (rule 3)."""
+def _name_roots(roots: list[int], views: list[RankView], progressing: set[int], graph: WaitGraph,
+                groups: Groups | None, timing: Timing | None, name) -> None:
+    """Rule 3: name each root (a rank the others wait for, outside any collective) with the chain of
+    the ranks that wait for it, nearest first."""
+    waits = graph.waits
+    by_view = {v.rank: v for v in views}
+    base = waiting_groups(graph) if groups is None else groups
+    for r in roots:
+        w = waits[r]
+        dist = graph.distances_to(r)
+        nearest_first = sorted(select(base, {r}, dist), key=lambda g: (dist[g[0][0]], len(g[1])))
+        chain = chain_text(graph, nearest_first, r)
+        if w.kind is WaitKind.UNKNOWN:
+            name([r], f"could not be read ({w.detail}); {chain}", Kind.UNREADABLE)
+            continue
+        state = " (still running: its stack changed between samples)" if r in progressing else ""
+        name([r], *_outside(w, by_view.get(r), state, chain, timing.seen_text(r) if timing is not None else ""))
+
+
+def _outside(w: RankWait, view: RankView | None, state: str, chain: str, seen: str = "") -> tuple[str, Kind, str]:
+    """``(reason, kind, action)`` of a root rank outside any collective that others wait for (rule 3);
+    ``seen``: how long it was seen there (``, seen there for 12.4 s over 6 samples``) or ''."""
     if w.kind is WaitKind.GPU:
-        return (f"{w.describe()}{_code(w.site)}{state}, in no collective: {GPU_CAUSE}; {chain}",
+        return (f"{w.describe()}{_code(w.site)}{state}, in no collective{seen}: {GPU_CAUSE}; {chain}",
                 Kind.OUTSIDE_COLLECTIVE, GPU_ACTION)
     code = _code(view.place.call_site) if view is not None else ""
-    return f"{w.describe()}{code}{state}, in no collective; {chain}", Kind.OUTSIDE_COLLECTIVE, ""
+    return f"{w.describe()}{code}{state}, in no collective{seen}; {chain}", Kind.OUTSIDE_COLLECTIVE, ""
 
 
 GPU_CAUSE = "its GPU has not finished earlier work (a kernel still running, or queued behind one)"
@@ -403,16 +422,21 @@ def _undecided(roots: list[int], graph: WaitGraph, sampled: bool) -> Finding | N
     computing = [r for r in roots if waits[r].kind is WaitKind.COMPUTE]
     if computing and len(computing) == len(roots) and not sampled:
         w = waits[computing[0]]
-        mine = set(computing)
-        waiters = sorted({r for e in graph.edges if not mine.isdisjoint(e.targets) for r in e.waiters})
-        others = (f"{_ranks_text(waiters)} {'waits' if len(waiters) == 1 else 'wait'} {waits[waiters[0]].describe()}"
-                  if waiters else "the others wait")
         return Finding(Kind.UNDECIDED, f"{_ranks_text(computing)} {'is' if len(computing) == 1 else 'are'} on CPU "
-                       f"({w.describe()}), in no collective, while {others}: one sample cannot tell a slow step "
-                       "from a hang",
+                       f"({w.describe()}), in no collective, while {_waiters_text(graph, computing)}: {ONE_SAMPLE} "
+                       "a slow step from a hang",
                        tuple(computing), severity=Severity.WARNING,
                        action="sample again: hangdbg dump --samples 3 --locals")
     return None
+
+
+def _waiters_text(graph: WaitGraph, ranks) -> str:
+    """``ranks 0-2 wait in all_reduce at x.py:4``: the ranks that wait for ``ranks`` (the first one's place)."""
+    mine = set(ranks)
+    waiters = sorted({r for e in graph.edges if not mine.isdisjoint(e.targets) for r in e.waiters})
+    if not waiters:
+        return "the others wait"
+    return f"{_ranks_text(waiters)} {'waits' if len(waiters) == 1 else 'wait'} {graph.waits[waiters[0]].describe()}"
 
 
 def _unresolved(graph: WaitGraph) -> Finding:
