@@ -13,13 +13,18 @@ rank is therefore a suspect only once the observation window covers the job's ow
   (:data:`STEP_VARIABLES`, samples taken with ``--locals``) equal those of the last sample; from
   the first sample of the run to the last (:attr:`~hangdbg.model.RankDump.sample_times`), plus
   :attr:`Window.observed` (a stall ``hangdbg watch`` already saw).
-* **step time** (:func:`step_estimate`): the job's age at a sample (the sample's time minus the
-  process's start, :attr:`~hangdbg.model.RankDump.started`) divided by the step counter that sample
-  shows (the outermost frame's :data:`STEP_VARIABLES` local, ``--locals``): ``age = start-up +
-  step x mean step``, so this bounds the mean step from above (start-up counted in); the largest
-  bound over the ranks is taken. A counter below 1 gives none (the first step: start-up dominates).
-  A job whose waiters move between samples, or whose counters change, is progressing, which ends
-  the observation without an estimate (:func:`hangdbg.stacks.analysis.analyze`'s ``all_progress``).
+* **step time** (:func:`step_estimate`): the job's age at the first timed sample with ``--locals``
+  (the sample's time minus the process's start, :attr:`~hangdbg.model.RankDump.started`) divided
+  by the step counter that sample shows (the outermost frame's :data:`STEP_VARIABLES` local):
+  ``age = start-up + step x mean step + time already hung``, so this bounds the mean step from
+  above; the largest bound over the ranks is taken. Taken at the first sample, it does not grow
+  while the dump watches. A counter below :data:`MIN_STEPS` gives none (start-up and time already
+  hung dominate it: it would hold back every hang of the first steps, naming nobody). A
+  job whose waiters move between samples, or whose counters change, is progressing, which ends
+  the observation without an estimate (:func:`hangdbg.stacks.analysis.analyze`'s
+  ``all_progress``). When the bound exceeds what the dump may watch (``--timeout``), the verdict
+  stays ``undecided`` and says which ``--min-window`` would cover it: an upper bound is never
+  taken for proof that a rank is stuck.
 * **required**: ``max(min_seconds, step time x margin)`` (:class:`Window`).
 
 Until the window is covered the rank gets an ``undecided`` warning that starts with
@@ -41,7 +46,7 @@ from ..waits import RankWait, WaitKind
 from .places import place_of
 
 __all__ = ["Window", "Seen", "StepEstimate", "Timing", "STEP_VARIABLES", "OBSERVING", "DEFAULT_MIN_WINDOW",
-           "STEP_MARGIN", "step_estimate", "seen_outside", "wants_samples"]
+           "STEP_MARGIN", "MIN_STEPS", "step_estimate", "seen_outside", "wants_samples"]
 
 DEFAULT_MIN_WINDOW = 10.0
 """Seconds a rank on CPU must be watched before it is blamed (``dump --min-window``). Longer than
@@ -60,6 +65,12 @@ STEP_VARIABLES = ("global_step", "completed_steps", "step", "iteration", "iter",
 """Locals that count training steps (:data:`hangdbg.stacks.suspects.LOOP_VARIABLES` without
 ``epoch``, which counts many steps, and ``i``/``j``/``k``/``n``/``idx``, which count inner loops
 that move within one step)."""
+
+MIN_STEPS = 5
+"""The least step counter :func:`step_estimate` trusts. ``age / step`` counts start-up (imports,
+rendezvous, loading a checkpoint: tens of seconds to minutes) and the time a job already hung before
+the dump into every step: at step 2 a job that started 60 s ago bounds its step at 30 s whatever
+it is. From 5 steps on that share is a fifth or less; before, only ``--min-window`` applies."""
 
 OBSERVING = "still observing:"
 """How the summary of the window's ``undecided`` finding starts (the adaptive collection keeps sampling while
@@ -156,9 +167,9 @@ def _thread(sample: tuple[Thread, ...], name: str | None) -> Thread | None:
 
 
 def step_estimate(dumps: Sequence[RankDump], names: Mapping[int, str | None]) -> StepEstimate | None:
-    """The largest ``age / step`` over the ranks (module docstring), from each rank's last sample that
+    """The largest ``age / step`` over the ranks (module docstring), from each rank's first sample that
     carries ``--locals`` and a time; None when no rank has a start time, a timed sample with locals
-    and a step counter of at least 1.
+    and a step counter of at least :data:`MIN_STEPS`.
 
     Args:
         dumps: the ranks' dumps.
@@ -168,13 +179,13 @@ def step_estimate(dumps: Sequence[RankDump], names: Mapping[int, str | None]) ->
     for d in dumps:
         if d.started is None or len(d.sample_times) != len(d.samples):
             continue
-        for sample, at in zip(reversed(d.samples), reversed(d.sample_times)):
+        for sample, at in zip(d.samples, d.sample_times):
             t = _thread(sample, names.get(d.rank))
             if t is None or not any(f.locals for f in t.frames):
                 continue
             got = _step_counter(t)
             age = at - d.started
-            if got is not None and got[1] >= 1 and age > 0 and (best is None or age / got[1] > best.seconds):
+            if got is not None and got[1] >= MIN_STEPS and age > 0 and (best is None or age / got[1] > best.seconds):
                 best = StepEstimate(age / got[1], d.rank, got[0], got[1], age)
             break
     return best
