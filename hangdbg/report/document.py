@@ -88,7 +88,8 @@ class RankEntry:
     wait-for graph it waits (``edges``: indexes into ``stacks.edges``, whose ``targets`` are the
     ranks it waits for), what the adaptive collection added (``steps``: native, locals,
     resampled, retried, pystack), and every thread of its last sample (``threads``, each
-    naming its stack in ``stacks.stack_table``)."""
+    naming its stack in ``stacks.stack_table``); ``sample_times``: when each sample was taken, Unix
+    seconds (empty when unknown: what the progress-before-blame window measured)."""
 
     rank: int
     host: str
@@ -104,6 +105,7 @@ class RankEntry:
     wait: RankWait | None
     edges: tuple[int, ...]
     threads: tuple[ThreadEntry, ...]
+    sample_times: tuple[float, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
