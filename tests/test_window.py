@@ -101,6 +101,12 @@ def test_the_step_time_estimate_widens_the_window():
     assert [s.ranks for s in covered.suspects] == [(3,)]
 
 
+def test_the_estimate_is_told_even_when_the_floor_decides():
+    a = analyze(job(4.0, started=T0 - 20.0, step=5), window=Window(10.0))
+    [f] = observing(a)
+    assert "the window is 10.0 s (--min-window 10; the job's step time, at most 4.0 s (rank 0's step=5 after 20 s))" in f.summary
+
+
 def test_no_estimate_in_the_first_steps_without_a_start_or_without_locals():
     # at step 4 start-up dominates age / step: a hang of the first steps is held for --min-window only
     assert step_estimate(job(5.0, started=T0 - 60, step=4), {}) is None

@@ -288,8 +288,9 @@ class Timing:
             parts.append(f"rank {r} {waits[r].describe()} {self.seen(r).text()}")
         more = f" (+{len(ranks) - 3} more)" if len(ranks) > 3 else ""
         est = self.estimate
+        floor = f"--min-window {w.min_seconds:g}"
         why = (f"{est.text()} x {w.margin:g}" if est is not None and est.seconds * w.margin > w.min_seconds
-               else f"--min-window {w.min_seconds:g}")
+               else f"{floor}; {est.text()}" if est is not None else floor)
         verb = "is" if len(ranks) == 1 else "are"
         summary = (f"{OBSERVING} {ranks_text(ranks)} {verb} on CPU in no collective while {others}: "
                    f"{'; '.join(parts)}{more}; the window is {need:.1f} s ({why}): a long step or a hang?")
