@@ -46,3 +46,26 @@ def test_without_a_window_two_samples_decide(hung_job, tmp_path):
     assert 1 in doc["stacks"]["progressing_ranks"]
     assert all(r["samples"] == 3 for r in doc["stacks"]["ranks"])
     assert len(list((tmp_path / "raw").glob("rank-0001.sample-*.txt"))) == 3
+
+
+def test_the_node_agent_sends_the_sample_times_the_coordinator_needs(hung_job):
+    """The fan-out's coordinator rebuilds each rank's sample times from the raw headers the agent sends
+    (``unix=``, ``started=``): every sample of every rank, the first round's included."""
+    import subprocess
+    import sys
+
+    from hangdbg.stacks.saved import load_dump_texts
+    from hangdbg.transport.wire import FrameDecoder
+
+    res = subprocess.run([sys.executable, "-m", "hangdbg", "agent", "--pid", str(hung_job.pid), "--node-name", "n1"],
+                         capture_output=True, text=True, timeout=180)
+    assert res.returncode == 0, res.stderr
+    dec = FrameDecoder()
+    texts = [(m["name"], m["text"]) for line in res.stdout.splitlines() for _, m in dec.feed(line) if m["type"] == "rank"]
+    dumps, _ = load_dump_texts(texts)
+    assert sorted(d.rank for d in dumps) == [0, 1, 2, 3]
+    for d in dumps:
+        assert len(d.sample_times) == len(d.samples) >= 1 and d.started is not None, d.rank
+        assert list(d.sample_times) == sorted(d.sample_times)
+    busy = next(d for d in dumps if d.rank == 1)
+    assert busy.sample_times[-1] - busy.sample_times[0] >= 10.0  # the agent watched it for the window

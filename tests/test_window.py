@@ -236,3 +236,21 @@ def test_saved_samples_keep_their_times_and_analyze_applies_the_window(tmp_path)
     assert "for 3.0 s over 3 samples" in held.headline
     named = analyze_files([tmp_path], min_window=0)
     assert [s.ranks for s in named.suspects] == [(3,)] and "seen there for 3.0 s over 3 samples" in named.suspects[0].summary
+
+
+def test_a_mid_step_rank_of_a_slowed_healthy_job_is_not_blamed():
+    """healthy-midstep caught mid-step on a loaded machine (issue 28: blamed in 1 of 4 dumps): the first
+    round (no locals) and two --locals rounds 0.5 s apart all fall inside one stretched step, so the
+    waiters did not move and the rank computing (its inner counter ``i`` moving) looked "still running"
+    to the two-sample rule. The window holds it until a rank moves or 10 s have passed."""
+    times = [T0, T0 + 0.9, T0 + 1.5]
+    compute = [(Frame("compute", TRAIN, 70, locals=(("x", "7"), ("i", str(i)))),
+                Frame("run_healthy_midstep", TRAIN, 220, locals=(("step", "7"),)), Frame("<module>", TRAIN, 300))
+               for i in (None, 41, 163)]
+    compute[0] = tuple(Frame(f.function, f.file, f.line) for f in compute[0])  # the first round has no locals
+    wait = [waiting(None), waiting(7), waiting(7)]
+    dumps = [timed(r, wait, times) for r in (0, 1, 3)] + [timed(2, compute, times, active=True)]
+    old = analyze(dumps)
+    assert [s.ranks for s in old.suspects] == [(2,)] and "still running" in old.suspects[0].summary
+    held = analyze(dumps, window=Window(10.0))
+    assert not held.suspects and [f.ranks for f in observing(held)] == [(2,)] and wants_samples(held.findings)
