@@ -254,3 +254,16 @@ def test_a_mid_step_rank_of_a_slowed_healthy_job_is_not_blamed():
     assert [s.ranks for s in old.suspects] == [(2,)] and "still running" in old.suspects[0].summary
     held = analyze(dumps, window=Window(10.0))
     assert not held.suspects and [f.ranks for f in observing(held)] == [(2,)] and wants_samples(held.findings)
+
+
+def test_ranks_seen_moving_are_not_behind():
+    """Two waiting ranks sampled a moment apart across a step boundary differ by one step: a rank whose
+    counters moved between samples is not stuck behind; one that stays behind is."""
+    times = [T0, T0 + 1.0]
+    moving = [timed(r, [waiting(8), waiting(8)], times) for r in (0, 1)]
+    moving += [timed(3, [waiting(7), waiting(8)], times), timed(2, [waiting(6), waiting(7)], times)]
+    a = analyze(moving)
+    assert set(a.progressing) == {2, 3} and not a.headline.startswith("no hang")  # not enough to call it progress
+    assert not [f for f in a.findings if f.kind in (Kind.BEHIND, Kind.AHEAD)], a.headline
+    stuck = [timed(r, [waiting(8), waiting(8)], times) for r in (0, 1, 3)] + [timed(2, [waiting(7), waiting(7)], times)]
+    assert [(s.ranks, s.kind) for s in analyze(stuck).suspects] == [((2,), Kind.BEHIND)]

@@ -18,18 +18,21 @@ from pathlib import Path
 
 from ..errors import HangdbgError
 from ..tools.subproc import Popen
-from . import job, topology
+from . import job, long_step, topology
 
 __all__ = ["JOB_SCRIPT", "SCENARIOS", "DemoJob", "default_nproc", "script_of"]
 
 JOB_SCRIPT = Path(__file__).with_name("job.py")
 TOPOLOGY_SCRIPT = Path(__file__).with_name("topology.py")
-SCENARIOS = job.SCENARIOS + topology.SCENARIOS
-"""Every scenario: ``job.py``'s, then ``topology.py``'s."""
+LONG_STEP_SCRIPT = Path(__file__).with_name("long_step.py")
+SCENARIOS = job.SCENARIOS + topology.SCENARIOS + long_step.SCENARIOS
+"""Every scenario: ``job.py``'s, then ``topology.py``'s, then ``long_step.py``'s."""
 
 
 def script_of(scenario: str) -> Path:
     """The job script that runs ``scenario``."""
+    if scenario in long_step.SCENARIOS:
+        return LONG_STEP_SCRIPT
     return TOPOLOGY_SCRIPT if scenario in topology.SCENARIOS else JOB_SCRIPT
 
 
@@ -42,14 +45,14 @@ class DemoJob:
     """A running demo job.
 
     Args:
-        scenario: one of ``SCENARIOS`` (``job.SCENARIOS`` or ``topology.SCENARIOS``).
+        scenario: one of ``SCENARIOS`` (``job.SCENARIOS``, ``topology.SCENARIOS`` or ``long_step.SCENARIOS``).
         nproc: ranks to start (``--nproc_per_node``; ``None``: the scenario's default, see
             :func:`default_nproc`).
         workdir: where markers and the job log go (a temporary directory by default).
         env: more environment variables for the ranks (e.g. ``HANGDBG_DEMO_RECORD=1``: the
             topology scenarios then call ``hangdbg.hooks.record_collectives()``).
         args: more arguments of the job script (``job.py``: ``--steps``, ``--hang-step``,
-            ``--step-seconds``, ``--log-steps``, ``--exit``).
+            ``--step-seconds``, ``--log-steps``, ``--exit``; ``long_step.py``: ``--step-seconds``).
 
     Use as a context manager: ``with DemoJob("mismatch") as job: job.wait_ready(); ...``; the job's
     whole process group is killed on exit.

@@ -38,11 +38,6 @@ caller knows when to dump. The truth of each scenario, at its default size:
   waiting, and the slowest rank changes every step (a fixed order would make samples taken once
   a step, ~0.4 s apart, find every rank in the same place each time). Ready after step 3.
   Nobody is a culprit.
-- ``long-step`` (4 ranks, control): never hangs; at step S rank R computes ``torch.mm`` (one
-  call ~0.1-0.5 s, the same line) for ``--step-seconds`` x (1 + (R+S) % 4) / 4 s (8 s by default:
-  2, 4, 6 and 8 s, the slowest rank rotating), then all_reduces, forever: one sample, or a few a
-  second apart, find ranks "stuck" in ``torch.mm`` while the others wait (issue 28's false alarm).
-  Ready after step 1. Nobody is a culprit.
 - ``pollers`` (4 ranks, control): after one all_reduce, rank R sleeps 0.7*R s, then loops in
   ``poll`` (``time.sleep(0.5); i += 1``) forever. No collective is pending: nobody is a culprit.
 """
@@ -55,7 +50,7 @@ import time
 from datetime import timedelta
 from pathlib import Path
 
-SCENARIOS = ("tp-dp", "pipeline", "p2p-ring", "store-barrier", "ddp-unused", "healthy-midstep", "long-step", "pollers")
+SCENARIOS = ("tp-dp", "pipeline", "p2p-ring", "store-barrier", "ddp-unused", "healthy-midstep", "pollers")
 NPROC = {"tp-dp": 8}
 """Ranks a scenario needs when not 4."""
 HANG_STEP = 2
@@ -233,29 +228,6 @@ def run_healthy_midstep(dist, torch, args, rank: int, world: int) -> None:
         step += 1
 
 
-def matmul_for(torch, a, seconds: float):
-    """Multiply ``a`` by itself until ``seconds`` have passed (on CPU, in ``torch.mm``)."""
-    deadline = time.monotonic() + seconds
-    c = a
-    while time.monotonic() < deadline:
-        c = torch.mm(a, a)
-    return c
-
-
-def run_long_step(dist, torch, args, rank: int, world: int) -> None:
-    """Never hangs: each step computes torch.mm for a rank- and step-dependent share of
-    ``--step-seconds`` (the slowest rank rotates), then all_reduces, forever."""
-    a = torch.rand(1536, 1536)
-    t = torch.ones(16)
-    step = 0
-    while True:
-        matmul_for(torch, a, args.step_seconds * (1 + (rank + step) % world) / world)
-        dist.all_reduce(t)
-        if step == 1:
-            ready(args, rank)
-        step += 1
-
-
 def poll() -> None:
     """Wait for work that never comes, checking twice a second."""
     i = 0
@@ -274,8 +246,7 @@ def run_pollers(dist, torch, args, rank: int, world: int) -> None:
 
 RUNNERS = {
     "tp-dp": run_tp_dp, "pipeline": run_pipeline, "p2p-ring": run_p2p_ring, "store-barrier": run_store_barrier,
-    "ddp-unused": run_ddp_unused, "healthy-midstep": run_healthy_midstep, "long-step": run_long_step,
-    "pollers": run_pollers,
+    "ddp-unused": run_ddp_unused, "healthy-midstep": run_healthy_midstep, "pollers": run_pollers,
 }
 
 
@@ -285,7 +256,6 @@ def main(argv=None) -> None:
     ap.add_argument("--scenario", choices=SCENARIOS, default="tp-dp")
     ap.add_argument("--ready", default=None, help="directory for the ready markers")
     ap.add_argument("--steps", type=int, default=8)
-    ap.add_argument("--step-seconds", type=float, default=8.0, help="long-step: the slowest rank's compute per step")
     args = ap.parse_args(argv)
 
     import torch

@@ -18,7 +18,8 @@ Rules, in order (a rank named by an earlier rule is not named again):
    graph by themselves; any rank waiting in a collective waits for them.
 5. ``behind``: ranks in the same place but at a lower loop counter (``--locals``: integer locals
    named step, iteration, epoch, i, ...), the "code loops" problem that STAT attacks with
-   loop-order variables. When a few ranks are *ahead* of a majority that is behind, the few
+   loop-order variables; ranks seen moving between samples (progressing) take no part: two
+   ranks of a healthy job sampled a moment apart across a step boundary differ by one step. When a few ranks are *ahead* of a majority that is behind, the few
    are named instead (kind ``ahead``) and the reason says which way they differ.
 
 When every dumped rank waits for others and none of those is in the dumps (the job's size unknown),
@@ -238,7 +239,7 @@ def find_suspects(
         if not suspects and size_unknown and not any(w.waiting for w in waits.values()):
             suspects.extend(_lone_roots(views, waits, progressing, unranked))
             named.update(r for f in suspects for r in f.ranks)
-    _behind([v for v in views if waits[v.rank].waiting], name)
+    _behind([v for v in views if waits[v.rank].waiting and v.rank not in progressing], name)  # a mover is not stuck behind
     return suspects
 
 
