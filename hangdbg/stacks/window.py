@@ -42,7 +42,7 @@ from typing import Mapping, Sequence
 from ..enums import PlaceKind
 from ..model import Finding, Kind, RankDump, Severity, Thread
 from ..rankset import ranks_text
-from ..waits import RankWait, WaitKind
+from ..waits import RankWait
 from .places import place_of
 
 __all__ = ["Window", "Seen", "StepEstimate", "Timing", "STEP_VARIABLES", "OBSERVING", "DEFAULT_MIN_WINDOW",
@@ -70,7 +70,9 @@ MIN_STEPS = 5
 """The least step counter :func:`step_estimate` trusts. ``age / step`` counts start-up (imports,
 rendezvous, loading a checkpoint: tens of seconds to minutes) and the time a job already hung before
 the dump into every step: at step 2 a job that started 60 s ago bounds its step at 30 s whatever
-it is. From 5 steps on that share is a fifth or less; before, only ``--min-window`` applies."""
+it is. From step 5 on they add at most a fifth of their length to it; before, only ``--min-window``
+applies. (A job that hung long before the dump still gets a loose bound: then the verdict is
+``undecided`` with the ``--min-window`` that covers it, never a suspect.)"""
 
 OBSERVING = "still observing:"
 """How the summary of the window's ``undecided`` finding starts (the adaptive collection keeps sampling while
@@ -304,7 +306,3 @@ def wants_samples(findings: Sequence[Finding]) -> bool:
     return any(f.kind is Kind.UNDECIDED and (f.summary.startswith(OBSERVING) or ONE_SAMPLE in f.summary)
                for f in findings)
 
-
-def computing(w: RankWait) -> bool:
-    """``w`` is on CPU outside any collective (what the window rule holds back)."""
-    return w.kind is WaitKind.COMPUTE
