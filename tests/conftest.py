@@ -214,13 +214,14 @@ def of_kind(doc: dict, kind: str) -> list[dict]:
 
 @pytest.fixture(scope="module")
 def hung_job(request):
-    """A real demo job hung in the module's ``SCENARIO`` (and ``NPROC``, default 4)."""
+    """A real demo job hung in the module's ``SCENARIO`` (and ``NPROC``, default 4; ``ARGS``: more
+    arguments of the job script, default none)."""
     pytest.importorskip("torch")
     from hangdbg.demo.launch import DemoJob
 
     scenario = request.module.SCENARIO
     nproc = getattr(request.module, "NPROC", 4)
-    job = DemoJob(scenario, nproc).start()
+    job = DemoJob(scenario, nproc, args=getattr(request.module, "ARGS", ())).start()
     try:
         job.wait_ready()
         yield job

@@ -23,7 +23,7 @@ PKG = ROOT / "hangdbg"
 
 GROUND = {"hangdbg._version", "hangdbg.errors", "hangdbg.enums", "hangdbg.model", "hangdbg.rankset", "hangdbg.launch_env",
           "hangdbg.launchers", "hangdbg.frames", "hangdbg.waits", "hangdbg.outdir", "hangdbg.parallel",
-          "hangdbg.headline", "hangdbg.events", "hangdbg.exit_status"}
+          "hangdbg.headline", "hangdbg.events", "hangdbg.exit_status", "hangdbg.kinds"}
 """Frozen dataclasses, enums and small pure helpers: import nothing from the project but the
 ground floor itself and ``hangdbg.text`` (model re-exports frames and waits)."""
 
@@ -46,7 +46,7 @@ LAYERS = {  # the longest matching prefix decides
 KINDS = sorted(k for k, v in LAYERS.items() if v == 4)
 """The evidence kinds: closed families, each imports none of the others."""
 
-DEMO_JOBS = ("hangdbg.demo.job", "hangdbg.demo.topology", "hangdbg.demo.in_process")
+DEMO_JOBS = ("hangdbg.demo.job", "hangdbg.demo.topology", "hangdbg.demo.in_process", "hangdbg.demo.long_step")
 """The demo training scripts parse their own command line (``--scenario``, ``--steps``) as the user's
 own training script does under torchrun: they are examples of the code hangdbg debugs, not part of it."""
 
@@ -297,9 +297,9 @@ def test_no_module_beside_a_child_program_shadows_the_standard_library():
     directory first on ``sys.path``: a module there named like a standard module (``bisect.py``)
     would be imported instead of it, by ``random`` inside torch."""
     from hangdbg.check.node import RANK_SCRIPT
-    from hangdbg.demo.launch import IN_PROCESS_SCRIPT, JOB_SCRIPT, TOPOLOGY_SCRIPT
+    from hangdbg.demo.launch import IN_PROCESS_SCRIPT, JOB_SCRIPT, LONG_STEP_SCRIPT, TOPOLOGY_SCRIPT
 
-    for script in (RANK_SCRIPT, JOB_SCRIPT, TOPOLOGY_SCRIPT, IN_PROCESS_SCRIPT):
+    for script in (RANK_SCRIPT, JOB_SCRIPT, TOPOLOGY_SCRIPT, IN_PROCESS_SCRIPT, LONG_STEP_SCRIPT):
         assert script.is_file(), script
         clash = sorted(p.stem for p in script.parent.glob("*.py") if p.stem in sys.stdlib_module_names)
         assert not clash, f"{script.parent.relative_to(ROOT)} holds {clash}: named like standard modules"

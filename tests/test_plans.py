@@ -56,14 +56,16 @@ def _parse(command: str, argv: list[str]):
 @given(target=TARGETS, native=st.booleans(), locals_=st.booleans(), nonblocking=st.booleans(), timeout=SECONDS,
        samples=st.integers(1, 20), interval=SECONDS, jobs=st.none() | st.integers(1, 64), adapt=st.booleans(),
        out=st.none() | PATHS, node_timeout=st.none() | SECONDS, speedscope=st.none() | PATHS,
-       by=st.sampled_from(["class", "rank"]), verbose=st.booleans(), core=st.booleans(), force=st.booleans())
+       by=st.sampled_from(["class", "rank"]), verbose=st.booleans(), core=st.booleans(), force=st.booleans(),
+       min_window=st.sampled_from([0.0, 2.5, 10.0, 60.0]), observed=st.sampled_from([0.0, 42.0]))
 def test_a_dump_plan_parses_back_from_its_argv(target, native, locals_, nonblocking, timeout, samples, interval, jobs,
-                                               adapt, out, node_timeout, speedscope, by, verbose, core, force):
+                                               adapt, out, node_timeout, speedscope, by, verbose, core, force,
+                                               min_window, observed):
     try:
         plan = DumpPlan(target=target, native=native, locals=locals_, nonblocking=nonblocking, timeout=timeout,
                         samples=samples, interval=interval, jobs=jobs, adapt=adapt, out=out, node_timeout=node_timeout,
                         speedscope=speedscope, speedscope_by=by, verbose=verbose, core=core and not target.remote,
-                        force=force)
+                        force=force, min_window=min_window, observed=observed)
     except UsageError:
         return  # --pid with --jobid and the like: not a plan
     assert dump_plan(_parse("dump", plan.to_argv())) == plan
@@ -156,6 +158,7 @@ def test_the_watcher_hands_the_stall_to_the_dump_use_case_directly(tmp_path, mon
     watcher = watch_api._Watcher(plan, Events())
     watcher.on_stall(Stall("log", 42.0, "the log did not grow for 42 s"))
     assert len(seen) == 1 and seen[0].native and seen[0].timeout == 7.0 and seen[0].target == plan.target
+    assert seen[0].observed == 42.0  # the stall counts into the dump's window
     assert seen[0].out is not None and seen[0].out.parent == tmp_path / "w"
     record = watcher.stalls[0]
     assert record.suspects == (3,) and record.dump_exit == 3 and record.headline == "suspect rank 3"

@@ -32,6 +32,7 @@ from ..report.export import write_exports
 from ..report.schema import to_json
 from ..stacks.analysis import analyze as analyze_stacks
 from ..stacks.saved import load_dumps
+from ..stacks.window import DEFAULT_MIN_WINDOW, Window
 from ..tools.pyspy import OUTPUT_CAP, find_pyspy
 from ..transport.targets import Targets, resolve
 
@@ -106,7 +107,7 @@ def _dump_here(plan: DumpPlan, ranks: list[RankProcess], events: Events, command
             adapted = adapt(ranks, dumps, opts, events.log)
         analysis = adapted.analysis
     else:
-        analysis = analyze_stacks(dumps)
+        analysis = analyze_stacks(dumps, window=plan.window)
     cores = _write_cores(plan, ranks, out, events) if plan.core else ()
     result = StacksResult(command, analysis, analysis.headline, analysis.findings, out_dir=str(out.path),
                           cores=cores)
@@ -122,7 +123,8 @@ def _dump_nodes(plan: DumpPlan, events: Events) -> StacksResult:
     argv = agent_argv(plan.target.remote_python, plan.agent_argv(with_host=not plan.target.jobid))
     fan = fan_out_nodes("dump", targets, argv, out, plan.node_budget(), events)
     failed = node_findings([(n.host, n.status, n.reason) for n in fan.nodes])
-    analysis = analyze_stacks(fan.dumps, whole_job=targets.whole and not failed, store_keys=fan.store_keys, ops=fan.ops)
+    analysis = analyze_stacks(fan.dumps, whole_job=targets.whole and not failed, store_keys=fan.store_keys, ops=fan.ops,
+                              window=plan.window)
     for f in failed:
         events.warn(f.summary)
     headline = fanout_headline(analysis.headline, [(n.host, n.status) for n in fan.nodes if n.status.failed])
@@ -147,7 +149,8 @@ def fan_out_nodes(command: str, targets: Targets, argv: list[str], out: OutDir, 
 
 
 def analyze(paths: Sequence[str | os.PathLike], events: Events | None = None, *, out: Path | None = None,
-            speedscope: Path | None = None, speedscope_by: SpeedscopeBy = "class", folded: Path | None = None) -> StacksResult:
+            speedscope: Path | None = None, speedscope_by: SpeedscopeBy = "class", folded: Path | None = None,
+            min_window: float = DEFAULT_MIN_WINDOW) -> StacksResult:
     """The analysis of saved py-spy dump texts (``hangdbg analyze``): a ``dump -o`` directory,
     files named ``rank-N.txt``, or one file with several ``Process N:`` blocks.
 
@@ -155,6 +158,10 @@ def analyze(paths: Sequence[str | os.PathLike], events: Events | None = None, *,
         paths: files or directories.
         out: write ``hangdbg.json`` (and nothing else) into this directory.
         speedscope, speedscope_by, folded: the exports to write too.
+        min_window: progress before blame (seconds, :mod:`hangdbg.stacks.window`), applied when the
+            files carry their sample times (the ``unix=`` of a dump's headers): the same rule as the
+            dump's, so a dump that stopped "still observing" is not blamed here on the same samples;
+            0, or files without times: two samples decide.
 
     Raises:
         UsageError: a path does not exist.
@@ -171,7 +178,8 @@ def analyze(paths: Sequence[str | os.PathLike], events: Events | None = None, *,
             events.note(f"{stats.garbled_lines} unrecognised lines skipped")
         if not dumps:
             events.warn(f"no py-spy dump found in {' '.join(map(str, paths))}")
-        a = analyze_stacks(dumps)
+        timed = min_window > 0 and any(d.sample_times for d in dumps)
+        a = analyze_stacks(dumps, window=Window(min_window) if timed else None)
         result = StacksResult("analyze", a, a.headline, a.findings, inputs=tuple(str(p) for p in paths),
                               garbled_lines=stats.garbled_lines)
         plan = DumpPlan(speedscope=speedscope, speedscope_by=speedscope_by, folded=folded)

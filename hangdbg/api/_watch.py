@@ -171,7 +171,7 @@ class _Watcher:
         detected = datetime.now(timezone.utc).isoformat(timespec="seconds")
         stall_dir = _fresh(self.out.path / f"stall-{datetime.now().strftime('%Y%m%d-%H%M%S')}")
         self.events.note(f"STALL: {stall.reason}; dumping into {stall_dir}")
-        code, result = self._dump(stall_dir)
+        code, result = self._dump(stall_dir, stall.seconds)
         headline = result.headline if result is not None else None
         suspects = sorted({r for f in result.findings if f.is_suspect for r in f.ranks}) if result is not None else []
         dump_seconds = time.monotonic() - t0
@@ -183,10 +183,11 @@ class _Watcher:
                                        headline, tuple(suspects), round(dump_seconds, 2), hook, then))
         self._write("running")
 
-    def _dump(self, stall_dir: Path) -> tuple[int, StacksResult | None]:
+    def _dump(self, stall_dir: Path, observed: float = 0.0) -> tuple[int, StacksResult | None]:
         """The stall's ``dump`` (:func:`hangdbg.api.dump`, its adaptive steps included): its
-        exit status and result (None when it failed; the watch goes on)."""
-        plan = self.plan.dump_plan(stall_dir)
+        exit status and result (None when it failed; the watch goes on). ``observed``: the stall's
+        seconds, counted into the dump's window (:attr:`hangdbg.collect.plan.DumpPlan.observed`)."""
+        plan = self.plan.dump_plan(stall_dir, observed)
         self.events.log("dump: " + " ".join(plan.to_argv()))
         try:
             result = dump(plan, self.events)

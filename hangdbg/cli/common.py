@@ -15,6 +15,7 @@ One meaning per flag and per exit status, for every command:
 from __future__ import annotations
 
 import argparse
+import math
 from pathlib import Path
 from typing import Any, Callable, ClassVar, Sequence
 
@@ -55,6 +56,14 @@ def positive_float(text: str) -> float:
     value = float(text)
     if value <= 0:
         raise argparse.ArgumentTypeError(f"must be > 0, not {value}")
+    return value
+
+
+def non_negative_float(text: str) -> float:
+    """argparse type: a finite number >= 0 (seconds)."""
+    value = float(text)
+    if not math.isfinite(value) or value < 0:
+        raise argparse.ArgumentTypeError(f"must be a number >= 0, not {text}")
     return value
 
 

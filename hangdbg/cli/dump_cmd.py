@@ -7,7 +7,9 @@ import argparse
 
 from ..api._dump import dump
 from ..collect.plan import DumpPlan
-from .common import Command, add_export_arguments, add_output_arguments, positive_float, positive_int, show_stacks
+from ..stacks.window import DEFAULT_MIN_WINDOW
+from .common import (Command, add_export_arguments, add_output_arguments, non_negative_float, positive_float, positive_int,
+                     show_stacks)
 from .targets import add_target_arguments, target_spec
 
 __all__ = ["DumpCommand", "add_collect_arguments", "dump_plan"]
@@ -19,14 +21,23 @@ def add_collect_arguments(p: argparse.ArgumentParser) -> None:
     g.add_argument("--native", action="store_true", help="include C/C++ frames (py-spy --native)")
     g.add_argument("--locals", action="store_true", help="include local variables (py-spy --locals); enables the loop-iteration check")
     g.add_argument("--nonblocking", action="store_true", help="do not pause the ranks while dumping (py-spy --nonblocking)")
-    g.add_argument("--timeout", type=positive_float, default=20.0, metavar="S", help="seconds before a py-spy run is abandoned (default 20)")
+    g.add_argument("--timeout", type=positive_float, default=20.0, metavar="S",
+                   help="seconds before a py-spy run is abandoned, and the most the adaptive collection watches a rank "
+                        "on CPU (with --min-window: max of the two) (default 20)")
     g.add_argument("--samples", type=positive_int, default=1, metavar="N", help="dumps per rank (default 1); ranks whose stacks change are progressing")
     g.add_argument("--interval", type=positive_float, default=1.0, metavar="S", help="seconds between samples (default 1)")
     g.add_argument("--jobs", type=positive_int, default=None, metavar="N", help="py-spy runs at once (default 8; with --native, the number of CPUs)")
     g.add_argument("--py-spy", dest="py_spy", metavar="PATH", help="the py-spy program to run")
     g.add_argument("--no-adapt", dest="adapt", action="store_false",
                    help="take only the first round: no retry, no --native/--locals pass for the ranks that need one, "
-                        "no extra samples, no store lookup")
+                        "no extra samples, no store lookup (the window still applies to the first round's samples)")
+    g.add_argument("--min-window", type=non_negative_float, default=DEFAULT_MIN_WINDOW, metavar="S",
+                   help="progress before blame: a rank on CPU outside any collective is named only after it was seen "
+                        "in the same place this long (longer when the job's step time, estimated from its age and "
+                        "step counter, is); until then the verdict is 'undecided: still observing' and the dump "
+                        "keeps sampling, up to max(--timeout, S), stopping early when a rank moves. "
+                        f"--samples/--interval set the first round only. 0: no window (default {DEFAULT_MIN_WINDOW:g})")
+    g.add_argument("--observed", type=non_negative_float, default=0.0, help=argparse.SUPPRESS)  # watch's stall, to agents
 
 
 def dump_plan(args: argparse.Namespace) -> DumpPlan:
@@ -42,7 +53,7 @@ def dump_plan(args: argparse.Namespace) -> DumpPlan:
         core=bool(getattr(args, "core", False)), force=bool(getattr(args, "force", False)), out=args.out,
         node_timeout=getattr(args, "node_timeout", None), speedscope=getattr(args, "speedscope", None),
         speedscope_by=getattr(args, "speedscope_by", "class"), folded=getattr(args, "folded", None),
-        verbose=bool(getattr(args, "verbose", False)))
+        verbose=bool(getattr(args, "verbose", False)), min_window=args.min_window, observed=args.observed)
 
 
 class DumpCommand(Command):

@@ -7,9 +7,14 @@ Steps, in order (each recorded in :attr:`hangdbg.model.RankDump.steps` and writt
    starts or exits, a timeout) is dumped once more; ``pystack``: if that fails too, pystack
    reads it (``pystack remote``). A rank that stays unreadable is reported as unknown.
 2. ``native`` / ``locals``: the passes :func:`hangdbg.collect.needs.needs` asks for.
-3. ``resampled``: two more rounds with ``--locals`` (the second ``RESAMPLE_INTERVAL`` seconds
-   after the first) when the ranks the others wait for are on CPU (a slow step or a hang?): of
-   those ranks, and of every rank of small equivalence classes, a few of large ones.
+3. ``resampled``: more rounds with ``--locals`` when the ranks the others wait for are on CPU (a
+   slow step or a hang?): of every rank of small equivalence classes, a few of large ones. With
+   a window (:attr:`CollectOptions.window`, ``dump --min-window``; :mod:`hangdbg.stacks.window`)
+   the rounds go on, ``RESAMPLE_INTERVAL`` seconds apart and then twice as far each time up to
+   ``RESAMPLE_MAX_INTERVAL``, until the analysis no longer says ``still observing`` (a rank
+   moved: the job progresses; or the window covers the ranks on CPU: they are named), or the
+   window's ``limit`` (``max(--timeout, --min-window)`` after the first sample) has passed.
+   Without a window: ``RESAMPLE_ROUNDS`` rounds ``RESAMPLE_INTERVAL`` seconds apart.
 0. the op records of ``hangdbg.hooks.record_collectives`` are read (no attach), for jobs that
    opt in: the exact process group, sequence number and peer of each rank's op
    (``OUT/ops.json``);
@@ -37,6 +42,7 @@ from .op_records import read_op_records
 from ..tools.pyspy import PySpyResult, run_pyspy
 from ..tools.pystack import PystackResult, run_pystack_remote
 from ..tools.store import lookup_keys
+from ..stacks.window import Window, wants_samples
 from .local import RAW, CollectOptions, raw_text, threads_of
 from .proc_facts import proc_facts
 from ..stacks.blocker_facts import BLOCKED_KINDS
@@ -45,7 +51,14 @@ from ..stacks.blockers import lock_path
 __all__ = ["adapt", "AdaptResult", "RawSink"]
 
 RESAMPLE_ROUNDS = 2
+"""Rounds of step 3 at least (two samples with ``--locals``: loop counters can be compared)."""
 RESAMPLE_INTERVAL = 0.5
+"""Seconds between the first rounds of step 3."""
+RESAMPLE_MAX_INTERVAL = 2.0
+"""The longest pause between two rounds of step 3 (a step boundary is found within it: the staggered
+ranks of a long-step job spend seconds computing, not milliseconds)."""
+DEFAULT_LIMIT = 20.0
+"""Seconds step 3 may watch when the window gives no ``limit`` (``dump``'s default ``--timeout``)."""
 PROC_FACTS_MAX = 32
 """Blocked ranks whose ``/proc`` facts are read (the first by rank; the others keep what their stack says)."""
 
@@ -116,7 +129,8 @@ def adapt(ranks: list[RankProcess], dumps: list[RankDump], opts: CollectOptions,
             current[r] = _from_pystack(current[r], by_rank[r], run_pystack_remote(by_rank[r].pid, opts.pyspy.timeout), on_raw)
 
     def analysis(store_keys: dict[str, bool] | None = None) -> Analysis:
-        return analyze(sorted(current.values(), key=lambda d: d.rank), store_keys=store_keys, ops=ops)
+        return analyze(sorted(current.values(), key=lambda d: d.rank), store_keys=store_keys, ops=ops,
+                       window=opts.window)
 
     a = analysis()
     want = needs(a)
@@ -136,12 +150,10 @@ def adapt(ranks: list[RankProcess], dumps: list[RankDump], opts: CollectOptions,
     # 3. more samples when the ranks the others wait for are on CPU
     if want.resample:
         readable = [r for r in sorted(want.resample) if r in by_rank and current[r].threads]
-        log(f"adaptive: {RESAMPLE_ROUNDS} more samples of {len(readable)} ranks (--locals): a slow step or a hang?")
-        for k in range(RESAMPLE_ROUNDS):
-            if k:
-                time.sleep(RESAMPLE_INTERVAL)
-            run(readable, False, True, "resampled")
-        changed = bool(readable)
+        if readable:
+            starts = [current[r].sample_times[0] for r in readable if current[r].sample_times]
+            a = _observe(readable, lambda: run(readable, False, True, "resampled"), analysis, opts.window,
+                         min(starts) if starts else time.time(), log)
     # 4. what /proc says of the ranks blocked outside torch.distributed
     blocked = [r for r, w in sorted(a.waits.items()) if w.kind in BLOCKED_KINDS and r in by_rank and current[r].threads]
     if blocked:
@@ -168,12 +180,47 @@ def adapt(ranks: list[RankProcess], dumps: list[RankDump], opts: CollectOptions,
     return AdaptResult(sorted(current.values(), key=lambda d: d.rank), store, ops, a)
 
 
+def _observe(ranks: list[int], sample: Callable[[], None], analysis: Callable[[], Analysis], window: Window | None,
+             start: float, log: Callable[[str], None]) -> Analysis:
+    """Step 3 (module docstring): call ``sample`` (one round of ``ranks``) until ``analysis()`` no longer
+    wants samples or the window's limit has passed since ``start`` (Unix seconds, the first sample);
+    the analysis of the last round."""
+    if window is None:
+        log(f"adaptive: {RESAMPLE_ROUNDS} more samples of {len(ranks)} ranks (--locals): a slow step or a hang?")
+        for k in range(RESAMPLE_ROUNDS):
+            if k:
+                time.sleep(RESAMPLE_INTERVAL)
+            sample()
+        return analysis()
+    limit = window.limit if window.limit is not None else max(DEFAULT_LIMIT, window.min_seconds)
+    log(f"adaptive: sampling {len(ranks)} ranks (--locals) until one moves or {window.min_seconds:g} s (at most "
+        f"{limit:g} s) have passed: a slow step or a hang?")
+    pause, k = RESAMPLE_INTERVAL, 0
+    while True:
+        if k:
+            time.sleep(max(0.0, min(pause, start + limit - time.time())))
+            pause = min(2 * pause, RESAMPLE_MAX_INTERVAL)
+        sample()
+        k += 1
+        if k < RESAMPLE_ROUNDS:
+            continue
+        a = analysis()
+        elapsed = time.time() - start
+        if not wants_samples(a.findings):
+            log(f"adaptive: decided after {k} rounds, {elapsed:.1f} s")
+            return a
+        if elapsed >= limit:
+            log(f"adaptive: still observing after {k} rounds, {elapsed:.1f} s: the limit ({limit:g} s) has passed")
+            return a
+
+
 def _add_sample(d: RankDump, p: RankProcess, res: PySpyResult, step: str, on_raw: RawSink,
                 timeout: float | None = None) -> RankDump:
-    """``d`` with one more sample from ``res`` (its raw text kept first); a failed run keeps ``d``
-    (a rank found gone is marked so)."""
+    """``d`` with one more sample from ``res`` (its raw text kept first, with the time it returned); a
+    failed run keeps ``d`` (a rank found gone is marked so)."""
     k = len(d.samples) + 1 if d.samples else 1
-    on_raw(p, f"rank-{p.rank:04d}.sample-{k}.txt", raw_text(p, k, res, step))
+    at = time.time()
+    on_raw(p, f"rank-{p.rank:04d}.sample-{k}.txt", raw_text(p, k, res, step, at, d.started))
     threads, state, error, python = threads_of(res, timeout)
     steps = tuple(dict.fromkeys((*d.steps, *step.split(","))))
     if error:
@@ -181,7 +228,12 @@ def _add_sample(d: RankDump, p: RankProcess, res: PySpyResult, step: str, on_raw
             return replace(d, error=error, state=state, steps=steps)
         return d if d.threads else replace(d, error=error, state=state, steps=steps)
     return replace(d, threads=threads, samples=(*d.samples, threads), error=None, state=DumpState.OK,
-                   python=python or d.python, steps=steps)
+                   python=python or d.python, steps=steps, sample_times=_times(d, at))
+
+
+def _times(d: RankDump, at: float) -> tuple[float, ...]:
+    """``d``'s sample times with ``at`` added, or none when ``d``'s were not known for every sample."""
+    return (*d.sample_times, at) if len(d.sample_times) == len(d.samples) else ()
 
 
 def _from_pystack(d: RankDump, p: RankProcess, res: PystackResult, on_raw: RawSink) -> RankDump:
@@ -199,4 +251,4 @@ def _from_pystack(d: RankDump, p: RankProcess, res: PystackResult, on_raw: RawSi
     threads.sort(key=lambda t: t.name != "MainThread")
     got = tuple(threads)
     return replace(d, threads=got, samples=(*d.samples, got), error=None, state=DumpState.OK, python=res.python,
-                   steps=(*d.steps, "pystack"))
+                   steps=(*d.steps, "pystack"), sample_times=_times(d, time.time()))

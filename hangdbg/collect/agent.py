@@ -19,7 +19,7 @@ from ..launch_env import host_from_environ
 from ..model import SCHEMA_VERSION, RankDump
 from ..enums import NodeStatus
 from .adaptive import adapt
-from .local import CollectOptions, collect, raw_name, raw_text
+from .local import CollectOptions, collect, process_start, raw_name, raw_text
 from .procs import EnvFilter, RankProcess, find_ranks, slurm_job_filter
 
 __all__ = ["run_agent", "agent_host"]
@@ -96,10 +96,12 @@ def run_agent(
               "seconds": time.monotonic() - start})
         return status
 
+    started = {p.pid: process_start(p.pid) for p in ranks}  # the headers' started=, with unix= (the window)
+
     def on_result(p: RankProcess, sample: int, res) -> None:
         send({"type": "rank", "host": host, "rank": p.rank, "sample": sample,
-              "name": raw_name(p.rank, sample, opts.samples), "text": raw_text(p, sample, res),
-              "error": res.error})
+              "name": raw_name(p.rank, sample, opts.samples),
+              "text": raw_text(p, sample, res, "", time.time(), started[p.pid]), "error": res.error})
 
     dumps = collect(ranks, opts, on_result)
     store: dict[str, bool] = {}

@@ -3,7 +3,10 @@
 Each raw dump is written to ``OUT/raw/rank-NNNN[.sample-K].txt`` the moment it arrives, with a
 ``# hangdbg rank=... pid=... host=... state=...`` header line, so an interrupted run keeps
 everything it took and ``hangdbg analyze OUT`` can redo the analysis later (``state``: the
-:class:`~hangdbg.enums.DumpState` py-spy's run found, ``gone`` for a process that exited).
+:class:`~hangdbg.enums.DumpState` py-spy's run found, ``gone`` for a process that exited;
+``unix``: when the sample was taken and ``started``: when the process started, Unix seconds, the
+times of :attr:`~hangdbg.model.RankDump.sample_times` and :attr:`~hangdbg.model.RankDump.started`;
+the fan-out's coordinator rebuilds them from these headers).
 """
 
 from __future__ import annotations
@@ -15,14 +18,17 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Callable
 
+import psutil
+
 from ..model import RankDump, Thread
+from ..stacks.window import Window
 from ..enums import DumpState
 from ..outdir import OutDir
 from ..stacks.pyspy_text import parse_pyspy_dump
 from .procs import RankProcess
 from ..tools.pyspy import PySpyOptions, PySpyResult, kill_running, run_pyspy
 
-__all__ = ["CollectOptions", "collect", "raw_name", "raw_text", "header_line", "threads_of", "RAW"]
+__all__ = ["CollectOptions", "collect", "raw_name", "raw_text", "header_line", "threads_of", "process_start", "RAW"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -36,6 +42,9 @@ class CollectOptions:
         jobs: py-spy processes run at once (bounded pool).
         out: the run's output directory (raw outputs go to its ``raw/``: :data:`RAW`), or
             ``None`` to keep nothing on disk.
+        window: progress before blame (:class:`~hangdbg.stacks.window.Window`): the adaptive
+            collection samples ranks on CPU until it is covered; None: two extra samples, as
+            before the window existed.
     """
 
     pyspy: PySpyOptions = PySpyOptions()
@@ -43,6 +52,7 @@ class CollectOptions:
     interval: float = 1.0
     jobs: int = 8
     out: OutDir | None = None
+    window: Window | None = None
 
 
 def raw_name(rank: int, sample: int, samples: int) -> str:
@@ -50,9 +60,13 @@ def raw_name(rank: int, sample: int, samples: int) -> str:
     return f"rank-{rank:04d}.txt" if samples == 1 else f"rank-{rank:04d}.sample-{sample}.txt"
 
 
-def header_line(p: RankProcess, sample: int, state: DumpState | None = None) -> str:
+def header_line(p: RankProcess, sample: int, state: DumpState | None = None, at: float | None = None,
+                started: float | None = None) -> str:
     """The ``# hangdbg key=value ...`` line that starts every raw file (values without spaces);
-    ``state``: how the py-spy run of this file went (left out when None)."""
+    ``state``: how the py-spy run of this file went (left out when None); ``at``: when the sample
+    was taken (Unix seconds: ``time`` and ``unix``; now when None); ``started``: when the process
+    started (Unix seconds, left out when None)."""
+    when = datetime.fromtimestamp(at, timezone.utc) if at is not None else datetime.now(timezone.utc)
     fields = {
         "rank": p.rank,
         "pid": p.pid,
@@ -63,18 +77,31 @@ def header_line(p: RankProcess, sample: int, state: DumpState | None = None) -> 
         "rank_source": p.rank_source.replace(" ", "_"),
         "sample": sample,
         "state": state.value if state is not None else None,
-        "time": datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "time": when.strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "unix": f"{at:.3f}" if at is not None else None,
+        "started": f"{started:.3f}" if started is not None else None,
     }
     return "# hangdbg " + " ".join(f"{k}={v}" for k, v in fields.items() if v is not None and v != "")
 
 
-def raw_text(p: RankProcess, sample: int, res: PySpyResult, steps: str = "") -> str:
-    """What is kept of one py-spy run: the header line (with the run's state, and the adaptive
-    ``steps`` that took it when given), hangdbg's diagnosis, py-spy's output."""
+def raw_text(p: RankProcess, sample: int, res: PySpyResult, steps: str = "", at: float | None = None,
+             started: float | None = None) -> str:
+    """What is kept of one py-spy run: the header line (with the run's state, its time ``at`` and
+    the process's start, Unix seconds, and the adaptive ``steps`` that took it when given),
+    hangdbg's diagnosis, py-spy's output."""
     body = res.text if res.text.endswith("\n") or not res.text else res.text + "\n"
     if res.error:
         body = f"Error: {res.error}\n{body}"
-    return header_line(p, sample, res.state) + (f" steps={steps}" if steps else "") + "\n" + body
+    return header_line(p, sample, res.state, at, started) + (f" steps={steps}" if steps else "") + "\n" + body
+
+
+def process_start(pid: int) -> float | None:
+    """When process ``pid`` started, Unix seconds (psutil ``create_time``, from the ``starttime`` field of
+    ``/proc/PID/stat``, proc(5)); None when it cannot be read (gone, another namespace)."""
+    try:
+        return psutil.Process(pid).create_time()
+    except (psutil.Error, OSError):
+        return None
 
 
 RAW = Path("raw")
@@ -128,6 +155,8 @@ def collect(
     are kept. A rank found gone after a sample was taken is ``gone`` with its samples.
     """
     samples: dict[int, list[tuple[Thread, ...]]] = {p.pid: [] for p in ranks}
+    times: dict[int, list[float]] = {p.pid: [] for p in ranks}
+    started = {p.pid: process_start(p.pid) for p in ranks}
     errors: dict[int, tuple[DumpState, str] | None] = {p.pid: None for p in ranks}
     pythons: dict[int, str | None] = {p.pid: None for p in ranks}
     gone: dict[int, str] = {}
@@ -140,8 +169,9 @@ def collect(
             for fut in as_completed(futures):
                 p = futures[fut]
                 res = fut.result()
+                at = time.time()  # when the run returned: the stack was read during it
                 if opts.out is not None:
-                    opts.out.save_text(RAW / raw_name(p.rank, k, opts.samples), raw_text(p, k, res))
+                    opts.out.save_text(RAW / raw_name(p.rank, k, opts.samples), raw_text(p, k, res, "", at, started[p.pid]))
                 threads, state, error, python = threads_of(res, opts.pyspy.timeout)
                 if error:
                     errors[p.pid] = state, error
@@ -149,6 +179,7 @@ def collect(
                         gone[p.pid] = error  # exited between samples: a dead rank, not a stale stack
                 else:
                     samples[p.pid].append(threads)
+                    times[p.pid].append(at)
                     pythons[p.pid] = python or pythons[p.pid]
                 if on_result is not None:
                     on_result(p, k, res)
@@ -184,6 +215,8 @@ def collect(
                 cmdline=p.cmdline,
                 python=pythons[p.pid],
                 state=state,
+                sample_times=tuple(times[p.pid]),
+                started=started[p.pid],
             )
         )
     return sorted(dumps, key=lambda d: d.rank)

@@ -10,9 +10,10 @@ Heuristics, ours, after what an expert does next with a py-spy dump:
   name the CUDA call it waits in;
 * a rank in a point-to-point op without its peer, or in a store wait without its keys, gets a
   ``--locals`` pass;
-* when the only ranks the others wait for are on CPU and every rank was sampled once, the ranks
-  are sampled again (with ``--locals``: loop counters show progress; in a large equivalence class
-  a few ranks stand for the class) to tell a slow step from a hang;
+* when the ranks the others wait for are on CPU and were sampled once, or for less than the
+  progress-before-blame window (:mod:`hangdbg.stacks.window`: the analysis says ``still
+  observing``), the ranks are sampled again (with ``--locals``: loop counters show progress; in a
+  large equivalence class a few ranks stand for the class) to tell a slow step from a hang;
 * a rank polling a ``filelock`` lock gets a ``--locals`` pass (the lock file's path, ``lock_filename``);
 * a rank whose other thread was seen holding the GIL in its one sample while its main thread waits
   in a collective (:mod:`hangdbg.stacks.threads_gil`) is sampled again;
@@ -23,7 +24,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..model import Analysis, Kind
+from ..model import Analysis
+from ..stacks.window import wants_samples
 from ..waits import WaitKind
 from ..stacks.threads_gil import resample_ranks
 
@@ -75,7 +77,7 @@ def needs(a: Analysis) -> Needs:
             keys.extend(k for k in w.keys if k not in keys)
     if not someone_waits and len(native) < len(a.waits):
         native.clear()  # nobody waits: a rank in backward() alone is no hang to explain
-    undecided = any(f.kind is Kind.UNDECIDED and "one sample" in f.summary for f in a.findings)
+    undecided = wants_samples(a.findings)
     resample = _one_per_class(a, {r for r, w in a.waits.items() if w.kind is not WaitKind.UNKNOWN}) if undecided else set()
     resample |= resample_ranks(a.findings)  # a thread seen holding the GIL once (stacks/threads_gil.py)
     return Needs(frozenset(_one_per_class(a, native)), frozenset(local - native), frozenset(resample), tuple(keys))

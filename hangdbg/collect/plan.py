@@ -15,6 +15,7 @@ from typing import Literal
 
 from ..errors import UsageError
 from ..outdir import OutDir
+from ..stacks.window import DEFAULT_MIN_WINDOW, Window
 from ..tools.pyspy import PySpyOptions
 from ..transport.runners import HOST
 from ..transport.targets import TargetSpec
@@ -50,6 +51,13 @@ class DumpPlan:
         speedscope_by: one speedscope profile per ``class`` or per ``rank``.
         folded: also write folded stacks (flamegraph.pl) here.
         verbose: the node agents send back the external commands they run (``-v``).
+        min_window: progress before blame (``--min-window``, seconds; :mod:`hangdbg.stacks.window`):
+            a rank on CPU outside any collective is named only once it was seen there this long
+            (or for the job's estimated step time x 1.5 when longer); the adaptive collection
+            samples until then, a rank moves, or ``max(timeout, min_window)`` has passed. 0: no
+            window (two extra samples half a second apart decide, the rule before issue 28).
+        observed: seconds the job was already seen without progress before this dump (``watch``'s
+            stall), counted into the window.
     """
 
     target: TargetSpec = field(default_factory=TargetSpec)
@@ -70,6 +78,8 @@ class DumpPlan:
     speedscope_by: SpeedscopeBy = "class"
     folded: Path | None = None
     verbose: bool = False
+    min_window: float = DEFAULT_MIN_WINDOW
+    observed: float = 0.0
 
     def __post_init__(self) -> None:
         if self.target.remote and self.target.pids:
@@ -78,6 +88,8 @@ class DumpPlan:
             raise UsageError("--core writes cores of this node's ranks; run `hangdbg dump --core` on the node")
         if self.samples < 1 or self.timeout <= 0 or self.interval <= 0 or (self.jobs is not None and self.jobs < 1):
             raise UsageError("--samples and --jobs take integers >= 1, --timeout and --interval seconds > 0")
+        if not (0 <= self.min_window < float("inf")) or not (0 <= self.observed < float("inf")):
+            raise UsageError("--min-window takes seconds >= 0")
         if self.speedscope_by not in SPEEDSCOPE_BY:
             raise UsageError(f"--speedscope-by is one of {', '.join(SPEEDSCOPE_BY)}")
 
@@ -87,19 +99,30 @@ class DumpPlan:
         return PySpyOptions(native=self.native, locals=self.locals, nonblocking=self.nonblocking,
                             timeout=self.timeout, executable=self.py_spy)
 
+    @property
+    def window(self) -> Window | None:
+        """The progress-before-blame window of this dump (None for ``min_window`` 0): its ``limit`` is
+        ``max(timeout, min_window)``: ``--timeout`` bounds the observation too."""
+        if not self.min_window:
+            return None
+        return Window(self.min_window, max(self.timeout, self.min_window), self.observed)
+
     def collect_options(self, raw_out: OutDir | None) -> CollectOptions:
         """How :func:`hangdbg.collect.local.collect` runs (``raw_out``: the run's
         :class:`~hangdbg.outdir.OutDir`, or None to keep nothing on disk)."""
         jobs = self.jobs or (max(2, os.cpu_count() or 2) if self.native else 8)
-        return CollectOptions(self.pyspy, self.samples, self.interval, jobs, raw_out)
+        return CollectOptions(self.pyspy, self.samples, self.interval, jobs, raw_out, self.window)
 
     def node_budget(self) -> float:
         """Seconds one node may take: ``node_timeout``, or room for the adaptive steps (a retry,
-        pystack, a native pass, two samples, a store lookup): 6 x ``timeout`` + the samples + 30
-        (2 x ``timeout`` without them)."""
+        pystack, a native pass, the samples of the window, a store lookup): 6 x ``timeout`` + the
+        samples + the window's limit + 30 (2 x ``timeout`` + the samples + 30 without them)."""
         if self.node_timeout is not None:
             return self.node_timeout
-        return (6 if self.adapt else 2) * self.timeout + self.samples * self.interval + 30
+        if not self.adapt:
+            return 2 * self.timeout + self.samples * self.interval + 30
+        w = self.window
+        return 6 * self.timeout + self.samples * self.interval + ((w.limit or 0.0) if w is not None else 0.0) + 30
 
     def agent_argv(self, with_host: bool) -> list[str]:
         """The options of ``hangdbg agent`` on every node (py-spy flags, timeouts, samples, the
@@ -118,6 +141,10 @@ class DumpPlan:
         if not self.adapt:
             out.append("--no-adapt")
         out += ["--timeout", str(self.timeout), "--samples", str(self.samples), "--interval", str(self.interval)]
+        if self.min_window != DEFAULT_MIN_WINDOW:
+            out += ["--min-window", str(self.min_window)]
+        if self.observed:
+            out += ["--observed", str(self.observed)]
         if self.jobs:
             out += ["--jobs", str(self.jobs)]
         if self.py_spy:

@@ -21,7 +21,7 @@ when to dump. Scenarios (the odd rank is the last rank unless said otherwise):
 
 ``--step-seconds S`` makes each step compute for S seconds first (a slow job); ``--log-steps``
 makes rank 0 print ``step N loss X`` after each step (a training log); ``--hang-step`` moves the
-``stuck-io`` hang.
+``stuck-io`` and ``busy`` hangs.
 - ``extra-collective``: the odd rank calls ``all_reduce`` twice at step 2 (a second call site),
   the others call ``barrier`` next.
 
@@ -95,7 +95,7 @@ def train_step(dist, torch, t, step, rank, world, args, group=None):
             ready(args, rank)
         dist.all_reduce(t)
         return
-    if args.scenario == "busy" and step == 2:
+    if args.scenario == "busy" and step == args.hang_step:
         ready(args, rank)
         if rank == 1:
             while True:
@@ -190,7 +190,7 @@ def main(argv=None) -> None:
     ap.add_argument("--scenario", choices=SCENARIOS, default="mismatch")
     ap.add_argument("--ready", default=None, help="directory for the ready markers")
     ap.add_argument("--steps", type=int, default=8)
-    ap.add_argument("--hang-step", type=int, default=2, help="stuck-io: the step at which rank 1 blocks")
+    ap.add_argument("--hang-step", type=int, default=2, help="stuck-io, busy: the step at which rank 1 blocks or spins")
     ap.add_argument("--step-seconds", type=float, default=0.0, help="seconds of computation per step (a slow, healthy job)")
     ap.add_argument("--log-steps", action="store_true", help="rank 0 prints `step N loss X` after every step")
     ap.add_argument("--exit", action="store_true", help="after --steps, leave cleanly (default: wait an hour)")

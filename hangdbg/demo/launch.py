@@ -18,21 +18,24 @@ from pathlib import Path
 
 from ..errors import HangdbgError
 from ..tools.subproc import Popen
-from . import in_process, job, topology
+from . import in_process, job, long_step, topology
 
 __all__ = ["JOB_SCRIPT", "SCENARIOS", "DemoJob", "default_nproc", "script_of"]
 
 JOB_SCRIPT = Path(__file__).with_name("job.py")
 TOPOLOGY_SCRIPT = Path(__file__).with_name("topology.py")
 IN_PROCESS_SCRIPT = Path(__file__).with_name("in_process.py")
-SCENARIOS = job.SCENARIOS + topology.SCENARIOS + in_process.SCENARIOS
-"""Every scenario: ``job.py``'s, then ``topology.py``'s, then ``in_process.py``'s."""
+LONG_STEP_SCRIPT = Path(__file__).with_name("long_step.py")
+SCENARIOS = job.SCENARIOS + topology.SCENARIOS + in_process.SCENARIOS + long_step.SCENARIOS
+"""Every scenario: ``job.py``'s, then ``topology.py``'s, ``in_process.py``'s and ``long_step.py``'s."""
 
 
 def script_of(scenario: str) -> Path:
     """The job script that runs ``scenario``."""
     if scenario in in_process.SCENARIOS:
         return IN_PROCESS_SCRIPT
+    if scenario in long_step.SCENARIOS:
+        return LONG_STEP_SCRIPT
     return TOPOLOGY_SCRIPT if scenario in topology.SCENARIOS else JOB_SCRIPT
 
 
@@ -45,14 +48,14 @@ class DemoJob:
     """A running demo job.
 
     Args:
-        scenario: one of ``SCENARIOS`` (``job.SCENARIOS``, ``topology.SCENARIOS`` or ``in_process.SCENARIOS``).
+        scenario: one of ``SCENARIOS`` (``job``, ``topology``, ``in_process`` or ``long_step.SCENARIOS``).
         nproc: ranks to start (``--nproc_per_node``; ``None``: the scenario's default, see
             :func:`default_nproc`).
         workdir: where markers and the job log go (a temporary directory by default).
         env: more environment variables for the ranks (e.g. ``HANGDBG_DEMO_RECORD=1``: the
             topology scenarios then call ``hangdbg.hooks.record_collectives()``).
         args: more arguments of the job script (``job.py``: ``--steps``, ``--hang-step``,
-            ``--step-seconds``, ``--log-steps``, ``--exit``).
+            ``--step-seconds``, ``--log-steps``, ``--exit``; ``long_step.py``: ``--step-seconds``).
 
     Use as a context manager: ``with DemoJob("mismatch") as job: job.wait_ready(); ...``; the job's
     whole process group is killed on exit.

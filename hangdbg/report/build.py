@@ -106,7 +106,8 @@ def stacks_section(a: Analysis) -> StacksSection:
                             place(a.places.get(d.rank)), d.rank in progressing, len(d.samples), d.steps,
                             waits.get(d.rank), edges_of.get(d.rank, ()),
                             tuple(ThreadEntry(t.thread_id, t.name, t.status, table.index(t.frames)) for t in d.threads),
-                            d.proc)
+                            d.proc,
+                            tuple(round(t, 3) for t in d.sample_times))
                   for d in a.ranks)
     classes = tuple(ClassEntry(c.ranks, len(c.ranks), c.thread, _place(c.place), c.frames)  # type: ignore[arg-type]
                     for c in a.classes)

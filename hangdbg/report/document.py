@@ -91,7 +91,8 @@ class RankEntry:
     ranks it waits for), what the adaptive collection added (``steps``: native, locals,
     resampled, retried, pystack), and every thread of its last sample (``threads``, each
     naming its stack in ``stacks.stack_table``); for a rank blocked outside torch.distributed on a live
-    dump, what ``/proc`` said of it (``proc``: :class:`hangdbg.waits.ProcFacts`)."""
+    dump, what ``/proc`` said of it (``proc``: :class:`hangdbg.waits.ProcFacts`); ``sample_times``: when
+    each sample was taken, Unix seconds (empty when unknown: what the progress-before-blame window measured)."""
 
     rank: int
     host: str
@@ -108,6 +109,7 @@ class RankEntry:
     edges: tuple[int, ...]
     threads: tuple[ThreadEntry, ...]
     proc: ProcFacts | None = None
+    sample_times: tuple[float, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

@@ -22,8 +22,8 @@ from ..waits import RankWait, WaitKind
 from .classes import classify_ranks, group_ranks
 from .headline import stacks_headline
 from .places import place_of
-from .suspects import (who_text, expected_ranks, find_suspects, not_dumped, only_one, place_buckets, progressing_ranks,
-    waiting_findings, waiting_groups)
+from .suspects import who_text, expected_ranks, find_suspects, not_dumped, only_one, place_buckets, progressing_ranks
+from .waiting import waiting_findings, waiting_groups
 from .threads_gil import gil_findings, gil_waiters, merge_held
 from .tree import build_tree
 from .op_record import CurrentOp
@@ -31,6 +31,7 @@ from .wait_state import wait_of, with_record
 from .store_answer import with_store_answer
 from .waitfor import build_graph
 from .blocker_facts import BLOCKED_KINDS, refine
+from .window import Timing, Window
 
 __all__ = ["analyze", "place_of", "build_tree"]
 
@@ -38,7 +39,8 @@ _EVIDENCE_RANKS = 3
 
 
 def analyze(dumps: list[RankDump] | tuple[RankDump, ...], whole_job: bool = False, live: bool = True,
-            store_keys: Mapping[str, bool] | None = None, ops: Mapping[int, CurrentOp] | None = None) -> Analysis:
+            store_keys: Mapping[str, bool] | None = None, ops: Mapping[int, CurrentOp] | None = None,
+            window: Window | None = None) -> Analysis:
     """Analyze the dumps of one job.
 
     Args:
@@ -53,6 +55,11 @@ def analyze(dumps: list[RankDump] | tuple[RankDump, ...], whole_job: bool = Fals
             waiter's own key too (:mod:`hangdbg.stacks.store_answer`: then it is not used).
         ops: rank -> the op its in-job recorder (``hangdbg.hooks.record_collectives``) says it is
             in: exact process groups, sequence numbers and peers for the jobs that opt in.
+        window: progress before blame (:mod:`hangdbg.stacks.window`): a rank on CPU outside any
+            collective that others wait for is a suspect only once it was seen there for the
+            window's seconds (else an ``undecided`` "still observing" warning). None (saved files,
+            the default): two samples decide as before; the reasons still say how long a rank was
+            seen when the samples carry times (:attr:`RankDump.sample_times`).
 
     Returns:
         An :class:`Analysis` with no ``suspect`` finding when no rank stands out.
@@ -81,9 +88,11 @@ def analyze(dumps: list[RankDump] | tuple[RankDump, ...], whole_job: bool = Fals
     waiting = waiting_groups(graph)
     unknown = frozenset(d.rank for d in dumps if d.rank_source == "order")
     size_unknown = not any(d.world_size for d in dumps)
+    timed = window is not None or any(d.sample_times for d in dumps)
+    timing = Timing(seen, {v.rank: v.thread.name for v in views}, window) if timed else None
     suspects = [] if all_progress else find_suspects(views, missing, progressing, buckets, graph, sampled, waiting,
                                                      unknown, size_unknown,
-                                                     frozenset(r for r in gone if seen[r].samples))
+                                                     frozenset(r for r in gone if seen[r].samples), timing)
     if not all_progress and not missing and not graph.roots:  # every rank waits: do other threads tell?
         suspects = merge_held(gil_findings(dumps, {v.rank: v.thread for v in views}, waits, progressing), suspects)
     findings = suspects + waiting_findings(graph, suspects, waiting)

@@ -319,6 +319,16 @@ def _int(value: str | None) -> int | None:
     return rank_number(value)
 
 
+def _seconds(value: str | None) -> float | None:
+    """A Unix time of a ``# hangdbg`` header (``unix=``, ``started=``: seconds); None when absent or
+    not a finite positive number."""
+    try:
+        got = float(value) if value else None
+    except ValueError:
+        return None
+    return got if got is not None and 0 < got < 1e11 else None
+
+
 def _entry(proc: ParsedProcess, order: int, filename: str, alone: bool) -> _Entry:
     header = proc.header
     sample = _int(header.get("sample"))
@@ -374,6 +384,7 @@ def _merged(rank: int, group: list[_Entry]) -> RankDump:
         return found[-1] if found else None
 
     headers = [e.proc.header for e in group]
+    times = [_seconds(e.proc.header.get("unix")) for e in group if e.proc.error is None]
     return RankDump(
         rank=rank,
         pid=last(_pid(e.proc) for e in group),
@@ -389,6 +400,8 @@ def _merged(rank: int, group: list[_Entry]) -> RankDump:
         cmdline=last(e.proc.cmdline for e in group) or "",
         python=last(e.proc.python for e in group),
         steps=tuple(dict.fromkeys(s for h in headers for s in (h.get("steps") or "").split(",") if s)),
+        sample_times=tuple(t for t in times if t is not None) if None not in times else (),
+        started=last(_seconds(h.get("started")) for h in headers),
     )
 
 
@@ -406,6 +419,7 @@ def _one(rank: int, e: _Entry) -> RankDump:
         threads=proc.threads if ok else (), samples=(proc.threads,) if ok else (),
         error=None if ok else proc.error, rank_source=e.rank_source, cmdline=proc.cmdline, python=proc.python or None,
         steps=tuple(dict.fromkeys(s for s in (h.get("steps") or "").split(",") if s)), state=_state(proc),
+        sample_times=(at,) if ok and (at := _seconds(h.get("unix"))) is not None else (), started=_seconds(h.get("started")),
     )
 
 

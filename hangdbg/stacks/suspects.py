@@ -20,20 +20,20 @@ Rules, in order (a rank named by an earlier rule is not named again):
    named step, iteration, epoch, i, ...), the "code loops" problem that STAT attacks with
    loop-order variables. A rank that waits for a rank already named (it reaches it in the wait-for
    graph: a ring's sender held up by a receiver that took the wrong peer) is behind because it
-   waits: it is not named again. When a few ranks are *ahead* of a majority that is behind, the few
+   waits: it is not named again; ranks seen moving between samples (progressing) take no part either:
+   two ranks of a healthy job sampled a moment apart across a step boundary differ by one step. When a few ranks are *ahead* of a majority that is behind, the few
    are named instead (kind ``ahead``) and the reason says which way they differ.
 
 When every dumped rank waits for others and none of those is in the dumps (the job's size unknown),
 :func:`not_dumped` says so and what to collect (an ``undecided`` warning, never a suspect).
 When every rank is in the same place, or every rank is still making progress between samples,
 no rank is named. The ranks that only wait (in a collective or a rendezvous) are never suspects:
-:func:`waiting_findings` says whom they wait for.
+:func:`hangdbg.stacks.waiting.waiting_findings` says whom they wait for.
 """
 
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Mapping
 
 from ..model import Finding, Kind, RankDump, Severity, Thread
 from ..frames import Frame
@@ -47,9 +47,11 @@ from .store_answer import untrusted
 from .blockers import action_of
 from .blocker_facts import outside_the_job
 from .classes import RankView
+from .waiting import Groups, chain_text, select, waiting_groups
+from .window import ONE_SAMPLE, Timing
 from ..rankset import ranks_text
 
-__all__ = ["find_suspects", "waiting_findings", "not_dumped", "place_buckets", "expected_ranks", "progressing_ranks", "LOOP_VARIABLES"]
+__all__ = ["find_suspects", "not_dumped", "place_buckets", "expected_ranks", "progressing_ranks", "LOOP_VARIABLES"]
 
 LOOP_VARIABLES = (
     "epoch", "global_step", "step", "steps", "completed_steps", "iteration", "iter", "itr", "it",
@@ -160,6 +162,7 @@ def find_suspects(
     unranked: frozenset[int] = frozenset(),
     size_unknown: bool = False,
     exited: frozenset[int] = frozenset(),
+    timing: Timing | None = None,
 ) -> list[Finding]:
     """Apply the rules of this module (see the module docstring): the suspects, most important
     first, without hosts or evidence (the caller adds them); or one ``undecided`` warning when the
@@ -175,6 +178,9 @@ def find_suspects(
             applies (with every rank of a known job dumped and none waiting, nobody waits for them).
         exited: the missing ranks that were seen alive and then gone (a later sample, a retry):
             they died during the dump, the job is dying rather than hung.
+        timing: the samples' times and the progress-before-blame window (:mod:`hangdbg.stacks.window`):
+            a root on CPU the window does not cover is held back with an ``undecided`` warning; every
+            root's reason says how long it was seen there. None: no window, no times.
     """
     suspects: list[Finding] = []
     named: set[int] = set()
@@ -223,21 +229,15 @@ def find_suspects(
         if suspects:
             roots = []
     if roots:
-        undecided = _undecided(roots, graph, sampled)
+        windowed = timing is not None and timing.window is not None
+        undecided = _undecided(roots, graph, sampled or windowed)
         if undecided is not None:
             return suspects + [undecided]
-        by_view = {v.rank: v for v in views}
-        base = waiting_groups(graph) if groups is None else groups
-        for r in roots:
-            w = waits[r]
-            dist = graph.distances_to(r)
-            nearest_first = sorted(select(base, {r}, dist), key=lambda g: (dist[g[0][0]], len(g[1])))
-            chain = chain_text(graph, nearest_first, r)
-            if w.kind is WaitKind.UNKNOWN:
-                name([r], f"could not be read ({w.detail}); {chain}", Kind.UNREADABLE)
-                continue
-            state = " (still running: its stack changed between samples)" if r in progressing else ""
-            name([r], *_outside(w, by_view.get(r), state, chain))
+        held = ([r for r in roots if waits[r].kind is WaitKind.COMPUTE and not timing.covered(r)]
+                if timing is not None and windowed else [])
+        _name_roots([r for r in roots if r not in held], views, progressing, graph, groups, timing, name)
+        if held and timing is not None:
+            suspects.append(timing.observing(held, waits, _waiters_text(graph, held)))
     elif not suspects:
         _resolve(graph, buckets, name)
         if not suspects and graph.unresolved:
@@ -246,7 +246,7 @@ def find_suspects(
             suspects.extend(_lone_roots(views, waits, progressing, unranked))
             named.update(r for f in suspects for r in f.ranks)
     explained = _waiting_for(graph, named)  # a rank that waits for a suspect is not behind: it waits
-    _behind([v for v in views if waits[v.rank].waiting and v.rank not in explained], name)
+    _behind([v for v in views if waits[v.rank].waiting and v.rank not in explained | progressing], name)  # a mover is not stuck behind
     return suspects
 
 
@@ -259,10 +259,30 @@ def _waiting_for(graph: WaitGraph, named: set[int]) -> set[int]:
     return out
 
 
-def _outside(w: RankWait, view: RankView | None, state: str, chain: str) -> tuple[str, Kind, str]:
-    """``(reason, kind, action)`` of a root rank outside any collective that others wait for (rule 3)."""
+def _name_roots(roots: list[int], views: list[RankView], progressing: set[int], graph: WaitGraph,
+                groups: Groups | None, timing: Timing | None, name) -> None:
+    """Rule 3: name each root (a rank the others wait for, outside any collective) with the chain of
+    the ranks that wait for it, nearest first."""
+    waits = graph.waits
+    by_view = {v.rank: v for v in views}
+    base = waiting_groups(graph) if groups is None else groups
+    for r in roots:
+        w = waits[r]
+        dist = graph.distances_to(r)
+        nearest_first = sorted(select(base, {r}, dist), key=lambda g: (dist[g[0][0]], len(g[1])))
+        chain = chain_text(graph, nearest_first, r)
+        if w.kind is WaitKind.UNKNOWN:
+            name([r], f"could not be read ({w.detail}); {chain}", Kind.UNREADABLE)
+            continue
+        state = " (still running: its stack changed between samples)" if r in progressing else ""
+        name([r], *_outside(w, by_view.get(r), state, chain, timing.seen_text(r) if timing is not None else ""))
+
+
+def _outside(w: RankWait, view: RankView | None, state: str, chain: str, seen: str = "") -> tuple[str, Kind, str]:
+    """``(reason, kind, action)`` of a root rank outside any collective that others wait for (rule 3);
+    ``seen``: how long it was seen there (``, seen there for 12.4 s over 6 samples``) or ''."""
     if w.kind is WaitKind.GPU:
-        return (f"{w.describe()}{_code(w.site)}{state}, in no collective: {GPU_CAUSE}; {chain}",
+        return (f"{w.describe()}{_code(w.site)}{state}, in no collective{seen}: {GPU_CAUSE}; {chain}",
                 Kind.OUTSIDE_COLLECTIVE, GPU_ACTION)
     if w.blocker:  # the source line right after the site, then what it waits on
         said = f"{replace(w, waiting_on='').describe()}{_code(w.site)}{', ' + w.waiting_on if w.waiting_on else ''}"
@@ -271,7 +291,7 @@ def _outside(w: RankWait, view: RankView | None, state: str, chain: str) -> tupl
     if view is not None and view.place.phase == ObjectPhase.PICKLE:  # inside an object collective, before its exchange
         return (f"still pickling its object for {view.place.collective}, {w.describe()}{code}{state}: it never reached "
                 f"the collective's exchange; {chain}", Kind.OUTSIDE_COLLECTIVE, "")
-    return f"{w.describe()}{code}{state}, in no collective; {chain}", Kind.OUTSIDE_COLLECTIVE, ""
+    return f"{w.describe()}{code}{state}, in no collective{seen}; {chain}", Kind.OUTSIDE_COLLECTIVE, ""
 
 
 GPU_CAUSE = "its GPU has not finished earlier work (a kernel still running, or queued behind one)"
@@ -425,16 +445,21 @@ def _undecided(roots: list[int], graph: WaitGraph, sampled: bool) -> Finding | N
     computing = [r for r in roots if waits[r].kind is WaitKind.COMPUTE]
     if computing and len(computing) == len(roots) and not sampled:
         w = waits[computing[0]]
-        mine = set(computing)
-        waiters = sorted({r for e in graph.edges if not mine.isdisjoint(e.targets) for r in e.waiters})
-        others = (f"{_ranks_text(waiters)} {'waits' if len(waiters) == 1 else 'wait'} {waits[waiters[0]].describe()}"
-                  if waiters else "the others wait")
         return Finding(Kind.UNDECIDED, f"{_ranks_text(computing)} {'is' if len(computing) == 1 else 'are'} on CPU "
-                       f"({w.describe()}), in no collective, while {others}: one sample cannot tell a slow step "
-                       "from a hang",
+                       f"({w.describe()}), in no collective, while {_waiters_text(graph, computing)}: {ONE_SAMPLE} "
+                       "a slow step from a hang",
                        tuple(computing), severity=Severity.WARNING,
                        action="sample again: hangdbg dump --samples 3 --locals")
     return None
+
+
+def _waiters_text(graph: WaitGraph, ranks) -> str:
+    """``ranks 0-2 wait in all_reduce at x.py:4``: the ranks that wait for ``ranks`` (the first one's place)."""
+    mine = set(ranks)
+    waiters = sorted({r for e in graph.edges if not mine.isdisjoint(e.targets) for r in e.waiters})
+    if not waiters:
+        return "the others wait"
+    return f"{_ranks_text(waiters)} {'waits' if len(waiters) == 1 else 'wait'} {graph.waits[waiters[0]].describe()}"
 
 
 def _unresolved(graph: WaitGraph) -> Finding:
@@ -521,82 +546,3 @@ def _behind(views: list[RankView], name) -> None:
             rs = [r for r in behind if keyed[r] == value]
             name(rs, f"behind in the same place ({where}): {fmt(value)} while "
                  f"{_ranks_text(front)} {'is' if len(front) == 1 else 'are'} at {fmt(ahead)}", Kind.BEHIND)
-
-
-
-Groups = list[tuple[tuple[int, ...], tuple[int, ...]]]
-
-
-def waiting_groups(graph: WaitGraph) -> Groups:
-    """The waiting ranks as ``(ranks, waits_for)`` groups: the ranks that wait by the same edges
-    of the graph (one place, mostly), largest first; waiting ranks whose target is unknown form
-    groups of their own (``waits_for`` empty). Computed once per analysis (:func:`select`
-    narrows it with set operations); the per-rank work is a list comprehension per edge."""
-    out: Groups = []
-    edges_of = graph.out
-    several: dict[tuple[int, ...], list[int]] = {}
-    for e in graph.edges:
-        mine = edges_of.get(e.waiters[0]) if e.waiters else None
-        if mine is not None and len(mine) == 1:
-            alone = [r for r in e.waiters if edges_of[r] is mine]
-        else:
-            alone = [r for r in e.waiters if len(edges_of[r]) == 1]
-        if alone:
-            out.append((tuple(alone), e.targets))
-        if len(alone) < len(e.waiters):
-            taken = set(alone)
-            for r in e.waiters:
-                if r not in taken:
-                    several.setdefault(edges_of[r], []).append(r)
-    for rs in several.values():
-        out.append((tuple(sorted(set(rs))), graph.targets(rs[0])))
-    unknown: dict[int, list[int]] = {}
-    for r in graph.unresolved:
-        if r not in edges_of:
-            unknown.setdefault(id(graph.waits[r]), []).append(r)
-    out.extend((tuple(rs), ()) for rs in unknown.values())
-    out.sort(key=lambda g: (-len(g[0]), g[0][0]))
-    return out
-
-
-def select(groups: Groups, skip: set[int], within: set[int] | Mapping[int, int] | None = None) -> Groups:
-    """``groups`` without the ``skip`` ranks and, when given, only the ``within`` ranks."""
-    out = []
-    for ranks, targets in groups:
-        keep = set(ranks).difference(skip)
-        if within is not None:
-            keep.intersection_update(within)
-        if keep:
-            out.append((ranks if len(keep) == len(ranks) else tuple(sorted(keep)), targets))
-    return out
-
-
-def chain_text(graph: WaitGraph, groups: list[tuple[tuple[int, ...], tuple[int, ...]]], root: int | None = None) -> str:
-    """``ranks 4,6-7 wait for it in all_reduce at x.py:40; ranks 0-3 wait for ranks 4-7 in ...``."""
-    parts = []
-    for ranks, targets in groups:
-        verb = "waits" if len(ranks) == 1 else "wait"
-        whom = "it" if root is not None and targets == (root,) else _ranks_text(targets) if targets else "others"
-        parts.append(f"{_ranks_text(ranks)} {verb} for {whom} {graph.waits[ranks[0]].describe()}")
-    return "; ".join(parts)
-
-
-def waiting_findings(graph: WaitGraph, suspects: list[Finding], groups: Groups | None = None) -> list[Finding]:
-    """The ranks that wait while suspects were named: one ``waiting`` finding per place and set of
-    ranks waited for (``waits_for``: the ranks they wait for directly, else the suspects). Empty
-    when no suspect was named.
-
-    Args:
-        graph: the wait-for graph of the analysis.
-        suspects: the findings of :func:`find_suspects`.
-        groups: :func:`waiting_groups` of the graph (computed when not given).
-    """
-    blamed = sorted({r for f in suspects if f.is_suspect for r in f.ranks})
-    if not blamed:
-        return []
-    out = []
-    for ranks, targets in select(waiting_groups(graph) if groups is None else groups, set(blamed)):
-        waits_for = targets or tuple(blamed)
-        out.append(Finding(Kind.WAITING, chain_text(graph, [(ranks, waits_for)]), ranks, severity=Severity.WAITING,
-                           waits_for=waits_for))
-    return out

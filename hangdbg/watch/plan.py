@@ -108,10 +108,13 @@ class WatchPlan:
         on = {"log": bool(self.logs), "heartbeat": bool(self.heartbeat), "stacks": self.samples_stacks}
         return tuple(s for s in SIGNALS if on[s])
 
-    def dump_plan(self, out: Path) -> DumpPlan:
-        """The ``dump`` a stall runs into ``out`` (its adaptive steps included)."""
+    def dump_plan(self, out: Path, observed: float = 0.0) -> DumpPlan:
+        """The ``dump`` a stall runs into ``out`` (its adaptive steps included); ``observed``: the
+        seconds the stall lasted, which count into the dump's progress-before-blame window (the job
+        was already seen without progress that long: :attr:`DumpPlan.observed`)."""
         return DumpPlan(target=self.target, native=self.native, locals=self.locals, timeout=self.timeout,
-                        py_spy=self.py_spy, out=out, node_timeout=self.node_timeout, verbose=self.verbose)
+                        py_spy=self.py_spy, out=out, node_timeout=self.node_timeout, verbose=self.verbose,
+                        observed=max(0.0, observed))
 
     def sample_plan(self) -> DumpPlan:
         """One cheap stack sample per observation: non-blocking py-spy, no locals, no adaptive steps."""
