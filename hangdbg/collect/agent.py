@@ -1,9 +1,14 @@
 """The node agent: collect this node's ranks and stream the results as framed messages.
 
 Run on every node by the coordinator (``hangdbg agent``, through one srun, pdsh or ssh). It
-writes only :mod:`frames` lines to its output: a ``hello``, one ``rank`` message per py-spy run
-(the raw text exactly as ``dump -o`` keeps it, header line included) as soon as it arrives, and a
-final ``done`` with the node's status (``ok``, ``no-ranks`` or ``error``) and its process list.
+writes only :mod:`frames` lines to its output (the messages: :mod:`hangdbg.transport.wire`): a
+``hello``, then once the node's ranks are read (the adaptive steps included) one ``class``
+message per distinct stack with its ranks (:mod:`hangdbg.transport.classes`: the merge happens
+here, on the node, as STAT's daemons do), and a final ``done`` with the node's status (``ok``,
+``no-ranks`` or ``error``) and its process list. Each raw py-spy output (the text exactly as
+``dump -o`` keeps it, header line included) is written on the node as it arrives
+(``--keep-raw DIR``: ``DIR/<node>/``), and sent as a ``rank`` message only when asked
+(``--fetch-raw``).
 """
 
 from __future__ import annotations
@@ -16,8 +21,11 @@ from typing import Any, Callable
 from .._version import __version__
 from ..errors import HangdbgError, NoRanksFound, RanksUnreadable, UsageError
 from ..launch_env import host_from_environ
-from ..model import SCHEMA_VERSION
+from ..model import SCHEMA_VERSION, RankDump
 from ..enums import NodeStatus
+from ..outdir import OutDir
+from ..transport.classes import encode_classes
+from ..transport.wire import WIRE_VERSION
 from .adaptive import adapt
 from .local import CollectOptions, collect, raw_name, raw_text
 from .procs import EnvFilter, RankProcess, find_ranks, slurm_job_filter
@@ -53,6 +61,8 @@ def run_agent(
     node_name: str | None = None,
     match_env: list[str] | None = None,
     adaptive: bool = True,
+    keep_raw: OutDir | None = None,
+    fetch_raw: bool = False,
 ) -> NodeStatus:
     """Collect this node's ranks and ``send`` every message; returns the node status (``ok``,
     ``no-ranks``: no rank found, ``error``: another failure, such as ranks not readable).
@@ -68,10 +78,14 @@ def run_agent(
             (:func:`hangdbg.collect.adaptive.adapt`); their raw outputs go out as ``rank``
             messages, the store's answer and the op records in ``done`` (``store``: key ->
             present; ``ops``: rank -> op).
+        keep_raw: write every raw py-spy output into this directory as it arrives (the node's
+            own disk, or a shared one); ``done`` says where and what could not be written.
+        fetch_raw: also send every raw output as a ``rank`` message (``dump --fetch-raw``).
     """
     host = agent_host(node_name)
     start = time.monotonic()
-    send({"type": "hello", "host": host, "pid": os.getpid(), "version": __version__, "schema_version": SCHEMA_VERSION})
+    send({"type": "hello", "host": host, "pid": os.getpid(), "version": __version__, "schema_version": SCHEMA_VERSION,
+          "wire": WIRE_VERSION})
     filters: list[EnvFilter] = []
     if jobid is not None:
         filters.append(slurm_job_filter(jobid, agent_host(), os.environ.get("SLURM_STEP_ID"),
@@ -89,20 +103,37 @@ def run_agent(
               "seconds": time.monotonic() - start})
         return status
 
+    saved = [0]
+
+    def raw(p: RankProcess, name: str, text: str, error: str | None) -> None:
+        if keep_raw is not None:
+            before = len(keep_raw.not_saved)
+            keep_raw.save_text(name, text)
+            saved[0] += len(keep_raw.not_saved) == before
+        if fetch_raw:
+            send({"type": "rank", "host": host, "rank": p.rank, "name": name, "text": text, "error": error})
+
     def on_result(p: RankProcess, sample: int, res) -> None:
-        send({"type": "rank", "host": host, "rank": p.rank, "sample": sample,
-              "name": raw_name(p.rank, sample, opts.samples), "text": raw_text(p, sample, res),
-              "error": res.error})
+        raw(p, raw_name(p.rank, sample, opts.samples), raw_text(p, sample, res), res.error)
 
     dumps = collect(ranks, opts, on_result)
     store: dict[str, bool] = {}
     ops: dict[str, dict] = {}
     if adaptive:
-        def on_raw(p: RankProcess, name: str, text: str) -> None:
-            send({"type": "rank", "host": host, "rank": p.rank, "name": name, "text": text, "error": None})
-
-        result = adapt(ranks, dumps, opts, lambda m: send({"type": "log", "text": m}), on_raw)
+        result = adapt(ranks, dumps, opts, lambda m: send({"type": "log", "text": m}),
+                       lambda p, name, text: raw(p, name, text, None))
         store, ops = result.store_keys, {str(r): asdict(op) for r, op in result.ops.items()}
+        dumps = result.dumps
+    send_classes(host, dumps, send)
+    kept = None if keep_raw is None else {
+        "dir": str(keep_raw.path), "saved": saved[0],
+        "not_saved": [[str(n.path), n.reason] for n in keep_raw.not_saved]}
     send({"type": "done", "host": host, "status": NodeStatus.OK.value, "error": None, "store": store, "ops": ops,
-          "processes": [asdict(r) for r in ranks], "seconds": time.monotonic() - start})
+          "processes": [asdict(r) for r in ranks], "seconds": time.monotonic() - start, "raw": kept})
     return NodeStatus.OK
+
+
+def send_classes(host: str, dumps: list[RankDump], send: Callable[[dict[str, Any]], None]) -> None:
+    """Send ``dumps`` as ``class`` messages (one per distinct stack, :mod:`hangdbg.transport.classes`)."""
+    for msg in encode_classes(dumps):
+        send({**msg, "host": host})

@@ -14,6 +14,22 @@ Anything on a node's output can look like a frame (a login banner, a user progra
 so the decoder given the run's ``hosts`` takes only frames of those hosts, and of the host whose
 stream the line came from when the transport says (ssh, pdsh): a frame claiming host ``..`` or
 another node is counted in ``foreign`` and dropped.
+
+**Messages** (JSON objects with a ``type``), in the order an agent sends them:
+
+* ``hello``: ``host``, ``pid``, ``version`` (hangdbg's), ``schema_version`` (of the documents,
+  :data:`hangdbg.model.SCHEMA_VERSION`) and ``wire`` (:data:`WIRE_VERSION`; absent: 1).
+* ``class`` (wire 2): the ranks of the node that share one stack, the stack once
+  (:mod:`hangdbg.transport.classes`); the analysis is made from these.
+* ``rank``: one raw py-spy output as ``dump -o`` keeps it (``name``, ``text``, ``error``): in wire 1
+  the only stacks; in wire 2 sent only with ``dump --fetch-raw``, for ``OUT/raw/<host>/``.
+* ``log`` (``text``: a ``-v`` line), ``problem`` (``what``, ``reason``), ``file`` (``hangdbg
+  collect``: ``name``, ``offset``, ``data``, ``last``).
+* ``done``: ``status``, ``error``, ``processes``, ``seconds``, ``store``, ``ops``; in wire 2 also
+  ``raw`` (``dir``: where the node kept its raw outputs, ``saved``, ``not_saved``).
+
+The coordinator reads wire 1 and 2 (:data:`WIRE_READ`); a node whose agent says another ``wire``
+fails with a reason that names both hangdbg versions.
 """
 
 from __future__ import annotations
@@ -27,7 +43,13 @@ from typing import Any, Iterator
 
 from ..text.jsondoc import load_json
 
-__all__ = ["MARKER", "MAX_MESSAGE", "TooLarge", "encode_message", "FrameDecoder", "inflate"]
+__all__ = ["WIRE_VERSION", "WIRE_READ", "MARKER", "MAX_MESSAGE", "TooLarge", "encode_message", "FrameDecoder", "inflate"]
+
+WIRE_VERSION = 2
+"""The version of the messages an agent of this hangdbg sends (in its ``hello``): 2 added the
+``class`` messages, sent instead of the raw ``rank`` texts."""
+WIRE_READ = frozenset({1, 2})
+"""The wire versions this coordinator reads (1: ``rank`` texts only, hangdbg before 2)."""
 
 MARKER = "HANGDBG1"
 _CHUNK = 4000
