@@ -64,7 +64,9 @@ def test_hosts_names_rank_and_node(sshd, two_node_job, tmp_path, launcher):
     assert [(s["ranks"], s["kind"], s["hosts"]) for s in suspects(doc)] == [([3], "different-collective", ["node2"])]
     assert {r["rank"]: r["host"] for r in doc["stacks"]["ranks"]} == {0: "node1", 1: "node1", 2: "node2", 3: "node2"}
     assert [(n["host"], n["status"], n["ranks"]) for n in doc["nodes"]] == [("node1", "ok", [0, 1]), ("node2", "ok", [2, 3])]
+    # each agent wrote its raw outputs under OUT/raw/<host>/ of its own disk (shared here) and sent classes
     assert sorted(p.name for p in (tmp_path / "raw" / "node2").iterdir()) == ["rank-0002.txt", "rank-0003.txt"]
+    assert [n["raw_dir"] for n in doc["nodes"]] == [str((tmp_path / "raw" / h).resolve()) for h in ("node1", "node2")]
     node = read_json(tmp_path / "nodes" / "node1.json")  # a document of its own, as it arrived
     assert (node["command"], node["node"]["host"], node["node"]["status"], node["found"]) == ("dump", "node1", "ok", False)
 
@@ -158,7 +160,17 @@ def test_agent_keeps_raw_dumps_in_a_shared_directory(two_node_job, tmp_path):
     assert sorted(p.name for p in (tmp_path / "node2" / "raw").iterdir()) == ["rank-0002.txt", "rank-0003.txt"]
     dec = FrameDecoder()
     kinds = [m["type"] for line in res.stdout.splitlines() for _, m in dec.feed(line)]
-    assert kinds == ["hello", "rank", "rank", "done"] and dec.other == 0
+    # ranks 2 (all_reduce) and 3 (broadcast) have different stacks: one class each, no raw text sent
+    assert kinds == ["hello", "class", "class", "done"] and dec.other == 0
+
+
+def test_fetch_raw_brings_the_raw_outputs_to_the_coordinator(sshd, two_node_job, tmp_path):
+    """`--fetch-raw`: the agents send their raw texts too and the coordinator writes OUT/raw/<host>/
+    (the agents keep nothing of their own: no raw_dir); the verdict is the default's."""
+    rc, doc = _dump(sshd, "--hosts", "node[1-2]", "--launcher", "ssh", "--fetch-raw", out=tmp_path)
+    assert rc == 3 and [s["ranks"] for s in suspects(doc)] == [[3]]
+    assert [(n["host"], n["raw_dir"]) for n in doc["nodes"]] == [("node1", None), ("node2", None)]
+    assert sorted(p.name for p in (tmp_path / "raw" / "node1").iterdir()) == ["rank-0000.txt", "rank-0001.txt"]
 
 
 @pytest.mark.parametrize("launcher", ["ssh", "pdsh"])

@@ -5,7 +5,7 @@ writes only :mod:`frames` lines to its output (the messages: :mod:`hangdbg.trans
 ``hello``, then once the node's ranks are read (the adaptive steps included) one ``class``
 message per distinct stack with its ranks (:mod:`hangdbg.transport.classes`: the merge happens
 here, on the node, as STAT's daemons do), and a final ``done`` with the node's status (``ok``,
-``no-ranks`` or ``error``) and its process list. Each raw py-spy output (the text exactly as
+``no-ranks`` or ``error``) and its ranks (their process facts are in the classes). Each raw py-spy output (the text exactly as
 ``dump -o`` keeps it, header line included) is written on the node as it arrives
 (``--keep-raw DIR``: ``DIR/<node>/``), and sent as a ``rank`` message only when asked
 (``--fetch-raw``).
@@ -99,7 +99,7 @@ def run_agent(
     except HangdbgError as exc:
         found_none = isinstance(exc, NoRanksFound) and not isinstance(exc, RanksUnreadable)
         status = NodeStatus.NO_RANKS if found_none else NodeStatus.ERROR
-        send({"type": "done", "host": host, "status": status.value, "error": str(exc), "processes": [],
+        send({"type": "done", "host": host, "status": status.value, "error": str(exc), "ranks": [],
               "seconds": time.monotonic() - start})
         return status
 
@@ -129,7 +129,7 @@ def run_agent(
         "dir": str(keep_raw.path), "saved": saved[0],
         "not_saved": [[str(n.path), n.reason] for n in keep_raw.not_saved]}
     send({"type": "done", "host": host, "status": NodeStatus.OK.value, "error": None, "store": store, "ops": ops,
-          "processes": [asdict(r) for r in ranks], "seconds": time.monotonic() - start, "raw": kept})
+          "ranks": sorted(r.rank for r in ranks), "seconds": time.monotonic() - start, "raw": kept})
     return NodeStatus.OK
 
 

@@ -255,9 +255,11 @@ class _Coordinator:
             self.store.update({str(k): bool(v) for k, v in msg["store"].items()})
         if isinstance(msg.get("ops"), dict):
             self.ops.update(_ops(msg["ops"]))
-        procs = msg.get("processes")
-        ranks = tuple(sorted(r for r in (rank_number(p.get("rank")) for p in (procs if isinstance(procs, list) else ())
-                                         if isinstance(p, dict)) if r is not None))
+        listed = msg.get("ranks")  # wire 2; wire 1 sent each rank's process facts
+        if not isinstance(listed, list):
+            procs = msg.get("processes")
+            listed = [p.get("rank") for p in (procs if isinstance(procs, list) else ()) if isinstance(p, dict)]
+        ranks = tuple(sorted(r for r in map(rank_number, listed) if r is not None))
         status = NodeStatus.read(msg.get("status"), NodeStatus.ERROR)
         if status not in _AGENT_STATUSES:  # a garbled or unknown status: the agent failed
             status = NodeStatus.ERROR

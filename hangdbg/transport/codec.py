@@ -19,7 +19,7 @@ import types
 import typing
 from typing import Any, Callable
 
-__all__ = ["WireError", "to_wire", "from_wire", "decoder", "field_defaults"]
+__all__ = ["WireError", "to_wire", "from_wire", "decoder", "field_defaults", "NO_DEFAULT"]
 
 Decode = Callable[[Any], Any]
 
@@ -47,7 +47,7 @@ def to_wire(obj: Any) -> Any:
         return obj.value
     if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
         out = {}
-        for name, default in field_defaults(t).items():
+        for name, default in field_defaults(t).items():  # type: ignore[arg-type]
             value = getattr(obj, name)
             if default is _MISSING or value != default:
                 out[name] = to_wire(value)
@@ -60,6 +60,8 @@ def to_wire(obj: Any) -> Any:
 
 
 _MISSING: Any = object()
+NO_DEFAULT: Any = _MISSING
+"""The "default" :func:`field_defaults` gives a field that has none."""
 
 
 @functools.cache

@@ -25,8 +25,9 @@ another node is counted in ``foreign`` and dropped.
   the only stacks; in wire 2 sent only with ``dump --fetch-raw``, for ``OUT/raw/<host>/``.
 * ``log`` (``text``: a ``-v`` line), ``problem`` (``what``, ``reason``), ``file`` (``hangdbg
   collect``: ``name``, ``offset``, ``data``, ``last``).
-* ``done``: ``status``, ``error``, ``processes``, ``seconds``, ``store``, ``ops``; in wire 2 also
-  ``raw`` (``dir``: where the node kept its raw outputs, ``saved``, ``not_saved``).
+* ``done``: ``status``, ``error``, ``seconds``, ``store``, ``ops``, and the node's ranks: in wire 1
+  ``processes`` (each rank's process facts), in wire 2 ``ranks`` (numbers: the facts are in the
+  classes) and ``raw`` (``dir``: where the node kept its raw outputs, ``saved``, ``not_saved``).
 
 The coordinator reads wire 1 and 2 (:data:`WIRE_READ`); a node whose agent says another ``wire``
 fails with a reason that names both hangdbg versions.
