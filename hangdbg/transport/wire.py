@@ -134,13 +134,15 @@ class FrameDecoder:
         if not 1 <= part <= parts:
             self.garbled += 1
             return []
-        got = self._parts.setdefault((host, msgid), {})
-        got[part] = data
-        if len(got) < parts:
-            return []
-        del self._parts[(host, msgid)]
+        got: dict[int, str] = {1: data}
+        if parts > 1:  # most messages (a class of ranks, a node's status) are one line: no reassembly
+            got = self._parts.setdefault((host, msgid), {})
+            got[part] = data
+            if len(got) < parts:
+                return []
+            del self._parts[(host, msgid)]
         try:
-            blob = "".join(got[i] for i in range(1, parts + 1))
+            blob = data if parts == 1 else "".join(got[i] for i in range(1, parts + 1))
             message = load_json(inflate(base64.b64decode(blob, validate=True)))
         except TooLarge as exc:
             self.garbled += 1
