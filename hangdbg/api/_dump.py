@@ -123,9 +123,11 @@ def _dump_nodes(plan: DumpPlan, events: Events) -> StacksResult:
     # --fetch-raw when OUT is on a shared file system) and sends its classes
     keep = None if plan.fetch_raw else out.path.resolve() / RAW
     argv = agent_argv(plan.target.remote_python, plan.agent_argv(with_host=not plan.target.jobid, keep_raw=keep))
-    fan = fan_out_nodes("dump", targets, argv, out, plan.node_budget(), events)
-    failed = node_findings([(n.host, n.status, n.reason) for n in fan.nodes])
-    analysis = analyze_stacks(fan.dumps, whole_job=targets.whole and not failed, store_keys=fan.store_keys, ops=fan.ops)
+    with gc_paused():  # the merge builds 100,000s of acyclic objects (see hangdbg.parallel)
+        fan = fan_out_nodes("dump", targets, argv, out, plan.node_budget(), events)
+        failed = node_findings([(n.host, n.status, n.reason) for n in fan.nodes])
+        analysis = analyze_stacks(fan.dumps, whole_job=targets.whole and not failed, store_keys=fan.store_keys,
+                                  ops=fan.ops)
     for f in failed:
         events.warn(f.summary)
     headline = fanout_headline(analysis.headline, [(n.host, n.status) for n in fan.nodes if n.status.failed])
