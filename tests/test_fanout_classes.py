@@ -145,6 +145,22 @@ def test_coordinator_merges_classes_and_keeps_no_raw_file(tmp_path):
     assert not (tmp_path / "raw").exists()  # the raw outputs stayed on the nodes
 
 
+def test_a_rank_sent_again_replaces_its_first_dump(tmp_path):
+    """The agent sends its first round at once, then the ranks its adaptive steps changed."""
+    outputs = class_outputs(2, 2)
+    node = outputs["node0002"]
+    dec = FrameDecoder()
+    msgs = [m for line in node for _, m in dec.feed(line)]
+    first = [d for m in msgs if m["type"] == "class" for d in ClassMerger().add(m) if d.rank == 3][0]
+    again = replace(first, steps=("locals",), samples=first.samples * 2)
+    resent = [{**m, "host": "node0002"} for m in encode_classes([again])]
+    lines = [line for i, m in enumerate([*msgs[:-1], *resent, msgs[-1]]) for line in encode_message("node0002", i + 1, m)]
+    result = fan_out(FakeRunner({"node0001": outputs["node0001"], "node0002": lines}), ["node0001", "node0002"],
+                     ["agent"], OutDir(tmp_path), timeout=10)
+    by_rank = {d.rank: d for d in result.dumps}
+    assert sorted(by_rank) == [0, 1, 2, 3] and by_rank[3] == again and by_rank[2].steps == ()
+
+
 def test_class_and_raw_paths_give_the_same_verdict(tmp_path):
     raw = fan_out(FakeRunner(recorded_outputs(5, 4)), [f"node{i:04d}" for i in range(1, 6)], ["agent"],
                   OutDir(tmp_path / "raw-path"), timeout=10)

@@ -160,8 +160,10 @@ def test_agent_keeps_raw_dumps_in_a_shared_directory(two_node_job, tmp_path):
     assert sorted(p.name for p in (tmp_path / "node2" / "raw").iterdir()) == ["rank-0002.txt", "rank-0003.txt"]
     dec = FrameDecoder()
     kinds = [m["type"] for line in res.stdout.splitlines() for _, m in dec.feed(line)]
-    # ranks 2 (all_reduce) and 3 (broadcast) have different stacks: one class each, no raw text sent
-    assert kinds == ["hello", "class", "class", "done"] and dec.other == 0
+    # ranks 2 (all_reduce) and 3 (broadcast) have different stacks: one class each (and again the
+    # ranks the adaptive steps changed), no raw text sent
+    assert kinds[0] == "hello" and kinds[-1] == "done" and dec.other == 0
+    assert kinds[1:3] == ["class", "class"] and set(kinds[3:-1]) <= {"class"}
 
 
 def test_fetch_raw_brings_the_raw_outputs_to_the_coordinator(sshd, two_node_job, tmp_path):

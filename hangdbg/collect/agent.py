@@ -2,9 +2,9 @@
 
 Run on every node by the coordinator (``hangdbg agent``, through one srun, pdsh or ssh). It
 writes only :mod:`frames` lines to its output (the messages: :mod:`hangdbg.transport.wire`): a
-``hello``, then once the node's ranks are read (the adaptive steps included) one ``class``
-message per distinct stack with its ranks (:mod:`hangdbg.transport.classes`: the merge happens
-here, on the node, as STAT's daemons do), and a final ``done`` with the node's status (``ok``,
+``hello``, then once the node's ranks are read one ``class`` message per distinct stack with its
+ranks (:mod:`hangdbg.transport.classes`: the merge happens here, on the node, as STAT's daemons
+do), the ranks the adaptive steps changed again (each replaces its first dump), and a final ``done`` with the node's status (``ok``,
 ``no-ranks`` or ``error``) and its ranks (their process facts are in the classes). Each raw py-spy output (the text exactly as
 ``dump -o`` keeps it, header line included) is written on the node as it arrives
 (``--keep-raw DIR``: ``DIR/<node>/``), and sent as a ``rank`` message only when asked
@@ -117,14 +117,15 @@ def run_agent(
         raw(p, raw_name(p.rank, sample, opts.samples), raw_text(p, sample, res), res.error)
 
     dumps = collect(ranks, opts, on_result)
+    send_classes(host, dumps, send)  # the first round now: a node cut off by --node-timeout still counts
     store: dict[str, bool] = {}
     ops: dict[str, dict] = {}
     if adaptive:
         result = adapt(ranks, dumps, opts, lambda m: send({"type": "log", "text": m}),
                        lambda p, name, text: raw(p, name, text, None))
         store, ops = result.store_keys, {str(r): asdict(op) for r, op in result.ops.items()}
-        dumps = result.dumps
-    send_classes(host, dumps, send)
+        first = {d.rank: d for d in dumps}
+        send_classes(host, [d for d in result.dumps if first.get(d.rank) != d], send)  # what the steps changed
     kept = None if keep_raw is None else {
         "dir": str(keep_raw.path), "saved": saved[0],
         "not_saved": [[str(n.path), n.reason] for n in keep_raw.not_saved]}

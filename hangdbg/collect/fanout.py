@@ -194,7 +194,7 @@ class _Coordinator:
         self.store: dict[str, bool] = {}
         self.ops: dict[int, CurrentOp] = {}
         self.texts: dict[str, dict[str, str]] = {}
-        self.classes: dict[str, list[RankDump]] = {}
+        self.classes: dict[str, dict[int, RankDump]] = {}
         self.rejected: dict[str, str] = {}
         self.merger = ClassMerger()
         self.start = time.monotonic()
@@ -248,7 +248,9 @@ class _Coordinator:
             self.decoder.garbled += 1
             self.problems.setdefault(host, []).append(f"a class message that could not be read: {exc}")
             return
-        self.classes.setdefault(host, []).extend(got)
+        known = self.classes.setdefault(host, {})
+        for d in got:  # a rank sent again (the adaptive steps changed it) replaces its first dump
+            known[d.rank] = d
 
     def node_done(self, host: str, msg: dict) -> None:
         if isinstance(msg.get("store"), dict):
@@ -280,7 +282,7 @@ class _Coordinator:
         texts = [(name, self.texts[h][name]) for h in hosts if h in self.texts and h not in self.classes
                  for name in sorted(self.texts[h])]
         by_rank: dict[int, RankDump] = {}
-        for d in [*(d for h in hosts for d in self.classes.get(h, ())), *load_dump_texts(texts)[0]]:
+        for d in [*(d for h in hosts for d in self.classes.get(h, {}).values()), *load_dump_texts(texts)[0]]:
             first = by_rank.setdefault(d.rank, d)
             if first is not d:
                 LOG.warning("rank %d was reported by %s and by %s; the first is kept", d.rank, first.host, d.host)

@@ -20,7 +20,9 @@ another node is counted in ``foreign`` and dropped.
 * ``hello``: ``host``, ``pid``, ``version`` (hangdbg's), ``schema_version`` (of the documents,
   :data:`hangdbg.model.SCHEMA_VERSION`) and ``wire`` (:data:`WIRE_VERSION`; absent: 1).
 * ``class`` (wire 2): the ranks of the node that share one stack, the stack once
-  (:mod:`hangdbg.transport.classes`); the analysis is made from these.
+  (:mod:`hangdbg.transport.classes`); the analysis is made from these. The agent sends the first
+  round's classes as soon as it has them, then the ranks its adaptive steps changed: a rank
+  sent again replaces its earlier dump.
 * ``rank``: one raw py-spy output as ``dump -o`` keeps it (``name``, ``text``, ``error``): in wire 1
   the only stacks; in wire 2 sent only with ``dump --fetch-raw``, for ``OUT/raw/<host>/``.
 * ``log`` (``text``: a ``-v`` line), ``problem`` (``what``, ``reason``), ``file`` (``hangdbg
