@@ -113,6 +113,7 @@ def test_codec_carries_any_optional_field_generically():
     lambda m: m.update(n=m["n"] + 1),
     lambda m: m["same"].update(rank=1 << 40),
     lambda m: m["same"].update(rank="0"),
+    lambda m: m["same"].update(world_size=True),
     lambda m: m["same"].update({"@tids": [["x", 1]]}),
     lambda m: m["same"].update({"@tids": [[0]]}),
     lambda m: m.update(stack="{not json"),
@@ -215,3 +216,12 @@ def test_real_agent_keeps_raw_on_the_node_and_sends_classes(rank_process, tmp_pa
     msgs = agent("--fetch-raw")
     assert [m["type"] for m in msgs] == ["hello", "rank", "class", "done"] and msgs[-1]["raw"] is None
     assert msgs[1]["text"].startswith("# hangdbg rank=0") and msgs[1]["name"] == "rank-0000.txt"
+
+
+def test_a_value_read_before_is_not_taken_for_an_equal_value_of_another_type():
+    merger = ClassMerger()
+    (msg,) = encode_classes([replace(_rank(0, 100), world_size=1)])
+    assert merger.add(msg)[0].world_size == 1
+    msg["same"]["world_size"] = True  # == 1 in Python, not a number in JSON
+    with pytest.raises(WireError):
+        merger.add(msg)

@@ -121,7 +121,7 @@ def _block(builders: tuple[tuple[Any, ...], ...], offsets: Any, base: int) -> tu
 
 
 _PLAIN_HINTS: dict[Any, frozenset[type]] = {
-    int: frozenset({int}), str: frozenset({str}), float: frozenset({float, int}),
+    int: frozenset({int}), str: frozenset({str}),
     int | None: frozenset({int, type(None)}), str | None: frozenset({str, type(None)}),
 }
 """Field types whose JSON values are the values themselves (an ``each`` column of them is checked
@@ -144,7 +144,7 @@ class ClassMerger:
         self._defaults = field_defaults(RankDump)
         self._index = {name: i for i, name in enumerate(self._defaults)}
         assert self._thread_fields[0] == "thread_id", "Thread's first field is its id (see _block)"
-        self._cache: dict[tuple[str, Any], Any] = {}
+        self._cache: dict[tuple[str, type, Any], Any] = {}
 
     def add(self, msg: dict[str, Any]) -> list[RankDump]:
         """The dumps of one ``class`` message.
@@ -205,7 +205,7 @@ class ClassMerger:
     def _same(self, name: str, value: Any) -> Any:
         """A ``same`` value read (once per distinct value and field: every node sends the job's
         world size, command line and Python version)."""
-        key = (name, tuple(value) if type(value) is list else value)
+        key = (name, type(value), tuple(value) if type(value) is list else value)  # True == 1 == 1.0
         try:
             return self._cache[key]
         except KeyError:
