@@ -2,13 +2,13 @@
 
 Run on every node by the coordinator (``hangdbg agent``, through one srun, pdsh or ssh). It
 writes only :mod:`frames` lines to its output (the messages: :mod:`hangdbg.transport.wire`): a
-``hello``, then once the node's ranks are read one ``class`` message per distinct stack with its
-ranks (:mod:`hangdbg.transport.classes`: the merge happens here, on the node, as STAT's daemons
-do), the ranks the adaptive steps changed again (each replaces its first dump), and a final ``done`` with the node's status (``ok``,
-``no-ranks`` or ``error``) and its ranks (their process facts are in the classes). Each raw py-spy output (the text exactly as
-``dump -o`` keeps it, header line included) is written on the node as it arrives
-(``--keep-raw DIR``: ``DIR/<node>/``), and sent as a ``rank`` message only when asked
-(``--fetch-raw``).
+``hello``; once the node's ranks are read, one ``class`` message per distinct stack with its ranks
+(:mod:`hangdbg.transport.classes`: the merge happens here, on the node, as STAT's daemons do);
+the ranks the adaptive steps changed, again (each replaces its first dump); and a final ``done``
+with the node's status (``ok``, ``no-ranks`` or ``error``) and its ranks (their process facts are
+in the classes). Each raw py-spy output (the text exactly as ``dump -o`` keeps it, header line
+included) is written on the node as it arrives (``--keep-raw DIR``: ``DIR/<node>/``), and sent as
+a ``rank`` message only when asked (``--fetch-raw``).
 """
 
 from __future__ import annotations
