@@ -166,6 +166,30 @@ def test_agent_keeps_raw_dumps_in_a_shared_directory(two_node_job, tmp_path):
     assert kinds[1:3] == ["class", "class"] and set(kinds[3:-1]) <= {"class"}
 
 
+def test_raw_outputs_stay_on_the_nodes_own_disk(sshd, two_node_job, tmp_path):
+    """The default over nodes that do not share the coordinator's disk: each agent runs in its own
+    mount namespace whose OUT/raw is a private tmpfs (copied to node-disk/<host> when it ends), so
+    what it writes there is on "its" disk only. The coordinator's OUT/raw stays empty; the stacks
+    still arrive (as classes) and name the culprit; raw_dir says where each node kept its files."""
+    if subprocess.run(["unshare", "-m", "true"], capture_output=True).returncode != 0:
+        pytest.skip("no mount namespaces here (unshare -m needs CAP_SYS_ADMIN)")
+    out, disks = tmp_path / "out", tmp_path / "node-disk"
+    raw = out.resolve() / "raw"
+    node = tmp_path / "python-on-a-node"
+    node.write_text(f"""#!/bin/sh
+host=$(printf '%s\\n' "$@" | grep -o 'EMULATED_NODE=node[0-9]*' | cut -d= -f2)
+mkdir -p {raw} {disks}/$host
+exec unshare -m sh -c 'mount -t tmpfs none {raw} && "$0" "$@"; rc=$?; cp -r {raw}/. {disks}/'$host'/; exit $rc' \
+    {sys.executable} "$@"
+""")
+    node.chmod(0o755)
+    rc, doc = _dump(sshd, "--hosts", "node[1-2]", "--launcher", "ssh", "--remote-python", node, out=out)
+    assert rc == 3 and [s["ranks"] for s in suspects(doc)] == [[3]], doc["nodes"]
+    assert not list(raw.rglob("*.txt"))  # nothing on the coordinator's disk
+    assert [n["raw_dir"] for n in doc["nodes"]] == [str(raw / "node1"), str(raw / "node2")]
+    assert sorted(p.name for p in (disks / "node2" / "node2").iterdir()) == ["rank-0002.txt", "rank-0003.txt"]
+
+
 def test_fetch_raw_brings_the_raw_outputs_to_the_coordinator(sshd, two_node_job, tmp_path):
     """`--fetch-raw`: the agents send their raw texts too and the coordinator writes OUT/raw/<host>/
     (the agents keep nothing of their own: no raw_dir); the verdict is the default's."""
