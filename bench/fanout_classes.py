@@ -86,6 +86,7 @@ def child(input_path: str, out_dir: str) -> dict:
     from hangdbg.collect.fanout import fan_out
     from hangdbg.outdir import OutDir
     from hangdbg.parallel import gc_paused
+    from hangdbg.rankset import compress
     from hangdbg.stacks.analysis import analyze
     from hangdbg.transport.runners import FakeRunner
 
@@ -109,9 +110,17 @@ def child(input_path: str, out_dir: str) -> dict:
         "rss_after_input_mb": rss_input / 1024,
         "ranks": len(result.dumps), "nodes_ok": sum(n.status == "ok" for n in result.nodes),
         "headline": a.headline,
-        "findings": [[f.kind.value, f.severity.value, list(f.ranks), list(f.hosts), f.summary] for f in a.findings],
+        # ranks and hosts as range text (the waiting finding lists 99,999 ranks)
+        "findings": [[f.kind.value, f.severity.value, compress(f.ranks), compress_hosts(f.hosts), f.summary]
+                     for f in a.findings],
         "suspects": [list(s.ranks) for s in a.suspects],
     }
+
+
+def compress_hosts(hosts: tuple[str, ...]) -> str:
+    """``node0001-node12500``-style text of the bench's host names (``nodeNNNN``)."""
+    from hangdbg.rankset import compress
+    return "node:" + compress(int(h[4:]) for h in hosts) if all(h[4:].isdigit() for h in hosts) else ",".join(hosts)
 
 
 def run_child(input_path: Path, base_dir: str) -> dict:
