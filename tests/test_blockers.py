@@ -14,9 +14,8 @@ from hangdbg.model import RankDump, Thread
 from hangdbg.stacks.analysis import analyze
 from hangdbg.stacks.places import lock_wait
 from hangdbg.waits import LockFact, OpenFile, ProcessRef, ProcFacts, TaskState, WaitKind
-from hangdbg.collect.fanout import proc_facts_of
 from hangdbg.collect.needs import needs
-from hangdbg.collect.proc_facts import facts_from_json, parse_locks
+from hangdbg.collect.proc_facts import parse_locks
 
 LIB = "/usr/lib/python3.11"
 DIST = "/venv/lib/python3.11/site-packages/torch/distributed/distributed_c10d.py"
@@ -199,13 +198,18 @@ def test_proc_locks_lines_parse():
                                  (False, "POSIX", 1, "08:01:7"), (False, "OFDLCK", -1, "00:1a:9")]
 
 
-def test_facts_travel_as_json_and_bad_ones_are_dropped():
+def test_facts_travel_in_the_class_messages():
+    """A node agent's class message carries a rank's /proc facts (the generic codec of transport/classes.py)."""
+    from hangdbg.transport.classes import ClassMerger, encode_classes
+
     facts = ProcFacts((TaskState(1, "D", "x", "write", 1),), (OpenFile(1, "pipe:[2]", True, 3, 4, (ProcessRef(5),)),),
                       (LockFact("/a", "fe:00:1", "FLOCK", True, (ProcessRef(6, "", False),), (ProcessRef(7, "s"),)),),
                       (ProcessRef(8, "sleep 1"),), "")
-    assert facts_from_json(asdict(facts)) == facts
-    assert proc_facts_of({"3": asdict(facts), "x": asdict(facts), "4": {"tasks": [{"bogus": 1}]}, "5": []}) == {3: facts}
-    assert proc_facts_of("garbage") == {}
+    thread = Thread(501, "MainThread", ThreadStatus.IDLE, py(("log", TRAIN, 15)))
+    dump = RankDump(1, pid=501, host="node1", threads=(thread,), samples=((thread,),), proc=facts)
+    merger = ClassMerger()
+    got = [d for msg in encode_classes([dump, RankDump(0, pid=500, host="node1")]) for d in merger.add(msg)]
+    assert {d.rank: d.proc for d in got} == {0: None, 1: facts}
 
 
 def _rank_text(rank: int, frames: list[str]) -> str:
@@ -216,24 +220,28 @@ def _rank_text(rank: int, frames: list[str]) -> str:
 
 
 def test_fanout_carries_the_facts_of_a_node_agent(tmp_path):
-    """The agent's ``done`` message carries ``proc`` (rank -> facts); the coordinator puts them on the dumps."""
-    from hangdbg.collect.agent import proc_message
+    """The agent's class messages carry each rank's ``proc``; the coordinator's dumps have them."""
+    from hangdbg.collect.agent import send_classes
     from hangdbg.collect.fanout import fan_out
     from hangdbg.outdir import OutDir
+    from hangdbg.stacks.saved import load_dump_texts
     from hangdbg.transport.runners import FakeRunner
-    from hangdbg.transport.wire import encode_message
+    from hangdbg.transport.wire import WIRE_VERSION, encode_message
 
     pipe = OpenFile(1, "pipe:[9]", True, 65500, 65536, (ProcessRef(3, "tee log"),))
     facts = ProcFacts(tasks=(TaskState(501, "S", "pipe_write", "write", fd=1),), files=(pipe,))
-    texts = {0: _rank_text(0, [f"all_reduce ({DIST}:2806)", f"step ({TRAIN}:40)"]),
-             1: _rank_text(1, [f"log ({TRAIN}:15)", f"<module> ({TRAIN}:90)"])}
-    messages = [{"type": "hello", "host": "node1", "pid": 1, "version": "t", "schema_version": 4}]
-    messages += [{"type": "rank", "host": "node1", "rank": r, "sample": 1, "name": f"rank-{r:04d}.txt", "text": t,
-                  "error": None} for r, t in texts.items()]
-    dumps = [RankDump(0), RankDump(1, proc=facts)]
-    messages.append({"type": "done", "host": "node1", "status": "ok", "error": None, "proc": proc_message(dumps),
-                     "processes": [{"rank": 0, "pid": 500}, {"rank": 1, "pid": 501}], "seconds": 0.1})
-    lines = [line for i, m in enumerate(messages, 1) for line in encode_message("node1", i, m)]
+    texts = [(f"rank-{r:04d}.txt", t) for r, t in
+             ((0, _rank_text(0, [f"all_reduce ({DIST}:2806)", f"step ({TRAIN}:40)"])),
+              (1, _rank_text(1, [f"log ({TRAIN}:15)", f"<module> ({TRAIN}:90)"])))]
+    dumps = [replace(d, proc=facts) if d.rank == 1 else d for d in load_dump_texts(texts)[0]]
+    lines: list[str] = []
+
+    def send(message: dict) -> None:
+        lines.extend(encode_message("node1", len(lines) + 1, message))
+
+    send({"type": "hello", "host": "node1", "pid": 1, "version": "t", "schema_version": 4, "wire": WIRE_VERSION})
+    send_classes("node1", dumps, send)
+    send({"type": "done", "host": "node1", "status": "ok", "error": None, "ranks": [0, 1], "seconds": 0.1})
     result = fan_out(FakeRunner({"all": lines}), ["node1"], ["agent"], OutDir(tmp_path), timeout=10)
     assert {d.rank: d.proc for d in result.dumps} == {0: None, 1: facts}
     found = [f for f in analyze(result.dumps, whole_job=True).findings if f.is_suspect]

@@ -57,15 +57,16 @@ def _parse(command: str, argv: list[str]):
        samples=st.integers(1, 20), interval=SECONDS, jobs=st.none() | st.integers(1, 64), adapt=st.booleans(),
        out=st.none() | PATHS, node_timeout=st.none() | SECONDS, speedscope=st.none() | PATHS,
        by=st.sampled_from(["class", "rank"]), verbose=st.booleans(), core=st.booleans(), force=st.booleans(),
-       min_window=st.sampled_from([0.0, 2.5, 10.0, 60.0]), observed=st.sampled_from([0.0, 42.0]))
+       min_window=st.sampled_from([0.0, 2.5, 10.0, 60.0]), observed=st.sampled_from([0.0, 42.0]), fetch_raw=st.booleans())
 def test_a_dump_plan_parses_back_from_its_argv(target, native, locals_, nonblocking, timeout, samples, interval, jobs,
                                                adapt, out, node_timeout, speedscope, by, verbose, core, force,
-                                               min_window, observed):
+                                               min_window, observed, fetch_raw):
     try:
         plan = DumpPlan(target=target, native=native, locals=locals_, nonblocking=nonblocking, timeout=timeout,
                         samples=samples, interval=interval, jobs=jobs, adapt=adapt, out=out, node_timeout=node_timeout,
                         speedscope=speedscope, speedscope_by=by, verbose=verbose, core=core and not target.remote,
-                        force=force, min_window=min_window, observed=observed)
+                        force=force, min_window=min_window, observed=observed,
+                        fetch_raw=fetch_raw and target.remote)
     except UsageError:
         return  # --pid with --jobid and the like: not a plan
     assert dump_plan(_parse("dump", plan.to_argv())) == plan
@@ -132,6 +133,12 @@ def test_the_agent_gets_the_dump_options_and_the_target_but_not_the_transport():
     assert "-v" in argv and ["--jobid", "42"] == argv[argv.index("--jobid"):argv.index("--jobid") + 2]
     assert "--match-env=A=b" in argv and "-w" not in argv and not any(a.startswith("--srun-arg") for a in argv)
     assert "--node-name" in DumpPlan(target=TargetSpec(hosts="n1")).agent_argv(with_host=True)
+    # where the nodes keep their raw outputs; --fetch-raw when they are to be sent as well
+    kept = plan.agent_argv(with_host=False, keep_raw=Path("/out/raw"))
+    assert kept[kept.index("--keep-raw") + 1] == "/out/raw" and "--fetch-raw" not in kept
+    assert "--fetch-raw" in DumpPlan(target=TargetSpec(hosts="n1"), fetch_raw=True).agent_argv(with_host=True)
+    with pytest.raises(UsageError, match="--fetch-raw"):
+        DumpPlan(fetch_raw=True)  # this node's ranks: nothing to fetch
 
 
 def test_the_watcher_hands_the_stall_to_the_dump_use_case_directly(tmp_path, monkeypatch):

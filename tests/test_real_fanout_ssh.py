@@ -64,7 +64,9 @@ def test_hosts_names_rank_and_node(sshd, two_node_job, tmp_path, launcher):
     assert [(s["ranks"], s["kind"], s["hosts"]) for s in suspects(doc)] == [([3], "different-collective", ["node2"])]
     assert {r["rank"]: r["host"] for r in doc["stacks"]["ranks"]} == {0: "node1", 1: "node1", 2: "node2", 3: "node2"}
     assert [(n["host"], n["status"], n["ranks"]) for n in doc["nodes"]] == [("node1", "ok", [0, 1]), ("node2", "ok", [2, 3])]
+    # each agent wrote its raw outputs under OUT/raw/<host>/ of its own disk (shared here) and sent classes
     assert sorted(p.name for p in (tmp_path / "raw" / "node2").iterdir()) == ["rank-0002.txt", "rank-0003.txt"]
+    assert [n["raw_dir"] for n in doc["nodes"]] == [str((tmp_path / "raw" / h).resolve()) for h in ("node1", "node2")]
     node = read_json(tmp_path / "nodes" / "node1.json")  # a document of its own, as it arrived
     assert (node["command"], node["node"]["host"], node["node"]["status"], node["found"]) == ("dump", "node1", "ok", False)
 
@@ -158,7 +160,43 @@ def test_agent_keeps_raw_dumps_in_a_shared_directory(two_node_job, tmp_path):
     assert sorted(p.name for p in (tmp_path / "node2" / "raw").iterdir()) == ["rank-0002.txt", "rank-0003.txt"]
     dec = FrameDecoder()
     kinds = [m["type"] for line in res.stdout.splitlines() for _, m in dec.feed(line)]
-    assert kinds == ["hello", "rank", "rank", "done"] and dec.other == 0
+    # ranks 2 (all_reduce) and 3 (broadcast) have different stacks: one class each (and again the
+    # ranks the adaptive steps changed), no raw text sent
+    assert kinds[0] == "hello" and kinds[-1] == "done" and dec.other == 0
+    assert kinds[1:3] == ["class", "class"] and set(kinds[3:-1]) <= {"class"}
+
+
+def test_raw_outputs_stay_on_the_nodes_own_disk(sshd, two_node_job, tmp_path):
+    """The default over nodes that do not share the coordinator's disk: each agent runs in its own
+    mount namespace whose OUT/raw is a private tmpfs (copied to node-disk/<host> when it ends), so
+    what it writes there is on "its" disk only. The coordinator's OUT/raw stays empty; the stacks
+    still arrive (as classes) and name the culprit; raw_dir says where each node kept its files."""
+    if subprocess.run(["unshare", "-m", "true"], capture_output=True).returncode != 0:
+        pytest.skip("no mount namespaces here (unshare -m needs CAP_SYS_ADMIN)")
+    out, disks = tmp_path / "out", tmp_path / "node-disk"
+    raw = out.resolve() / "raw"
+    node = tmp_path / "python-on-a-node"
+    node.write_text(f"""#!/bin/sh
+host=$(printf '%s\\n' "$@" | grep -o 'EMULATED_NODE=node[0-9]*' | cut -d= -f2)
+mkdir -p {raw} {disks}/$host
+exec unshare -m sh -c 'mount -t tmpfs none {raw} && "$0" "$@"; rc=$?; cp -r {raw}/. {disks}/'$host'/; exit $rc' \
+    {sys.executable} "$@"
+""")
+    node.chmod(0o755)
+    rc, doc = _dump(sshd, "--hosts", "node[1-2]", "--launcher", "ssh", "--remote-python", node, out=out)
+    assert rc == 3 and [s["ranks"] for s in suspects(doc)] == [[3]], doc["nodes"]
+    assert not list(raw.rglob("*.txt"))  # nothing on the coordinator's disk
+    assert [n["raw_dir"] for n in doc["nodes"]] == [str(raw / "node1"), str(raw / "node2")]
+    assert sorted(p.name for p in (disks / "node2" / "node2").iterdir()) == ["rank-0002.txt", "rank-0003.txt"]
+
+
+def test_fetch_raw_brings_the_raw_outputs_to_the_coordinator(sshd, two_node_job, tmp_path):
+    """`--fetch-raw`: the agents send their raw texts too and the coordinator writes OUT/raw/<host>/
+    (the agents keep nothing of their own: no raw_dir); the verdict is the default's."""
+    rc, doc = _dump(sshd, "--hosts", "node[1-2]", "--launcher", "ssh", "--fetch-raw", out=tmp_path)
+    assert rc == 3 and [s["ranks"] for s in suspects(doc)] == [[3]]
+    assert [(n["host"], n["raw_dir"]) for n in doc["nodes"]] == [("node1", None), ("node2", None)]
+    assert sorted(p.name for p in (tmp_path / "raw" / "node1").iterdir()) == ["rank-0000.txt", "rank-0001.txt"]
 
 
 @pytest.mark.parametrize("launcher", ["ssh", "pdsh"])

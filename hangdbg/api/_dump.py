@@ -17,7 +17,7 @@ from typing import Sequence
 from ..collect.adaptive import adapt
 from ..collect.fanout import FanoutResult, NodeResult, agent_argv, fan_out, node_file
 from ..collect.gcore import GcoreResult, human_size, plan_cores, write_cores
-from ..collect.local import collect
+from ..collect.local import RAW, collect
 from ..collect.node_status import node_findings
 from ..collect.plan import DumpPlan, SpeedscopeBy
 from ..collect.procs import Denied, RankProcess, denied_note, find_ranks
@@ -120,11 +120,16 @@ def _dump_nodes(plan: DumpPlan, events: Events) -> StacksResult:
     job was not seen whole, so there is no all-clear."""
     targets = resolve(plan.target)
     out = claim_out(plan.out, "dump", plan.to_argv(), plan.force)
-    argv = agent_argv(plan.target.remote_python, plan.agent_argv(with_host=not plan.target.jobid))
-    fan = fan_out_nodes("dump", targets, argv, out, plan.node_budget(), events)
-    failed = node_findings([(n.host, n.status, n.reason) for n in fan.nodes])
-    analysis = analyze_stacks(fan.dumps, whole_job=targets.whole and not failed, store_keys=fan.store_keys, ops=fan.ops,
-                              window=plan.window)
+    # each node keeps its raw outputs under OUT/raw/<host>/ of its own disk (the very files of
+    # --fetch-raw when OUT is on a shared file system) and sends its classes
+    keep = None if plan.fetch_raw else out.path.resolve() / RAW
+    argv = agent_argv(plan.target.remote_python, plan.agent_argv(with_host=not plan.target.jobid, keep_raw=keep))
+    with gc_paused():  # the merge builds 100,000s of acyclic objects (see hangdbg.parallel)
+        fan = fan_out_nodes("dump", targets, argv, out, plan.node_budget(), events)
+        failed = node_findings([(n.host, n.status, n.reason) for n in fan.nodes])
+        analysis = analyze_stacks(fan.dumps, whole_job=targets.whole and not failed, store_keys=fan.store_keys,
+                                  ops=fan.ops,
+                                  window=plan.window)
     for f in failed:
         events.warn(f.summary)
     headline = fanout_headline(analysis.headline, [(n.host, n.status) for n in fan.nodes if n.status.failed])

@@ -10,6 +10,7 @@ import threading
 from pathlib import Path
 
 from ..collect.agent import agent_host, run_agent
+from ..collect.fanout import safe_name
 from ..transport.wire import encode_message
 from ..api._collect import read_core
 from ..collect.gather import GatherOptions, gather
@@ -47,6 +48,8 @@ class AgentCommand(Command):
         p.add_argument("--node-name", help="the name the coordinator knows this node by")
         p.add_argument("--match-env", action="append", default=[], metavar="KEY=VALUE", help="keep only ranks whose environment has KEY=VALUE (repeatable)")
         p.add_argument("-o", "--out", type=Path, metavar="DIR", help="write the raw dumps into DIR/<node>/raw as well (a shared directory)")
+        p.add_argument("--keep-raw", type=Path, metavar="DIR", help="write the raw py-spy outputs into DIR/<node>/ as they arrive (what `dump` passes: OUT/raw)")
+        p.add_argument("--fetch-raw", dest="send_raw", action="store_true", help="also send every raw py-spy output (rank messages), not only the equivalence classes")
         add_collect_arguments(p)
         add_gather_arguments(p)
 
@@ -73,8 +76,9 @@ class AgentCommand(Command):
             return 0
         plan = dump_plan(args)
         out = OutDir(args.out / host) if args.out is not None else None
+        keep = OutDir(args.keep_raw / safe_name(host)) if args.keep_raw is not None else None
         status = run_agent(plan.collect_options(out), send, plan.target.jobid, list(plan.target.pids) or None, host,
-                           list(plan.target.match_env), plan.adapt)
+                           list(plan.target.match_env), plan.adapt, keep, args.send_raw)
         return {"ok": 0, "no-ranks": 3}.get(status, 1)
 
 

@@ -53,7 +53,8 @@ def dump_plan(args: argparse.Namespace) -> DumpPlan:
         core=bool(getattr(args, "core", False)), force=bool(getattr(args, "force", False)), out=args.out,
         node_timeout=getattr(args, "node_timeout", None), speedscope=getattr(args, "speedscope", None),
         speedscope_by=getattr(args, "speedscope_by", "class"), folded=getattr(args, "folded", None),
-        verbose=bool(getattr(args, "verbose", False)), min_window=args.min_window, observed=args.observed)
+        verbose=bool(getattr(args, "verbose", False)), min_window=args.min_window, observed=args.observed,
+        fetch_raw=bool(getattr(args, "fetch_raw", False)))
 
 
 class DumpCommand(Command):
@@ -74,6 +75,9 @@ class DumpCommand(Command):
         g.add_argument("--force", action="store_true", help="with --core: write the cores even when they look too big for the free space; "
                             "reuse an -o DIR that holds another run's output (its hangdbg files are removed first)")
         add_target_arguments(p)
+        p.add_argument("--fetch-raw", action="store_true",
+                       help="with --jobid/--hosts: bring every node's raw py-spy outputs to OUT/raw/<host>/ (by default "
+                            "each node keeps them under the same path on its own disk and sends only its distinct stacks)")
         add_output_arguments(p, "raw/, processes.json, hangdbg.json, core files; default ./hangdbg-dump-DATE", tree=True)
         add_export_arguments(p)
 

@@ -1,9 +1,14 @@
 """The node agent: collect this node's ranks and stream the results as framed messages.
 
 Run on every node by the coordinator (``hangdbg agent``, through one srun, pdsh or ssh). It
-writes only :mod:`frames` lines to its output: a ``hello``, one ``rank`` message per py-spy run
-(the raw text exactly as ``dump -o`` keeps it, header line included) as soon as it arrives, and a
-final ``done`` with the node's status (``ok``, ``no-ranks`` or ``error``) and its process list.
+writes only :mod:`frames` lines to its output (the messages: :mod:`hangdbg.transport.wire`): a
+``hello``; once the node's ranks are read, one ``class`` message per distinct stack with its ranks
+(:mod:`hangdbg.transport.classes`: the merge happens here, on the node, as STAT's daemons do);
+the ranks the adaptive steps changed, again (each replaces its first dump); and a final ``done``
+with the node's status (``ok``, ``no-ranks`` or ``error``) and its ranks (their process facts are
+in the classes). Each raw py-spy output (the text exactly as ``dump -o`` keeps it, header line
+included) is written on the node as it arrives (``--keep-raw DIR``: ``DIR/<node>/``), and sent as
+a ``rank`` message only when asked (``--fetch-raw``).
 """
 
 from __future__ import annotations
@@ -18,6 +23,9 @@ from ..errors import HangdbgError, NoRanksFound, RanksUnreadable, UsageError
 from ..launch_env import host_from_environ
 from ..model import SCHEMA_VERSION, RankDump
 from ..enums import NodeStatus
+from ..outdir import OutDir
+from ..transport.classes import encode_classes
+from ..transport.wire import WIRE_VERSION
 from .adaptive import adapt
 from .local import CollectOptions, collect, process_start, raw_name, raw_text
 from .procs import EnvFilter, RankProcess, find_ranks, slurm_job_filter
@@ -45,13 +53,6 @@ def env_filter(pairs: list[str]) -> EnvFilter:
     return lambda env: all(env.get(k) == v for k, v in want)
 
 
-def proc_message(dumps: list[RankDump]) -> dict[str, dict[str, Any]]:
-    """The ``proc`` field of the ``done`` message: rank -> ``asdict`` of its /proc facts
-    (:class:`hangdbg.waits.ProcFacts`, read for blocked ranks only); read back by
-    :func:`hangdbg.collect.proc_facts.facts_from_json`."""
-    return {str(d.rank): asdict(d.proc) for d in dumps if d.proc is not None}
-
-
 def run_agent(
     opts: CollectOptions,
     send: Callable[[dict[str, Any]], None],
@@ -60,6 +61,8 @@ def run_agent(
     node_name: str | None = None,
     match_env: list[str] | None = None,
     adaptive: bool = True,
+    keep_raw: OutDir | None = None,
+    fetch_raw: bool = False,
 ) -> NodeStatus:
     """Collect this node's ranks and ``send`` every message; returns the node status (``ok``,
     ``no-ranks``: no rank found, ``error``: another failure, such as ranks not readable).
@@ -74,11 +77,15 @@ def run_agent(
         adaptive: run the adaptive steps of ``dump`` on this node's ranks
             (:func:`hangdbg.collect.adaptive.adapt`); their raw outputs go out as ``rank``
             messages, the store's answer and the op records in ``done`` (``store``: key ->
-            present; ``ops``: rank -> op; ``proc``: rank -> the /proc facts of a blocked rank).
+            present; ``ops``: rank -> op).
+        keep_raw: write every raw py-spy output into this directory as it arrives (the node's
+            own disk, or a shared one); ``done`` says where and what could not be written.
+        fetch_raw: also send every raw output as a ``rank`` message (``dump --fetch-raw``).
     """
     host = agent_host(node_name)
     start = time.monotonic()
-    send({"type": "hello", "host": host, "pid": os.getpid(), "version": __version__, "schema_version": SCHEMA_VERSION})
+    send({"type": "hello", "host": host, "pid": os.getpid(), "version": __version__, "schema_version": SCHEMA_VERSION,
+          "wire": WIRE_VERSION})
     filters: list[EnvFilter] = []
     if jobid is not None:
         filters.append(slurm_job_filter(jobid, agent_host(), os.environ.get("SLURM_STEP_ID"),
@@ -92,27 +99,44 @@ def run_agent(
     except HangdbgError as exc:
         found_none = isinstance(exc, NoRanksFound) and not isinstance(exc, RanksUnreadable)
         status = NodeStatus.NO_RANKS if found_none else NodeStatus.ERROR
-        send({"type": "done", "host": host, "status": status.value, "error": str(exc), "processes": [],
+        send({"type": "done", "host": host, "status": status.value, "error": str(exc), "ranks": [],
               "seconds": time.monotonic() - start})
         return status
 
     started = {p.pid: process_start(p.pid) for p in ranks}  # the headers' started=, with unix= (the window)
 
+    saved = [0]
+
+    def raw(p: RankProcess, name: str, text: str, error: str | None) -> None:
+        if keep_raw is not None:
+            before = len(keep_raw.not_saved)
+            keep_raw.save_text(name, text)
+            saved[0] += len(keep_raw.not_saved) == before
+        if fetch_raw:
+            send({"type": "rank", "host": host, "rank": p.rank, "name": name, "text": text, "error": error})
+
     def on_result(p: RankProcess, sample: int, res) -> None:
-        send({"type": "rank", "host": host, "rank": p.rank, "sample": sample,
-              "name": raw_name(p.rank, sample, opts.samples),
-              "text": raw_text(p, sample, res, "", time.time(), started[p.pid]), "error": res.error})
+        raw(p, raw_name(p.rank, sample, opts.samples), raw_text(p, sample, res, "", time.time(), started[p.pid]), res.error)
 
     dumps = collect(ranks, opts, on_result)
+    send_classes(host, dumps, send)  # the first round now: a node cut off by --node-timeout still counts
     store: dict[str, bool] = {}
     ops: dict[str, dict] = {}
     if adaptive:
-        def on_raw(p: RankProcess, name: str, text: str) -> None:
-            send({"type": "rank", "host": host, "rank": p.rank, "name": name, "text": text, "error": None})
-
-        result = adapt(ranks, dumps, opts, lambda m: send({"type": "log", "text": m}), on_raw)
+        result = adapt(ranks, dumps, opts, lambda m: send({"type": "log", "text": m}),
+                       lambda p, name, text: raw(p, name, text, None))
         store, ops = result.store_keys, {str(r): asdict(op) for r, op in result.ops.items()}
-        dumps = result.dumps
+        first = {d.rank: d for d in dumps}
+        send_classes(host, [d for d in result.dumps if first.get(d.rank) != d], send)  # what the steps changed
+    kept = None if keep_raw is None else {
+        "dir": str(keep_raw.path), "saved": saved[0],
+        "not_saved": [[str(n.path), n.reason] for n in keep_raw.not_saved]}
     send({"type": "done", "host": host, "status": NodeStatus.OK.value, "error": None, "store": store, "ops": ops,
-          "proc": proc_message(dumps), "processes": [asdict(r) for r in ranks], "seconds": time.monotonic() - start})
+          "ranks": sorted(r.rank for r in ranks), "seconds": time.monotonic() - start, "raw": kept})
     return NodeStatus.OK
+
+
+def send_classes(host: str, dumps: list[RankDump], send: Callable[[dict[str, Any]], None]) -> None:
+    """Send ``dumps`` as ``class`` messages (one per distinct stack, :mod:`hangdbg.transport.classes`)."""
+    for msg in encode_classes(dumps):
+        send({**msg, "host": host})

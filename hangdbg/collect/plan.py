@@ -58,6 +58,9 @@ class DumpPlan:
             window (two extra samples half a second apart decide, the rule before issue 28).
         observed: seconds the job was already seen without progress before this dump (``watch``'s
             stall), counted into the window.
+        fetch_raw: with ``--jobid/--hosts``: the nodes send their raw py-spy outputs too, written
+            to ``OUT/raw/<host>/`` here (by default each node keeps them under the same path on
+            its own disk and sends only the equivalence classes).
     """
 
     target: TargetSpec = field(default_factory=TargetSpec)
@@ -80,12 +83,15 @@ class DumpPlan:
     verbose: bool = False
     min_window: float = DEFAULT_MIN_WINDOW
     observed: float = 0.0
+    fetch_raw: bool = False
 
     def __post_init__(self) -> None:
         if self.target.remote and self.target.pids:
             raise UsageError("--pid is for this node; with --jobid/--hosts the agent finds the ranks")
         if self.target.remote and self.core:
             raise UsageError("--core writes cores of this node's ranks; run `hangdbg dump --core` on the node")
+        if self.fetch_raw and not self.target.remote:
+            raise UsageError("--fetch-raw is for --jobid/--hosts/--hostfile (the raw outputs of other nodes)")
         if self.samples < 1 or self.timeout <= 0 or self.interval <= 0 or (self.jobs is not None and self.jobs < 1):
             raise UsageError("--samples and --jobs take integers >= 1, --timeout and --interval seconds > 0")
         if not (0 <= self.min_window < float("inf")) or not (0 <= self.observed < float("inf")):
@@ -124,11 +130,16 @@ class DumpPlan:
         w = self.window
         return 6 * self.timeout + self.samples * self.interval + ((w.limit or 0.0) if w is not None else 0.0) + 30
 
-    def agent_argv(self, with_host: bool) -> list[str]:
+    def agent_argv(self, with_host: bool, keep_raw: Path | None = None) -> list[str]:
         """The options of ``hangdbg agent`` on every node (py-spy flags, timeouts, samples, the
         SLURM job, ``--match-env``; ``--node-name {host}`` when the transport does not tell the
-        node its name)."""
+        node its name; ``--keep-raw DIR``: where each node keeps its raw outputs, in
+        ``DIR/<node>/``; ``--fetch-raw`` when the plan says so)."""
         out = self._pyspy_argv()
+        if keep_raw is not None:
+            out += ["--keep-raw", str(keep_raw)]
+        if self.fetch_raw:
+            out.append("--fetch-raw")
         if self.verbose:
             out.append("-v")  # the agents send their external commands back as log frames
         out += self.target.to_argv(agent=True)
@@ -162,4 +173,5 @@ class DumpPlan:
         argv += ["--speedscope-by", self.speedscope_by] if self.speedscope_by != "class" else []
         argv += ["--folded", str(self.folded)] if self.folded is not None else []
         argv += ["-v"] if self.verbose else []
+        argv += ["--fetch-raw"] if self.fetch_raw else []
         return argv

@@ -32,7 +32,7 @@ import psutil
 
 from ..waits import LockFact, OpenFile, ProcessRef, ProcFacts, TaskState
 
-__all__ = ["proc_facts", "SYSCALLS", "parse_locks", "facts_from_json"]
+__all__ = ["proc_facts", "SYSCALLS", "parse_locks"]
 
 _X86_64 = {0: "read", 1: "write", 7: "poll", 17: "pread64", 18: "pwrite64", 19: "readv", 20: "writev", 23: "select",
            35: "nanosleep", 42: "connect", 43: "accept", 44: "sendto", 45: "recvfrom", 46: "sendmsg", 47: "recvmsg",
@@ -243,22 +243,3 @@ def proc_facts(pid: int, lock_paths: tuple[str, ...] = (), machine: str | None =
         children = ()
     error = "" if tasks and (fds or not Path(f"/proc/{pid}").exists()) else f"/proc/{pid}: not readable"
     return ProcFacts(tasks, files, locks, children, error)
-
-
-def facts_from_json(doc: object) -> ProcFacts | None:
-    """The :class:`ProcFacts` of ``dataclasses.asdict(facts)`` sent as JSON (a node agent's ``done`` message), or
-    None when ``doc`` is not one (a malformed or foreign message is dropped, never raised)."""
-    if not isinstance(doc, dict):
-        return None
-    try:
-        def refs(xs: object) -> tuple[ProcessRef, ...]:
-            return tuple(ProcessRef(**x) for x in xs or ())  # type: ignore[attr-defined]
-
-        return ProcFacts(
-            tuple(TaskState(**t) for t in doc.get("tasks") or ()),
-            tuple(OpenFile(**{**f, "readers": refs(f.get("readers"))}) for f in doc.get("files") or ()),
-            tuple(LockFact(**{**x, "holders": refs(x.get("holders")), "openers": refs(x.get("openers"))})
-                  for x in doc.get("locks") or ()),
-            refs(doc.get("children")), str(doc.get("error") or ""))
-    except (TypeError, AttributeError, ValueError):
-        return None

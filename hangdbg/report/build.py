@@ -197,7 +197,7 @@ def process_list(command: str, processes: Sequence[RankProcess]) -> ProcessList:
 
 def node_entry(n: NodeResult) -> NodeEntry:
     """A node's result as it appears in the documents."""
-    return NodeEntry(n.host, n.status, n.reason, tuple(n.ranks), tuple(n.files), n.seconds)
+    return NodeEntry(n.host, n.status, n.reason, tuple(n.ranks), tuple(n.files), n.seconds, n.raw_dir)
 
 
 def node_document(command: str, node: NodeEntry) -> NodeDocument:

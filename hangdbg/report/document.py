@@ -173,7 +173,8 @@ class NodeEntry:
     ``nothing`` (``collect``: no file asked for is there), ``error``, ``unreachable``, ``no-hangdbg``,
     ``timeout``, ``no-answer`` (``failed``: a node of ``check`` whose rank failed, never here);
     ``reason`` says why; ``ranks`` the ranks dumped, ``files`` the files sent (``collect``);
-    ``seconds`` how long it took.
+    ``seconds`` how long it took; ``raw_dir`` where the node kept its raw py-spy outputs on its
+    own disk (``dump`` without ``--fetch-raw``; None when it kept none).
     """
 
     host: str
@@ -182,6 +183,7 @@ class NodeEntry:
     ranks: tuple[int, ...]
     files: tuple[str, ...]
     seconds: float | None
+    raw_dir: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

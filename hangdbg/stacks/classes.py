@@ -58,10 +58,21 @@ class _Cache:
     """Facts per distinct frame tuple, keyed by the frames' identities (see module docstring)."""
 
     def __init__(self) -> None:
+        self.by_tuple: dict[tuple, tuple[tuple[Frame, ...], _Facts]] = {}
         self.by_ids: dict[tuple, _Facts] = {}
         self.by_value: dict[tuple, _Facts] = {}
 
     def lookup(self, thread: Thread) -> _Facts:
+        # one frames tuple shared by many ranks (the fan-out's classes, the parsers' canonical
+        # tuples): one lookup by the tuple's identity (the tuple is kept, so its id stays its own)
+        hit = self.by_tuple.get((thread.status, id(thread.frames)))
+        if hit is not None:
+            return hit[1]
+        facts = self._lookup(thread)
+        self.by_tuple[(thread.status, id(thread.frames))] = (thread.frames, facts)
+        return facts
+
+    def _lookup(self, thread: Thread) -> _Facts:
         ids = (thread.status, *map(id, thread.frames))
         hit = self.by_ids.get(ids)
         if hit is None:  # frames not interned: fall back to their values
@@ -75,12 +86,19 @@ class _Cache:
 def classify_ranks(dumps: list[RankDump] | tuple[RankDump, ...]) -> list[RankView]:
     """Choose each readable rank's thread (see :func:`places.primary_thread`) and place it."""
     cache = _Cache()
+    primary: dict[tuple, int] = {}  # the choice depends only on the threads' facts and names
     views = []
     for d in dumps:
         if not d.threads:
             continue
         looked = [cache.lookup(t) for t in d.threads]
-        i = 0 if len(looked) == 1 else primary_thread(d.threads, [f.place for f in looked])
+        if len(looked) == 1:
+            i = 0
+        else:
+            key = (*map(id, looked), *(t.name for t in d.threads))
+            i = primary.get(key, -1)
+            if i < 0:
+                i = primary[key] = primary_thread(d.threads, [f.place for f in looked])
         facts, t = looked[i], d.threads[i]
         place = facts.place
         if place.thread != t.name:

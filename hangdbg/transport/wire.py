@@ -14,6 +14,25 @@ Anything on a node's output can look like a frame (a login banner, a user progra
 so the decoder given the run's ``hosts`` takes only frames of those hosts, and of the host whose
 stream the line came from when the transport says (ssh, pdsh): a frame claiming host ``..`` or
 another node is counted in ``foreign`` and dropped.
+
+**Messages** (JSON objects with a ``type``), in the order an agent sends them:
+
+* ``hello``: ``host``, ``pid``, ``version`` (hangdbg's), ``schema_version`` (of the documents,
+  :data:`hangdbg.model.SCHEMA_VERSION`) and ``wire`` (:data:`WIRE_VERSION`; absent: 1).
+* ``class`` (wire 2): the ranks of the node that share one stack, the stack once
+  (:mod:`hangdbg.transport.classes`); the analysis is made from these. The agent sends the first
+  round's classes as soon as it has them, then the ranks its adaptive steps changed: a rank
+  sent again replaces its earlier dump.
+* ``rank``: one raw py-spy output as ``dump -o`` keeps it (``name``, ``text``, ``error``): in wire 1
+  the only stacks; in wire 2 sent only with ``dump --fetch-raw``, for ``OUT/raw/<host>/``.
+* ``log`` (``text``: a ``-v`` line), ``problem`` (``what``, ``reason``), ``file`` (``hangdbg
+  collect``: ``name``, ``offset``, ``data``, ``last``).
+* ``done``: ``status``, ``error``, ``seconds``, ``store``, ``ops``, and the node's ranks: in wire 1
+  ``processes`` (each rank's process facts), in wire 2 ``ranks`` (numbers: the facts are in the
+  classes) and ``raw`` (``dir``: where the node kept its raw outputs, ``saved``, ``not_saved``).
+
+The coordinator reads wire 1 and 2 (:data:`WIRE_READ`); a node whose agent says another ``wire``
+fails with a reason that names both hangdbg versions.
 """
 
 from __future__ import annotations
@@ -27,7 +46,13 @@ from typing import Any, Iterator
 
 from ..text.jsondoc import load_json
 
-__all__ = ["MARKER", "MAX_MESSAGE", "TooLarge", "encode_message", "FrameDecoder", "inflate"]
+__all__ = ["WIRE_VERSION", "WIRE_READ", "MARKER", "MAX_MESSAGE", "TooLarge", "encode_message", "FrameDecoder", "inflate"]
+
+WIRE_VERSION = 2
+"""The version of the messages an agent of this hangdbg sends (in its ``hello``): 2 added the
+``class`` messages, sent instead of the raw ``rank`` texts."""
+WIRE_READ = frozenset({1, 2})
+"""The wire versions this coordinator reads (1: ``rank`` texts only, hangdbg before 2)."""
 
 MARKER = "HANGDBG1"
 _CHUNK = 4000
@@ -111,13 +136,15 @@ class FrameDecoder:
         if not 1 <= part <= parts:
             self.garbled += 1
             return []
-        got = self._parts.setdefault((host, msgid), {})
-        got[part] = data
-        if len(got) < parts:
-            return []
-        del self._parts[(host, msgid)]
+        got: dict[int, str] = {1: data}
+        if parts > 1:  # most messages (a class of ranks, a node's status) are one line: no reassembly
+            got = self._parts.setdefault((host, msgid), {})
+            got[part] = data
+            if len(got) < parts:
+                return []
+            del self._parts[(host, msgid)]
         try:
-            blob = "".join(got[i] for i in range(1, parts + 1))
+            blob = data if parts == 1 else "".join(got[i] for i in range(1, parts + 1))
             message = load_json(inflate(base64.b64decode(blob, validate=True)))
         except TooLarge as exc:
             self.garbled += 1

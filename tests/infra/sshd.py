@@ -40,7 +40,8 @@ How other programs use this config (ssh has no environment variable for ``-F``):
 
 Remote environment: sshd runs the command as ``$SHELL -c '<cmd>'`` for the login user in a fresh
 environment (PATH is sshd's compiled-in default, not the test's venv/pyenv; nothing is forwarded:
-the sshd accepts no ``AcceptEnv`` variables). Callers must therefore use ABSOLUTE paths for remote
+the sshd accepts no ``AcceptEnv`` variables; it sets only ``PYTHONPATH`` to this checkout, so that
+a remote hangdbg is the one under test). Callers must therefore use ABSOLUTE paths for remote
 programs, e.g. ``sys.executable``. (On Debian, bash additionally sources ``~/.bashrc`` for commands
 run by sshd, so the remote PATH depends on the login user's ``.bashrc``: do not rely on it.)
 
@@ -342,6 +343,10 @@ class LocalSshd:
             "MaxStartups 100",  # pdsh fans out up to 32 connections at once
             "LoginGraceTime 30",
             "LogLevel INFO",
+            # the remote `python -m hangdbg agent` imports the checkout under test (a git
+            # worktree's), not whatever hangdbg the venv has installed: the agent and the
+            # coordinator are the same version, as on a real cluster with a shared venv
+            f"SetEnv PYTHONPATH={Path(__file__).resolve().parents[2]}",
             # No AcceptEnv (nothing is forwarded) and no Subsystem (no sftp).
             "",
         ])
