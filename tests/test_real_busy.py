@@ -48,24 +48,31 @@ def test_without_a_window_two_samples_decide(hung_job, tmp_path):
     assert len(list((tmp_path / "raw").glob("rank-0001.sample-*.txt"))) == 3
 
 
-def test_the_node_agent_sends_the_sample_times_the_coordinator_needs(hung_job):
-    """The fan-out's coordinator rebuilds each rank's sample times from the raw headers the agent sends
-    (``unix=``, ``started=``): every sample of every rank, the first round's included."""
+def test_the_node_agent_sends_the_sample_times_the_coordinator_needs(hung_job, tmp_path):
+    """The fan-out's coordinator gets each rank's sample times and process start in the agent's class
+    messages (every sample of every rank, the first round's included), and the raw headers the agent
+    keeps on its node carry them too (``unix=``, ``started=``)."""
     import subprocess
     import sys
 
-    from hangdbg.stacks.saved import load_dump_texts
+    from hangdbg.stacks.saved import load_dumps
+    from hangdbg.transport.classes import ClassMerger
     from hangdbg.transport.wire import FrameDecoder
 
-    res = subprocess.run([sys.executable, "-m", "hangdbg", "agent", "--pid", str(hung_job.pid), "--node-name", "n1"],
-                         capture_output=True, text=True, timeout=180)
+    res = subprocess.run([sys.executable, "-m", "hangdbg", "agent", "--pid", str(hung_job.pid), "--node-name", "n1",
+                          "--keep-raw", str(tmp_path)], capture_output=True, text=True, timeout=180)
     assert res.returncode == 0, res.stderr
-    dec = FrameDecoder()
-    texts = [(m["name"], m["text"]) for line in res.stdout.splitlines() for _, m in dec.feed(line) if m["type"] == "rank"]
-    dumps, _ = load_dump_texts(texts)
-    assert sorted(d.rank for d in dumps) == [0, 1, 2, 3]
-    for d in dumps:
-        assert len(d.sample_times) == len(d.samples) >= 1 and d.started is not None, d.rank
-        assert list(d.sample_times) == sorted(d.sample_times)
-    busy = next(d for d in dumps if d.rank == 1)
-    assert busy.sample_times[-1] - busy.sample_times[0] >= 10.0  # the agent watched it for the window
+    dec, merger = FrameDecoder(), ClassMerger()
+    latest = {}
+    for line in res.stdout.splitlines():
+        for _, m in dec.feed(line):
+            if m["type"] == "class":
+                latest.update({d.rank: d for d in merger.add(m)})  # a rank sent again replaces its first dump
+    kept, _ = load_dumps([tmp_path / "n1"])
+    for dumps in (list(latest.values()), kept):
+        assert sorted(d.rank for d in dumps) == [0, 1, 2, 3]
+        for d in dumps:
+            assert len(d.sample_times) == len(d.samples) >= 1 and d.started is not None, d.rank
+            assert list(d.sample_times) == sorted(d.sample_times)
+        busy = next(d for d in dumps if d.rank == 1)
+        assert busy.sample_times[-1] - busy.sample_times[0] >= 10.0  # the agent watched it for the window

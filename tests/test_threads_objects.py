@@ -183,3 +183,29 @@ def test_pickle_frames_outside_an_object_collective_change_nothing():
     assert p.phase is None and p.kind is PlaceKind.OUTSIDE
     t = Thread(1, "MainThread", IDLE, coll("all_reduce", 0, 120))
     assert place_of(t).phase is None
+
+
+def _timed(dumps: list[RankDump], seconds: float) -> list[RankDump]:
+    """``dumps`` with their samples spread evenly over ``seconds`` (Unix times)."""
+    from dataclasses import replace
+
+    out = []
+    for d in dumps:
+        n = len(d.samples)
+        out.append(replace(d, sample_times=tuple(1000.0 + seconds * k / max(1, n - 1) for k in range(n))))
+    return out
+
+
+def test_a_gil_holder_is_named_only_once_the_samples_span_the_window():
+    """Progress before blame: a thread may hold the GIL for seconds in a healthy job (a checkpoint pickled)."""
+    from hangdbg.stacks.window import OBSERVING, Window, wants_samples
+
+    short = analyze(_timed(job({1: [GIL, GIL, GIL]}), 1.5), window=Window(min_seconds=10.0))
+    assert not short.suspects
+    (u,) = [f for f in short.findings if f.kind is Kind.UNDECIDED]
+    assert u.ranks == (1,) and u.summary.startswith(OBSERVING) and "1.5 s of the 10.0 s window" in u.summary
+    assert wants_samples(short.findings)  # dump samples on
+    long = analyze(_timed(job({1: [GIL, GIL, GIL]}), 12.0), window=Window(min_seconds=10.0))
+    assert suspects(long) == {(1,): Kind.GIL_HOLDER}
+    assert suspects(analyze(_timed(job({1: [GIL, GIL, GIL]}), 1.5), window=Window(min_seconds=0.0))) == {
+        (1,): Kind.GIL_HOLDER}  # --min-window 0: the samples decide, as before

@@ -24,7 +24,7 @@ from .headline import stacks_headline
 from .places import place_of
 from .suspects import who_text, expected_ranks, find_suspects, not_dumped, only_one, place_buckets, progressing_ranks
 from .waiting import waiting_findings, waiting_groups
-from .threads_gil import gil_findings, gil_waiters, merge_held
+from .threads_gil import gil_findings, gil_waiters, merge_held, within_window
 from .tree import build_tree
 from .op_record import CurrentOp
 from .wait_state import wait_of, with_record
@@ -94,7 +94,8 @@ def analyze(dumps: list[RankDump] | tuple[RankDump, ...], whole_job: bool = Fals
                                                      unknown, size_unknown,
                                                      frozenset(r for r in gone if seen[r].samples), timing)
     if not all_progress and not missing and not graph.roots:  # every rank waits: do other threads tell?
-        suspects = merge_held(gil_findings(dumps, {v.rank: v.thread for v in views}, waits, progressing), suspects)
+        held = within_window(gil_findings(dumps, {v.rank: v.thread for v in views}, waits, progressing), timing)
+        suspects = merge_held(held, suspects)
     findings = suspects + waiting_findings(graph, suspects, waiting)
     findings += gil_waiters(waits, findings)
     if not findings and not all_progress and size_unknown:

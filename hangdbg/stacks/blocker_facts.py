@@ -91,9 +91,9 @@ def _lock(lock: LockFact, how: str) -> tuple[str, str]:
 
 
 def _socket(f: OpenFile) -> tuple[str, str]:
-    peer = f"from {f.remote}" if f.remote else "(not connected)"
+    peer = f" from {f.remote}" if f.remote else ""  # a Unix socket or a socketpair has no address
     state = f", {f.status}" if f.status else ""
-    return f"blocked reading a socket {peer} (local {f.local or '?'}{state})", ""
+    return f"blocked reading a socket{peer} ({f'local {f.local}' if f.local else f.target}{state})", ""
 
 
 def _by_syscall(w: RankWait, task: TaskState, facts: ProcFacts, pid: int | None) -> RankWait | None:

@@ -284,15 +284,14 @@ def _outside(w: RankWait, view: RankView | None, state: str, chain: str, seen: s
     if w.kind is WaitKind.GPU:
         return (f"{w.describe()}{_code(w.site)}{state}, in no collective{seen}: {GPU_CAUSE}; {chain}",
                 Kind.OUTSIDE_COLLECTIVE, GPU_ACTION)
+    pickling = view is not None and view.place.phase == ObjectPhase.PICKLE  # in an object collective, before its exchange
+    lead = f"still pickling its object for {view.place.collective}, " if pickling and view is not None else ""
+    where = ": it never reached the collective's exchange" if pickling else f", in no collective{seen}"
     if w.blocker:  # the source line right after the site, then what it waits on
         said = f"{replace(w, waiting_on='').describe()}{_code(w.site)}{', ' + w.waiting_on if w.waiting_on else ''}"
-        return f"{said}{state}, in no collective; {chain}", Kind.OUTSIDE_COLLECTIVE, action_of(w.blocker)
+        return f"{lead}{said}{state}{where}; {chain}", Kind.OUTSIDE_COLLECTIVE, action_of(w.blocker)
     code = _code(view.place.call_site) if view is not None else ""
-    if view is not None and view.place.phase == ObjectPhase.PICKLE:  # inside an object collective, before its exchange
-        return (f"still pickling its object for {view.place.collective}, {w.describe()}{code}{state}: it never reached "
-                f"the collective's exchange; {chain}", Kind.OUTSIDE_COLLECTIVE, "")
-    return f"{w.describe()}{code}{state}, in no collective{seen}; {chain}", Kind.OUTSIDE_COLLECTIVE, ""
-
+    return f"{lead}{w.describe()}{code}{state}{where}; {chain}", Kind.OUTSIDE_COLLECTIVE, ""
 
 GPU_CAUSE = "its GPU has not finished earlier work (a kernel still running, or queued behind one)"
 """Why a rank that waits on its GPU (:attr:`~hangdbg.waits.WaitKind.GPU`) does not reach the collective: a CUDA

@@ -23,6 +23,10 @@ A rank is named when, on the evidence of at least :data:`MIN_SAMPLES` samples:
 
 With one sample the rank is ``undecided`` (a logging thread may hold the GIL for a moment): the
 finding says so, and :func:`resample_ranks` tells ``dump``'s adaptive step to sample it again.
+Progress before blame holds here too (:func:`within_window`, :mod:`hangdbg.stacks.window`): a thread
+that pickles a checkpoint or builds a large batch holds the GIL for seconds in a healthy job, so a
+live dump names the rank only once its samples span the observation window; until then the rank is
+``undecided: still observing`` and ``dump`` keeps sampling.
 """
 
 from __future__ import annotations
@@ -37,8 +41,9 @@ from ..model import Finding, Kind, RankDump, Severity, Thread
 from ..rankset import ranks_text
 from ..waits import RankWait, WaitKind
 from .places import read_source
+from .window import OBSERVING, Timing
 
-__all__ = ["BusyThread", "busy_thread", "thread_key", "gil_findings", "merge_held", "gil_waiters", "resample_ranks", "MIN_SAMPLES", "RESAMPLE_ACTION"]
+__all__ = ["BusyThread", "busy_thread", "thread_key", "gil_findings", "merge_held", "gil_waiters", "resample_ranks", "within_window", "MIN_SAMPLES", "RESAMPLE_ACTION"]
 
 MIN_SAMPLES = 2
 """Samples in which a thread must be busy in every one before its rank is named."""
@@ -172,9 +177,13 @@ def merge_held(held: list[Finding], findings: list[Finding]) -> list[Finding]:
     first when the other rules named no rank or only these (a rank whose main thread cannot return
     from a collective is also *behind* the others, or in the previous collective: said after its
     reason); the other rules' suspects alone when they name other ranks. An ``undecided`` warning of
-    ``held`` is kept only when no rule named a rank."""
+    ``held`` is kept only when no rule named a rank, or (still observing: :func:`within_window`) when
+    the other rules named only its ranks."""
     named = {r for f in findings if f.is_suspect for r in f.ranks}
     culprits = {r for f in held if f.kind is Kind.GIL_HOLDER for r in f.ranks}
+    observing = {r for f in held if f.kind is Kind.UNDECIDED and f.summary.startswith(OBSERVING) for r in f.ranks}
+    if named and named <= observing:  # the window first: the other rule's reason follows once it is covered
+        return held + [f for f in findings if not f.is_suspect]
     if not culprits:
         return findings if named else held + findings
     if not named <= culprits:
@@ -242,3 +251,25 @@ def _waiters(waits: Mapping[int, RankWait], ranks: set[int], culprits: tuple[int
 def resample_ranks(findings: Iterable[Finding]) -> set[int]:
     """The ranks of the ``undecided`` findings of threads seen busy in one sample: ``dump`` samples them again."""
     return {r for f in findings if f.kind is Kind.UNDECIDED and f.action == RESAMPLE_ACTION for r in f.ranks}
+
+
+def within_window(held: list[Finding], timing: Timing | None) -> list[Finding]:
+    """``held`` (:func:`gil_findings`) with each ``gil-holder`` suspect whose samples span less than the
+    observation window (:attr:`hangdbg.stacks.window.Timing.required` seconds) made an ``undecided``
+    warning that starts with :data:`~hangdbg.stacks.window.OBSERVING` (``dump`` samples on while one
+    stands). Unchanged without a window (saved files, ``--min-window 0``: the two samples decide)."""
+    if timing is None or timing.window is None or not timing.window.min_seconds and timing.estimate is None:
+        return held
+    need = timing.required
+    out = []
+    for f in held:
+        span = timing.span(f.ranks[0]) if f.kind is Kind.GIL_HOLDER else None
+        if f.kind is not Kind.GIL_HOLDER or span is not None and span >= need:
+            out.append(f)
+            continue
+        watched = f"{span:.1f} s" if span is not None else "an unknown time"
+        out.append(Finding(Kind.UNDECIDED, f"{OBSERVING} {ranks_text(f.ranks)}: {f.summary}; watched for {watched} of "
+                           f"the {need:.1f} s window: a thread that holds the GIL for a while (a checkpoint pickled, a "
+                           "batch built) or for ever?", f.ranks, severity=Severity.WARNING,
+                           action=f"watch longer: hangdbg dump --min-window {max(1, int(need + 0.999))}"))
+    return out

@@ -270,6 +270,15 @@ class Timing:
             return False
         return s.seconds is not None and s.seconds >= self.required
 
+    def span(self, rank: int) -> float | None:
+        """Seconds from ``rank``'s first sample to its last (plus the window's ``observed``), None when
+        its samples carry no times: how long a state seen in every sample was watched."""
+        d = self.dumps.get(rank)
+        times = d.sample_times if d is not None else ()
+        if d is None or len(times) != len(d.samples) or not times:
+            return None
+        return times[-1] - times[0] + (self.window.observed if self.window is not None else 0.0)
+
     def seen_text(self, rank: int) -> str:
         """``, seen there for 12.4 s over 6 samples`` when the times are known, else ''."""
         s = self.seen(rank)
