@@ -245,8 +245,9 @@ def find_suspects(
         if not suspects and size_unknown and not any(w.waiting for w in waits.values()):
             suspects.extend(_lone_roots(views, waits, progressing, unranked))
             named.update(r for f in suspects for r in f.ranks)
-    explained = _waiting_for(graph, named)  # a rank that waits for a suspect is not behind: it waits
-    _behind([v for v in views if waits[v.rank].waiting and v.rank not in explained | progressing], name)  # a mover is not stuck behind
+    # a rank that waits for a suspect is not behind: it waits; a rank seen moving is not stuck behind
+    skip = _waiting_for(graph, named) | progressing
+    _behind([v for v in views if waits[v.rank].waiting and v.rank not in skip], name)
     return suspects
 
 

@@ -161,7 +161,7 @@ def gil_findings(dumps: Sequence[RankDump], speakers: Mapping[int, Thread], wait
     held: list[BusyThread] = []
     for d in live:
         w = waits.get(d.rank)
-        if w is None or w.kind not in _WAITING or d.rank in moved or not waiting - {d.rank}:
+        if w is None or w.kind not in _WAITING or d.rank in moved or len(waiting) <= (d.rank in waiting):  # nobody else waits
             continue
         b = busy_thread(d, speakers[d.rank])
         if b is not None and 2 * len(busy_on[b.key]) < len(live):
