@@ -134,7 +134,8 @@ def test_a_job_whose_waiters_move_is_healthy_inside_the_window():
 
 def test_a_blocked_root_is_named_while_a_computing_one_is_still_observed():
     times = [T0, T0 + 2]
-    fifo = (Frame("read_shard", TRAIN, 60), Frame("main", TRAIN, 200), Frame("<module>", TRAIN, 210))
+    fifo = (Frame("__libc_read", "libc.so.6", None, native=True), Frame("read_shard", TRAIN, 60),
+            Frame("main", TRAIN, 200), Frame("<module>", TRAIN, 210))  # idle in read(2): a named wait
     dumps = [timed(r, [waiting()] * 2, times) for r in range(2)]
     dumps += [timed(2, [fifo] * 2, times), timed(3, [mm()] * 2, times, active=True)]
     a = analyze(dumps, window=Window(10.0))
@@ -267,3 +268,16 @@ def test_ranks_seen_moving_are_not_behind():
     assert not [f for f in a.findings if f.kind in (Kind.BEHIND, Kind.AHEAD)], a.headline
     stuck = [timed(r, [waiting(8), waiting(8)], times) for r in (0, 1, 3)] + [timed(2, [waiting(7), waiting(7)], times)]
     assert [(s.ranks, s.kind) for s in analyze(stuck).suspects] == [((2,), Kind.BEHIND)]
+
+
+def test_an_idle_rank_whose_frames_name_no_wait_is_observed_like_a_computing_one():
+    """py-spy says ``idle`` for a thread not running at that instant: a computing rank descheduled on a
+    loaded node (healthy-midstep blamed on a 2-core CI run: "blocked outside torch.distributed in
+    compute"). With nothing in its frames that names a wait, it gets the window, not the blame."""
+    times = [T0, T0 + 0.6, T0 + 1.2]
+    dumps = [timed(r, [waiting()] * 3, times) for r in range(3)] + [timed(3, [mm()] * 3, times)]  # idle in mm
+    a = analyze(dumps, window=Window(10.0))
+    assert not a.suspects and [f.ranks for f in observing(a)] == [(3,)] and wants_samples(a.findings)
+    late = [timed(r, [waiting()] * 3, [T0, T0 + 6, T0 + 12]) for r in range(3)]
+    late += [timed(3, [mm()] * 3, [T0, T0 + 6, T0 + 12])]
+    assert [s.ranks for s in analyze(late, window=Window(10.0)).suspects] == [(3,)]

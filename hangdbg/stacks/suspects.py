@@ -42,7 +42,7 @@ from ..waits import RankWait, WaitKind
 from .cycles import resolve_cycles
 from .waitfor import WaitGraph
 from .places import read_source
-from .wait_state import identified_block
+from .wait_state import identified_block, may_be_computing
 from .store_answer import untrusted
 from .blockers import action_of
 from .blocker_facts import outside_the_job
@@ -233,7 +233,7 @@ def find_suspects(
         undecided = _undecided(roots, graph, sampled or windowed)
         if undecided is not None:
             return suspects + [undecided]
-        held = ([r for r in roots if waits[r].kind is WaitKind.COMPUTE and not timing.covered(r)]
+        held = ([r for r in roots if may_be_computing(waits[r]) and not timing.covered(r)]
                 if timing is not None and windowed else [])
         _name_roots([r for r in roots if r not in held], views, progressing, graph, groups, timing, name)
         if held and timing is not None:

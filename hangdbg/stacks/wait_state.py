@@ -44,7 +44,7 @@ from .gpu_sync import GPU_WAIT, gpu_sync
 from .blockers import SOCKET, stack_blocker
 from .places import NATIVE_STORE, in_distributed, read_source
 
-__all__ = ["wait_of", "with_record", "P2P_OPS", "opaque", "peer_from_locals", "identified_block", "UNEXPLAINED_BLOCK"]
+__all__ = ["wait_of", "with_record", "may_be_computing", "P2P_OPS", "opaque", "peer_from_locals", "identified_block", "UNEXPLAINED_BLOCK"]
 
 P2P_OPS = {"send": "send", "isend": "send", "send_object_list": "send", "recv": "recv", "irecv": "recv",
            "recv_object_list": "recv", "batch_isend_irecv": None, "p2p wait": None}
@@ -113,6 +113,17 @@ def _python_block(py: tuple[Frame, ...]) -> tuple[str, Frame] | None:
         "thread": "waiting for another thread to finish (Thread.join)",
         "socket": "blocked on a socket",
     }[what], site
+
+
+def may_be_computing(w: RankWait) -> bool:
+    """True when ``w`` may be a rank computing: on CPU (:attr:`~hangdbg.waits.WaitKind.COMPUTE`), or
+    idle where its frames name no wait (:data:`UNEXPLAINED_BLOCK`: py-spy calls a thread ``idle`` when
+    it is not running at that instant, and a computing thread descheduled on a loaded node, or
+    waiting for the GIL, is not running: a healthy rank mid-step, blamed on a CI machine under load).
+    On a live dump such a rank is a suspect only once the observation window covers it
+    (:mod:`hangdbg.stacks.window`); saved stacks without sample times keep today's rules."""
+    return w.kind is WaitKind.COMPUTE or (w.kind is WaitKind.BLOCKED and w.detail == UNEXPLAINED_BLOCK
+                                          and not w.blocker)
 
 
 def identified_block(w: RankWait) -> bool:
