@@ -80,7 +80,9 @@ def test_half_of_a_two_node_job_waits_in_rendezvous(tmp_path):
         end = time.monotonic() + 180
         for attempt in range(1000):  # one -o per run (a dir holding another run is refused)
             rc, doc = run_json("dump", "--pid", *[p.pid for p in procs], "-o", tmp_path / f"out-{attempt}")
-            if all((r["place"] or {}).get("kind") == "init" for r in doc["stacks"]["ranks"]) or time.monotonic() > end:
+            settled = not doc["stacks"]["progressing_ranks"]  # a dump that saw a rank reach init saw progress
+            if settled and all((r["place"] or {}).get("kind") == "init" for r in doc["stacks"]["ranks"]) \
+                    or time.monotonic() > end:
                 break
             time.sleep(1)
         assert rc == 0, doc["headline"]
