@@ -5,9 +5,10 @@ Re-exported by :mod:`hangdbg.model`, where the rest of the data lives.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
-__all__ = ["Frame", "shorten_path", "is_python_file", "bare_name"]
+__all__ = ["Frame", "shorten_path", "is_python_file", "bare_name", "is_library_file"]
 
 _PY_SUFFIXES = (".py", ".pyx", ".pyw", ".pyi")
 
@@ -91,3 +92,14 @@ def shorten_path(path: str) -> str:
 def is_python_file(file: str) -> bool:
     """True when ``file`` names Python source (``.py``) or a pseudo-file like ``<string>``."""
     return file.endswith(_PY_SUFFIXES) or file.startswith("<")
+
+
+_LIBRARY_FILE = re.compile(r"/(?:site-packages|dist-packages)/|/lib(?:64)?/python\d[\d.]*/|^<frozen ")
+
+
+def is_library_file(file: str) -> bool:
+    """True when ``file`` belongs to an installed package or the standard library: under
+    ``site-packages``/``dist-packages`` (pip's and Debian's install dirs), ``lib[64]/pythonX.Y/``
+    (CPython's ``sysconfig`` ``stdlib`` path), or a frozen module (``<frozen importlib._bootstrap>``:
+    CPython's frozen standard-library modules). Full paths, as py-spy and gdb print them."""
+    return bool(_LIBRARY_FILE.search(file))

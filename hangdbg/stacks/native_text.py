@@ -45,7 +45,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field, replace
 
-from ..frames import Frame
+from ..frames import Frame, is_library_file
 from ..enums import ThreadStatus
 from ..text.lines import strip_prefix
 
@@ -102,7 +102,6 @@ _ADDR_IN = re.compile(r"^(0x[0-9a-fA-F]+) in (.*)$")
 _ADDR_SP = re.compile(r"^(0x[0-9a-fA-F]+)\s+(.*)$")
 _PY_NOISE = ("(unable to read python frame information)", "(frame information optimized out)", "<no Python frame>", "...")
 _FH_INFO = re.compile(r"^(Extension modules: |Garbage-collecting$|Python runtime state: )")
-_LIBRARY = re.compile(r"/(?:site-packages|dist-packages)/|/lib(?:64)?/python\d[\d.]*/")
 _EVAL = re.compile(r"^_?PyEval_EvalFrame(?:Default|Ex)$")
 _WAITS = ("futex", "poll", "select", "sleep", "pthread_cond", "sem_wait", "sem_timedwait", "recv", "read", "accept",
           "wait4", "waitpid", "pause", "sigwait", "sched_yield", "lll_lock_wait", "pthread_clockjoin_ex")
@@ -578,7 +577,7 @@ def _site(f: Frame) -> str:
 
 
 def _is_library(f: Frame) -> bool:
-    return bool(_LIBRARY.search(f.file))
+    return is_library_file(f.file)
 
 
 def crash_site(frames: tuple[Frame, ...]) -> str:

@@ -36,7 +36,7 @@ from dataclasses import dataclass, replace
 from typing import Iterable, Mapping, Sequence
 
 from ..enums import ThreadStatus
-from ..frames import Frame
+from ..frames import Frame, is_library_file
 from ..model import Finding, Kind, RankDump, Severity, Thread
 from ..rankset import ranks_text
 from ..waits import RankWait, WaitKind
@@ -53,8 +53,6 @@ RESAMPLE_ACTION = ("sample again (hangdbg dump --samples 3; a plain dump does it
 """The action of the ``undecided`` finding of a thread seen busy in one sample (:func:`resample_ranks` reads it)."""
 
 _DIGITS = re.compile(r"\d+")
-_LIBRARY = re.compile(r"/(?:site|dist)-packages/|/lib/python3\.\d+/|^<frozen ")
-"""A frame of an installed package or of the standard library (full paths, as ``dump`` asks py-spy for)."""
 _WAITING = (WaitKind.COLLECTIVE, WaitKind.P2P)
 
 
@@ -94,7 +92,7 @@ def thread_key(thread: Thread) -> str:
     outermost function of the thread's own code when it has no name."""
     if thread.name:
         return _DIGITS.sub("#", thread.name)
-    own = [f for f in thread.python_frames if not _LIBRARY.search(f.file)]
+    own = [f for f in thread.python_frames if not is_library_file(f.file)]
     return f"<{own[-1].function}>" if own else "<unnamed>"
 
 
@@ -125,7 +123,7 @@ def busy_thread(d: RankDump, speaker: Thread) -> BusyThread | None:
         if not all(s is not False for s in states):
             continue
         frame = t.python_frames[0]
-        caller = next((f for f in t.python_frames if not _LIBRARY.search(f.file)), None)
+        caller = next((f for f in t.python_frames if not is_library_file(f.file)), None)
         found.append(BusyThread(d.rank, t.name, thread_key(t), len(samples), all(states), frame,
                                 caller if caller is not None and caller is not frame else None))
     return max(found, key=lambda b: b.gil) if found else None
