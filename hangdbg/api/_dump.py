@@ -33,6 +33,8 @@ from ..report.schema import to_json
 from ..stacks.analysis import analyze as analyze_stacks
 from ..stacks.saved import load_dumps
 from ..stacks.window import DEFAULT_MIN_WINDOW, Window
+from ..evidence.fr_files import fr_dumps_beside
+from ..evidence.fr_join import joined_analysis
 from ..tools.pyspy import OUTPUT_CAP, find_pyspy
 from ..transport.targets import Targets, resolve
 
@@ -185,6 +187,9 @@ def analyze(paths: Sequence[str | os.PathLike], events: Events | None = None, *,
             events.warn(f"no py-spy dump found in {' '.join(map(str, paths))}")
         timed = min_window > 0 and any(d.sample_times for d in dumps)
         a = analyze_stacks(dumps, window=Window(min_window) if timed else None)
+        fr = fr_dumps_beside([str(p) for p in paths])  # DIR/fr/: the joint verdict with the flight recorder
+        if fr:
+            a = joined_analysis(a, fr)
         result = StacksResult("analyze", a, a.headline, a.findings, inputs=tuple(str(p) for p in paths),
                               garbled_lines=stats.garbled_lines)
         plan = DumpPlan(speedscope=speedscope, speedscope_by=speedscope_by, folded=folded)

@@ -49,6 +49,15 @@ caller knows when to dump. The truth of each scenario, at its default size:
   waiting, and the slowest rank changes every step (a fixed order would make samples taken once
   a step, ~0.4 s apart, find every rank in the same place each time). Ready after step 3.
   Nobody is a culprit.
+- ``group-order`` (4 ranks): two process groups over the whole world (gradient buckets); each step
+  every rank runs ``for g in groups: dist.all_reduce(t, group=g)`` (one line). At step 2 rank 3
+  walks the groups in the other order (the bug class of iterating a set or dict of groups whose
+  order differs per rank). Gloo matches a group's collectives by their order in that group, so
+  ranks 0-2 wait in group A's all_reduce (seq 3) for rank 3, which waits in group B's (seq 3)
+  for them: every rank's stack is the same line. Culprit {3}, which only the flight recorder
+  tells (A: rank 3 at seq 2, the others at 3; B: rank 3 at seq 3, the others at 2). The job
+  turns the flight recorder on (``TORCH_FR_BUFFER_SIZE``, unless set) and serves it per rank
+  (:func:`serve_debug`).
 - ``pollers`` (4 ranks, control): after one all_reduce, rank R sleeps 0.7*R s, then loops in
   ``poll`` (``time.sleep(0.5); i += 1``) forever. No collective is pending: nobody is a culprit.
 """
@@ -62,7 +71,7 @@ from datetime import timedelta
 from pathlib import Path
 
 SCENARIOS = ("tp-dp", "pipeline", "p2p-ring", "p2p-ring-steps", "store-barrier", "store-barrier-default", "ddp-unused",
-             "healthy-midstep", "pollers")
+             "healthy-midstep", "pollers", "group-order")
 NPROC = {"tp-dp": 8}
 """Ranks a scenario needs when not 4."""
 HANG_STEP = 2
@@ -261,12 +270,54 @@ def run_pollers(dist, torch, args, rank: int, world: int) -> None:
     poll()
 
 
+def run_group_order(dist, torch, args, rank: int, world: int) -> None:
+    """Each step all_reduces over two groups in turn; at step 2 the last rank takes them in the other order."""
+    groups = [dist.new_group(list(range(world))), dist.new_group(list(range(world)))]
+    t = torch.ones(16)
+    for step in range(args.steps):
+        order = groups[::-1] if step == HANG_STEP and rank == world - 1 else groups  # the bug
+        if step == HANG_STEP:
+            ready(args, rank)
+        for g in order:
+            dist.all_reduce(t, group=g)
+
+
+FR_SCENARIOS = ("group-order",)
+"""Scenarios that record the flight recorder (:data:`FR_BUFFER`) and serve it (:func:`serve_debug`)."""
+FR_BUFFER = "2000"
+"""``TORCH_FR_BUFFER_SIZE`` set by those scenarios (entries per rank) when the environment has none."""
+
+
+def serve_debug(dist) -> object:
+    """Start this rank's worker of torch's debug server and publish its URL.
+
+    The per-rank half of ``torch.distributed.debug.start_debug_server`` (torch 2.13,
+    ``torch/distributed/debug/__init__.py``): a ``_WorkerServer`` on an ephemeral port, its URL set
+    under ``debug_server/rank{RANK}`` in the job's TCPStore (``MASTER_ADDR:MASTER_PORT``), whose
+    handlers answer HTTP POST ``URL/handler/NAME`` (``fr_trace_json``, ``dump_traceback``, ...).
+    Rank 0's frontend (an aggregator in a forked child process on the fixed port 25999) is left
+    out: it would add a process to the job and clash between jobs on one node.
+
+    Returns:
+        The server (kept alive by the caller).
+    """
+    import socket
+
+    from torch._C._distributed_c10d import _WorkerServer
+    from torch.distributed.debug import _handlers  # noqa: F401  (registers the handlers)
+    from torch.distributed.debug._store import get_rank, tcpstore_client
+
+    server = _WorkerServer("::", 0)
+    tcpstore_client().set(f"rank{get_rank()}", f"http://{socket.gethostname()}:{server.port}")
+    return server
+
+
 RUNNERS = {
     "tp-dp": run_tp_dp, "pipeline": run_pipeline, "p2p-ring": run_p2p_ring, "p2p-ring-steps":
     lambda dist, torch, args, rank, world: run_p2p_ring(dist, torch, args, rank, world, False),
     "store-barrier": run_store_barrier,
     "store-barrier-default": lambda dist, torch, args, rank, world: run_store_barrier(dist, torch, args, rank, world, True),
-    "ddp-unused": run_ddp_unused, "healthy-midstep": run_healthy_midstep, "pollers": run_pollers,
+    "ddp-unused": run_ddp_unused, "healthy-midstep": run_healthy_midstep, "pollers": run_pollers, "group-order": run_group_order,
 }
 
 
@@ -278,11 +329,14 @@ def main(argv=None) -> None:
     ap.add_argument("--steps", type=int, default=8)
     args = ap.parse_args(argv)
 
+    if args.scenario in FR_SCENARIOS:  # before torch starts: the recorder reads it once
+        os.environ.setdefault("TORCH_FR_BUFFER_SIZE", FR_BUFFER)
     import torch
     import torch.distributed as dist
 
     rank, world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
     dist.init_process_group("gloo", timeout=timedelta(hours=2))
+    server = serve_debug(dist) if args.scenario in FR_SCENARIOS else None  # noqa: F841  (kept alive)
     if os.environ.get("HANGDBG_DEMO_RECORD"):  # opt in to hangdbg's op recorder (exact groups, seqs, peers)
         from hangdbg.hooks import record_collectives
 

@@ -15,6 +15,8 @@ from typing import Callable, Sequence
 
 from ..stacks.analysis import analyze
 from .crosscheck import cross_check
+from .fr_join import joined_analysis
+from .fr_files import fr_dumps
 from .jobs import mixed_jobs
 from .verdict import build_verdict
 from ..model import Analysis, ClassifiedFile, FileError, RankDump, SourceKind, SourceReport, Verdict
@@ -73,6 +75,9 @@ def read_sources(paths: Sequence[str], on_kind: Callable[[SourceKind, int], None
         stacks = next((s for s in sources if s.kind is SourceKind.STACKS), None)
         # live processes (py-spy dumps) among the stacks: a rank without one is missing
         analysis = analyze(dumps, live=stacks is not None and stacks.records > 0)
+        fr = next((s for s in sources if s.kind is SourceKind.FLIGHT_RECORDER), None)
+        if fr is not None:  # the joint verdict: the flight recorder decides where the stacks cannot
+            analysis = joined_analysis(analysis, fr_dumps(fr.files))
         if stacks is None:  # cores and stack texts only
             sources.append(with_analysis(SourceReport(kind=SourceKind.STACKS), analysis))
         else:

@@ -19,6 +19,7 @@ from .trace_analysis import analyze_text
 from .facts import FrFacts
 from ...model import FileError, SourceKind, SourceReport
 from . import trace_text as fr_trace_text
+from .waits import fr_waits, settle_lagging
 from .grammar import FrDump, FrDumpError, load_dump, rank_from_path, sniff
 from ...text.lines import read_head
 from ..base import ReaderBase
@@ -80,6 +81,7 @@ class FlightRecorderReader(ReaderBase[FrFacts]):
                 if r is not None:
                     unreadable[r] = (p, str(exc))
         findings, rows, facts = analyze(dumps, unreadable) if dumps else ([], [], FrFacts())
+        findings = list(settle_lagging(findings, fr_waits(dumps)))  # behind in a group only while waiting in another
         if texts:
             t_findings, t_rows, t_facts = analyze_text(texts)
             findings, rows, facts = findings + t_findings, rows + t_rows, _merge(facts, t_facts)
