@@ -1,0 +1,99 @@
+"""A real gloo job whose ranks have identical stacks, named by the flight recorder (issue 29).
+
+The demo scenario ``group-order`` (hangdbg/demo/topology.py): every rank all_reduces over two
+process groups in one line; at step 2 rank 3 takes them in the other order, so ranks 0-2 wait in
+group 1 for rank 3 and rank 3 waits in group 2 for them. A plain ``hangdbg dump`` (stacks only)
+sees four ranks in the same place; the flight recorder, fetched here from each rank's torch debug
+server worker (``fr_trace_json``, its URL under ``debug_server/rank{i}`` in the job's TCPStore)
+into ``DIR/fr/``, tells rank 3 apart, and ``analyze DIR`` / ``report DIR`` name it alone.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+import urllib.request
+from datetime import timedelta
+from pathlib import Path
+
+import pytest
+from conftest import run_json, suspects
+
+SCENARIO = "group-order"
+WORLD = 4
+
+
+def _store(pid: int):
+    """A client of the job's TCPStore (MASTER_ADDR/MASTER_PORT of a rank's environment)."""
+    import psutil
+    import torch.distributed as dist
+
+    env = next(p.environ() for p in psutil.Process(pid).children(recursive=True) if "RANK" in p.environ())
+    return dist.TCPStore(env["MASTER_ADDR"], int(env["MASTER_PORT"]), is_master=False, timeout=timedelta(seconds=20))
+
+
+def _fetch_fr(store, rank: int) -> bytes:
+    """POST ``URL/handler/fr_trace_json`` of the rank's debug server worker."""
+    url = store.get(f"debug_server/rank{rank}").decode()
+    req = urllib.request.Request(f"{url}/handler/fr_trace_json", data=b"", method="POST")
+    with urllib.request.urlopen(req, timeout=20) as resp:
+        return resp.read()
+
+
+def _pending(doc: dict) -> bool:
+    """The rank's record holds a collective not yet retired: it is in its hanging call."""
+    return any(e.get("retired") is False for e in doc.get("entries", []))
+
+
+@pytest.fixture(scope="module")
+def fr_dump_dir(hung_job, tmp_path_factory) -> tuple[int, dict, Path]:
+    """``(exit status, document, DIR)`` of a plain ``hangdbg dump -o DIR`` of the hung job, with each
+    rank's flight recorder saved into ``DIR/fr/rank_N.json`` (fetched once every rank has its hanging
+    collective recorded)."""
+    out = tmp_path_factory.mktemp("group-order")
+    rc, doc = run_json("dump", "--pid", hung_job.pid, "-o", out)
+    store = _store(hung_job.pid)
+    (out / "fr").mkdir()
+    deadline = time.monotonic() + 30
+    for r in range(WORLD):
+        body = _fetch_fr(store, r)
+        while not _pending(json.loads(body)) and time.monotonic() < deadline:
+            time.sleep(0.5)
+            body = _fetch_fr(store, r)
+        (out / "fr" / f"rank_{r}.json").write_bytes(body)
+    return rc, doc, out
+
+
+def test_real_stacks_alone_cannot_tell_the_ranks_apart(fr_dump_dir):
+    rc, doc, _ = fr_dump_dir
+    classes = doc["stacks"]["classes"]
+    assert len(classes) == 1 and sorted(classes[0]["ranks"]) == list(range(WORLD)), classes
+    assert rc == 0 and not suspects(doc), doc["headline"]
+    assert "no single rank stands out" in doc["headline"]
+
+
+def test_real_flight_recorder_shows_rank_3_in_the_other_group(fr_dump_dir):
+    _, _, out = fr_dump_dir
+    last = {}
+    for r in range(WORLD):
+        ents = json.loads((out / "fr" / f"rank_{r}.json").read_text())["entries"]
+        open_ = [e for e in ents if e["retired"] is False]
+        assert len(open_) == 1, ents
+        last[r] = (open_[0]["process_group"][0], open_[0]["collective_seq_id"])
+    assert last[0] == last[1] == last[2] != last[3] and last[0][1] == last[3][1], last
+
+
+@pytest.mark.parametrize("command", ["analyze", "report"])
+def test_real_joint_verdict_names_rank_3_alone(fr_dump_dir, command):
+    _, _, out = fr_dump_dir
+    rc, doc = run_json(command, out)
+    named = {r for s in suspects(doc) for r in s["ranks"]}
+    assert named == {3}, [(f["kind"], f["ranks"], f["summary"]) for f in suspects(doc)]
+    assert rc == 3, doc["headline"]
+    lead = suspects(doc)[0]
+    assert lead["source"] == "flight-recorder" and lead["kind"] == "fr-mismatch", lead
+    assert "its stack is the same as theirs" in lead["summary"] and "the flight recorder decided" in lead["summary"]
+    assert "another order than ranks {0-2}" in lead["summary"]
+    assert doc["headline"].startswith(("suspect rank 3", "rank 3")), doc["headline"]
+    waiting = [f for f in doc["findings"] if f["severity"] == "waiting" and set(f["ranks"]) & {0, 1, 2}]
+    assert waiting and all(f["waits_for"] == [3] for f in waiting), waiting
