@@ -47,19 +47,21 @@ def _pending(doc: dict) -> bool:
 
 @pytest.fixture(scope="module")
 def fr_dump_dir(hung_job, tmp_path_factory) -> tuple[int, dict, Path]:
-    """``(exit status, document, DIR)`` of a plain ``hangdbg dump -o DIR`` of the hung job, with each
-    rank's flight recorder saved into ``DIR/fr/rank_N.json`` (fetched once every rank has its hanging
-    collective recorded)."""
+    """``(exit status, document, DIR)`` of a plain ``hangdbg dump -o DIR`` of the hung job, taken once
+    every rank's flight recorder holds its hanging collective, with those records saved into
+    ``DIR/fr/rank_N.json`` (the record no longer changes: the job is hung)."""
     out = tmp_path_factory.mktemp("group-order")
-    rc, doc = run_json("dump", "--pid", hung_job.pid, "-o", out)
     store = _store(hung_job.pid)
-    (out / "fr").mkdir()
-    deadline = time.monotonic() + 30
-    for r in range(WORLD):
-        body = _fetch_fr(store, r)
-        while not _pending(json.loads(body)) and time.monotonic() < deadline:
+    deadline = time.monotonic() + 60
+    bodies = {}
+    for r in range(WORLD):  # every rank in its hanging collective (recorded when called) before the dump
+        bodies[r] = _fetch_fr(store, r)
+        while not _pending(json.loads(bodies[r])) and time.monotonic() < deadline:
             time.sleep(0.5)
-            body = _fetch_fr(store, r)
+            bodies[r] = _fetch_fr(store, r)
+    rc, doc = run_json("dump", "--pid", hung_job.pid, "-o", out)
+    (out / "fr").mkdir()
+    for r, body in bodies.items():
         (out / "fr" / f"rank_{r}.json").write_bytes(body)
     return rc, doc, out
 
