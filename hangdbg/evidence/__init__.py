@@ -20,6 +20,7 @@ A kind imports the ground floor, :mod:`hangdbg.text`, :mod:`hangdbg.tools`, :mod
 and :mod:`.base`, never another kind (``tests/test_layering.py``). Above the kinds:
 :mod:`.registry` (every reader, by import), :mod:`.walk` (the files of a directory, classified by
 content), :mod:`.read` (``read_evidence``: every file into one verdict), :mod:`.verdict` (the first
-failure, not its echoes), :mod:`.crosscheck` (flight recorder against stacks) and :mod:`.jobs`
-(files of two different jobs).
+failure, not its echoes), :mod:`.crosscheck` (flight recorder against stacks), :mod:`.fr_join` (the joint verdict of stacks
+and flight recorder: the flight recorder decides where the stacks are identical), :mod:`.fr_files`
+(a dump directory's ``fr/`` folder) and :mod:`.jobs` (files of two different jobs).
 """
