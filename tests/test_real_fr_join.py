@@ -1,11 +1,16 @@
-"""A real gloo job whose ranks have identical stacks, named by the flight recorder (issue 29).
+"""Real gloo jobs whose ranks have identical stacks, named by the flight recorder (issue 29).
 
-The demo scenario ``group-order`` (hangdbg/demo/topology.py): every rank all_reduces over two
-process groups in one line; at step 2 rank 3 takes them in the other order, so ranks 0-2 wait in
-group 1 for rank 3 and rank 3 waits in group 2 for them. A plain ``hangdbg dump`` (stacks only)
-sees four ranks in the same place; the flight recorder, fetched here from each rank's torch debug
-server worker (``fr_trace_json``, its URL under ``debug_server/rank{i}`` in the job's TCPStore)
-into ``DIR/fr/``, tells rank 3 apart, and ``analyze DIR`` / ``report DIR`` name it alone.
+- ``group-order`` (hangdbg/demo/topology.py): every rank all_reduces over two process groups in one
+  line; at step 2 rank 3 takes them in the other order, so ranks 0-2 wait in group 1 for rank 3 and
+  rank 3 waits in group 2 for them.
+- ``behind`` (hangdbg/demo/job.py): the steps alternate between the world and a second group; rank 2
+  retries step 4 (one all_reduce on the world too many), so it waits in the world while the others
+  wait for it in the second group.
+
+A plain ``hangdbg dump`` (stacks only) sees four ranks in the same place; the flight recorder,
+fetched here from each rank's torch debug server worker (``fr_trace_json``, its URL under
+``debug_server/rank{i}`` in the job's TCPStore) into ``DIR/fr/``, tells the culprit apart, and
+``analyze DIR`` / ``report DIR`` name it alone.
 """
 
 from __future__ import annotations
@@ -19,8 +24,10 @@ from pathlib import Path
 import pytest
 from conftest import run_json, suspects
 
-SCENARIO = "group-order"
+from hangdbg.rankset import ranks_text
+
 WORLD = 4
+CULPRIT = {"group-order": 3, "behind": 2}
 
 
 def _store(pid: int):
@@ -45,13 +52,24 @@ def _pending(doc: dict) -> bool:
     return any(e.get("retired") is False for e in doc.get("entries", []))
 
 
-@pytest.fixture(scope="module")
-def fr_dump_dir(hung_job, tmp_path_factory) -> tuple[int, dict, Path]:
-    """``(exit status, document, DIR)`` of a plain ``hangdbg dump -o DIR`` of the hung job, taken once
-    every rank's flight recorder holds its hanging collective, with those records saved into
-    ``DIR/fr/rank_N.json`` (the record no longer changes: the job is hung)."""
-    out = tmp_path_factory.mktemp("group-order")
-    store = _store(hung_job.pid)
+@pytest.fixture(scope="module", params=sorted(CULPRIT))
+def fr_dump_dir(request, tmp_path_factory) -> tuple[str, int, dict, Path]:
+    """``(scenario, exit status, document, DIR)`` of a plain ``hangdbg dump -o DIR`` of a real job
+    hung in the scenario, taken once every rank's flight recorder holds its hanging collective, with
+    those records saved into ``DIR/fr/rank_N.json`` (the record no longer changes: the job is hung)."""
+    pytest.importorskip("torch")
+    from hangdbg.demo.launch import DemoJob
+
+    out = tmp_path_factory.mktemp(request.param)
+    with DemoJob(request.param, WORLD) as job:
+        job.wait_ready()
+        rc, doc = _dump_with_fr(job.pid, out)
+    return request.param, rc, doc, out
+
+
+def _dump_with_fr(pid: int, out: Path) -> tuple[int, dict]:
+    """Wait for every rank's hanging collective in its flight recorder, dump the job, save the records."""
+    store = _store(pid)
     deadline = time.monotonic() + 60
     bodies = {}
     for r in range(WORLD):  # every rank in its hanging collective (recorded when called) before the dump
@@ -59,43 +77,47 @@ def fr_dump_dir(hung_job, tmp_path_factory) -> tuple[int, dict, Path]:
         while not _pending(json.loads(bodies[r])) and time.monotonic() < deadline:
             time.sleep(0.5)
             bodies[r] = _fetch_fr(store, r)
-    rc, doc = run_json("dump", "--pid", hung_job.pid, "-o", out)
+    rc, doc = run_json("dump", "--pid", pid, "-o", out)
     (out / "fr").mkdir()
     for r, body in bodies.items():
         (out / "fr" / f"rank_{r}.json").write_bytes(body)
-    return rc, doc, out
+    return rc, doc
 
 
 def test_real_stacks_alone_cannot_tell_the_ranks_apart(fr_dump_dir):
-    rc, doc, _ = fr_dump_dir
+    _, rc, doc, _ = fr_dump_dir
     classes = doc["stacks"]["classes"]
     assert len(classes) == 1 and sorted(classes[0]["ranks"]) == list(range(WORLD)), classes
     assert rc == 0 and not suspects(doc), doc["headline"]
     assert "no single rank stands out" in doc["headline"]
 
 
-def test_real_flight_recorder_shows_rank_3_in_the_other_group(fr_dump_dir):
-    _, _, out = fr_dump_dir
+def test_real_flight_recorder_shows_the_culprit_in_the_other_group(fr_dump_dir):
+    scenario, _, _, out = fr_dump_dir
     last = {}
     for r in range(WORLD):
         ents = json.loads((out / "fr" / f"rank_{r}.json").read_text())["entries"]
         open_ = [e for e in ents if e["retired"] is False]
         assert len(open_) == 1, ents
         last[r] = (open_[0]["process_group"][0], open_[0]["collective_seq_id"])
-    assert last[0] == last[1] == last[2] != last[3] and last[0][1] == last[3][1], last
+    odd = CULPRIT[scenario]
+    rest = {last[r] for r in range(WORLD) if r != odd}
+    assert len(rest) == 1 and last[odd] not in rest and last[odd][0] != next(iter(rest))[0], last
 
 
 @pytest.mark.parametrize("command", ["analyze", "report"])
-def test_real_joint_verdict_names_rank_3_alone(fr_dump_dir, command):
-    _, _, out = fr_dump_dir
+def test_real_joint_verdict_names_the_culprit_alone(fr_dump_dir, command):
+    scenario, _, _, out = fr_dump_dir
+    odd = CULPRIT[scenario]
     rc, doc = run_json(command, out)
     named = {r for s in suspects(doc) for r in s["ranks"]}
-    assert named == {3}, [(f["kind"], f["ranks"], f["summary"]) for f in suspects(doc)]
+    assert named == {odd}, [(f["kind"], f["ranks"], f["summary"]) for f in suspects(doc)]
     assert rc == 3, doc["headline"]
     lead = suspects(doc)[0]
     assert lead["source"] == "flight-recorder" and lead["kind"] == "fr-mismatch", lead
     assert "its stack is the same as theirs" in lead["summary"] and "the flight recorder decided" in lead["summary"]
-    assert "another order than ranks {0-2}" in lead["summary"]
-    assert doc["headline"].startswith(("suspect rank 3", "rank 3")), doc["headline"]
-    waiting = [f for f in doc["findings"] if f["severity"] == "waiting" and set(f["ranks"]) & {0, 1, 2}]
-    assert waiting and all(f["waits_for"] == [3] for f in waiting), waiting
+    others = sorted(set(range(WORLD)) - {odd})
+    assert f"another order than {ranks_text(others)}" in lead["summary"]
+    assert doc["headline"].startswith((f"suspect rank {odd}", f"rank {odd}")), doc["headline"]
+    waiting = [f for f in doc["findings"] if f["severity"] == "waiting" and set(f["ranks"]) & set(others)]
+    assert waiting and all(f["waits_for"] == [odd] for f in waiting), waiting

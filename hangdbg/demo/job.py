@@ -13,7 +13,9 @@ when to dump. Scenarios (the odd rank is the last rank unless said otherwise):
 - ``deadlock``: rank 1's main thread and its "data prefetcher" thread take two locks in
   opposite order; the others wait in ``all_reduce``.
 - ``behind``: rank 2 repeats step 4 (a retry), so it waits in the same ``all_reduce`` line one
-  iteration behind the others (run the dump with ``--locals`` to see it).
+  iteration behind the others (run the dump with ``--locals`` to see it). The steps alternate
+  between two groups, so the retry makes rank 2 take them in another order: the flight recorder,
+  which this scenario turns on and serves (``topology.serve_debug``), tells rank 2 apart too.
 - ``busy``: rank 1 computes forever in pure Python (its stack keeps changing) while the others
   wait in ``all_reduce``.
 - ``healthy``: nobody hangs; every rank keeps training (stacks change between samples); with
@@ -48,6 +50,9 @@ import threading
 import time
 from datetime import timedelta
 from pathlib import Path
+
+FR_SCENARIOS = ("behind",)
+"""Scenarios that record the flight recorder and serve it (as ``topology.FR_SCENARIOS``)."""
 
 BLOCKED = ("pdb", "child-process", "full-pipe", "dead-setter", "stale-lock", "stale-filelock")
 SCENARIOS = ("mismatch", "stuck-io", "missing", "deadlock", "behind", "busy", "healthy", "extra-collective", *BLOCKED)
@@ -196,6 +201,10 @@ def main(argv=None) -> None:
     ap.add_argument("--exit", action="store_true", help="after --steps, leave cleanly (default: wait an hour)")
     args = ap.parse_args(argv)
 
+    if args.scenario in FR_SCENARIOS:  # before torch starts: the recorder reads it once
+        from hangdbg.demo.topology import FR_BUFFER
+
+        os.environ.setdefault("TORCH_FR_BUFFER_SIZE", FR_BUFFER)
     import torch
     import torch.distributed as dist
 
@@ -205,6 +214,11 @@ def main(argv=None) -> None:
         if rank == 2 % world:
             return  # exits before joining: the others wait in init_process_group
     dist.init_process_group("gloo", timeout=timedelta(hours=2))
+    server = None
+    if args.scenario in FR_SCENARIOS:
+        from hangdbg.demo.topology import serve_debug
+
+        server = serve_debug(dist)  # noqa: F841  (kept alive while the job runs)
     t = torch.ones(16)
     groups = [dist.group.WORLD, dist.new_group(list(range(world)))]
     if args.scenario == "deadlock":
