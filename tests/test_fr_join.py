@@ -10,8 +10,9 @@ import pytest
 from hangdbg.evidence.flight_recorder.analysis import analyze
 from hangdbg.evidence.flight_recorder.grammar import FrDump, FrEntry, load_dump
 from hangdbg.evidence.flight_recorder.waits import fr_blame, fr_waits, settle_lagging
-from hangdbg.evidence.fr_join import fr_join, joined_analysis
+from hangdbg.evidence.fr_join import fr_join, joined_analysis, settle_fr_source
 from hangdbg.frames import Frame
+from hangdbg.enums import PlaceKind
 from hangdbg.model import Analysis, EquivalenceClass, Finding, Kind, Place, Severity, TreeNode
 
 H200 = Path(__file__).parent / "fixtures" / "gpu_h200"
@@ -45,14 +46,22 @@ def _lagging(world: int = 4, late: int = 2) -> list[FrDump]:
     return [_dump(r, _steps(["0"], 4) + ([] if r == late else [("0", 5, False)])) for r in range(world)]
 
 
-def _stacks(world: int = 4, findings: tuple[Finding, ...] = (), places: dict | None = None) -> Analysis:
-    """Every rank in the same all_reduce line (one equivalence class) unless ``places`` says otherwise."""
-    site = Frame("train", "train.py", 12)
-    place = Place("collective", "all_reduce", site)
-    places = places or {r: place for r in range(world)}
-    cls = (EquivalenceClass(tuple(range(world)), (site,), place),)
+IN_ALL_REDUCE = Place(PlaceKind.COLLECTIVE, "all_reduce", Frame("train", "train.py", 12))
+IN_STEP = Place(PlaceKind.OUTSIDE, None, Frame("train_step", "train.py", 30))
+"""Every rank in one compiled ``train_step`` (the GPU work runs; the Python stack is outside torch.distributed)."""
+
+
+def _stacks(world: int = 4, findings: tuple[Finding, ...] = (), places: dict | None = None,
+            progressing: tuple[int, ...] = ()) -> Analysis:
+    """Every rank in the same all_reduce line unless ``places`` says otherwise; one equivalence class per place."""
+    places = places or {r: IN_ALL_REDUCE for r in range(world)}
+    by_place: dict = {}
+    for r, p in sorted(places.items()):
+        by_place.setdefault(p, []).append(r)
+    cls = tuple(EquivalenceClass(tuple(rs), (p.call_site,), p) for p, rs in by_place.items())
     return Analysis(ranks=(), classes=cls, tree=TreeNode(None, frozenset()), findings=findings, missing_ranks=(),
-                    headline="all ranks are in the same place; no single rank stands out", places=places)
+                    headline="all ranks are in the same place; no single rank stands out", places=places,
+                    progressing=progressing)
 
 
 def _suspects(findings) -> set[int]:
@@ -60,12 +69,13 @@ def _suspects(findings) -> set[int]:
 
 
 def test_a_rank_behind_is_named_and_the_others_wait_for_it():
-    found = fr_join(_stacks(), _lagging())
+    """The public 128-rank case: every rank in the same compiled step, one rank a collective behind."""
+    found = fr_join(_stacks(places={r: IN_STEP for r in range(4)}), _lagging())
     assert _suspects(found) == {2}
     lead = next(f for f in found if f.severity == Severity.SUSPECT)
     assert lead.kind == Kind.FR_MISSING_RANK and lead.source == "flight-recorder"
     assert "rank 2: FR seq 4 on pg 0, ranks {0-1, 3} at 5" in lead.summary
-    assert "its stack is the same as theirs (in all_reduce at train.py:12)" in lead.summary
+    assert "its stack is the same as theirs (in train_step (train.py:30))" in lead.summary
     assert "the flight recorder decided" in lead.summary
     waiting = [f for f in found if f.kind == Kind.WAITING]
     assert [(f.ranks, f.waits_for) for f in waiting] == [((0, 1, 3), (2,))]
@@ -113,24 +123,37 @@ def test_every_rank_done_names_nobody():
 def test_a_rank_the_stacks_show_waiting_is_not_blamed():
     waits = Finding(Kind.WAITING, "rank 2 waits on the store for rank 0", ranks=(2,), severity=Severity.WAITING,
                     waits_for=(0,))
-    found = fr_join(_stacks(findings=(waits,)), _lagging())
+    found = fr_join(_stacks(findings=(waits,), places={r: IN_STEP for r in range(4)}), _lagging())
     assert not _suspects(found)
     und = [f for f in found if f.kind == Kind.UNDECIDED]
     assert len(und) == 1 and und[0].severity == Severity.WARNING
     assert "not blamed: the stacks show rank 2 waiting for rank 0" in und[0].summary
 
 
-def test_a_rank_whose_stack_is_outside_a_collective_is_not_blamed():
-    places = {r: Place("collective", "all_reduce", Frame("train", "train.py", 12)) for r in (0, 1, 3)}
-    places[2] = Place("outside", None, Frame("compute", "train.py", 40))
+def test_a_rank_whose_stack_is_outside_a_collective_unlike_theirs_is_not_blamed():
+    places = {r: IN_ALL_REDUCE for r in (0, 1, 3)}
+    places[2] = Place(PlaceKind.OUTSIDE, None, Frame("compute", "train.py", 40))
     found = fr_join(_stacks(places=places), _lagging())
     assert not _suspects(found) and [f.kind for f in found] == [Kind.UNDECIDED]
+    assert "not blocked in a collective like theirs" in found[0].summary
+
+
+def test_a_rank_behind_with_nothing_pending_while_its_stack_is_in_a_collective_is_a_stale_snapshot():
+    found = fr_join(_stacks(), _lagging())  # gloo records a collective when it is called: the two disagree
+    assert not _suspects(found) and [f.kind for f in found] == [Kind.UNDECIDED]
+    assert "of different moments" in found[0].summary
+
+
+def test_a_rank_pending_in_a_collective_its_peers_went_past_is_a_stale_snapshot():
+    """Rank 2's record, fetched first, still has seq 5 pending; the others', fetched later, are blocked in seq 6."""
+    dumps = [_dump(r, _steps(["0"], 5) + [("0", 6, False)]) for r in (0, 1, 3)]
+    dumps.append(_dump(2, _steps(["0"], 4) + [("0", 5, False)]))
+    found = fr_join(_stacks(places={r: IN_STEP for r in range(4)}), dumps)
+    assert not _suspects(found) and "went past it" in found[-1].summary
 
 
 def test_a_rank_that_moved_between_samples_is_not_blamed():
-    a = _stacks()
-    a = Analysis(ranks=(), classes=a.classes, tree=a.tree, findings=(), missing_ranks=(), headline="",
-                 places=a.places, progressing=(2,))
+    a = _stacks(places={r: IN_STEP for r in range(4)}, progressing=(2,))
     assert not _suspects(fr_join(a, _lagging()))
 
 
@@ -203,3 +226,13 @@ def test_h200_dump_copied_to_four_ranks_one_cut_short_names_that_rank():
                    tuple(e for e in d.entries if (e.collective_seq_id or 0) < top))
     blame = fr_blame(fr_waits(others + [short]))
     assert (blame.how, blame.ranks, blame.others) == ("behind", (2,), (0, 1, 3))
+
+
+def test_a_job_whose_every_rank_moved_is_not_judged_by_its_flight_recorder():
+    a = _stacks(places={r: IN_STEP for r in range(4)}, progressing=(0, 1, 2, 3))
+    assert fr_join(a, _lagging()) == ()
+    own = tuple(analyze(_lagging())[0])
+    assert any(f.severity == Severity.SUSPECT for f in own)
+    settled = settle_fr_source(own, a)
+    assert not any(f.severity == Severity.SUSPECT and f.kind in (Kind.FR_MISSING_RANK, Kind.FR_STUCK) for f in settled)
+    assert settle_fr_source(own, _stacks()) == own

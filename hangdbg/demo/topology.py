@@ -282,7 +282,7 @@ def run_group_order(dist, torch, args, rank: int, world: int) -> None:
             dist.all_reduce(t, group=g)
 
 
-FR_SCENARIOS = ("group-order",)
+FR_SCENARIOS = ("group-order", "healthy-midstep")
 """Scenarios that record the flight recorder (:data:`FR_BUFFER`) and serve it (:func:`serve_debug`)."""
 FR_BUFFER = "2000"
 """``TORCH_FR_BUFFER_SIZE`` set by those scenarios (entries per rank) when the environment has none."""

@@ -22,6 +22,9 @@ Rules (ours), on top of the flight recorder's own wait-for graph and blame
    is undecided (never a waiter blamed on one source's word).
 3. The flight recorder names nobody (every rank at the same seq, nothing pending, or a cycle
    without a majority order): the stack verdict stands; a cycle without majority is said.
+4. Stacks that changed between samples on every rank (the job moves): the flight recorder's
+   snapshot of a moving job always shows some ranks a collective behind, so it names nobody, and
+   its own ``fr-missing-rank`` / ``fr-stuck`` suspects become warnings (:func:`settle_fr_source`).
 """
 
 from __future__ import annotations
@@ -36,7 +39,7 @@ from ..stacks.headline import stacks_headline
 from .flight_recorder.grammar import FrDump
 from .flight_recorder.waits import FrBlame, FrWaits, fr_blame, fr_waits
 
-__all__ = ["fr_join", "joined_analysis"]
+__all__ = ["fr_join", "joined_analysis", "moving", "settle_fr_source"]
 
 FR = SourceKind.FLIGHT_RECORDER
 _COLLECT = ("take a second dump (stacks and flight recorder) a minute later, and native stacks "
@@ -58,6 +61,8 @@ def fr_join(stacks: Analysis | None, dumps: Sequence[FrDump]) -> tuple[Finding, 
         stacks, or ``undecided`` (warning). Only the stacks' findings when the dumps name nobody.
     """
     base = tuple(stacks.findings) if stacks is not None else ()
+    if stacks is not None and moving(stacks):
+        return base  # rule 4: a snapshot of a moving job lags by nature
     w = fr_waits(dumps)
     blame = fr_blame(w)
     if blame.how == "tie":
@@ -73,7 +78,7 @@ def fr_join(stacks: Analysis | None, dumps: Sequence[FrDump]) -> tuple[Finding, 
         demoted = tuple(replace(f, severity=Severity.WARNING, summary=f"contradicted by the flight recorder: {f.summary}")
                         if f.is_suspect else f for f in base)
         return demoted + (_undecided(decided[0], f"the stacks name {ranks_text(sorted(suspect_ranks))}, but "),)
-    why_not = _why_not(stacks, base, blame)
+    why_not = _why_not(stacks, base, w, blame)
     if why_not:
         return base + (_undecided(decided[0], "", why_not),)
     return base + decided
@@ -85,9 +90,23 @@ def joined_analysis(stacks: Analysis, dumps: Sequence[FrDump]) -> Analysis:
     findings = fr_join(stacks, dumps)
     if findings == tuple(stacks.findings):
         return stacks
-    all_progress = bool(stacks.progressing) and set(stacks.progressing) >= set(stacks.places)
-    text = stacks_headline(stacks.classes, findings, all_progress, stacks.unreadable, 0)
+    text = stacks_headline(stacks.classes, findings, moving(stacks), stacks.unreadable, 0)
     return replace(stacks, findings=findings, headline=text)
+
+
+def moving(stacks: Analysis) -> bool:
+    """Whether every rank read moved between samples (``progressing``; the stacks' "no hang")."""
+    return bool(stacks.progressing) and set(stacks.progressing) >= set(stacks.places)
+
+
+def settle_fr_source(findings: Sequence[Finding], stacks: Analysis | None) -> tuple[Finding, ...]:
+    """The flight-recorder reader's ``findings`` (``report``), its ``fr-missing-rank`` and ``fr-stuck``
+    suspects made warnings when the stacks of the same job show every rank moving (rule 4)."""
+    if stacks is None or not moving(stacks):
+        return tuple(findings)
+    note = " (the stacks show every rank moving: a snapshot of a running job, not a hang)"
+    return tuple(replace(f, severity=Severity.WARNING, summary=f.summary + note)
+                 if f.is_suspect and f.kind in (Kind.FR_MISSING_RANK, Kind.FR_STUCK) else f for f in findings)
 
 
 def _waiting_for(findings: Sequence[Finding], targets: set[int]) -> set[int]:
@@ -106,21 +125,50 @@ def _waiting_for(findings: Sequence[Finding], targets: set[int]) -> set[int]:
     return found
 
 
-def _why_not(stacks: Analysis | None, base: Sequence[Finding], blame: FrBlame) -> str:
-    """Why the stacks forbid blaming the flight recorder's ranks (rule 1), ``""`` when nothing does."""
-    if stacks is None:
-        return ""
+def _why_not(stacks: Analysis | None, base: Sequence[Finding], w: FrWaits, blame: FrBlame) -> str:
+    """Why the stacks, or the dumps' own consistency, forbid blaming the flight recorder's ranks
+    (rule 1), ``""`` when nothing does."""
+    stale = _stale(w, blame, stacks)
+    if stale or stacks is None:
+        return stale
     moved = (set(blame.ranks) | set(blame.others)) & set(stacks.progressing)
     if moved:
         return f"the stacks of {ranks_text(sorted(moved))} changed between samples (the job may be moving)"
     waiting = {r: f.waits_for for f in base if f.severity is Severity.WAITING and f.waits_for for r in f.ranks}
+    cls = {r: i for i, c in enumerate(stacks.classes) for r in c.ranks}
+    theirs = {cls.get(r) for r in blame.others}
     for r in blame.ranks:
         if r in waiting:
             return f"the stacks show rank {r} waiting for {ranks_text(waiting[r])}"
         place = stacks.places.get(r)
-        if place is not None and place.kind not in (PlaceKind.COLLECTIVE, PlaceKind.UNKNOWN):
-            return (f"rank {r}'s stack is {place.describe()}, not blocked in a collective (a slow step, or a hang "
-                    "outside torch.distributed)")
+        if (place is not None and place.kind not in (PlaceKind.COLLECTIVE, PlaceKind.UNKNOWN)
+                and cls.get(r) not in theirs):
+            return (f"rank {r}'s stack is {place.describe()}, not blocked in a collective like theirs (a slow "
+                    "step, or a hang outside torch.distributed)")
+    return ""
+
+
+def _stale(w: FrWaits, blame: FrBlame, stacks: Analysis | None) -> str:
+    """A rank behind (rule 3 of :mod:`~hangdbg.evidence.flight_recorder.waits`) whose records cannot
+    be one moment of a hung job: the collective it is blocked in was completed by a member rank
+    (one collective completes on all its ranks, ``build_collectives``), or it has none pending
+    while its stack is inside a collective (torch records a collective when it is called,
+    ``FlightRecorder::record``): the dumps (or the stacks) were taken at different moments of a
+    job that moved, so the lag may be an artifact."""
+    if blame.how != "behind":
+        return ""
+    for q in blame.ranks:
+        b = w.blocked.get(q)
+        if b is not None:
+            past = [r for r in w.members.get(b.group, ()) if r != q and w.last_seq.get((r, b.group), 0) > b.seq]
+            if past:
+                return (f"rank {q}'s seq {b.seq} on pg {b.group} is pending while {ranks_text(past)} went past it: "
+                        "the records are of different moments")
+            continue
+        place = stacks.places.get(q) if stacks is not None else None
+        if place is not None and place.kind is PlaceKind.COLLECTIVE:
+            return (f"rank {q}'s stack is {place.describe()} but its flight recorder has no collective pending: the "
+                    "stacks and the records are of different moments")
     return ""
 
 

@@ -15,7 +15,7 @@ from typing import Callable, Sequence
 
 from ..stacks.analysis import analyze
 from .crosscheck import cross_check
-from .fr_join import joined_analysis
+from .fr_join import joined_analysis, settle_fr_source
 from .fr_files import fr_dumps
 from .jobs import mixed_jobs
 from .verdict import build_verdict
@@ -160,8 +160,9 @@ def _stackless_dump(c: ClassifiedFile) -> ClassifiedFile:
 
 
 def _cross_checked(fr: SourceReport, analysis: Analysis) -> SourceReport:
-    """The flight recorder's report with its agreement or contradiction with the stacks added."""
-    return with_source(replace(fr, findings=fr.findings + tuple(cross_check(fr, analysis))))
+    """The flight recorder's report with its agreement or contradiction with the stacks added (its
+    lag suspects made warnings when the stacks show the job moving: :func:`settle_fr_source`)."""
+    return with_source(replace(fr, findings=settle_fr_source(fr.findings, analysis) + tuple(cross_check(fr, analysis))))
 
 
 def read_evidence(paths: Sequence[str], on_kind: Callable[[SourceKind, int], None] | None = None) -> Verdict:
