@@ -11,11 +11,12 @@ Rules (ours), on top of the flight recorder's own wait-for graph and blame
 (:mod:`hangdbg.evidence.flight_recorder.waits`, whose docstring cites torch's format):
 
 1. Stacks that name no suspect (every rank in the same place, or undecided): the flight recorder
-   decides when the ranks it names are, by their stacks, blocked in a collective like the ranks
-   that wait for them (or have no stack). The finding says so (source ``flight-recorder``) and
-   whether the named rank's stack is the same as theirs. A named rank whose stack is elsewhere
-   (computing, outside torch.distributed), that the stacks show waiting for given ranks, or that
-   moved between samples is not blamed: undecided.
+   decides. The finding says so (source ``flight-recorder``) and whether the named rank's stack
+   is the same as theirs. Not blamed (undecided) is a named rank whose stack is outside
+   torch.distributed where the ranks that wait for it are not (the stacks' own slow-step
+   question), that the stacks show waiting for given ranks, or that moved between samples; and a
+   rank behind whose records cannot be one moment of a hung job (:func:`_stale`: the dumps and
+   stacks of a live job are taken one after the other).
 2. Stacks that name suspects: the flight recorder confirms them when it names the same ranks,
    or ranks that the stacks show waiting for them (the flight recorder sees the lag, the stacks
    its cause). Otherwise the two contradict: the stack suspects become warnings and the verdict
