@@ -96,10 +96,13 @@ class RasStandIn:
     """A RAS client socket on 127.0.0.1 (``port``); ``mode``: ``json`` (NCCL >= 2.28.7), ``old``
     (NCCL < 2.28.7: no SET FORMAT), ``silent`` (accepts and never answers), ``garbage`` (answers
     the handshake with junk), ``status-garbage`` (a correct handshake, then junk as the report).
-    ``commands`` records what clients sent."""
+    ``commands`` records what clients sent. ``json_text`` may be a list: the n-th STATUS gets the
+    n-th report (the last one repeated), like a job whose counts move between queries."""
 
-    def __init__(self, text: str = "", json_text: str = "", mode: str = "json") -> None:
-        self.text, self.json_text, self.mode = text, json_text, mode
+    def __init__(self, text: str = "", json_text: str | list[str] = "", mode: str = "json") -> None:
+        self.text, self.mode = text, mode
+        self.json_texts = [json_text] if isinstance(json_text, str) else list(json_text)
+        self.statuses = 0
         self.commands: list[str] = []
         self.sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -176,8 +179,9 @@ class RasStandIn:
         if self.mode == "status-garbage":
             conn.sendall(b"\xff\xfe{{{ not a report\n\x00garbled line\n")
             return
+        self.statuses += 1
         if fmt == "json":
-            conn.sendall(self.json_text.encode())
+            conn.sendall(self.json_texts[min(self.statuses, len(self.json_texts)) - 1].encode())
             return
         head, sep, rest = self.text.partition("\n\n")
         conn.sendall((head + sep).encode())

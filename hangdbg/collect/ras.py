@@ -8,8 +8,12 @@ value keeps the default) and listens on ``NCCL_RAS_ADDR`` (``localhost:28028``,
 
 Which jobs: RAS is asked only when a rank looks like an NCCL job: its ``/proc/PID/maps`` maps a
 ``libnccl`` library (PyTorch's CUDA wheels load ``libnccl.so.2`` from ``nvidia-nccl-cu*``), or its
-start environment (``/proc/PID/environ``, proc(5)) sets an ``NCCL_*``/``TORCH_NCCL_*`` variable
-(a statically linked NCCL maps no ``libnccl``). Not such a job, RAS disabled in every rank's
+start environment (``/proc/PID/environ``, proc(5)) sets an ``NCCL_*`` variable (a statically
+linked NCCL maps no ``libnccl``; ``TORCH_NCCL_*`` does not count: torchrun's
+``local_elastic_agent.py`` sets ``TORCH_NCCL_ASYNC_ERROR_HANDLING`` for every worker, gloo or not).
+A JSON answer lists every rank's pid: when none is a rank of the dump, the answer is another job's
+(two jobs on a node share ``localhost:28028`` unless each sets its own ``NCCL_RAS_ADDR``) and is
+not judged. Not such a job, RAS disabled in every rank's
 environment, or a dump of other nodes: no connection at all. A setting that NCCL reads from
 ``nccl.conf`` is not in ``/proc/PID/environ``; a RAS disabled there shows as a refused connection.
 
@@ -47,7 +51,7 @@ REMOTE = RasQuery("not-queried", "RAS: not queried (the ranks run on other nodes
                   "localhost: run ncclras there)")
 
 _STRTOLL = re.compile(r"\s*([+-]?)(0[xX][0-9a-fA-F]+|[1-9][0-9]*|0[0-7]*)")
-_NCCL_VAR = re.compile(r"(?:TORCH_)?NCCL_")
+_NCCL_VAR = re.compile(r"NCCL_")  # not TORCH_NCCL_*: torchrun sets TORCH_NCCL_ASYNC_ERROR_HANDLING for every job
 
 
 def ras_enabled(value: str | None) -> bool:
@@ -194,6 +198,11 @@ def query_job_ras(pids: Sequence[int], out: OutDir | None, timeout: float, verbo
     if not any(t.reports for t in texts):
         return RasQuery("unreadable", _line("unreadable", a, n, spent, ()), str(a.address), a.format, a.via, n,
                         tuple(files), spent, garbled), ()
+    listed = frozenset(p for t in texts for r in t.reports for p in r.pids)
+    if listed and not listed & set(pids):
+        return RasQuery("foreign", f"RAS: answered for another job ({a.address} lists {len(listed)} processes, none of "
+                        "them a rank of this dump): give each job its own NCCL_RAS_ADDR", str(a.address), a.format,
+                        a.via, n, tuple(files), spent, garbled), ()
     findings = _judge(texts, confirmed)
     return RasQuery("answered", _line("answered", a, n, spent, findings), str(a.address), a.format, a.via, n,
                     tuple(files), spent, garbled), findings

@@ -56,7 +56,7 @@ class RasQuery:
     """What ``dump`` did with NCCL RAS (the document's ``ras``; :mod:`hangdbg.collect.ras`).
 
     Attributes:
-        state: ``answered`` (a report was read), ``unreadable`` (RAS answered, nothing could be
+        state: ``answered`` (a report was read), ``foreign`` (its pids are another job's), ``unreadable`` (RAS answered, nothing could be
             read), ``absent`` (nothing listens, or it did not answer), ``not-queried`` (not an
             NCCL job, RAS disabled, or the ranks are on other nodes).
         line: the one line for the console: ``RAS: answered (json, 0.2 s, 2 queries): ...``.

@@ -232,5 +232,6 @@ def parse_json(text: str, path: str = "") -> RasText:
             "communicator data", number=timeouts),)))
     procs = {(r.node, r.pid) for r in listed if r.pid is not None}
     rep = RasReport(1, _str(doc.get("nccl_version")), len({n for n, _ in procs}) or None, "", "",
-                    len(procs) or None, None, tuple(rows), tuple(errors + warnings))
+                    len(procs) or None, None, tuple(rows), tuple(errors + warnings),
+                    frozenset(p for _, p in procs if p is not None))
     return RasText(path, (rep,), n_lines, skipped)
