@@ -302,3 +302,16 @@ def test_ras_plan_reads_libnccl_from_maps_of_this_process():
     loaded = any("/libnccl" in ln for ln in open(f"/proc/{os.getpid()}/maps"))
     has_var = any(k.startswith("NCCL_") for k in os.environ)
     assert bool(addrs) == (loaded or has_var) and (why == "") == bool(addrs)
+
+
+def test_the_answers_of_one_dump_are_read_back_as_one_series(tmp_path):
+    """``report OUT`` reads ras-1/ras-2 the way the dump judged them: counts that advanced
+    between the two queries blame nobody (each file alone would blame rank 2)."""
+    (tmp_path / "ras").mkdir()
+    for n, low in ((1, 7), (2, 9)):
+        (tmp_path / "ras" / f"ras-{n}.json").write_text(json_report([(HASH, 1, 2, 4, _ranks(4, {2: low}), [])]))
+    rep = READER.read(sorted(str(p) for p in (tmp_path / "ras").iterdir()))
+    assert rep.records == 2 and not [f for f in rep.findings if f.is_suspect]
+    assert any("advanced" in f.summary for f in rep.findings)
+    alone = READER.read([str(tmp_path / "ras" / "ras-1.json")])
+    assert [f.ranks for f in alone.findings if f.is_suspect] == [(2,)]

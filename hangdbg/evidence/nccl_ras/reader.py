@@ -10,7 +10,9 @@ JSON of NCCL >= 2.28.7 (:mod:`~hangdbg.evidence.nccl_ras.json_format`), told apa
 
 from __future__ import annotations
 
-from typing import Any
+import os
+import re
+from typing import Any, Sequence
 
 from .analysis import analyze_ras
 from .facts import RasFacts
@@ -24,7 +26,28 @@ JSON_CAP = 256 << 20
 """Bytes of a RAS JSON file read at most (NCCL prints ~30 lines per rank: some 10 MB at 10,000
 ranks); a larger file is not read whole and counts as unreadable."""
 
-__all__ = ["RasReader", "READER"]
+__all__ = ["RasReader", "READER", "read_one", "join_series"]
+
+_SERIES = re.compile(r"ras-(\d{1,6})\.(?:json|txt)$")
+"""The names ``dump`` gives its RAS answers, numbered in the order asked."""
+
+
+def join_series(texts: Sequence[RasText]) -> list[RasText]:
+    """``texts`` with the numbered answers of each folder (``ras-N.json|txt``) joined in order
+    into one (the last one's path), the other files as they are."""
+    series: dict[str, list[tuple[int, RasText]]] = {}
+    out: list[RasText] = []
+    for t in texts:
+        m = _SERIES.match(os.path.basename(t.path))
+        if m is None:
+            out.append(t)
+        else:
+            series.setdefault(os.path.dirname(t.path), []).append((int(m.group(1)), t))
+    for items in series.values():
+        ts = [t for _, t in sorted(items, key=lambda x: x[0])]
+        out.append(RasText(ts[-1].path, tuple(r for t in ts for r in t.reports), sum(t.lines_read for t in ts),
+                           sum(t.skipped for t in ts)))
+    return out
 
 
 class RasReader(ReaderBase[RasFacts]):
@@ -43,7 +66,9 @@ class RasReader(ReaderBase[RasFacts]):
     def _read(self, paths: list[str]) -> SourceReport[RasFacts]:
         """Read RAS report files. Never raises for bad content: unreadable files go into
         ``errors``; lines inside a report's Errors/Warnings sections that do not parse are counted
-        in ``lines_skipped``."""
+        in ``lines_skipped``. The answers of one ``dump`` (``ras/ras-1.json``, ``ras/ras-2.json``
+        of one folder: :mod:`hangdbg.collect.ras`) are one series, judged like a file holding
+        repeated queries: the second tells whether the counts of the first advanced."""
         texts: list[RasText] = []
         errors: list[FileError] = []
         for p in paths:
@@ -51,7 +76,7 @@ class RasReader(ReaderBase[RasFacts]):
                 texts.append(read_one(p))
             except OSError as exc:
                 errors.append(FileError(p, f"cannot read: {exc.strerror or exc}"))
-        findings, rows, facts = analyze_ras(texts)
+        findings, rows, facts = analyze_ras(join_series(texts))
         return SourceReport(kind=self.kind, files=tuple(paths), findings=tuple(findings), ranks=tuple(rows),
                             records=facts.reports, lines_read=sum(t.lines_read for t in texts),
                             lines_skipped=sum(t.skipped for t in texts), errors=tuple(errors), facts=facts)
