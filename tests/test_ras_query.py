@@ -315,3 +315,12 @@ def test_the_answers_of_one_dump_are_read_back_as_one_series(tmp_path):
     assert any("advanced" in f.summary for f in rep.findings)
     alone = READER.read([str(tmp_path / "ras" / "ras-1.json")])
     assert [f.ranks for f in alone.findings if f.is_suspect] == [(2,)]
+
+
+def test_the_headline_adds_ras_only_for_ranks_the_stacks_did_not_name():
+    from hangdbg.collect.ras import with_ras_headline
+    from hangdbg.model import Finding
+    ras = [Finding(Kind.RAS_MISMATCH, "rank 3 behind", ranks=(3,), source=SourceKind.NCCL_RAS)]  # a suspect
+    assert with_ras_headline("h", ras, [Finding(Kind.RAS_OK, "x", ranks=(3,), severity=Severity.INFO)]) == "h; NCCL RAS: rank 3 behind"
+    assert with_ras_headline("h", ras, [Finding(Kind.RAS_OK, "x", ranks=(3,), severity=Severity.SUSPECT)]) == "h"
+    assert with_ras_headline("h", [], []) == "h"

@@ -112,7 +112,7 @@ def _dump_here(plan: DumpPlan, ranks: list[RankProcess], events: Events, command
         analysis = analyze_stacks(dumps, window=plan.window)
     cores = _write_cores(plan, ranks, out, events) if plan.core else ()
     ras, ras_found = query_job_ras([r.pid for r in ranks], out, plan.timeout, log=events.log)  # NCCL RAS, once
-    result = StacksResult(command, analysis, with_ras_headline(analysis.headline, ras_found),
+    result = StacksResult(command, analysis, with_ras_headline(analysis.headline, ras_found, analysis.findings),
                           analysis.findings + ras_found, out_dir=str(out.path), cores=cores, ras=ras)
     return save_result(result, out, plan)
 

@@ -208,7 +208,9 @@ def query_job_ras(pids: Sequence[int], out: OutDir | None, timeout: float, verbo
                     tuple(files), spent, garbled), findings
 
 
-def with_ras_headline(headline: str, findings: Sequence[Finding]) -> str:
-    """``headline`` plus the RAS suspects when RAS names ranks the stacks did not."""
-    sus = [f for f in findings if f.is_suspect and f.source is SourceKind.NCCL_RAS]
+def with_ras_headline(headline: str, ras: Sequence[Finding], stacks: Sequence[Finding] = ()) -> str:
+    """``headline`` plus the first RAS suspect whose ranks the ``stacks`` suspects do not already
+    name (a communicator-local rank counts as not named)."""
+    named = {r for f in stacks if f.is_suspect for r in f.ranks}
+    sus = [f for f in ras if f.is_suspect and (not f.ranks or not set(f.ranks) <= named)]
     return f"{headline}; NCCL RAS: {sus[0].summary[:160]}" if sus else headline
