@@ -223,6 +223,10 @@ def rank_proc():
     def start(env: dict[str, str]) -> int:
         p = subprocess.Popen(["sleep", "60"], env={"PATH": os.environ["PATH"], **env})
         procs.append(p)
+        deadline = time.monotonic() + 10
+        while Path(f"/proc/{p.pid}/cmdline").read_bytes() != b"sleep\x0060\x00":  # exec'd: its own environ
+            assert time.monotonic() < deadline
+            time.sleep(0.01)
         return p.pid
 
     yield start
