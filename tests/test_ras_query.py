@@ -328,3 +328,15 @@ def test_the_headline_adds_ras_only_for_ranks_the_stacks_did_not_name():
     assert with_ras_headline("h", ras, [Finding(Kind.RAS_OK, "x", ranks=(3,), severity=Severity.INFO)]) == "h; NCCL RAS: rank 3 behind"
     assert with_ras_headline("h", ras, [Finding(Kind.RAS_OK, "x", ranks=(3,), severity=Severity.SUSPECT)]) == "h"
     assert with_ras_headline("h", [], []) == "h"
+
+
+def test_cut_and_mangled_json_answers_never_raise():
+    """An answer cut by the deadline (every 37th prefix) or with a field of the wrong type."""
+    js = json_report([(HASH, 1, 2, 4, _ranks(4, {1: 3}), [Missing(3)])], timeouts=1)
+    for cut in range(0, len(js), 37):
+        t = parse_json(js[:cut], "cut.json")
+        assert t.reports == () and t.skipped == t.lines_read
+    for a, b in (('"rank": 1', '"rank": -1'), ('"size": 4', '"size": "4"'), ('"pid": 4001', '"pid": null'),
+                 ('"AllReduce": 3', '"AllReduce": 1e99'), ('"status": {', '"status": [{'), ('"host": "10', '"host": 7, "x": "')):
+        t = parse_json(js.replace(a, b, 1), "m.json")
+        analyze_ras([t])  # judged, or counted as skipped: never a traceback
