@@ -21,6 +21,7 @@ from ..collect.local import RAW, collect
 from ..collect.node_status import node_findings
 from ..collect.plan import DumpPlan, SpeedscopeBy
 from ..collect.procs import Denied, RankProcess, denied_note, find_ranks
+from ..collect.ras import REMOTE, query_job_ras, with_ras_headline
 from ..collect.result import StacksResult
 from ..errors import HangdbgError, UsageError
 from ..events import Events
@@ -54,7 +55,8 @@ def claim_out(out: Path | None, command: str, argv: Sequence[str] = (), force: b
 def dump(plan: DumpPlan, events: Events | None = None, *, command: str = "dump") -> StacksResult:
     """Dump the ranks ``plan`` names, analyze them and write everything under its output directory.
 
-    Writes, as it goes: ``processes.json``, ``raw/`` (every py-spy output as it arrives),
+    Writes, as it goes: ``processes.json``, ``raw/`` (every py-spy output as it arrives), ``ras/``
+    (NCCL RAS's answers, when the job is an NCCL job with RAS on: :mod:`hangdbg.collect.ras`),
     ``nodes/HOST.json`` (each node's status as it finishes), ``ops.json``/``store.json`` (the
     adaptive steps), core files (``--core``), the exports of the plan, and last ``hangdbg.json``
     (the document of the returned result).
@@ -111,8 +113,9 @@ def _dump_here(plan: DumpPlan, ranks: list[RankProcess], events: Events, command
     else:
         analysis = analyze_stacks(dumps, window=plan.window)
     cores = _write_cores(plan, ranks, out, events) if plan.core else ()
-    result = StacksResult(command, analysis, analysis.headline, analysis.findings, out_dir=str(out.path),
-                          cores=cores)
+    ras, ras_found = query_job_ras([r.pid for r in ranks], out, plan.timeout, log=events.log)  # NCCL RAS, once
+    result = StacksResult(command, analysis, with_ras_headline(analysis.headline, ras_found, analysis.findings),
+                          analysis.findings + ras_found, out_dir=str(out.path), cores=cores, ras=ras)
     return save_result(result, out, plan)
 
 
@@ -136,7 +139,7 @@ def _dump_nodes(plan: DumpPlan, events: Events) -> StacksResult:
         events.warn(f.summary)
     headline = fanout_headline(analysis.headline, [(n.host, n.status) for n in fan.nodes if n.status.failed])
     result = StacksResult("dump", analysis, headline, analysis.findings + tuple(failed), out_dir=str(out.path),
-                          nodes=tuple(fan.nodes), garbled_lines=fan.garbled_lines, complete=not failed)
+                          nodes=tuple(fan.nodes), garbled_lines=fan.garbled_lines, complete=not failed, ras=REMOTE)
     return save_result(result, out, plan)
 
 

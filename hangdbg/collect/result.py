@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Sequence
 
+from ..evidence.nccl_ras.facts import RasQuery
 from ..model import Analysis, Finding, Kind, suspects_of
 from ..outdir import NotSaved, not_saved_finding, not_saved_note
 from .fanout import NodeResult
@@ -37,6 +38,7 @@ class StacksResult:
         garbled_lines: lines of py-spy or agent output that could not be read (counted, skipped).
         complete: every node named was read (False: the job was not seen whole, never an all-clear).
         not_saved: files of the output directory that could not be written.
+        ras: what ``dump`` did with NCCL RAS (:mod:`hangdbg.collect.ras`), None when not asked about.
     """
 
     command: str
@@ -50,6 +52,7 @@ class StacksResult:
     garbled_lines: int = 0
     complete: bool = True
     not_saved: tuple[NotSaved, ...] = ()
+    ras: RasQuery | None = None
 
     @property
     def headline(self) -> str:

@@ -126,7 +126,8 @@ def render_stacks(result: StacksResult, tree: bool = True, evidence: bool = True
     """The console view of ``dump``, ``analyze`` or ``demo``: the result's headline and findings
     (the nodes not read, the files not saved) above its analysis; the JSON twin is
     :func:`hangdbg.report.build.stacks_document` of the same result."""
-    return _render(result.analysis, result.headline, result.findings, result.found, tree, evidence)
+    view = _render(result.analysis, result.headline, result.findings, result.found, tree, evidence)
+    return RGroup(view, safe_text(result.ras.line, style="dim")) if result.ras is not None else view
 
 
 def _render(a: Analysis, headline: str, findings: Sequence[Finding], found: bool, tree: bool,

@@ -20,7 +20,7 @@ from ..evidence.core.facts import CoreFact, CoreFacts, CoreJsonFacts
 from ..evidence.flight_recorder.facts import FrFacts
 from ..evidence.gpu.facts import GpuFacts
 from ..evidence.nccl.facts import NcclFacts
-from ..evidence.nccl_ras.facts import RasFacts
+from ..evidence.nccl_ras.facts import RasFacts, RasQuery
 from ..evidence.stacks.facts import StacksFacts, StackTextFacts
 from ..evidence.torch_log.facts import TorchLogFacts
 from ..evidence.traces.facts import TracesFacts
@@ -257,7 +257,8 @@ class StacksDocument(Document):
 
     ``out_dir``: where the raw outputs are (``dump``, ``demo``); ``inputs``: the paths read
     (``analyze``); ``garbled_lines``: lines of the inputs (or of the agents' output) skipped;
-    ``nodes``: every node asked (``--jobid/--hosts/--hostfile``); ``cores``: ``dump --core``.
+    ``nodes``: every node asked (``--jobid/--hosts/--hostfile``); ``cores``: ``dump --core``;
+    ``ras``: what ``dump`` did with NCCL RAS (absent from older documents, null when not asked).
     """
 
     command: Literal["dump", "analyze", "demo"]
@@ -268,6 +269,7 @@ class StacksDocument(Document):
     stacks: StacksSection
     nodes: tuple[NodeEntry, ...]
     cores: tuple[CoreWritten, ...]
+    ras: RasQuery | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -124,7 +124,9 @@ def _opcount(path: str, rep: RasReport, issue: RasIssue, t: RasTopic, advanced: 
             b_ranks += m
     b_listed = [r for g in behind for r in g.ranks]
     a_listed = [r for g in ahead for r in g.ranks]
-    at_low = "have not launched any" if low == 0 else f"are at {coll} operation {low}"
+    one = n_behind == 1
+    at_low = (("has" if one else "have") + " not launched any") if low == 0 else \
+        f"{'is' if one else 'are'} at {coll} operation {low}"
     who = (ranks_text(sorted(b_ranks)) if known and b_ranks else f"{n_behind} ranks") + \
         (" of the communicator" if not glob else "")
     ahead_txt = ", ".join(f"{g.count} at {g.value}" + (f" ({ranks_text(sorted(r.rank for r in g.ranks if r.rank is not None))})"

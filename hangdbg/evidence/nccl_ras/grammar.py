@@ -209,6 +209,8 @@ class RasReport:
         processes_per_node, gpus_per_process: as printed (``8``, ``7-8``).
         comm_groups: the ``Communicators`` table.
         issues: the ``Errors`` and ``Warnings`` entries.
+        pids: the process ids of every rank the report lists (the JSON format lists them all;
+            empty for the text, which lists outliers only).
     """
 
     line: int
@@ -220,6 +222,7 @@ class RasReport:
     gpus: int | None = None
     comm_groups: tuple[RasCommGroup, ...] = ()
     issues: tuple[RasIssue, ...] = ()
+    pids: frozenset[int] = frozenset()
 
 
 @dataclass(frozen=True, slots=True)
