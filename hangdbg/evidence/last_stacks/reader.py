@@ -129,7 +129,7 @@ def _findings(facts: LastStacksFacts) -> tuple[Finding, ...]:
     if early and len(early) < len(facts.ranks):
         latest = max(s.time for s in facts.ranks)
         why = {"exited": "its process had exited", "not-sampled": "it could not be sampled"}
-        parts = [f"rank {s.rank} last sampled in round {s.round}, {latest - s.time:.1f} s before the others' last "
+        parts = [("" if len(early) == 1 else f"rank {s.rank} ") + f"last sampled in round {s.round}, {latest - s.time:.1f} s before the others' last "
                  f"(round {newest})" + (f"; at round {s.gone_round} {why.get(s.gone_why, s.gone_why)}"
                                         if s.gone_round is not None else "") for s in early[:4]]
         out.append(Finding(Kind.LAST_STACKS, f"{ranks_text([s.rank for s in early])} stopped answering before the "
