@@ -11,7 +11,7 @@ Kept conservative, since CPU time is indirect evidence: a rank is slow in an int
 used at least :data:`CPU_MIN_REL` (20 %) more CPU than the median of the others and at least
 :data:`CPU_MIN_ABS` seconds more, and the rank itself kept at least :data:`MIN_BUSY` of a core busy
 (a rank that mostly sleeps straggles nowhere); a chronic straggler needs the persistence of
-:mod:`hangdbg.watch.straggler`. Where the wait spins (NCCL with a CUDA synchronize that spin-waits
+:mod:`hangdbg.watch.straggler`, in :data:`CPU_CHRONIC_SHARE` of the recent intervals. Where the wait spins (NCCL with a CUDA synchronize that spin-waits
 keeps every rank at one core), the ranks look alike and nothing is reported: no report beats a
 false one. Ranks on other nodes (``--jobid``/``--hosts``) are not measured.
 """
@@ -24,14 +24,18 @@ from statistics import median
 from .records import StragglerReport
 from .straggler import PERSIST, judge, slow_steps
 
-__all__ = ["CpuBook", "CPU_MIN_REL", "CPU_MIN_ABS", "MIN_BUSY"]
+__all__ = ["CpuBook", "CPU_MIN_REL", "CPU_MIN_ABS", "MIN_BUSY", "CPU_CHRONIC_SHARE"]
 
 CPU_MIN_REL = 0.20
 """An interval is slow for a rank that used this much more CPU than the others' median (fraction)."""
 CPU_MIN_ABS = 0.05
 """...and at least this many CPU seconds more."""
-MIN_BUSY = 0.5
-"""...while it kept at least this share of one core busy."""
+MIN_BUSY = 0.3
+"""...while it kept at least this share of one core busy (a loaded node gives a computing rank less than a core)."""
+CPU_CHRONIC_SHARE = 0.6
+"""The share of the recent intervals a chronic CPU-time straggler was slow in: one sample per interval sees
+the scheduler's noise (a rank sharing a core for a while), so fewer than with step timings; the
+20 % floor per interval is what keeps a healthy job silent."""
 
 
 @dataclass
@@ -64,4 +68,4 @@ class CpuBook:
             ranks |= common
         if len(rows) < PERSIST + 1:
             return None
-        return judge("cpu-time", rows, len(ranks))
+        return judge("cpu-time", rows, len(ranks), CPU_CHRONIC_SHARE)

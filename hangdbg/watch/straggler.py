@@ -168,16 +168,18 @@ def straggler_report(book: StepBook, window: int = 500) -> StragglerReport | Non
     return judge(basis, rows, len(book.ranks))
 
 
-def judge(basis: StragglerBasis, rows: list[tuple[int, dict[int, float], float]], n_ranks: int) -> StragglerReport:
+def judge(basis: StragglerBasis, rows: list[tuple[int, dict[int, float], float]], n_ranks: int,
+          share: float = CHRONIC_SHARE) -> StragglerReport:
     """The report from the per-step verdicts ``rows`` (``(step, {slow rank: lag seconds}, basis seconds)``,
-    in step order) of ``n_ranks`` ranks (also used for the CPU-time samples of ``--stacks`` mode)."""
+    in step order) of ``n_ranks`` ranks (also used for the CPU-time samples of ``--stacks`` mode);
+    ``share``: the share of recent steps a chronic straggler was slow in (:data:`CHRONIC_SHARE`)."""
     slow = sorted({r for _s, lags, _b in rows for r in lags})
-    entries = [_rank_entry(r, rows) for r in slow]
+    entries = [_rank_entry(r, rows, share) for r in slow]
     entries.sort(key=lambda e: (not e.chronic, -e.lag_percent, e.rank))
     what = {"compute": "compute time before each step's sync point", "arrival": "arrival at each step's sync point",
             "cpu-time": "CPU time between stack samples"}[basis]
     unit = "sample" if basis == "cpu-time" else "step"
-    findings = tuple(_finding(e, what, unit) for e in entries if e.chronic)
+    findings = tuple(_finding(e, what, unit, basis == "cpu-time") for e in entries if e.chronic)
     last = rows[-1][0] if rows else 0
     if findings:
         summary = "; ".join(f.summary for f in findings)
@@ -189,16 +191,16 @@ def judge(basis: StragglerBasis, rows: list[tuple[int, dict[int, float], float]]
     return StragglerReport(basis, last, len(rows), tuple(entries), findings, summary)
 
 
-def _rank_entry(rank: int, rows: list[tuple[int, dict[int, float], float]]) -> StragglerRank:
+def _rank_entry(rank: int, rows: list[tuple[int, dict[int, float], float]], share: float) -> StragglerRank:
     flags = [rank in lags for _s, lags, _b in rows]
     recent = flags[-RECENT:]
-    chronic = sum(flags) >= PERSIST and sum(recent) >= CHRONIC_SHARE * len(recent)
+    chronic = sum(flags) >= PERSIST and sum(recent) >= share * len(recent)
     start = None
     if chronic:  # the earliest step from which on it was slow in CHRONIC_SHARE of the steps
         hits = 0
         for i in range(len(flags) - 1, -1, -1):
             hits += flags[i]
-            if flags[i] and hits >= CHRONIC_SHARE * (len(flags) - i):
+            if flags[i] and hits >= share * (len(flags) - i):
                 start = i
     first = start if start is not None else flags.index(True)
     lags = [rows[i][1][rank] for i in range(first, len(rows)) if flags[i]]
@@ -209,11 +211,14 @@ def _rank_entry(rank: int, rows: list[tuple[int, dict[int, float], float]]) -> S
                          rows[last][0], sum(flags), len(flags))
 
 
-def _finding(e: StragglerRank, what: str, unit: str) -> Finding:
+def _finding(e: StragglerRank, what: str, unit: str, cpu: bool) -> Finding:
+    how = (f"{e.lag_seconds:.3g} s ({e.lag_percent:.0f} %) more CPU per interval than the median of the other ranks "
+           f"(it computes while they wait)" if cpu else
+           f"{e.lag_seconds:.3g} s ({e.lag_percent:.0f} %) behind the median of the other ranks in {what}")
     return Finding(
         Kind.STRAGGLER,
-        f"rank {e.rank} is a straggler: {e.lag_seconds:.3g} s ({e.lag_percent:.0f} %) behind the median of the other "
-        f"ranks in {what}, since {unit} {e.since_step} (slow in {e.steps_slow} of {e.steps_seen} {unit}s)",
+        f"rank {e.rank} is a straggler: {how}, since {unit} {e.since_step} (slow in {e.steps_slow} of {e.steps_seen} "
+        f"{unit}s)",
         ranks=(e.rank,), severity=Severity.WARNING,
         action="look at what differs on that rank: its node (CPU/GPU clocks, thermal throttling, other processes), its "
                "data (uneven batches, slow storage), its share of the model")
