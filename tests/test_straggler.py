@@ -170,3 +170,10 @@ def test_the_new_watch_options_go_with_the_plan():
         WatchPlan(target=TargetSpec(pids=(1,)), straggler_every=0)
     with pytest.raises(UsageError):
         WatchPlan(target=TargetSpec(pids=(1,)), keep_last=-1)
+
+
+def test_a_straggler_report_file_is_hangdbgs_own_output_not_evidence():
+    from hangdbg.evidence.own_output import is_own_output
+
+    assert is_own_output("OUT/straggler/step-00000010.json")
+    assert not is_own_output("OUT/logs/step-00000010.json")
