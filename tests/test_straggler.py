@@ -177,3 +177,13 @@ def test_a_straggler_report_file_is_hangdbgs_own_output_not_evidence():
 
     assert is_own_output("OUT/straggler/step-00000010.json")
     assert not is_own_output("OUT/logs/step-00000010.json")
+
+
+def test_a_compute_time_the_caller_measured_is_recorded(tmp_path, monkeypatch):
+    hooks_heartbeat = importlib.import_module("hangdbg.hooks.heartbeat")
+    for name, value in (("_last", {}), ("_ring", {}), ("_synced_at", [None])):
+        monkeypatch.setattr(hooks_heartbeat, name, value)
+    monkeypatch.setenv("RANK", "0")
+    assert heartbeat(5, str(tmp_path), compute=0.25)
+    marks = parse_heartbeat((tmp_path / "heartbeat.rank0").read_text())
+    assert [(m.step, m.compute) for m in marks] == [(5, 0.25)]

@@ -16,7 +16,9 @@ line is unchanged since the first version: the wall-clock time in seconds, the s
 lines after it (format ``hangdbg-heartbeat 2``) are the ring of the last :data:`RING` steps this
 rank reached, one ``s STEP ARRIVE COMPUTE`` line each: ``ARRIVE`` the wall-clock time (Unix
 seconds) of the :func:`heartbeat` call of that step, ``COMPUTE`` the seconds from the previous
-:func:`synced` to it (the rank's own work in the step; ``-`` when :func:`synced` is not called).
+:func:`synced` to it (the rank's own work in the step), or the ``compute`` the caller measured
+itself (``heartbeat(step, compute=seconds)``, e.g. with CUDA events, whose kernels run
+asynchronously); ``-`` when neither is known.
 
 Why the arrival: in a synchronous job every rank's step *period* is the same (the collective makes
 them wait for each other); a straggler shows in *when* it arrives at the collective (last) and in
@@ -68,7 +70,8 @@ def synced() -> None:
     _synced_at[0] = time.monotonic()
 
 
-def heartbeat(step: int | None = None, directory: str | None = None, min_interval: float = 1.0) -> bool:
+def heartbeat(step: int | None = None, directory: str | None = None, min_interval: float = 1.0,
+              compute: float | None = None) -> bool:
     """Record that this rank reached ``step``'s sync point (see the module docstring).
 
     Args:
@@ -76,6 +79,8 @@ def heartbeat(step: int | None = None, directory: str | None = None, min_interva
         directory: where to write; default ``$HANGDBG_HEARTBEAT_DIR`` or ``./hangdbg-heartbeat``.
         min_interval: seconds; a call closer than this to the last write only records the step in
             memory (written with the next write).
+        compute: seconds this rank computed in this step before its sync point, measured by the
+            caller (e.g. CUDA events around forward/backward); default: since the last :func:`synced`.
 
     Returns:
         True when the file was written by this call.
@@ -84,8 +89,10 @@ def heartbeat(step: int | None = None, directory: str | None = None, min_interva
     now, wall = time.monotonic(), time.time()
     if step is not None:
         since = _synced_at[0]
+        if compute is None and since is not None:
+            compute = max(0.0, now - since)
         ring = _ring.setdefault(path, deque(maxlen=RING))
-        ring.append((int(step), wall, None if since is None else max(0.0, now - since)))
+        ring.append((int(step), wall, None if compute is None else float(compute)))
     if now - _last.get(path, -1e18) < min_interval:
         return False
     _last[path] = now
