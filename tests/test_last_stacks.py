@@ -105,3 +105,14 @@ def test_a_fan_out_sample_is_written_as_py_spy_text_the_reader_reads(tmp_path):
     rep = READER.read([str(p) for p in (tmp_path / "last").iterdir()])
     (s,) = rep.facts.ranks
     assert (s.rank, s.pid, s.host, s.idle) == (5, 77, "n2", True) and "all_reduce" in s.place
+
+
+def test_a_last_sample_without_python_frames_says_where_the_rank_was_before(tmp_path):
+    ring = LastRing(OutDir(tmp_path), 3)
+    ring.add([(0, _text(0, ALLREDUCE), 1001.0)])
+    exiting = "# hangdbg rank=0 pid=1000 host=n1 sample=1\nProcess 1000: python train.py\nPython v3.11.7\n\n" \
+              "Thread 1000 (idle): \"MainThread\"\n"
+    ring.add([(0, exiting, 1002.0)])
+    (s,) = READER.read([str(p) for p in (tmp_path / "last").iterdir()]).facts.ranks
+    assert s.round == 2 and s.place.startswith("no Python frame") and "all_reduce" in s.place
+    assert s.frame.startswith("all_reduce")

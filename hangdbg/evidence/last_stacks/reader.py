@@ -98,17 +98,25 @@ def _last(rank: int, kept: list[_Sample], end: float, gone: tuple[int, str] | No
             if other is None or tuple(sorted(th.stack_key for th in other.threads)) != key:
                 break
             unchanged += 1
-    place, frame, idle = "its stacks could not be read", "", False
-    if d is not None:
-        places = [place_of(th) for th in d.threads]
-        i = primary_thread(d.threads, places)
-        th = d.threads[i]
-        place, idle = places[i].describe(), th.idle
-        py = th.python_frames
-        frame = f"{py[0].function} ({py[0].short_file}:{py[0].line})" if py else ""
+    place, frame, idle = _where(d)
+    if d is not None and not frame:  # no Python frame: the interpreter was exiting (torchrun's SIGTERM) or starting
+        before = next((w for w in map(_where, dumps[1:]) if w[1]), None)
+        place = "no Python frame (its interpreter was finishing, as after torchrun's SIGTERM)" + (f"; in the sample before, {before[0]}" if before else "")
+        frame = before[1] if before else ""
     return LastSample(rank, d.pid if d is not None else None, d.host if d is not None else "", round_, unix,
                       round(max(0.0, end - unix), 2), place, frame, idle, len(kept), unchanged,
                       gone[0] if gone else None, gone[1] if gone else "")
+
+
+def _where(d: RankDump | None) -> tuple[str, str, bool]:
+    """``(place, innermost Python frame or "", idle)`` of a sample's speaking thread."""
+    if d is None:
+        return "its stacks could not be read", "", False
+    places = [place_of(th) for th in d.threads]
+    i = primary_thread(d.threads, places)
+    th = d.threads[i]
+    py = th.python_frames
+    return places[i].describe(), (f"{py[0].function} ({py[0].short_file}:{py[0].line})" if py else ""), th.idle
 
 
 def _findings(facts: LastStacksFacts) -> tuple[Finding, ...]:
