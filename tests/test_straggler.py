@@ -170,6 +170,8 @@ def test_the_new_watch_options_go_with_the_plan():
         WatchPlan(target=TargetSpec(pids=(1,)), straggler_every=0)
     with pytest.raises(UsageError):
         WatchPlan(target=TargetSpec(pids=(1,)), keep_last=-1)
+    with pytest.raises(UsageError, match="--heartbeat DIR"):  # a log alone says nothing per rank
+        WatchPlan(target=TargetSpec(pids=(1,)), logs=("train.log",), straggler_every=10)
 
 
 def test_a_straggler_report_file_is_hangdbgs_own_output_not_evidence():

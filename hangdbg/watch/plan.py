@@ -92,6 +92,9 @@ class WatchPlan:
             raise UsageError("--stall, --interval and --timeout take seconds > 0")
         if self.straggler_every is not None and self.straggler_every < 1:
             raise UsageError("--straggler-every takes a number of steps >= 1")
+        if self.straggler_every is not None and not self.heartbeat and not self.samples_stacks:
+            raise UsageError("--straggler-every compares the ranks' steps (--heartbeat DIR) or their CPU time between "
+                             "stack samples (--stacks)")
         if not 0 <= self.keep_last <= 100:
             raise UsageError("--keep-last takes a number of samples per rank from 1 to 100")
         self.pattern()  # a bad regular expression is a usage error now, not at the first log line
