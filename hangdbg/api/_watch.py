@@ -190,8 +190,10 @@ class _Watcher:
                     raws.append((p.rank, raw_text(p, k, res, "", now), now))
 
             dumps = collect(ranks, sample.collect_options(None), keep if self.ring is not None else None)
-            if self.ring is not None:
-                self.ring.add(raws)
+            if self.ring is not None:  # exited: no longer among the job's processes, or gone under py-spy
+                found = {p.rank for p in ranks}
+                self.ring.add(raws, {r for r in self.ring.seen if r not in found}
+                              | {d.rank for d in dumps if d.state == DumpState.GONE})
         else:
             argv = agent_argv(self.plan.target.remote_python, sample.agent_argv(with_host=not self.plan.target.jobid))
             with tempfile.TemporaryDirectory(prefix="hangdbg-watch-sample-") as tmp:

@@ -45,7 +45,8 @@ class LastRing:
     def add(self, texts: list[tuple[int, str, float]], exited: set[int] | None = None) -> None:
         """One round of samples: ``(rank, raw py-spy text with its header, Unix time)`` for each rank
         sampled; ranks seen before and sampled no more (while others were) get a gone file once
-        (``exited``: the ranks known to have exited; the others were not sampled)."""
+        (``exited``: the ranks known to have exited, None: all of them; the others were not sampled:
+        py-spy failed, or their node did not answer)."""
         self.round += 1
         sampled = set()
         for rank, text, unix in texts:
