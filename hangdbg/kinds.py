@@ -43,6 +43,7 @@ class SourceKind(DocumentedEnum):
     ERROR_LINES = ("error-lines", "every error-looking line of any text log, read with the error catalog (hangdbg/catalog)")
     NODES = ("nodes", "the fan-out itself: nodes of `dump --jobid/--hosts` or `collect` that could not be read")
     CHECK = ("check", "the diagnostics job of `hangdbg check` (collectives, bandwidth, bisection)")
+    LAST_STACKS = ("last-stacks", "each rank's latest stack samples that `hangdbg watch --keep-last` keeps under OUT/last/")
 
 
 class Kind(DocumentedEnum):
@@ -158,6 +159,11 @@ class Kind(DocumentedEnum):
     UNRECOGNISED_ERROR = ("unrecognised-error", "an error-looking line that no catalog entry matches, quoted")
     GPU_BLOCKED = ("gpu-blocked", "a rank whose GPU never started a collective (flight recorder: scheduled, not "
                    "started) while earlier work on its own stream runs: no peer is involved")
+    # hangdbg watch: a slow (not hung) rank, and where every rank was before the job ended
+    STRAGGLER = ("straggler", "hangdbg watch: a rank chronically slower than the others (later at each step's sync "
+                 "point, or more compute per step): how much, since which step")
+    LAST_STACKS = ("last-stacks", "watch --keep-last: where each rank was in its last stack sample before the job "
+                   "ended, and how long before the end; a warning for ranks that stopped answering before the others")
 
 
 KIND_LEVELS: dict[Level, str] = {
@@ -166,7 +172,7 @@ KIND_LEVELS: dict[Level, str] = {
                 "core-unreadable nccl-init-incomplete nccl-lagging nccl-slice-differs nccl-warn nccl-aborted nccl-init-failed "
                 "child-failed child-error desync-report seq-lagging no-timeout dump-signal watchdog-timeout watchdog-hung "
                 "barrier-missing rank-error log-incomplete fr-missing-rank fr-contradicts fr-agrees ras-error ras-unreachable "
-                "trace-stopped known-error peer-error echo unrecognised-error",
+                "trace-stopped known-error peer-error echo unrecognised-error straggler last-stacks",
     Level.NODE: "node-failed nccl-connect-failed nccl-p2p-blocked check-failed check-slow resource-error",
     Level.GPU: "cuda-error cuda-stuck gpu-lost xid ecc pcie-aer hardware-error gpu-blocked",
     Level.JOB: "p2p-mismatch wait-cycle undecided stall mixed-jobs nccl-setup-differs nccl-bootstrap nccl-op-mismatch "

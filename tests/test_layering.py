@@ -35,6 +35,7 @@ LAYERS = {  # the longest matching prefix decides
     "hangdbg.evidence.stacks": 4, "hangdbg.evidence.core": 4, "hangdbg.evidence.nccl": 4,
     "hangdbg.evidence.nccl_ras": 4, "hangdbg.evidence.torch_log": 4, "hangdbg.evidence.flight_recorder": 4,
     "hangdbg.evidence.gpu": 4, "hangdbg.evidence.traces": 4, "hangdbg.evidence.error_lines": 4,
+    "hangdbg.evidence.last_stacks": 4,
     "hangdbg.evidence": 5,
     "hangdbg.collect": 6, "hangdbg.check": 6, "hangdbg.demo": 6,
     "hangdbg.watch": 7,

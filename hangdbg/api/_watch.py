@@ -21,14 +21,16 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+import psutil
+
 from ..collect.fanout import agent_argv, fan_out
-from ..collect.local import collect
-from ..collect.procs import find_ranks
+from ..collect.local import collect, raw_text
+from ..collect.procs import RankProcess, find_ranks
 from ..collect.result import StacksResult
 from ..errors import HangdbgError, UsageError
 from ..events import Events
 from ..model import RankDump
-from ..enums import NodeStatus
+from ..enums import DumpState, NodeStatus
 from ..outdir import OutDir
 from ..report.build import watch_document
 from ..report.schema import to_json
@@ -37,6 +39,11 @@ from ..tools.subproc import Popen, communicate_or_kill, run
 from ..transport.slurm import WAITING_STATES, job_state, show_job
 from ..transport.targets import Targets, resolve
 from ..watch.plan import SIGNALS, Ended, StallRecord, WatchPlan, WatchResult
+from ..watch.cpu_straggler import CpuBook
+from ..watch.keep_last import LastRing, pyspy_like
+from ..watch.records import StragglerReport
+from ..watch.straggler import StepBook, straggler_report
+from ..tools.pyspy import PySpyResult
 from ..watch.probes import HeartbeatProbe, LogProbe, kill_process_trees, pids_alive, watch_loop
 from ..watch.stall import Observation, Stall, StallDetector, stacks_signature, waiting_or_idle
 from ._dump import claim_out, dump
@@ -75,6 +82,12 @@ class _Watcher:
         self.no_ranks = 0
         self.seen_ranks = False
         self.remote: Targets | None = None
+        every = plan.straggler_every
+        self.step_book = StepBook() if every and plan.heartbeat else None
+        self.cpu_book = CpuBook() if every and not plan.heartbeat else None
+        self.next_report = every or 0
+        self.stragglers: StragglerReport | None = None
+        self.ring = LastRing(self.out, plan.keep_last) if plan.keep_last else None
 
     def run(self) -> WatchResult:
         plan = self.plan
@@ -91,6 +104,10 @@ class _Watcher:
         try:
             end = watch_loop(detector, self.observe, self.alive, self.on_stall, plan.interval, plan.once, self.events.log)
             ended, self.observations = end.reason, end.observations
+            if ended == "job-ended" and self.ring is not None:
+                self.ring.end()
+            if ended == "job-ended" and self.plan.straggler_every:
+                self._straggler_check(final=True)  # the steps since the last report
         except KeyboardInterrupt:
             self.events.note("interrupted")
         finally:
@@ -103,11 +120,56 @@ class _Watcher:
         obs = Observation(now, log=self.log_probe.progress() if self.log_probe else None,
                           heartbeat=self.beat_probe.picture() if self.beat_probe else None)
         self.observations += 1
-        if self.plan.samples_stacks:
+        if self.plan.takes_samples:
             dumps = self._sample()
-            if dumps:
+            if dumps and self.plan.samples_stacks:
                 obs = replace(obs, stacks=stacks_signature(dumps), waiting=waiting_or_idle(dumps))
+        if self.plan.straggler_every:
+            self._straggler_check()
         return obs
+
+    # -- stragglers -------------------------------------------------------------------------------
+    def _straggler_check(self, final: bool = False) -> None:
+        """Every ``straggler_every`` steps (heartbeat steps, else stack samples): the straggler
+        report, printed, written to ``OUT/straggler/`` and kept for ``watch.json``; ``final``: at the
+        job's end, over the steps since the last report (if any)."""
+        every = int(self.plan.straggler_every or 0)
+        if self.step_book is not None and self.beat_probe is not None:
+            for rank, marks in self.beat_probe.rings().items():
+                self.step_book.add(rank, marks)
+            at = self.step_book.latest
+        else:
+            at = self.observations
+        last = self.stragglers.step if self.stragglers is not None else -1
+        if at is None or (at < self.next_report and not (final and at > last)):
+            return
+        self.next_report = (at // every + 1) * every
+        report = straggler_report(self.step_book) if self.step_book is not None else (
+            self.cpu_book.report() if self.cpu_book is not None else None)
+        if report is None:
+            self.events.log(f"straggler report at step {at}: too few steps compared yet")
+            return
+        self.stragglers = report
+        self.events.note(f"stragglers at step {at}: {report.summary}")
+        for r in report.ranks[:8]:
+            self.events.log(f"  rank {r.rank}: {'chronic' if r.chronic else 'transient'}, {r.lag_seconds:.3g} s "
+                            f"({r.lag_percent:.0f} %) behind, slow in {r.steps_slow}/{r.steps_seen} since {r.since_step}")
+        self.out.save_text(f"straggler/step-{at:08d}.json", to_json(report) + "\n")
+        self._write("running")
+
+    def _cpu_sample(self, ranks: list[RankProcess]) -> None:
+        """Each local rank's CPU seconds so far (psutil ``cpu_times``: user + system) for the
+        CPU-time straggler report (:mod:`hangdbg.watch.cpu_straggler`)."""
+        if self.cpu_book is None:
+            return
+        cpu = {}
+        for p in ranks:
+            try:
+                t = psutil.Process(p.pid).cpu_times()
+                cpu[p.rank] = t.user + t.system
+            except psutil.Error:
+                continue
+        self.cpu_book.add(time.monotonic(), cpu)
 
     def _sample(self) -> list[RankDump]:
         """One non-blocking py-spy sample of every rank (no locals, no retry); [] when no rank was found."""
@@ -119,7 +181,19 @@ class _Watcher:
                 self.events.log(f"no ranks to sample: {exc}")
                 self.no_ranks += 1
                 return []
-            dumps = collect(ranks, sample.collect_options(None))
+            self._cpu_sample(ranks)
+            raws: list[tuple[int, str, float]] = []
+
+            def keep(p: RankProcess, k: int, res: PySpyResult) -> None:
+                if res.error is None:
+                    now = time.time()
+                    raws.append((p.rank, raw_text(p, k, res, "", now), now))
+
+            dumps = collect(ranks, sample.collect_options(None), keep if self.ring is not None else None)
+            if self.ring is not None:  # exited: no longer among the job's processes, or gone under py-spy
+                found = {p.rank for p in ranks}
+                self.ring.add(raws, {r for r in self.ring.seen if r not in found}
+                              | {d.rank for d in dumps if d.state == DumpState.GONE})
         else:
             argv = agent_argv(self.plan.target.remote_python, sample.agent_argv(with_host=not self.plan.target.jobid))
             with tempfile.TemporaryDirectory(prefix="hangdbg-watch-sample-") as tmp:
@@ -129,6 +203,9 @@ class _Watcher:
                 if n.status not in (NodeStatus.OK, NodeStatus.NO_RANKS):
                     self.events.log(f"node {n.host}: {n.status} {n.reason or ''}")  # a node that stops answering: go on
             dumps = fan.dumps
+            if self.ring is not None:
+                self.ring.add([(d.rank, pyspy_like(d), (d.sample_times or (time.time(),))[-1]) for d in dumps if d.threads],
+                              {d.rank for d in dumps if d.state == DumpState.GONE})
         self.no_ranks = 0 if dumps else self.no_ranks + 1
         self.seen_ranks = self.seen_ranks or bool(dumps)
         return dumps
@@ -150,7 +227,7 @@ class _Watcher:
                 self.events.log(f"cannot ask SLURM: {exc}")
         # over ssh (or scontrol failing): no rank on any node twice in a row
         # (only once ranks were seen: a watcher may start before the job's ranks do)
-        return not (self.plan.samples_stacks and self.seen_ranks and self.no_ranks >= 2)
+        return not (self.plan.takes_samples and self.seen_ranks and self.no_ranks >= 2)
 
     def _wait_for_start(self, jobid: str) -> None:
         """Wait while SLURM job ``jobid`` is pending (``sbatch ...; hangdbg watch --jobid ID``)."""
@@ -236,7 +313,7 @@ class _Watcher:
     def _write(self, ended: Ended) -> WatchResult:
         plan = self.plan
         result = WatchResult(plan.target.describe(), str(self.out.path), plan.signals, plan.stall, plan.interval,
-                             self.observations, ended, tuple(self.stalls))
+                             self.observations, ended, tuple(self.stalls), self.stragglers)
         self.out.save_text("watch.json", to_json(watch_document(result)) + "\n")
         return result
 

@@ -31,7 +31,7 @@ class DemoCommand(Command):
         plan = dump_plan(args)
         if args.scenario == "behind":
             plan = replace(plan, locals=True)
-        if args.scenario in ("busy", "healthy") and plan.samples == 1:
+        if args.scenario in ("busy", "healthy", "straggler") and plan.samples == 1:
             plan = replace(plan, samples=3, locals=True)
         with DemoJob(args.scenario, nproc) as job:
             with self.err.status(f"starting a {nproc}-rank gloo job ({args.scenario}) under torchrun..."):

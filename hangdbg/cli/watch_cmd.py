@@ -30,7 +30,7 @@ def watch_plan(args: argparse.Namespace) -> WatchPlan:
         stacks=args.stacks, stall=args.stall, interval=args.interval, grace=args.grace, once=args.once,
         on_hang=args.on_hang, then=args.then, native=args.native, locals=args.locals, timeout=args.timeout,
         py_spy=args.py_spy, node_timeout=args.node_timeout, force=args.force, out=args.out,
-        verbose=bool(getattr(args, "verbose", False)))
+        verbose=bool(getattr(args, "verbose", False)), straggler_every=args.straggler_every, keep_last=args.keep_last)
 
 
 class _WatchEvents(ConsoleEvents):
@@ -71,6 +71,13 @@ class WatchCommand(Command):
         g.add_argument("--interval", type=positive_float, default=10.0, metavar="S", help="seconds between observations (default 10)")
         g.add_argument("--grace", type=float, default=0.0, metavar="S", help="seconds after the start with no stall declared (start-up, compilation)")
         g.add_argument("--once", action="store_true", help="stop after the first stall (exit 3)")
+        g = p.add_argument_group("slow ranks and crashes")
+        g.add_argument("--straggler-every", type=int, metavar="N",
+                       help="every N steps (--heartbeat; stack samples otherwise) print a straggler report and write it "
+                            "to OUT/straggler/: ranks chronically slower than the others, by how much, since when")
+        g.add_argument("--keep-last", type=int, nargs="?", const=3, default=0, metavar="N",
+                       help="keep each rank's latest N stack samples (default 3) in OUT/last/, so that `hangdbg report "
+                            "OUT` shows where every rank was when the job died (samples every --interval)")
         g = p.add_argument_group("on a stall")
         g.add_argument("--on-hang", metavar="CMD", help="shell command run after the dump, with HANGDBG_DUMP_DIR, HANGDBG_JSON, "
                                                         "HANGDBG_HEADLINE, HANGDBG_SUSPECTS (comma list of ranks) in its environment")

@@ -20,6 +20,11 @@ when to dump. Scenarios (the odd rank is the last rank unless said otherwise):
   wait in ``all_reduce``.
 - ``healthy``: nobody hangs; every rank keeps training (stacks change between samples); with
   ``--exit`` it stops after ``--steps`` and leaves cleanly.
+- ``straggler``: as ``healthy``, but the last rank computes ``--slow-factor`` (default 1.3) times as long
+  per step as the others (``--step-seconds``, default 0.3 here): slow, not hung.
+
+``--heartbeat DIR`` makes every rank call :func:`hangdbg.hooks.heartbeat.heartbeat` right before each
+step's collective and :func:`~hangdbg.hooks.heartbeat.synced` right after it (``watch --heartbeat DIR``).
 
 ``--step-seconds S`` makes each step compute for S seconds first (a slow job); ``--log-steps``
 makes rank 0 print ``step N loss X`` after each step (a training log); ``--hang-step`` moves the
@@ -43,6 +48,7 @@ from __future__ import annotations
 
 import argparse
 import fcntl
+import importlib
 import os
 import subprocess
 import sys
@@ -55,7 +61,8 @@ FR_SCENARIOS = ("behind",)
 """Scenarios that record the flight recorder and serve it (as ``topology.FR_SCENARIOS``)."""
 
 BLOCKED = ("pdb", "child-process", "full-pipe", "dead-setter", "stale-lock", "stale-filelock")
-SCENARIOS = ("mismatch", "stuck-io", "missing", "deadlock", "behind", "busy", "healthy", "extra-collective", *BLOCKED)
+SCENARIOS = ("mismatch", "stuck-io", "missing", "deadlock", "behind", "busy", "healthy", "extra-collective", "straggler",
+             *BLOCKED)
 
 
 def ready(args, rank: int) -> None:
@@ -199,6 +206,8 @@ def main(argv=None) -> None:
     ap.add_argument("--step-seconds", type=float, default=0.0, help="seconds of computation per step (a slow, healthy job)")
     ap.add_argument("--log-steps", action="store_true", help="rank 0 prints `step N loss X` after every step")
     ap.add_argument("--exit", action="store_true", help="after --steps, leave cleanly (default: wait an hour)")
+    ap.add_argument("--heartbeat", default=None, metavar="DIR", help="call hangdbg's heartbeat hook into DIR every step")
+    ap.add_argument("--slow-factor", type=float, default=1.3, help="straggler: the last rank's compute, times the others'")
     args = ap.parse_args(argv)
 
     if args.scenario in FR_SCENARIOS:  # before torch starts: the recorder reads it once
@@ -228,15 +237,22 @@ def main(argv=None) -> None:
     if args.scenario == "behind":
         train_loop_behind(dist, torch, t, rank, world, args, groups)
         return
-    steps = 10**9 if args.scenario == "healthy" else args.steps
-    if args.scenario == "healthy" and args.exit:
-        steps = args.steps
+    endless = args.scenario in ("healthy", "straggler")
+    steps = args.steps if not endless or args.exit else 10**9
+    seconds = args.step_seconds or (0.3 if args.scenario == "straggler" else 0.0)
+    if args.scenario == "straggler" and rank == world - 1:
+        seconds *= args.slow_factor
+    hb = importlib.import_module("hangdbg.hooks.heartbeat") if args.heartbeat else None
     for step in range(steps):
-        slow_compute(args.step_seconds)
+        slow_compute(seconds)
+        if hb is not None:
+            hb.heartbeat(step, args.heartbeat)  # arrived at the step's sync point (the all_reduce in train_step)
         train_step(dist, torch, t, step, rank, world, args)
+        if hb is not None:
+            hb.synced()  # the step's collective returned
         if args.log_steps and rank == 0:
             print(f"step {step} loss {1.0 / (step + 1):.4f}", flush=True)
-        if args.scenario == "healthy" and step == 3:
+        if endless and step == 3:
             ready(args, rank)
     dist.barrier()
     if args.exit:

@@ -25,7 +25,8 @@ document: the document is read, not this text (it would read as a second, rankle
 def is_own_output(path: str) -> bool:
     """True for a file hangdbg itself wrote under ``-o DIR`` (see :data:`OWN_OUTPUT`), a schema of
     ``hangdbg schema -o`` (:data:`SCHEMA_FILE`, any version), a node status of the fan-out
-    (``nodes/HOST.json``) or a kept gdb text (:data:`GDB_TEXT_SUFFIX`)."""
+    (``nodes/HOST.json``), a straggler report of ``watch --straggler-every`` (``straggler/step-N.json``)
+    or a kept gdb text (:data:`GDB_TEXT_SUFFIX`)."""
     name = os.path.basename(path)
     return (name in OWN_OUTPUT or name.endswith(GDB_TEXT_SUFFIX) or SCHEMA_FILE.fullmatch(name) is not None
-            or (name.endswith(".json") and os.path.basename(os.path.dirname(path)) == "nodes"))
+            or (name.endswith(".json") and os.path.basename(os.path.dirname(path)) in ("nodes", "straggler")))

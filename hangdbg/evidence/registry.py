@@ -10,6 +10,7 @@ from .core import reader as core, json_reader as core_json
 from .flight_recorder import reader as flight_recorder
 from .nccl import reader as nccl
 from .nccl_ras import reader as nccl_ras
+from .last_stacks import reader as last_stacks
 from .stacks import reader as pyspy, text_reader as stack_text
 from .torch_log import reader as torch_log
 from .traces import reader as traces
@@ -31,6 +32,7 @@ READERS: tuple[Reader[Any], ...] = (
     xid.READER,
     traces.READER,
     error_lines.READER,
+    last_stacks.READER,
 )
 """One reader per :class:`~hangdbg.model.SourceKind` that files can hold (a test checks)."""
 

@@ -46,6 +46,7 @@ PRIORITY: dict[Kind, int] = {
     # the error catalog (evidence/error_lines): a launch mistake before all, the rest beside their kin
     Kind.LAUNCH_ERROR: 0, Kind.HARDWARE_ERROR: 1, Kind.RESOURCE_ERROR: 2, Kind.KNOWN_ERROR: 2, Kind.GPU_BLOCKED: 5,
     Kind.PEER_ERROR: 9, Kind.ECHO: 9, Kind.UNRECOGNISED_ERROR: 8,
+    Kind.STRAGGLER: 7, Kind.LAST_STACKS: 9,  # hangdbg watch: slow, not hung; the last samples before an end
     Kind.NOT_SAVED: 9,  # hangdbg's own output dir (disk full, read-only): never about the job
 }
 """Root cause before symptom: lower first. Every :class:`Kind` has a level (a test checks)."""

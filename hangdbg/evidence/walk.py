@@ -22,7 +22,8 @@ from .registry import READERS
 __all__ = ["NO_READER", "classify", "is_prose", "walk"]
 
 NO_READER = "no reader recognised its content"
-_STRUCTURED = {SourceKind.STACKS, SourceKind.CORE, SourceKind.CORE_JSON, SourceKind.FLIGHT_RECORDER, SourceKind.TRACES}
+_STRUCTURED = {SourceKind.STACKS, SourceKind.CORE, SourceKind.CORE_JSON, SourceKind.FLIGHT_RECORDER, SourceKind.TRACES,
+               SourceKind.LAST_STACKS}
 """Kinds whose files the error-lines reader leaves alone (py-spy dumps, cores, recorder dumps, traces)."""
 
 _PROSE_SUFFIXES = (".md", ".markdown", ".rst", ".adoc")

@@ -220,6 +220,8 @@ def watch_document(result: WatchResult) -> WatchDocument:
             Kind.STALL, f"stall detected at {st.detected} ({st.reason}); its dump: {said}", ranks=tuple(st.suspects),
             severity=Severity.SUSPECT if st.suspects else Severity.WARNING,
             action=f"read {st.dump_dir}/hangdbg.json (or `hangdbg analyze {st.dump_dir}`)"))
+    strag = result.stragglers
+    findings += list(strag.findings) if strag is not None else []
     if stalls:
         last = stalls[-1]
         headline = (f"{len(stalls)} stall(s); the last at {last.detected} ({last.reason}): "
@@ -227,11 +229,13 @@ def watch_document(result: WatchResult) -> WatchDocument:
     else:
         headline = {"job-ended": "the job ended without a stall", "interrupted": "watch interrupted; no stall seen",
                     "running": "watching; no stall so far", "once": "no stall"}[result.ended]
+    if strag is not None and strag.findings:
+        headline += f"; {strag.summary}"
     return WatchDocument(**header("watch", by_severity(findings), headline), targets=result.targets,
                          out_dir=result.out_dir, signals=result.signals, stall_seconds=result.stall,
                          interval_seconds=result.interval, observations=result.observations,
                          ended=result.ended,
-                         stalls=stalls)
+                         stalls=stalls, stragglers=strag)
 
 
 def check_document(result: CheckResult) -> Any:

@@ -25,10 +25,11 @@ from ..evidence.stacks.facts import StacksFacts, StackTextFacts
 from ..evidence.torch_log.facts import TorchLogFacts
 from ..evidence.traces.facts import TracesFacts
 from ..evidence.error_lines.facts import ErrorLinesFacts
+from ..evidence.last_stacks.facts import LastStacksFacts
 from ..model import ClassifiedFile, FileError, Finding, RankProcess, RankState, SourceKind, Thread
 from ..frames import Frame
 from ..enums import NodeStatus, ObjectPhase, PlaceKind, ThreadStatus
-from ..watch.records import StallRecord
+from ..watch.records import StallRecord, StragglerReport
 from ..waits import ProcFacts, RankWait, WaitEdge
 
 __all__ = [
@@ -42,7 +43,7 @@ __all__ = [
 F = TypeVar("F")
 
 AnyFacts = Union[NcclFacts, TorchLogFacts, FrFacts, GpuFacts, CoreFacts, CoreJsonFacts, StackTextFacts, StacksFacts,
-                 TracesFacts, RasFacts, ErrorLinesFacts]
+                 TracesFacts, RasFacts, ErrorLinesFacts, LastStacksFacts]
 """The facts of any reader (the ``sources`` of ``hangdbg report``)."""
 
 
@@ -403,6 +404,8 @@ class WatchDocument(Document):
         ended: why the watch ended: ``job-ended``, ``once`` (``--once`` after a stall),
             ``interrupted`` (Ctrl-C or a signal), ``running`` (a document written during the watch).
         stalls: the stalls, oldest first.
+        stragglers: the latest straggler report of ``--straggler-every N`` (None: not asked, or not
+            enough steps compared yet); its ``straggler`` findings are among ``findings``.
     """
 
     command: Literal["watch"]
@@ -414,6 +417,7 @@ class WatchDocument(Document):
     observations: int
     ended: Literal["job-ended", "once", "interrupted", "running"]
     stalls: tuple[StallRecord, ...]
+    stragglers: StragglerReport | None = None
 
 
 @dataclass(frozen=True, slots=True)

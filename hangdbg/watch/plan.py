@@ -15,7 +15,7 @@ from typing import Literal
 from ..collect.plan import DumpPlan
 from ..errors import UsageError
 from ..transport.targets import TargetSpec
-from .records import SIGNALS, Signal, StallRecord  # re-exported: the records need no collect/ import
+from .records import SIGNALS, Signal, StallRecord, StragglerReport  # re-exported: the records need no collect/ import
 
 __all__ = ["WatchPlan", "WatchResult", "StallRecord", "THEN", "SIGNALS"]
 
@@ -48,6 +48,10 @@ class WatchPlan:
         force: reuse an ``out`` that holds another run's output.
         out: the output directory (None: ``./hangdbg-watch-DATE``).
         verbose: log every decision and external command.
+        straggler_every: print a straggler report every N steps (heartbeat steps; stack samples
+            without ``heartbeat``) and write it under ``OUT/straggler/`` (None: no report).
+        keep_last: keep each rank's latest N stack samples under ``OUT/last/`` (0: none); the
+            stacks are then sampled every ``interval`` even when they are not a stall signal.
     """
 
     target: TargetSpec = field(default_factory=TargetSpec)
@@ -69,6 +73,8 @@ class WatchPlan:
     force: bool = False
     out: Path | None = None
     verbose: bool = False
+    straggler_every: int | None = None
+    keep_last: int = 0
 
     def __post_init__(self) -> None:
         t = self.target
@@ -84,6 +90,13 @@ class WatchPlan:
             raise UsageError("--log-pattern goes with --log")
         if self.stall <= 0 or self.interval <= 0 or self.timeout <= 0:
             raise UsageError("--stall, --interval and --timeout take seconds > 0")
+        if self.straggler_every is not None and self.straggler_every < 1:
+            raise UsageError("--straggler-every takes a number of steps >= 1")
+        if self.straggler_every is not None and not self.heartbeat and not self.samples_stacks:
+            raise UsageError("--straggler-every compares the ranks' steps (--heartbeat DIR) or their CPU time between "
+                             "stack samples (--stacks)")
+        if not 0 <= self.keep_last <= 100:
+            raise UsageError("--keep-last takes a number of samples per rank from 1 to 100")
         self.pattern()  # a bad regular expression is a usage error now, not at the first log line
 
     def pattern(self) -> re.Pattern[str] | None:
@@ -101,6 +114,12 @@ class WatchPlan:
     def samples_stacks(self) -> bool:
         """The stacks are sampled (asked, or no other signal given)."""
         return self.stacks or not (self.logs or self.heartbeat)
+
+    @property
+    def takes_samples(self) -> bool:
+        """Stack samples are taken at each observation (a stall signal, ``keep_last``, or the
+        CPU-time straggler report of stacks mode)."""
+        return self.samples_stacks or self.keep_last > 0
 
     @property
     def signals(self) -> tuple[Signal, ...]:
@@ -140,6 +159,8 @@ class WatchPlan:
         argv += ["--force"] if self.force else []
         argv += ["-o", str(self.out)] if self.out is not None else []
         argv += ["-v"] if self.verbose else []
+        argv += ["--straggler-every", str(self.straggler_every)] if self.straggler_every is not None else []
+        argv += ["--keep-last", str(self.keep_last)] if self.keep_last else []
         return argv
 
 
@@ -155,6 +176,7 @@ class WatchResult:
         observations: observations made.
         ended: ``running`` (a stall was just handled), ``job-ended``, ``once`` or ``interrupted``.
         stalls: every stall declared, oldest first.
+        stragglers: the latest straggler report (``straggler_every``), or None.
     """
 
     targets: str
@@ -165,6 +187,7 @@ class WatchResult:
     observations: int
     ended: Ended
     stalls: tuple[StallRecord, ...] = ()
+    stragglers: StragglerReport | None = None
 
     @property
     def found(self) -> bool:

@@ -28,6 +28,7 @@ from typing import Literal, Callable, Hashable
 import psutil
 
 from .stall import Observation, Stall, StallDetector
+from .straggler import StepMark, parse_heartbeat
 from ..text.lines import iter_lines_from, open_input
 
 __all__ = ["HeartbeatProbe", "LogProbe", "WatchEnd", "kill_process_trees", "pids_alive", "watch_loop"]
@@ -38,6 +39,9 @@ time) is read from its last 64 MiB; progress only has to move, not to count ever
 
 _HEARTBEAT_CAP = 256
 """Bytes of each heartbeat file read (one short line)."""
+_RING_CAP = 16 << 10
+"""Bytes of each heartbeat file read for its step ring (64 lines of ~40 bytes)."""
+_RANK_FILE = re.compile(r"heartbeat\.rank(\d{1,9})")
 
 
 @dataclass
@@ -129,6 +133,27 @@ class HeartbeatProbe:
             except OSError:
                 continue
         return tuple(out) or None
+
+    def rings(self) -> dict[int, list[StepMark]]:
+        """Each rank's step ring (``heartbeat.rankR`` files; :func:`hangdbg.watch.straggler.parse_heartbeat`):
+        ``{rank: marks}``, files that cannot be read or carry no ring left out."""
+        out: dict[int, list[StepMark]] = {}
+        try:
+            names = os.listdir(self.directory)
+        except OSError:
+            return out
+        for n in names:
+            m = _RANK_FILE.fullmatch(n)
+            if m is None:
+                continue
+            try:
+                with open_input(os.path.join(self.directory, n)) as f:
+                    marks = parse_heartbeat(f.read(_RING_CAP).decode("utf-8", "replace"))
+            except OSError:
+                continue
+            if marks:
+                out[int(m.group(1))] = marks
+        return out
 
 
 def pids_alive(pids: list[int]) -> bool:

@@ -6,7 +6,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-__all__ = ["SIGNALS", "Signal", "StallRecord"]
+from ..model import Finding
+
+__all__ = ["SIGNALS", "Signal", "StallRecord", "StragglerBasis", "StragglerRank", "StragglerReport"]
 
 Signal = Literal["log", "heartbeat", "stacks"]
 SIGNALS: tuple[Signal, ...] = ("log", "heartbeat", "stacks")
@@ -44,3 +46,58 @@ class StallRecord:
     dump_seconds: float
     on_hang_exit: int | None
     then: str | None
+
+
+StragglerBasis = Literal["compute", "arrival", "cpu-time"]
+"""What the ranks were compared on: the compute seconds before each step's sync point, the arrival
+time at it (heartbeat files, :mod:`hangdbg.hooks.heartbeat`), or the CPU time between stack samples."""
+
+
+@dataclass(frozen=True, slots=True)
+class StragglerRank:
+    """One rank that was slower than the others in at least one compared step.
+
+    Attributes:
+        rank: the rank.
+        chronic: slow in at least ``PERSIST`` of the latest steps and in most steps since
+            ``since_step`` (a ``straggler`` finding); False: transient (a few slow steps, no finding).
+        lag_seconds: the median, over its slow steps since ``since_step`` (chronic) or over all its
+            slow steps (transient), of how much later it was than the median of the other ranks
+            (seconds; with ``cpu-time``: the seconds of CPU more per interval).
+        lag_percent: ``lag_seconds`` as a percentage of the median rank's figure (its compute time,
+            its step period, or its CPU time per interval).
+        since_step: the first step (sample number with ``cpu-time``) of the chronic run, else the first slow step.
+        last_slow_step: the latest step in which it was slow.
+        steps_slow: steps in which it was slow.
+        steps_seen: steps compared.
+    """
+
+    rank: int
+    chronic: bool
+    lag_seconds: float
+    lag_percent: float
+    since_step: int | None
+    last_slow_step: int | None
+    steps_slow: int
+    steps_seen: int
+
+
+@dataclass(frozen=True, slots=True)
+class StragglerReport:
+    """A straggler report of ``watch --straggler-every N`` (also ``watch.json``'s ``stragglers``).
+
+    Attributes:
+        basis: what the ranks were compared on (:data:`StragglerBasis`).
+        step: the latest step compared (with ``cpu-time``: the number of stack samples).
+        steps: how many steps (intervals) were compared.
+        ranks: the ranks slow in at least one step, chronic first, then by lag.
+        findings: one ``straggler`` warning per chronic straggler (none for a healthy job).
+        summary: one sentence.
+    """
+
+    basis: StragglerBasis
+    step: int
+    steps: int
+    ranks: tuple[StragglerRank, ...] = ()
+    findings: tuple[Finding, ...] = ()
+    summary: str = ""

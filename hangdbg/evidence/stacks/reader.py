@@ -65,6 +65,8 @@ class PySpyReader(ReaderBase[StacksFacts]):
         printed itself (``-- Thread ID: N ---`` / ``# ThreadID: N`` headers, see
         :mod:`hangdbg.stacks.thread_dump_text`), and the per-rank dumps of PyTorch's debug server
         (``=== Rank N: addr ===`` blocks, :mod:`hangdbg.stacks.debug_server`)."""
+        if head.startswith(b"# hangdbg-last "):  # a sample of `watch --keep-last` (evidence/last_stacks): not a dump of now
+            return False
         return b"\x00" not in head and (_PYSPY.search(head) is not None or _OWN_DUMP.search(head) is not None
                                          or is_debug_server_dump(head))
 
