@@ -21,7 +21,9 @@ when to dump. Scenarios (the odd rank is the last rank unless said otherwise):
 
 ``--step-seconds S`` makes each step compute for S seconds first (a slow job); ``--log-steps``
 makes rank 0 print ``step N loss X`` after each step (a training log); ``--hang-step`` moves the
-``stuck-io`` and ``busy`` hangs.
+``stuck-io`` and ``busy`` hangs. ``HANGDBG_DEMO_DEBUG_SERVER=1`` in the ranks' environment makes every
+rank start torch's debug server after ``init_process_group`` (with ``TORCH_FR_BUFFER_SIZE`` set, its
+``fr_trace_json`` holds the gloo flight recorder).
 - ``extra-collective``: the odd rank calls ``all_reduce`` twice at step 2 (a second call site),
   the others call ``barrier`` next.
 
@@ -205,6 +207,8 @@ def main(argv=None) -> None:
         if rank == 2 % world:
             return  # exits before joining: the others wait in init_process_group
     dist.init_process_group("gloo", timeout=timedelta(hours=2))
+    if os.environ.get("HANGDBG_DEMO_DEBUG_SERVER") == "1":
+        start_debug_server()
     t = torch.ones(16)
     groups = [dist.group.WORLD, dist.new_group(list(range(world)))]
     if args.scenario == "deadlock":
@@ -229,6 +233,20 @@ def main(argv=None) -> None:
         dist.destroy_process_group()
         return
     time.sleep(3600)
+
+
+def start_debug_server() -> None:
+    """``HANGDBG_DEMO_DEBUG_SERVER=1``: start torch's debug server (``torch.distributed.debug.start_debug_server``:
+    every rank's worker server on an ephemeral port, its URL in the job's store under ``debug_server/rank{i}``;
+    rank 0's frontend on a free port), as a job that opts in does."""
+    import socket
+
+    from torch.distributed.debug import start_debug_server as start
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    start(port=port)
 
 
 def slow_compute(seconds: float) -> None:

@@ -122,7 +122,8 @@ def stacks_document(result: StacksResult) -> StacksDocument:
                           collector_host=socket.gethostname(), out_dir=result.out_dir, inputs=result.inputs,
                           garbled_lines=result.garbled_lines, stacks=stacks_section(result.analysis),
                           nodes=tuple(node_entry(n) for n in result.nodes),
-                          cores=tuple(CoreWritten(c.rank, c.pid, c.path, c.size, c.seconds, c.error) for c in result.cores))
+                          cores=tuple(CoreWritten(c.rank, c.pid, c.path, c.size, c.seconds, c.error) for c in result.cores),
+                          sources=result.sources)
 
 
 def analysis_document(a: Analysis, command: str) -> StacksDocument:

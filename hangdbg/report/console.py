@@ -19,6 +19,7 @@ from ..collect.result import StacksResult
 from ..model import Analysis, Finding, TreeNode
 from ..rankset import rank_class
 from .source_view import findings_table
+from .sources_view import source_lines
 from .safetext import escape, safe_text
 
 __all__ = ["render_analysis", "render_stacks", "headline_title"]
@@ -126,7 +127,11 @@ def render_stacks(result: StacksResult, tree: bool = True, evidence: bool = True
     """The console view of ``dump``, ``analyze`` or ``demo``: the result's headline and findings
     (the nodes not read, the files not saved) above its analysis; the JSON twin is
     :func:`hangdbg.report.build.stacks_document` of the same result."""
-    return _render(result.analysis, result.headline, result.findings, result.found, tree, evidence)
+    view = _render(result.analysis, result.headline, result.findings, result.found, tree, evidence)
+    lines = source_lines(result.sources)
+    if not lines:
+        return view
+    return RGroup(view, *(safe_text(f"source: {ln}") for ln in lines))
 
 
 def _render(a: Analysis, headline: str, findings: Sequence[Finding], found: bool, tree: bool,

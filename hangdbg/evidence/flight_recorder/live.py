@@ -1,0 +1,55 @@
+"""The flight recorder a ``dump`` collected, beside its stacks: the FR findings that add to the
+stack analysis (pure, no I/O).
+
+Rules (the developers' guide: blame only the cause, one suspect per cause):
+
+* the findings are :func:`.analysis.analyze`'s on the dumps, ``source`` ``flight-recorder``;
+* an FR suspect whose ranks the stacks already name as suspects is dropped (one suspect: the
+  stacks' finding stays, and says more of where the rank is);
+* an FR suspect that names a rank the stacks show waiting (severity ``waiting``) is not a suspect:
+  it becomes a ``warning`` that says so (a waiting rank is never blamed);
+* the other FR findings are kept as they are.
+
+The joint stacks+FR verdict (identical stacks, one rank behind in the FR) takes the same dumps from
+:attr:`hangdbg.collect.result.StacksResult.fr_dumps`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Sequence
+
+from ...model import Finding, Severity, SourceKind
+from .analysis import analyze
+from .grammar import FrDump
+
+__all__ = ["fr_findings"]
+
+
+def fr_findings(dumps: Sequence[FrDump], stack_findings: Sequence[Finding]) -> list[Finding]:
+    """The FR findings to add to a dump's stack findings (module docstring).
+
+    Args:
+        dumps: one per rank (the first of a rank kept).
+        stack_findings: the stack analysis' findings of the same moment.
+
+    Returns:
+        The findings, ``source`` ``flight-recorder``; empty without dumps.
+    """
+    if not dumps:
+        return []
+    findings, _rows, _facts = analyze(list(dumps))
+    blamed = {r for f in stack_findings if f.severity is Severity.SUSPECT for r in f.ranks}
+    waiting = {r for f in stack_findings if f.severity is Severity.WAITING for r in f.ranks} - blamed
+    out = []
+    for f in findings:
+        f = f if f.source is not None else replace(f, source=SourceKind.FLIGHT_RECORDER)
+        if f.severity is Severity.SUSPECT and f.ranks:
+            if set(f.ranks) <= blamed:
+                continue
+            held = sorted(set(f.ranks) & waiting)
+            if held:
+                f = replace(f, severity=Severity.WARNING,
+                            summary=f"{f.summary} (not a suspect: the stacks show rank(s) {', '.join(map(str, held))} waiting)")
+        out.append(f)
+    return out
