@@ -120,3 +120,18 @@ def test_job_without_a_store_is_dumped_without_waiting_for_the_sources(tmp_path)
     assert took < 0.5
     assert {(s.source, s.status) for s in got.sources} == {("debug-server-stacks", "no-server"), ("debug-server-fr", "no-server")}
     assert not got.stacks and not got.fr_files
+
+
+def test_watch_stall_dump_takes_the_debug_server_too(server_job, tmp_path):
+    """``watch``'s stall dump is ``dump``: its folder holds the debug server's answers and FR files."""
+    from _watch import finish, watcher
+
+    w = watcher("--pid", server_job.pid, "--stall", 3, "--interval", 1, "--once", "-o", tmp_path / "out", "--json",
+                cwd=tmp_path)
+    rc, out, err = finish(w, timeout=150)
+    assert rc == 3, err[-2000:]
+    [stall] = json.loads(out)["stalls"]
+    dump_dir = Path(stall["dump_dir"])
+    assert sorted(p.name for p in (dump_dir / "fr").iterdir()) == [f"debug_server_fr_rank_{r}.json" for r in range(4)]
+    doc = json.loads((dump_dir / "hangdbg.json").read_text())
+    assert {s["rank"] for s in doc["sources"] if s["source"] == "debug-server-stacks" and s["status"] == "ok"} == {0, 1, 2, 3}
