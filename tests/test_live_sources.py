@@ -176,3 +176,24 @@ def test_load_fr_reports_an_answer_that_is_no_dump(tmp_path):
     bad.write_text('{"nothing": 1}')
     dumps, unparsed = load_fr(LiveSources(fr_files=[str(bad)]))
     assert not dumps and [(s.rank, s.source, s.status) for s in unparsed] == [(5, "debug-server-fr", "unparsed")]
+
+
+def test_wire_client_reads_what_torch_set_in_a_real_tcpstore():
+    """The stdlib client against torch's own TCPStore server (the libuv backend of torch 2.13), keys
+    set through a ``PrefixStore("debug_server", ...)`` as ``start_debug_server`` sets them."""
+    torch_dist = pytest.importorskip("torch.distributed")
+    from datetime import timedelta
+
+    from hangdbg.tools.tcpstore_wire import read_keys
+
+    master = torch_dist.TCPStore("127.0.0.1", 0, is_master=True, wait_for_workers=False, timeout=timedelta(seconds=5))
+    torch_dist.PrefixStore("debug_server", master).set("rank1", "http://node-7:4242")
+    got = read_keys("127.0.0.1", master.port, ["debug_server/rank0", "debug_server/rank1"], 2.0)
+    assert got == {"debug_server/rank1": "http://node-7:4242"}
+    with pytest.raises(OSError):
+        import socket
+
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            port = s.getsockname()[1]
+        read_keys("127.0.0.1", port, ["x"], 1.0)

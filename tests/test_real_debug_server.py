@@ -135,3 +135,27 @@ def test_watch_stall_dump_takes_the_debug_server_too(server_job, tmp_path):
     assert sorted(p.name for p in (dump_dir / "fr").iterdir()) == [f"debug_server_fr_rank_{r}.json" for r in range(4)]
     doc = json.loads((dump_dir / "hangdbg.json").read_text())
     assert {s["rank"] for s in doc["sources"] if s["source"] == "debug-server-stacks" and s["status"] == "ok"} == {0, 1, 2, 3}
+
+
+def test_job_with_a_store_but_no_debug_server_costs_no_wait(hung_plain):
+    """A store without ``debug_server/rank*`` keys: told in milliseconds (the wire client, no torch child)."""
+    from hangdbg.collect.live_sources import collect_live
+    from hangdbg.collect.procs import find_ranks
+
+    ranks = find_ranks([hung_plain.pid])
+    t = time.monotonic()
+    got = collect_live(ranks, None, 20.0)
+    assert time.monotonic() - t < 0.5
+    assert {s.status for s in got.sources} == {"no-server"} and len(got.sources) == 8
+
+
+@pytest.fixture
+def hung_plain():
+    from hangdbg.demo.launch import DemoJob
+
+    job = DemoJob("mismatch", 4).start()
+    try:
+        job.wait_ready()
+        yield job
+    finally:
+        job.stop()

@@ -14,9 +14,11 @@ Formats (torch 2.13, ``torch/distributed/debug/``):
   (``PythonHandlers.cpp``: ``faulthandler.dump_traceback(all_threads=True)`` text) and
   ``fr_trace_json`` (``FlightRecorder.cpp``: the flight recorder as JSON, ``_dump_fr_trace_json``).
 
-The store is read by a child in the rank's own interpreter (hangdbg may run without torch), as a
-client (``is_master=False``, ``wait_for_workers=False``): ``check`` before ``get``, so a missing key
-is told at once, never waited for. Every request is bounded by a timeout; nothing here raises.
+The store is read over its wire protocol (:mod:`.tcpstore_wire`: milliseconds, no torch); when the
+peer does not answer as that protocol says (another torch's server), by a child in the rank's own
+interpreter, as a client (``is_master=False``, ``wait_for_workers=False``). Both ``check`` before
+``get``, so a missing key is told at once, never waited for. Every request is bounded by a timeout;
+nothing here raises.
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ import psutil
 
 from .store import _interpreter, store_address
 from .subproc import Popen, communicate_or_kill
+from .tcpstore_wire import StoreProtocolError, read_keys
 
 __all__ = ["HANDLERS", "KEY", "Fetched", "WorkerUrls", "worker_urls", "fetch", "fetch_all", "MAX_ANSWER"]
 
@@ -105,6 +108,13 @@ def worker_urls(pid: int, world_size: int, timeout: float) -> WorkerUrls:
     if addr is None:
         return WorkerUrls({}, f"pid {pid} has no MASTER_ADDR/MASTER_PORT: no store to ask")
     keys = [KEY.format(r) for r in range(world_size)]
+    try:
+        doc = read_keys(addr[0], addr[1], keys, max(0.5, timeout / 3))
+        return WorkerUrls({r: doc[k] for r, k in enumerate(keys) if k in doc})
+    except OSError as exc:
+        return WorkerUrls({}, f"the store at {addr[0]}:{addr[1]} cannot be reached: {exc.strerror or exc}")
+    except StoreProtocolError:
+        pass  # not the protocol this client knows: ask torch itself
     argv = [exe, "-c", _CHILD, addr[0], str(addr[1]), json.dumps(keys), str(max(1.0, timeout / 3))]
     try:
         proc = Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
