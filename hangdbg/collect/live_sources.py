@@ -14,6 +14,13 @@ per rank when absent, and never required: a job without them dumps as before.
 The work runs in a thread next to py-spy (:func:`start`), so it adds no time to a dump whose sources
 answer within py-spy's own time; a rank without ``MASTER_ADDR``/``MASTER_PORT`` and without a pipe
 variable costs nothing (no child is started).
+
+Scope: the ranks of this node (``dump``, ``dump --pid``, ``watch``'s stall dump, ``demo``). Not yet
+for ``dump --jobid/--hosts``: the coordinator has neither the ranks' environment (``MASTER_ADDR``
+is in each node's ``/proc/PID/environ``) nor, in general, a route to the workers' URLs (they carry
+the nodes' host names, often resolvable only inside the cluster); the place for it is the agent on
+each node (its own ranks), whose ``OUT/debug_server`` and ``OUT/fr`` files would travel back on the
+fan-out's file channel like ``raw/``.
 """
 
 from __future__ import annotations
