@@ -74,8 +74,16 @@ def _envs(ranks: list[RankProcess]) -> dict[int, dict[str, str]]:
 def start(ranks: list[RankProcess], out: OutDir | None, timeout: float,
           log: Callable[[str], None] = lambda _m: None) -> "Future[LiveSources]":
     """:func:`collect_live` in a thread; the future's result is its :class:`LiveSources`."""
+    def guarded() -> LiveSources:
+        try:
+            return collect_live(ranks, out, timeout, log)
+        except Exception as exc:  # noqa: BLE001 (a source is never required: an unforeseen failure is told, not raised)
+            log(f"debug server / FR pipe: {type(exc).__name__}: {exc}")
+            return LiveSources([RankSource(p.rank, "debug-server-stacks", "error", f"{type(exc).__name__}: {exc}"[:300])
+                                for p in ranks])
+
     pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="live-sources")
-    fut = pool.submit(collect_live, ranks, out, timeout, log)
+    fut = pool.submit(guarded)
     pool.shutdown(wait=False)
     return fut
 
