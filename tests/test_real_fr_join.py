@@ -7,10 +7,10 @@
   retries step 4 (one all_reduce on the world too many), so it waits in the world while the others
   wait for it in the second group.
 
-A plain ``hangdbg dump`` (stacks only) sees four ranks in the same place; the flight recorder,
-fetched here from each rank's torch debug server worker (``fr_trace_json``, its URL under
-``debug_server/rank{i}`` in the job's TCPStore) into ``DIR/fr/``, tells the culprit apart, and
-``analyze DIR`` / ``report DIR`` name it alone.
+The stacks see four ranks in the same place (one equivalence class); the flight recorder, which a
+plain ``hangdbg dump`` fetches from each rank's torch debug server worker (``fr_trace_json``, its URL
+under ``debug_server/rank{i}`` in the job's TCPStore) into ``DIR/fr/``, tells the culprit apart:
+the dump names it alone, and so do ``analyze DIR`` / ``report DIR`` afterwards.
 """
 
 from __future__ import annotations
@@ -68,8 +68,8 @@ def fr_dump_dir(request, tmp_path_factory) -> tuple[str, int, dict, Path]:
 
 
 def _dump_with_fr(pid: int, out: Path, hung: bool = True) -> tuple[int, dict]:
-    """Wait for every rank's hanging collective in its flight recorder (``hung``), dump the job, save
-    the records."""
+    """Wait for every rank's hanging collective in its flight recorder (``hung``; the test reads it
+    only to know the job is hung), then a plain ``dump``, which fetches the records itself."""
     store = _store(pid)
     deadline = time.monotonic() + (60 if hung else 0)
     bodies = {}
@@ -78,26 +78,30 @@ def _dump_with_fr(pid: int, out: Path, hung: bool = True) -> tuple[int, dict]:
         while not _pending(json.loads(bodies[r])) and time.monotonic() < deadline:
             time.sleep(0.5)
             bodies[r] = _fetch_fr(store, r)
-    rc, doc = run_json("dump", "--pid", pid, "-o", out)
-    (out / "fr").mkdir()
-    for r, body in bodies.items():
-        (out / "fr" / f"rank_{r}.json").write_bytes(body)
-    return rc, doc
+    return run_json("dump", "--pid", pid, "-o", out)
 
 
-def test_real_stacks_alone_cannot_tell_the_ranks_apart(fr_dump_dir):
-    _, rc, doc, _ = fr_dump_dir
+def test_real_plain_dump_names_the_culprit_its_stacks_cannot_tell_apart(fr_dump_dir):
+    """issue 29's "Done when": identical stacks, the FR one rank behind, a plain ``dump`` names it."""
+    scenario, rc, doc, out = fr_dump_dir
     classes = doc["stacks"]["classes"]
     assert len(classes) == 1 and sorted(classes[0]["ranks"]) == list(range(WORLD)), classes
-    assert rc == 0 and not suspects(doc), doc["headline"]
-    assert "no single rank stands out" in doc["headline"]
+    odd = CULPRIT[scenario]
+    named = {r for s in suspects(doc) for r in s["ranks"]}
+    assert named == {odd}, (doc["headline"], [(f["severity"], f["kind"], f["ranks"], f["summary"]) for f in doc["findings"]])
+    assert rc == 3, doc["headline"]
+    lead = suspects(doc)[0]
+    assert lead["source"] == "flight-recorder" and "its stack is the same as theirs" in lead["summary"], lead
+    used = {s["rank"] for s in doc["sources"] if s["source"] == "debug-server-fr" and s["status"] == "ok"}
+    assert used == set(range(WORLD)), doc["sources"]
+    assert len(list((out / "fr").iterdir())) == WORLD
 
 
 def test_real_flight_recorder_shows_the_culprit_in_the_other_group(fr_dump_dir):
     scenario, _, _, out = fr_dump_dir
     last = {}
     for r in range(WORLD):
-        ents = json.loads((out / "fr" / f"rank_{r}.json").read_text())["entries"]
+        ents = json.loads(next((out / "fr").glob(f"*_rank_{r}.json")).read_text())["entries"]
         open_ = [e for e in ents if e["retired"] is False]
         assert len(open_) == 1, ents
         last[r] = (open_[0]["process_group"][0], open_[0]["collective_seq_id"])

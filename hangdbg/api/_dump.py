@@ -17,6 +17,7 @@ from typing import Sequence
 from ..collect.adaptive import adapt
 from ..collect.fanout import FanoutResult, NodeResult, agent_argv, fan_out, node_file
 from ..collect.gcore import GcoreResult, human_size, plan_cores, write_cores
+from ..collect.live_sources import fill_stacks, load_fr, mark_used, pyspy_sources, start as start_live
 from ..collect.local import RAW, collect
 from ..collect.node_status import node_findings
 from ..collect.plan import DumpPlan, SpeedscopeBy
@@ -25,6 +26,7 @@ from ..collect.ras import REMOTE, query_job_ras, with_ras_headline
 from ..collect.result import StacksResult
 from ..errors import HangdbgError, UsageError
 from ..events import Events
+from ..evidence.fr_live import fr_findings
 from ..headline import fanout_headline
 from ..outdir import OutDir, claim, run_path
 from ..parallel import gc_paused
@@ -96,6 +98,7 @@ def _dump_here(plan: DumpPlan, ranks: list[RankProcess], events: Events, command
     if plan.core:
         _check_core_room(plan, ranks, out, events)  # before the stacks: a refusal then loses nothing taken
     opts = plan.collect_options(out)
+    live = start_live(ranks, out, plan.timeout, events.log)  # the debug server and the FR pipe, beside py-spy
     truncated: list[tuple[int, int]] = []
     with events.progress("py-spy", len(ranks) * opts.samples) as advance:
         def on_result(p, _k, res) -> None:
@@ -106,6 +109,13 @@ def _dump_here(plan: DumpPlan, ranks: list[RankProcess], events: Events, command
         dumps = collect(ranks, opts, on_result)
     for rank, dropped in truncated:
         events.warn(f"rank {rank}: py-spy printed more than {OUTPUT_CAP >> 20} MiB; {dropped} bytes dropped")
+    got = live.result()
+    sources = pyspy_sources(dumps)
+    dumps, filled = fill_stacks(dumps, got)
+    if filled:
+        events.warn(f"{len(filled)} rank(s) py-spy could not read: their stacks come from the torch debug server")
+    fr, unparsed = load_fr(got)
+    sources = sorted([*sources, *mark_used(got.sources, filled), *unparsed], key=lambda s: (s.rank, s.source))
     if plan.adapt:
         with events.busy("adaptive collection: what the first round lacks..."):
             adapted = adapt(ranks, dumps, opts, events.log)
@@ -113,9 +123,13 @@ def _dump_here(plan: DumpPlan, ranks: list[RankProcess], events: Events, command
     else:
         analysis = analyze_stacks(dumps, window=plan.window)
     cores = _write_cores(plan, ranks, out, events) if plan.core else ()
+    if fr:  # the joint verdict: the flight recorder decides where the stacks cannot (identical stacks)
+        analysis = joined_analysis(analysis, fr)
     ras, ras_found = query_job_ras([r.pid for r in ranks], out, plan.timeout, log=events.log)  # NCCL RAS, once
+    findings = (*analysis.findings, *fr_findings(fr, analysis), *ras_found)
     result = StacksResult(command, analysis, with_ras_headline(analysis.headline, ras_found, analysis.findings),
-                          analysis.findings + ras_found, out_dir=str(out.path), cores=cores, ras=ras)
+                          findings, out_dir=str(out.path), cores=cores, ras=ras, sources=tuple(sources),
+                          fr_dumps=tuple(fr))
     return save_result(result, out, plan)
 
 

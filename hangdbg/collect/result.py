@@ -11,9 +11,11 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Sequence
 
+from ..evidence.flight_recorder.grammar import FrDump
 from ..evidence.nccl_ras.facts import RasQuery
 from ..model import Analysis, Finding, Kind, suspects_of
 from ..outdir import NotSaved, not_saved_finding, not_saved_note
+from ..sources import RankSource
 from .fanout import NodeResult
 from .gcore import GcoreResult
 
@@ -39,6 +41,11 @@ class StacksResult:
         complete: every node named was read (False: the job was not seen whole, never an all-clear).
         not_saved: files of the output directory that could not be written.
         ras: what ``dump`` did with NCCL RAS (:mod:`hangdbg.collect.ras`), None when not asked about.
+        sources: per rank and source (py-spy, the debug server's stacks and flight recorder, the
+            FR pipe) what ``dump`` got (:class:`~hangdbg.sources.RankSource`); empty for ``analyze``.
+        fr_dumps: the flight-recorder dumps ``dump`` collected (``OUT/fr``), for an analysis that
+            joins them with the stacks (their own findings are in :attr:`base_findings`, source
+            ``flight-recorder``: :func:`hangdbg.evidence.fr_live.fr_findings`).
     """
 
     command: str
@@ -53,6 +60,8 @@ class StacksResult:
     complete: bool = True
     not_saved: tuple[NotSaved, ...] = ()
     ras: RasQuery | None = None
+    sources: tuple[RankSource, ...] = ()
+    fr_dumps: tuple[FrDump, ...] = ()
 
     @property
     def headline(self) -> str:

@@ -28,7 +28,9 @@ step's collective and :func:`~hangdbg.hooks.heartbeat.synced` right after it (``
 
 ``--step-seconds S`` makes each step compute for S seconds first (a slow job); ``--log-steps``
 makes rank 0 print ``step N loss X`` after each step (a training log); ``--hang-step`` moves the
-``stuck-io`` and ``busy`` hangs.
+``stuck-io`` and ``busy`` hangs. ``HANGDBG_DEMO_DEBUG_SERVER=1`` in the ranks' environment makes every
+rank start torch's debug server after ``init_process_group`` (with ``TORCH_FR_BUFFER_SIZE`` set, its
+``fr_trace_json`` holds the gloo flight recorder).
 - ``extra-collective``: the odd rank calls ``all_reduce`` twice at step 2 (a second call site),
   the others call ``barrier`` next.
 
@@ -228,6 +230,8 @@ def main(argv=None) -> None:
         from hangdbg.demo.topology import serve_debug
 
         server = serve_debug(dist)  # noqa: F841  (kept alive while the job runs)
+    elif os.environ.get("HANGDBG_DEMO_DEBUG_SERVER") == "1":
+        start_debug_server()
     t = torch.ones(16)
     groups = [dist.group.WORLD, dist.new_group(list(range(world)))]
     if args.scenario == "deadlock":
@@ -259,6 +263,20 @@ def main(argv=None) -> None:
         dist.destroy_process_group()
         return
     time.sleep(3600)
+
+
+def start_debug_server() -> None:
+    """``HANGDBG_DEMO_DEBUG_SERVER=1``: start torch's debug server (``torch.distributed.debug.start_debug_server``:
+    every rank's worker server on an ephemeral port, its URL in the job's store under ``debug_server/rank{i}``;
+    rank 0's frontend on a free port), as a job that opts in does."""
+    import socket
+
+    from torch.distributed.debug import start_debug_server as start
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    start(port=port)
 
 
 def slow_compute(seconds: float) -> None:

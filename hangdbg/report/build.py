@@ -123,7 +123,7 @@ def stacks_document(result: StacksResult) -> StacksDocument:
                           garbled_lines=result.garbled_lines, stacks=stacks_section(result.analysis),
                           nodes=tuple(node_entry(n) for n in result.nodes),
                           cores=tuple(CoreWritten(c.rank, c.pid, c.path, c.size, c.seconds, c.error) for c in result.cores),
-                          ras=result.ras)
+                          ras=result.ras, sources=result.sources)
 
 
 def analysis_document(a: Analysis, command: str) -> StacksDocument:

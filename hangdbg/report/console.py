@@ -19,6 +19,7 @@ from ..collect.result import StacksResult
 from ..model import Analysis, Finding, TreeNode
 from ..rankset import rank_class
 from .source_view import findings_table
+from .sources_view import source_lines
 from .safetext import escape, safe_text
 
 __all__ = ["render_analysis", "render_stacks", "headline_title"]
@@ -127,7 +128,10 @@ def render_stacks(result: StacksResult, tree: bool = True, evidence: bool = True
     (the nodes not read, the files not saved) above its analysis; the JSON twin is
     :func:`hangdbg.report.build.stacks_document` of the same result."""
     view = _render(result.analysis, result.headline, result.findings, result.found, tree, evidence)
-    return RGroup(view, safe_text(result.ras.line, style="dim")) if result.ras is not None else view
+    lines = [safe_text(f"source: {ln}") for ln in source_lines(result.sources)]
+    if result.ras is not None:
+        lines.append(safe_text(result.ras.line, style="dim"))
+    return RGroup(view, *lines) if lines else view
 
 
 def _render(a: Analysis, headline: str, findings: Sequence[Finding], found: bool, tree: bool,

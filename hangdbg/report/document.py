@@ -31,6 +31,7 @@ from ..frames import Frame
 from ..enums import NodeStatus, ObjectPhase, PlaceKind, ThreadStatus
 from ..watch.records import StallRecord, StragglerReport
 from ..waits import ProcFacts, RankWait, WaitEdge
+from ..sources import RankSource
 
 __all__ = [
     "Document", "StacksDocument", "ReportDocument", "NcclDocument", "LogsDocument", "FrDocument", "GpuDocument",
@@ -271,6 +272,9 @@ class StacksDocument(Document):
     nodes: tuple[NodeEntry, ...]
     cores: tuple[CoreWritten, ...]
     ras: RasQuery | None = None
+    sources: tuple[RankSource, ...] = ()
+    """``dump``: per rank and source (py-spy, the torch debug server, the flight recorder's pipe)
+    what it gave or why not (:class:`hangdbg.sources.RankSource`)."""
 
 
 @dataclass(frozen=True, slots=True)

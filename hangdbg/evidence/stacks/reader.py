@@ -78,18 +78,42 @@ class PySpyReader(ReaderBase[StacksFacts]):
             no findings yet (see :func:`with_analysis`).
         """
         paths = [str(p) for p in paths]
+        server = [p for p in paths if _is_server_dump(p)]
         try:
-            dumps, stats = load_dumps(paths)
+            dumps, stats = load_dumps([p for p in paths if p not in server]) if len(server) < len(paths) else ([], None)
+            if server:
+                dumps = _fill_from_server(dumps, load_dumps(server)[0])
         except FileNotFoundError as exc:
             return SourceReport(kind=self.kind, files=tuple(paths), errors=(FileError(str(exc.filename), "no such file"),)), []
-        errors = tuple(FileError(p, why) for p, why in stats.unreadable)
-        return SourceReport(kind=self.kind, files=tuple(paths), records=len(dumps), lines_skipped=stats.garbled_lines,
-                            errors=errors), dumps
+        errors = tuple(FileError(p, why) for p, why in stats.unreadable) if stats is not None else ()
+        return SourceReport(kind=self.kind, files=tuple(paths), records=len(dumps),
+                            lines_skipped=stats.garbled_lines if stats is not None else 0, errors=errors), dumps
 
     def _read(self, paths: list[str]) -> SourceReport[StacksFacts]:
         """Read and analyze py-spy dump texts on their own."""
         report, dumps = self.read_dumps(paths)
         return with_analysis(report, analyze(dumps)) if dumps else report
+
+
+def _is_server_dump(path: str) -> bool:
+    """Whether the file is a debug-server dump (its head, :func:`hangdbg.stacks.debug_server.is_debug_server_dump`)."""
+    try:
+        with open(path, "rb") as f:
+            return is_debug_server_dump(f.read(4096))
+    except OSError:
+        return False
+
+
+def _fill_from_server(dumps: list[RankDump], server: list[RankDump]) -> list[RankDump]:
+    """``dumps`` (py-spy's, taken together) with the debug server's stacks (``dump ... -o DIR`` keeps
+    them in ``DIR/debug_server/``) only for the ranks py-spy gave no thread: the same rule as the
+    live dump (:func:`hangdbg.collect.live_sources.fill_stacks`). Fetched a moment apart, the two
+    texts of one rank would otherwise read as a rank that moved between samples."""
+    if not dumps:
+        return server
+    have = {d.rank for d in dumps if d.threads}
+    extra = {d.rank: d for d in server if d.threads and d.rank not in have}
+    return [extra.pop(d.rank, d) if not d.threads else d for d in dumps] + list(extra.values())
 
 
 READER = PySpyReader()
