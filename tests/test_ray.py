@@ -72,5 +72,11 @@ def test_dump_ray_names_the_rank_that_hangs_outside_the_collective(ray_head, tmp
         procs = json.loads((out / "processes.json").read_text())["processes"]
         assert sorted(p["rank"] for p in procs) == [0, 1, 2, 3]  # the driver and Ray's own processes are no ranks
         assert {p["rank_source"] for p in procs} == {"ray-runtime_env:RANK"}
+        # watch --ray: the same discovery for each stack sample; the stall's dump names the same rank
+        res = run_cli("watch", "--ray", ray_head.address, "--stall", "2", "--interval", "1", "--once", "--json",
+                      "-o", tmp_path / "watch", timeout=150)
+        assert res.returncode == 3, res.stdout + res.stderr
+        [stall] = json.loads(res.stdout)["stalls"]
+        assert stall["signal"] == "stacks" and stall["suspects"] == [3], stall
     finally:
         _end(driver)
