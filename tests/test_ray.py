@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import signal
+import sys
 import time
 from pathlib import Path
 
@@ -78,5 +79,52 @@ def test_dump_ray_names_the_rank_that_hangs_outside_the_collective(ray_head, tmp
         assert res.returncode == 3, res.stdout + res.stderr
         [stall] = json.loads(res.stdout)["stalls"]
         assert stall["signal"] == "stacks" and stall["suspects"] == [3], stall
+        _agent_on_a_node_finds_its_ranks(ray_head.address, tmp_path)
+    finally:
+        _end(driver)
+
+
+def _agent_on_a_node_finds_its_ranks(address: str, tmp_path: Path) -> None:
+    """What every node runs when the ranks span several nodes (``hangdbg agent --ray``, through the
+    transport seam; here the LocalRunner for this node instead of ssh): the node's ranks found by the
+    agent itself, sent back as classes, analysed by the coordinator as the fan-out does."""
+    from hangdbg.collect.fanout import agent_argv, fan_out
+    from hangdbg.collect.plan import DumpPlan
+    from hangdbg.outdir import OutDir
+    from hangdbg.stacks.analysis import analyze
+    from hangdbg.transport.runners import LocalRunner
+    from hangdbg.transport.targets import TargetSpec
+
+    plan = DumpPlan(target=TargetSpec(ray=address), timeout=20)
+    argv = agent_argv(sys.executable, plan.agent_argv(with_host=True))
+    assert "--ray" in argv
+    out = tmp_path / "agent"
+    out.mkdir()
+    fan = fan_out(LocalRunner("raynode"), ["raynode"], argv, OutDir(out), plan.node_budget())
+    assert [n.status.value for n in fan.nodes] == ["ok"], fan.nodes
+    assert sorted(d.rank for d in fan.dumps) == [0, 1, 2, 3]
+    a = analyze(fan.dumps, whole_job=True, window=plan.window)
+    assert {r for f in a.findings if f.severity.value == "suspect" for r in f.ranks} == {3}
+
+
+def test_dump_ray_train_job_takes_the_ranks_from_train_metadata(ray_head, tmp_path):
+    """A Ray Train ``TorchTrainer`` (gloo) job: Train sets ``RANK`` inside its workers, so only its own
+    metadata (the dashboard's Train routes) says which actor is which rank. Needs ``ray[train]``
+    (pandas, pyarrow): skipped without it."""
+    pytest.importorskip("ray.train.torch", exc_type=ImportError)
+    ready = tmp_path / "ready"
+    ready.mkdir()
+    log = tmp_path / "driver.log"
+    driver = ray_head.driver(JOB, "--ready", str(ready), "--train", log=log)
+    try:
+        _wait_for(ready, [f"rank-{r}" for r in range(4)], driver, log, timeout=120)
+        out = tmp_path / "out"
+        res = run_cli("dump", "--ray", ray_head.address, "--json", "-o", out, timeout=150)
+        assert res.returncode == 3, res.stdout + res.stderr
+        doc = json.loads(res.stdout)
+        assert {r for f in doc["findings"] if f["severity"] == "suspect" for r in f["ranks"]} == {3}, doc["headline"]
+        procs = json.loads((out / "processes.json").read_text())["processes"]
+        assert sorted(p["rank"] for p in procs) == [0, 1, 2, 3]
+        assert {p["rank_source"] for p in procs} == {"ray-train"}
     finally:
         _end(driver)
