@@ -126,6 +126,9 @@ def _dump_ray(plan: DumpPlan, events: Events, command: str) -> StacksResult:
     events.log(f"Ray: {found.actors} alive actors; ranks here {[r.rank for r in found.here]}, "
                f"on {len(found.elsewhere)} other node(s)")
     if found.elsewhere:
+        if plan.core:
+            raise UsageError("--core writes cores of this node's ranks; the Ray job has ranks on other nodes: "
+                             "run `hangdbg dump --core --pid PIDS` on each node")
         return _dump_nodes(plan, events, ray_targets(plan.target, found.nodes))
     if find_pyspy(plan.py_spy) is None:
         raise HangdbgError("py-spy not found", help="pip install py-spy (or pass --py-spy PATH)")
