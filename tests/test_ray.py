@@ -6,6 +6,7 @@ rank actor exists."""
 from __future__ import annotations
 
 import json
+import re
 import signal
 import sys
 import time
@@ -49,7 +50,7 @@ def test_dump_ray_cluster_without_torch_workers_finds_no_rank(ray_head, tmp_path
         assert len(list(ready.glob("idle-*"))) == 2, log.read_text()[-3000:]
         res = run_cli("dump", "--ray", ray_head.address, "--json", "-o", tmp_path / "out", timeout=120)
         assert res.returncode == 1, res.stdout + res.stderr
-        assert "no training process found among the 2 alive actors" in res.stderr
+        assert re.search(r"no training process found among the \d+ alive actors", res.stderr), res.stderr
         assert "Traceback" not in res.stderr
     finally:
         _end(driver)
