@@ -280,6 +280,24 @@ def sshd(sshd_server):
     sshd_server.end_sessions()
 
 
+@pytest.fixture(scope="module")
+def ray_head():
+    """A private one-node Ray cluster on 127.0.0.1 (tests/infra/ray_cluster.py) for one test module;
+    every process it started (and every driver) is killed after it, even when a test failed."""
+    from infra.ray_cluster import LocalRay, RayUnavailable
+
+    pytest.importorskip("ray")
+    head = LocalRay()
+    try:
+        head.start()
+    except RayUnavailable as exc:
+        pytest.skip(f"no local Ray cluster: {exc}")
+    try:
+        yield head
+    finally:
+        head.stop()
+
+
 @pytest.fixture
 def rank_process() -> Iterator[int]:
     """A sleeping Python process with RANK/WORLD_SIZE set, owned by the test's user: a rank to dump
@@ -302,8 +320,9 @@ def rank_process() -> Iterator[int]:
 DAEMON_FIXTURES = {
     "slurm_cluster": "the private SLURM cluster (munged, slurmctld, two slurmd)",
     "sshd_server": "the private sshd on loopback",
+    "ray_head": "a private one-node Ray cluster on 127.0.0.1",
 }
-DAEMON_GROUPS = {"slurm_cluster": "localslurm", "sshd_server": "localsshd"}
+DAEMON_GROUPS = {"slurm_cluster": "localslurm", "sshd_server": "localsshd", "ray_head": "localray"}
 """The xdist group of each daemon: under ``--dist loadgroup`` the daemon boots on one worker only."""
 
 REAL_FIXTURES = {

@@ -21,6 +21,7 @@ from ..collect.live_sources import fill_stacks, load_fr, mark_used, pyspy_source
 from ..collect.local import RAW, collect
 from ..collect.node_status import node_findings
 from ..collect.plan import DumpPlan, SpeedscopeBy
+from ..collect.ray_ranks import ray_ranks
 from ..collect.procs import Denied, RankProcess, denied_note, find_ranks
 from ..collect.ras import REMOTE, query_job_ras, with_ras_headline
 from ..collect.result import StacksResult
@@ -39,7 +40,8 @@ from ..stacks.window import DEFAULT_MIN_WINDOW, Window
 from ..evidence.fr_files import fr_dumps_beside
 from ..evidence.fr_join import joined_analysis
 from ..tools.pyspy import OUTPUT_CAP, find_pyspy
-from ..transport.targets import Targets, resolve
+from ..transport.ray_state import read_cluster
+from ..transport.targets import Targets, ray_targets, resolve
 
 __all__ = ["dump", "analyze", "claim_out", "save_result", "fan_out_nodes"]
 
@@ -77,6 +79,8 @@ def dump(plan: DumpPlan, events: Events | None = None, *, command: str = "dump")
         UsageError: the output directory cannot be used.
     """
     events = events or Events()
+    if plan.target.ray:
+        return _dump_ray(plan, events, command)
     if plan.target.remote:
         return _dump_nodes(plan, events)  # py-spy runs on the nodes
     denied: Denied = []
@@ -133,11 +137,28 @@ def _dump_here(plan: DumpPlan, ranks: list[RankProcess], events: Events, command
     return save_result(result, out, plan)
 
 
-def _dump_nodes(plan: DumpPlan, events: Events) -> StacksResult:
+def _dump_ray(plan: DumpPlan, events: Events, command: str) -> StacksResult:
+    """``--ray``: the cluster's ranks (:mod:`hangdbg.collect.ray_ranks`); all on this node: py-spy
+    here, as for ``--pid``; some elsewhere: the agent with ``--ray`` on every node that has ranks,
+    over ssh by node IP (:func:`hangdbg.transport.targets.ray_targets`), this node included."""
+    found = ray_ranks(read_cluster(plan.target.ray or "", plan.timeout))
+    events.log(f"Ray: {found.actors} alive actors; ranks here {[r.rank for r in found.here]}, "
+               f"on {len(found.elsewhere)} other node(s)")
+    if found.elsewhere:
+        if plan.core:
+            raise UsageError("--core writes cores of this node's ranks; the Ray job has ranks on other nodes: "
+                             "run `hangdbg dump --core --pid PIDS` on each node")
+        return _dump_nodes(plan, events, ray_targets(plan.target, found.nodes))
+    if find_pyspy(plan.py_spy) is None:
+        raise HangdbgError("py-spy not found", help="pip install py-spy (or pass --py-spy PATH)")
+    return _dump_here(plan, found.here, events, command)
+
+
+def _dump_nodes(plan: DumpPlan, events: Events, targets: Targets | None = None) -> StacksResult:
     """Fan out, merge, analyze: the agent on every node, one analysis of the whole job. A node not
     read leaves the result incomplete: its ranks were not looked at (not "missing"), and the
     job was not seen whole, so there is no all-clear."""
-    targets = resolve(plan.target)
+    targets = targets or resolve(plan.target)
     out = claim_out(plan.out, "dump", plan.to_argv(), plan.force)
     # each node keeps its raw outputs under OUT/raw/<host>/ of its own disk (the very files of
     # --fetch-raw when OUT is on a shared file system) and sends its classes

@@ -24,8 +24,10 @@ from typing import Any
 import psutil
 
 from ..collect.fanout import agent_argv, fan_out
+from ..collect.plan import DumpPlan
 from ..collect.local import collect, raw_text
 from ..collect.procs import RankProcess, find_ranks
+from ..collect.ray_ranks import ray_ranks
 from ..collect.result import StacksResult
 from ..errors import HangdbgError, UsageError
 from ..events import Events
@@ -37,7 +39,8 @@ from ..report.schema import to_json
 from ..tools.pyspy import find_pyspy
 from ..tools.subproc import Popen, communicate_or_kill, run
 from ..transport.slurm import WAITING_STATES, job_state, show_job
-from ..transport.targets import Targets, resolve
+from ..transport.ray_state import read_cluster
+from ..transport.targets import Targets, ray_targets, resolve
 from ..watch.plan import SIGNALS, Ended, StallRecord, WatchPlan, WatchResult
 from ..watch.cpu_straggler import CpuBook
 from ..watch.keep_last import LastRing, pyspy_like
@@ -174,41 +177,63 @@ class _Watcher:
     def _sample(self) -> list[RankDump]:
         """One non-blocking py-spy sample of every rank (no locals, no retry); [] when no rank was found."""
         sample = self.plan.sample_plan()
-        if self.remote is None:
+        if self.plan.target.ray:
+            dumps = self._sample_ray(sample)
+        elif self.remote is None:
             try:
                 ranks = find_ranks(list(self.plan.target.pids))
             except HangdbgError as exc:
                 self.events.log(f"no ranks to sample: {exc}")
                 self.no_ranks += 1
                 return []
-            self._cpu_sample(ranks)
-            raws: list[tuple[int, str, float]] = []
-
-            def keep(p: RankProcess, k: int, res: PySpyResult) -> None:
-                if res.error is None:
-                    now = time.time()
-                    raws.append((p.rank, raw_text(p, k, res, "", now), now))
-
-            dumps = collect(ranks, sample.collect_options(None), keep if self.ring is not None else None)
-            if self.ring is not None:  # exited: no longer among the job's processes, or gone under py-spy
-                found = {p.rank for p in ranks}
-                self.ring.add(raws, {r for r in self.ring.seen if r not in found}
-                              | {d.rank for d in dumps if d.state == DumpState.GONE})
+            dumps = self._sample_here(ranks, sample)
         else:
-            argv = agent_argv(self.plan.target.remote_python, sample.agent_argv(with_host=not self.plan.target.jobid))
-            with tempfile.TemporaryDirectory(prefix="hangdbg-watch-sample-") as tmp:
-                fan = fan_out(self.remote.make_runner(self.remote.hosts), self.remote.hosts, argv, OutDir(tmp),
-                              2 * self.plan.timeout + 30)
-            for n in fan.nodes:
-                if n.status not in (NodeStatus.OK, NodeStatus.NO_RANKS):
-                    self.events.log(f"node {n.host}: {n.status} {n.reason or ''}")  # a node that stops answering: go on
-            dumps = fan.dumps
-            if self.ring is not None:
-                self.ring.add([(d.rank, pyspy_like(d), (d.sample_times or (time.time(),))[-1]) for d in dumps if d.threads],
-                              {d.rank for d in dumps if d.state == DumpState.GONE})
+            dumps = self._sample_nodes(self.remote, sample)
         self.no_ranks = 0 if dumps else self.no_ranks + 1
         self.seen_ranks = self.seen_ranks or bool(dumps)
         return dumps
+
+    def _sample_ray(self, sample: DumpPlan) -> list[RankDump]:
+        """``--ray``: the cluster's ranks found anew for each sample (:mod:`hangdbg.collect.ray_ranks`:
+        actors come and go), sampled here, or by the agents of their nodes when some run elsewhere."""
+        try:
+            found = ray_ranks(read_cluster(self.plan.target.ray or "", self.plan.timeout))
+        except HangdbgError as exc:
+            self.events.log(f"no ranks to sample: {exc}")
+            return []
+        if found.elsewhere:
+            return self._sample_nodes(ray_targets(self.plan.target, found.nodes), sample)
+        return self._sample_here(found.here, sample)
+
+    def _sample_here(self, ranks: list[RankProcess], sample: DumpPlan) -> list[RankDump]:
+        """The ranks of this node sampled with py-spy; their CPU time (stragglers) and, with
+        ``--keep-last``, their last stacks kept in the ring."""
+        self._cpu_sample(ranks)
+        raws: list[tuple[int, str, float]] = []
+
+        def keep(p: RankProcess, k: int, res: PySpyResult) -> None:
+            if res.error is None:
+                now = time.time()
+                raws.append((p.rank, raw_text(p, k, res, "", now), now))
+
+        dumps = collect(ranks, sample.collect_options(None), keep if self.ring is not None else None)
+        if self.ring is not None:  # exited: no longer among the job's processes, or gone under py-spy
+            found = {p.rank for p in ranks}
+            self.ring.add(raws, {r for r in self.ring.seen if r not in found}
+                          | {d.rank for d in dumps if d.state == DumpState.GONE})
+        return dumps
+
+    def _sample_nodes(self, targets: Targets, sample: DumpPlan) -> list[RankDump]:
+        argv = agent_argv(self.plan.target.remote_python, sample.agent_argv(with_host=not self.plan.target.jobid))
+        with tempfile.TemporaryDirectory(prefix="hangdbg-watch-sample-") as tmp:
+            fan = fan_out(targets.make_runner(targets.hosts), targets.hosts, argv, OutDir(tmp), 2 * self.plan.timeout + 30)
+        for n in fan.nodes:
+            if n.status not in (NodeStatus.OK, NodeStatus.NO_RANKS):
+                self.events.log(f"node {n.host}: {n.status} {n.reason or ''}")  # a node that stops answering: go on
+        if self.ring is not None:
+            self.ring.add([(d.rank, pyspy_like(d), (d.sample_times or (time.time(),))[-1]) for d in fan.dumps if d.threads],
+                          {d.rank for d in fan.dumps if d.state == DumpState.GONE})
+        return fan.dumps
 
     def alive(self) -> bool:
         t = self.plan.target

@@ -54,6 +54,10 @@ class CheckPlan:
     def __post_init__(self) -> None:
         if self.target.pids or self.target.match_env:
             raise UsageError("check runs its own ranks: --pid and --match-env do not apply")
+        if self.target.ray:
+            raise UsageError("check --ray is not supported yet: check starts its own torchrun test job on each node, "
+                             "and on a Ray cluster it would have to run as Ray actors placed on the job's nodes; "
+                             "run `hangdbg check --hosts` with the Ray nodes' addresses instead")
         if self.job.backend not in BACKENDS:
             raise UsageError(f"--backend is one of {', '.join(BACKENDS)}")
         if self.nproc_per_node is not None and self.nproc_per_node < 1:

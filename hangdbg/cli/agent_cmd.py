@@ -45,6 +45,7 @@ class AgentCommand(Command):
     def add_arguments(cls, p: argparse.ArgumentParser) -> None:
         p.add_argument("--jobid", help="keep only the ranks of this SLURM job on this node")
         p.add_argument("--pid", type=int, nargs="+", metavar="PID", help="ranks or launchers to dump")
+        p.add_argument("--ray", metavar="ADDRESS", help="dump this node's ranks of the Ray cluster at ADDRESS")
         p.add_argument("--node-name", help="the name the coordinator knows this node by")
         p.add_argument("--match-env", action="append", default=[], metavar="KEY=VALUE", help="keep only ranks whose environment has KEY=VALUE (repeatable)")
         p.add_argument("-o", "--out", type=Path, metavar="DIR", help="write the raw dumps into DIR/<node>/raw as well (a shared directory)")
@@ -78,7 +79,7 @@ class AgentCommand(Command):
         out = OutDir(args.out / host) if args.out is not None else None
         keep = OutDir(args.keep_raw / safe_name(host)) if args.keep_raw is not None else None
         status = run_agent(plan.collect_options(out), send, plan.target.jobid, list(plan.target.pids) or None, host,
-                           list(plan.target.match_env), plan.adapt, keep, args.send_raw)
+                           list(plan.target.match_env), plan.adapt, keep, args.send_raw, ray=plan.target.ray)
         return {"ok": 0, "no-ranks": 3}.get(status, 1)
 
 

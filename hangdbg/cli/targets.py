@@ -21,6 +21,9 @@ def add_target_arguments(p: argparse.ArgumentParser, dump: bool = True) -> None:
     target.add_argument("--jobid", help="every node of this running SLURM job (one srun runs the agent on all of them)")
     target.add_argument("--hosts", metavar="EXPR", help="hosts to reach over ssh/pdsh, e.g. 'node[1-8]' (python-hostlist syntax)")
     target.add_argument("--hostfile", metavar="FILE", help="deepspeed/pdsh hostfile: `host slots=N` lines")
+    target.add_argument("--ray", metavar="ADDRESS", help="the ranks of a Ray job: the actors of the Ray cluster at ADDRESS "
+                        "(GCS HOST:PORT or dashboard http://HOST:8265) that have a rank (Ray Train, runtime_env or start "
+                        "environment); other nodes over ssh by node IP (needs ray: pip install 'hangdbg[ray]')")
     g.add_argument("-w", "--nodes", metavar="EXPR", help="with --jobid: only these nodes of the job")
     g.add_argument("--srun-arg", action="append", default=[], metavar="ARG", help="extra srun argument, e.g. --srun-arg=--gres=gpu:0 --srun-arg=--mem=0 (repeatable)")
     g.add_argument("--launcher", choices=LAUNCHERS, default="auto", help="for --hosts/--hostfile: pdsh when installed (auto), or an ssh pool")
@@ -50,4 +53,4 @@ def target_spec(args: argparse.Namespace) -> TargetSpec:
         hostfile=opt("hostfile"), srun_args=tuple(opt("srun_arg", ())), launcher=opt("launcher", "auto"),
         ssh_config=opt("ssh_config"), ssh_options=tuple(opt("ssh_option", ())),
         connect_timeout=opt("connect_timeout", 10), remote_python=opt("remote_python", sys.executable),
-        remote_setup=opt("remote_setup"), match_env=tuple(opt("match_env", ())))
+        remote_setup=opt("remote_setup"), match_env=tuple(opt("match_env", ())), ray=opt("ray"))

@@ -28,6 +28,7 @@ from ..transport.classes import encode_classes
 from ..transport.wire import WIRE_VERSION
 from .adaptive import adapt
 from .local import CollectOptions, collect, process_start, raw_name, raw_text
+from .ray_ranks import node_ranks
 from .procs import EnvFilter, RankProcess, find_ranks, slurm_job_filter
 
 __all__ = ["run_agent", "agent_host"]
@@ -63,6 +64,7 @@ def run_agent(
     adaptive: bool = True,
     keep_raw: OutDir | None = None,
     fetch_raw: bool = False,
+    ray: str | None = None,
 ) -> NodeStatus:
     """Collect this node's ranks and ``send`` every message; returns the node status (``ok``,
     ``no-ranks``: no rank found, ``error``: another failure, such as ranks not readable).
@@ -81,6 +83,8 @@ def run_agent(
         keep_raw: write every raw py-spy output into this directory as it arrives (the node's
             own disk, or a shared one); ``done`` says where and what could not be written.
         fetch_raw: also send every raw output as a ``rank`` message (``dump --fetch-raw``).
+        ray: the address of a Ray cluster: this node's ranks are its actors that have a rank
+            (:func:`hangdbg.collect.ray_ranks.node_ranks`), not the processes found by scanning.
     """
     host = agent_host(node_name)
     start = time.monotonic()
@@ -95,7 +99,8 @@ def run_agent(
     keep = (lambda env: all(f(env) for f in filters)) if filters else None
     ranks: list[RankProcess] = []
     try:
-        ranks = [replace(r, host=host) for r in find_ranks(pids, keep)]
+        found = node_ranks(ray, opts.pyspy.timeout) if ray else find_ranks(pids, keep)
+        ranks = [replace(r, host=host) for r in found]
     except HangdbgError as exc:
         found_none = isinstance(exc, NoRanksFound) and not isinstance(exc, RanksUnreadable)
         status = NodeStatus.NO_RANKS if found_none else NodeStatus.ERROR

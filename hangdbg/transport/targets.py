@@ -24,7 +24,7 @@ from .hosts import expand_hosts, read_hostfile_slots
 from .runners import LocalRunner, PdshRunner, Runner, SrunRunner, SshRunner
 from .slurm import show_job
 
-__all__ = ["TargetSpec", "Targets", "resolve", "LAUNCHERS", "ssh_address", "job_gpus"]
+__all__ = ["TargetSpec", "Targets", "resolve", "ray_targets", "LAUNCHERS", "ssh_address", "job_gpus"]
 
 LAUNCHERS = ("auto", "ssh", "pdsh")
 """How ``--hosts``/``--hostfile`` are reached: pdsh when installed (``auto``), or an ssh pool."""
@@ -51,6 +51,9 @@ class TargetSpec:
         remote_python: the Python with hangdbg on the nodes.
         remote_setup: shell text run before hangdbg over ssh/pdsh (``source ~/venv/bin/activate``).
         match_env: ``KEY=VALUE`` pairs a rank's environment must hold (``{host}``: the node's name).
+        ray: a Ray cluster's address (GCS ``HOST:PORT`` or dashboard ``http://HOST:PORT``): its
+            actors that are ranks (:mod:`hangdbg.collect.ray_ranks`), on this node or, over ssh by
+            node IP, on the others.
     """
 
     pids: tuple[int, ...] = ()
@@ -66,10 +69,11 @@ class TargetSpec:
     remote_python: str = sys.executable
     remote_setup: str | None = None
     match_env: tuple[str, ...] = ()
+    ray: str | None = None
 
     def __post_init__(self) -> None:
         named = [n for n, v in (("--pid", self.pids), ("--jobid", self.jobid), ("--hosts", self.hosts),
-                                ("--hostfile", self.hostfile)) if v]
+                                ("--hostfile", self.hostfile), ("--ray", self.ray)) if v]
         if len(named) > 1:
             raise UsageError(f"give one target, not {' and '.join(named)}: --pid is for this node, "
                              "--jobid/--hosts/--hostfile for a job's nodes")
@@ -95,6 +99,8 @@ class TargetSpec:
             return f"--hosts {self.hosts}"
         if self.hostfile:
             return f"--hostfile {self.hostfile}"
+        if self.ray:
+            return f"--ray {self.ray}"
         return "this node"
 
     def ssh_argv_options(self) -> list[str]:
@@ -110,6 +116,8 @@ class TargetSpec:
             argv += ["--pid", *map(str, self.pids)]
         if self.jobid:
             argv += ["--jobid", self.jobid]
+        if self.ray:
+            argv += ["--ray", self.ray]
         if not agent:
             argv += ["-w", self.nodes] if self.nodes else []
             argv += ["--hosts", self.hosts] if self.hosts else []
@@ -178,6 +186,14 @@ def resolve(spec: TargetSpec, what: str = "dump") -> Targets:
         return SshRunner(hs, options, spec.remote_setup, spec.connect_timeout)
 
     return Targets(make, hosts, True, slots)
+
+
+def ray_targets(spec: TargetSpec, hosts: list[str]) -> Targets:
+    """The nodes of a Ray job with ranks on several nodes, each by its Ray ``node_ip``, reached
+    over ssh (the options of ``spec``); the agent runs there with ``--ray`` and finds its node's
+    ranks itself. ``whole``: ``hosts`` are every node with a rank."""
+    options = spec.ssh_argv_options()
+    return Targets(lambda hs: SshRunner(hs, options, spec.remote_setup, spec.connect_timeout), list(hosts), True, {})
 
 
 def job_gpus(jobid: str) -> int:

@@ -78,8 +78,8 @@ class WatchPlan:
 
     def __post_init__(self) -> None:
         t = self.target
-        if not t.pids and not t.remote:
-            raise UsageError("watch what? give --pid PID (this node), --jobid ID, --hosts EXPR or --hostfile FILE")
+        if not t.pids and not t.remote and not t.ray:
+            raise UsageError("watch what? give --pid PID (this node), --jobid ID, --hosts EXPR, --hostfile FILE or --ray ADDRESS")
         if self.then is not None and self.then not in THEN:
             raise UsageError(f"--then is one of {', '.join(THEN)}, not {self.then!r}")
         if self.then in ("scancel", "requeue") and not t.jobid:
