@@ -8,6 +8,7 @@ this machine, so each rank carries EMULATED_NODE=nodeK and the agents are told
 from __future__ import annotations
 
 import os
+import re
 import socket
 import subprocess
 import sys
@@ -65,7 +66,7 @@ def test_hosts_names_rank_and_node(sshd, two_node_job, tmp_path, launcher):
     assert {r["rank"]: r["host"] for r in doc["stacks"]["ranks"]} == {0: "node1", 1: "node1", 2: "node2", 3: "node2"}
     assert [(n["host"], n["status"], n["ranks"]) for n in doc["nodes"]] == [("node1", "ok", [0, 1]), ("node2", "ok", [2, 3])]
     # each agent wrote its raw outputs under OUT/raw/<host>/ of its own disk (shared here) and sent classes
-    assert sorted(p.name for p in (tmp_path / "raw" / "node2").iterdir()) == ["rank-0002.txt", "rank-0003.txt"]
+    assert _rank_files(tmp_path / "raw" / "node2") == ["rank-0002.txt", "rank-0003.txt"]
     assert [n["raw_dir"] for n in doc["nodes"]] == [str((tmp_path / "raw" / h).resolve()) for h in ("node1", "node2")]
     node = read_json(tmp_path / "nodes" / "node1.json")  # a document of its own, as it arrived
     assert (node["command"], node["node"]["host"], node["node"]["status"], node["found"]) == ("dump", "node1", "ok", False)
@@ -157,7 +158,7 @@ def test_agent_keeps_raw_dumps_in_a_shared_directory(two_node_job, tmp_path):
     res = subprocess.run([sys.executable, "-m", "hangdbg", "agent", "--node-name", "node2", "--match-env",
                           "EMULATED_NODE=node2", "-o", str(tmp_path)], capture_output=True, text=True, timeout=120)
     assert res.returncode == 0, res.stderr
-    assert sorted(p.name for p in (tmp_path / "node2" / "raw").iterdir()) == ["rank-0002.txt", "rank-0003.txt"]
+    assert _rank_files(tmp_path / "node2" / "raw") == ["rank-0002.txt", "rank-0003.txt"]
     dec = FrameDecoder()
     kinds = [m["type"] for line in res.stdout.splitlines() for _, m in dec.feed(line)]
     # ranks 2 (all_reduce) and 3 (broadcast) have different stacks: one class each (and again the
@@ -187,7 +188,7 @@ exec unshare -m sh -c 'mount -t tmpfs none {raw} && "$0" "$@"; rc=$?; cp -r {raw
     assert rc == 3 and [s["ranks"] for s in suspects(doc)] == [[3]], doc["nodes"]
     assert not list(raw.rglob("*.txt"))  # nothing on the coordinator's disk
     assert [n["raw_dir"] for n in doc["nodes"]] == [str(raw / "node1"), str(raw / "node2")]
-    assert sorted(p.name for p in (disks / "node2" / "node2").iterdir()) == ["rank-0002.txt", "rank-0003.txt"]
+    assert _rank_files(disks / "node2" / "node2") == ["rank-0002.txt", "rank-0003.txt"]
 
 
 def test_fetch_raw_brings_the_raw_outputs_to_the_coordinator(sshd, two_node_job, tmp_path):
@@ -196,7 +197,7 @@ def test_fetch_raw_brings_the_raw_outputs_to_the_coordinator(sshd, two_node_job,
     rc, doc = _dump(sshd, "--hosts", "node[1-2]", "--launcher", "ssh", "--fetch-raw", out=tmp_path)
     assert rc == 3 and [s["ranks"] for s in suspects(doc)] == [[3]]
     assert [(n["host"], n["raw_dir"]) for n in doc["nodes"]] == [("node1", None), ("node2", None)]
-    assert sorted(p.name for p in (tmp_path / "raw" / "node1").iterdir()) == ["rank-0000.txt", "rank-0001.txt"]
+    assert _rank_files(tmp_path / "raw" / "node1") == ["rank-0000.txt", "rank-0001.txt"]
 
 
 @pytest.mark.parametrize("launcher", ["ssh", "pdsh"])
@@ -230,3 +231,11 @@ def test_watch_over_ssh_samples_the_stacks_survives_a_dead_node_and_dumps_the_st
     dump = read_json(Path(stall["dump_dir"]) / "hangdbg.json")
     assert {n["host"]: n["status"] for n in dump["nodes"]} == {"node1": "ok", "node2": "ok", "deadnode": "unreachable"}
     assert [(s["ranks"], s["hosts"]) for s in suspects(dump)] == [([3], ["node2"])]
+
+
+def _rank_files(folder: Path) -> list[str]:
+    """The first-sample raw file of each rank in ``folder`` (a rank the dump kept observing also has
+    ``rank-N.sample-K.txt`` files: the progress window, hangdbg.stacks.window)."""
+    names = sorted(p.name for p in folder.iterdir())
+    assert all(re.fullmatch(r"rank-\d{4}(\.sample-\d+)?\.txt", n) for n in names), names
+    return [n for n in names if ".sample-" not in n]

@@ -11,7 +11,10 @@ Rules (the developers' guide: blame only the cause, one suspect per cause):
   stacks' finding stays, and says more of where the rank is);
 * an FR suspect that names a rank the stacks show waiting (severity ``waiting``) is not a suspect:
   it becomes a ``warning`` that says so (a waiting rank is never blamed);
-* the other FR findings are kept as they are.
+* an FR lag suspect (``fr-missing-rank``, ``fr-stuck``) the joint verdict did not make its own is a
+  warning: with the stacks at hand, :func:`hangdbg.evidence.fr_join.fr_join` decides who is behind
+  (a snapshot of a running job finds some rank a collective behind);
+* the other FR findings (a mismatch of op, size or dtype) are kept as they are.
 
 The joint stacks+FR verdict (identical stacks, one rank behind in the FR) takes the same dumps from
 :attr:`hangdbg.collect.result.StacksResult.fr_dumps`.
@@ -22,13 +25,18 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Sequence
 
-from ..model import Analysis, Finding, Severity, SourceKind
+from ..model import Analysis, Finding, Kind, Severity, SourceKind
 from .fr_join import settle_fr_source
 from .flight_recorder.analysis import analyze
 from .flight_recorder.grammar import FrDump
 from .flight_recorder.waits import fr_waits, settle_lagging
 
 __all__ = ["fr_findings"]
+
+_LAG = (Kind.FR_MISSING_RANK, Kind.FR_STUCK)
+"""The flight recorder's own lag findings (a rank a collective behind, a collective not done): in a
+``dump`` the stacks are there, so :func:`hangdbg.evidence.fr_join.fr_join` (which sees both) alone
+may make them a suspect; a mismatch of op, size or dtype (``fr-mismatch``) stays the recorder's."""
 
 
 def fr_findings(dumps: Sequence[FrDump], stacks: Analysis) -> list[Finding]:
@@ -56,7 +64,11 @@ def fr_findings(dumps: Sequence[FrDump], stacks: Analysis) -> list[Finding]:
             if set(f.ranks) <= blamed:
                 continue
             held = sorted(set(f.ranks) & waiting)
-            if held:
+            if f.kind in _LAG and not held:  # who is behind is the joint verdict's to say (fr_join)
+                f = replace(f, severity=Severity.WARNING,
+                            summary=f"{f.summary} (not a suspect on its own: the joint verdict with the stacks decides "
+                                    "who is behind)")
+            elif held:
                 f = replace(f, severity=Severity.WARNING,
                             summary=f"{f.summary} (not a suspect: the stacks show rank(s) {', '.join(map(str, held))} waiting)")
         out.append(f)
