@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import json
 import socket
-import subprocess
 import urllib.error
 import urllib.request
 from concurrent.futures import ThreadPoolExecutor
@@ -33,10 +32,7 @@ from dataclasses import dataclass
 from typing import Callable, Mapping
 from urllib.parse import urlsplit
 
-import psutil
-
-from .store import _interpreter, store_address
-from .subproc import Popen, communicate_or_kill
+from .store import job_store, run_store_child
 from .tcpstore_wire import StoreProtocolError, read_keys
 
 __all__ = ["HANDLERS", "KEY", "Fetched", "WorkerUrls", "worker_urls", "fetch", "fetch_all", "MAX_ANSWER"]
@@ -100,13 +96,10 @@ def worker_urls(pid: int, world_size: int, timeout: float) -> WorkerUrls:
     Returns:
         The URLs found (none when the job runs no debug server) or the error; never raises.
     """
-    try:
-        addr = store_address(pid)
-        exe = _interpreter(pid)
-    except (psutil.Error, OSError) as exc:
-        return WorkerUrls({}, f"cannot read the environment of pid {pid}: {exc}")
-    if addr is None:
-        return WorkerUrls({}, f"pid {pid} has no MASTER_ADDR/MASTER_PORT: no store to ask")
+    job = job_store(pid)
+    if isinstance(job, str):
+        return WorkerUrls({}, job)
+    addr, exe = job
     keys = [KEY.format(r) for r in range(world_size)]
     try:
         doc = read_keys(addr[0], addr[1], keys, max(0.5, timeout / 3))
@@ -115,21 +108,14 @@ def worker_urls(pid: int, world_size: int, timeout: float) -> WorkerUrls:
         return WorkerUrls({}, f"the store at {addr[0]}:{addr[1]} cannot be reached: {exc.strerror or exc}")
     except StoreProtocolError:
         pass  # not the protocol this client knows: ask torch itself
-    argv = [exe, "-c", _CHILD, addr[0], str(addr[1]), json.dumps(keys), str(max(1.0, timeout / 3))]
-    try:
-        proc = Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                     start_new_session=True)
-    except OSError as exc:
-        return WorkerUrls({}, f"cannot run {exe}: {exc}")
-    got = communicate_or_kill(proc, timeout)
-    if got is None:
-        return WorkerUrls({}, f"the store at {addr[0]}:{addr[1]} did not answer within {timeout:g} s")
-    out, err = got
+    ran = run_store_child(exe, addr, _CHILD, [json.dumps(keys), str(max(1.0, timeout / 3))], timeout)
+    if isinstance(ran, str):
+        return WorkerUrls({}, ran)
+    out, last = ran
     try:
         doc = json.loads(out.decode("utf-8", "replace"))
         return WorkerUrls({r: str(doc[k]) for r, k in enumerate(keys) if k in doc})
     except (ValueError, TypeError, AttributeError):
-        last = (err.decode("utf-8", "replace").strip().splitlines() or [f"exit status {proc.returncode}"])[-1]
         return WorkerUrls({}, f"could not read the store at {addr[0]}:{addr[1]}: {last[:300]}")
 
 

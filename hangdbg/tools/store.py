@@ -36,7 +36,8 @@ from ..launch_env import rank_from_environ
 from ..waits import own_keys
 from .subproc import Popen, communicate_or_kill
 
-__all__ = ["StoreAnswer", "lookup_keys", "store_address", "choose_answer", "TORCH_PREFIXES"]
+__all__ = ["StoreAnswer", "lookup_keys", "store_address", "job_store", "run_store_child", "choose_answer",
+           "TORCH_PREFIXES"]
 
 TORCH_PREFIXES = ("default_pg/0//", "0//", "default_pg/")
 """Where torch's stores put a key ``K`` of the job's default store (module docstring): ``default_pg/0//K``
@@ -148,29 +149,55 @@ def lookup_keys(pid: int, keys: tuple[str, ...] | list[str], timeout: float = 15
             :func:`hangdbg.waits.own_keys` of ``keys`` for the rank in ``pid``'s environment (``RANK``,
             or another launcher's variable).
     """
-    try:
-        addr = store_address(pid)
-        exe = _interpreter(pid)
-    except (psutil.Error, OSError) as exc:
-        return StoreAnswer(error=f"cannot read the environment of pid {pid}: {exc}")
-    if addr is None:
-        return StoreAnswer(error=f"pid {pid} has no MASTER_ADDR/MASTER_PORT: no store to ask")
-    argv = [exe, "-c", _CHILD, addr[0], str(addr[1]), json.dumps(list(keys)), str(max(1.0, timeout / 3)),
-            json.dumps(list(TORCH_PREFIXES)), str(MAX_PREFIXES)]
-    try:
-        proc = Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                     start_new_session=True)
-    except OSError as exc:
-        return StoreAnswer(error=f"cannot run {exe}: {exc}")
-    got = communicate_or_kill(proc, timeout)
-    if got is None:
-        return StoreAnswer(error=f"the store at {addr[0]}:{addr[1]} did not answer within {timeout:g} s")
-    out, err = got
+    job = job_store(pid)
+    if isinstance(job, str):
+        return StoreAnswer(error=job)
+    addr, exe = job
+    ran = run_store_child(exe, addr, _CHILD, [json.dumps(list(keys)), str(max(1.0, timeout / 3)),
+                                              json.dumps(list(TORCH_PREFIXES)), str(MAX_PREFIXES)], timeout)
+    if isinstance(ran, str):
+        return StoreAnswer(error=ran)
+    out, last = ran
     try:
         doc = json.loads(out.decode("utf-8", "replace"))
         answers = [(str(p), {str(k): bool(v) for k, v in found.items()}) for p, found in doc["answers"]]
         prefix, found = choose_answer(answers, _own(pid, keys) if own is None else own, int(doc["known"]))
         return StoreAnswer(tuple((k, found[k]) for k in keys if k in found), prefix=prefix)
     except (ValueError, TypeError, KeyError, IndexError, AttributeError):
-        last = (err.decode("utf-8", "replace").strip().splitlines() or [f"exit status {proc.returncode}"])[-1]
         return StoreAnswer(error=f"could not ask the store at {addr[0]}:{addr[1]}: {last[:300]}")
+
+
+def job_store(pid: int) -> tuple[tuple[str, int], str] | str:
+    """The store of the job of rank ``pid`` (``(MASTER_ADDR, MASTER_PORT)``, :func:`store_address`)
+    and the job's interpreter (which has torch), or why there is none; never raises."""
+    try:
+        addr = store_address(pid)
+        exe = _interpreter(pid)
+    except (psutil.Error, OSError) as exc:
+        return f"cannot read the environment of pid {pid}: {exc}"
+    if addr is None:
+        return f"pid {pid} has no MASTER_ADDR/MASTER_PORT: no store to ask"
+    return addr, exe
+
+
+def run_store_child(exe: str, addr: tuple[str, int], script: str, args: list[str],
+                    timeout: float) -> tuple[bytes, str] | str:
+    """Run ``script`` (``python -c``: torch's own TCPStore client) under the job's interpreter ``exe``
+    with ``argv[1:]`` = the store's host, port, then ``args``, in a session of its own, killed after
+    ``timeout`` seconds; never raises.
+
+    Returns:
+        ``(stdout, the last line of stderr or the exit status)`` (for the caller's parse error), or
+        why it could not run or did not answer in time.
+    """
+    argv = [exe, "-c", script, addr[0], str(addr[1]), *args]
+    try:
+        proc = Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                     start_new_session=True)
+    except OSError as exc:
+        return f"cannot run {exe}: {exc}"
+    got = communicate_or_kill(proc, timeout)
+    if got is None:
+        return f"the store at {addr[0]}:{addr[1]} did not answer within {timeout:g} s"
+    out, err = got
+    return out, (err.decode("utf-8", "replace").strip().splitlines() or [f"exit status {proc.returncode}"])[-1]
