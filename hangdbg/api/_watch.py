@@ -19,7 +19,7 @@ import time
 from dataclasses import replace
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import psutil
 
@@ -45,7 +45,7 @@ from ..watch.plan import SIGNALS, Ended, StallRecord, WatchPlan, WatchResult
 from ..watch.cpu_straggler import CpuBook
 from ..watch.keep_last import LastRing, pyspy_like
 from ..watch.records import StragglerReport
-from ..watch.straggler import StepBook, straggler_report
+from ..watch.straggler import StepBook, StepMark, straggler_report
 from ..tools.pyspy import PySpyResult
 from ..watch.probes import HeartbeatProbe, LogProbe, kill_process_trees, pids_alive, watch_loop
 from ..watch.stall import Observation, Stall, StallDetector, stacks_signature, waiting_or_idle
@@ -57,10 +57,22 @@ ON_HANG_TIMEOUT = 600.0
 """Seconds ``on_hang`` may run before it is killed (the watch goes on)."""
 
 
-def watch(plan: WatchPlan, events: Events | None = None) -> WatchResult:
+def watch(plan: WatchPlan, events: Events | None = None, *, claimed: OutDir | None = None,
+          stall_rule: Callable[[dict[int, list[StepMark]]], float] | None = None,
+          sleep: Callable[[float], None] | None = None) -> WatchResult:
     """Watch the job of ``plan`` until it ends (or, with ``once``, until the first stall was handled).
 
     Ctrl-C and SIGTERM end the watch (``ended``: ``interrupted``) and still write ``watch.json``.
+
+    Args:
+        claimed: the output directory, already claimed by the caller (``hangdbg run``, which
+            writes its marker and starts the job first); None: ``plan.out`` is claimed here.
+        stall_rule: called at each observation with the heartbeat rings (``{rank: marks}``,
+            :meth:`~hangdbg.watch.probes.HeartbeatProbe.rings`); returns the stall threshold in
+            seconds from then on (``hangdbg run``'s default: :class:`hangdbg.watch.auto_stall.AutoStall`).
+            None: ``plan.stall`` throughout.
+        sleep: waits between two observations (seconds; default :func:`time.sleep`); ``hangdbg
+            run`` returns early when its job exits, so that the end is seen at once.
 
     Raises:
         HangdbgError: py-spy is not installed; the job cannot be reached.
@@ -68,16 +80,22 @@ def watch(plan: WatchPlan, events: Events | None = None) -> WatchResult:
     """
     if find_pyspy(plan.py_spy) is None:
         raise HangdbgError("py-spy not found", help="pip install py-spy (or pass --py-spy PATH)")
-    return _Watcher(plan, events or Events()).run()
+    watcher = _Watcher(plan, events or Events(), claimed, stall_rule)
+    watcher.sleep = sleep or time.sleep
+    return watcher.run()
 
 
 class _Watcher:
     """One watch: its probes, its stalls so far, and the document it keeps up to date."""
 
-    def __init__(self, plan: WatchPlan, events: Events) -> None:
+    def __init__(self, plan: WatchPlan, events: Events, claimed: OutDir | None = None,
+                 stall_rule: Callable[[dict[int, list[StepMark]]], float] | None = None) -> None:
         self.plan = plan
         self.events = events
-        self.out = claim_out(plan.out, "watch", plan.to_argv(), plan.force, prefix="hangdbg-watch")
+        self.out = claimed or claim_out(plan.out, "watch", plan.to_argv(), plan.force, prefix="hangdbg-watch")
+        self.stall_rule = stall_rule
+        self.detector: StallDetector | None = None
+        self.sleep: Callable[[float], None] = time.sleep
         self.log_probe = LogProbe(list(plan.logs), plan.pattern()) if plan.logs else None
         self.beat_probe = HeartbeatProbe(plan.heartbeat) if plan.heartbeat else None
         self.stalls: list[StallRecord] = []
@@ -100,12 +118,13 @@ class _Watcher:
             self.remote = resolve(plan.target)
         self.events.note(f"watching {plan.target.describe()}: {', '.join(plan.signals)}; stall after {plan.stall:g} s, "
                          f"every {plan.interval:g} s; dumps under {self.out}")
-        detector = StallDetector(plan.stall, plan.grace, time.monotonic())
+        detector = self.detector = StallDetector(plan.stall, plan.grace, time.monotonic())
         self._write("running")
         ended: Ended = "interrupted"
         previous = signal.signal(signal.SIGTERM, _raise_interrupt)
         try:
-            end = watch_loop(detector, self.observe, self.alive, self.on_stall, plan.interval, plan.once, self.events.log)
+            end = watch_loop(detector, self.observe, self.alive, self.on_stall, plan.interval, plan.once, self.events.log,
+                             sleep=self.sleep)
             ended, self.observations = end.reason, end.observations
             if ended == "job-ended" and self.ring is not None:
                 self.ring.end()
@@ -123,6 +142,8 @@ class _Watcher:
         obs = Observation(now, log=self.log_probe.progress() if self.log_probe else None,
                           heartbeat=self.beat_probe.picture() if self.beat_probe else None)
         self.observations += 1
+        if self.stall_rule is not None:
+            self._adjust_stall()
         if self.plan.takes_samples:
             dumps = self._sample()
             if dumps and self.plan.samples_stacks:
@@ -130,6 +151,15 @@ class _Watcher:
         if self.plan.straggler_every:
             self._straggler_check()
         return obs
+
+    def _adjust_stall(self) -> None:
+        """The stall threshold of ``stall_rule`` from the heartbeat rings (a change is logged)."""
+        assert self.stall_rule is not None
+        rings = self.beat_probe.rings() if self.beat_probe is not None else {}
+        seconds = self.stall_rule(rings)
+        if self.detector is not None and seconds != self.detector.stall:
+            self.events.log(f"stall threshold now {seconds:.3g} s (from the heartbeats' step times)")
+            self.detector.stall = seconds
 
     # -- stragglers -------------------------------------------------------------------------------
     def _straggler_check(self, final: bool = False) -> None:

@@ -33,6 +33,7 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
              "dump the stacks of a hung job's ranks (this node, a SLURM job or ssh hosts) and name the suspects"),
     "watch": ("watch_cmd", "WatchCommand",
               "watch a running job; when it stalls, dump it as `dump` would, run --on-hang, --then kill/requeue"),
+    "run": ("run_cmd", "RunCommand", "start a job (-- torchrun ...) with the debug environment set, watch it, dump it when it stalls, report when it ends"),
     "analyze": ("analyze_cmd", "AnalyzeCommand",
              "analyze saved py-spy dumps (files or directories) as `dump` would"),
     "demo": ("demo_cmd", "DemoCommand",

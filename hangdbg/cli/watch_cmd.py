@@ -60,8 +60,12 @@ class WatchCommand(Command):
     )
 
     @classmethod
-    def add_arguments(cls, p: argparse.ArgumentParser) -> None:
-        p.add_argument("--pid", type=int, nargs="+", metavar="PID", help="a launcher (torchrun...) or the ranks, on this node")
+    def add_arguments(cls, p: argparse.ArgumentParser, target: bool = True,
+                      output: str = "watch.json, stall-DATE/ per stall; default ./hangdbg-watch-DATE") -> None:
+        """The options; ``target=False`` (``hangdbg run``, which watches the job it starts) leaves out
+        the target options (``--pid``, ``--jobid``, ``--hosts``...), ``output`` describes ``-o``."""
+        if target:
+            p.add_argument("--pid", type=int, nargs="+", metavar="PID", help="a launcher (torchrun...) or the ranks, on this node")
         g = p.add_argument_group("stall signals")
         g.add_argument("--log", nargs="+", metavar="FILE", default=[], help="training logs (globs allowed): a stall when they stop growing")
         g.add_argument("--log-pattern", metavar="REGEX", help="with --log: count only lines matching REGEX (e.g. 'iteration|step')")
@@ -88,8 +92,9 @@ class WatchCommand(Command):
         g.add_argument("--timeout", type=positive_float, default=20.0, metavar="S", help="seconds before a py-spy run is abandoned (default 20)")
         g.add_argument("--py-spy", dest="py_spy", metavar="PATH", help="the py-spy program to run")
         g.add_argument("--force", action="store_true", help="reuse an -o DIR that holds another run's output")
-        add_target_arguments(p)
-        add_output_arguments(p, "watch.json, stall-DATE/ per stall; default ./hangdbg-watch-DATE", evidence=False)
+        if target:
+            add_target_arguments(p)
+        add_output_arguments(p, output, evidence=False)
 
     def run(self, args: argparse.Namespace) -> int:
         from ..report.build import watch_document

@@ -1,0 +1,209 @@
+"""The ``run`` use case: start a job with the debug environment set, watch it as ``watch --pid``
+would, and write the post-mortem ``report`` of its output directory when it ends.
+
+Steps (:func:`run_and_watch`):
+
+1. claim ``OUT`` (marker ``command: run``) and create ``OUT/fr``, ``OUT/nccl``, ``OUT/heartbeat``,
+   ``OUT/logs`` (NCCL and torch do not create the directories of their files);
+2. start the command (an argv list, never a shell string) in its own session and process group,
+   with the environment of :func:`hangdbg.run_env.debug_env` (the user's values always win);
+3. watch it: :func:`hangdbg.api.watch` with ``--pid <child>``, the heartbeat directory and the
+   stacks as signals (the plan's other options as given); a stall is dumped into
+   ``OUT/stall-DATE/``, then ``--on-hang`` and ``--then`` act, as in ``watch``. Without ``--then``
+   the job is left running and the watch goes on (a job may recover; the user decides); with
+   ``--once`` the watch stops after the first stall but ``run`` still waits for the job to end;
+4. Ctrl-C (SIGINT) or SIGTERM to ``run``: the same signal is sent to the job's process group
+   (torchrun then stops its workers), and after :data:`STOP_GRACE` seconds SIGKILL;
+5. when the command has ended: :func:`hangdbg.api.report` of ``OUT`` and
+   :func:`hangdbg.api.save_report` into ``OUT`` (``report.json``, ``report.html``), as
+   ``hangdbg report OUT -o OUT`` would.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import time
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any, Sequence
+
+from ..errors import HangdbgError, UsageError
+from ..events import Events
+from ..hooks.heartbeat import ENV_DIR
+from ..model import Verdict
+from ..outdir import OutDir, claim, run_path
+from ..run_env import DebugEnv, debug_env, out_dirs
+from ..tools.pyspy import find_pyspy
+from ..tools.subproc import Popen
+from ..transport.targets import TargetSpec
+from ..watch.auto_stall import AutoStall
+from ..watch.plan import WatchPlan, WatchResult
+from ._report import report, save_report
+from ._watch import watch
+
+__all__ = ["RunResult", "run_and_watch", "STOP_GRACE"]
+
+STOP_GRACE = 30.0
+"""Seconds the job gets to stop after a forwarded SIGINT/SIGTERM before its process group is killed."""
+
+
+@dataclass(frozen=True, slots=True)
+class RunResult:
+    """What one ``run`` did.
+
+    Attributes:
+        out: the output directory.
+        argv: the command started.
+        env: the debug variables set (and those the user had already).
+        returncode: the command's exit status (``-N``: killed by signal N, as :mod:`subprocess` says).
+        watch: the watch's result (stalls declared, ``OUT/watch.json``).
+        verdict: the post-mortem verdict on ``OUT``.
+        document: the ``report`` document of that verdict (``OUT/report.json``).
+        not_saved: files of the report that could not be written.
+        interrupted: ``run`` was interrupted (SIGINT/SIGTERM) and stopped the job.
+    """
+
+    out: Path
+    argv: tuple[str, ...]
+    env: DebugEnv
+    returncode: int
+    watch: WatchResult
+    verdict: Verdict
+    document: Any
+    not_saved: tuple[Any, ...] = ()
+    interrupted: bool = False
+
+
+def run_and_watch(argv: Sequence[str], plan: WatchPlan, events: Events | None = None, *, auto_stall: bool = True,
+                  nccl_debug: str | None = None, environ: dict[str, str] | None = None) -> RunResult:
+    """Run ``argv`` with the debug environment, watch it, and report on it (module docstring).
+
+    Args:
+        argv: the command, e.g. ``["torchrun", "--nproc-per-node", "4", "train.py"]``.
+        plan: the watch's options; its ``target`` is replaced by the started command's pid, its
+            ``heartbeat`` defaults to ``$HANGDBG_HEARTBEAT_DIR`` or ``OUT/heartbeat`` and ``stacks``
+            is on; ``out`` is the run's directory (None: ``./hangdbg-run-DATE``).
+        auto_stall: the threshold follows the job's step time (:class:`~hangdbg.watch.auto_stall.AutoStall`,
+            starting from ``plan.stall``); False: ``plan.stall`` throughout.
+        nccl_debug: ``NCCL_DEBUG`` to set for the job (None: left as the environment has it).
+        environ: the environment to start from (default ``os.environ``).
+
+    Raises:
+        UsageError: no command; the output directory cannot be used.
+        HangdbgError: the command cannot be started; py-spy is not installed.
+    """
+    if not argv:
+        raise UsageError("run what? give the command after --, e.g. hangdbg run -- torchrun --nproc-per-node 4 train.py")
+    events = events or Events()
+    if find_pyspy(plan.py_spy) is None:  # before the job starts (watch() would say it after)
+        raise HangdbgError("py-spy not found", help="pip install py-spy (or pass --py-spy PATH)")
+    environ = dict(os.environ if environ is None else environ)
+    path = run_path(plan.out, "hangdbg-run").resolve()
+    out = claim(path, "run", ["run", *plan.to_argv(), "--", *argv], force=plan.force)
+    for d in out_dirs(path):
+        d.mkdir(parents=True, exist_ok=True)
+    heartbeat = plan.heartbeat or environ.get(ENV_DIR) or str(path / "heartbeat")
+    denv = debug_env(environ, path, argv, nccl_debug, heartbeat)
+    for name, value in denv.set.items():
+        events.log(f"set {name}={value}")
+    for name, value in denv.kept.items():
+        events.log(f"kept the environment's {name}={value}")
+    events.note(f"debug environment: {len(denv.set)} variables set ({', '.join(denv.set) or 'none'})"
+                + (f", {len(denv.kept)} kept as they were" if denv.kept else ""))
+    child = _start(list(argv), denv.env)
+    stopper = _Stopper(child)
+    try:
+        watched = replace(plan, target=TargetSpec(pids=(child.pid,)), heartbeat=heartbeat, stacks=True, out=path)
+        rule = AutoStall(before=plan.stall).update if auto_stall else None
+        events.note(f"started {argv[0]} (pid {child.pid}); "
+                    + ("stall threshold auto: %g s until the heartbeats show a step time" % plan.stall if auto_stall else ""))
+        result = watch(watched, events, claimed=out, stall_rule=rule, sleep=stopper.sleep)
+        if result.ended == "interrupted":
+            stopper.stop()
+        code = stopper.wait(events)
+    finally:
+        stopper.cleanup()
+    events.note(f"{argv[0]} exited with status {code}; reading everything under {path}")
+    verdict = report([path], events)
+    doc, _html, lost = save_report(verdict, [path], path, events=events)
+    return RunResult(path, tuple(argv), denv, code, result, verdict, doc, tuple(lost), stopper.stopped)
+
+
+def _start(argv: list[str], env: dict[str, str]) -> subprocess.Popen[bytes]:
+    """Start ``argv`` in a new session (its own process group: the terminal's Ctrl-C reaches only
+    ``run``, which forwards it).
+
+    Raises:
+        HangdbgError: the program cannot be run (not found, not executable).
+    """
+    try:
+        return Popen(argv, env=env, start_new_session=True)
+    except OSError as exc:
+        raise HangdbgError(f"cannot run {argv[0]}: {exc.strerror or exc}",
+                           help="give the command as you would run it, e.g. -- torchrun --nproc-per-node 4 train.py") from None
+
+
+class _Stopper:
+    """The job's end: the signal forwarding, the wait, and the process group's cleanup."""
+
+    def __init__(self, child: subprocess.Popen[bytes]) -> None:
+        self.child = child
+        self.signal = signal.SIGTERM
+        self.stopped = False
+        self.previous = signal.signal(signal.SIGINT, self._on_signal)
+        self.previous_term = signal.signal(signal.SIGTERM, self._on_signal)  # watch() sets its own meanwhile
+
+    def _on_signal(self, signum: int, _frame: Any) -> None:
+        self.signal = signal.Signals(signum)
+        raise KeyboardInterrupt
+
+    def sleep(self, seconds: float) -> None:
+        """Sleep ``seconds``, or until the job exits (it is reaped then: its status is kept)."""
+        try:
+            self.child.wait(timeout=seconds)
+        except subprocess.TimeoutExpired:
+            pass
+
+    def stop(self) -> None:
+        """Send the signal ``run`` received (SIGINT, else SIGTERM) to the job's process group."""
+        self.stopped = True
+        self._killpg(self.signal)
+
+    def _killpg(self, sig: int) -> None:
+        try:
+            os.killpg(self.child.pid, sig)
+        except (ProcessLookupError, PermissionError):
+            pass
+
+    def wait(self, events: Events) -> int:
+        """Wait for the job to end (:data:`STOP_GRACE` seconds once stopped, then SIGKILL); its
+        status. A signal to ``run`` now stops the job as well."""
+        deadline: float | None = time.monotonic() + STOP_GRACE if self.stopped else None
+        while True:
+            try:
+                timeout = None if deadline is None else max(0.1, deadline - time.monotonic())
+                return self.child.wait(timeout=timeout)
+            except KeyboardInterrupt:
+                if self.stopped:
+                    self._killpg(signal.SIGKILL)
+                else:
+                    events.note(f"stopping the job ({self.signal.name} to its process group)")
+                    self.stop()
+                    deadline = time.monotonic() + STOP_GRACE
+            except subprocess.TimeoutExpired:
+                events.warn(f"the job did not stop within {STOP_GRACE:g} s: SIGKILL to its process group")
+                self._killpg(signal.SIGKILL)
+                deadline = None
+
+    def cleanup(self) -> None:
+        """Restore SIGINT; when the job was stopped (or ``run`` failed), kill what is left of its group."""
+        signal.signal(signal.SIGINT, self.previous)
+        signal.signal(signal.SIGTERM, self.previous_term)
+        if self.stopped or self.child.poll() is None:
+            self._killpg(signal.SIGKILL)
+            try:
+                self.child.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                pass
