@@ -12,8 +12,10 @@ Steps (:func:`run_and_watch`):
    ``OUT/stall-DATE/``, then ``--on-hang`` and ``--then`` act, as in ``watch``. Without ``--then``
    the job is left running and the watch goes on (a job may recover; the user decides); with
    ``--once`` the watch stops after the first stall but ``run`` still waits for the job to end;
-4. Ctrl-C (SIGINT) or SIGTERM to ``run``: the same signal is sent to the job's process group
-   (torchrun then stops its workers), and after :data:`STOP_GRACE` seconds SIGKILL;
+4. Ctrl-C (SIGINT) or SIGTERM to ``run``: SIGTERM to the job's process group (torchrun stops its
+   workers with the signal it got; a rank blocked in a collective's C++ wait never reaches the
+   Python handler of SIGINT, it would wait out torchrun's 30 s; SIGTERM's default action ends it
+   at once), and after :data:`STOP_GRACE` seconds SIGKILL;
 5. when the command has ended: :func:`hangdbg.api.report` of ``OUT`` and
    :func:`hangdbg.api.save_report` into ``OUT`` (``report.json``, ``report.html``), as
    ``hangdbg report OUT -o OUT`` would.
@@ -45,8 +47,9 @@ from ._watch import watch
 
 __all__ = ["RunResult", "run_and_watch", "STOP_GRACE"]
 
-STOP_GRACE = 30.0
-"""Seconds the job gets to stop after a forwarded SIGINT/SIGTERM before its process group is killed."""
+STOP_GRACE = 45.0
+"""Seconds the job gets to stop after the forwarded SIGTERM before its process group is killed
+(more than torchrun's own 30 s between its workers' signal and their SIGKILL)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -150,13 +153,12 @@ class _Stopper:
 
     def __init__(self, child: subprocess.Popen[bytes]) -> None:
         self.child = child
-        self.signal = signal.SIGTERM
+        self.signal = signal.SIGTERM  # what a stop sends, whatever run received (module docstring)
         self.stopped = False
         self.previous = signal.signal(signal.SIGINT, self._on_signal)
         self.previous_term = signal.signal(signal.SIGTERM, self._on_signal)  # watch() sets its own meanwhile
 
-    def _on_signal(self, signum: int, _frame: Any) -> None:
-        self.signal = signal.Signals(signum)
+    def _on_signal(self, _signum: int, _frame: Any) -> None:
         raise KeyboardInterrupt
 
     def sleep(self, seconds: float) -> None:
@@ -167,7 +169,7 @@ class _Stopper:
             pass
 
     def stop(self) -> None:
-        """Send the signal ``run`` received (SIGINT, else SIGTERM) to the job's process group."""
+        """SIGTERM to the job's process group (module docstring)."""
         self.stopped = True
         self._killpg(self.signal)
 

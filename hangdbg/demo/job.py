@@ -23,8 +23,9 @@ when to dump. Scenarios (the odd rank is the last rank unless said otherwise):
 - ``straggler``: as ``healthy``, but the last rank computes ``--slow-factor`` (default 1.3) times as long
   per step as the others (``--step-seconds``, default 0.3 here): slow, not hung.
 
-``--heartbeat DIR`` makes every rank call :func:`hangdbg.hooks.heartbeat.heartbeat` right before each
-step's collective and :func:`~hangdbg.hooks.heartbeat.synced` right after it (``watch --heartbeat DIR``).
+``--heartbeat DIR`` (or ``HANGDBG_HEARTBEAT_DIR`` in the environment, as ``hangdbg run`` sets it) makes every
+rank call :func:`hangdbg.hooks.heartbeat.heartbeat` right before each step's collective and
+:func:`~hangdbg.hooks.heartbeat.synced` right after it (``watch --heartbeat DIR``).
 
 ``--step-seconds S`` makes each step compute for S seconds first (a slow job); ``--log-steps``
 makes rank 0 print ``step N loss X`` after each step (a training log); ``--hang-step`` moves the
@@ -231,7 +232,10 @@ def main(argv=None) -> None:
 
         server = serve_debug(dist)  # noqa: F841  (kept alive while the job runs)
     elif os.environ.get("HANGDBG_DEMO_DEBUG_SERVER") == "1":
-        start_debug_server()
+        try:
+            start_debug_server()
+        except Exception as exc:  # its optional dependencies (aiohttp, jinja2, tabulate) missing: train without it
+            print(f"rank {rank}: torch's debug server did not start: {exc!r}", file=sys.stderr, flush=True)
     t = torch.ones(16)
     groups = [dist.group.WORLD, dist.new_group(list(range(world)))]
     if args.scenario == "deadlock":
@@ -246,11 +250,15 @@ def main(argv=None) -> None:
     seconds = args.step_seconds or (0.3 if args.scenario == "straggler" else 0.0)
     if args.scenario == "straggler" and rank == world - 1:
         seconds *= args.slow_factor
-    hb = importlib.import_module("hangdbg.hooks.heartbeat") if args.heartbeat else None
+    beats = args.heartbeat or os.environ.get("HANGDBG_HEARTBEAT_DIR")  # `hangdbg run` sets the variable
+    hb = importlib.import_module("hangdbg.hooks.heartbeat") if beats else None
+    # a finite run has few steps (--steps, 8 by default): each is written, so that a watcher sees the step
+    # time even of a job that hangs within its first second (the hook's default writes at most once a second)
+    every = 1.0 if endless else 0.0
     for step in range(steps):
         slow_compute(seconds)
         if hb is not None:
-            hb.heartbeat(step, args.heartbeat)  # arrived at the step's sync point (the all_reduce in train_step)
+            hb.heartbeat(step, args.heartbeat, min_interval=every)  # arrived at the step's sync point (train_step's all_reduce)
         train_step(dist, torch, t, step, rank, world, args)
         if hb is not None:
             hb.synced()  # the step's collective returned
