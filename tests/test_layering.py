@@ -32,6 +32,7 @@ LAYERS = {  # the longest matching prefix decides
     "ground": 0, "hangdbg.text": 0,
     "hangdbg.tools": 1, "hangdbg.hooks": 1, "hangdbg.catalog": 1,
     "hangdbg.stacks": 2, "hangdbg.transport": 2,
+    "hangdbg.integrations": 2,  # trainers' callbacks over hooks.heartbeat (issue 30)
     "hangdbg.evidence.base": 3,
     "hangdbg.evidence.stacks": 4, "hangdbg.evidence.core": 4, "hangdbg.evidence.nccl": 4,
     "hangdbg.evidence.nccl_ras": 4, "hangdbg.evidence.torch_log": 4, "hangdbg.evidence.flight_recorder": 4,

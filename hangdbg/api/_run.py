@@ -36,7 +36,7 @@ from ..events import Events
 from ..hooks.heartbeat import ENV_DIR
 from ..model import Verdict
 from ..outdir import OutDir, claim, run_path
-from ..run_env import DebugEnv, debug_env, out_dirs
+from ..watch.run_env import DebugEnv, debug_env, out_dirs
 from ..tools.pyspy import find_pyspy
 from ..tools.subproc import Popen
 from ..transport.targets import TargetSpec

@@ -17,7 +17,7 @@ from ..api._run import run_and_watch
 from ..errors import UsageError
 from ..report.safetext import visible
 from ..report.verdict_console import render_verdict
-from ..run_env import NCCL_DEBUG_LEVELS
+from ..watch.run_env import NCCL_DEBUG_LEVELS
 from ..watch.auto_stall import BEFORE, FACTOR, FLOOR
 from .common import EXIT_FOUND, Command
 from .watch_cmd import WatchCommand, _WatchEvents, watch_plan

@@ -46,7 +46,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Mapping, Sequence
 
-from .tools.fr_pipe import PIPE_VARS, PREFIX_VARS
+from ..tools.fr_pipe import PIPE_VARS, PREFIX_VARS
 
 __all__ = ["DebugEnv", "FR_BUFFER", "NCCL_DEBUG_LEVELS", "TORCHRUN_LOG_OPTIONS", "debug_env", "out_dirs",
            "names_torchrun_logs"]
