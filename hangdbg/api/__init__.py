@@ -41,8 +41,11 @@ _LAZY = {  # loaded on first use: a command imports only its own use case (and s
     "DumpPlan": "..collect.plan", "Events": "..events", "TargetSpec": "..transport.targets", "WatchPlan": "..watch.plan",
 }
 
+_LAZY["run_and_watch"] = "._run"  # hangdbg run: start a job with the debug environment, watch it, report
+
 __all__ = ["dump", "analyze", "watch", "check", "report", "save_report", "collect", "DumpPlan", "WatchPlan",
            "CheckPlan", "CheckJob", "TargetSpec", "Events"]
+__all__ += ["run_and_watch"]
 
 
 def __getattr__(name: str) -> Any:
