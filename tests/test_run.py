@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import run_cli
+from conftest import run_cli, validate
 
 from hangdbg.cli.run_cmd import run_exit_status
 from hangdbg.tools.fr_pipe import PIPE_VARS, PREFIX_VARS, dump_prefixes, pipe_path
@@ -152,3 +152,14 @@ def test_a_command_that_succeeds_exits_0_and_sees_the_users_values(tmp_path):
 def test_a_command_that_cannot_start_is_a_tool_error(tmp_path):
     res = run_cli("run", "-o", tmp_path / "o", "--", str(tmp_path / "no-such-program"), timeout=60)
     assert res.returncode == 1 and "cannot run" in res.stderr and "Traceback" not in res.stderr
+
+
+def test_json_prints_the_report_document_only_and_the_jobs_output_goes_to_stderr(tmp_path):
+    out = tmp_path / "o"
+    res = run_cli("run", "--json", "-o", out, "--", sys.executable, "-c", "print('job says hello')", timeout=60)
+    doc = validate(json.loads(res.stdout))  # the whole stdout is the document
+    assert res.returncode == 0 and doc["command"] == "report" and not doc["found"]
+    assert "job says hello" in res.stderr
+    marker = json.loads((out / ".hangdbg-run.json").read_text())
+    assert marker["argv"][0] == "run" and "--pid" not in marker["argv"]
+    assert marker["argv"][marker["argv"].index("--") + 1:] == [sys.executable, "-c", "print('job says hello')"]

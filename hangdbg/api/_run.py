@@ -80,7 +80,8 @@ class RunResult:
 
 
 def run_and_watch(argv: Sequence[str], plan: WatchPlan, events: Events | None = None, *, auto_stall: bool = True,
-                  nccl_debug: str | None = None, environ: dict[str, str] | None = None) -> RunResult:
+                  nccl_debug: str | None = None, environ: dict[str, str] | None = None,
+                  stdout: int | None = None) -> RunResult:
     """Run ``argv`` with the debug environment, watch it, and report on it (module docstring).
 
     Args:
@@ -92,6 +93,8 @@ def run_and_watch(argv: Sequence[str], plan: WatchPlan, events: Events | None = 
             starting from ``plan.stall``); False: ``plan.stall`` throughout.
         nccl_debug: ``NCCL_DEBUG`` to set for the job (None: left as the environment has it).
         environ: the environment to start from (default ``os.environ``).
+        stdout: the job's standard output (a file descriptor; None: this process's, inherited).
+            ``run --json`` gives 2 (stderr), so that its stdout carries the document only.
 
     Raises:
         UsageError: no command; the output directory cannot be used.
@@ -104,7 +107,8 @@ def run_and_watch(argv: Sequence[str], plan: WatchPlan, events: Events | None = 
         raise HangdbgError("py-spy not found", help="pip install py-spy (or pass --py-spy PATH)")
     environ = dict(os.environ if environ is None else environ)
     path = run_path(plan.out, "hangdbg-run").resolve()
-    out = claim(path, "run", ["run", *plan.to_argv(), "--", *argv], force=plan.force)
+    options = plan.to_argv()[len(plan.target.to_argv()):]  # the target is the job, not an option
+    out = claim(path, "run", ["run", *options, "--", *argv], force=plan.force)
     for d in out_dirs(path):
         d.mkdir(parents=True, exist_ok=True)
     heartbeat = plan.heartbeat or environ.get(ENV_DIR) or str(path / "heartbeat")
@@ -115,7 +119,7 @@ def run_and_watch(argv: Sequence[str], plan: WatchPlan, events: Events | None = 
         events.log(f"kept the environment's {name}={value}")
     events.note(f"debug environment: {len(denv.set)} variables set ({', '.join(denv.set) or 'none'})"
                 + (f", {len(denv.kept)} kept as they were" if denv.kept else ""))
-    child = _start(list(argv), denv.env)
+    child = _start(list(argv), denv.env, stdout)
     stopper = _Stopper(child)
     try:
         watched = replace(plan, target=TargetSpec(pids=(child.pid,)), heartbeat=heartbeat, stacks=True, out=path)
@@ -134,7 +138,7 @@ def run_and_watch(argv: Sequence[str], plan: WatchPlan, events: Events | None = 
     return RunResult(path, tuple(argv), denv, code, result, verdict, doc, tuple(lost), stopper.stopped)
 
 
-def _start(argv: list[str], env: dict[str, str]) -> subprocess.Popen[bytes]:
+def _start(argv: list[str], env: dict[str, str], stdout: int | None = None) -> subprocess.Popen[bytes]:
     """Start ``argv`` in a new session (its own process group: the terminal's Ctrl-C reaches only
     ``run``, which forwards it).
 
@@ -142,7 +146,7 @@ def _start(argv: list[str], env: dict[str, str]) -> subprocess.Popen[bytes]:
         HangdbgError: the program cannot be run (not found, not executable).
     """
     try:
-        return Popen(argv, env=env, start_new_session=True)
+        return Popen(argv, env=env, stdout=stdout, start_new_session=True)
     except OSError as exc:
         raise HangdbgError(f"cannot run {argv[0]}: {exc.strerror or exc}",
                            help="give the command as you would run it, e.g. -- torchrun --nproc-per-node 4 train.py") from None

@@ -76,7 +76,8 @@ class RunCommand(Command):
         plan = watch_plan(args)  # validated now: a bad option is a usage error before the job starts
         events = _WatchEvents(self, args)
         events.prefix = "hangdbg run"
-        result = run_and_watch(argv, plan, events, auto_stall=auto, nccl_debug=args.nccl_debug)
+        result = run_and_watch(argv, plan, events, auto_stall=auto, nccl_debug=args.nccl_debug,
+                               stdout=2 if args.json else None)  # --json: stdout carries the document only
         found = result.watch.found or bool(result.document.found)
         self.show(result.document, args, lambda: render_verdict(result.verdict, tree=True, evidence=True),
                   result.not_saved, str(result.out))
