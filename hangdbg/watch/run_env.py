@@ -17,9 +17,12 @@ which were kept. ``OUT`` is the run's output directory. Sources of the names:
   that dump, ``<prefix><rank>`` (both strings are in libtorch_cpu 2.13; ``FlightRecorderDetail.hpp``
   ``DebugInfoWriter``); the names are :data:`hangdbg.tools.fr_pipe.PREFIX_VARS`.
 * ``TORCH_FR_DEBUG_INFO_PIPE_FILE`` / ``TORCH_NCCL_DEBUG_INFO_PIPE_FILE`` = ``OUT/fr/pipe_``: the
-  stem of each rank's dump pipe ``<stem><rank>.pipe`` (``ProcessGroupNCCL.hpp`` ``DumpPipe``), which
-  ``dump`` writes to ask a rank for its recorder (:mod:`hangdbg.tools.fr_pipe`,
-  :data:`~hangdbg.tools.fr_pipe.PIPE_VARS`); NCCL/XCCL only.
+  stem of each rank's dump pipe ``<stem><rank>.pipe`` (``ProcessGroupNCCL.hpp`` ``DumpPipe``,
+  ``debugInfoPipeFile_`` "Stores TORCH_NCCL_DEBUG_INFO_PIPE_FILE"; its string is in libtorch_cuda,
+  which the CPU wheel lacks), which ``dump`` writes to ask a rank for its recorder
+  (:mod:`hangdbg.tools.fr_pipe`, :data:`~hangdbg.tools.fr_pipe.PIPE_VARS`); NCCL/XCCL only.
+  ``TORCH_FR_DEBUG_INFO_PIPE_FILE`` is not in torch 2.13's headers or CPU libraries (fr_pipe cites
+  ``ProcessGroupXCCL.hpp`` of newer torch); it is set as the first name fr_pipe reads.
 * ``NCCL_DEBUG_FILE`` = ``OUT/nccl/%h.%p.log``: NCCL writes its log there, one file per process
   (NCCL user guide, "Logging": "NCCL_DEBUG_FILE: writes logs to files (%h host, %p PID)"). It only
   takes effect with ``NCCL_DEBUG``, which is never raised here unless asked (``nccl_debug``).
