@@ -3,7 +3,8 @@ calls ``broadcast`` while the others call ``all_reduce``) is caught with no opti
 dumped into ``OUT/stall-DATE/``, and the report written when the job ends names rank 3; a healthy
 job that ends by itself exits 0 with nothing found.
 
-``run`` runs as a real ``python -m hangdbg run`` process; the time limits are hang guards.
+``--then kill`` ends the hung job and ``run`` exits 3 by itself. ``run`` runs as a real ``python -m
+hangdbg run`` process; the time limits are hang guards.
 """
 
 from __future__ import annotations
@@ -22,12 +23,12 @@ from conftest import ROOT, suspects, validate
 pytest.importorskip("torch")
 
 
-def _run(out: Path, *job: str, cwd: Path) -> subprocess.Popen:
-    """``python -m hangdbg run -o OUT -- torchrun --nproc-per-node 4 -m hangdbg.demo.job JOB...``."""
+def _run(out: Path, *job: str, cwd: Path, options: tuple[str, ...] = ()) -> subprocess.Popen:
+    """``python -m hangdbg run -o OUT OPTIONS -- torchrun --nproc-per-node 4 -m hangdbg.demo.job JOB...``."""
     env = dict(os.environ, NO_COLOR="1", COLUMNS="160", PYTHONPATH=str(ROOT), OMP_NUM_THREADS="1")
     for name in [n for n in env if n.startswith(("TORCH_FR_", "TORCH_NCCL_", "PET_", "HANGDBG_"))]:
         del env[name]  # the test's own environment must not decide what run sets
-    argv = [sys.executable, "-m", "hangdbg", "run", "-o", str(out), "--",
+    argv = [sys.executable, "-m", "hangdbg", "run", "-o", str(out), *options, "--",
             sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "4", "--monitor-interval", "1",
             "-m", "hangdbg.demo.job", *job]
     return subprocess.Popen(argv, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
@@ -103,3 +104,15 @@ def test_run_of_a_healthy_job_that_ends_exits_0_with_nothing_found(tmp_path):
     report = validate(json.loads((out / "report.json").read_text()))
     assert not report["found"] and not suspects(report)
     assert "exited with status 0" in err
+
+
+def test_then_kill_ends_the_hung_job_and_run_exits_3_by_itself(tmp_path):
+    out = tmp_path / "out"
+    proc = _run(out, "--scenario", "mismatch", cwd=tmp_path, options=("--then", "kill", "--interval", "3"))
+    rc, stdout, err = finish(proc, 180)
+    assert rc == 3, err[-3000:]
+    watch_doc = json.loads((out / "watch.json").read_text())
+    assert watch_doc["ended"] == "job-ended" and watch_doc["stalls"][0]["then"].startswith("kill: SIGTERM")
+    assert watch_doc["stalls"][0]["suspects"] == [3]
+    report = validate(json.loads((out / "report.json").read_text()))
+    assert {tuple(f["ranks"]) for f in suspects(report)} == {(3,)}
