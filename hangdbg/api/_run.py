@@ -112,6 +112,9 @@ def run_and_watch(argv: Sequence[str], plan: WatchPlan, events: Events | None = 
     for d in out_dirs(path):
         d.mkdir(parents=True, exist_ok=True)
     heartbeat = plan.heartbeat or environ.get(ENV_DIR) or str(path / "heartbeat")
+    if plan.heartbeat and environ.get(ENV_DIR) and os.path.abspath(environ[ENV_DIR]) != os.path.abspath(plan.heartbeat):
+        events.warn(f"the job's {ENV_DIR}={environ[ENV_DIR]} is not --heartbeat {plan.heartbeat}: "
+                    "its heartbeat hooks write where this run does not look")
     denv = debug_env(environ, path, argv, nccl_debug, heartbeat)
     for name, value in denv.set.items():
         events.log(f"set {name}={value}")
