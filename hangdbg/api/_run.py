@@ -6,7 +6,7 @@ Steps (:func:`run_and_watch`):
 1. claim ``OUT`` (marker ``command: run``) and create ``OUT/fr``, ``OUT/nccl``, ``OUT/heartbeat``,
    ``OUT/logs`` (NCCL and torch do not create the directories of their files);
 2. start the command (an argv list, never a shell string) in its own session and process group,
-   with the environment of :func:`hangdbg.run_env.debug_env` (the user's values always win);
+   with the environment of :func:`hangdbg.watch.run_env.debug_env` (the user's values always win);
 3. watch it: :func:`hangdbg.api.watch` with ``--pid <child>``, the heartbeat directory and the
    stacks as signals (the plan's other options as given); a stall is dumped into
    ``OUT/stall-DATE/``, then ``--on-hang`` and ``--then`` act, as in ``watch``. Without ``--then``
