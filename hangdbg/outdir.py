@@ -42,8 +42,9 @@ from typing import IO, Sequence
 
 from .errors import UsageError
 from .model import Finding, Kind, Severity
+from .redact import mask_argv
 
-__all__ = ["NotSaved", "OutDir", "run_path", "not_saved_finding", "not_saved_note", "RUN_MARKER", "OWN_ENTRIES", "check_writable", "claim", "holds_a_run"]
+__all__ = ["NotSaved", "OutDir", "make_dirs", "FILE_MODE", "DIR_MODE", "run_path", "not_saved_finding", "not_saved_note", "RUN_MARKER", "OWN_ENTRIES", "check_writable", "claim", "holds_a_run"]
 
 RUN_MARKER = ".hangdbg-run.json"
 """The marker a ``dump``/``collect`` run writes into its output directory."""
@@ -51,6 +52,17 @@ RUN_MARKER = ".hangdbg-run.json"
 OWN_ENTRIES = ("raw", "nodes", "processes.json", "hangdbg.json", "store.json", "ops.json", "collect.json",
                "report.json", "report.html", "check.json", "trials", RUN_MARKER)
 """Top-level names of a ``dump``/``collect``/``check`` output directory (besides core files and hosts' dirs)."""
+
+FILE_MODE = 0o600
+"""The mode of every file hangdbg writes into an output directory: owner-only. Dumps hold stacks,
+local variables, command lines and host names; cores hold every byte of a rank's memory.
+systemd-coredump(8) likewise keeps the cores it stores out of other users' reach (root-owned, read
+access granted to the crashed process's owner only), and dumps often land on shared file systems."""
+
+DIR_MODE = 0o700
+"""The mode of every directory hangdbg creates under (and as) an output directory. A directory the
+user made before (``-o`` naming an existing one) keeps its own mode: hangdbg never widens or
+narrows what it did not create."""
 
 CHOOSE_ANOTHER = "choose another output directory with -o DIR (on a writable file system with free space)"
 
@@ -137,7 +149,7 @@ class OutDir:
         path = self.path / path
         tmp = path.with_name(path.name + ".part")
         try:
-            path.parent.mkdir(parents=True, exist_ok=True)
+            make_dirs(path.parent)
             with _fresh(tmp) as f:
                 f.write(data)
             tmp.replace(path)  # rename: a symlink at ``path`` is replaced, not followed
@@ -166,7 +178,7 @@ class OutDir:
             if key in self._failed_chunks:
                 return False
         try:
-            path.parent.mkdir(parents=True, exist_ok=True)
+            make_dirs(path.parent)
             with (_fresh(part) if offset == 0 else _existing(part, 0)) as f:
                 f.seek(offset)
                 f.write(data)
@@ -190,7 +202,7 @@ class OutDir:
         """
         path = self.path / path
         try:
-            path.parent.mkdir(parents=True, exist_ok=True)
+            make_dirs(path.parent)
             with (_fresh(path) if first else _existing(path, os.O_APPEND)) as f:
                 f.write(text.encode("utf-8", "replace"))
             return True
@@ -223,8 +235,36 @@ def _fresh(path: Path) -> IO[bytes]:
         OSError: as :func:`os.open` (no space, read-only, permission, a link re-planted meanwhile).
     """
     _unlink(path)
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0), 0o644)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0), FILE_MODE)
     return os.fdopen(fd, "wb")
+
+
+def make_dirs(path: str | os.PathLike[str]) -> Path:
+    """Create ``path`` and its missing parents with :data:`DIR_MODE` (0700, whatever the umask:
+    :func:`os.makedirs`' mode is narrowed by the umask and skips parents, so each directory made
+    here is chmod'ed right after its ``mkdir``); directories that already exist are left as they are.
+
+    Returns:
+        ``path`` as a :class:`~pathlib.Path`.
+
+    Raises:
+        OSError: as :func:`os.mkdir` (a file in the way: ``FileExistsError``; no permission...).
+    """
+    path = Path(path)
+    missing = []
+    for d in (path, *path.parents):
+        if d.is_dir():
+            break
+        missing.append(d)
+    for d in reversed(missing):
+        try:
+            os.mkdir(d, DIR_MODE)
+        except FileExistsError:
+            if not d.is_dir():
+                raise
+            continue  # made meanwhile by another writer (threads): theirs to chmod
+        os.chmod(d, DIR_MODE)
+    return path
 
 
 def _existing(path: Path, flags: int) -> IO[bytes]:
@@ -279,7 +319,7 @@ def _missing(path: Path) -> bool:
 
 def _probe(out: Path) -> None:
     try:
-        out.mkdir(parents=True, exist_ok=True)
+        make_dirs(out)
     except FileExistsError:
         raise UsageError(f"cannot create the output directory {out}: a file of that name is in the way",
                          help=CHOOSE_ANOTHER) from None
@@ -287,7 +327,7 @@ def _probe(out: Path) -> None:
         raise UsageError(f"cannot create the output directory {out}: {_reason(exc)}", help=CHOOSE_ANOTHER) from None
     probe = out / f".hangdbg-probe-{os.getpid()}-{threading.get_ident()}"
     try:
-        with open(probe, "wb") as f:
+        with _fresh(probe) as f:
             f.write(b"hangdbg\n")
     except OSError as exc:
         raise UsageError(f"cannot write into the output directory {out}: {_reason(exc)}", help=CHOOSE_ANOTHER) from None
@@ -331,7 +371,8 @@ def _previous(out: Path) -> str:
 def claim(out: str | os.PathLike[str], command: str, argv: Sequence[str] = (), force: bool = False) -> OutDir:
     """Make ``out`` this run's output directory (see the module docstring): checked writable,
     refused when it holds another run's output unless ``force`` (then that output is removed
-    first), and marked with :data:`RUN_MARKER` ``{"id", "time", "command", "argv", "host", "pid"}``.
+    first), and marked with :data:`RUN_MARKER` ``{"id", "time", "command", "argv", "host", "pid"}``
+    (``argv``: the command line's words, secrets masked by :func:`hangdbg.redact.mask_argv`).
 
     Raises:
         UsageError: ``out`` cannot be created or written, or holds another run's output and not
@@ -355,7 +396,7 @@ def claim(out: str | os.PathLike[str], command: str, argv: Sequence[str] = (), f
         except OSError as exc:
             raise UsageError(f"cannot remove {p} of the earlier run: {_reason(exc)}", help=CHOOSE_ANOTHER) from None
     marker = {"id": uuid.uuid4().hex, "time": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "command": command,
-              "argv": list(argv), "host": socket.gethostname(), "pid": os.getpid()}
+              "argv": mask_argv(argv), "host": socket.gethostname(), "pid": os.getpid()}
     run = OutDir(out)
     if not run.save_text(RUN_MARKER, json.dumps(marker, indent=1) + "\n"):
         raise UsageError(f"cannot write into the output directory {out}: {run.not_saved[-1].reason}", help=CHOOSE_ANOTHER)

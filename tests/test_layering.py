@@ -24,7 +24,7 @@ PKG = ROOT / "hangdbg"
 GROUND = {"hangdbg._version", "hangdbg.errors", "hangdbg.enums", "hangdbg.model", "hangdbg.rankset", "hangdbg.launch_env",
           "hangdbg.launchers", "hangdbg.frames", "hangdbg.waits", "hangdbg.outdir", "hangdbg.parallel",
           "hangdbg.headline", "hangdbg.events", "hangdbg.exit_status", "hangdbg.kinds",
-          "hangdbg.sources"}
+          "hangdbg.sources", "hangdbg.redact"}
 """Frozen dataclasses, enums and small pure helpers: import nothing from the project but the
 ground floor itself and ``hangdbg.text`` (model re-exports frames and waits)."""
 

@@ -11,6 +11,7 @@ both rendered from. :func:`analyze` is the same analysis of saved dump files. ``
 from __future__ import annotations
 
 import os
+from dataclasses import replace
 from pathlib import Path
 from typing import Sequence
 
@@ -98,6 +99,8 @@ def dump(plan: DumpPlan, events: Events | None = None, *, command: str = "dump")
 
 def _dump_here(plan: DumpPlan, ranks: list[RankProcess], events: Events, command: str) -> StacksResult:
     out = claim_out(plan.out, command, plan.to_argv(), plan.force)
+    if not plan.cmdline:  # --no-cmdline: found by their real command lines, written without them
+        ranks = [replace(r, cmdline="") for r in ranks]
     out.save_text("processes.json", to_json(process_list(command, ranks)) + "\n")
     if plan.core:
         _check_core_room(plan, ranks, out, events)  # before the stacks: a refusal then loses nothing taken

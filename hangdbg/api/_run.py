@@ -35,7 +35,7 @@ from ..errors import HangdbgError, UsageError
 from ..events import Events
 from ..hooks.heartbeat import ENV_DIR
 from ..model import Verdict
-from ..outdir import OutDir, claim, run_path
+from ..outdir import OutDir, claim, make_dirs, run_path
 from ..watch.run_env import DebugEnv, debug_env, out_dirs
 from ..tools.pyspy import find_pyspy
 from ..tools.subproc import Popen
@@ -110,7 +110,7 @@ def run_and_watch(argv: Sequence[str], plan: WatchPlan, events: Events | None = 
     options = plan.to_argv()[len(plan.target.to_argv()):]  # the target is the job, not an option
     out = claim(path, "run", ["run", *options, "--", *argv], force=plan.force)
     for d in out_dirs(path):
-        d.mkdir(parents=True, exist_ok=True)
+        make_dirs(d)
     heartbeat = plan.heartbeat or environ.get(ENV_DIR) or str(path / "heartbeat")
     if plan.heartbeat and environ.get(ENV_DIR) and os.path.abspath(environ[ENV_DIR]) != os.path.abspath(plan.heartbeat):
         events.warn(f"the job's {ENV_DIR}={environ[ENV_DIR]} is not --heartbeat {plan.heartbeat}: "

@@ -239,6 +239,8 @@ class _Watcher:
         """The ranks of this node sampled with py-spy; their CPU time (stragglers) and, with
         ``--keep-last``, their last stacks kept in the ring."""
         self._cpu_sample(ranks)
+        if not sample.cmdline:  # --no-cmdline: the last stacks (keep_last) are written without them
+            ranks = [replace(r, cmdline="") for r in ranks]
         raws: list[tuple[int, str, float]] = []
 
         def keep(p: RankProcess, k: int, res: PySpyResult) -> None:

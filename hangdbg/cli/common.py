@@ -298,3 +298,13 @@ def show_stacks(cmd: Command, result: Any, args: argparse.Namespace) -> int:
              lambda: render_stacks(result, tree=not args.no_tree, evidence=not getattr(args, "no_evidence", False)),
              result.not_saved, result.out_dir or (str(args.out) if getattr(args, "out", None) is not None else None))
     return int(result.status)
+
+
+def add_privacy_arguments(g: argparse._ActionsContainer) -> None:
+    """``--no-redact`` and ``--no-cmdline`` (``dump``, ``watch``, ``run``, ``demo`` and the agent):
+    what the outputs may hold (:mod:`hangdbg.redact`)."""
+    g.add_argument("--no-redact", dest="redact", action="store_false",
+                   help="keep the values of locals named like secrets (token, password, secret, api_key, auth, "
+                        "credential, cookie, session...) and of secret command-line arguments; masked by default")
+    g.add_argument("--no-cmdline", dest="cmdline", action="store_false",
+                   help="leave the ranks' command lines out of every output (raw/, processes.json, JSON)")

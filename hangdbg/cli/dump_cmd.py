@@ -8,7 +8,7 @@ import argparse
 from ..api._dump import dump
 from ..collect.plan import DumpPlan
 from ..stacks.window import DEFAULT_MIN_WINDOW
-from .common import (Command, add_export_arguments, add_output_arguments, non_negative_float, positive_float, positive_int,
+from .common import (Command, add_export_arguments, add_privacy_arguments, add_output_arguments, non_negative_float, positive_float, positive_int,
                      show_stacks)
 from .targets import add_target_arguments, target_spec
 
@@ -38,6 +38,7 @@ def add_collect_arguments(p: argparse.ArgumentParser) -> None:
                         "keeps sampling, up to max(--timeout, S), stopping early when a rank moves. "
                         f"--samples/--interval set the first round only. 0: no window (default {DEFAULT_MIN_WINDOW:g})")
     g.add_argument("--observed", type=non_negative_float, default=0.0, help=argparse.SUPPRESS)  # watch's stall, to agents
+    add_privacy_arguments(g)
 
 
 def dump_plan(args: argparse.Namespace) -> DumpPlan:
@@ -54,7 +55,8 @@ def dump_plan(args: argparse.Namespace) -> DumpPlan:
         node_timeout=getattr(args, "node_timeout", None), speedscope=getattr(args, "speedscope", None),
         speedscope_by=getattr(args, "speedscope_by", "class"), folded=getattr(args, "folded", None),
         verbose=bool(getattr(args, "verbose", False)), min_window=args.min_window, observed=args.observed,
-        fetch_raw=bool(getattr(args, "fetch_raw", False)))
+        fetch_raw=bool(getattr(args, "fetch_raw", False)), redact=getattr(args, "redact", True),
+        cmdline=getattr(args, "cmdline", True))
 
 
 class DumpCommand(Command):

@@ -12,7 +12,7 @@ import argparse
 from ..api._watch import watch
 from ..report.safetext import visible
 from ..watch.plan import THEN, WatchPlan
-from .common import EXIT_FOUND, EXIT_OK, Command, add_output_arguments, positive_float
+from .common import EXIT_FOUND, EXIT_OK, Command, add_output_arguments, add_privacy_arguments, positive_float
 from .events import ConsoleEvents
 from .targets import add_target_arguments, target_spec
 
@@ -30,7 +30,8 @@ def watch_plan(args: argparse.Namespace) -> WatchPlan:
         stacks=args.stacks, stall=args.stall, interval=args.interval, grace=args.grace, once=args.once,
         on_hang=args.on_hang, then=args.then, native=args.native, locals=args.locals, timeout=args.timeout,
         py_spy=args.py_spy, node_timeout=args.node_timeout, force=args.force, out=args.out,
-        verbose=bool(getattr(args, "verbose", False)), straggler_every=args.straggler_every, keep_last=args.keep_last)
+        verbose=bool(getattr(args, "verbose", False)), straggler_every=args.straggler_every, keep_last=args.keep_last,
+        redact=getattr(args, "redact", True), cmdline=getattr(args, "cmdline", True))
 
 
 class _WatchEvents(ConsoleEvents):
@@ -89,6 +90,7 @@ class WatchCommand(Command):
                                                     "--jobid: scancel), scancel or requeue it (--jobid)")
         g.add_argument("--native", action="store_true", help="the stall dump takes native frames too (py-spy --native)")
         g.add_argument("--locals", action="store_true", help="the stall dump takes local variables too (py-spy --locals)")
+        add_privacy_arguments(g)
         g.add_argument("--timeout", type=positive_float, default=20.0, metavar="S", help="seconds before a py-spy run is abandoned (default 20)")
         g.add_argument("--py-spy", dest="py_spy", metavar="PATH", help="the py-spy program to run")
         g.add_argument("--force", action="store_true", help="reuse an -o DIR that holds another run's output")

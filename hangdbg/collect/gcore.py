@@ -24,6 +24,7 @@ from pathlib import Path
 import psutil
 
 from ..errors import ptrace_remedy
+from ..outdir import FILE_MODE, make_dirs
 from .procs import RankProcess
 from ..tools.subproc import Popen, communicate_or_kill
 
@@ -98,7 +99,11 @@ def gcore_argv(gcore: str, prefix: Path, pid: int) -> list[str]:
 
 
 def write_core(rank: RankProcess, out: Path, timeout: float = 300.0, gcore: str | None = None) -> GcoreResult:
-    """Write ``OUT/core.rank{R}.{PID}`` of one rank; never raises (``error`` says why)."""
+    """Write ``OUT/core.rank{R}.{PID}`` of one rank; never raises (``error`` says why).
+
+    A core holds every byte of the rank's memory (tokens, keys, data): gcore runs with umask 077 and
+    the core is chmod'ed to :data:`~hangdbg.outdir.FILE_MODE` (0600) after, as systemd-coredump(8)
+    keeps cores out of other users' reach; ``OUT`` itself is 0700 (:func:`~hangdbg.outdir.make_dirs`)."""
     prog = gcore or find_gcore()
     if prog is None:
         return GcoreResult(rank.rank, rank.pid, None, error="gcore not found: install gdb (gcore ships with it)")
@@ -106,8 +111,12 @@ def write_core(rank: RankProcess, out: Path, timeout: float = 300.0, gcore: str 
     path = Path(f"{prefix}.{rank.pid}")
     t0 = time.monotonic()
     proc = Popen(gcore_argv(prog, prefix, rank.pid), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, start_new_session=True)
+                            stderr=subprocess.STDOUT, start_new_session=True, umask=0o077)
     got = communicate_or_kill(proc, timeout)
+    try:
+        os.chmod(path, FILE_MODE)  # gdb honours the umask above; this holds whatever gcore did
+    except OSError:
+        pass
     if got is None:
         _resume(rank.pid)
         partial = path.is_file()
@@ -167,7 +176,7 @@ def _resume(pid: int) -> None:
 
 def write_cores(ranks: list[RankProcess], out: Path, timeout: float = 300.0, jobs: int = 2) -> list[GcoreResult]:
     """Write a core of every rank (``jobs`` gcore runs at once), sorted by rank."""
-    out.mkdir(parents=True, exist_ok=True)
+    make_dirs(out)
     prog = find_gcore()
     with ThreadPoolExecutor(max_workers=max(1, min(jobs, len(ranks) or 1))) as pool:
         results = list(pool.map(lambda r: write_core(r, out, timeout, prog), ranks))

@@ -61,6 +61,8 @@ class DumpPlan:
         fetch_raw: with ``--jobid/--hosts``: the nodes send their raw py-spy outputs too, written
             to ``OUT/raw/<host>/`` here (by default each node keeps them under the same path on
             its own disk and sends only the equivalence classes).
+        redact: mask secret-named locals and command-line secrets (``--no-redact``: False).
+        cmdline: keep the ranks' command lines (``--no-cmdline``: False, dropped from every output).
     """
 
     target: TargetSpec = field(default_factory=TargetSpec)
@@ -84,6 +86,8 @@ class DumpPlan:
     min_window: float = DEFAULT_MIN_WINDOW
     observed: float = 0.0
     fetch_raw: bool = False
+    redact: bool = True
+    cmdline: bool = True
 
     def __post_init__(self) -> None:
         if self.target.remote and self.target.pids:
@@ -103,7 +107,7 @@ class DumpPlan:
     def pyspy(self) -> PySpyOptions:
         """The options of every py-spy run."""
         return PySpyOptions(native=self.native, locals=self.locals, nonblocking=self.nonblocking,
-                            timeout=self.timeout, executable=self.py_spy)
+                            timeout=self.timeout, executable=self.py_spy, redact=self.redact, cmdline=self.cmdline)
 
     @property
     def window(self) -> Window | None:
@@ -160,6 +164,8 @@ class DumpPlan:
             out += ["--jobs", str(self.jobs)]
         if self.py_spy:
             out += ["--py-spy", self.py_spy]
+        out += [] if self.redact else ["--no-redact"]
+        out += [] if self.cmdline else ["--no-cmdline"]
         return out
 
     def to_argv(self) -> list[str]:

@@ -24,6 +24,7 @@ from ..launch_env import (LOCAL_RANK_VARS, LOCAL_WORLD_SIZE_VARS, WORLD_SIZE_VAR
     rank_from_environ)
 from ..launchers import is_hangdbg, is_launcher
 from ..model import RankProcess
+from ..redact import mask_argv
 
 __all__ = ["RankProcess", "Denied", "denied_note", "find_ranks", "scan_node", "ranks_of_pids", "rank_from_environ", "slurm_job_filter"]
 
@@ -132,7 +133,7 @@ def _candidate(proc: psutil.Process, keep: EnvFilter | None = None, denied: Deni
         world_size=first_int(env, WORLD_SIZE_VARS)[0],
         local_world_size=first_int(env, LOCAL_WORLD_SIZE_VARS)[0],
         rank_source=source or "",
-        cmdline=" ".join(cmdline),
+        cmdline=" ".join(mask_argv(cmdline)),  # secrets never leave memory (--token X, password=X, URL passwords)
         job=tuple(env.get(v, "") for v in JOB_VARS),
     )
 

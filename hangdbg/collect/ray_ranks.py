@@ -24,6 +24,7 @@ import psutil
 from ..errors import NoRanksFound
 from ..launch_env import LOCAL_RANK_VARS, LOCAL_WORLD_SIZE_VARS, WORLD_SIZE_VARS, first_int, rank_from_environ
 from ..model import RankProcess
+from ..redact import mask_argv
 from ..transport.ray_state import RayActor, RayCluster, RayTrainWorker, read_cluster
 
 __all__ = ["RayRanks", "ray_ranks", "node_ranks", "local_addresses", "rank_of_actor"]
@@ -68,7 +69,7 @@ def _proc_environ(pid: int) -> dict[str, str]:
 
 def _cmdline(pid: int) -> str:
     try:
-        return " ".join(psutil.Process(pid).cmdline())
+        return " ".join(mask_argv(psutil.Process(pid).cmdline()))  # secrets never leave memory
     except (psutil.Error, OSError):
         return ""
 

@@ -82,7 +82,7 @@ class Capture:
         self._busy = 0  # chunks read but not yet written
         self._lock = threading.Lock()
         self._partial = {1: b"", 2: b""}
-        self._log = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC, 0o644)
+        self._log = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC, 0o600)  # owner-only, as hangdbg's outputs
 
         for s in (sys.stdout, sys.stderr):
             self._flush(s)

@@ -108,7 +108,8 @@ def _write(path: str, wall: float, step: int | None) -> bool:
     tmp = f"{path}.{os.getpid()}.tmp"
     try:
         os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
-        with open(tmp, "w") as f:
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+        with os.fdopen(fd, "w") as f:
             f.write("\n".join(lines) + "\n")
         os.replace(tmp, path)
     except OSError:

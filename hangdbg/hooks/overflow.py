@@ -363,7 +363,9 @@ class DebugUnderflowOverflow:
         if self.report_dir is not None:
             self.report_dir.mkdir(parents=True, exist_ok=True)
             path = self.report_dir / f"overflow-rank{rank if rank is not None else 0}.txt"
-            path.write_text(report + "\n")
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600)  # owner-only
+            with os.fdopen(fd, "w") as f:
+                f.write(report + "\n")
         self._emit("\n" + report + "\n")
         raise OverflowDetected(report, module_name=frame.name, module_class=frame.cls, ctx=ctx,
                                batch_number=batch, phase=phase, rank=rank,

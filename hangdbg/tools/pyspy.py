@@ -18,6 +18,7 @@ from pathlib import Path
 
 from ..enums import DumpState
 from ..errors import diagnose_pyspy_failure, gone_message, process_state
+from ..redact import scrub_pyspy_output
 from .subproc import Popen, communicate_capped, kill_group
 
 __all__ = ["PySpyOptions", "PySpyResult", "find_pyspy", "run_pyspy", "kill_running", "OUTPUT_CAP"]
@@ -37,6 +38,9 @@ class PySpyOptions:
         nonblocking: ``--nonblocking`` (do not pause the target; stacks may be inconsistent).
         timeout: seconds before py-spy is killed and the rank reported as timed out.
         executable: the py-spy program (path or name on PATH); ``None`` finds it.
+        redact: mask secret-named locals and command-line secrets in the text before anyone
+            sees it (:func:`hangdbg.redact.scrub_pyspy_output`); ``--no-redact`` sets False.
+        cmdline: keep the ``Process PID: COMMAND LINE`` header's command line (``--no-cmdline``: dropped).
     """
 
     native: bool = False
@@ -44,6 +48,8 @@ class PySpyOptions:
     nonblocking: bool = False
     timeout: float = 20.0
     executable: str | None = None
+    redact: bool = True
+    cmdline: bool = True
 
 
 @dataclass(frozen=True, slots=True)
@@ -126,6 +132,8 @@ def run_pyspy(pid: int, opts: PySpyOptions) -> PySpyResult:
         with _LOCK:
             _RUNNING.discard(proc)
     out, err = out_b.decode("utf-8", errors="replace"), err_b.decode("utf-8", errors="replace")
+    if opts.redact or not opts.cmdline:  # the earliest point where the text enters hangdbg: nothing unmasked is kept
+        out = scrub_pyspy_output(out, opts.redact, opts.cmdline)
     if dropped:
         note = (f"\n# truncated by hangdbg: py-spy printed more than {OUTPUT_CAP >> 20} MiB, "
                 f"{dropped} bytes dropped\n")

@@ -14,7 +14,7 @@ import time
 
 from ..evidence.last_stacks.ring import END_NAME, end_line, gone_line, gone_name, sample_line, sample_name
 from ..model import RankDump
-from ..outdir import OutDir
+from ..outdir import OutDir, make_dirs
 
 __all__ = ["LastRing", "pyspy_like"]
 
@@ -37,8 +37,7 @@ class LastRing:
         self.alive_at: float | None = None
         path = out.path / LAST
         try:
-            path.mkdir(mode=0o700, parents=True, exist_ok=True)
-            os.chmod(path, 0o700)
+            make_dirs(path)
         except OSError as exc:
             out.record_not_saved(path, exc.strerror or str(exc))
 

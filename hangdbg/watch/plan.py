@@ -52,6 +52,8 @@ class WatchPlan:
             without ``heartbeat``) and write it under ``OUT/straggler/`` (None: no report).
         keep_last: keep each rank's latest N stack samples under ``OUT/last/`` (0: none); the
             stacks are then sampled every ``interval`` even when they are not a stall signal.
+        redact, cmdline: as :class:`~hangdbg.collect.plan.DumpPlan`'s (``--no-redact``, ``--no-cmdline``),
+            for the stall dumps and every stack sample.
     """
 
     target: TargetSpec = field(default_factory=TargetSpec)
@@ -75,6 +77,8 @@ class WatchPlan:
     verbose: bool = False
     straggler_every: int | None = None
     keep_last: int = 0
+    redact: bool = True
+    cmdline: bool = True
 
     def __post_init__(self) -> None:
         t = self.target
@@ -133,12 +137,12 @@ class WatchPlan:
         was already seen without progress that long: :attr:`DumpPlan.observed`)."""
         return DumpPlan(target=self.target, native=self.native, locals=self.locals, timeout=self.timeout,
                         py_spy=self.py_spy, out=out, node_timeout=self.node_timeout, verbose=self.verbose,
-                        observed=max(0.0, observed))
+                        observed=max(0.0, observed), redact=self.redact, cmdline=self.cmdline)
 
     def sample_plan(self) -> DumpPlan:
         """One cheap stack sample per observation: non-blocking py-spy, no locals, no adaptive steps."""
         return DumpPlan(target=self.target, nonblocking=True, timeout=self.timeout, py_spy=self.py_spy, adapt=False,
-                        jobs=8)
+                        jobs=8, redact=self.redact, cmdline=self.cmdline)
 
     def to_argv(self) -> list[str]:
         """This plan as ``hangdbg watch`` options (without the word ``watch``)."""
@@ -161,6 +165,8 @@ class WatchPlan:
         argv += ["-v"] if self.verbose else []
         argv += ["--straggler-every", str(self.straggler_every)] if self.straggler_every is not None else []
         argv += ["--keep-last", str(self.keep_last)] if self.keep_last else []
+        argv += [] if self.redact else ["--no-redact"]
+        argv += [] if self.cmdline else ["--no-cmdline"]
         return argv
 
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from ...outdir import OutDir
+from ...outdir import OutDir, make_dirs
 from .grammar import _looks_cut, has_marker, line_prefix, records
 from .scan import scan
 from ...text.lines import iter_lines
@@ -54,7 +54,7 @@ def split_logs(paths: list[str], out: OutDir, pattern: re.Pattern[str] | None = 
     log = scan(paths)
     if not log.records:
         return SplitResult([], {}, [], 0)
-    out.path.mkdir(parents=True, exist_ok=True)
+    make_dirs(out.path)
     names = _file_names(log)
     by_rank: dict[int, tuple[str, int]] = {}  # rank -> (host, pid) of its process
     for key, p in log.procs.items():
