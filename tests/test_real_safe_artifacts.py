@@ -6,6 +6,7 @@ another user (files 0600, directories 0700), the secrets are masked in every fil
 from __future__ import annotations
 
 import json
+import shutil
 import os
 import stat
 import subprocess
@@ -96,3 +97,15 @@ def test_no_cmdline_drops_command_lines(secret_proc, tmp_path):
         [n for n, t in texts.items() if "RUNNAME-unique" in t] or "stdout"
     doc = json.loads(res.stdout)
     assert doc["ranks"] if "ranks" in doc else True
+
+
+@pytest.mark.skipif(shutil.which("gcore") is None, reason="gcore (gdb) not installed")
+def test_cores_are_owner_only(secret_proc, tmp_path):
+    out = tmp_path / "dump"
+    res = _dump(out, "-p", str(secret_proc.pid), "--core", "--force")
+    assert res.returncode in (0, 3), res.stderr
+    cores = list(out.glob("core.rank0.*"))
+    assert cores, sorted(p.name for p in out.iterdir())
+    for p in [out, *out.rglob("*")]:
+        mode = stat.S_IMODE(p.lstat().st_mode)
+        assert mode == (0o700 if p.is_dir() else 0o600), f"{p}: {oct(mode)}"
