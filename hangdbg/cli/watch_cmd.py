@@ -66,7 +66,7 @@ class WatchCommand(Command):
         """The options; ``target=False`` (``hangdbg run``, which watches the job it starts) leaves out
         the target options (``--pid``, ``--jobid``, ``--hosts``...), ``output`` describes ``-o``."""
         if target:
-            p.add_argument("--pid", type=int, nargs="+", metavar="PID", help="a launcher (torchrun...) or the ranks, on this node")
+            p.add_argument("-p", "--pid", type=int, nargs="+", metavar="PID", help="a launcher (torchrun...) or the ranks, on this node")
         g = p.add_argument_group("stall signals")
         g.add_argument("--log", nargs="+", metavar="FILE", default=[], help="training logs (globs allowed): a stall when they stop growing")
         g.add_argument("--log-pattern", metavar="REGEX", help="with --log: count only lines matching REGEX (e.g. 'iteration|step')")
@@ -88,8 +88,8 @@ class WatchCommand(Command):
                                                         "HANGDBG_HEADLINE, HANGDBG_SUSPECTS (comma list of ranks) in its environment")
         g.add_argument("--then", choices=THEN, help="after the dump: kill the job (--pid: its processes; "
                                                     "--jobid: scancel), scancel or requeue it (--jobid)")
-        g.add_argument("--native", action="store_true", help="the stall dump takes native frames too (py-spy --native)")
-        g.add_argument("--locals", action="store_true", help="the stall dump takes local variables too (py-spy --locals)")
+        g.add_argument("-n", "--native", action="store_true", help="the stall dump takes native frames too (py-spy --native)")
+        g.add_argument("-l", "--locals", action="store_true", help="the stall dump takes local variables too (py-spy --locals)")
         add_privacy_arguments(g)
         g.add_argument("--timeout", type=positive_float, default=20.0, metavar="S", help="seconds before a py-spy run is abandoned (default 20)")
         g.add_argument("--py-spy", dest="py_spy", metavar="PATH", help="the py-spy program to run")
