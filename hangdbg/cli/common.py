@@ -82,6 +82,8 @@ class Command:
         self.err = err
         self.document: Any = None
         self.files: OutDir | None = None
+        self.json_printed = False
+        """A JSON document went to stdout (:meth:`print_json`): ``main`` adds no JSON error then."""
 
     @classmethod
     def add_arguments(cls, parser: argparse.ArgumentParser) -> None:  # pragma: no cover - abstract
@@ -101,6 +103,7 @@ class Command:
         minutes for a large document)."""
         from ..report.schema import json_parts
 
+        self.json_printed = True
         for part in json_parts(doc):
             self.out.file.write(part)
         self.out.file.write("\n")
@@ -193,8 +196,15 @@ def out_dir(args: argparse.Namespace, prefix: str = "hangdbg-dump", own: bool = 
     """
     path = run_path(args.out, prefix)
     if own:
-        return claim(path, str(getattr(args, "command", None) or prefix), force=bool(getattr(args, "force", False)))
+        return claim(path, str(getattr(args, "command", None) or prefix), command_line(args),
+                     force=bool(getattr(args, "force", False)))
     return OutDir(check_writable(path))
+
+
+def command_line(args: argparse.Namespace) -> list[str]:
+    """The command line as ``main`` received it (``args._argv``; empty when a caller parsed it
+    itself), for the run marker's ``argv`` (:func:`hangdbg.outdir.claim` masks its secrets)."""
+    return [str(a) for a in getattr(args, "_argv", None) or ()]
 
 
 def expand_paths(paths: Sequence[str], takes: Callable[[str, bytes], bool]) -> list[str]:

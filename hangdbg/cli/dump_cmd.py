@@ -8,7 +8,7 @@ import argparse
 from ..api._dump import dump
 from ..collect.plan import DumpPlan
 from ..stacks.window import DEFAULT_MIN_WINDOW
-from .common import (Command, add_export_arguments, add_privacy_arguments, add_output_arguments, non_negative_float, positive_float, positive_int,
+from .common import (Command, add_export_arguments, add_privacy_arguments, add_output_arguments, command_line, non_negative_float, positive_float, positive_int,
                      show_stacks)
 from .targets import add_target_arguments, target_spec
 
@@ -56,7 +56,7 @@ def dump_plan(args: argparse.Namespace) -> DumpPlan:
         speedscope_by=getattr(args, "speedscope_by", "class"), folded=getattr(args, "folded", None),
         verbose=bool(getattr(args, "verbose", False)), min_window=args.min_window, observed=args.observed,
         fetch_raw=bool(getattr(args, "fetch_raw", False)), redact=getattr(args, "redact", True),
-        cmdline=getattr(args, "cmdline", True))
+        cmdline=getattr(args, "cmdline", True), argv=tuple(command_line(args)))
 
 
 class DumpCommand(Command):

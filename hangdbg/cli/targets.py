@@ -62,7 +62,10 @@ def target_spec(args: argparse.Namespace) -> TargetSpec:
         UsageError: two targets, a remote-only option (``-w/--nodelist``, ``--srun-arg``,
             ``--ssh-option``...) without a target it goes with, a pid <= 0.
     """
-    from_config = set(getattr(args, "_config_set", {}) or {})
+    from_config: dict[str, tuple[str, Any]] = getattr(args, "_config_set", None) or {}
+
+    def configured(dest: str) -> bool:  # the file's value, not one the command line gave
+        return dest in from_config and getattr(args, dest, None) == from_config[dest][1]
 
     def opt(name: str, default: Any = None) -> Any:
         value = getattr(args, name, None)  # commands offer some of the target options only (the agent)
@@ -70,7 +73,7 @@ def target_spec(args: argparse.Namespace) -> TargetSpec:
 
     targets = {t: opt(t) for t in ("jobid", "hosts", "hostfile", "ray")}
     dropped = {o.field: o.default for o in REMOTE_ONLY
-               if _dest(o.field) in from_config and not any(targets[t] for t in o.targets)}
+               if configured(_dest(o.field)) and not any(targets[t] for t in o.targets)}
 
     def remote(name: str, field: str, default: Any = None) -> Any:
         return dropped[field] if field in dropped else opt(name, default)

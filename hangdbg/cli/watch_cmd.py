@@ -12,7 +12,7 @@ import argparse
 from ..api._watch import watch
 from ..report.safetext import visible
 from ..watch.plan import THEN, WatchPlan
-from .common import EXIT_FOUND, EXIT_OK, Command, add_output_arguments, add_privacy_arguments, positive_float
+from .common import EXIT_FOUND, EXIT_OK, Command, add_output_arguments, add_privacy_arguments, command_line, positive_float
 from .events import ConsoleEvents
 from .targets import add_target_arguments, target_spec
 
@@ -31,7 +31,7 @@ def watch_plan(args: argparse.Namespace) -> WatchPlan:
         on_hang=args.on_hang, then=args.then, native=args.native, locals=args.locals, timeout=args.timeout,
         py_spy=args.py_spy, node_timeout=args.node_timeout, force=args.force, out=args.out,
         verbose=bool(getattr(args, "verbose", False)), straggler_every=args.straggler_every, keep_last=args.keep_last,
-        redact=getattr(args, "redact", True), cmdline=getattr(args, "cmdline", True))
+        redact=getattr(args, "redact", True), cmdline=getattr(args, "cmdline", True), argv=tuple(command_line(args)))
 
 
 class _WatchEvents(ConsoleEvents):
