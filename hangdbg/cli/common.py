@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import weakref
 from pathlib import Path
 from typing import Any, Callable, ClassVar, Sequence
 
@@ -34,6 +35,15 @@ from .events import ConsoleEvents
 # starts in a tenth of a second (`nccl summary` of a 1 GB log takes under a second in all).
 
 EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_FOUND = 0, 1, 2, 3
+
+_JSON_PRINTED: "weakref.WeakKeyDictionary[Console, int]" = weakref.WeakKeyDictionary()
+"""Documents printed on each console (:meth:`Command.print_json`, whichever command printed it)."""
+
+
+def json_printed(out: Console) -> int:
+    """How many JSON documents were printed on ``out`` so far: ``main`` adds a JSON error only to a
+    failure that printed none (a command may hand its work to another, which prints)."""
+    return _JSON_PRINTED.get(out, 0)
 
 
 def exit_status(found: bool, read_anything: bool) -> int:
@@ -82,8 +92,6 @@ class Command:
         self.err = err
         self.document: Any = None
         self.files: OutDir | None = None
-        self.json_printed = False
-        """A JSON document went to stdout (:meth:`print_json`): ``main`` adds no JSON error then."""
 
     @classmethod
     def add_arguments(cls, parser: argparse.ArgumentParser) -> None:  # pragma: no cover - abstract
@@ -103,7 +111,7 @@ class Command:
         minutes for a large document)."""
         from ..report.schema import json_parts
 
-        self.json_printed = True
+        _JSON_PRINTED[self.out] = _JSON_PRINTED.get(self.out, 0) + 1
         for part in json_parts(doc):
             self.out.file.write(part)
         self.out.file.write("\n")

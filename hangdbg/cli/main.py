@@ -22,7 +22,7 @@ from ..outdir import check_writable
 from ..report.safetext import visible
 from ..tools.subproc import LOG
 from .stdin_input import spooled_stdin
-from .common import EXIT_ERROR, EXIT_USAGE, Command, print_error
+from .common import EXIT_ERROR, EXIT_USAGE, Command, json_printed, print_error
 from .events import ConsoleEvents
 
 __all__ = ["main", "COMMANDS", "command_class", "build_parser", "wants_json", "print_json_error", "UsageExit"]
@@ -61,6 +61,7 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
              "read dmesg/syslog/journal files and nvidia-smi -q outputs: Xid errors and ECC state per node and GPU"),
     "schema": ("schema_cmd", "SchemaCommand",
                "print the JSON Schema of every --json document, or (--kinds) the finding kinds and severities"),
+    "completion": ("completion_cmd", "CompletionCommand", "print the shell completion script (bash, zsh or tcsh)"),
 }
 
 
@@ -162,24 +163,23 @@ def main(argv: Sequence[str] | None = None, out: Console | None = None, err: Con
         handler = _ConsoleHandler(err)
         LOG.addHandler(handler)
         LOG.setLevel(logging.INFO)
-    cmd: Command | None = None
+    printed = json_printed(out)  # a document printed from here on: no JSON error on top of it
     try:
         if getattr(args, "out", None) is not None and args.command != "agent":
             check_writable(args.out)  # before any work: an -o that cannot be written is exit 2
         with spooled_stdin(args):
-            cmd = args.command_class(out, err)
-            status = cmd.run(args)
-        if json_errors and status in (EXIT_ERROR, EXIT_USAGE) and not cmd.json_printed:
+            status = args.command_class(out, err).run(args)
+        if json_errors and status in (EXIT_ERROR, EXIT_USAGE) and json_printed(out) == printed:
             print_json_error(out, args.command, f"hangdbg {args.command} failed (exit {status}); see its messages on stderr",
                              None, status)
         return status
     except UsageError as exc:
-        return _failed(out, err, exc, args.command, EXIT_USAGE, json_errors and not _printed(cmd))
+        return _failed(out, err, exc, args.command, EXIT_USAGE, json_errors and json_printed(out) == printed)
     except HangdbgError as exc:
-        return _failed(out, err, exc, args.command, EXIT_ERROR, json_errors and not _printed(cmd))
+        return _failed(out, err, exc, args.command, EXIT_ERROR, json_errors and json_printed(out) == printed)
     except KeyboardInterrupt:
         err.print("[yellow]interrupted[/yellow]: what was collected so far is kept in the output directory")
-        if json_errors and not _printed(cmd):
+        if json_errors and json_printed(out) == printed:
             print_json_error(out, args.command, "interrupted: what was collected so far is kept in the output directory",
                              None, EXIT_ERROR)
         return EXIT_ERROR
@@ -196,10 +196,6 @@ def wants_json(argv: Sequence[str]) -> bool:
         if a.startswith("--js") and "--json".startswith(a):
             return True
     return False
-
-
-def _printed(cmd: Command | None) -> bool:
-    return cmd is not None and cmd.json_printed
 
 
 def _failed(out: Console, err: Console, exc: HangdbgError, command: str | None, status: int, as_json: bool) -> int:
