@@ -19,7 +19,7 @@ from conftest import run_cli, run_main, validate
 from hangdbg.cli import config as config_mod
 from hangdbg.cli.config import Applied, apply_config, config_files
 from hangdbg.cli.dump_cmd import dump_plan
-from hangdbg.cli.main import build_parser, wants_json
+from hangdbg.cli.main import _all_options, build_parser, wants_json
 from hangdbg.cli.targets import target_spec
 from hangdbg.errors import UsageError
 from hangdbg.report.schema import json_schema
@@ -214,7 +214,7 @@ def test_config_values_become_defaults_the_command_line_overrides(tmp_path):
     parser = build_parser(["dump"])
     sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction)).choices["dump"]
     said, warn = _warnings()
-    applied = apply_config(sub, "dump", warn, [site, mine])
+    applied = apply_config(sub, "dump", warn, [site, mine], known=_all_options)
     args = parser.parse_args(["dump"])
     assert (args.remote_setup, args.srun_arg, args.native, args.adapt, args.timeout) == (
         "source /etc/profile", ["--overlap"], True, False, 5.0)  # the later file wins, its table over the top

@@ -147,7 +147,8 @@ def apply_config(parser: argparse.ArgumentParser, command: str, warn: Callable[[
                  files: list[Path] | None = None, known: Callable[[], dict[str, set[str]]] | None = None) -> Applied:
     """Set the defaults of ``command``'s ``parser`` from the config files (:func:`config_files`
     unless ``files``). ``known``: every command's long options (for telling a top-level key of
-    another command from an unknown one; built only when needed); ``warn`` takes one line.
+    another command from an unknown one; called only when a key is not ``command``'s; without
+    it, such a key is unknown); ``warn`` takes one line.
 
     Raises:
         UsageError: a file that cannot be read or parsed, a value its option refuses.
@@ -161,7 +162,7 @@ def apply_config(parser: argparse.ArgumentParser, command: str, warn: Callable[[
 
     def everyone() -> dict[str, set[str]]:
         if not cache:
-            cache.update(known() if known is not None else _all_options())
+            cache.update(known() if known is not None else {command: set(options)})
         return cache
 
     defaults: dict[str, Any] = {}
@@ -183,11 +184,3 @@ def apply_config(parser: argparse.ArgumentParser, command: str, warn: Callable[[
     if defaults:
         parser.set_defaults(**defaults)
     return applied
-
-
-def _all_options() -> dict[str, set[str]]:
-    """Every listed command's long options (imports every command: only for an unknown-looking key)."""
-    from .main import build_parser
-
-    sub = next(a for a in build_parser([])._actions if isinstance(a, argparse._SubParsersAction))
-    return {name: set(_options(p)) for name, p in sub.choices.items()}

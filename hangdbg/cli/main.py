@@ -231,11 +231,19 @@ def _apply_config(parser: argparse.ArgumentParser, command: str | None, err: Con
     from .config import apply_config
 
     sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction)).choices[command]
-    applied = apply_config(sub, command, warn=lambda text: ConsoleEvents(err).warn(text))
+    applied = apply_config(sub, command, warn=lambda text: ConsoleEvents(err).warn(text), known=_all_options)
     if any(a in ("-v", "--verbose") for a in argv[:argv.index("--") if "--" in argv else len(argv)]):
         for line in applied.lines():
             err.print(f"hangdbg: {line}", style="dim", markup=False, highlight=False, soft_wrap=True)
     return dict(applied.dests)
+
+
+def _all_options() -> dict[str, set[str]]:
+    """Every command's long options, without dashes (imports every command: only for a config key
+    the chosen command does not have)."""
+    sub = next(a for a in build_parser([])._actions if isinstance(a, argparse._SubParsersAction))
+    return {name: {o[2:] for a in p._actions for o in a.option_strings if o.startswith("--")}
+            for name, p in sub.choices.items()}
 
 
 def run() -> None:
