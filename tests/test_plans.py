@@ -32,15 +32,19 @@ PATHS = st.builds(lambda w: Path("/tmp") / w, WORDS)
 @st.composite
 def remote_targets(draw) -> TargetSpec:
     which = draw(st.sampled_from(["jobid", "hosts", "hostfile"]))
+    ssh = which != "jobid"
     return TargetSpec(
         jobid=draw(st.integers(1, 10**6).map(str)) if which == "jobid" else None,
         nodes=draw(st.none() | WORDS) if which == "jobid" else None,
         hosts=draw(WORDS) if which == "hosts" else None, hostfile=draw(WORDS) if which == "hostfile" else None,
-        srun_args=tuple(draw(st.lists(WORDS.map(lambda w: f"--{w}"), max_size=2))),
-        launcher=draw(st.sampled_from(["auto", "ssh", "pdsh"])), ssh_config=draw(st.none() | WORDS),
-        ssh_options=tuple(draw(st.lists(WORDS.map(lambda w: f"Port={w}"), max_size=2))),
-        connect_timeout=draw(st.integers(1, 100)), remote_python=draw(st.sampled_from([sys.executable, "/opt/py"])),
-        remote_setup=draw(st.none() | st.just("source ~/venv/bin/activate")),
+        # each transport's options only with its targets: the others are usage errors (REMOTE_ONLY)
+        srun_args=tuple(draw(st.lists(WORDS.map(lambda w: f"--{w}"), max_size=2))) if which == "jobid" else (),
+        launcher=draw(st.sampled_from(["auto", "ssh", "pdsh"])) if ssh else "auto",
+        ssh_config=draw(st.none() | WORDS) if ssh else None,
+        ssh_options=tuple(draw(st.lists(WORDS.map(lambda w: f"Port={w}"), max_size=2))) if ssh else (),
+        connect_timeout=draw(st.integers(1, 100)) if ssh else 10,
+        remote_python=draw(st.sampled_from([sys.executable, "/opt/py"])),
+        remote_setup=draw(st.none() | st.just("source ~/venv/bin/activate")) if ssh else None,
         match_env=tuple(draw(st.lists(WORDS.map(lambda w: f"K={w}"), max_size=2))))
 
 
@@ -105,7 +109,15 @@ def test_a_check_plan_parses_back_from_its_argv(target, backend, init, timeout, 
 
 @pytest.mark.parametrize("argv, error", [
     (["--pid", "1", "--jobid", "7"], "one target"),
-    (["-w", "node1"], "goes with --jobid"),
+    (["-w", "node1"], "-w/--nodelist needs --jobid"),
+    (["--nodelist", "node1"], "-w/--nodelist needs --jobid"),
+    (["--srun-arg=--mem=0", "--hosts", "n1"], "--srun-arg needs --jobid"),
+    (["--ssh-option", "Port=2"], "--ssh-option needs --hosts or --hostfile or --ray"),
+    (["--ssh-config", "f", "--jobid", "4"], "--ssh-config needs"),
+    (["--launcher", "ssh", "--ray", "h:1"], "--launcher needs --hosts or --hostfile"),
+    (["--connect-timeout", "3", "--pid", "5"], "--connect-timeout needs"),
+    (["--remote-setup", "true"], "--remote-setup needs"),
+    (["--remote-python", "/opt/py"], "--remote-python needs --jobid or --hosts"),
     (["--pid", "0"], "positive"),
 ])
 def test_bad_targets_are_usage_errors(argv, error):

@@ -52,7 +52,7 @@ def setup(plan: CheckPlan) -> tuple[CheckSetup, str]:
         slots = {h: plan.nproc_per_node or targets.slots.get(h, 1) for h in targets.hosts}
         addresses = {h: ssh_address(h, t.ssh_argv_options()) for h in targets.hosts}
         what = t.describe()
-    out = claim_out(plan.out, "check", plan.to_argv(), plan.force, prefix="hangdbg-check")
+    out = claim_out(plan.out, "check", plan.argv or plan.to_argv(), plan.force, prefix="hangdbg-check")
     layout = tuple((h, tuple(range(slots[h]))) for h in targets.hosts)
     return CheckSetup(layout, addresses, targets.make_runner, t.remote_python, not t.jobid, plan.job, plan.ifname,
                       plan.master_port, plan.bisect, out, plan.verbose), what

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 from pathlib import Path
+from typing import Sequence
 
 from ..collect.fanout import agent_argv
 from ..collect.gather import CoreRead, GatherOptions
@@ -29,7 +30,8 @@ __all__ = ["collect", "read_core"]
 
 
 def collect(target: TargetSpec, gather: GatherOptions, events: Events | None = None, *, out: Path | None = None,
-            force: bool = False, node_timeout: float = 600.0, verbose: bool = False) -> CollectResult:
+            force: bool = False, node_timeout: float = 600.0, verbose: bool = False,
+            argv: Sequence[str] = ()) -> CollectResult:
     """Gather ``gather``'s evidence from every node of ``target`` into ``out`` (``collect.json``
     last, ``nodes/HOST.json`` as each node finishes).
 
@@ -44,7 +46,7 @@ def collect(target: TargetSpec, gather: GatherOptions, events: Events | None = N
     if target.match_env:
         raise UsageError("--match-env is for dump (it selects ranks); collect reads files")
     targets = resolve(target, "collect")
-    run = claim_out(out, "collect", force=force, prefix="hangdbg-collect")
+    run = claim_out(out, "collect", argv, force=force, prefix="hangdbg-collect")
     options = gather.to_argv() + (["-v"] if verbose else []) + (["--node-name", HOST] if not target.jobid else [])
     fan = fan_out_nodes("collect", targets, agent_argv(target.remote_python, options), run, node_timeout, events)
     failed = node_findings([(n.host, n.status, n.reason) for n in fan.nodes])

@@ -98,7 +98,7 @@ def dump(plan: DumpPlan, events: Events | None = None, *, command: str = "dump")
 
 
 def _dump_here(plan: DumpPlan, ranks: list[RankProcess], events: Events, command: str) -> StacksResult:
-    out = claim_out(plan.out, command, plan.to_argv(), plan.force)
+    out = claim_out(plan.out, command, plan.argv or plan.to_argv(), plan.force)
     if not plan.cmdline:  # --no-cmdline: found by their real command lines, written without them
         ranks = [replace(r, cmdline="") for r in ranks]
     out.save_text("processes.json", to_json(process_list(command, ranks)) + "\n")
@@ -162,7 +162,7 @@ def _dump_nodes(plan: DumpPlan, events: Events, targets: Targets | None = None) 
     read leaves the result incomplete: its ranks were not looked at (not "missing"), and the
     job was not seen whole, so there is no all-clear."""
     targets = targets or resolve(plan.target)
-    out = claim_out(plan.out, "dump", plan.to_argv(), plan.force)
+    out = claim_out(plan.out, "dump", plan.argv or plan.to_argv(), plan.force)
     # each node keeps its raw outputs under OUT/raw/<host>/ of its own disk (the very files of
     # --fetch-raw when OUT is on a shared file system) and sends its classes
     keep = None if plan.fetch_raw else out.path.resolve() / RAW

@@ -92,7 +92,7 @@ class _Watcher:
                  stall_rule: Callable[[dict[int, list[StepMark]]], float] | None = None) -> None:
         self.plan = plan
         self.events = events
-        self.out = claimed or claim_out(plan.out, "watch", plan.to_argv(), plan.force, prefix="hangdbg-watch")
+        self.out = claimed or claim_out(plan.out, "watch", plan.argv or plan.to_argv(), plan.force, prefix="hangdbg-watch")
         self.stall_rule = stall_rule
         self.detector: StallDetector | None = None
         self.sleep: Callable[[float], None] = time.sleep

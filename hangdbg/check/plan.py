@@ -50,6 +50,8 @@ class CheckPlan:
     force: bool = False
     out: Path | None = None
     verbose: bool = False
+    argv: tuple[str, ...] = field(default=(), compare=False)
+    """The command line that made this plan (``hangdbg.cli``), for the run marker; empty: :meth:`to_argv`."""
 
     def __post_init__(self) -> None:
         if self.target.pids or self.target.match_env:

@@ -8,7 +8,7 @@ import re
 from ..api._check import check
 from ..check.node import BACKENDS, CheckJob
 from ..check.plan import CheckPlan
-from .common import Command, add_output_arguments, positive_float, positive_int
+from .common import Command, add_output_arguments, command_line, positive_float, positive_int
 from .targets import add_target_arguments, target_spec
 
 __all__ = ["CheckCommand", "check_plan", "parse_size"]
@@ -33,7 +33,7 @@ def check_plan(args: argparse.Namespace) -> CheckPlan:
     """
     job = CheckJob(args.backend, args.init_timeout, args.timeout, args.size, args.iters, args.alloc_bytes, args.health)
     return CheckPlan(target_spec(args), job, args.nproc_per_node, args.slow, args.ifname, args.master_port, args.bisect,
-                     args.force, args.out, bool(getattr(args, "verbose", False)))
+                     args.force, args.out, bool(getattr(args, "verbose", False)), argv=tuple(command_line(args)))
 
 
 class CheckCommand(Command):

@@ -14,7 +14,7 @@ from pathlib import Path
 from ..api._collect import collect
 from ..api._report import report
 from .agent_cmd import add_gather_arguments, gather_options
-from .common import EXIT_ERROR, EXIT_OK, Command, add_output_arguments
+from .common import EXIT_ERROR, EXIT_OK, Command, add_output_arguments, command_line
 from .report_cmd import ReportCommand
 from .targets import add_target_arguments, target_spec
 
@@ -47,7 +47,8 @@ class CollectCommand(Command):
 
         gather = gather_options(args)
         result = collect(target_spec(args), gather, self.events(args), out=args.out, force=args.force,
-                         node_timeout=args.node_timeout or 600.0, verbose=bool(getattr(args, "verbose", False)))
+                         node_timeout=args.node_timeout or 600.0, verbose=bool(getattr(args, "verbose", False)),
+                         argv=command_line(args))
         if args.report:
             code = ReportCommand(self.out, self.err).show_verdict(report([result.out_dir]), args, [result.out_dir],
                                                                   Path(result.out_dir))

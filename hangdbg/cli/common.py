@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import weakref
 from pathlib import Path
 from typing import Any, Callable, ClassVar, Sequence
 
@@ -34,6 +35,15 @@ from .events import ConsoleEvents
 # starts in a tenth of a second (`nccl summary` of a 1 GB log takes under a second in all).
 
 EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_FOUND = 0, 1, 2, 3
+
+_JSON_PRINTED: "weakref.WeakKeyDictionary[Console, int]" = weakref.WeakKeyDictionary()
+"""Documents printed on each console (:meth:`Command.print_json`, whichever command printed it)."""
+
+
+def json_printed(out: Console) -> int:
+    """How many JSON documents were printed on ``out`` so far: ``main`` adds a JSON error only to a
+    failure that printed none (a command may hand its work to another, which prints)."""
+    return _JSON_PRINTED.get(out, 0)
 
 
 def exit_status(found: bool, read_anything: bool) -> int:
@@ -101,6 +111,7 @@ class Command:
         minutes for a large document)."""
         from ..report.schema import json_parts
 
+        _JSON_PRINTED[self.out] = _JSON_PRINTED.get(self.out, 0) + 1
         for part in json_parts(doc):
             self.out.file.write(part)
         self.out.file.write("\n")
@@ -193,8 +204,15 @@ def out_dir(args: argparse.Namespace, prefix: str = "hangdbg-dump", own: bool = 
     """
     path = run_path(args.out, prefix)
     if own:
-        return claim(path, str(getattr(args, "command", None) or prefix), force=bool(getattr(args, "force", False)))
+        return claim(path, str(getattr(args, "command", None) or prefix), command_line(args),
+                     force=bool(getattr(args, "force", False)))
     return OutDir(check_writable(path))
+
+
+def command_line(args: argparse.Namespace) -> list[str]:
+    """The command line as ``main`` received it (``args._argv``; empty when a caller parsed it
+    itself), for the run marker's ``argv`` (:func:`hangdbg.outdir.claim` masks its secrets)."""
+    return [str(a) for a in getattr(args, "_argv", None) or ()]
 
 
 def expand_paths(paths: Sequence[str], takes: Callable[[str, bytes], bool]) -> list[str]:

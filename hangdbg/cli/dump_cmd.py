@@ -8,7 +8,7 @@ import argparse
 from ..api._dump import dump
 from ..collect.plan import DumpPlan
 from ..stacks.window import DEFAULT_MIN_WINDOW
-from .common import (Command, add_export_arguments, add_privacy_arguments, add_output_arguments, non_negative_float, positive_float, positive_int,
+from .common import (Command, add_export_arguments, add_privacy_arguments, add_output_arguments, command_line, non_negative_float, positive_float, positive_int,
                      show_stacks)
 from .targets import add_target_arguments, target_spec
 
@@ -18,8 +18,8 @@ __all__ = ["DumpCommand", "add_collect_arguments", "dump_plan"]
 def add_collect_arguments(p: argparse.ArgumentParser) -> None:
     """The py-spy options of ``dump`` (also ``demo``'s and the agent's)."""
     g = p.add_argument_group("py-spy")
-    g.add_argument("--native", action="store_true", help="include C/C++ frames (py-spy --native)")
-    g.add_argument("--locals", action="store_true", help="include local variables (py-spy --locals); enables the loop-iteration check")
+    g.add_argument("-n", "--native", action="store_true", help="include C/C++ frames (py-spy --native)")
+    g.add_argument("-l", "--locals", action="store_true", help="include local variables (py-spy --locals); enables the loop-iteration check")
     g.add_argument("--nonblocking", action="store_true", help="do not pause the ranks while dumping (py-spy --nonblocking)")
     g.add_argument("--timeout", type=positive_float, default=20.0, metavar="S",
                    help="seconds before a py-spy run is abandoned, and the most the adaptive collection watches a rank "
@@ -56,7 +56,7 @@ def dump_plan(args: argparse.Namespace) -> DumpPlan:
         speedscope_by=getattr(args, "speedscope_by", "class"), folded=getattr(args, "folded", None),
         verbose=bool(getattr(args, "verbose", False)), min_window=args.min_window, observed=args.observed,
         fetch_raw=bool(getattr(args, "fetch_raw", False)), redact=getattr(args, "redact", True),
-        cmdline=getattr(args, "cmdline", True))
+        cmdline=getattr(args, "cmdline", True), argv=tuple(command_line(args)))
 
 
 class DumpCommand(Command):
@@ -70,7 +70,7 @@ class DumpCommand(Command):
 
     @classmethod
     def add_arguments(cls, p: argparse.ArgumentParser) -> None:
-        p.add_argument("--pid", type=int, nargs="+", metavar="PID", help="ranks, or launchers (torchrun, deepspeed, accelerate, mp.spawn parent) whose descendant ranks to dump")
+        p.add_argument("-p", "--pid", type=int, nargs="+", metavar="PID", help="ranks, or launchers (torchrun, deepspeed, accelerate, mp.spawn parent) whose descendant ranks to dump")
         add_collect_arguments(p)
         g = p.add_argument_group("core files")
         g.add_argument("--core", action="store_true", help="also write a core file of every rank with gcore (OUT/core.rankR.PID) after the stacks; the ranks keep running (each gcore may take 15x --timeout)")

@@ -22,9 +22,10 @@ from ..outdir import check_writable
 from ..report.safetext import visible
 from ..tools.subproc import LOG
 from .stdin_input import spooled_stdin
-from .common import EXIT_ERROR, EXIT_USAGE, Command, print_error
+from .common import EXIT_ERROR, EXIT_USAGE, Command, json_printed, print_error
+from .events import ConsoleEvents
 
-__all__ = ["main", "COMMANDS", "command_class"]
+__all__ = ["main", "COMMANDS", "command_class", "build_parser", "wants_json", "print_json_error", "UsageExit"]
 
 COMMANDS: dict[str, tuple[str, str, str]] = {
     # name: (module in hangdbg.cli, class, one-line help). A command's module is imported only
@@ -60,6 +61,7 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
              "read dmesg/syslog/journal files and nvidia-smi -q outputs: Xid errors and ECC state per node and GPU"),
     "schema": ("schema_cmd", "SchemaCommand",
                "print the JSON Schema of every --json document, or (--kinds) the finding kinds and severities"),
+    "completion": ("completion_cmd", "CompletionCommand", "print the shell completion script (bash, zsh or tcsh)"),
 }
 
 
@@ -70,10 +72,21 @@ def command_class(name: str) -> type[Command]:
     return found
 
 
+class UsageExit(SystemExit):
+    """argparse's usage error: ``SystemExit(2)`` as argparse raises it, with the message (for the
+    JSON error of ``--json``: :func:`main`)."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(EXIT_USAGE)
+        self.message = message
+
+
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str):  # argparse exits 2 on usage errors: keep that, no traceback
         self.print_usage(sys.stderr)
-        self.exit(EXIT_USAGE, f"hangdbg: error: {visible(message)}\n")  # argv may hold escapes
+        text = visible(message)  # argv may hold escapes
+        self._print_message(f"hangdbg: error: {text}\n", sys.stderr)
+        raise UsageExit(text)
 
 
 def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
@@ -119,36 +132,118 @@ class _ConsoleHandler(logging.Handler):
 
 
 def main(argv: Sequence[str] | None = None, out: Console | None = None, err: Console | None = None) -> int:
-    """Run one hangdbg command; returns the exit code (never raises for a tool error)."""
-    args = build_parser(argv).parse_args(argv)
+    """Run one hangdbg command; returns the exit code (never raises for a tool error; argparse's
+    ``--help``, ``--version`` and usage errors end in ``SystemExit`` as argparse makes them).
+
+    With ``--json``, every failure also prints an :class:`~hangdbg.report.document.ErrorDocument`
+    on stdout (``{"error": ..., "help": ..., "exit": N}``) when the command printed no document of
+    its own; the text still goes to stderr. Options' defaults come from the ``hangdbg.toml`` files
+    (:mod:`hangdbg.cli.config`) before the command line is read; ``args._argv`` is the command line
+    as given (the run marker's ``argv``)."""
+    argv = sys.argv[1:] if argv is None else list(argv)
     out = out or Console()
     err = err or Console(stderr=True)
+    json_errors = wants_json(argv)
+    first = next((a for a in argv if not a.startswith("-")), None)  # as build_parser chooses
+    named = first if first in COMMANDS else None
+    try:
+        parser = build_parser(argv)
+        config_set = _apply_config(parser, named, err, argv)
+        args = parser.parse_args(argv)
+    except UsageExit as exc:
+        if json_errors:
+            print_json_error(out, named, exc.message, None, EXIT_USAGE)
+        raise
+    except UsageError as exc:  # a config file that cannot be read
+        return _failed(out, err, exc, named if json_errors else None, EXIT_USAGE, json_errors)
+    args._argv = list(argv)  # the command line as given, for the run marker
+    args._config_set = config_set
     handler = None
     if args.verbose and getattr(args.command_class, "verbose_to_stderr", True):
         handler = _ConsoleHandler(err)
         LOG.addHandler(handler)
         LOG.setLevel(logging.INFO)
+    printed = json_printed(out)  # a document printed from here on: no JSON error on top of it
     try:
         if getattr(args, "out", None) is not None and args.command != "agent":
             check_writable(args.out)  # before any work: an -o that cannot be written is exit 2
         with spooled_stdin(args):
-            return args.command_class(out, err).run(args)
+            status = args.command_class(out, err).run(args)
+        if json_errors and status in (EXIT_ERROR, EXIT_USAGE) and json_printed(out) == printed:
+            print_json_error(out, args.command, f"hangdbg {args.command} failed (exit {status}); see its messages on stderr",
+                             None, status)
+        return status
     except UsageError as exc:
-        _print_error(err, exc)
-        return EXIT_USAGE
+        return _failed(out, err, exc, args.command, EXIT_USAGE, json_errors and json_printed(out) == printed)
     except HangdbgError as exc:
-        _print_error(err, exc)
-        return EXIT_ERROR
+        return _failed(out, err, exc, args.command, EXIT_ERROR, json_errors and json_printed(out) == printed)
     except KeyboardInterrupt:
         err.print("[yellow]interrupted[/yellow]: what was collected so far is kept in the output directory")
+        if json_errors and json_printed(out) == printed:
+            print_json_error(out, args.command, "interrupted: what was collected so far is kept in the output directory",
+                             None, EXIT_ERROR)
         return EXIT_ERROR
     finally:
         if handler is not None:
             LOG.removeHandler(handler)
 
 
-def _print_error(err: Console, exc: HangdbgError) -> None:
+def wants_json(argv: Sequence[str]) -> bool:
+    """``--json`` (or an abbreviation argparse would take, ``--js``) among the options, before ``--``."""
+    for a in argv:
+        if a == "--":
+            return False
+        if a.startswith("--js") and "--json".startswith(a):
+            return True
+    return False
+
+
+def _failed(out: Console, err: Console, exc: HangdbgError, command: str | None, status: int, as_json: bool) -> int:
+    """Print ``exc`` on stderr (and, ``as_json``, as a JSON error on stdout); returns ``status``."""
     print_error(err, str(exc), exc.help)
+    if as_json:
+        print_json_error(out, command, str(exc), exc.help, status)
+    return status
+
+
+def print_json_error(out: Console, command: str | None, error: str, help: str | None, status: int) -> None:
+    """One :class:`~hangdbg.report.document.ErrorDocument` as a line of JSON on ``out``."""
+    from ..model import SCHEMA_VERSION
+    from ..report.document import ErrorDocument
+    from ..report.schema import to_json
+
+    doc = ErrorDocument(SCHEMA_VERSION, "hangdbg", __version__, command, error, help or None, status)  # type: ignore[arg-type]
+    out.file.write(to_json(doc, pretty=False) + "\n")
+    out.file.flush()
+
+
+def _apply_config(parser: argparse.ArgumentParser, command: str | None, err: Console,
+                  argv: Sequence[str]) -> dict[str, tuple[str, Any]]:
+    """The ``hangdbg.toml`` defaults of ``command``'s options set on its parser (:mod:`hangdbg.cli.config`);
+    with ``-v``, one line per option set. Returns the dests set, each with the file that set it and
+    the value. The internal commands (no help line: ``agent``, ``check-node``) read no file.
+
+    Raises:
+        UsageError: a config file that cannot be read or parsed, a value its option refuses.
+    """
+    if command is None or not COMMANDS[command][2]:
+        return {}
+    from .config import apply_config
+
+    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction)).choices[command]
+    applied = apply_config(sub, command, warn=lambda text: ConsoleEvents(err).warn(text), known=_all_options)
+    if any(a in ("-v", "--verbose") for a in argv[:argv.index("--") if "--" in argv else len(argv)]):
+        for line in applied.lines():
+            err.print(f"hangdbg: {line}", style="dim", markup=False, highlight=False, soft_wrap=True)
+    return dict(applied.dests)
+
+
+def _all_options() -> dict[str, set[str]]:
+    """Every command's long options, without dashes (imports every command: only for a config key
+    the chosen command does not have)."""
+    sub = next(a for a in build_parser([])._actions if isinstance(a, argparse._SubParsersAction))
+    return {name: {o[2:] for a in p._actions for o in a.option_strings if o.startswith("--")}
+            for name, p in sub.choices.items()}
 
 
 def run() -> None:

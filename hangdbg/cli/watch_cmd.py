@@ -12,7 +12,7 @@ import argparse
 from ..api._watch import watch
 from ..report.safetext import visible
 from ..watch.plan import THEN, WatchPlan
-from .common import EXIT_FOUND, EXIT_OK, Command, add_output_arguments, add_privacy_arguments, positive_float
+from .common import EXIT_FOUND, EXIT_OK, Command, add_output_arguments, add_privacy_arguments, command_line, positive_float
 from .events import ConsoleEvents
 from .targets import add_target_arguments, target_spec
 
@@ -31,7 +31,7 @@ def watch_plan(args: argparse.Namespace) -> WatchPlan:
         on_hang=args.on_hang, then=args.then, native=args.native, locals=args.locals, timeout=args.timeout,
         py_spy=args.py_spy, node_timeout=args.node_timeout, force=args.force, out=args.out,
         verbose=bool(getattr(args, "verbose", False)), straggler_every=args.straggler_every, keep_last=args.keep_last,
-        redact=getattr(args, "redact", True), cmdline=getattr(args, "cmdline", True))
+        redact=getattr(args, "redact", True), cmdline=getattr(args, "cmdline", True), argv=tuple(command_line(args)))
 
 
 class _WatchEvents(ConsoleEvents):
@@ -66,7 +66,7 @@ class WatchCommand(Command):
         """The options; ``target=False`` (``hangdbg run``, which watches the job it starts) leaves out
         the target options (``--pid``, ``--jobid``, ``--hosts``...), ``output`` describes ``-o``."""
         if target:
-            p.add_argument("--pid", type=int, nargs="+", metavar="PID", help="a launcher (torchrun...) or the ranks, on this node")
+            p.add_argument("-p", "--pid", type=int, nargs="+", metavar="PID", help="a launcher (torchrun...) or the ranks, on this node")
         g = p.add_argument_group("stall signals")
         g.add_argument("--log", nargs="+", metavar="FILE", default=[], help="training logs (globs allowed): a stall when they stop growing")
         g.add_argument("--log-pattern", metavar="REGEX", help="with --log: count only lines matching REGEX (e.g. 'iteration|step')")
@@ -88,8 +88,8 @@ class WatchCommand(Command):
                                                         "HANGDBG_HEADLINE, HANGDBG_SUSPECTS (comma list of ranks) in its environment")
         g.add_argument("--then", choices=THEN, help="after the dump: kill the job (--pid: its processes; "
                                                     "--jobid: scancel), scancel or requeue it (--jobid)")
-        g.add_argument("--native", action="store_true", help="the stall dump takes native frames too (py-spy --native)")
-        g.add_argument("--locals", action="store_true", help="the stall dump takes local variables too (py-spy --locals)")
+        g.add_argument("-n", "--native", action="store_true", help="the stall dump takes native frames too (py-spy --native)")
+        g.add_argument("-l", "--locals", action="store_true", help="the stall dump takes local variables too (py-spy --locals)")
         add_privacy_arguments(g)
         g.add_argument("--timeout", type=positive_float, default=20.0, metavar="S", help="seconds before a py-spy run is abandoned (default 20)")
         g.add_argument("--py-spy", dest="py_spy", metavar="PATH", help="the py-spy program to run")

@@ -88,6 +88,8 @@ class DumpPlan:
     fetch_raw: bool = False
     redact: bool = True
     cmdline: bool = True
+    argv: tuple[str, ...] = field(default=(), compare=False)
+    """The command line that made this plan (``hangdbg.cli``), for the run marker; empty: :meth:`to_argv`."""
 
     def __post_init__(self) -> None:
         if self.target.remote and self.target.pids:

@@ -38,7 +38,7 @@ __all__ = [
     "TracesDocument", "CoreDocument", "CollectDocument", "SplitDocument", "ProcessList", "DOCUMENTS",
     "StacksSection", "RankEntry", "ClassEntry", "PlaceEntry", "TreeEntry", "SourceSection", "NodeEntry",
     "CoreEntry", "CoreWritten", "SplitRow", "AnyFacts", "NodeDocument", "WatchDocument",
-    "CheckDocument", "TrialEntry",
+    "CheckDocument", "TrialEntry", "ErrorDocument",
 ]
 
 F = TypeVar("F")
@@ -485,7 +485,31 @@ class CheckDocument(Document):
     trials: tuple[TrialEntry, ...]
 
 
+@dataclass(frozen=True, slots=True)
+class ErrorDocument:
+    """What ``--json`` prints on stdout when a command fails without a document of its own (a usage
+    error, a tool error, an interrupt); the same text goes to stderr.
+
+    Attributes:
+        schema_version: 4 (:data:`hangdbg.model.SCHEMA_VERSION`).
+        tool: ``"hangdbg"``.
+        version: hangdbg's version.
+        command: the subcommand, when the command line named one (null for a usage error before it).
+        error: the error message (as ``hangdbg: error:`` prints it on stderr).
+        help: what to do about it, when hangdbg knows (null otherwise).
+        exit: the exit status: 2 usage, 1 tool error or interrupt.
+    """
+
+    schema_version: Literal[4]
+    tool: Literal["hangdbg"]
+    version: str
+    command: str | None
+    error: str
+    help: str | None
+    exit: int
+
+
 DOCUMENTS: tuple[type, ...] = (StacksDocument, ReportDocument, NcclDocument, LogsDocument, FrDocument, GpuDocument,
                                TracesDocument, CoreDocument, CollectDocument, SplitDocument, ProcessList, NodeDocument,
-                               WatchDocument, CheckDocument)
+                               WatchDocument, CheckDocument, ErrorDocument)
 """Every document hangdbg writes; ``hangdbg schema`` describes their union."""

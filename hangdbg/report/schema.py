@@ -171,7 +171,8 @@ def json_schema() -> dict[str, Any]:
         "$id": SCHEMA_ID,
         "title": f"hangdbg documents, schema_version {SCHEMA_VERSION} (hangdbg {__version__})",
         "description": ("Every JSON document hangdbg writes (--json, -o DIR): one of these, told apart by `command` "
-                        "(and `processes`, OUT/processes.json of dump)."),
+                        "(and `processes`, OUT/processes.json of dump; `error`, what --json prints when a command "
+                        "fails without a document of its own)."),
         **schema,
     }
 

@@ -24,7 +24,8 @@ from .hosts import expand_hosts, read_hostfile_slots
 from .runners import LocalRunner, PdshRunner, Runner, SrunRunner, SshRunner
 from .slurm import show_job
 
-__all__ = ["TargetSpec", "Targets", "resolve", "ray_targets", "LAUNCHERS", "ssh_address", "job_gpus"]
+__all__ = ["TargetSpec", "Targets", "resolve", "ray_targets", "LAUNCHERS", "REMOTE_ONLY", "misplaced_option",
+           "ssh_address", "job_gpus"]
 
 LAUNCHERS = ("auto", "ssh", "pdsh")
 """How ``--hosts``/``--hostfile`` are reached: pdsh when installed (``auto``), or an ssh pool."""
@@ -40,7 +41,8 @@ class TargetSpec:
     Attributes:
         pids: ranks, or launchers whose descendant ranks are meant (this node).
         jobid: a running SLURM job: every node of it (one ``srun --overlap``).
-        nodes: with ``jobid``: only these of its nodes (python-hostlist expression, ``-w``).
+        nodes: with ``jobid``: only these of its nodes (python-hostlist expression, ``-w/--nodelist`` as
+            srun names it).
         hosts: hosts to reach over ssh/pdsh (python-hostlist expression).
         hostfile: a deepspeed/pdsh hostfile (``host slots=N`` lines).
         srun_args: extra srun arguments, each a shell-quoted string (``--srun-arg``).
@@ -79,8 +81,9 @@ class TargetSpec:
                              "--jobid/--hosts/--hostfile for a job's nodes")
         if any(p <= 0 for p in self.pids):
             raise UsageError("--pid takes positive process ids")
-        if self.nodes and not self.jobid:
-            raise UsageError("-w/--nodes goes with --jobid; use --hosts to choose hosts")
+        wrong = misplaced_option(self)
+        if wrong is not None:
+            raise UsageError(wrong)
         if self.launcher not in LAUNCHERS:
             raise UsageError(f"--launcher is one of {', '.join(LAUNCHERS)}, not {self.launcher!r}")
 
@@ -90,7 +93,8 @@ class TargetSpec:
         return bool(self.jobid or self.hosts or self.hostfile)
 
     def describe(self) -> str:
-        """The target as its options say it: ``--pid 12 13``, ``--jobid 42 -w node2``, ``--hosts node[1-2]``."""
+        """The target as its options say it: ``--pid 12 13``, ``--jobid 42 -w node2``, ``--hosts node[1-2]``,
+        ``this node``."""
         if self.pids:
             return "--pid " + " ".join(map(str, self.pids))
         if self.jobid:
@@ -119,7 +123,7 @@ class TargetSpec:
         if self.ray:
             argv += ["--ray", self.ray]
         if not agent:
-            argv += ["-w", self.nodes] if self.nodes else []
+            argv += ["--nodelist", self.nodes] if self.nodes else []
             argv += ["--hosts", self.hosts] if self.hosts else []
             argv += ["--hostfile", self.hostfile] if self.hostfile else []
             argv += [f"--srun-arg={a}" for a in self.srun_args]
@@ -131,6 +135,49 @@ class TargetSpec:
             argv += ["--remote-setup", self.remote_setup] if self.remote_setup is not None else []
         argv += [f"--match-env={pair}" for pair in self.match_env]
         return argv
+
+
+class RemoteOnly(NamedTuple):
+    """An option that says how to reach other nodes, and the targets it applies to."""
+
+    field: str
+    """The :class:`TargetSpec` attribute."""
+    flag: str
+    """The option's name on the command line."""
+    targets: tuple[str, ...]
+    """The :class:`TargetSpec` attributes of the targets it goes with (one of them must be set)."""
+    default: object
+    """The attribute's default: any other value means the option was given."""
+
+
+_SSH = ("hosts", "hostfile", "ray")  # ssh/pdsh reach these: --ray's other nodes over ssh (ray_targets)
+REMOTE_ONLY: tuple[RemoteOnly, ...] = (
+    RemoteOnly("nodes", "-w/--nodelist", ("jobid",), None),  # srun -w: a subset of the job's nodes
+    RemoteOnly("srun_args", "--srun-arg", ("jobid",), ()),
+    RemoteOnly("launcher", "--launcher", ("hosts", "hostfile"), "auto"),  # ray_targets always uses ssh
+    RemoteOnly("ssh_config", "--ssh-config", _SSH, None),
+    RemoteOnly("ssh_options", "--ssh-option", _SSH, ()),
+    RemoteOnly("connect_timeout", "--connect-timeout", _SSH, 10),
+    RemoteOnly("remote_setup", "--remote-setup", _SSH, None),  # srun runs the agent without a shell text
+    RemoteOnly("remote_python", "--remote-python", ("jobid", *_SSH), sys.executable),  # the agent's Python
+)
+"""The options that only mean something for other nodes: given with a target they do not go with
+(this node's ranks, or another transport), they would be ignored in silence, so they are a usage
+error (:func:`misplaced_option`)."""
+
+_TARGET_FLAGS = {"jobid": "--jobid", "hosts": "--hosts", "hostfile": "--hostfile", "ray": "--ray"}
+
+
+def misplaced_option(spec: TargetSpec) -> str | None:
+    """The usage error of the first :data:`REMOTE_ONLY` option ``spec`` holds (a value other than
+    its default) without a target it goes with, e.g. ``-w/--nodelist needs --jobid ...``; None when
+    every option fits the target."""
+    for opt in REMOTE_ONLY:
+        if getattr(spec, opt.field) != opt.default and not any(getattr(spec, t) for t in opt.targets):
+            needs = " or ".join(_TARGET_FLAGS[t] for t in opt.targets)
+            return (f"{opt.flag} needs {needs}: it says how to reach other nodes, and this command works on "
+                    f"{spec.describe()}")
+    return None
 
 
 class Targets(NamedTuple):

@@ -79,6 +79,8 @@ class WatchPlan:
     keep_last: int = 0
     redact: bool = True
     cmdline: bool = True
+    argv: tuple[str, ...] = field(default=(), compare=False)
+    """The command line that made this plan (``hangdbg.cli``), for the run marker; empty: :meth:`to_argv`."""
 
     def __post_init__(self) -> None:
         t = self.target
