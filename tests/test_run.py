@@ -163,3 +163,19 @@ def test_json_prints_the_report_document_only_and_the_jobs_output_goes_to_stderr
     marker = json.loads((out / ".hangdbg-run.json").read_text())
     assert marker["argv"][0] == "run" and "--pid" not in marker["argv"]
     assert marker["argv"][marker["argv"].index("--") + 1:] == [sys.executable, "-c", "print('job says hello')"]
+
+
+def test_runs_own_files_are_not_evidence(tmp_path):
+    """``report`` over a ``run`` folder skips the heartbeats and the debug server's raw FR reply
+    (its JSON twin under fr/ is read) instead of listing them as unrecognised."""
+    from hangdbg.evidence.walk import NO_READER, classify
+
+    (tmp_path / "heartbeat").mkdir()
+    hb = tmp_path / "heartbeat" / "heartbeat.rank3"
+    hb.write_text("1795894886.960 12 4242\n")
+    (tmp_path / "debug_server").mkdir()
+    raw_fr = tmp_path / "debug_server" / "rank-0003.fr_trace_json.txt"
+    raw_fr.write_text('{"entries": []}\n')
+    for p in (hb, raw_fr):
+        got = classify(str(p))
+        assert got.kinds == () and got.reason != NO_READER and "own output" in got.reason

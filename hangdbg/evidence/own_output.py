@@ -26,7 +26,16 @@ def is_own_output(path: str) -> bool:
     """True for a file hangdbg itself wrote under ``-o DIR`` (see :data:`OWN_OUTPUT`), a schema of
     ``hangdbg schema -o`` (:data:`SCHEMA_FILE`, any version), a node status of the fan-out
     (``nodes/HOST.json``), a straggler report of ``watch --straggler-every`` (``straggler/step-N.json``)
-    or a kept gdb text (:data:`GDB_TEXT_SUFFIX`)."""
+    or a kept gdb text (:data:`GDB_TEXT_SUFFIX`); also the heartbeat files of
+    :func:`hangdbg.hooks.heartbeat.heartbeat` (``heartbeat.rankN``/``heartbeat.pidN``: progress, read
+    by ``watch``) and the debug server's raw flight-recorder reply (``debug_server/rank-N.fr_trace_json.txt``,
+    kept beside its JSON ``fr/debug_server_fr_rank_N.json``, which is read) that ``run``'s folder holds."""
     name = os.path.basename(path)
+    parent = os.path.basename(os.path.dirname(path))
     return (name in OWN_OUTPUT or name.endswith(GDB_TEXT_SUFFIX) or SCHEMA_FILE.fullmatch(name) is not None
-            or (name.endswith(".json") and os.path.basename(os.path.dirname(path)) in ("nodes", "straggler")))
+            or (name.endswith(".json") and parent in ("nodes", "straggler"))
+            or _HEARTBEAT.fullmatch(name) is not None
+            or (parent == "debug_server" and name.endswith(".fr_trace_json.txt")))
+
+
+_HEARTBEAT = re.compile(r"heartbeat\.(?:rank|pid)\d+")
