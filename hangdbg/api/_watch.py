@@ -38,6 +38,8 @@ from ..report.build import watch_document
 from ..report.schema import to_json
 from ..tools.pyspy import find_pyspy
 from ..tools.subproc import Popen, communicate_or_kill, run
+from ..transport.slurm_actions import exclude_nodes
+from ..watch.notify import post_webhook, suspect_places, webhook_payload
 from ..transport.slurm import WAITING_STATES, job_state, show_job
 from ..transport.ray_state import read_cluster
 from ..transport.targets import Targets, ray_targets, resolve
@@ -311,7 +313,10 @@ class _Watcher:
         dump_seconds = time.monotonic() - t0
         self.events.note(f"dump done in {dump_seconds:.1f} s: {headline or 'no answer'}")
         hook = self._on_hang(stall_dir, headline, suspects, stall) if plan.on_hang else None
-        then = self._then() if plan.then else None
+        places = suspect_places(result.findings, result.analysis.ranks) if result is not None else []
+        then = self._then([p["host"] for p in places if p["host"]]) if plan.then else None
+        if plan.notify_webhook:
+            self._notify(stall_dir, detected, code, result, places)
         sig = stall.signal if stall.signal in SIGNALS else "stacks"
         self.stalls.append(StallRecord(detected, sig, round(stall.seconds, 1), stall.reason, str(stall_dir), code,
                                        headline, tuple(suspects), round(dump_seconds, 2), hook, then))
@@ -354,18 +359,46 @@ class _Watcher:
             self.events.warn(f"--on-hang exited with status {proc.returncode}")
         return proc.returncode
 
-    def _then(self) -> str:
+    def _notify(self, stall_dir: Path, detected: str, code: int, result: StacksResult | None,
+                places: list[dict[str, Any]]) -> None:
+        """POST the stall to ``--notify-webhook`` (:mod:`hangdbg.watch.notify`); a failure is a warning."""
+        findings = result.findings if result is not None else ()
+        top = next((f for f in findings if f.is_suspect), findings[0] if findings else None)
+        payload = webhook_payload(headline=result.headline if result is not None else None, suspects=places,
+                                  dump_dir=str(stall_dir), exit=code, kind=top.kind.value if top else None,
+                                  command="watch", time=detected)
+        self.events.log(f"POST {self.plan.notify_webhook}")
+        failed = post_webhook(str(self.plan.notify_webhook), payload)
+        if failed:
+            self.events.warn(f"--notify-webhook: {failed}")
+
+    def _exclude(self, jobid: str, hosts: list[str]) -> str:
+        """``--exclude-suspects``: ``hosts`` into the job's ``ExcNodeList``; what was done, in words."""
+        if not hosts:
+            self.events.warn("no suspect named: nothing excluded")
+            return "no suspect named: nothing excluded; "
+        try:
+            done = exclude_nodes(jobid, hosts)
+        except HangdbgError as exc:
+            self.events.warn(f"--exclude-suspects: {exc}")
+            return f"exclude {','.join(sorted(set(hosts)))} failed: {exc}; "
+        self.events.note(f"excluded the suspects' nodes: {done.describe()}")
+        return f"excluded {','.join(done.added) or 'nothing new'} (ExcNodeList={done.after}); "
+
+    def _then(self, hosts: list[str] | None = None) -> str:
+        """``--then``: what it did, in words. ``hosts``: the suspects' nodes (``--exclude-suspects``)."""
         t, then = self.plan.target, self.plan.then
         if then == "kill" and t.pids:
             return kill_process_trees(list(t.pids))
         jobid = str(t.jobid)
+        excluded = self._exclude(jobid, hosts or []) if then == "requeue" and self.plan.exclude_suspects else ""
         argv = ["scancel", jobid] if then in ("kill", "scancel") else ["scontrol", "requeue", jobid]
         try:
             res = run(argv, timeout=60, text=True, errors="replace")
         except (OSError, subprocess.TimeoutExpired) as exc:
-            return f"{then}: {' '.join(argv)} failed: {exc}"
+            return f"{excluded}{then}: {' '.join(argv)} failed: {exc}"
         said = (res.stderr or res.stdout).strip()[:200]
-        return f"{then}: {' '.join(argv)} exited {res.returncode}" + (f": {said}" if said else "")
+        return f"{excluded}{then}: {' '.join(argv)} exited {res.returncode}" + (f": {said}" if said else "")
 
     def _write(self, ended: Ended) -> WatchResult:
         plan = self.plan

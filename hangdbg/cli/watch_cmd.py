@@ -31,7 +31,8 @@ def watch_plan(args: argparse.Namespace) -> WatchPlan:
         on_hang=args.on_hang, then=args.then, native=args.native, locals=args.locals, timeout=args.timeout,
         py_spy=args.py_spy, node_timeout=args.node_timeout, force=args.force, out=args.out,
         verbose=bool(getattr(args, "verbose", False)), straggler_every=args.straggler_every, keep_last=args.keep_last,
-        redact=getattr(args, "redact", True), cmdline=getattr(args, "cmdline", True), argv=tuple(command_line(args)))
+        redact=getattr(args, "redact", True), cmdline=getattr(args, "cmdline", True), argv=tuple(command_line(args)),
+        exclude_suspects=getattr(args, "exclude_suspects", False), notify_webhook=getattr(args, "notify_webhook", None))
 
 
 class _WatchEvents(ConsoleEvents):
@@ -88,6 +89,12 @@ class WatchCommand(Command):
                                                         "HANGDBG_HEADLINE, HANGDBG_SUSPECTS (comma list of ranks) in its environment")
         g.add_argument("--then", choices=THEN, help="after the dump: kill the job (--pid: its processes; "
                                                     "--jobid: scancel), scancel or requeue it (--jobid)")
+        g.add_argument("--exclude-suspects", action="store_true",
+                       help="with --then requeue: first add the suspects' nodes to the job's ExcNodeList (scontrol update), "
+                            "so that it does not run on them again; a dump with no suspect excludes nothing")
+        g.add_argument("--notify-webhook", metavar="URL",
+                       help="POST the stall as JSON (headline, suspects' ranks and hosts, dump_dir, exit, kind, command, "
+                            "time) to this http(s) URL (10 s timeout; a failure is a warning)")
         g.add_argument("-n", "--native", action="store_true", help="the stall dump takes native frames too (py-spy --native)")
         g.add_argument("-l", "--locals", action="store_true", help="the stall dump takes local variables too (py-spy --locals)")
         add_privacy_arguments(g)

@@ -15,6 +15,7 @@ from typing import Literal
 from ..collect.plan import DumpPlan
 from ..errors import UsageError
 from ..transport.targets import TargetSpec
+from .notify import check_webhook_url
 from .records import SIGNALS, Signal, StallRecord, StragglerReport  # re-exported: the records need no collect/ import
 
 __all__ = ["WatchPlan", "WatchResult", "StallRecord", "THEN", "SIGNALS"]
@@ -54,6 +55,10 @@ class WatchPlan:
             stacks are then sampled every ``interval`` even when they are not a stall signal.
         redact, cmdline: as :class:`~hangdbg.collect.plan.DumpPlan`'s (``--no-redact``, ``--no-cmdline``),
             for the stall dumps and every stack sample.
+        exclude_suspects: with ``then="requeue"``: first add the suspects' nodes to the job's
+            ``ExcNodeList`` (:func:`hangdbg.transport.slurm_actions.exclude_nodes`); nothing is
+            excluded when the dump named no suspect.
+        notify_webhook: an http(s) URL POSTed the stall's JSON (:mod:`hangdbg.watch.notify`), or None.
     """
 
     target: TargetSpec = field(default_factory=TargetSpec)
@@ -79,6 +84,8 @@ class WatchPlan:
     keep_last: int = 0
     redact: bool = True
     cmdline: bool = True
+    exclude_suspects: bool = False
+    notify_webhook: str | None = None
     argv: tuple[str, ...] = field(default=(), compare=False)
     """The command line that made this plan (``hangdbg.cli``), for the run marker; empty: :meth:`to_argv`."""
 
@@ -92,6 +99,11 @@ class WatchPlan:
             raise UsageError(f"--then {self.then} needs --jobid")
         if self.then == "kill" and not (t.pids or t.jobid):
             raise UsageError("--then kill needs --pid or --jobid (over ssh, stop the job with --on-hang)")
+        if self.exclude_suspects and not (self.then == "requeue" and t.jobid):
+            raise UsageError("--exclude-suspects goes with --then requeue and --jobid (it adds the suspects' nodes "
+                             "to the job's ExcNodeList before the requeue)")
+        if self.notify_webhook is not None:
+            check_webhook_url(self.notify_webhook)
         if self.log_pattern and not self.logs:
             raise UsageError("--log-pattern goes with --log")
         if self.stall <= 0 or self.interval <= 0 or self.timeout <= 0:
