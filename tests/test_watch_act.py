@@ -21,7 +21,7 @@ from hangdbg.model import Severity
 from hangdbg.errors import HangdbgError, UsageError
 from hangdbg.kinds import Kind
 from hangdbg.model import Finding, RankDump
-from hangdbg.transport.slurm_actions import exc_node_list, exclude_nodes, merged_hostlist
+from hangdbg.transport.slurm_actions import exc_node_list, exclude_nodes, leave_out, merged_hostlist, requeue_excluding
 from hangdbg.transport.targets import TargetSpec
 from hangdbg.watch.notify import post_webhook, suspect_hosts, suspect_places, webhook_payload
 from hangdbg.watch.plan import WatchPlan
@@ -44,14 +44,14 @@ def test_merged_hostlist_keeps_the_old_and_says_what_is_new():
         merged_hostlist("node[1-", ["node2"])
 
 
-def _fake_scontrol(tmp_path: Path, exc: str) -> dict[str, str]:
+def _fake_scontrol(tmp_path: Path, exc: str, state: str = "RUNNING") -> dict[str, str]:
     """A ``scontrol`` on PATH that prints one ``show job`` line with ``ExcNodeList=exc`` and logs its argv."""
     bindir = tmp_path / "bin"
     bindir.mkdir()
     log = tmp_path / "argv.log"
     script = bindir / "scontrol"
     script.write_text(f'#!/bin/sh\necho "$@" >> {log}\n'
-                      f'[ "$1" = -o ] && echo "JobId=42 JobState=RUNNING ExcNodeList={exc} NodeList=node[1-2]"\nexit 0\n')
+                      f'[ "$1" = -o ] && echo "JobId=42 JobState={state} ExcNodeList={exc} NodeList=node[1-2]"\nexit 0\n')
     script.chmod(script.stat().st_mode | stat.S_IXUSR)
     return dict(os.environ, PATH=f"{bindir}:{os.environ['PATH']}", ARGV_LOG=str(log))
 
@@ -72,8 +72,31 @@ def test_exclude_nodes_already_excluded_updates_nothing(tmp_path):
 
 
 def test_exclude_nodes_refuses_a_bad_job_id():
-    with pytest.raises(HangdbgError):
-        exclude_nodes("42; rm -rf /", ["node2"])
+    for act in (exclude_nodes, requeue_excluding, leave_out):
+        with pytest.raises(HangdbgError):
+            act("42; rm -rf /", ["node2"])
+
+
+def test_requeue_excluding_holds_updates_then_releases(tmp_path):
+    env = _fake_scontrol(tmp_path, "(null)")
+    done = requeue_excluding("42", ["node2"], env=env)
+    assert done.after == "node2"
+    assert Path(env["ARGV_LOG"]).read_text().splitlines() == [
+        "requeuehold 42", "-o show job 42", "update JobId=42 ExcNodeList=node2", "release 42"]
+
+
+@pytest.mark.parametrize(("state", "requeued"), [("PENDING", False), ("RUNNING", True)])
+def test_leave_out_requeues_only_a_job_that_is_not_pending(tmp_path, state, requeued):
+    env = _fake_scontrol(tmp_path, "(null)", state)
+    done, was = leave_out("42", ["node2"], env=env)
+    calls = Path(env["ARGV_LOG"]).read_text().splitlines()
+    assert was is requeued and done.added == ("node2",)
+    assert ("requeuehold 42" in calls) is requeued and calls[-1 if not requeued else -2].startswith("update JobId=42")
+
+
+def test_check_exclude_bad_needs_a_job():
+    res = run_main("check", "--nproc-per-node", "2", "--exclude-bad")
+    assert res.returncode == 2 and "--exclude-bad goes with --jobid" in res.stderr
 
 
 def test_only_suspects_places_count_never_a_waiting_rank():

@@ -38,7 +38,7 @@ from ..report.build import watch_document
 from ..report.schema import to_json
 from ..tools.pyspy import find_pyspy
 from ..tools.subproc import Popen, communicate_or_kill, run
-from ..transport.slurm_actions import exclude_nodes
+from ..transport.slurm_actions import requeue_excluding
 from ..watch.notify import post_webhook, suspect_places, webhook_payload
 from ..transport.slurm import WAITING_STATES, job_state, show_job
 from ..transport.ray_state import read_cluster
@@ -372,18 +372,21 @@ class _Watcher:
         if failed:
             self.events.warn(f"--notify-webhook: {failed}")
 
-    def _exclude(self, jobid: str, hosts: list[str]) -> str:
-        """``--exclude-suspects``: ``hosts`` into the job's ``ExcNodeList``; what was done, in words."""
+    def _requeue_excluding(self, jobid: str, hosts: list[str]) -> str | None:
+        """``--exclude-suspects``: requeue the job held, ``hosts`` into its ``ExcNodeList``, release it
+        (:func:`hangdbg.transport.slurm_actions.requeue_excluding`); what was done, in words. None
+        when no suspect was named: the caller requeues as without the option."""
         if not hosts:
             self.events.warn("no suspect named: nothing excluded")
-            return "no suspect named: nothing excluded; "
+            return None
         try:
-            done = exclude_nodes(jobid, hosts)
+            done = requeue_excluding(jobid, hosts)
         except HangdbgError as exc:
             self.events.warn(f"--exclude-suspects: {exc}")
-            return f"exclude {','.join(sorted(set(hosts)))} failed: {exc}; "
-        self.events.note(f"excluded the suspects' nodes: {done.describe()}")
-        return f"excluded {','.join(done.added) or 'nothing new'} (ExcNodeList={done.after}); "
+            return f"requeue excluding {','.join(sorted(set(hosts)))} failed: {exc}"
+        self.events.note(f"requeued without the suspects' nodes: {done.describe()}")
+        return (f"excluded {','.join(done.added) or 'nothing new'} (ExcNodeList={done.after}); "
+                f"requeue: scontrol requeuehold/update/release {jobid} exited 0")
 
     def _then(self, hosts: list[str] | None = None) -> str:
         """``--then``: what it did, in words. ``hosts``: the suspects' nodes (``--exclude-suspects``)."""
@@ -391,7 +394,12 @@ class _Watcher:
         if then == "kill" and t.pids:
             return kill_process_trees(list(t.pids))
         jobid = str(t.jobid)
-        excluded = self._exclude(jobid, hosts or []) if then == "requeue" and self.plan.exclude_suspects else ""
+        excluded = ""
+        if then == "requeue" and self.plan.exclude_suspects:
+            said = self._requeue_excluding(jobid, hosts or [])
+            if said is not None:
+                return said
+            excluded = "no suspect named: nothing excluded; "
         argv = ["scancel", jobid] if then in ("kill", "scancel") else ["scontrol", "requeue", jobid]
         try:
             res = run(argv, timeout=60, text=True, errors="replace")

@@ -8,6 +8,8 @@ import re
 from ..api._check import check
 from ..check.node import BACKENDS, CheckJob
 from ..check.plan import CheckPlan
+from ..errors import HangdbgError, UsageError
+from ..transport.slurm_actions import leave_out
 from .common import Command, add_output_arguments, command_line, positive_float, positive_int
 from .targets import add_target_arguments, target_spec
 
@@ -76,6 +78,10 @@ class CheckCommand(Command):
                        help="rendezvous port of the first run (the later runs take the next ones; default: a free random port)")
         g.add_argument("--no-bisect", dest="bisect", action="store_false", help="run once on every node; no retry, no bisection")
         g.add_argument("--force", action="store_true", help="reuse an -o DIR that holds another run's output (its hangdbg files are removed first)")
+        g.add_argument("--exclude-bad", action="store_true",
+                       help="with --jobid: add the bad nodes the verdict names (its --exclude= value) to that job's "
+                            "ExcNodeList (scontrol update); SLURM changes it for pending jobs only, so a running job is "
+                            "requeued without them (as watch --then requeue --exclude-suspects does)")
         add_target_arguments(p, dump=False)
         add_output_arguments(p, "trials/NN-PURPOSE/messages.jsonl of every run, check.json; default ./hangdbg-check-DATE")
 
@@ -83,7 +89,27 @@ class CheckCommand(Command):
         from ..report.build import check_document
         from ..report.check_view import render_check
 
-        result = check(check_plan(args), self.events(args))
+        plan = check_plan(args)
+        if getattr(args, "exclude_bad", False) and not plan.target.jobid:
+            raise UsageError("--exclude-bad goes with --jobid (the job whose ExcNodeList gets the bad nodes)")
+        result = check(plan, self.events(args))
         doc = check_document(result)
         self.show(doc, args, lambda: render_check(doc, evidence=not args.no_evidence), (), result.out_dir)
+        if getattr(args, "exclude_bad", False):
+            self._exclude_bad(str(plan.target.jobid), result.verdict.bad_nodes, args)
         return result.status
+
+    def _exclude_bad(self, jobid: str, bad_nodes: tuple[str, ...], args: argparse.Namespace) -> None:
+        """``--exclude-bad``: the verdict's bad nodes into job ``jobid``'s ``ExcNodeList``
+        (:func:`hangdbg.transport.slurm_actions.exclude_nodes`); a failure is a warning (the
+        verdict's exit status stands)."""
+        events = self.events(args, prefix="hangdbg check")
+        if not bad_nodes:
+            events.note("--exclude-bad: no bad node named: nothing excluded")
+            return
+        try:
+            done, requeued = leave_out(jobid, bad_nodes)
+        except HangdbgError as exc:
+            events.warn(f"--exclude-bad: {exc}")
+            return
+        events.note(f"--exclude-bad: {done.describe()}" + (f"; job {jobid} requeued" if requeued else ""))

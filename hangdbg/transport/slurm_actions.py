@@ -2,7 +2,11 @@
 
 ``scontrol -o show job ID`` prints the job on one line of ``Key=Value`` pairs, ``ExcNodeList=(null)``
 when none is set; ``scontrol update JobId=ID ExcNodeList=LIST`` replaces the list (SLURM's
-scontrol(1), "ExcNodeList=<nodes>"), so the job's own exclusions are read first and kept. Host lists
+scontrol(1), "ExcNodeList=<nodes>"), so the job's own exclusions are read first and kept.
+slurmctld takes the update of a pending job only ("Job is no longer pending execution" otherwise,
+job_mgr.c's ESLURM_JOB_NOT_PENDING), and a plain ``scontrol requeue`` lets the scheduler start the job
+again before the list could be changed; so :func:`requeue_excluding` requeues the job held
+(``scontrol requeuehold``), updates the list, then releases it (``scontrol release``). Host lists
 are merged and compressed with python-hostlist (``node[1-2,5]``). ``watch --then requeue
 --exclude-suspects`` and ``check --jobid ID --exclude-bad`` both call :func:`exclude_nodes`.
 """
@@ -11,6 +15,7 @@ from __future__ import annotations
 
 import re
 import subprocess
+import time
 from collections.abc import Iterable
 from dataclasses import dataclass
 
@@ -19,7 +24,7 @@ import hostlist
 from ..errors import HangdbgError
 from ..tools.subproc import run
 
-__all__ = ["Exclusion", "exclude_nodes", "exc_node_list", "merged_hostlist"]
+__all__ = ["Exclusion", "exclude_nodes", "exc_node_list", "merged_hostlist", "requeue_excluding", "leave_out"]
 
 _SCONTROL_TIMEOUT = 30.0
 """Seconds one scontrol call may take."""
@@ -46,6 +51,11 @@ class Exclusion:
         if not self.added:
             return f"job {self.jobid} already excludes {self.after}"
         return f"job {self.jobid}: ExcNodeList={self.after} (added {hostlist.collect_hostlist(list(self.added))})"
+
+
+def _job_state(show_job_text: str) -> str:
+    m = re.search(r"\bJobState=(\S+)", show_job_text)
+    return m.group(1) if m else ""
 
 
 def exc_node_list(show_job_text: str) -> str:
@@ -106,3 +116,51 @@ def exclude_nodes(jobid: str, nodes: Iterable[str], env: dict[str, str] | None =
     if added:
         _scontrol(["update", f"JobId={jobid}", f"ExcNodeList={after}"], env)
     return Exclusion(jobid, before, after, added)
+
+
+def requeue_excluding(jobid: str, nodes: Iterable[str], env: dict[str, str] | None = None,
+                      settle: float = 30.0) -> Exclusion:
+    """Requeue SLURM job ``jobid`` so that it does not run on ``nodes`` again: ``scontrol requeuehold``,
+    :func:`exclude_nodes` (retried while slurmctld still says the job is not pending, for up to
+    ``settle`` seconds: it is completing), then ``scontrol release`` (also when the update failed:
+    the requeue asked for happens either way, and the error is raised after it).
+
+    Raises:
+        HangdbgError: scontrol is missing or one of its calls fails (the job cannot be requeued:
+            not a batch job, ``--no-requeue``...), or the update still fails after ``settle`` seconds.
+    """
+    if not re.fullmatch(r"\d+(_\d+)?", jobid):
+        raise HangdbgError(f"not a SLURM job id: {jobid!r}")
+    _scontrol(["requeuehold", jobid], env)
+    deadline = time.monotonic() + settle
+    failed: HangdbgError | None = None
+    while True:
+        try:
+            done = exclude_nodes(jobid, nodes, env)
+            break
+        except HangdbgError as exc:
+            if "pending" not in str(exc) or time.monotonic() > deadline:
+                failed = exc
+                break
+            time.sleep(0.5)
+    _scontrol(["release", jobid], env)
+    if failed is not None:
+        raise failed
+    return done
+
+
+def leave_out(jobid: str, nodes: Iterable[str], env: dict[str, str] | None = None) -> tuple[Exclusion, bool]:
+    """``nodes`` into job ``jobid``'s ``ExcNodeList``, whatever its state: a pending job's list is
+    updated (:func:`exclude_nodes`); a job that runs (or completes) is requeued without them
+    (:func:`requeue_excluding`), the only way SLURM takes the change. Returns what was excluded and
+    whether the job was requeued.
+
+    Raises:
+        HangdbgError: as :func:`exclude_nodes` and :func:`requeue_excluding`.
+    """
+    if not re.fullmatch(r"\d+(_\d+)?", jobid):
+        raise HangdbgError(f"not a SLURM job id: {jobid!r}")
+    nodes = list(nodes)
+    if _job_state(_scontrol(["-o", "show", "job", jobid], env)) == "PENDING":
+        return exclude_nodes(jobid, nodes, env), False
+    return requeue_excluding(jobid, nodes, env), True
