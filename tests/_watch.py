@@ -6,7 +6,11 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
@@ -41,3 +45,41 @@ def wait_for_line(path: Path, text: str, timeout: float = 180.0) -> None:
             return
         time.sleep(0.2)
     pytest.fail(f"{text!r} never appeared in {path}:\n{path.read_text(errors='replace')[-2000:] if path.exists() else ''}")
+
+
+class WebhookSink:
+    """A real HTTP server on 127.0.0.1 (a thread) that keeps each POST's Content-Type and body and
+    answers ``status`` (200 unless changed): the receiver of ``--notify-webhook``."""
+
+    def __init__(self) -> None:
+        self.got: list[tuple[str, bytes]] = []
+        self.status = 200
+        sink = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:  # noqa: N802 (http.server's name)
+                body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                sink.got.append((self.headers.get("Content-Type", ""), body))
+                self.send_response(sink.status)
+                self.end_headers()
+
+            def log_message(self, *args: object) -> None:
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/hook"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+@contextmanager
+def webhook_sink() -> Iterator[WebhookSink]:
+    """A :class:`WebhookSink`, closed on exit."""
+    sink = WebhookSink()
+    try:
+        yield sink
+    finally:
+        sink.close()

@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 
 import pytest
-from _watch import finish, wait_for_line, watcher
+from _watch import finish, wait_for_line, watcher, webhook_sink
 from conftest import validate
 
 pytest.importorskip("torch")
@@ -31,6 +31,8 @@ def stuck_job(tmp_path_factory):
     from hangdbg.demo.launch import DemoJob
 
     base = tmp_path_factory.mktemp("watch-stuck")
+    sink = webhook_sink()
+    hooked = sink.__enter__()
     job = DemoJob("stuck-io", 2, workdir=base / "job",
                   args=["--hang-step", "6", "--step-seconds", "0.5", "--log-steps", "--steps", "100"]).start()
     try:
@@ -42,7 +44,7 @@ def stuck_job(tmp_path_factory):
                         "--interval", "1", "--once", "-o", base / "out-log", "--json",
                         "--on-hang", hook + str(hook_log), cwd=base)
         w_stacks = watcher("--pid", job.pid, "--stall", STALL, "--interval", "1", "--once", "-o", base / "out-stacks",
-                           "--json", "--on-hang", hook + str(hook_stacks), cwd=base)
+                           "--json", "--on-hang", hook + str(hook_stacks), "--notify-webhook", hooked.url, cwd=base)
         job.wait_ready(timeout=120, settle=0)
         hung_at = time.monotonic()
         results = {}
@@ -50,9 +52,10 @@ def stuck_job(tmp_path_factory):
             rc, out, err = finish(w, timeout=STALL + 120)
             results[name] = {"rc": rc, "doc": json.loads(out), "err": err, "ended": time.monotonic(),
                              "hook": (hook_log if name == "log" else hook_stacks)}
-        yield {"job": job, "hung_at": hung_at, "started": started, "base": base, **results}
+        yield {"job": job, "hung_at": hung_at, "started": started, "base": base, "webhook": hooked.got, **results}
     finally:
         job.stop()
+        sink.__exit__(None, None, None)
 
 
 @pytest.mark.parametrize("mode", ["log", "stacks"])
@@ -81,6 +84,19 @@ def test_stall_is_caught_dumped_and_handed_to_the_hook(stuck_job, mode):
     assert validate(json.loads((stuck_job["base"] / f"out-{mode}" / "watch.json").read_text()))["stalls"] == doc["stalls"]
     [finding] = [f for f in doc["findings"] if f["kind"] == "stall"]
     assert finding["ranks"] == [1] and finding["severity"] == "suspect"
+
+
+def test_the_stall_is_posted_to_the_webhook(stuck_job):
+    """--notify-webhook (the stacks watcher): one POST of JSON that holds the stall as watch.json has it."""
+    [stall] = stuck_job["stacks"]["doc"]["stalls"]
+    [(ctype, body)] = stuck_job["webhook"]
+    got = json.loads(body)
+    assert ctype.startswith("application/json")
+    assert got["headline"] == stall["headline"] and got["dump_dir"] == stall["dump_dir"]
+    assert [s["rank"] for s in got["suspects"]] == [1] and all(s["host"] for s in got["suspects"])
+    dump = json.loads((Path(stall["dump_dir"]) / "hangdbg.json").read_text())
+    top = next(f["kind"] for f in dump["findings"] if f["severity"] == "suspect")
+    assert (got["exit"], got["command"], got["kind"]) == (3, "watch", top)
 
 
 def test_a_slow_healthy_job_is_never_a_stall_and_its_end_ends_the_watch(tmp_path):

@@ -10,12 +10,11 @@ from __future__ import annotations
 import json
 import os
 import stat
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
 
+from _watch import webhook_sink
 from conftest import run_main
 from hangdbg.model import Severity
 from hangdbg.errors import HangdbgError, UsageError
@@ -135,46 +134,25 @@ def test_payload_is_plain_data():
     assert json.loads(json.dumps(p)) == p and p["headline"] == NASTY
 
 
-class _Sink(BaseHTTPRequestHandler):
-    got: list[tuple[str, bytes]] = []
-    status = 200
-
-    def do_POST(self) -> None:  # noqa: N802 (http.server's name)
-        body = self.rfile.read(int(self.headers["Content-Length"]))
-        type(self).got.append((self.headers["Content-Type"], body))
-        self.send_response(type(self).status)
-        self.end_headers()
-
-    def log_message(self, *args) -> None:
-        pass
-
-
 @pytest.fixture
 def sink():
-    _Sink.got, _Sink.status = [], 200
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _Sink)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    yield server, f"http://127.0.0.1:{server.server_address[1]}/hook"
-    server.shutdown()
-    server.server_close()
+    with webhook_sink() as server:
+        yield server
 
 
 def test_webhook_body_decodes_to_the_same_headline(sink):
-    server, url = sink
     payload = webhook_payload(headline=NASTY, suspects=[{"rank": 3, "host": "node2"}], dump_dir="/o/s", exit=3,
                               kind="different-collective", command="watch", time="t")
-    assert post_webhook(url, payload) is None
-    ctype, body = _Sink.got[0]
+    assert post_webhook(sink.url, payload) is None
+    [(ctype, body)] = sink.got
     assert ctype.startswith("application/json")
     got = json.loads(body)
     assert got["headline"] == NASTY and got == payload and "x" not in got
 
 
 def test_webhook_failure_is_a_message_not_an_exception(sink):
-    server, url = sink
-    _Sink.status = 500
-    assert "HTTP 500" in (post_webhook(url, {"headline": "h"}) or "")
-    port = server.server_address[1]
-    server.shutdown()
-    server.server_close()
+    sink.status = 500
+    assert "HTTP 500" in (post_webhook(sink.url, {"headline": "h"}) or "")
+    port = sink.server.server_address[1]
+    sink.close()
     assert "could not be reached" in (post_webhook(f"http://127.0.0.1:{port}/", {"a": 1}, timeout=2) or "")
