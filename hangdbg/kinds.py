@@ -69,6 +69,8 @@ class Kind(DocumentedEnum):
     WAITING = ("waiting", "ranks that wait (in a collective, a p2p op, a store, a rendezvous) for the ranks in waits_for")
     UNREADABLE = ("unreadable", "ranks whose stack could not be taken (the error says why and how to fix it)")
     NODE_FAILED = ("node-failed", "a node of the fan-out that could not be read (unreachable, error, timeout)")
+    NODE_UNHEALTHY = ("node-unhealthy", "a node whose rank sleeps uninterruptibly (D state: a wedged driver or file "
+                      "system): drain the host (the scontrol line is in the action), not the rank's fault")
     NOT_SAVED = ("not-saved", "files of the output directory that could not be written (disk full, read-only, quota, "
                  "permission): the analysis is complete, only these files are missing on disk")
     STALL = ("stall", "hangdbg watch: the job stopped making progress (a log that stopped growing, stale heartbeats, or "
@@ -173,7 +175,7 @@ KIND_LEVELS: dict[Level, str] = {
                 "child-failed child-error desync-report seq-lagging no-timeout dump-signal watchdog-timeout watchdog-hung "
                 "barrier-missing rank-error log-incomplete fr-missing-rank fr-contradicts fr-agrees ras-error ras-unreachable "
                 "trace-stopped known-error peer-error echo unrecognised-error straggler last-stacks",
-    Level.NODE: "node-failed nccl-connect-failed nccl-p2p-blocked check-failed check-slow resource-error",
+    Level.NODE: "node-failed node-unhealthy nccl-connect-failed nccl-p2p-blocked check-failed check-slow resource-error",
     Level.GPU: "cuda-error cuda-stuck gpu-lost xid ecc pcie-aer hardware-error gpu-blocked",
     Level.JOB: "p2p-mismatch wait-cycle undecided stall mixed-jobs nccl-setup-differs nccl-bootstrap nccl-op-mismatch "
                "collective-mismatch model-mismatch collective-data op-mismatch first-collective fr-mismatch fr-stuck "

@@ -31,6 +31,7 @@ from .wait_state import wait_of, with_record
 from .store_answer import with_store_answer
 from .waitfor import build_graph
 from .blocker_facts import BLOCKED_KINDS, refine
+from .node_health import d_state_nodes
 from .window import Timing, Window
 
 __all__ = ["analyze", "place_of", "build_tree"]
@@ -104,6 +105,7 @@ def analyze(dumps: list[RankDump] | tuple[RankDump, ...], whole_job: bool = Fals
     host_of = {d.rank: d.host for d in dumps if d.host}
     places = {v.rank: v.place for v in views}
     findings = [_with_hosts_and_evidence(f, host_of, places) for f in findings]
+    findings = d_state_nodes(findings, waits, host_of, seen)  # a rank in D state: its node is the suspect
     named = {r for f in findings if f.kind is Kind.UNREADABLE for r in f.ranks}
     if unreadable and not named >= set(unreadable):
         findings.append(_unreadable(tuple(r for r in unreadable if r not in named), seen, host_of, unknown))

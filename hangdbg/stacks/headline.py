@@ -35,6 +35,10 @@ def stacks_headline(classes: Sequence[EquivalenceClass], findings: Sequence[Find
     if suspects and len({s.summary for s in suspects}) == 1 and len(suspects) > 1:
         # one finding that names several groups (a collective split with no majority)
         return f"suspect ranks {rank_set(r for s in suspects for r in s.ranks)}: {suspects[0].summary}{tail}"
+    if suspects and suspects[0].kind is Kind.NODE_UNHEALTHY:  # its summary names the node and says "drain the host"
+        n = len(suspects) - 1
+        more = f" (+{n} more suspect group{'s' if n > 1 else ''})" if n else ""
+        return f"suspect {suspects[0].summary}{more}{tail}"
     if suspects:
         first = suspects[0]
         lead = ranks_text(first.ranks)
