@@ -25,7 +25,8 @@ __all__ = ["build_verdict", "PRIORITY", "order_findings", "with_error_lines", "w
 PRIORITY: dict[Kind, int] = {
     Kind.GPU_LOST: 0, Kind.XID: 1, Kind.ECC: 1, Kind.PCIE_AER: 1,
     Kind.CORE_CRASH: 2, Kind.CHILD_FAILED: 2, Kind.CHILD_ERROR: 2, Kind.CRASH: 2, Kind.FATAL_ERROR: 2,
-    Kind.MIXED_JOBS: 0, Kind.NCCL_CONNECT_FAILED: 3, Kind.NCCL_INIT_INCOMPLETE: 3, Kind.NODE_FAILED: 3, Kind.NCCL_SETUP_DIFFERS: 4,
+    Kind.MIXED_JOBS: 0, Kind.NCCL_CONNECT_FAILED: 3, Kind.NCCL_INIT_INCOMPLETE: 3, Kind.NODE_FAILED: 3, Kind.NODE_UNHEALTHY: 5,
+    Kind.NCCL_SETUP_DIFFERS: 4,
     # the stack analyzer's kinds share one level: it orders its own suspects (stable sort)
     Kind.MISSING: 5, Kind.DIFFERENT_COLLECTIVE: 5, Kind.DEADLOCK: 5, Kind.GIL_HOLDER: 5, Kind.OUTSIDE_COLLECTIVE: 5, Kind.BEHIND: 5,
     Kind.AHEAD: 5, Kind.P2P_MISMATCH: 5, Kind.STORE_KEY_MISSING: 5, Kind.WAIT_CYCLE: 5, Kind.FR_MISMATCH: 5, Kind.TRACE_DIVERGED: 5,
