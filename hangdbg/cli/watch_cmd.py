@@ -90,8 +90,8 @@ class WatchCommand(Command):
         g.add_argument("--then", choices=THEN, help="after the dump: kill the job (--pid: its processes; "
                                                     "--jobid: scancel), scancel or requeue it (--jobid)")
         g.add_argument("--exclude-suspects", action="store_true",
-                       help="with --then requeue: first add the suspects' nodes to the job's ExcNodeList (scontrol update), "
-                            "so that it does not run on them again; a dump with no suspect excludes nothing")
+                       help="with --then requeue --jobid: requeue the job without the suspects' nodes (added to its "
+                            "ExcNodeList: scontrol requeuehold, update, release); a dump with no suspect excludes nothing")
         g.add_argument("--notify-webhook", metavar="URL",
                        help="POST the stall as JSON (headline, suspects' ranks and hosts, dump_dir, exit, kind, command, "
                             "time) to this http(s) URL (10 s timeout; a failure is a warning)")

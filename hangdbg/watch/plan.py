@@ -55,9 +55,9 @@ class WatchPlan:
             stacks are then sampled every ``interval`` even when they are not a stall signal.
         redact, cmdline: as :class:`~hangdbg.collect.plan.DumpPlan`'s (``--no-redact``, ``--no-cmdline``),
             for the stall dumps and every stack sample.
-        exclude_suspects: with ``then="requeue"``: first add the suspects' nodes to the job's
-            ``ExcNodeList`` (:func:`hangdbg.transport.slurm_actions.exclude_nodes`); nothing is
-            excluded when the dump named no suspect.
+        exclude_suspects: with ``then="requeue"``: requeue the job with the suspects' nodes added to
+            its ``ExcNodeList`` (:func:`hangdbg.transport.slurm_actions.requeue_excluding`); nothing is
+            excluded when the dump named no suspect (a plain requeue, with a warning).
         notify_webhook: an http(s) URL POSTed the stall's JSON (:mod:`hangdbg.watch.notify`), or None.
     """
 
