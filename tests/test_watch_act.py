@@ -22,7 +22,7 @@ from hangdbg.kinds import Kind
 from hangdbg.model import Finding, RankDump
 from hangdbg.transport.slurm_actions import exc_node_list, exclude_nodes, leave_out, merged_hostlist, requeue_excluding
 from hangdbg.transport.targets import TargetSpec
-from hangdbg.watch.notify import post_webhook, suspect_hosts, suspect_places, webhook_payload
+from hangdbg.watch.notify import post_webhook, shown_url, suspect_hosts, suspect_places, webhook_payload
 from hangdbg.watch.plan import WatchPlan
 
 NASTY = 'suspect rank 3: in read: with open(path, "rb") as f:\\n \\\\ "quoted" \u00e9\nsecond line\t"},"x":1'
@@ -156,3 +156,12 @@ def test_webhook_failure_is_a_message_not_an_exception(sink):
     port = sink.server.server_address[1]
     sink.close()
     assert "could not be reached" in (post_webhook(f"http://127.0.0.1:{port}/", {"a": 1}, timeout=2) or "")
+
+
+def test_the_webhooks_secret_path_is_never_written_down():
+    url = "https://hooks.slack.com/services/T000/B000/XXXXSECRET"
+    assert shown_url(url) == "https://hooks.slack.com/[Filtered]"
+    plan = WatchPlan(target=TargetSpec(jobid="42"), then="requeue", exclude_suspects=True, notify_webhook=url)
+    argv = plan.to_argv()
+    assert "--exclude-suspects" in argv and "XXXXSECRET" not in " ".join(argv)
+    assert shown_url("http://127.0.0.1:8080") == "http://127.0.0.1:8080"

@@ -39,7 +39,7 @@ from ..report.schema import to_json
 from ..tools.pyspy import find_pyspy
 from ..tools.subproc import Popen, communicate_or_kill, run
 from ..transport.slurm_actions import requeue_excluding
-from ..watch.notify import post_webhook, suspect_places, webhook_payload
+from ..watch.notify import post_webhook, shown_url, suspect_places, webhook_payload
 from ..transport.slurm import WAITING_STATES, job_state, show_job
 from ..transport.ray_state import read_cluster
 from ..transport.targets import Targets, ray_targets, resolve
@@ -367,7 +367,7 @@ class _Watcher:
         payload = webhook_payload(headline=result.headline if result is not None else None, suspects=places,
                                   dump_dir=str(stall_dir), exit=code, kind=top.kind.value if top else None,
                                   command="watch", time=detected)
-        self.events.log(f"POST {self.plan.notify_webhook}")
+        self.events.log(f"POST {shown_url(str(self.plan.notify_webhook))}")
         failed = post_webhook(str(self.plan.notify_webhook), payload)
         if failed:
             self.events.warn(f"--notify-webhook: {failed}")

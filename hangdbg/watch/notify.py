@@ -19,8 +19,9 @@ from urllib.parse import urlsplit
 
 from ..errors import UsageError
 from ..model import Finding, RankDump
+from ..redact import MASK
 
-__all__ = ["suspect_places", "suspect_hosts", "webhook_payload", "check_webhook_url", "post_webhook", "WEBHOOK_TIMEOUT"]
+__all__ = ["suspect_places", "suspect_hosts", "webhook_payload", "check_webhook_url", "post_webhook", "shown_url", "WEBHOOK_TIMEOUT"]
 
 WEBHOOK_TIMEOUT = 10.0
 """Seconds a webhook POST may take (connection and answer) before it is given up (a warning)."""
@@ -73,6 +74,15 @@ def check_webhook_url(url: str) -> str:
     if parts.scheme not in ("http", "https") or not parts.netloc:
         raise UsageError(f"--notify-webhook takes an http:// or https:// URL, not {url!r}")
     return url
+
+
+def shown_url(url: str) -> str:
+    """``url`` as it may be written down (run markers, ``-v`` lines): its scheme and host, the path
+    and query masked, since they hold the hook's secret (Slack's ``/services/T.../B.../SECRET``)."""
+    parts = urlsplit(url)
+    host = parts.hostname or ""
+    port = f":{parts.port}" if parts.port else ""
+    return f"{parts.scheme}://{host}{port}/{MASK}" if parts.path.strip("/") or parts.query else f"{parts.scheme}://{host}{port}"
 
 
 def post_webhook(url: str, payload: dict[str, Any], timeout: float = WEBHOOK_TIMEOUT) -> str | None:

@@ -15,7 +15,7 @@ from typing import Literal
 from ..collect.plan import DumpPlan
 from ..errors import UsageError
 from ..transport.targets import TargetSpec
-from .notify import check_webhook_url
+from .notify import check_webhook_url, shown_url
 from .records import SIGNALS, Signal, StallRecord, StragglerReport  # re-exported: the records need no collect/ import
 
 __all__ = ["WatchPlan", "WatchResult", "StallRecord", "THEN", "SIGNALS"]
@@ -159,7 +159,8 @@ class WatchPlan:
                         jobs=8, redact=self.redact, cmdline=self.cmdline)
 
     def to_argv(self) -> list[str]:
-        """This plan as ``hangdbg watch`` options (without the word ``watch``)."""
+        """This plan as ``hangdbg watch`` options (without the word ``watch``), as the run marker keeps
+        them: the ``--notify-webhook`` URL's path masked (:func:`hangdbg.watch.notify.shown_url`)."""
         argv = self.target.to_argv()
         argv += ["--log", *self.logs] if self.logs else []
         argv += ["--log-pattern", self.log_pattern] if self.log_pattern else []
@@ -181,6 +182,8 @@ class WatchPlan:
         argv += ["--keep-last", str(self.keep_last)] if self.keep_last else []
         argv += [] if self.redact else ["--no-redact"]
         argv += [] if self.cmdline else ["--no-cmdline"]
+        argv += ["--exclude-suspects"] if self.exclude_suspects else []
+        argv += ["--notify-webhook", shown_url(self.notify_webhook)] if self.notify_webhook else []  # its path is a secret
         return argv
 
 
