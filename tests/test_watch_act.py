@@ -18,6 +18,7 @@ from _watch import webhook_sink
 from conftest import run_main
 from hangdbg.model import Severity
 from hangdbg.errors import HangdbgError, UsageError
+from hangdbg.events import Events
 from hangdbg.kinds import Kind
 from hangdbg.model import Finding, RankDump
 from hangdbg.transport.slurm_actions import exc_node_list, exclude_nodes, leave_out, merged_hostlist, requeue_excluding
@@ -165,3 +166,31 @@ def test_the_webhooks_secret_path_is_never_written_down():
     argv = plan.to_argv()
     assert "--exclude-suspects" in argv and "XXXXSECRET" not in " ".join(argv)
     assert shown_url("http://127.0.0.1:8080") == "http://127.0.0.1:8080"
+
+
+class _Said(Events):
+    def __init__(self) -> None:
+        self.warnings: list[str] = []
+
+    def warn(self, text: str) -> None:
+        self.warnings.append(text)
+
+
+@pytest.mark.parametrize(("hosts", "calls"), [
+    ([], ["requeue 42"]),  # undecided: no suspect, a plain requeue and a warning
+    (["node2"], ["requeuehold 42", "-o show job 42", "update JobId=42 ExcNodeList=node2", "release 42"]),
+])
+def test_then_requeue_excludes_only_named_suspects(tmp_path, monkeypatch, hosts, calls):
+    from hangdbg.api._watch import _Watcher
+
+    env = _fake_scontrol(tmp_path, "(null)")
+    monkeypatch.setenv("PATH", env["PATH"])
+    said = _Said()
+    w = _Watcher(WatchPlan(target=TargetSpec(jobid="42"), then="requeue", exclude_suspects=True, out=tmp_path / "o"), said)
+    then = w._then(hosts)
+    assert Path(env["ARGV_LOG"]).read_text().splitlines() == calls
+    if hosts:
+        assert then.startswith("excluded node2 (ExcNodeList=node2)") and not said.warnings
+    else:
+        assert then.startswith("no suspect named: nothing excluded; requeue: scontrol requeue 42 exited 0")
+        assert said.warnings == ["no suspect named: nothing excluded"]
