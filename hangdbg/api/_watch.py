@@ -49,7 +49,8 @@ from ..watch.keep_last import LastRing, pyspy_like
 from ..watch.records import StragglerReport
 from ..watch.straggler import StepBook, StepMark, straggler_report
 from ..tools.pyspy import PySpyResult
-from ..watch.probes import HeartbeatProbe, LogProbe, kill_process_trees, pids_alive, watch_loop
+from ..watch.identity import Identity, identify, kill_identified, launchers_of, refused_target
+from ..watch.probes import HeartbeatProbe, LogProbe, pids_alive, watch_loop
 from ..watch.stall import Observation, Stall, StallDetector, stacks_signature, waiting_or_idle
 from ._dump import claim_out, dump
 
@@ -94,6 +95,7 @@ class _Watcher:
                  stall_rule: Callable[[dict[int, list[StepMark]]], float] | None = None) -> None:
         self.plan = plan
         self.events = events
+        self.launchers = self._identify_launchers()  # before the output directory: a refusal leaves nothing
         self.out = claimed or claim_out(plan.out, "watch", plan.argv or plan.to_argv(), plan.force, prefix="hangdbg-watch")
         self.stall_rule = stall_rule
         self.detector: StallDetector | None = None
@@ -111,6 +113,23 @@ class _Watcher:
         self.next_report = every or 0
         self.stragglers: StragglerReport | None = None
         self.ring = LastRing(self.out, plan.keep_last) if plan.keep_last else None
+
+    def _identify_launchers(self) -> list[Identity]:
+        """``--then kill --pid P``: P refused when it is pid 1, hangdbg or one of its ancestors
+        (:func:`hangdbg.watch.identity.refused_target`), else identified now by (pid, start time).
+
+        Raises:
+            UsageError: a pid that may never be signalled.
+        """
+        if self.plan.then != "kill" or not self.plan.target.pids:
+            return []
+        for pid in self.plan.target.pids:
+            why = refused_target(pid)
+            if why is not None:
+                raise UsageError(f"--then kill --pid {pid}: {why}",
+                                 help="give the launcher's (torchrun's) or the ranks' pids; hangdbg signals only "
+                                      "the processes it identified as the job's")
+        return [i for i in (identify(p, f"launcher pid {p}") for p in self.plan.target.pids) if i is not None]
 
     def run(self) -> WatchResult:
         plan = self.plan
@@ -314,7 +333,7 @@ class _Watcher:
         self.events.note(f"dump done in {dump_seconds:.1f} s: {headline or 'no answer'}")
         hook = self._on_hang(stall_dir, headline, suspects, stall) if plan.on_hang else None
         places = suspect_places(result.findings, result.analysis.ranks) if result is not None else []
-        then = self._then([p["host"] for p in places if p["host"]]) if plan.then else None
+        then = self._then([p["host"] for p in places if p["host"]], result) if plan.then else None
         if plan.notify_webhook:
             self._notify(stall_dir, detected, code, result, places)
         sig = stall.signal if stall.signal in SIGNALS else "stacks"
@@ -388,11 +407,19 @@ class _Watcher:
         return (f"excluded {','.join(done.added) or 'nothing new'} (ExcNodeList={done.after}); "
                 f"requeue: scontrol requeuehold/update/release {jobid} exited 0")
 
-    def _then(self, hosts: list[str] | None = None) -> str:
-        """``--then``: what it did, in words. ``hosts``: the suspects' nodes (``--exclude-suspects``)."""
+    def _then(self, hosts: list[str] | None = None, result: StacksResult | None = None) -> str:
+        """``--then``: what it did, in words. ``hosts``: the suspects' nodes (``--exclude-suspects``);
+        ``result``: the stall's dump, whose ranks are the only processes ``kill`` signals (with the
+        launchers that hold them: :mod:`hangdbg.watch.identity`)."""
         t, then = self.plan.target, self.plan.then
         if then == "kill" and t.pids:
-            return kill_process_trees(list(t.pids))
+            ranks = [Identity(d.pid, d.started, f"rank {d.rank}") for d in (result.analysis.ranks if result else ())
+                     if d.pid and d.started is not None]
+            if not ranks:
+                pids = " ".join(map(str, t.pids))
+                return (f"kill: not done: the stall's dump identified no training process under pid {pids}; "
+                        "nothing was signalled")
+            return kill_identified([*launchers_of(self.launchers, ranks), *ranks])
         jobid = str(t.jobid)
         excluded = ""
         if then == "requeue" and self.plan.exclude_suspects:

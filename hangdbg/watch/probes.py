@@ -20,7 +20,6 @@ import glob
 import io
 import os
 import re
-import signal
 import time
 from dataclasses import dataclass, field
 from typing import Literal, Callable, Hashable
@@ -31,7 +30,7 @@ from .stall import Observation, Stall, StallDetector
 from .straggler import StepMark, parse_heartbeat
 from ..text.lines import iter_lines_from, open_input
 
-__all__ = ["HeartbeatProbe", "LogProbe", "WatchEnd", "kill_process_trees", "pids_alive", "watch_loop"]
+__all__ = ["HeartbeatProbe", "LogProbe", "WatchEnd", "pids_alive", "watch_loop"]
 
 LOG_READ_CAP = 64 << 20
 """Bytes of a log read at one observation: a log that grew more (or a large log seen for the first
@@ -165,31 +164,6 @@ def pids_alive(pids: list[int]) -> bool:
         except psutil.Error:
             continue
     return False
-
-
-def kill_process_trees(pids: list[int], grace: float = 10.0) -> str:
-    """SIGTERM the processes ``pids`` and their descendants, SIGKILL what is left after ``grace``
-    seconds (``watch --then kill``); one line saying what was done."""
-    procs: dict[int, psutil.Process] = {}
-    for pid in pids:
-        try:
-            p = psutil.Process(pid)
-            procs[pid] = p
-            procs.update({c.pid: c for c in p.children(recursive=True)})
-        except psutil.Error:
-            continue
-    for p in procs.values():
-        try:
-            p.send_signal(signal.SIGTERM)
-        except psutil.Error:
-            pass
-    _gone, alive = psutil.wait_procs(list(procs.values()), timeout=grace)
-    for p in alive:
-        try:
-            p.kill()
-        except psutil.Error:
-            pass
-    return f"kill: SIGTERM to {len(procs)} process(es)" + (f", SIGKILL to {len(alive)} after {grace:g} s" if alive else "")
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,0 +1,70 @@
+"""Act only on what was identified (issue 31): ``watch --then kill`` refuses pid 1, hangdbg and its
+ancestors, and signals a process only while it is the one the run identified (pid and start time),
+on real child processes."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+from hangdbg.errors import UsageError
+from hangdbg.transport.targets import TargetSpec
+from hangdbg.watch.identity import Identity, identify, kill_identified, launchers_of, refused_target
+from hangdbg.watch.plan import WatchPlan
+
+
+@pytest.fixture
+def child():
+    p = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    yield p
+    p.kill()
+    p.wait()
+
+
+def test_refused_targets():
+    assert "init" in refused_target(1)
+    assert "hangdbg itself" in refused_target(os.getpid())
+    assert "ancestor" in refused_target(os.getppid())
+    assert refused_target(2**22 + 12345) is None
+
+
+@pytest.mark.parametrize("who", ["init", "self", "parent"])
+def test_watch_then_kill_refuses_them_with_exit_2(who, tmp_path):
+    from hangdbg.api._watch import _Watcher
+    from hangdbg.events import Events
+
+    pid = {"init": 1, "self": os.getpid(), "parent": os.getppid()}[who]
+    plan = WatchPlan(target=TargetSpec(pids=(pid,)), then="kill", out=tmp_path / "w")
+    with pytest.raises(UsageError, match="--then kill --pid"):
+        _Watcher(plan, Events())
+    assert not (tmp_path / "w").exists()  # refused before anything was written
+
+
+def test_an_identified_process_is_killed(child):
+    ident = identify(child.pid, "rank 0")
+    said = kill_identified([ident], grace=5)
+    assert child.wait(timeout=10) is not None
+    assert "SIGTERM to 1 identified process(es) (rank 0)" in said
+
+
+def test_a_pid_held_by_another_process_is_never_signalled(child):
+    real = identify(child.pid)
+    stale = Identity(child.pid, real.started - 3600.0, "rank 3")  # the pid's earlier holder
+    said = kill_identified([stale], grace=1)
+    assert child.poll() is None, "a process the run never identified was signalled"
+    assert "pid reused" in said and "rank 3" in said
+
+
+def test_a_launcher_counts_only_when_its_tree_holds_a_rank(child):
+    me = identify(os.getpid(), "launcher")
+    rank = identify(child.pid, "rank 0")
+    assert launchers_of([me], [rank]) == [me]
+    other = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        assert launchers_of([identify(other.pid, "launcher")], [rank]) == []
+    finally:
+        other.kill()
+        other.wait()
