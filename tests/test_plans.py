@@ -5,6 +5,7 @@ the dump's analysis runs once when no adaptive step changed the stacks."""
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
@@ -172,7 +173,7 @@ def test_the_watcher_hands_the_stall_to_the_dump_use_case_directly(tmp_path, mon
         return StacksResult("dump", a, "suspect rank 3", (blame,), out_dir=str(plan.out))
 
     monkeypatch.setattr(watch_api, "dump", fake_dump)
-    plan = WatchPlan(target=TargetSpec(pids=(12345,)), native=True, timeout=7.0, out=tmp_path / "w",
+    plan = WatchPlan(target=TargetSpec(pids=(os.getpid(),)), native=True, timeout=7.0, out=tmp_path / "w",
                      on_hang="echo $HANGDBG_SUSPECTS > " + str(tmp_path / "hook.txt"))
     watcher = watch_api._Watcher(plan, Events())
     watcher.on_stall(Stall("log", 42.0, "the log did not grow for 42 s"))

@@ -68,3 +68,45 @@ def test_a_launcher_counts_only_when_its_tree_holds_a_rank(child):
     finally:
         other.kill()
         other.wait()
+
+
+def _result(ended, stalls=()):
+    from hangdbg.watch.plan import WatchResult
+
+    return WatchResult("--pid 5", "/tmp/w", ("stacks",), 300.0, 10.0, 3, ended, tuple(stalls))
+
+
+def _stall():
+    from hangdbg.watch.records import StallRecord
+
+    return StallRecord("2026-11-28T20:00:00+00:00", "stacks", 301.0, "stacks unchanged", "/tmp/w/stall-1", 3,
+                       "suspect rank 3: ...", (3,), 2.0, None, None)
+
+
+@pytest.mark.parametrize("ended, stalls, code", [
+    ("interrupted", [_stall()], 1),   # interrupted after a stall: never 0, the stall in the document
+    ("interrupted", [], 1),           # interrupted before any: not an all-clear either
+    ("job-ended", [], 0),
+    ("job-ended", [_stall()], 3),
+])
+def test_watch_exits_truthfully(ended, stalls, code, monkeypatch):
+    import json
+
+    from conftest import run_main
+    import hangdbg.cli.watch_cmd as watch_cmd
+
+    monkeypatch.setattr(watch_cmd, "watch", lambda plan, events: _result(ended, stalls))
+    res = run_main("watch", "--pid", str(os.getpid()), "--json")
+    assert res.returncode == code, res.stderr
+    doc = json.loads(res.stdout)
+    assert len(doc["stalls"]) == len(stalls)
+    if ended == "interrupted" and stalls:
+        assert doc["headline"].startswith("watch interrupted after 1 stall(s)")
+
+
+def test_watch_of_a_pid_that_is_no_process_is_a_usage_error(tmp_path):
+    from conftest import run_main
+
+    res = run_main("watch", "--pid", "999999999", "-o", tmp_path / "w")
+    assert res.returncode == 2 and "no process with pid 999999999" in res.stderr
+    assert not (tmp_path / "w").exists()

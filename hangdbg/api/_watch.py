@@ -115,12 +115,16 @@ class _Watcher:
         self.ring = LastRing(self.out, plan.keep_last) if plan.keep_last else None
 
     def _identify_launchers(self) -> list[Identity]:
-        """``--then kill --pid P``: P refused when it is pid 1, hangdbg or one of its ancestors
+        """``--pid P`` that is no process: refused. ``--then kill --pid P``: P refused when it is pid 1, hangdbg or one of its ancestors
         (:func:`hangdbg.watch.identity.refused_target`), else identified now by (pid, start time).
 
         Raises:
             UsageError: a pid that may never be signalled.
         """
+        gone = [p for p in self.plan.target.pids if not psutil.pid_exists(p)]
+        if gone:  # a watch of nothing would end at once with "no stall seen" (exit 0): a false all-clear
+            raise UsageError(f"no process with pid {' '.join(map(str, gone))}",
+                             help="give the pid of a running launcher (torchrun...) or of the ranks (`pgrep -f torchrun`)")
         if self.plan.then != "kill" or not self.plan.target.pids:
             return []
         for pid in self.plan.target.pids:

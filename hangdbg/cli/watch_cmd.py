@@ -2,7 +2,8 @@
 :func:`hangdbg.api.watch`.
 
 Exit status: 0 the job ended without a stall; 3 a stall was declared (``--once``: right after
-the first); 1 tool error; 2 usage.
+the first); 1 tool error, or the watch was interrupted (Ctrl-C, SIGTERM: never an all-clear; the
+stalls so far are in ``watch.json``); 2 usage (a ``--pid`` that is no process included).
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ import argparse
 from ..api._watch import watch
 from ..report.safetext import visible
 from ..watch.plan import THEN, WatchPlan
-from .common import EXIT_FOUND, EXIT_OK, Command, add_output_arguments, add_privacy_arguments, command_line, positive_float
+from .common import EXIT_ERROR, EXIT_FOUND, EXIT_OK, Command, add_output_arguments, add_privacy_arguments, command_line, positive_float
 from .events import ConsoleEvents
 from .targets import add_target_arguments, target_spec
 
@@ -58,7 +59,8 @@ class WatchCommand(Command):
         "Watch a running job (--pid on this node, --jobid, --hosts/--hostfile) and, when it stalls (--log not growing "
         "for --stall seconds, --heartbeat files not changing, or the ranks' stacks not changing while they wait in "
         "torch.distributed), dump it as `hangdbg dump` would into OUT/stall-DATE/, run --on-hang and --then. "
-        "Exit status: 0 the job ended without a stall, 3 a stall was declared, 1 tool error, 2 usage."
+        "Exit status: 0 the job ended without a stall, 3 a stall was declared, 1 tool error or interrupted "
+        "(the stalls so far are in watch.json), 2 usage."
     )
 
     @classmethod
@@ -114,4 +116,6 @@ class WatchCommand(Command):
             self.print_json(doc)
         else:
             self.out.print(visible(doc.headline), markup=False, highlight=False)
+        if result.ended == "interrupted":  # the watch did not finish: never an all-clear (a stall so far is in watch.json)
+            return EXIT_ERROR
         return EXIT_FOUND if result.found else EXIT_OK

@@ -224,7 +224,8 @@ def watch_document(result: WatchResult) -> WatchDocument:
     findings += list(strag.findings) if strag is not None else []
     if stalls:
         last = stalls[-1]
-        headline = (f"{len(stalls)} stall(s); the last at {last.detected} ({last.reason}): "
+        headline = (("watch interrupted after " if result.ended == "interrupted" else "")
+                    + f"{len(stalls)} stall(s); the last at {last.detected} ({last.reason}): "
                     f"{last.headline or 'the dump could not be taken'}")
     else:
         headline = {"job-ended": "the job ended without a stall", "interrupted": "watch interrupted; no stall seen",
