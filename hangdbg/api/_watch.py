@@ -37,7 +37,7 @@ from ..outdir import OutDir
 from ..report.build import watch_document
 from ..report.schema import to_json
 from ..tools.pyspy import find_pyspy
-from ..tools.subproc import Popen, communicate_or_kill, run
+from ..tools.subproc import Popen, communicate_capped, run
 from ..transport.slurm_actions import requeue_excluding
 from ..watch.notify import post_webhook, shown_url, suspect_places, webhook_payload
 from ..transport.slurm import WAITING_STATES, job_state, show_job
@@ -58,6 +58,13 @@ __all__ = ["watch", "ON_HANG_TIMEOUT"]
 
 ON_HANG_TIMEOUT = 600.0
 """Seconds ``on_hang`` may run before it is killed (the watch goes on)."""
+
+ON_HANG_OUTPUT_CAP = 1 << 20
+"""Bytes of ``on_hang``'s output kept (in ``STALL_DIR/on-hang.log``); the rest is read and dropped,
+so a hook that prints without end costs neither memory nor a flooded terminal (issue 31)."""
+
+ON_HANG_SHOWN = 20
+"""Lines of ``on_hang``'s output shown on the console (its last ones; the file has the rest)."""
 
 
 def watch(plan: WatchPlan, events: Events | None = None, *, claimed: OutDir | None = None,
@@ -361,23 +368,33 @@ class _Watcher:
 
     def _on_hang(self, stall_dir: Path, headline: str | None, suspects: list[int], stall: Stall) -> int | None:
         """Run ``on_hang`` through ``sh -c`` (the user's own command line, as they wrote it; our values
-        only in its environment); its output goes to the events as notes (stdout may carry ``--json``)."""
+        only in its environment). Its output (stdout and stderr, the first :data:`ON_HANG_OUTPUT_CAP`
+        bytes) is written to ``STALL_DIR/on-hang.log``; its last :data:`ON_HANG_SHOWN` lines go to
+        the events as notes (stdout may carry ``--json``), never the whole of it."""
         env = dict(os.environ, HANGDBG_DUMP_DIR=str(stall_dir), HANGDBG_JSON=str(stall_dir / "hangdbg.json"),
                    HANGDBG_HEADLINE=headline or "", HANGDBG_SUSPECTS=",".join(map(str, suspects)),
                    HANGDBG_STALL_REASON=stall.reason)
         try:
             proc = Popen(["/bin/sh", "-c", str(self.plan.on_hang)], env=env, stdin=subprocess.DEVNULL,
-                         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True)
+                         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True)  # stderr=STDOUT: one stream
         except OSError as exc:
             self.events.warn(f"--on-hang could not run: {exc}")
             return None
-        got = communicate_or_kill(proc, ON_HANG_TIMEOUT)
-        if got is None:
+        out, _err, dropped, timed_out = communicate_capped(proc, ON_HANG_TIMEOUT, ON_HANG_OUTPUT_CAP)
+        log = stall_dir / "on-hang.log"
+        if out or dropped:
+            note = f"\n# hangdbg: {dropped} more bytes of output dropped (kept: the first {ON_HANG_OUTPUT_CAP} bytes)\n"
+            self.out.save_bytes(log, out + (note.encode() if dropped else b""))
+        lines = out.decode("utf-8", "replace").rstrip().splitlines()
+        if lines:
+            shown = lines[-ON_HANG_SHOWN:]
+            more = f"(last {len(shown)} of {len(lines)} lines; all in {log})\n" if len(lines) > len(shown) or dropped else ""
+            self.events.output(more + "\n".join(shown))
+        if dropped:
+            self.events.warn(f"--on-hang printed more than {ON_HANG_OUTPUT_CAP >> 20} MiB: {dropped} bytes dropped")
+        if timed_out:
             self.events.warn(f"--on-hang ran longer than {ON_HANG_TIMEOUT:g} s and was stopped")
             return None
-        said = got[0].decode("utf-8", "replace").rstrip()
-        if said:
-            self.events.output(said)
         if proc.returncode != 0:
             self.events.warn(f"--on-hang exited with status {proc.returncode}")
         return proc.returncode
