@@ -64,3 +64,14 @@ def test_a_short_hook_is_shown_whole(tmp_path, monkeypatch):
     assert events.outputs == ["suspects:"]  # rstrip, as before
     assert (stall_dir / "on-hang.log").read_text() == "suspects: \n"
     assert record.on_hang_exit == 4
+
+
+def test_check_refuses_more_ranks_than_a_node_can_hold(tmp_path):
+    from conftest import run_main
+
+    res = run_main("check", "--nproc-per-node", "100000", "-o", tmp_path / "c", "--json")
+    assert res.returncode == 2 and "would starve it" in res.stderr and not (tmp_path / "c").exists()
+    hostfile = tmp_path / "hosts"
+    hostfile.write_text("127.0.0.1 slots=99999999999\n")
+    res = run_main("check", "--hostfile", hostfile, "-o", tmp_path / "c")
+    assert res.returncode == 2 and "more than 1024 ranks per node" in res.stderr  # no MemoryError traceback

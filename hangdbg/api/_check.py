@@ -4,6 +4,7 @@ bisection to the bad node or GPU (:func:`check`)."""
 from __future__ import annotations
 
 import os
+import resource
 
 from ..check.blame import SetupError, Trial
 from ..check.gpus import NodeGpus, node_gpus, visible_gpus
@@ -12,7 +13,7 @@ from ..check.plan import CheckPlan, CheckResult
 from ..check.run import CheckSetup, ranks_setup_error, run_check, setup_error
 from ..check.verdict import check_verdict
 from ..enums import NodeStatus
-from ..errors import HangdbgError
+from ..errors import HangdbgError, UsageError
 from ..events import Events
 from ..report.build import check_document
 from ..report.schema import to_json
@@ -21,6 +22,35 @@ from ..transport.targets import job_gpus, resolve, ssh_address
 from ._dump import claim_out
 
 __all__ = ["check", "setup"]
+
+
+MAX_SLOTS = 1024
+"""Ranks per node above which ``check`` refuses (exit 2): more than any node's GPUs (8-72) or a
+sensible CPU oversubscription; a hostfile's ``slots=99999999999`` would otherwise be a list of that
+many slots (issue 31)."""
+
+RANKS_PER_CPU = 4
+"""On this node, ``--nproc-per-node`` above this many ranks per CPU (and above its GPU count) is
+refused: each gloo rank is a whole Python process with torch (about 300 MB), and a thousand of them
+starve the node the check is meant to judge."""
+
+
+def refuse_too_many_ranks(n: int, gpus: int) -> None:
+    """Refuse ``n`` ranks on this node when they exceed ``max(gpus, RANKS_PER_CPU x CPUs)`` or the
+    processes the user may still start (``RLIMIT_NPROC``, getrlimit(2)).
+
+    Raises:
+        UsageError: with the numbers.
+    """
+    cpus = os.cpu_count() or 1
+    if n > max(gpus, RANKS_PER_CPU * cpus):
+        raise UsageError(f"--nproc-per-node {n}: this node has {cpus} CPU(s) and {gpus} GPU(s); more than "
+                         f"{max(gpus, RANKS_PER_CPU * cpus)} ranks would starve it",
+                         help="give the node's GPU count, or a few ranks per CPU for a gloo check")
+    soft, _hard = resource.getrlimit(resource.RLIMIT_NPROC)
+    if soft != resource.RLIM_INFINITY and n >= soft:
+        raise UsageError(f"--nproc-per-node {n}: the process limit (ulimit -u) is {soft}",
+                         help="raise `ulimit -u` or start fewer ranks")
 
 
 def setup(plan: CheckPlan) -> tuple[CheckSetup, str]:
@@ -38,6 +68,7 @@ def setup(plan: CheckPlan) -> tuple[CheckSetup, str]:
         cvd = os.environ.get("CUDA_VISIBLE_DEVICES")
         in_job = "SLURM_JOB_ID" in os.environ
         n = plan.nproc_per_node or len(visible_gpus(listed, cvd, in_job)) or 2
+        refuse_too_many_ranks(n, len(listed))
         mine = node_gpus(plan.job.backend, range(n), listed, cvd, in_job)
         _refuse_unfit(targets.hosts[0], plan.job.backend, listed, cvd, mine)
         slots = {h: n for h in targets.hosts}
@@ -52,6 +83,10 @@ def setup(plan: CheckPlan) -> tuple[CheckSetup, str]:
         slots = {h: plan.nproc_per_node or targets.slots.get(h, 1) for h in targets.hosts}
         addresses = {h: ssh_address(h, t.ssh_argv_options()) for h in targets.hosts}
         what = t.describe()
+    for h, n_slots in slots.items():
+        if n_slots > MAX_SLOTS:
+            raise UsageError(f"{n_slots} ranks on {h}: more than {MAX_SLOTS} ranks per node is no node's layout",
+                             help="give the node's GPU count (hostfile `slots=N`, --nproc-per-node N)")
     out = claim_out(plan.out, "check", plan.argv or plan.to_argv(), plan.force, prefix="hangdbg-check")
     layout = tuple((h, tuple(range(slots[h]))) for h in targets.hosts)
     return CheckSetup(layout, addresses, targets.make_runner, t.remote_python, not t.jobid, plan.job, plan.ifname,
