@@ -32,7 +32,8 @@ def test_a_dump_that_may_not_watch_long_enough_is_undecided(hung_job, tmp_path):
     assert rc == 1 and suspects(doc) == [], doc["headline"]
     [f] = [f for f in doc["findings"] if f["kind"] == "undecided"]
     assert f["ranks"] == [1] and f["summary"].startswith("still observing:") and f["severity"] == "warning"
-    assert re.search(r"rank 1 computing in compute \(demo/job\.py:\d+\) for [0-9.]+ s over \d+ samples", f["summary"])
+    # how many samples fit in the 2 s depends on the machine's load: one sample ("1 sample"), or no sample times
+    assert re.search(r"rank 1 computing in compute \(demo/job\.py:\d+\) (?:for [0-9.]+ s over|in) \d+ samples?", f["summary"])
     assert int(re.search(r"--min-window (\d+)", f["action"]).group(1)) > 2
     assert doc["headline"].startswith("undecided: still observing:")
 
