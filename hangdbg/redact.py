@@ -7,7 +7,9 @@
 "Server-Side Data Scrubbing"); its Python SDK's ``sentry_sdk/scrubber.py`` ``DEFAULT_DENYLIST``
 adds ``session``, ``cookie``, ``csrf`` and ``authorization``. :data:`DENYLIST` is that list, matched
 case-insensitively as a substring of the name (so ``api_token``, ``HF_TOKEN``, ``db_password``
-are masked), plus ``credential`` (singular) and names ending in ``_key`` (``access_key``,
+are masked), plus ``credential`` (singular), ``webhook`` (an incoming webhook's URL is its own
+credential: Slack's "Sending messages using incoming webhooks" says to keep it secret, and
+``--notify-webhook URL`` is one) and names ending in ``_key`` (``access_key``,
 ``aws_secret_access_key``); a plain ``key``/``keys`` (a loop variable) is not masked.
 
 **What is masked.** The value is replaced by :data:`MASK` (``[Filtered]``, Sentry's own
@@ -34,7 +36,7 @@ MASK = "[Filtered]"
 """The text that replaces a secret (Sentry's replacement text)."""
 
 DENYLIST = ("password", "passwd", "secret", "api_key", "apikey", "auth", "credential", "mysql_pwd",
-            "privatekey", "private_key", "token", "bearer", "session", "cookie", "csrf")
+            "privatekey", "private_key", "token", "bearer", "session", "cookie", "csrf", "webhook")
 """Substrings of a name (lower-cased, ``-`` read as ``_``) that make its value a secret (module docstring)."""
 
 _NOT = {"token": "(?!i[sz]|s)", "auth": "(?!ors?(?:_|$))"}

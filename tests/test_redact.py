@@ -26,7 +26,8 @@ Thread 77 (idle): "MainThread"
 
 @pytest.mark.parametrize("name", ["api_token", "HF_TOKEN", "password", "db_passwd", "aws_secret_access_key",
                                   "access_key", "auth_header", "Authorization", "session_cookie", "csrf",
-                                  "credentials", "credential", "private_key", "bearer", "--api-key"])
+                                  "credentials", "credential", "private_key", "bearer", "--api-key",
+                                  "--notify-webhook", "slack_webhook_url"])
 def test_secret_names(name):
     assert secret_name(name)
 
@@ -67,3 +68,11 @@ def test_mask_argv():
     assert mask_argv(argv) == ["python", "train.py", "--hf-token", MASK, f"--api_key={MASK}", f"password={MASK}",
                                "--lr", "0.1", "--tokenizer", "gpt2", "--db", f"postgres://u:{MASK}@h/db",
                                "/data/token=ok"]
+
+
+def test_a_webhook_url_on_the_command_line_is_masked():
+    """``watch --notify-webhook URL``: the URL's path is the hook's secret; the run marker's argv
+    (``outdir.claim`` masks it with :func:`mask_argv`) must not keep it."""
+    url = "https://hooks.example.org/services/T0/B0/SECRETXYZ"
+    assert mask_argv(["watch", "--notify-webhook", url, "-o", "d"]) == ["watch", "--notify-webhook", MASK, "-o", "d"]
+    assert mask_argv([f"--notify-webhook={url}"]) == [f"--notify-webhook={MASK}"]
