@@ -9,8 +9,6 @@ import json
 import os
 import shutil
 import subprocess
-import sys
-import time
 from dataclasses import replace
 
 import pytest
@@ -147,25 +145,14 @@ def test_the_error_document_is_in_the_schema():
 
 
 # --- the run marker's argv -------------------------------------------------------------------------
-@pytest.fixture
-def sleeping_rank():
-    """A real Python process with rank variables, blocked in time.sleep."""
-    env = dict(os.environ, RANK="0", WORLD_SIZE="1", LOCAL_RANK="0")
-    proc = subprocess.Popen([sys.executable, "-c", "import time\ndef wait():\n    time.sleep(300)\nwait()"], env=env)
-    time.sleep(0.5)
-    yield proc
-    proc.kill()
-    proc.wait()
-
-
-def test_real_dump_dash_p_dumps_the_process_and_marks_its_command_line(sleeping_rank, tmp_path):
+def test_real_dump_dash_p_dumps_the_process_and_marks_its_command_line(rank_process, tmp_path):
     out = tmp_path / "o"
-    res = run_cli("dump", "-p", sleeping_rank.pid, "-o", out, "--json", "--no-adapt")
+    res = run_cli("dump", "-p", rank_process, "-o", out, "--json", "--no-adapt")
     assert res.returncode == 0, res.stderr
     (rank,) = validate(json.loads(res.stdout))["stacks"]["ranks"]
-    assert rank["pid"] == sleeping_rank.pid and rank["error"] is None
+    assert rank["pid"] == rank_process and rank["error"] is None
     marker = json.loads((out / ".hangdbg-run.json").read_text())
-    assert marker["argv"] == ["dump", "-p", str(sleeping_rank.pid), "-o", str(out), "--json", "--no-adapt"]
+    assert marker["argv"] == ["dump", "-p", str(rank_process), "-o", str(out), "--json", "--no-adapt"]
 
 
 def test_the_marker_holds_the_command_line_with_its_secrets_masked(tmp_path):
