@@ -24,16 +24,22 @@ def watcher(*args: object, cwd: Path, env: dict[str, str] | None = None) -> subp
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
-def finish(p: subprocess.Popen, timeout: float) -> tuple[int, str, str]:
-    """The watcher's exit status, stdout and stderr; a watcher still running after ``timeout``
-    seconds, or one that printed a traceback, fails the test."""
+def finish(p: subprocess.Popen, timeout: float, what: str = "the watcher",
+           job_output: bool = False) -> tuple[int, str, str]:
+    """The exit status, stdout and stderr of ``what`` (a watcher, ``run``); one still running after
+    ``timeout`` seconds, or one that printed a traceback, fails the test. ``job_output``: its stderr
+    carries the job's own output too (``run``), whose tracebacks (torchrun's on its SIGTERM) are the
+    job's: only a traceback through hangdbg's own packages fails it then."""
     try:
         out, err = p.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
         p.kill()
         out, err = p.communicate()
-        pytest.fail(f"the watcher did not finish within {timeout:g} s:\n{err[-3000:]}")
-    assert "Traceback" not in err, err[-3000:]
+        pytest.fail(f"{what} did not finish within {timeout:g} s:\n{err[-3000:]}")
+    if job_output:
+        assert not any(f"hangdbg/{d}/" in err for d in ("cli", "api", "watch", "collect")), err[-3000:]
+    else:
+        assert "Traceback" not in err, err[-3000:]
     return p.returncode, out, err
 
 

@@ -18,6 +18,7 @@ import time
 from pathlib import Path
 
 import pytest
+from _watch import finish as _watch_finish
 from conftest import ROOT, suspects, validate
 
 pytest.importorskip("torch")
@@ -35,17 +36,8 @@ def _run(out: Path, *job: str, cwd: Path, options: tuple[str, ...] = ()) -> subp
 
 
 def finish(p: subprocess.Popen, timeout: float) -> tuple[int, str, str]:
-    """run's exit status, stdout and stderr; run still running after ``timeout`` seconds, or a
-    traceback of hangdbg's own (the job's tracebacks, torchrun's on its SIGTERM, are the job's
-    output on the same stderr), fails the test."""
-    try:
-        out, err = p.communicate(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        p.kill()
-        out, err = p.communicate()
-        pytest.fail(f"run did not finish within {timeout:g} s:\n{err[-3000:]}")
-    assert not any(f"hangdbg/{d}/" in err for d in ("cli", "api", "watch", "collect")), err[-3000:]
-    return p.returncode, out, err
+    """run's exit status, stdout and stderr (:func:`_watch.finish`: the job's tracebacks are the job's)."""
+    return _watch_finish(p, timeout, what="run", job_output=True)
 
 
 def _wait_for(pattern: str, base: Path, proc: subprocess.Popen, timeout: float) -> list[Path]:
