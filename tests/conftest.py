@@ -52,6 +52,10 @@ def _pin_fixture_sources() -> None:
 _pin_fixture_sources()
 
 
+# no hangdbg.toml of the developer's (~/.config), the site's (/etc) or the checkout's changes what a
+# test runs: HANGDBG_CONFIG names the one file read (hangdbg.cli.config), /dev/null an empty one
+os.environ.setdefault("HANGDBG_CONFIG", os.devnull)
+
 def run_cli(*args: str, timeout: float = 180, prefix: list[str] | None = None,
             env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
     """Run the real command line (``python -m hangdbg ...``) in a child process and capture its
