@@ -15,23 +15,32 @@ from ..errors import HangdbgError, UsageError
 from ..tools.subproc import run
 from .hosts import expand_hosts
 
-__all__ = ["SlurmJob", "show_job", "job_state", "parse_show_job", "node_addresses", "WAITING_STATES"]
+__all__ = ["JOBID", "SlurmJob", "show_job", "job_state", "parse_show_job", "node_addresses", "WAITING_STATES"]
+
+
+JOBID = re.compile(r"\d+(_\d+)?")
+"""A SLURM job id: digits, ``_`` and the task for an array job (``4242_7``)."""
 
 
 @dataclass(frozen=True, slots=True)
 class SlurmJob:
+    """A job as ``scontrol show job`` prints it: ``excluded`` is its ``ExcNodeList`` as SLURM wrote
+    it (a host list; '' when ``(null)``)."""
+
     jobid: str
     state: str
     nodes: tuple[str, ...]
+    excluded: str = ""
 
 
 def parse_show_job(text: str, jobid: str) -> SlurmJob:
-    """Parse ``scontrol show job`` output. Raises UsageError when fields are missing."""
+    """Parse ``scontrol show job`` output (one line with ``-o``, or several)."""
     fields = dict(re.findall(r"(\w+)=(\S*)", text))
     state = fields.get("JobState", "UNKNOWN")
     nodelist = fields.get("NodeList", "")
     nodes = expand_hosts(nodelist) if nodelist and nodelist != "(null)" else []
-    return SlurmJob(jobid, state, tuple(nodes))
+    excluded = fields.get("ExcNodeList", "")
+    return SlurmJob(jobid, state, tuple(nodes), "" if excluded == "(null)" else excluded)
 
 
 def job_state(jobid: str, env: dict[str, str] | None = None) -> SlurmJob:
@@ -41,7 +50,7 @@ def job_state(jobid: str, env: dict[str, str] | None = None) -> SlurmJob:
         UsageError: not a job id, or no such job.
         HangdbgError: scontrol is missing or fails otherwise.
     """
-    if not re.fullmatch(r"\d+(_\d+)?", jobid):
+    if not JOBID.fullmatch(jobid):
         raise UsageError(f"--jobid takes a SLURM job id (digits), not {jobid!r}")
     try:
         res = run(["scontrol", "show", "job", jobid], timeout=30, text=True, env=env)

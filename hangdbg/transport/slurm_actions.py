@@ -13,7 +13,6 @@ are merged and compressed with python-hostlist (``node[1-2,5]``). ``watch --then
 
 from __future__ import annotations
 
-import re
 import subprocess
 import time
 from collections.abc import Iterable
@@ -23,6 +22,7 @@ import hostlist
 
 from ..errors import HangdbgError
 from ..tools.subproc import run
+from .slurm import JOBID, parse_show_job
 
 __all__ = ["Exclusion", "exclude_nodes", "exc_node_list", "merged_hostlist", "requeue_excluding", "leave_out"]
 
@@ -53,16 +53,10 @@ class Exclusion:
         return f"job {self.jobid}: ExcNodeList={self.after} (added {hostlist.collect_hostlist(list(self.added))})"
 
 
-def _job_state(show_job_text: str) -> str:
-    m = re.search(r"\bJobState=(\S+)", show_job_text)
-    return m.group(1) if m else ""
-
-
 def exc_node_list(show_job_text: str) -> str:
-    """The ``ExcNodeList`` of ``scontrol -o show job`` output ('' when ``(null)`` or absent)."""
-    m = re.search(r"\bExcNodeList=(\S*)", show_job_text)
-    value = m.group(1) if m else ""
-    return "" if value in ("", "(null)") else value
+    """The ``ExcNodeList`` of ``scontrol -o show job`` output ('' when ``(null)`` or absent):
+    :func:`hangdbg.transport.slurm.parse_show_job`'s ``excluded``."""
+    return parse_show_job(show_job_text, "").excluded
 
 
 def merged_hostlist(existing: str, nodes: Iterable[str]) -> tuple[str, tuple[str, ...]]:
@@ -109,7 +103,7 @@ def exclude_nodes(jobid: str, nodes: Iterable[str], env: dict[str, str] | None =
     Raises:
         HangdbgError: scontrol is missing, fails, times out; a name is not a host list; a bad job id.
     """
-    if not re.fullmatch(r"\d+(_\d+)?", jobid):
+    if not JOBID.fullmatch(jobid):
         raise HangdbgError(f"not a SLURM job id: {jobid!r}")
     before = exc_node_list(_scontrol(["-o", "show", "job", jobid], env))
     after, added = merged_hostlist(before, nodes)
@@ -129,7 +123,7 @@ def requeue_excluding(jobid: str, nodes: Iterable[str], env: dict[str, str] | No
         HangdbgError: scontrol is missing or one of its calls fails (the job cannot be requeued:
             not a batch job, ``--no-requeue``...), or the update still fails after ``settle`` seconds.
     """
-    if not re.fullmatch(r"\d+(_\d+)?", jobid):
+    if not JOBID.fullmatch(jobid):
         raise HangdbgError(f"not a SLURM job id: {jobid!r}")
     _scontrol(["requeuehold", jobid], env)
     deadline = time.monotonic() + settle
@@ -158,9 +152,9 @@ def leave_out(jobid: str, nodes: Iterable[str], env: dict[str, str] | None = Non
     Raises:
         HangdbgError: as :func:`exclude_nodes` and :func:`requeue_excluding`.
     """
-    if not re.fullmatch(r"\d+(_\d+)?", jobid):
+    if not JOBID.fullmatch(jobid):
         raise HangdbgError(f"not a SLURM job id: {jobid!r}")
     nodes = list(nodes)
-    if _job_state(_scontrol(["-o", "show", "job", jobid], env)) == "PENDING":
+    if parse_show_job(_scontrol(["-o", "show", "job", jobid], env), jobid).state == "PENDING":
         return exclude_nodes(jobid, nodes, env), False
     return requeue_excluding(jobid, nodes, env), True
