@@ -38,7 +38,7 @@ from ..model import Verdict
 from ..outdir import OutDir, claim, make_dirs, run_path
 from ..watch.run_env import DebugEnv, debug_env, out_dirs
 from ..tools.pyspy import find_pyspy
-from ..tools.subproc import Popen
+from ..tools.subproc import Popen, kill_group
 from ..transport.targets import TargetSpec
 from ..watch.auto_stall import AutoStall
 from ..watch.plan import WatchPlan, WatchResult
@@ -176,13 +176,11 @@ class _Stopper:
             pass
 
     def stop(self) -> None:
-        """SIGTERM to the job's process group (module docstring)."""
+        """SIGTERM to the job's process group (module docstring); SIGKILL comes from
+        :func:`hangdbg.tools.subproc.kill_group`."""
         self.stopped = True
-        self._killpg(self.signal)
-
-    def _killpg(self, sig: int) -> None:
         try:
-            os.killpg(self.child.pid, sig)
+            os.killpg(self.child.pid, self.signal)
         except (ProcessLookupError, PermissionError):
             pass
 
@@ -196,14 +194,14 @@ class _Stopper:
                 return self.child.wait(timeout=timeout)
             except KeyboardInterrupt:
                 if self.stopped:
-                    self._killpg(signal.SIGKILL)
+                    kill_group(self.child)
                 else:
                     events.note(f"stopping the job ({self.signal.name} to its process group)")
                     self.stop()
                     deadline = time.monotonic() + STOP_GRACE
             except subprocess.TimeoutExpired:
                 events.warn(f"the job did not stop within {STOP_GRACE:g} s: SIGKILL to its process group")
-                self._killpg(signal.SIGKILL)
+                kill_group(self.child)
                 deadline = None
 
     def cleanup(self) -> None:
@@ -211,7 +209,7 @@ class _Stopper:
         signal.signal(signal.SIGINT, self.previous)
         signal.signal(signal.SIGTERM, self.previous_term)
         if self.stopped or self.child.poll() is None:
-            self._killpg(signal.SIGKILL)
+            kill_group(self.child)
             try:
                 self.child.wait(timeout=10)
             except subprocess.TimeoutExpired:
