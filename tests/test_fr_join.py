@@ -19,11 +19,12 @@ H200 = Path(__file__).parent / "fixtures" / "gpu_h200"
 
 
 def _dump(rank: int, ops: list[tuple[str, int, bool]], backend: str = "gloo") -> FrDump:
-    """Rank ``rank``'s dump: ``ops`` in issue order, each (group, seq, done); gloo done = retired."""
+    """Rank ``rank``'s dump: ``ops`` in issue order, each (group, seq, done); gloo done = retired, NCCL done =
+    ``completed`` (and retired)."""
     entries = tuple(
         FrEntry(index=i, record_id=i, pg_id=int(pg), pg_name=pg, pg_desc="", collective_seq_id=seq, p2p_seq_id=0,
                 op_id=seq, profiling_name=f"{backend}:all_reduce", backend=backend, op="all_reduce",
-                input_sizes=((16,),), state="scheduled", retired=done)
+                input_sizes=((16,),), state="completed" if done and backend == "nccl" else "scheduled", retired=done)
         for i, (pg, seq, done) in enumerate(ops))
     return FrDump(path=f"fr/rank_{rank}.json", rank=rank, fmt="json", entries=entries)
 
@@ -41,9 +42,9 @@ def _swap(world: int = 4) -> list[FrDump]:
     return out
 
 
-def _lagging(world: int = 4, late: int = 2) -> list[FrDump]:
+def _lagging(world: int = 4, late: int = 2, backend: str = "gloo") -> list[FrDump]:
     """Every rank but ``late`` is blocked in seq 5 of pg 0; ``late`` completed seq 4 and went no further."""
-    return [_dump(r, _steps(["0"], 4) + ([] if r == late else [("0", 5, False)])) for r in range(world)]
+    return [_dump(r, _steps(["0"], 4) + ([] if r == late else [("0", 5, False)]), backend) for r in range(world)]
 
 
 IN_ALL_REDUCE = Place(PlaceKind.COLLECTIVE, "all_reduce", Frame("train", "train.py", 12))
@@ -69,8 +70,8 @@ def _suspects(findings) -> set[int]:
 
 
 def test_a_rank_behind_is_named_and_the_others_wait_for_it():
-    """The public 128-rank case: every rank in the same compiled step, one rank a collective behind."""
-    found = fr_join(_stacks(places={r: IN_STEP for r in range(4)}), _lagging())
+    """The public 128-rank case (NCCL): every rank in the same compiled step, one rank a collective behind."""
+    found = fr_join(_stacks(places={r: IN_STEP for r in range(4)}), _lagging(backend="nccl"))
     assert _suspects(found) == {2}
     lead = next(f for f in found if f.severity == Severity.SUSPECT)
     assert lead.kind == Kind.FR_MISSING_RANK and lead.source == "flight-recorder"
@@ -123,7 +124,7 @@ def test_every_rank_done_names_nobody():
 def test_a_rank_the_stacks_show_waiting_is_not_blamed():
     waits = Finding(Kind.WAITING, "rank 2 waits on the store for rank 0", ranks=(2,), severity=Severity.WAITING,
                     waits_for=(0,))
-    found = fr_join(_stacks(findings=(waits,), places={r: IN_STEP for r in range(4)}), _lagging())
+    found = fr_join(_stacks(findings=(waits,), places={r: IN_STEP for r in range(4)}), _lagging(backend="nccl"))
     assert not _suspects(found)
     und = [f for f in found if f.kind == Kind.UNDECIDED]
     assert len(und) == 1 and und[0].severity == Severity.WARNING
@@ -136,6 +137,18 @@ def test_a_rank_whose_stack_is_outside_a_collective_unlike_theirs_is_not_blamed(
     found = fr_join(_stacks(places=places), _lagging())
     assert not _suspects(found) and [f.kind for f in found] == [Kind.UNDECIDED]
     assert "not blocked in a collective like theirs" in found[0].summary
+
+
+def test_a_snapshot_of_a_healthy_gloo_job_with_every_rank_computing_blames_nobody():
+    """CI's healthy-midstep: every stack in ``compute``, the flight recorder fetched a moment later
+    shows ranks 0, 1, 3 pending in the next all_reduce and rank 2 not yet there. A gloo call does not
+    return while it is pending: the records and the stacks are of different moments."""
+    computing = Place(PlaceKind.OUTSIDE, None, Frame("compute", "demo/topology.py", 89))
+    found = fr_join(_stacks(places={r: computing for r in range(4)}), _lagging())
+    assert not _suspects(found) and [f.kind for f in found] == [Kind.UNDECIDED]
+    assert "blocked in a gloo collective" in found[0].summary and "ranks {0-1, 3}" in found[0].summary
+    assert "different moments" in found[0].summary
+    assert _suspects(fr_join(_stacks(places={r: computing for r in range(4)}), _lagging(backend="nccl"))) == {2}
 
 
 def test_a_rank_behind_with_nothing_pending_while_its_stack_is_in_a_collective_is_a_stale_snapshot():

@@ -16,7 +16,8 @@ Rules (ours), on top of the flight recorder's own wait-for graph and blame
    torch.distributed where the ranks that wait for it are not (the stacks' own slow-step
    question), that the stacks show waiting for given ranks, or that moved between samples; and a
    rank behind whose records cannot be one moment of a hung job (:func:`_stale`: the dumps and
-   stacks of a live job are taken one after the other).
+   stacks of a live job are taken one after the other), as when a rank is pending in a gloo
+   collective while its stack is outside any (:func:`_busy_waiters`).
 2. Stacks that name suspects: the flight recorder confirms them when it names the same ranks,
    or ranks that the stacks show waiting for them (the flight recorder sees the lag, the stacks
    its cause). Otherwise the two contradict: the stack suspects become warnings and the verdict
@@ -135,6 +136,9 @@ def _why_not(stacks: Analysis | None, base: Sequence[Finding], w: FrWaits, blame
     moved = (set(blame.ranks) | set(blame.others)) & set(stacks.progressing)
     if moved:
         return f"the stacks of {ranks_text(sorted(moved))} changed between samples (the job may be moving)"
+    busy = _busy_waiters(w, blame, stacks)
+    if busy:
+        return busy
     waiting = {r: f.waits_for for f in base if f.severity is Severity.WAITING and f.waits_for for r in f.ranks}
     cls = {r: i for i, c in enumerate(stacks.classes) for r in c.ranks}
     theirs = {cls.get(r) for r in blame.others}
@@ -147,6 +151,27 @@ def _why_not(stacks: Analysis | None, base: Sequence[Finding], w: FrWaits, blame
             return (f"rank {r}'s stack is {place.describe()}, not blocked in a collective like theirs (a slow "
                     "step, or a hang outside torch.distributed)")
     return ""
+
+
+def _busy_waiters(w: FrWaits, blame: FrBlame, stacks: Analysis) -> str:
+    """Ranks that the flight recorder shows blocked in a gloo collective while their stacks show them
+    outside any collective (``PlaceKind.OUTSIDE``: computing, reading...), ``""`` when none.
+
+    A gloo collective runs on CPU and the caller's ``work.wait()`` returns only when it completes
+    (torch ``ProcessGroupGloo``; ``FlightRecorder::record`` at the call, the entry retired at
+    completion), so a rank cannot be pending in one and elsewhere at the same moment: the records and
+    the stacks were taken at different moments of a job that moves (a snapshot of a healthy job finds
+    a rank a collective behind). NCCL is not judged so: its kernel runs on the GPU while the Python
+    thread goes on, so a pending NCCL record with the stack elsewhere is one moment of a hung job."""
+    busy = [r for r in sorted(set(blame.ranks) | set(blame.others))
+            if r in w.blocked and w.blocked[r].entry.backend == "gloo"
+            and (place := stacks.places.get(r)) is not None and place.kind is PlaceKind.OUTSIDE]
+    if not busy:
+        return ""
+    return (f"the flight recorder shows {ranks_text(busy)} blocked in a gloo collective, whose call returns only when "
+            f"it completes, but the stacks show {'it' if len(busy) == 1 else 'them'} "
+            f"{stacks.places[busy[0]].describe()}: the records and the stacks are of different moments of a job "
+            "that moves")
 
 
 def _stale(w: FrWaits, blame: FrBlame, stacks: Analysis | None) -> str:
