@@ -316,6 +316,25 @@ def rank_process() -> Iterator[int]:
         proc.wait()
 
 
+
+@pytest.fixture
+def leftovers(tmp_path_factory, monkeypatch):
+    """The test's own processes and temporary files (tests/infra/leftovers.py): the environment is
+    marked and ``TMPDIR`` is an empty folder of the test's; after the test, none of its processes
+    may be alive (10 s grace) and its TMPDIR must be empty. A test with remote sessions sets
+    ``leftovers.extra = sshd.session_pids``. What is left is killed after the check."""
+    from infra.leftovers import Leftovers
+
+    tracker = Leftovers(tmp_path_factory.mktemp("tmpdir"))
+    for key, value in tracker.env().items():
+        monkeypatch.setenv(key, value)
+    yield tracker
+    try:
+        tracker.assert_none()
+        assert not tracker.temp_files(), f"temporary files left: {tracker.temp_files()}"
+    finally:
+        tracker.kill()
+
 # --------------------------------------------------------------------------------------- lanes
 # Every test is put in its lane here, from its fixtures and its name, so that nobody has to remember
 # a decorator; `pytest -m "not real and not daemon and not fuzz"` is the fast lane. A test no rule
