@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import json
 import os
+import secrets
 import shutil
 import socket
 import threading
@@ -44,7 +45,7 @@ from .errors import UsageError
 from .model import Finding, Kind, Severity
 from .redact import mask_argv
 
-__all__ = ["NotSaved", "OutDir", "make_dirs", "FILE_MODE", "DIR_MODE", "run_path", "not_saved_finding", "not_saved_note", "RUN_MARKER", "OWN_ENTRIES", "check_writable", "claim", "holds_a_run"]
+__all__ = ["NotSaved", "OutDir", "make_dirs", "FILE_MODE", "DIR_MODE", "run_path", "unique_name", "not_saved_finding", "not_saved_note", "RUN_MARKER", "OWN_ENTRIES", "check_writable", "claim", "holds_a_run"]
 
 RUN_MARKER = ".hangdbg-run.json"
 """The marker a ``dump``/``collect`` run writes into its output directory."""
@@ -163,10 +164,13 @@ class OutDir:
         """:meth:`save_bytes` of ``text`` in UTF-8 (unencodable characters replaced)."""
         return self.save_bytes(path, text.encode("utf-8", "replace"))
 
-    def save_chunk(self, path: str | os.PathLike[str], offset: int, data: bytes, last: bool) -> bool:
+    def save_chunk(self, path: str | os.PathLike[str], offset: int, data: bytes, last: bool,
+                   mode: int | None = None) -> bool:
         """Write one chunk (``offset``: bytes into the file) of a file that arrives in pieces: into
         ``path.part``; renamed to ``path`` when ``last``. A file one of whose chunks failed is
-        removed and recorded once (:attr:`not_saved`); its later chunks are dropped.
+        removed and recorded once (:attr:`not_saved`); its later chunks are dropped. ``mode``
+        (with ``last``): the permission bits of the file's source, which the copy keeps or narrows
+        (``mode & FILE_MODE``, ``fchmod`` of the descriptor hangdbg made; never wider than 0600).
 
         Returns:
             True when the chunk was written.
@@ -182,6 +186,8 @@ class OutDir:
             with (_fresh(part) if offset == 0 else _existing(part, 0)) as f:
                 f.seek(offset)
                 f.write(data)
+                if last and mode is not None:
+                    os.fchmod(f.fileno(), FILE_MODE & mode)
             if last:
                 part.replace(path)
             return True
@@ -278,9 +284,21 @@ def _existing(path: Path, flags: int) -> IO[bytes]:
     return os.fdopen(fd, "ab" if flags & os.O_APPEND else "r+b")
 
 
+SUFFIX_BYTES = 3
+"""Random bytes (``secrets.token_hex``: 6 hex digits) after the date of a default output name."""
+
+
+def unique_name(prefix: str) -> str:
+    """``PREFIX-YYYYmmdd-HHMMSS-XXXXXX`` (local time, ``XXXXXX``: 6 random hex digits): a default
+    output name that runs started in the same second never share (a name of the date alone has
+    1-second resolution: six watchers started together chose the same directory and five refused
+    to run)."""
+    return f"{prefix}-{time.strftime('%Y%m%d-%H%M%S')}-{secrets.token_hex(SUFFIX_BYTES)}"
+
+
 def run_path(out: str | os.PathLike[str] | None, prefix: str) -> Path:
-    """``out``, or ``./PREFIX-YYYYmmdd-HHMMSS`` (local time) when the user named none."""
-    return Path(out) if out is not None else Path(f"{prefix}-{time.strftime('%Y%m%d-%H%M%S')}")
+    """``out``, or ``./PREFIX-YYYYmmdd-HHMMSS-XXXXXX`` (:func:`unique_name`) when the user named none."""
+    return Path(out) if out is not None else Path(unique_name(prefix))
 
 
 def check_writable(out: str | os.PathLike[str]) -> Path:

@@ -49,7 +49,7 @@ __all__ = ["dump", "analyze", "claim_out", "save_result", "fan_out_nodes"]
 
 def claim_out(out: Path | None, command: str, argv: Sequence[str] = (), force: bool = False,
               prefix: str = "hangdbg-dump") -> OutDir:
-    """``out``, or ``./PREFIX-YYYYmmdd-HHMMSS``, claimed for this run (:func:`hangdbg.outdir.claim`).
+    """``out``, or ``./PREFIX-YYYYmmdd-HHMMSS-XXXXXX`` (:func:`hangdbg.outdir.unique_name`), claimed for this run (:func:`hangdbg.outdir.claim`).
 
     Raises:
         UsageError: it cannot be created or written, or holds another run's output and not ``force``.

@@ -193,7 +193,7 @@ def add_export_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def out_dir(args: argparse.Namespace, prefix: str = "hangdbg-dump", own: bool = True) -> OutDir:
-    """``--out``, or ``./PREFIX-YYYYmmdd-HHMMSS``: claimed for this run (:func:`hangdbg.outdir.claim`:
+    """``--out``, or ``./PREFIX-YYYYmmdd-HHMMSS-XXXXXX`` (:func:`hangdbg.outdir.unique_name`): claimed for this run (:func:`hangdbg.outdir.claim`:
     created, writable, not holding another run's output unless ``--force``); it becomes the
     command's :attr:`Command.files` by the caller. ``own=False`` (``nccl split``, whose files are
     named after the ranks and rewritten whole): only created and checked writable.
