@@ -33,15 +33,21 @@ Per step the hook costs two clock reads and a ring append; the file is written a
 watcher runs on a login node). ``R`` is the rank (:func:`hangdbg.hooks.rankinfo.rank_info`), or the
 pid when no rank is known. The watcher times changes of the files with its own clock for the stall
 decision (node clocks may differ). Never raises: a heartbeat that cannot be written is skipped
-(training goes on). Standard library only.
+(training goes on) and said once on stderr. ``DIR`` is created with mode 0o700; an existing one (and
+a link at its name) must be this user's: another user's directory, or a link another user planted
+there, is never written into. Each write makes a new temporary file of a random name with
+``O_EXCL | O_NOFOLLOW`` (nothing planted at a temporary name is followed or overwritten) and renames
+it over the file. Standard library only.
 """
 
 from __future__ import annotations
 
 import os
+import stat
 import time
 from collections import deque
 
+from ._private import fresh_temp, warn
 from .rankinfo import rank_info
 
 __all__ = ["heartbeat", "synced", "heartbeat_path", "DEFAULT_DIR", "ENV_DIR", "RING", "FORMAT_LINE"]
@@ -105,17 +111,42 @@ def _write(path: str, wall: float, step: int | None) -> bool:
     if ring:
         lines.append(FORMAT_LINE)
         lines += [f"s {s} {t:.4f} {'-' if c is None else format(c, '.4f')}" for s, t, c in ring]
-    tmp = f"{path}.{os.getpid()}.tmp"
+    directory = os.path.dirname(path) or "."
+    why = _not_ours(directory)
+    if why:
+        warn("heartbeat-dir:" + directory, f"heartbeat not written: {directory} is {why} (another user's directory or "
+             f"link is never written into); step {step} reached at {wall:.3f}; training goes on")
+        return False
+    tmp = ""
     try:
-        os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+        tmp, fd = fresh_temp(path)  # O_EXCL | O_NOFOLLOW, a random name: nothing planted is written into
         with os.fdopen(fd, "w") as f:
             f.write("\n".join(lines) + "\n")
-        os.replace(tmp, path)
-    except OSError:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
+        os.replace(tmp, path)  # a link at ``path`` is replaced, not followed
+    except OSError as exc:
+        if tmp:
+            try:
+                os.unlink(tmp)
+            except OSError:
+                pass
+        warn("heartbeat-write:" + directory, f"heartbeat not written into {directory}: {exc.strerror or exc}; "
+             f"step {step} reached at {wall:.3f}; training goes on")
         return False
     return True
+
+
+def _not_ours(directory: str) -> str:
+    """Why the heartbeat must not be written into ``directory`` ("" when it may): it is created
+    (mode 0o700) when missing; an existing one, and a symbolic link there (this user's own link is
+    followed), must be this user's (effective uid)."""
+    try:
+        os.makedirs(directory, mode=0o700, exist_ok=True)
+        lst, st = os.lstat(directory), os.stat(directory)
+    except OSError as exc:
+        return f"not usable ({exc.strerror or exc})"
+    me = os.geteuid()
+    if lst.st_uid != me:
+        return f"{'a link' if stat.S_ISLNK(lst.st_mode) else 'a directory'} of uid {lst.st_uid}"
+    if st.st_uid != me:
+        return f"a link to a directory of uid {st.st_uid}"
+    return ""

@@ -18,6 +18,7 @@ This module imports torch at its top; ``hangdbg`` itself never imports it eagerl
 from __future__ import annotations
 
 import collections
+import contextlib
 import dataclasses
 import os
 import sys
@@ -26,6 +27,7 @@ from typing import Any, Iterable
 
 import torch
 
+from ._private import fresh_temp
 from .rankinfo import rank_info
 
 __all__ = [
@@ -154,7 +156,10 @@ class DebugUnderflowOverflow:
         abort_after_batch_num: raise :class:`BatchLimitReached` once this batch has finished.
         check_backward: also check ``grad_input``/``grad_output`` of every module (full
             backward hooks; modules that modify their inputs in place cannot be hooked so).
-        report_dir: also write the report to ``report_dir/overflow-rank{R}.txt``.
+        report_dir: also write the report to ``report_dir/overflow-rank{R}.txt`` (written anew,
+            links not followed); when it cannot be written (read-only, no permission, full) the
+            report goes to stderr with the reason and the detection is raised all the same
+            (``report_path`` None): never an ``OSError`` from inside the forward pass.
 
     Attributes: ``batch_number`` (forward calls of the root finished), ``host_syncs``
     (device-to-host copies made so far: one per forward, one per checked backward),
@@ -359,17 +364,34 @@ class DebugUnderflowOverflow:
         report = "\n".join(lines)
         self.last_report = report
         self.frames.clear()
-        path = None
-        if self.report_dir is not None:
-            self.report_dir.mkdir(parents=True, exist_ok=True)
-            path = self.report_dir / f"overflow-rank{rank if rank is not None else 0}.txt"
-            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600)  # owner-only
-            with os.fdopen(fd, "w") as f:
-                f.write(report + "\n")
+        path = self._save(report, rank) if self.report_dir is not None else None
         self._emit("\n" + report + "\n")
         raise OverflowDetected(report, module_name=frame.name, module_class=frame.cls, ctx=ctx,
                                batch_number=batch, phase=phase, rank=rank,
                                report_path=str(path) if path else None)
+
+    def _save(self, report: str, rank: int | None) -> Path | None:
+        """Write ``report`` to ``report_dir/overflow-rank{R}.txt`` (owner-only, a new file of a random
+        name made with ``O_EXCL | O_NOFOLLOW``, renamed over the old one: nothing planted there is
+        followed); None when it cannot be written: then the report goes to stderr with the reason,
+        and the detection is raised all the same."""
+        assert self.report_dir is not None
+        path = self.report_dir / f"overflow-rank{rank if rank is not None else 0}.txt"
+        tmp = ""
+        try:
+            self.report_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+            tmp, fd = fresh_temp(str(path))
+            with os.fdopen(fd, "w") as f:
+                f.write(report + "\n")
+            os.replace(tmp, path)
+            return path
+        except OSError as exc:
+            if tmp:
+                with contextlib.suppress(OSError):
+                    os.unlink(tmp)
+            print(f"hangdbg: the overflow report could not be written to {path} ({exc.strerror or exc}); "
+                  f"it follows here:\n{report}", file=sys.stderr, flush=True)
+            return None
 
     def _emit(self, text: str) -> None:
         print(text, file=self.stream or sys.stdout, flush=True)

@@ -13,7 +13,8 @@ it is and whether it returned; :func:`hangdbg.collect.op_records.read_op_records
 
 File ``{directory}/{pid}.json``; directory: the argument, else :func:`record_dir`
 (``$HANGDBG_RECORD_DIR``, else ``/dev/shm/hangdbg-rec-<uid>``, else ``<tempdir>/hangdbg-rec-<uid>``),
-created with mode 0o700 (the default one must be a directory of this user only). The file (mode
+created with mode 0o700 (the default one must be a directory of this user only: when another user
+made it or planted a link there, a new ``hangdbg-rec-<uid>-XXXXXXXX`` next to it is used). The file (mode
 0o600, 4096 bytes unless huge groups need more, a multiple of 4096) is mapped with ``mmap`` and
 rewritten in place, never replaced. It is one JSON object padded with spaces (fields:
 :mod:`hangdbg.stacks.op_record`)::
@@ -63,19 +64,18 @@ import inspect
 import json
 import mmap
 import os
-import stat
-import tempfile
 import threading
 import time
 import weakref
 from pathlib import Path
-from typing import Any, Callable, Mapping
+from typing import Any, Callable
 
 from ..launch_env import RANK_VARS, WORLD_SIZE_VARS, first_int
+from ._private import create_excl, warn
+from .record_dir import ENV_DIR, _make_dir, _private_dir, fallback_dirs, record_dir
 
-__all__ = ["ENV_DIR", "WRAPPED", "record_dir", "record_collectives", "stop_recording"]
+__all__ = ["ENV_DIR", "WRAPPED", "record_dir", "fallback_dirs", "record_collectives", "stop_recording"]
 
-ENV_DIR = "HANGDBG_RECORD_DIR"
 VERSION = 1
 PAGE = 4096
 _OP_ROOM = 400  # bytes for an op besides its group's name and rank list
@@ -97,29 +97,6 @@ WRAPPED = (*_COLLECTIVE, *_ROOTED, *_P2P, "batch_isend_irecv", "new_group")
 """The ``torch.distributed`` functions recorded (those missing from the installed torch are skipped)."""
 
 
-def record_dir(env: Mapping[str, str] | None = None, uid: int | None = None) -> Path:
-    """The record directory of a process of environment ``env`` (default ``os.environ``) and user
-    ``uid`` (default this one): ``$HANGDBG_RECORD_DIR``, else ``/dev/shm/hangdbg-rec-<uid>``, else
-    ``<tempdir>/hangdbg-rec-<uid>`` (tempdir: ``TMPDIR``/``TEMP``/``TMP``, :func:`tempfile.gettempdir`)."""
-    env = os.environ if env is None else env
-    if env.get(ENV_DIR):
-        return Path(env[ENV_DIR])
-    name = f"hangdbg-rec-{os.getuid() if uid is None else uid}"
-    if os.path.isdir("/dev/shm"):
-        return Path("/dev/shm", name)
-    return Path(env.get("TMPDIR") or env.get("TEMP") or env.get("TMP") or tempfile.gettempdir(), name)
-
-
-def _make_dir(directory: Path, default: bool) -> None:
-    directory.mkdir(mode=0o700, parents=True, exist_ok=True)
-    st = os.lstat(directory)
-    if not stat.S_ISDIR(st.st_mode):
-        raise NotADirectoryError(f"{directory}: not a directory")
-    if default and (st.st_uid != os.geteuid() or st.st_mode & 0o022):
-        raise PermissionError(f"{directory}: not a private directory of uid {os.geteuid()} "
-                              f"(owner {st.st_uid}, mode {st.st_mode & 0o777:o}); set {ENV_DIR}")
-
-
 class _RecordFile:
     """The mapped, locked file (no torch here): a header rewritten when it changes, then the op
     (``head`` + fixed-length ``suffix``: state and time) rewritten per call."""
@@ -129,7 +106,10 @@ class _RecordFile:
         self.head, self.suffix = b"", b"null"  # the current op (JSON null before the first)
         self.suffix_at: int | None = None
         self.mm: mmap.mmap | None = None
-        self.fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+        try:  # made anew, never through a link (the directory is this user's: a file there is a stale one of ours)
+            self.fd = create_excl(str(path), 0o600, os.O_RDWR)
+        except FileExistsError:
+            self.fd = os.open(path, os.O_RDWR | os.O_NOFOLLOW | os.O_CLOEXEC)
         try:
             for _ in range(50):  # a reader probing for staleness holds a shared lock for microseconds
                 try:
@@ -555,7 +535,7 @@ if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
-def record_collectives(directory: str | None = None) -> Path:
+def record_collectives(directory: str | None = None) -> Path | None:
     """Start recording this process's ``torch.distributed`` operations; returns the record file.
 
     Args:
@@ -566,18 +546,30 @@ def record_collectives(directory: str | None = None) -> Path:
     are filled in at the first op after init); a second call returns the same path. Imports torch.
     Format: this module's docstring. :func:`stop_recording` undoes it.
 
-    Raises:
-        PermissionError: the default directory exists but is not a private directory of this user.
-        OSError: the directory or the file cannot be created, or the file is locked by another
-            live process (``BlockingIOError``).
+    The default directory must be a private directory of this user (``lstat``: not a link, this
+    user's, writable by no one else); when it is not (another user made it, or planted a link
+    there), a new private one next to it is used (``hangdbg-rec-<uid>-XXXXXXXX``, which the readers
+    look in too) and stderr says so. The file is made with ``O_EXCL | O_NOFOLLOW``.
+
+    Returns:
+        the record file (Path), or None when recording could not start (the directory or the file
+        cannot be made, the file is locked by another live process): stderr says why, once, and the
+        training goes on unrecorded. Never raises ``OSError``.
     """
     global _rec
     with _install_lock:
         if _rec is not None and _rec.pid == os.getpid():
             return _rec.file.path
-        d = Path(directory) if directory else record_dir()
-        _make_dir(d, default=not directory and not os.environ.get(ENV_DIR))
-        rec = _Recorder(d / f"{os.getpid()}.json")
+        try:
+            if directory or os.environ.get(ENV_DIR):
+                d = Path(directory) if directory else record_dir()
+                _make_dir(d, default=False)
+            else:
+                d = _private_dir(record_dir())
+            rec = _Recorder(d / f"{os.getpid()}.json")
+        except OSError as exc:
+            warn("recorder", f"record_collectives: not recording ({exc}); training goes on")
+            return None
         _install()
         _rec = rec
         rec.group(None)  # WORLD and the rank into the header now if initialised
