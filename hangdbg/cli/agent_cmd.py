@@ -93,10 +93,12 @@ def add_gather_arguments(p: argparse.ArgumentParser) -> None:
     g.add_argument("--dmesg", action="store_true", help="the kernel log (GPU Xid errors)")
     g.add_argument("--exe", metavar="PYTHON", help="the Python executable of the core files (default: found from each core)")
     g.add_argument("--max-bytes", type=int, default=256 << 20, metavar="N", help="send at most the last N bytes of a file (default 256 MiB)")
+    g.add_argument("--all-users", action="store_true",
+                   help="also take files of other users (by default only your own regular files are taken; links are never followed; what is skipped is reported)")
 
 
 def gather_options(args: argparse.Namespace) -> GatherOptions:
     """The evidence options (false when none was given)."""
     return GatherOptions(tuple(args.nccl_logs), tuple(args.cores), tuple(args.traces), tuple(args.logs),
-                         args.dmesg, args.max_bytes, args.exe)
+                         args.dmesg, args.max_bytes, args.exe, bool(getattr(args, "all_users", False)))
 

@@ -76,6 +76,7 @@ class FileSink:
     Chunks go to ``<name>.part`` at their offset as they arrive; the file gets its name when the
     last chunk is in. Names are sanitised per path component (no ``..``, no absolute paths), and a
     path that resolves outside ``out`` (a symlink in the way) is refused and counted in ``bad``.
+    The ``mode`` of a message (the source's permission bits) narrows the copy: ``mode & 0o600``.
     """
 
     def __init__(self, out: OutDir) -> None:
@@ -101,7 +102,9 @@ class FileSink:
         if path is None or offset < 0:
             self.bad += 1
             return
-        self.out.save_chunk(path, offset, data, bool(msg.get("last")))  # a failed file is recorded as not saved
+        mode = msg.get("mode")  # the source's permission bits: the copy keeps them or narrower
+        self.out.save_chunk(path, offset, data, bool(msg.get("last")),  # a failed file is recorded as not saved
+                            mode if isinstance(mode, int) and not isinstance(mode, bool) else None)
 
 
 @dataclass(frozen=True, slots=True)

@@ -6,23 +6,28 @@ here (``{host}`` becomes this node's name), turns each kind into something small
 (NCCL logs split per rank, core files into backtraces: a multi-GB core never crosses the
 network), and sends the results as ``file`` messages of at most 1 MiB each, which the
 coordinator writes under ``OUT/<host>/``. What cannot be read becomes a ``problem`` message;
-the rest is still sent.
+the rest is still sent. Only regular files that are not links are taken, through no link below
+the pattern's root, and only this user's unless ``--all-users`` (:mod:`hangdbg.collect.safe_open`);
+a matched path not taken is a ``problem`` message starting ``skipped:`` with the reason (the node's
+reason in the document), which does not fail the node. A copy keeps the source's permission bits
+or narrower (``mode`` of the ``file`` messages; the coordinator writes ``mode & 0o600``).
 """
 
 from __future__ import annotations
 
 import base64
-import glob
 import os
 import shutil
+import stat
 import subprocess
 import tempfile
 from dataclasses import dataclass
-from typing import Any, Callable, NamedTuple
+from typing import Any, BinaryIO, Callable, NamedTuple
 
 from ..evidence.own_output import GDB_TEXT_SUFFIX
 from ..enums import NodeStatus
 from ..outdir import OutDir
+from .safe_open import Match, Skipped, matches, open_matched
 from ..text.lines import open_input
 from ..tools.subproc import run
 
@@ -59,6 +64,8 @@ class GatherOptions:
         dmesg: also send the kernel log (``dmesg``, else ``journalctl -k``, else /var/log/kern.log).
         max_bytes: larger files are cut to their last ``max_bytes`` bytes (default 256 MiB).
         exe: the Python executable for the core files (``None``: found from the core).
+        all_users: also take other users' files (``--all-users``); by default a matched file
+            that is not this user's is skipped and reported (:mod:`hangdbg.collect.safe_open`).
     """
 
     nccl_logs: tuple[str, ...] = ()
@@ -68,6 +75,7 @@ class GatherOptions:
     dmesg: bool = False
     max_bytes: int = 256 << 20
     exe: str | None = None
+    all_users: bool = False
 
     def __bool__(self) -> bool:
         """Anything asked for at all."""
@@ -82,38 +90,59 @@ class GatherOptions:
                 out += [flag, v]
         out += ["--dmesg"] if self.dmesg else []
         out += ["--exe", self.exe] if self.exe else []
+        out += ["--all-users"] if self.all_users else []
         return out + ["--max-bytes", str(self.max_bytes)]
 
 
 def expand_globs(patterns: tuple[str, ...] | list[str], host: str) -> list[str]:
-    """The regular files matching ``patterns`` (``{host}`` replaced, ``~`` expanded), sorted, once each."""
-    found: dict[str, None] = {}
-    for pat in patterns:
-        pat = os.path.expanduser(pat.replace("{host}", host))
-        for p in sorted(glob.glob(pat, recursive=True)):
-            if os.path.isfile(p):
-                found.setdefault(p, None)
-    return list(found)
+    """The paths ``patterns`` match (``{host}`` replaced, ``~`` expanded), sorted, once each: all
+    but directories (:func:`hangdbg.collect.safe_open.matches`; which of them are taken is
+    :func:`hangdbg.collect.safe_open.open_matched`'s to say)."""
+    return [m.path for m in matches(patterns, host)]
 
 
 class _Sender:
-    def __init__(self, host: str, send: Send, max_bytes: int) -> None:
-        self.host, self.send, self.max_bytes = host, send, max_bytes
+    def __init__(self, host: str, send: Send, max_bytes: int, all_users: bool = False) -> None:
+        self.host, self.send, self.max_bytes, self.all_users = host, send, max_bytes, all_users
         self.files: list[str] = []
         self.problems: list[dict[str, str]] = []
+        self.skipped: list[dict[str, str]] = []
 
     def problem(self, what: str, reason: str) -> None:
         p = {"what": what, "reason": reason}
         self.problems.append(p)
         self.send({"type": "problem", "host": self.host, **p})
 
-    def file(self, name: str, path: str) -> None:
-        """Send ``path`` as ``name`` in chunks (its tail when larger than ``max_bytes``)."""
+    def skip(self, what: str, reason: str) -> None:
+        """A matched file not taken (a link, another user's...): reported with the node's problems
+        (the node's reason in the document says it), but no failure of the node."""
+        p = {"what": what, "reason": f"skipped: {reason}"}
+        self.skipped.append(p)
+        self.send({"type": "problem", "host": self.host, **p})
+
+    def open(self, m: Match) -> tuple[BinaryIO, os.stat_result] | None:
+        """``m`` opened as :func:`hangdbg.collect.safe_open.open_matched` does, or None (reported skipped)."""
         try:
-            f = open_input(path)  # a FIFO or device matched by a glob would block or never end
-        except OSError as exc:
-            self.problem(path, f"cannot read: {exc.strerror or exc}")
-            return
+            return open_matched(m, self.all_users)
+        except Skipped as why:
+            self.skip(m.path, str(why))
+            return None
+
+    def matched(self, name: str, m: Match) -> None:
+        """Send the matched file ``m`` as ``name`` (or report it skipped)."""
+        got = self.open(m)
+        if got is not None:
+            self.file(name, m.path, got[0], got[1].st_mode)
+
+    def file(self, name: str, path: str, f: BinaryIO | None = None, mode: int | None = None) -> None:
+        """Send ``path`` (or the open ``f`` read from its start, closed after) as ``name`` in chunks (its tail when
+        larger than ``max_bytes``); ``mode``: the source's mode, which the copy keeps or narrows."""
+        if f is None:
+            try:
+                f = open_input(path)  # a FIFO or device matched by a glob would block or never end
+            except OSError as exc:
+                self.problem(path, f"cannot read: {exc.strerror or exc}")
+                return
         with f:
             size = os.fstat(f.fileno()).st_size
             start = max(0, size - self.max_bytes)
@@ -126,23 +155,28 @@ class _Sender:
                     self.problem(path, f"read failed after {offset} bytes: {exc.strerror or exc}")
                     data, size = b"", start + offset
                 last = len(data) < CHUNK_BYTES or start + offset + len(data) >= size
-                self._chunk(name, offset, data, last, path, size, start)
+                self._chunk(name, offset, data, last, path, size, start, mode)
                 offset += len(data)
                 if last:
                     break
         self.files.append(name)
 
-    def text(self, name: str, text: str, source: str) -> None:
+    def text(self, name: str, text: str, source: str, mode: int | None = None) -> None:
         data = text.encode()
         for i in range(0, max(1, len(data)), CHUNK_BYTES):
-            self._chunk(name, i, data[i:i + CHUNK_BYTES], i + CHUNK_BYTES >= len(data), source, len(data), 0)
+            self._chunk(name, i, data[i:i + CHUNK_BYTES], i + CHUNK_BYTES >= len(data), source, len(data), 0, mode)
         self.files.append(name)
 
-    def _chunk(self, name: str, offset: int, data: bytes, last: bool, source: str, size: int, skipped: int) -> None:
-        """One ``file`` message: ``data`` at ``offset`` of ``name`` (the coordinator's FileSink writes it)."""
-        self.send({"type": "file", "host": self.host, "name": name, "offset": offset,
-                   "data": base64.b64encode(data).decode("ascii"), "last": last,
-                   "source": source, "size": size, "skipped_bytes": skipped})
+    def _chunk(self, name: str, offset: int, data: bytes, last: bool, source: str, size: int, skipped: int,
+               mode: int | None = None) -> None:
+        """One ``file`` message: ``data`` at ``offset`` of ``name`` (the coordinator's FileSink
+        writes it; ``mode``: the permission bits of the source, which the copy keeps or narrows)."""
+        msg = {"type": "file", "host": self.host, "name": name, "offset": offset,
+               "data": base64.b64encode(data).decode("ascii"), "last": last,
+               "source": source, "size": size, "skipped_bytes": skipped}
+        if mode is not None:
+            msg["mode"] = stat.S_IMODE(mode)
+        self.send(msg)
 
 
 def _unique(name: str, used: set[str]) -> str:
@@ -210,17 +244,17 @@ def gather(opts: GatherOptions, host: str, send: Send, read_core: ReadCore | Non
         read_core: reads a core file into what is sent (``hangdbg agent`` passes the one of
             ``hangdbg core``); None: core files are reported as not read.
     """
-    s = _Sender(host, send, opts.max_bytes)
+    s = _Sender(host, send, opts.max_bytes, opts.all_users)
     used: set[str] = set()
 
-    nccl = expand_globs(opts.nccl_logs, host)
+    nccl = matches(opts.nccl_logs, host)
     if nccl:
         _send_nccl(s, nccl, used)
-    for core in expand_globs(opts.cores, host):
+    for core in matches(opts.cores, host):
         _send_core(s, core, opts.exe, used, read_core)
     for kind, patterns in (("traces", opts.traces), ("logs", opts.logs)):
-        for p in expand_globs(patterns, host):
-            s.file(_unique(f"{kind}/{os.path.basename(p)}", used), p)
+        for m in matches(patterns, host):
+            s.matched(_unique(f"{kind}/{os.path.basename(m.path)}", used), m)
     if opts.dmesg:
         text, source, problem = _kernel_log()
         if text is None:
@@ -231,46 +265,76 @@ def gather(opts: GatherOptions, host: str, send: Send, read_core: ReadCore | Non
     status = NodeStatus.OK if s.files else (NodeStatus.NOTHING if not s.problems else NodeStatus.ERROR)
     if not asked:
         status = NodeStatus.NOTHING
-    return {"type": "done", "host": host, "status": status.value, "files": s.files, "problems": s.problems}
+    return {"type": "done", "host": host, "status": status.value, "files": s.files, "problems": s.problems,
+            "skipped": s.skipped}
 
 
-def _send_nccl(s: _Sender, logs: list[str], used: set[str]) -> None:
+def _send_nccl(s: _Sender, matched: list[Match], used: set[str]) -> None:
     """Split the node's NCCL logs per rank here and send the per-rank files (the raw logs when
-    they hold no NCCL record or the split fails)."""
+    they hold no NCCL record or the split fails). Each log is opened once as
+    :func:`~hangdbg.collect.safe_open.open_matched` says, and read through that descriptor
+    (``/proc/self/fd/N``): a name swapped meanwhile is never read. The per-rank files keep the
+    narrowest mode of the logs."""
     from ..evidence.nccl.split import split_logs  # noqa: PLC0415
 
-    with tempfile.TemporaryDirectory(prefix="hangdbg-nccl-") as tmp:
-        try:
-            res = split_logs(logs, OutDir(tmp))
-        except Exception as exc:  # send the raw logs rather than nothing
-            s.problem("nccl split", f"splitting failed ({exc!r}); the raw logs are sent")
-        else:
-            for path, why in res.errors:
-                s.problem(path, f"cannot read: {why}")
-            if res.records:
-                for name in sorted(res.written):
-                    s.file(_unique(f"nccl/{name}", used), os.path.join(tmp, name))
-                return
-            s.problem("nccl split", "no NCCL_DEBUG record in the logs; they are sent as they are")
-    for p in logs:
-        s.file(_unique(f"nccl/{os.path.basename(p)}", used), p)
+    opened = [(m, got) for m in matched if (got := s.open(m)) is not None]
+    if not opened:
+        return
+    by_fd = {f"/proc/self/fd/{got[0].fileno()}": m.path for m, got in opened}
+    mode = 0o7777
+    for _, (_, st) in opened:
+        mode &= st.st_mode
+    try:
+        with tempfile.TemporaryDirectory(prefix="hangdbg-nccl-") as tmp:
+            try:
+                res = split_logs(list(by_fd), OutDir(tmp))
+            except Exception as exc:  # send the raw logs rather than nothing
+                s.problem("nccl split", f"splitting failed ({exc!r}); the raw logs are sent")
+            else:
+                for path, why in res.errors:
+                    s.problem(by_fd.get(path, path), f"cannot read: {why}")
+                if res.records:
+                    for name in sorted(res.written):
+                        s.file(_unique(f"nccl/{name}", used), os.path.join(tmp, name), mode=mode)
+                    return
+                s.problem("nccl split", "no NCCL_DEBUG record in the logs; they are sent as they are")
+        for m, (f, st) in opened:
+            s.file(_unique(f"nccl/{os.path.basename(m.path)}", used), m.path, f, st.st_mode)
+    finally:
+        for _, (f, _) in opened:
+            f.close()
 
 
-def _send_core(s: _Sender, core: str, exe: str | None, used: set[str], read_core: ReadCore | None) -> None:
+def _send_core(s: _Sender, m: Match, exe: str | None, used: set[str], read_core: ReadCore | None) -> None:
     """Read a core file here (signal, threads, Python frames, rank from its environment) and send
-    only the ``hangdbg core`` JSON document and gdb's backtrace text, never the core itself."""
+    only the ``hangdbg core`` JSON document and gdb's backtrace text, never the core itself. The
+    core is first checked as :func:`~hangdbg.collect.safe_open.open_matched` says (a link or another
+    user's core without ``--all-users`` is skipped), and read only when it is still that file after."""
+    core = m.path
     if read_core is None:
         s.problem(core, "this agent does not read core files")
         return
-    try:
-        got = read_core(core, exe)
-    except Exception as exc:  # a reader bug must not stop the other files
-        s.problem(core, f"cannot read the core file: {exc!r}")
+    got_file = s.open(m)
+    if got_file is None:
         return
+    f, st = got_file
+    with f:
+        try:
+            got = read_core(core, exe)
+        except Exception as exc:  # a reader bug must not stop the other files
+            s.problem(core, f"cannot read the core file: {exc!r}")
+            return
+        try:
+            now = os.lstat(core)
+        except OSError:
+            now = None
+        if now is None or (now.st_dev, now.st_ino) != (st.st_dev, st.st_ino):
+            s.skip(core, "replaced while being read (collect follows no link)")
+            return
     if isinstance(got, str):
         s.problem(core, got)
         return
     name = os.path.basename(core)
-    s.text(_unique(f"cores/{name}.json", used), got.document, core)
+    s.text(_unique(f"cores/{name}.json", used), got.document, core, st.st_mode)
     for text in got.gdb_texts:
-        s.text(_unique(f"cores/{name}{GDB_TEXT_SUFFIX}", used), text, core)
+        s.text(_unique(f"cores/{name}{GDB_TEXT_SUFFIX}", used), text, core, st.st_mode)

@@ -5,7 +5,8 @@ directory of a rank is the ``directory`` given, else (:func:`record_path`) the f
 file of: the ``HANGDBG_RECORD_DIR`` of the process's start environment (``/proc/<pid>/environ``;
 a variable set by the script at run time is not there), the ``HANGDBG_RECORD_DIR`` of this
 process, the default of :func:`hangdbg.hooks.recorder.record_dir` for the process's owner
-(``/dev/shm/hangdbg-rec-<uid>``). Reader and ranks must share the pid and mount namespaces (same
+(``/dev/shm/hangdbg-rec-<uid>``, or the ``hangdbg-rec-<uid>-XXXXXXXX`` a rank made next to it when that
+name was another user's). Reader and ranks must share the pid and mount namespaces (same
 node, same container).
 
 A record is left out when its file is missing, unreadable, too large, torn on every one of a few
@@ -24,7 +25,7 @@ from typing import Iterable
 
 import psutil
 
-from ..hooks.recorder import ENV_DIR, record_dir
+from ..hooks.record_dir import ENV_DIR, fallback_dirs, record_dir
 from ..stacks.op_record import OpRecord, parse_op_record
 
 __all__ = ["read_op_records", "record_path"]
@@ -44,15 +45,16 @@ def _candidates(pid: int) -> list[Path]:
     except OSError:
         uid = os.getuid()
     dirs = [Path(d) for d in (env.get(ENV_DIR), os.environ.get(ENV_DIR)) if d]
-    dirs.append(record_dir({}, uid))
+    default = record_dir({}, uid)
+    dirs += [*fallback_dirs(default), default]  # a fallback exists only when the default was someone else's
     return [d / f"{pid}.json" for d in dict.fromkeys(dirs)]
 
 
 def record_path(pid: int, directory: str | None = None) -> Path:
     """Where the rank ``pid`` (int) keeps its record: ``<directory>/<pid>.json`` when a directory
     (str) is given; else the first that exists of: the directory of the ``HANGDBG_RECORD_DIR`` of
-    the process's start environment, the one of this process's environment, and the default
-    directory of the process's owner (that last one when none exists). Never raises."""
+    the process's start environment, the one of this process's environment, the fallback directories
+    of the process's owner (:func:`hangdbg.hooks.record_dir.fallback_dirs`) and its default directory (that last one when none exists). Never raises."""
     if directory:
         return Path(directory, f"{pid}.json")
     paths = _candidates(pid)
