@@ -291,3 +291,34 @@ def test_six_dumps_started_together_get_six_folders(tmp_path, leftovers, rank_pr
     for d in dirs:
         assert d.startswith("hangdbg-dump-") and len(d.rsplit("-", 1)[1]) == 6, d  # DATE-HHMMSS-XXXXXX
         assert (cwd / d / "raw" / "rank-0000.txt").is_file()
+
+
+# --- tracer -----------------------------------------------------------------------------------
+
+TRACE = """
+    import sys
+    sys.path.insert(0, sys.argv[1])
+    import tracer
+    with tracer.NicerTrace(outdir=sys.argv[2], filename="trace-rank0.txt") as tr:
+        sum(range(3))
+    print(tr.path)
+"""
+
+
+def test_tracer_writes_through_no_link_planted_at_its_file_name(shared, leftovers):
+    """A shared trace folder: ``nobody`` plants ``trace-rank0.txt`` -> root's file. The tracer neither
+    truncates nor writes the target; it traces into a new owner-only file next to the link and says so."""
+    victim = shared / "victim"
+    victim.write_text("root's\n")
+    victim.chmod(0o600)
+    traces = shared / "traces"
+    traces.mkdir()
+    traces.chmod(0o1777)
+    as_nobody(f"ln -s {victim} {traces}/trace-rank0.txt")
+    res = child(TRACE.replace("sys.argv[1]", repr(str(F.ROOT))).replace("sys.argv[2]", repr(str(traces))))
+    assert res.returncode == 0, res.stderr
+    assert victim.read_text() == "root's\n" and mode(victim) == 0o600
+    written = Path(res.stdout.strip())
+    assert written.parent == traces and written.name.startswith("trace-rank0.txt.") and not written.is_symlink()
+    assert mode(written) == 0o600 and written.stat().st_size > 0
+    assert "is a link, not followed" in res.stderr, res.stderr
