@@ -78,21 +78,29 @@ def test_waiting_or_idle_and_the_signature():
 
 # --- the probes --------------------------------------------------------------------------------
 
-def test_log_probe_counts_complete_matching_lines_and_survives_rotation(tmp_path):
+def test_log_probe_follows_the_last_matching_line_and_distrusts_a_truncated_log(tmp_path):
     log = tmp_path / "train.log"
     probe = LogProbe([str(tmp_path / "*.log")], re.compile(r"^step \d+"))
-    assert probe.progress() is None  # no file yet
+    assert probe.progress() is None and probe.blind  # no file yet
+    assert any("no file matches" in w for w in probe.take_warnings()[0])
     log.write_text("loading\nstep 1 loss 3\nstep 2 lo")
-    assert probe.progress() == 1      # the half-written line waits for its newline
+    assert probe.progress() is None and probe.blind  # a file that appeared later: trusted once it moves
     with log.open("a") as f:
         f.write("ss 2\nwarning: slow\n")
-    assert probe.progress() == 2
-    log.write_text("step 9\n")          # rotated: shorter than what was read
-    assert probe.progress() == 1
-    (tmp_path / "other.log").write_text("step 1\nstep 2\n")  # a new file matching the glob
-    assert probe.progress() == 3
+    at = len("loading\nstep 1 loss 3\nstep 2 loss 2\n")
+    assert probe.progress() == ((str(log), at),) and not probe.blind
+    assert probe.take_warnings()[1]  # "trusted again"
+    with log.open("a") as f:
+        f.write("warning: still slow\n" * 3)
+    assert probe.progress() == ((str(log), at),)  # warnings are no progress
+    log.write_text("step 9\n")          # truncated: shorter than what was read
+    assert probe.progress() is None and probe.blind
+    assert any("truncated" in w for w in probe.take_warnings()[0])
+    with log.open("a") as f:
+        f.write("step 10\n")
+    assert probe.progress() == ((str(log), len("step 9\nstep 10\n")),)
     sizes = LogProbe([str(log)])
-    assert sizes.progress() == log.stat().st_size
+    assert sizes.progress() == ((str(log), log.stat().st_size),)
 
 
 def test_log_probe_skips_a_fifo_and_a_directory(tmp_path):
@@ -204,17 +212,23 @@ def test_over_ssh_a_job_ends_only_after_its_ranks_were_seen(tmp_path):
     assert cmd.alive()
 
 
-def test_log_probe_reads_at_most_the_cap_per_observation(tmp_path, monkeypatch):
-    """A large log seen for the first time, or a burst, is read from its last LOG_READ_CAP bytes
-    (whole lines only): memory stays bounded, and progress still moves."""
-    import hangdbg.watch.probes as watch
+def test_log_probe_reads_at_most_the_cap_per_observation_and_skips_no_step(tmp_path, monkeypatch):
+    """A large log seen for the first time is searched from its end only (LOG_TAIL_CAP); a burst
+    bigger than LOG_SCAN_CAP is scanned over several observations, never skipped, so a step line
+    followed by a flood of warnings still moves progress."""
+    import hangdbg.watch.logtail as logtail
 
-    monkeypatch.setattr(watch, "LOG_READ_CAP", 40)
+    monkeypatch.setattr(logtail, "LOG_SCAN_CAP", 64)
+    monkeypatch.setattr(logtail, "LOG_TAIL_CAP", 40)
     log = tmp_path / "train.log"
-    log.write_text("".join(f"step {i}\n" for i in range(100)))  # 790 bytes
+    log.write_text("".join(f"step {i}\n" for i in range(100)))
     probe = LogProbe([str(log)], re.compile(r"^step \d+"))
-    first = probe.progress()
-    assert first is not None and 0 < first <= 40 // len("step 99\n") + 1
+    size = log.stat().st_size
+    assert probe.progress() == ((str(log), size),)
     with log.open("a") as f:
-        f.write("step 100\n")
-    assert probe.progress() == first + 1  # the next read goes on from where this one stopped
+        f.write("step 100\n" + "warning: a flood\n" * 20)  # the step line, then 340 bytes of warnings
+    assert probe.progress() == ((str(log), size + len("step 100\n")),)
+    assert probe.progress() == ((str(log), size + len("step 100\n")),)  # the flood goes on: no progress
+    with log.open("a") as f:
+        f.write("warning: more\n" * 20 + "step 101\n")
+    assert probe.progress() == ((str(log), log.stat().st_size),)  # behind: found from the end at once
