@@ -232,3 +232,37 @@ def test_log_probe_reads_at_most_the_cap_per_observation_and_skips_no_step(tmp_p
     with log.open("a") as f:
         f.write("warning: more\n" * 20 + "step 101\n")
     assert probe.progress() == ((str(log), log.stat().st_size),)  # behind: found from the end at once
+
+
+def test_time_the_job_was_seen_stopped_is_no_quiet_time():
+    d = StallDetector(stall=10)
+    assert d.observe(Observation(0, log=1)) is None
+    assert d.observe(Observation(5, log=1, stopped=True)) is None  # 0..5 not counted (stopped at its end)
+    assert d.observe(Observation(100, log=1, stopped=True)) is None  # stopped: never a stall
+    assert d.observe(Observation(101, log=1)) is None  # 100..101 not counted (stopped at its start)
+    assert d.quiet_for("log", 101) == 0
+    assert d.observe(Observation(110, log=1)) is None
+    assert d.observe(Observation(111, log=1)).seconds == 10
+    assert d.paused == 101
+
+
+def test_stalls_are_rate_limited_by_min_gap():
+    d = StallDetector(stall=2, min_gap=30)
+    assert d.observe(Observation(0, log=1)) is None
+    assert d.observe(Observation(2, log=1)) is not None
+    assert d.observe(Observation(3, log=2)) is None  # progress: re-armed
+    assert all(d.observe(Observation(t, log=2)) is None for t in range(4, 32))  # due at 5, held until 32
+    s = d.observe(Observation(32, log=2))
+    assert s is not None and s.seconds == 29  # the quiet time counted all along
+
+
+def test_the_watch_clock_stands_still_while_the_process_is_stopped():
+    """A stop of the process is simulated by a clock thread that cannot run (its lock held)."""
+    from hangdbg.watch.clock import FROZEN_GAP, WatchClock
+
+    with WatchClock() as clock:
+        before = clock.now()
+        with clock._lock:  # the thread cannot tick: as when the process is stopped
+            time.sleep(FROZEN_GAP + 1.5)
+        assert clock.now() - before < FROZEN_GAP + 1.0
+        assert clock.frozen > 0
