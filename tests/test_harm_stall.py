@@ -183,6 +183,39 @@ def test_a_job_stopped_alone_is_no_stall(tmp_path, leftovers):
         _end(*(p for p in (job, w) if p is not None))
 
 
+def test_a_job_frozen_by_the_cgroup_freezer_is_no_stall(tmp_path, leftovers):
+    """The job alone frozen by the cgroup v1 freezer (``docker pause`` on such hosts; its process
+    shows state D, not T) for twice --stall, then thawed: its frozen time is not stall time."""
+    root = Path("/sys/fs/cgroup/freezer")
+    if os.geteuid() != 0 or not (root / "cgroup.procs").exists():
+        pytest.skip("needs root and the cgroup v1 freezer")
+    group = root / f"hangdbg-test-{os.getpid()}-{time.monotonic_ns()}"
+    log = tmp_path / "train.log"
+    job = _job(log, steps=30, period=0.3)
+    w = None
+    try:
+        group.mkdir()
+        (group / "cgroup.procs").write_text(str(job.pid))
+        wait_for_line(log, "step 2 ", timeout=120)
+        w = _watch(job, log, tmp_path / "out", "--stall", "4")
+        wait_for_line(tmp_path / "out" / "watch.json", '"observations"', timeout=120)
+        time.sleep(1.5)
+        (group / "freezer.state").write_text("FROZEN")
+        time.sleep(9)
+        (group / "freezer.state").write_text("THAWED")
+        rc, out, err = finish(w, timeout=180)
+        doc = _doc(out)
+        assert (rc, doc["stalls"]) == (0, []), err[-3000:]
+        assert "the job is stopped: no stall time" in err
+    finally:
+        if group.exists():
+            (group / "freezer.state").write_text("THAWED")
+            _end(*(p for p in (job, w) if p is not None))
+            group.rmdir()
+        else:
+            _end(*(p for p in (job, w) if p is not None))
+
+
 def test_a_job_and_its_watcher_stopped_together_is_no_stall(tmp_path, leftovers):
     """SIGSTOP of the job and of the watcher together (SLURM suspend, docker pause), then SIGCONT:
     the watcher's clock stood still, so the pause is no stall. The job's steps are CPU work, so its

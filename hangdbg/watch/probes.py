@@ -101,7 +101,8 @@ def job_stopped(pids: list[int]) -> bool:
     """True when the job of ``pids`` (those processes and their descendants, zombies left out) has
     at least one process and every one of them is stopped: state ``T``/``t`` in ``/proc/PID/stat``
     (SIGSTOP, SLURM suspend) or in a frozen cgroup (v2 ``cgroup.events`` ``frozen 1``, v1
-    ``freezer.state`` ``FROZEN``: ``docker pause``, systemd freeze). A job of which one process
+    ``freezer.state`` ``FROZEN`` or ``FREEZING``: ``docker pause``, systemd freeze; a v1-frozen
+    process shows state ``D``). A job of which one process
     runs is not stopped (a rank stopped alone is a hang)."""
     procs: list[psutil.Process] = []
     for pid in pids:
@@ -134,11 +135,12 @@ def _cgroup_frozen(pid: int) -> bool:
     for line in lines:
         _id, _sep, rest = line.partition(":")
         controllers, _sep, path = rest.partition(":")
-        if controllers == "" and path.startswith("/"):
-            if _read_small(f"/sys/fs/cgroup{path}/cgroup.events").count("frozen 1"):
+        if controllers == "" and path.startswith("/"):  # v2: unified, or mounted beside v1 (hybrid)
+            if any("frozen 1" in _read_small(f"{root}{path}/cgroup.events").splitlines()
+                   for root in ("/sys/fs/cgroup", "/sys/fs/cgroup/unified")):
                 return True
         elif "freezer" in controllers.split(",") and path.startswith("/"):
-            if _read_small(f"/sys/fs/cgroup/freezer{path}/freezer.state").strip() == "FROZEN":
+            if _read_small(f"/sys/fs/cgroup/freezer{path}/freezer.state").strip() in ("FROZEN", "FREEZING"):
                 return True
     return False
 
