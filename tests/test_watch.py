@@ -266,3 +266,19 @@ def test_the_watch_clock_stands_still_while_the_process_is_stopped():
             time.sleep(FROZEN_GAP + 1.5)
         assert clock.now() - before < FROZEN_GAP + 1.0
         assert clock.frozen > 0
+
+
+def test_a_suspended_slurm_job_is_stopped_not_ended(tmp_path, monkeypatch):
+    """``scontrol suspend``: the watch goes on (the job has not ended) and counts no stall time."""
+    from faults import fake_tool, lie
+    from hangdbg.api._watch import _Watcher
+    from hangdbg.events import Events
+    from hangdbg.transport.targets import TargetSpec
+    from hangdbg.watch.plan import WatchPlan
+
+    bin_dir = tmp_path / "bin"
+    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
+    cmd = _Watcher(WatchPlan(target=TargetSpec(jobid="42"), logs=("x.log",), out=tmp_path / "w"), Events())
+    for now, alive, stopped in (("SUSPENDED", True, True), ("RUNNING", True, False), ("COMPLETED", False, False)):
+        fake_tool(bin_dir, "scontrol", lie(f"JobId=42 JobState={now} NodeList=node1\n"))
+        assert (cmd.alive(), cmd._job_stopped()) == (alive, stopped), now
