@@ -129,9 +129,10 @@ class LogProbe:
             t = self._files[path] = _File(state="ok" if first else "late")
         try:
             f = open_input(path)
-        except OSError:
+        except OSError as exc:
             if t.ident is None and t.state in ("ok", "late"):
-                self._trouble(t, path, "missing", "does not exist")
+                what = "does not exist" if isinstance(exc, FileNotFoundError) else f"cannot be read ({exc})"
+                self._trouble(t, path, "missing", what)
             elif t.ident is not None:
                 self._trouble(t, path, "deleted", "was deleted")
                 t.ident = None
