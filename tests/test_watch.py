@@ -78,21 +78,29 @@ def test_waiting_or_idle_and_the_signature():
 
 # --- the probes --------------------------------------------------------------------------------
 
-def test_log_probe_counts_complete_matching_lines_and_survives_rotation(tmp_path):
+def test_log_probe_follows_the_last_matching_line_and_distrusts_a_truncated_log(tmp_path):
     log = tmp_path / "train.log"
     probe = LogProbe([str(tmp_path / "*.log")], re.compile(r"^step \d+"))
-    assert probe.progress() is None  # no file yet
+    assert probe.progress() is None and probe.blind  # no file yet
+    assert any("no file matches" in w for w in probe.take_warnings()[0])
     log.write_text("loading\nstep 1 loss 3\nstep 2 lo")
-    assert probe.progress() == 1      # the half-written line waits for its newline
+    assert probe.progress() is None and probe.blind  # a file that appeared later: trusted once it moves
     with log.open("a") as f:
         f.write("ss 2\nwarning: slow\n")
-    assert probe.progress() == 2
-    log.write_text("step 9\n")          # rotated: shorter than what was read
-    assert probe.progress() == 1
-    (tmp_path / "other.log").write_text("step 1\nstep 2\n")  # a new file matching the glob
-    assert probe.progress() == 3
+    at = len("loading\nstep 1 loss 3\nstep 2 loss 2\n")
+    assert probe.progress() == ((str(log), at),) and not probe.blind
+    assert probe.take_warnings()[1]  # "trusted again"
+    with log.open("a") as f:
+        f.write("warning: still slow\n" * 3)
+    assert probe.progress() == ((str(log), at),)  # warnings are no progress
+    log.write_text("step 9\n")          # truncated: shorter than what was read
+    assert probe.progress() is None and probe.blind
+    assert any("truncated" in w for w in probe.take_warnings()[0])
+    with log.open("a") as f:
+        f.write("step 10\n")
+    assert probe.progress() == ((str(log), len("step 9\nstep 10\n")),)
     sizes = LogProbe([str(log)])
-    assert sizes.progress() == log.stat().st_size
+    assert sizes.progress() == ((str(log), log.stat().st_size),)
 
 
 def test_log_probe_skips_a_fifo_and_a_directory(tmp_path):
@@ -204,17 +212,73 @@ def test_over_ssh_a_job_ends_only_after_its_ranks_were_seen(tmp_path):
     assert cmd.alive()
 
 
-def test_log_probe_reads_at_most_the_cap_per_observation(tmp_path, monkeypatch):
-    """A large log seen for the first time, or a burst, is read from its last LOG_READ_CAP bytes
-    (whole lines only): memory stays bounded, and progress still moves."""
-    import hangdbg.watch.probes as watch
+def test_log_probe_reads_at_most_the_cap_per_observation_and_skips_no_step(tmp_path, monkeypatch):
+    """A large log seen for the first time is searched from its end only (LOG_TAIL_CAP); a burst
+    bigger than LOG_SCAN_CAP is scanned over several observations, never skipped, so a step line
+    followed by a flood of warnings still moves progress."""
+    import hangdbg.watch.logtail as logtail
 
-    monkeypatch.setattr(watch, "LOG_READ_CAP", 40)
+    monkeypatch.setattr(logtail, "LOG_SCAN_CAP", 64)
+    monkeypatch.setattr(logtail, "LOG_TAIL_CAP", 40)
     log = tmp_path / "train.log"
-    log.write_text("".join(f"step {i}\n" for i in range(100)))  # 790 bytes
+    log.write_text("".join(f"step {i}\n" for i in range(100)))
     probe = LogProbe([str(log)], re.compile(r"^step \d+"))
-    first = probe.progress()
-    assert first is not None and 0 < first <= 40 // len("step 99\n") + 1
+    size = log.stat().st_size
+    assert probe.progress() == ((str(log), size),)
     with log.open("a") as f:
-        f.write("step 100\n")
-    assert probe.progress() == first + 1  # the next read goes on from where this one stopped
+        f.write("step 100\n" + "warning: a flood\n" * 20)  # the step line, then 340 bytes of warnings
+    assert probe.progress() == ((str(log), size + len("step 100\n")),)
+    assert probe.progress() == ((str(log), size + len("step 100\n")),)  # the flood goes on: no progress
+    with log.open("a") as f:
+        f.write("warning: more\n" * 20 + "step 101\n")
+    assert probe.progress() == ((str(log), log.stat().st_size),)  # behind: found from the end at once
+
+
+def test_time_the_job_was_seen_stopped_is_no_quiet_time():
+    d = StallDetector(stall=10)
+    assert d.observe(Observation(0, log=1)) is None
+    assert d.observe(Observation(5, log=1, stopped=True)) is None  # 0..5 not counted (stopped at its end)
+    assert d.observe(Observation(100, log=1, stopped=True)) is None  # stopped: never a stall
+    assert d.observe(Observation(101, log=1)) is None  # 100..101 not counted (stopped at its start)
+    assert d.quiet_for("log", 101) == 0
+    assert d.observe(Observation(110, log=1)) is None
+    assert d.observe(Observation(111, log=1)).seconds == 10
+    assert d.paused == 101
+
+
+def test_stalls_are_rate_limited_by_min_gap():
+    d = StallDetector(stall=2, min_gap=30)
+    assert d.observe(Observation(0, log=1)) is None
+    assert d.observe(Observation(2, log=1)) is not None
+    assert d.observe(Observation(3, log=2)) is None  # progress: re-armed
+    assert all(d.observe(Observation(t, log=2)) is None for t in range(4, 32))  # due at 5, held until 32
+    s = d.observe(Observation(32, log=2))
+    assert s is not None and s.seconds == 29  # the quiet time counted all along
+
+
+def test_the_watch_clock_stands_still_while_the_process_is_stopped():
+    """A stop of the process is simulated by a clock thread that cannot run (its lock held)."""
+    from hangdbg.watch.clock import FROZEN_GAP, WatchClock
+
+    with WatchClock() as clock:
+        before = clock.now()
+        with clock._lock:  # the thread cannot tick: as when the process is stopped
+            time.sleep(FROZEN_GAP + 1.5)
+        assert clock.now() - before < FROZEN_GAP + 1.0
+        assert clock.frozen > 0
+
+
+def test_a_suspended_slurm_job_is_stopped_not_ended(tmp_path, monkeypatch):
+    """``scontrol suspend``: the watch goes on (the job has not ended) and counts no stall time."""
+    from faults import fake_tool, lie
+    from hangdbg.api._watch import _Watcher
+    from hangdbg.events import Events
+    from hangdbg.transport.targets import TargetSpec
+    from hangdbg.watch.plan import WatchPlan
+
+    bin_dir = tmp_path / "bin"
+    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
+    cmd = _Watcher(WatchPlan(target=TargetSpec(jobid="42"), logs=("x.log",), out=tmp_path / "w"), Events())
+    for now, alive, stopped in (("SUSPENDED", True, True), ("RUNNING", True, False), ("COMPLETED", False, False)):
+        fake_tool(bin_dir, "scontrol", lie(f"JobId=42 JobState={now} NodeList=node1\n"))
+        assert (cmd.alive(), cmd._job_stopped()) == (alive, stopped), now

@@ -1,9 +1,12 @@
 """The ``watch`` use case: watch a running job, dump it when it stalls (before a watchdog kills it),
 and tell someone.
 
-Signals (:mod:`hangdbg.watch.stall`): log files that stop growing (only matching lines count with
-a pattern), heartbeat files that stop changing, or the ranks' stacks, sampled with non-blocking
-py-spy, that stop changing while ranks wait in torch.distributed. On a stall: the same collection
+Signals (:mod:`hangdbg.watch.stall`): log files that stop growing (with a pattern: no new
+matching line, :mod:`hangdbg.watch.logtail`; a log missing, deleted or replaced is a warning and
+the stacks are watched instead), heartbeat files that stop changing, or the ranks' stacks, sampled
+with non-blocking py-spy, that stop changing while ranks wait in torch.distributed. Time the job
+or the watcher was stopped is no stall time (:mod:`hangdbg.watch.clock`). At most ``max_stalls``
+stalls, ``stall_gap`` seconds apart, are handled. On a stall: the same collection
 and analysis as ``dump`` (:func:`hangdbg.api.dump`, called directly) into
 ``OUT/stall-YYYYmmdd-HHMMSS/``, then the plan's ``on_hang`` command and its ``then`` action.
 ``OUT/watch.json`` (the ``watch`` document) is rewritten after every stall and at the end.
@@ -19,7 +22,7 @@ import time
 from dataclasses import replace
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Hashable
 
 import psutil
 
@@ -49,8 +52,9 @@ from ..watch.keep_last import LastRing, pyspy_like
 from ..watch.records import StragglerReport
 from ..watch.straggler import StepBook, StepMark, straggler_report
 from ..tools.pyspy import PySpyResult
+from ..watch.clock import WatchClock
 from ..watch.identity import Identity, identify, kill_identified, launchers_of, refused_target
-from ..watch.probes import HeartbeatProbe, LogProbe, pids_alive, watch_loop
+from ..watch.probes import HeartbeatProbe, LogProbe, job_stopped, pids_alive, watch_loop
 from ..watch.stall import Observation, Stall, StallDetector, stacks_signature, waiting_or_idle
 from ._dump import claim_out, dump
 
@@ -62,6 +66,9 @@ ON_HANG_TIMEOUT = 600.0
 ON_HANG_OUTPUT_CAP = 1 << 20
 """Bytes of ``on_hang``'s output kept (in ``STALL_DIR/on-hang.log``); the rest is read and dropped,
 so a hook that prints without end costs neither memory nor a flooded terminal (issue 31)."""
+
+WARNINGS_KEPT = 100
+"""Warnings kept for ``watch.json`` (the later ones are only said)."""
 
 ON_HANG_SHOWN = 20
 """Lines of ``on_hang``'s output shown on the console (its last ones; the file has the rest)."""
@@ -120,6 +127,9 @@ class _Watcher:
         self.next_report = every or 0
         self.stragglers: StragglerReport | None = None
         self.ring = LastRing(self.out, plan.keep_last) if plan.keep_last else None
+        self.warnings: list[str] = []
+        self.fallback = False  # the stacks are sampled because a --log cannot be trusted
+        self.suspended = False  # the SLURM job was SUSPENDED at the last look
 
     def _identify_launchers(self) -> list[Identity]:
         """``--pid P`` that is no process: refused. ``--then kill --pid P``: P refused when it is pid 1, hangdbg or one of its ancestors
@@ -150,13 +160,14 @@ class _Watcher:
             self.remote = resolve(plan.target)
         self.events.note(f"watching {plan.target.describe()}: {', '.join(plan.signals)}; stall after {plan.stall:g} s, "
                          f"every {plan.interval:g} s; dumps under {self.out}")
-        detector = self.detector = StallDetector(plan.stall, plan.grace, time.monotonic())
+        clock = WatchClock()  # stands still while the watcher is stopped: that time is no stall time
+        detector = self.detector = StallDetector(plan.stall, plan.grace, clock.now(), min_gap=plan.stall_gap)
         self._write("running")
         ended: Ended = "interrupted"
         previous = signal.signal(signal.SIGTERM, _raise_interrupt)
         try:
             end = watch_loop(detector, self.observe, self.alive, self.on_stall, plan.interval, plan.once, self.events.log,
-                             sleep=self.sleep)
+                             clock=clock.now, sleep=self.sleep)
             ended, self.observations = end.reason, end.observations
             if ended == "job-ended" and self.ring is not None:
                 self.ring.end()
@@ -166,23 +177,62 @@ class _Watcher:
             self.events.note("interrupted")
         finally:
             signal.signal(signal.SIGTERM, previous)
+            clock.close()
             result = self._write(ended)
         return result
 
     # -- observing --------------------------------------------------------------------------------
     def observe(self, now: float) -> Observation:
-        obs = Observation(now, log=self.log_probe.progress() if self.log_probe else None,
-                          heartbeat=self.beat_probe.picture() if self.beat_probe else None)
+        obs = Observation(now, log=self._log_progress(), heartbeat=self.beat_probe.picture() if self.beat_probe else None,
+                          stopped=self._job_stopped())
         self.observations += 1
         if self.stall_rule is not None:
             self._adjust_stall()
-        if self.plan.takes_samples:
+        if self.sampling:
             dumps = self._sample()
-            if dumps and self.plan.samples_stacks:
+            if dumps and (self.plan.samples_stacks or self.fallback):
                 obs = replace(obs, stacks=stacks_signature(dumps), waiting=waiting_or_idle(dumps))
         if self.plan.straggler_every:
             self._straggler_check()
         return obs
+
+    @property
+    def sampling(self) -> bool:
+        """Stack samples are taken now (:attr:`WatchPlan.takes_samples`, or a ``--log`` that cannot
+        be trusted: :attr:`fallback`)."""
+        return self.plan.takes_samples or self.fallback
+
+    def _log_progress(self) -> Hashable | None:
+        """The logs' progress (:class:`~hangdbg.watch.logtail.LogProbe`); their warnings said and
+        kept for ``watch.json``; the stacks watched while a log cannot be trusted."""
+        probe = self.log_probe
+        if probe is None:
+            return None
+        progress = probe.progress()
+        warnings, notes = probe.take_warnings()
+        for w in warnings:
+            self._warn(w)
+        for n in notes:
+            self.events.note(n)
+        fallback = probe.blind and not self.plan.samples_stacks
+        if fallback and not self.fallback and self.detector is not None:
+            self.detector.forget("stacks")  # samples from now on: an old one says nothing about now
+        self.fallback = fallback
+        return progress
+
+    def _warn(self, text: str) -> None:
+        """A warning, said and kept for ``watch.json`` (at most :data:`WARNINGS_KEPT`)."""
+        self.events.warn(text)
+        if len(self.warnings) < WARNINGS_KEPT:
+            self.warnings.append(text)
+
+    def _job_stopped(self) -> bool:
+        """The job is stopped: every process of its ``--pid`` trees stopped or frozen
+        (:func:`hangdbg.watch.probes.job_stopped`), or its SLURM job SUSPENDED."""
+        t = self.plan.target
+        if t.pids:
+            return job_stopped(list(t.pids))
+        return self.suspended
 
     def _adjust_stall(self) -> None:
         """The stall threshold of ``stall_rule`` from the heartbeat rings (a change is logged)."""
@@ -305,6 +355,9 @@ class _Watcher:
             return pids_alive(list(t.pids))
         if t.jobid:
             try:
+                self.suspended = job_state(t.jobid).state == "SUSPENDED"
+                if self.suspended:  # scontrol suspend: stopped, not ended (its time is no stall time)
+                    return True
                 show_job(t.jobid)
                 # RUNNING is alive even with no rank anywhere: the batch script is still setting up
                 # (its first srun has not started), or it is between two steps
@@ -316,7 +369,7 @@ class _Watcher:
                 self.events.log(f"cannot ask SLURM: {exc}")
         # over ssh (or scontrol failing): no rank on any node twice in a row
         # (only once ranks were seen: a watcher may start before the job's ranks do)
-        return not (self.plan.takes_samples and self.seen_ranks and self.no_ranks >= 2)
+        return not (self.sampling and self.seen_ranks and self.no_ranks >= 2)
 
     def _wait_for_start(self, jobid: str) -> None:
         """Wait while SLURM job ``jobid`` is pending (``sbatch ...; hangdbg watch --jobid ID``)."""
@@ -331,7 +384,9 @@ class _Watcher:
             time.sleep(min(self.plan.interval, 10.0))
 
     # -- on a stall -------------------------------------------------------------------------------
-    def on_stall(self, stall: Stall) -> None:
+    def on_stall(self, stall: Stall) -> bool:
+        """Dump the stall, run the hook and the action; True when this was the ``max_stalls``-th
+        stall (the watch ends: its dumps are capped)."""
         plan = self.plan
         t0 = time.monotonic()
         detected = datetime.now(timezone.utc).isoformat(timespec="seconds")
@@ -350,7 +405,12 @@ class _Watcher:
         sig = stall.signal if stall.signal in SIGNALS else "stacks"
         self.stalls.append(StallRecord(detected, sig, round(stall.seconds, 1), stall.reason, str(stall_dir), code,
                                        headline, tuple(suspects), round(dump_seconds, 2), hook, then))
+        capped = len(self.stalls) >= plan.max_stalls and not plan.once
+        if capped:
+            self._warn(f"{len(self.stalls)} stalls dumped, the cap of --max-stalls {plan.max_stalls}: the watch ends "
+                       "(no more dumps)")
         self._write("running")
+        return capped
 
     def _dump(self, stall_dir: Path, observed: float = 0.0) -> tuple[int, StacksResult | None]:
         """The stall's ``dump`` (:func:`hangdbg.api.dump`, its adaptive steps included): its
@@ -459,7 +519,7 @@ class _Watcher:
     def _write(self, ended: Ended) -> WatchResult:
         plan = self.plan
         result = WatchResult(plan.target.describe(), str(self.out.path), plan.signals, plan.stall, plan.interval,
-                             self.observations, ended, tuple(self.stalls), self.stragglers)
+                             self.observations, ended, tuple(self.stalls), self.stragglers, tuple(self.warnings))
         self.out.save_text("watch.json", to_json(watch_document(result)) + "\n")
         return result
 

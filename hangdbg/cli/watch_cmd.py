@@ -12,7 +12,7 @@ import argparse
 
 from ..api._watch import watch
 from ..report.safetext import visible
-from ..watch.plan import THEN, WatchPlan
+from ..watch.plan import MAX_STALLS, STALL_GAP, THEN, WatchPlan
 from .common import EXIT_ERROR, EXIT_FOUND, EXIT_OK, Command, add_output_arguments, add_privacy_arguments, command_line, positive_float
 from .events import ConsoleEvents
 from .targets import add_target_arguments, target_spec
@@ -29,6 +29,7 @@ def watch_plan(args: argparse.Namespace) -> WatchPlan:
     return WatchPlan(
         target=target_spec(args), logs=tuple(args.log), log_pattern=args.log_pattern, heartbeat=args.heartbeat,
         stacks=args.stacks, stall=args.stall, interval=args.interval, grace=args.grace, once=args.once,
+        max_stalls=args.max_stalls, stall_gap=args.stall_gap,
         on_hang=args.on_hang, then=args.then, native=args.native, locals=args.locals, timeout=args.timeout,
         py_spy=args.py_spy, node_timeout=args.node_timeout, force=args.force, out=args.out,
         verbose=bool(getattr(args, "verbose", False)), straggler_every=args.straggler_every, keep_last=args.keep_last,
@@ -79,6 +80,10 @@ class WatchCommand(Command):
         g.add_argument("--interval", type=positive_float, default=10.0, metavar="S", help="seconds between observations (default 10)")
         g.add_argument("--grace", type=float, default=0.0, metavar="S", help="seconds after the start with no stall declared (start-up, compilation)")
         g.add_argument("--once", action="store_true", help="stop after the first stall (exit 3)")
+        g.add_argument("--max-stalls", type=int, default=MAX_STALLS, metavar="N",
+                       help=f"end the watch after N stalls, each dumped (default {MAX_STALLS}; exit 3)")
+        g.add_argument("--stall-gap", type=float, default=STALL_GAP, metavar="S",
+                       help=f"seconds between two stalls at least: one due sooner waits (default {STALL_GAP:g})")
         g = p.add_argument_group("slow ranks and crashes")
         g.add_argument("--straggler-every", type=int, metavar="N",
                        help="every N steps (--heartbeat; stack samples otherwise) print a straggler report and write it "

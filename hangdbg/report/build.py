@@ -227,16 +227,18 @@ def watch_document(result: WatchResult) -> WatchDocument:
         headline = (("watch interrupted after " if result.ended == "interrupted" else "")
                     + f"{len(stalls)} stall(s); the last at {last.detected} ({last.reason}): "
                     f"{last.headline or 'the dump could not be taken'}")
+        if result.ended == "max-stalls":
+            headline += f"; the watch ended at the cap of {len(stalls)} stall(s) (--max-stalls)"
     else:
         headline = {"job-ended": "the job ended without a stall", "interrupted": "watch interrupted; no stall seen",
-                    "running": "watching; no stall so far", "once": "no stall"}[result.ended]
+                    "running": "watching; no stall so far", "once": "no stall", "max-stalls": "no stall"}[result.ended]
     if strag is not None and strag.findings:
         headline += f"; {strag.summary}"
     return WatchDocument(**header("watch", by_severity(findings), headline), targets=result.targets,
                          out_dir=result.out_dir, signals=result.signals, stall_seconds=result.stall,
                          interval_seconds=result.interval, observations=result.observations,
                          ended=result.ended,
-                         stalls=stalls, stragglers=strag)
+                         stalls=stalls, stragglers=strag, warnings=result.warnings)
 
 
 def check_document(result: CheckResult) -> Any:

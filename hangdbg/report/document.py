@@ -406,10 +406,13 @@ class WatchDocument(Document):
         interval_seconds: ``--interval``.
         observations: how many times the signals were read.
         ended: why the watch ended: ``job-ended``, ``once`` (``--once`` after a stall),
-            ``interrupted`` (Ctrl-C or a signal), ``running`` (a document written during the watch).
+            ``max-stalls`` (after ``--max-stalls`` stalls), ``interrupted`` (Ctrl-C or a signal),
+            ``running`` (a document written during the watch).
         stalls: the stalls, oldest first.
         stragglers: the latest straggler report of ``--straggler-every N`` (None: not asked, or not
             enough steps compared yet); its ``straggler`` findings are among ``findings``.
+        warnings: what made the watch less sure, oldest first (a ``--log`` missing, deleted,
+            replaced or truncated, so that the stacks were watched instead; the stall cap reached).
     """
 
     command: Literal["watch"]
@@ -419,9 +422,10 @@ class WatchDocument(Document):
     stall_seconds: float
     interval_seconds: float
     observations: int
-    ended: Literal["job-ended", "once", "interrupted", "running"]
+    ended: Literal["job-ended", "once", "max-stalls", "interrupted", "running"]
     stalls: tuple[StallRecord, ...]
     stragglers: StragglerReport | None = None
+    warnings: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

@@ -18,13 +18,20 @@ from ..transport.targets import TargetSpec
 from .notify import check_webhook_url, shown_url
 from .records import SIGNALS, Signal, StallRecord, StragglerReport  # re-exported: the records need no collect/ import
 
-__all__ = ["WatchPlan", "WatchResult", "StallRecord", "THEN", "SIGNALS"]
+__all__ = ["WatchPlan", "WatchResult", "StallRecord", "THEN", "SIGNALS", "MAX_STALLS", "STALL_GAP"]
 
 THEN = ("kill", "scancel", "requeue")
 """What ``--then`` may do after a stall's dump."""
 
-Ended = Literal["running", "job-ended", "once", "interrupted"]
-"""Why a watch ended (``running``: it has not, a stall was just handled)."""
+Ended = Literal["running", "job-ended", "once", "max-stalls", "interrupted"]
+"""Why a watch ended (``running``: it has not, a stall was just handled; ``max-stalls``: after
+``max_stalls`` stalls)."""
+
+MAX_STALLS = 10
+"""Stalls (each with its dump, hook and action) one watch handles by default; then it ends."""
+
+STALL_GAP = 60.0
+"""Seconds that must pass, by default, between two stalls of one watch (their dumps)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,6 +48,10 @@ class WatchPlan:
         interval: seconds between observations.
         grace: seconds after the start with no stall declared (start-up, compilation).
         once: stop after the first stall.
+        max_stalls: stop after this many stalls (each one dumped: the dumps of one watch are
+            capped; :data:`MAX_STALLS`).
+        stall_gap: seconds that must pass between two stalls (a stall due sooner is declared
+            when they have passed, the quiet time counted all along; :data:`STALL_GAP`).
         on_hang: shell command run after a stall's dump (the user's own command line, run by
             ``sh -c``; hangdbg's values only in its environment).
         then: ``kill``, ``scancel`` or ``requeue`` the job after the dump.
@@ -70,6 +81,8 @@ class WatchPlan:
     interval: float = 10.0
     grace: float = 0.0
     once: bool = False
+    max_stalls: int = MAX_STALLS
+    stall_gap: float = STALL_GAP
     on_hang: str | None = None
     then: str | None = None
     native: bool = False
@@ -108,6 +121,10 @@ class WatchPlan:
             raise UsageError("--log-pattern goes with --log")
         if self.stall <= 0 or self.interval <= 0 or self.timeout <= 0:
             raise UsageError("--stall, --interval and --timeout take seconds > 0")
+        if not 1 <= self.max_stalls <= 10_000:
+            raise UsageError("--max-stalls takes a number of stalls from 1 to 10000")
+        if self.stall_gap < 0:
+            raise UsageError("--stall-gap takes seconds >= 0")
         if self.straggler_every is not None and self.straggler_every < 1:
             raise UsageError("--straggler-every takes a number of steps >= 1")
         if self.straggler_every is not None and not self.heartbeat and not self.samples_stacks:
@@ -169,6 +186,8 @@ class WatchPlan:
         argv += ["--stall", str(self.stall), "--interval", str(self.interval)]
         argv += ["--grace", str(self.grace)] if self.grace else []
         argv += ["--once"] if self.once else []
+        argv += ["--max-stalls", str(self.max_stalls)] if self.max_stalls != MAX_STALLS else []
+        argv += ["--stall-gap", str(self.stall_gap)] if self.stall_gap != STALL_GAP else []
         argv += ["--on-hang", self.on_hang] if self.on_hang is not None else []
         argv += ["--then", self.then] if self.then else []
         argv += [f"--{f}" for f in ("native", "locals") if getattr(self, f)]
@@ -197,9 +216,12 @@ class WatchResult:
         signals: the signals watched.
         stall, interval: the plan's seconds.
         observations: observations made.
-        ended: ``running`` (a stall was just handled), ``job-ended``, ``once`` or ``interrupted``.
+        ended: ``running`` (a stall was just handled), ``job-ended``, ``once``, ``max-stalls``
+            or ``interrupted``.
         stalls: every stall declared, oldest first.
         stragglers: the latest straggler report (``straggler_every``), or None.
+        warnings: what made the watch less sure (a ``--log`` missing, deleted or replaced; the
+            stall cap reached), oldest first.
     """
 
     targets: str
@@ -211,6 +233,7 @@ class WatchResult:
     ended: Ended
     stalls: tuple[StallRecord, ...] = ()
     stragglers: StragglerReport | None = None
+    warnings: tuple[str, ...] = ()
 
     @property
     def found(self) -> bool:

@@ -3,10 +3,12 @@
 
 Probes, each cheap and never raising for a missing or unreadable file:
 
-* :class:`LogProbe`: the training logs' progress: their total size, or with a pattern the number
-  of lines matching it (only the bytes appended since the last read are read, through the bounded
-  line reader; a file that shrank was rotated or truncated and is read again from its start);
+* :class:`~hangdbg.watch.logtail.LogProbe`: the training logs' progress: their size, or with a
+  pattern where their last matching line ends, and whether they can be trusted (missing, deleted,
+  replaced or truncated logs are not);
 * :class:`HeartbeatProbe`: the contents of ``DIR/heartbeat.*`` (:mod:`hangdbg.hooks.heartbeat`);
+* :func:`job_stopped`: whether every process of the job is stopped or frozen (its time is not
+  stall time);
 * stack samples are taken by the caller (:func:`hangdbg.collect.local.collect` with non-blocking
   py-spy, or one fan-out per sample).
 
@@ -16,8 +18,6 @@ observation to the detector and calls ``on_stall`` for each stall it declares.
 
 from __future__ import annotations
 
-import glob
-import io
 import os
 import re
 import time
@@ -28,88 +28,16 @@ import psutil
 
 from .stall import Observation, Stall, StallDetector
 from .straggler import StepMark, parse_heartbeat
-from ..text.lines import iter_lines_from, open_input
+from ..text.lines import open_input
+from .logtail import LogProbe
 
-__all__ = ["HeartbeatProbe", "LogProbe", "WatchEnd", "pids_alive", "watch_loop"]
-
-LOG_READ_CAP = 64 << 20
-"""Bytes of a log read at one observation: a log that grew more (or a large log seen for the first
-time) is read from its last 64 MiB; progress only has to move, not to count every line."""
+__all__ = ["HeartbeatProbe", "LogProbe", "WatchEnd", "job_stopped", "pids_alive", "watch_loop"]
 
 _HEARTBEAT_CAP = 256
 """Bytes of each heartbeat file read (one short line)."""
 _RING_CAP = 16 << 10
 """Bytes of each heartbeat file read for its step ring (64 lines of ~40 bytes)."""
 _RANK_FILE = re.compile(r"heartbeat\.rank(\d{1,9})")
-
-
-@dataclass
-class _Tail:
-    offset: int = 0
-    count: int = 0
-    size: int = 0
-
-
-@dataclass
-class LogProbe:
-    """Progress of the training logs.
-
-    Args:
-        patterns: log files or glob patterns (a file that does not exist yet counts as empty:
-            it may appear later).
-        match: with a regular expression, progress is the number of complete lines that match it
-            (``re.search``); without, the total size in bytes.
-    """
-
-    patterns: list[str]
-    match: re.Pattern[str] | None = None
-    _tails: dict[str, _Tail] = field(default_factory=dict)
-
-    def files(self) -> list[str]:
-        out: list[str] = []
-        for p in self.patterns:
-            hits = sorted(glob.glob(p)) if glob.has_magic(p) else [p]
-            out += [h for h in hits if os.path.isfile(h)]
-        return list(dict.fromkeys(out))
-
-    def progress(self) -> int | None:
-        """The progress count, or None when no log file exists (yet)."""
-        files = self.files()
-        if not files:
-            return None
-        return sum(self._read(f) for f in files)
-
-    def _read(self, path: str) -> int:
-        t = self._tails.setdefault(path, _Tail())
-        try:
-            size = os.stat(path).st_size
-        except OSError:
-            return t.count if self.match is not None else t.size
-        if self.match is None:
-            t.size = size
-            return size
-        if size < t.offset:  # rotated or truncated: read it again
-            t.offset, t.count = 0, 0
-        if size == t.offset:
-            return t.count
-        start = max(t.offset, size - LOG_READ_CAP)  # a huge first read or burst: only its newest lines
-        try:
-            with open_input(path) as f:
-                f.seek(start)
-                data = f.read(size - start)
-        except OSError:
-            return t.count
-        if start > t.offset:
-            first = data.find(b"\n") + 1  # the skipped part ends inside a line
-            data, t.offset = data[first:], start + first
-        end = data.rfind(b"\n")  # only complete lines: a half-written line is read next time
-        if end < 0:
-            return t.count
-        for _n, line in iter_lines_from(io.BytesIO(data[:end + 1])):
-            if self.match.search(line):
-                t.count += 1
-        t.offset += end + 1
-        return t.count
 
 
 @dataclass
@@ -166,16 +94,76 @@ def pids_alive(pids: list[int]) -> bool:
     return False
 
 
+_STOPPED = (psutil.STATUS_STOPPED, psutil.STATUS_TRACING_STOP)
+
+
+def job_stopped(pids: list[int]) -> bool:
+    """True when the job of ``pids`` (those processes and their descendants, zombies left out) has
+    at least one process and every one of them is stopped: state ``T``/``t`` in ``/proc/PID/stat``
+    (SIGSTOP, SLURM suspend) or in a frozen cgroup (v2 ``cgroup.events`` ``frozen 1``, v1
+    ``freezer.state`` ``FROZEN`` or ``FREEZING``: ``docker pause``, systemd freeze; a v1-frozen
+    process shows state ``D``). A job of which one process
+    runs is not stopped (a rank stopped alone is a hang)."""
+    procs: list[psutil.Process] = []
+    for pid in pids:
+        try:
+            p = psutil.Process(pid)
+            procs += [p, *p.children(recursive=True)]
+        except psutil.Error:
+            continue
+    seen = 0
+    for p in procs:
+        try:
+            status = p.status()
+        except psutil.Error:
+            continue
+        if status in (psutil.STATUS_ZOMBIE, psutil.STATUS_DEAD):
+            continue
+        seen += 1
+        if status not in _STOPPED and not _cgroup_frozen(p.pid):
+            return False
+    return seen > 0
+
+
+def _cgroup_frozen(pid: int) -> bool:
+    """``pid``'s cgroup is frozen (v2 or the v1 freezer); False when it cannot be told."""
+    try:
+        with open(f"/proc/{pid}/cgroup", encoding="utf-8", errors="replace") as f:
+            lines = f.read(64 << 10).splitlines()
+    except OSError:
+        return False
+    for line in lines:
+        _id, _sep, rest = line.partition(":")
+        controllers, _sep, path = rest.partition(":")
+        if controllers == "" and path.startswith("/"):  # v2: unified, or mounted beside v1 (hybrid)
+            if any("frozen 1" in _read_small(f"{root}{path}/cgroup.events").splitlines()
+                   for root in ("/sys/fs/cgroup", "/sys/fs/cgroup/unified")):
+                return True
+        elif "freezer" in controllers.split(",") and path.startswith("/"):
+            if _read_small(f"/sys/fs/cgroup/freezer{path}/freezer.state").strip() in ("FROZEN", "FREEZING"):
+                return True
+    return False
+
+
+def _read_small(path: str) -> str:
+    try:
+        with open(path, encoding="utf-8", errors="replace") as f:
+            return f.read(4096)
+    except OSError:
+        return ""
+
+
 @dataclass(frozen=True, slots=True)
 class WatchEnd:
-    """Why :func:`watch_loop` returned: ``job-ended`` or ``once``; ``observations`` made."""
+    """Why :func:`watch_loop` returned: ``job-ended``, ``once`` or ``max-stalls`` (``on_stall``
+    said to stop); ``observations`` made."""
 
-    reason: Literal["job-ended", "once"]
+    reason: Literal["job-ended", "once", "max-stalls"]
     observations: int
 
 
 def watch_loop(detector: StallDetector, observe: Callable[[float], Observation], alive: Callable[[], bool],
-               on_stall: Callable[[Stall], None], interval: float, once: bool = False,
+               on_stall: Callable[[Stall], bool | None], interval: float, once: bool = False,
                log: Callable[[str], None] = lambda _m: None,
                clock: Callable[[], float] = time.monotonic, sleep: Callable[[float], None] = time.sleep) -> WatchEnd:
     """Observe every ``interval`` seconds until ``alive()`` is false (``job-ended``) or, with
@@ -185,7 +173,10 @@ def watch_loop(detector: StallDetector, observe: Callable[[float], Observation],
         observe: called with the current monotonic time; returns what was seen.
         alive: whether the job still runs (checked before every observation).
         on_stall: handles a stall (dump, hook, action); the time it takes is not counted as
-            quiet time of the next stall (the detector re-arms only on progress anyway).
+            quiet time of the next stall (the detector re-arms only on progress anyway); returns
+            True to end the watch (``max-stalls``).
+        clock: the watch clock (:meth:`hangdbg.watch.clock.WatchClock.now`: seconds that stand
+            still while the watcher is stopped).
         log: one line per decision (``-v``).
     """
     n = 0
@@ -199,9 +190,11 @@ def watch_loop(detector: StallDetector, observe: Callable[[float], Observation],
         stall = detector.observe(obs)
         log(_describe(obs, detector, start) + (f" -> STALL: {stall.reason}" if stall else ""))
         if stall is not None:
-            on_stall(stall)
+            stop = on_stall(stall)
             if once:
                 return WatchEnd("once", n)
+            if stop:
+                return WatchEnd("max-stalls", n)
         sleep(max(0.0, interval - (clock() - start)))
 
 
@@ -211,6 +204,5 @@ def _describe(obs: Observation, d: StallDetector, now: float) -> str:
         if value is None:
             continue
         quiet = d.quiet_for(name, now) or 0.0
-        shown = f"={value}" if name == "log" else ""
-        parts.append(f"{name}{shown} quiet {quiet:.0f}s" + (" (waiting)" if name == "stacks" and obs.waiting else ""))
-    return "observed: " + (", ".join(parts) or "nothing yet")
+        parts.append(f"{name} quiet {quiet:.0f}s" + (" (waiting)" if name == "stacks" and obs.waiting else ""))
+    return "observed: " + (", ".join(parts) or "nothing yet") + (" (the job is stopped: no stall time)" if obs.stopped else "")

@@ -4,8 +4,9 @@ The recipes this follows (production "is-job-hanging" watchdogs): training logs 
 so a log that stops growing means a hang, whatever the hang is (a read with no timeout fires no
 NCCL or gloo timeout). Three progress signals are used, any of which can declare a stall:
 
-* **log**: the amount of progress in the training logs (bytes, or lines matching
-  ``--log-pattern``); a stall when it has not grown for ``stall`` seconds;
+* **log**: the progress of the training logs (their size, or where their last line matching
+  ``--log-pattern`` ends: :mod:`hangdbg.watch.logtail`); a stall when it has not moved for
+  ``stall`` seconds;
 * **heartbeat**: the content of the per-rank heartbeat files (:mod:`hangdbg.hooks.heartbeat`); a
   stall when none of them changed for ``stall`` seconds. Changes are timed by the watcher's own
   clock, so clock skew between nodes does not matter;
@@ -17,7 +18,15 @@ NCCL or gloo timeout). Three progress signals are used, any of which can declare
 
 No decision before ``grace`` seconds from the start (data loading, compilation). After a stall is
 declared the detector is *fired*: it declares nothing more until progress resumes (a signal moves
-again), then re-arms.
+again), then re-arms. With ``min_gap``, no stall is declared less than ``min_gap`` seconds after
+the previous one (the rate limit of the stall dumps; the quiet time keeps counting meanwhile).
+
+**Time is the job's own** (issue 31). ``Observation.time`` comes from a clock that does not advance
+while the watcher itself is stopped (:class:`hangdbg.watch.clock.WatchClock`: SIGSTOP, cgroup
+freezer, SLURM suspend or ``docker pause`` of the job and the watcher together); and the time
+between two observations of which one saw the job stopped (``Observation.stopped``: every process
+of the job stopped or frozen, or its SLURM job suspended) is not counted as quiet time. While the
+job is seen stopped no stall is declared.
 """
 
 from __future__ import annotations
@@ -40,18 +49,21 @@ class Observation:
 
     Attributes:
         time: seconds, monotonic clock of the watcher.
-        log: the progress count of the logs (bytes or matching lines), or None (not watched, or
-            no log file exists yet).
+        log: the progress of the logs (:meth:`hangdbg.watch.logtail.LogProbe.progress`), or None
+            (not watched, or no log can be trusted now).
         heartbeat: a hashable picture of the heartbeat files (their contents), or None.
         stacks: :func:`stacks_signature` of a sample, or None (no sample this time).
         waiting: with ``stacks``: :func:`waiting_or_idle` of the same sample.
+        stopped: the job was seen stopped (not running, not dead): this moment and the time since
+            the previous observation are no quiet time.
     """
 
     time: float
-    log: int | None = None
+    log: Hashable | None = None
     heartbeat: Hashable | None = None
     stacks: Hashable | None = None
     waiting: bool = False
+    stopped: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,17 +89,31 @@ class StallDetector:
     Args:
         stall: seconds without progress that make a stall (> 0).
         grace: seconds after ``start`` during which no stall is declared.
-        start: monotonic time the watch started.
+        start: the watch clock's time when the watch started.
+        min_gap: seconds that must pass between two stalls (0: none).
     """
 
     stall: float
     grace: float = 0.0
     start: float = 0.0
     fired: bool = False
+    min_gap: float = 0.0
     _tracks: dict[str, _Track] = field(default_factory=lambda: {s: _Track() for s in SIGNALS})
+    _paused: float = 0.0  # seconds not counted: the job was seen stopped
+    _last: tuple[float, bool] | None = None  # the previous observation's time and ``stopped``
+    _last_stall: float | None = None  # job time of the previous stall
+
+    @property
+    def paused(self) -> float:
+        """Seconds not counted so far because the job was seen stopped."""
+        return self._paused
 
     def observe(self, obs: Observation) -> Stall | None:
         """Record ``obs``; the stall it completes, or None."""
+        if self._last is not None and (obs.stopped or self._last[1]):
+            self._paused += max(0.0, obs.time - self._last[0])  # the job's time stood still
+        self._last = (obs.time, obs.stopped)
+        now = obs.time - self._paused
         moved = False
         for name in SIGNALS:
             value = getattr(obs, name)
@@ -96,20 +122,29 @@ class StallDetector:
             t = self._tracks[name]
             if t.since is None or value != t.value:
                 moved = moved or t.since is not None
-                t.value, t.since = value, obs.time
+                t.value, t.since = value, now
         if moved and self.fired:
             self.fired = False  # progress resumed: re-armed
-        if self.fired or obs.time - self.start < self.grace:
+        if self.fired or obs.stopped or now - self.start < self.grace:
             return None
+        if self._last_stall is not None and now - self._last_stall < self.min_gap:
+            return None  # rate limit: the quiet time goes on counting
         stall = self._stalled(obs)
         if stall is not None:
             self.fired = True
+            self._last_stall = now
         return stall
 
+    def forget(self, name: str) -> None:
+        """Start signal ``name`` afresh (its sampling starts again after a pause: its old value
+        and time say nothing about now)."""
+        self._tracks[name] = _Track()
+
     def quiet_for(self, name: str, now: float) -> float | None:
-        """Seconds signal ``name`` has not moved at ``now`` (None: never observed)."""
+        """Seconds signal ``name`` has not moved at ``now`` (the watch clock's time, as
+        ``Observation.time``; None: never observed)."""
         t = self._tracks[name]
-        return None if t.since is None else now - t.since
+        return None if t.since is None else now - self._paused - t.since
 
     def _stalled(self, obs: Observation) -> Stall | None:
         for name in ("log", "heartbeat"):

@@ -1,0 +1,263 @@
+"""A stall is real (issue 31): ``hangdbg watch`` declares a stall only when the job itself made no
+progress for ``--stall`` seconds of its own time.
+
+Each test runs a real job (a small Python program that writes step lines to its log) and a real
+``python -m hangdbg watch`` next to it, and acts on them as the hostile cases did: a flood of
+70 MiB of warnings after each step line, the log deleted, never created or swapped for another
+file while the watch runs, SIGSTOP/SIGCONT of the job alone and of the job and the watcher
+together, a job that stalls again and again (``--max-stalls``, ``--stall-gap``). The waits are
+bounded hang guards, never speed measurements.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from _watch import finish, wait_for_line, watcher
+from conftest import validate
+
+WRITER = r"""
+import sys, time
+log, steps, period, flood, pause_every, pause, mode = sys.argv[1:8]
+steps, period, flood, pause_every, pause = int(steps), float(period), int(flood), int(pause_every), float(pause)
+line = b"warning: a deprecated call, said again " + b"x" * 4000 + b"\n"
+warnings = line * (flood // len(line))
+with open(log, "ab", buffering=0) as f:
+    for i in range(steps):
+        f.write(b"step %d loss 1.0\n" % i)
+        if warnings:
+            f.write(warnings)
+        wait = pause if pause_every and i % pause_every == pause_every - 1 else period
+        if mode == "cpu":  # a step is CPU work: it does not advance while the process is stopped
+            end = time.process_time() + wait
+            while time.process_time() < end:
+                sum(range(1000))
+            continue
+        end = time.monotonic() + wait
+        while time.monotonic() < end:
+            if mode == "busy":
+                sum(range(1000))  # a rank computing: never idle
+            else:
+                time.sleep(0.05)
+"""
+
+MiB = 1 << 20
+
+pytestmark = pytest.mark.real  # real jobs and watchers, about 2 minutes: not the fast lane
+
+
+def _job(log: Path, steps: int, period: float, *, flood: int = 0, pause_every: int = 0, pause: float = 0.0,
+         mode: str = "idle", rank: bool = False) -> subprocess.Popen:
+    """The writer: ``steps`` step lines ``period`` seconds apart (each followed by ``flood`` bytes of
+    warnings; every ``pause_every``-th step followed by ``pause`` seconds without a line). ``mode``:
+    between two lines it sleeps (``idle``), computes (``busy``), or computes for ``period`` seconds
+    of its own CPU time (``cpu``)."""
+    env = dict(os.environ)
+    if rank:  # a rank to hangdbg (its stacks can be sampled)
+        env.update(RANK="0", WORLD_SIZE="1", LOCAL_RANK="0")
+    return subprocess.Popen([sys.executable, "-c", WRITER, str(log), str(steps), str(period), str(flood),
+                             str(pause_every), str(pause), mode], env=env,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+
+def _end(*procs: subprocess.Popen) -> None:
+    for p in procs:
+        if p.poll() is None:
+            p.send_signal(signal.SIGCONT)
+            p.kill()
+        p.wait(timeout=30)
+
+
+def _watch(job: subprocess.Popen, log: Path, out: Path, *extra: object) -> subprocess.Popen:
+    return watcher("--pid", job.pid, "--log", log, "--log-pattern", r"^step \d+", "--interval", "0.5",
+                   "-o", out, "--json", "-v", *extra, cwd=out.parent)
+
+
+def _doc(out: str) -> dict:
+    return validate(json.loads(out))
+
+
+def test_a_flood_of_warnings_after_each_step_is_no_stall(tmp_path, leftovers):
+    """Each step line is followed at once by 70 MiB of warnings (written to a tmpfs in a few tens of
+    milliseconds), then 3 s of work: at almost every observation more than one read's worth (the
+    old 64 MiB cap) lies after the last step line. The step lines are still found (progress is the
+    last matching line, scanned without skipping), so the healthy job is never declared stalled
+    and ``--then kill`` never fires."""
+    from faults import tmpfs
+
+    with tmpfs(tmp_path / "fs", "600m") as fs:
+        _flood(fs / "train.log", tmp_path)
+
+
+def _flood(log: Path, tmp_path: Path) -> None:
+    job = _job(log, steps=6, period=3.0, flood=70 * MiB)
+    w = None
+    try:
+        wait_for_line(log, "step 0 ", timeout=120)
+        w = _watch(job, log, tmp_path / "out", "--stall", "6", "--then", "kill")
+        rc, out, err = finish(w, timeout=240)
+        doc = _doc(out)
+        assert (rc, doc["ended"], doc["stalls"]) == (0, "job-ended", []), err[-3000:]
+        assert job.wait(timeout=60) == 0  # ran all its steps: nothing killed it
+    finally:
+        _end(*(p for p in (job, w) if p is not None))
+        log.unlink(missing_ok=True)
+
+
+def test_a_never_created_log_is_a_warning_and_the_stacks_are_watched(tmp_path, leftovers):
+    log = tmp_path / "train.log"
+    job = _job(tmp_path / "elsewhere.log", steps=12, period=0.3, mode="busy", rank=True)
+    w = None
+    try:
+        w = _watch(job, log, tmp_path / "out", "--stall", "3")
+        rc, out, err = finish(w, timeout=180)
+        doc = _doc(out)
+        assert rc == 0 and doc["ended"] == "job-ended", err[-3000:]
+        assert any(f"{log} does not exist" in x and "watching the stacks" in x for x in doc["warnings"]), doc
+        assert f"{log} does not exist" in err
+        assert "observed: stacks quiet" in err  # the stacks were sampled instead
+    finally:
+        _end(*(p for p in (job, w) if p is not None))
+
+
+@pytest.mark.parametrize("how", ["deleted", "swapped", "truncated"])
+def test_a_deleted_swapped_or_truncated_log_is_a_warning_not_a_stall(tmp_path, leftovers, how):
+    """The job keeps writing its steps to the file it opened; its path is deleted, made to name a
+    file nobody writes, or truncated (the job, appending, writes on). The watcher says so, watches
+    the stacks, and never declares the silence of that path a stall."""
+    log = tmp_path / "train.log"
+    job = _job(log, steps=40, period=0.3, mode="busy", rank=True)
+    w = None
+    try:
+        wait_for_line(log, "step 2 ", timeout=120)
+        w = _watch(job, log, tmp_path / "out", "--stall", "3")
+        wait_for_line(tmp_path / "out" / "watch.json", '"observations"', timeout=120)
+        time.sleep(1.5)  # a few observations of the real log (not a measurement)
+        if how == "deleted":
+            log.unlink()
+        elif how == "swapped":  # in one step: the job writes on into its file, now train.log.1
+            os.link(log, tmp_path / "train.log.1")
+            (tmp_path / "decoy").write_text("step 0 loss 9\nstep 1 loss 9\n")
+            os.replace(tmp_path / "decoy", log)
+        else:
+            os.truncate(log, 0)  # copytruncate: the job, appending, writes on from the start
+        rc, out, err = finish(w, timeout=240)
+        doc = _doc(out)
+        assert [s for s in doc["stalls"] if s["signal"] == "log"] == [], (doc["stalls"], err[-3000:])
+        assert rc == 0 and doc["ended"] == "job-ended", err[-3000:]
+        said = {"deleted": "was deleted", "swapped": "now names another file", "truncated": "shrank (truncated)"}[how]
+        assert any(said in x for x in doc["warnings"]), doc["warnings"]
+        assert "observed: log quiet" in err and "stacks quiet" in err.split(said, 1)[1]
+        if how == "truncated":  # the job's own lines come back: the log is trusted (observed) again
+            assert "observed: log quiet" in err.split(said, 1)[1]
+    finally:
+        _end(*(p for p in (job, w) if p is not None))
+
+
+def test_a_job_stopped_alone_is_no_stall(tmp_path, leftovers):
+    """SIGSTOP of the job (every process in state T) for twice --stall, then SIGCONT: the time it was
+    stopped is not stall time."""
+    log = tmp_path / "train.log"
+    job = _job(log, steps=30, period=0.3)
+    w = None
+    try:
+        wait_for_line(log, "step 2 ", timeout=120)
+        w = _watch(job, log, tmp_path / "out", "--stall", "4")
+        wait_for_line(tmp_path / "out" / "watch.json", '"observations"', timeout=120)
+        time.sleep(1.5)
+        job.send_signal(signal.SIGSTOP)
+        time.sleep(9)
+        job.send_signal(signal.SIGCONT)
+        rc, out, err = finish(w, timeout=180)
+        doc = _doc(out)
+        assert (rc, doc["stalls"]) == (0, []), err[-3000:]
+        assert "the job is stopped: no stall time" in err
+    finally:
+        _end(*(p for p in (job, w) if p is not None))
+
+
+def test_a_job_frozen_by_the_cgroup_freezer_is_no_stall(tmp_path, leftovers):
+    """The job alone frozen by the cgroup v1 freezer (``docker pause`` on such hosts; its process
+    shows state D, not T) for twice --stall, then thawed: its frozen time is not stall time."""
+    root = Path("/sys/fs/cgroup/freezer")
+    if os.geteuid() != 0 or not (root / "cgroup.procs").exists():
+        pytest.skip("needs root and the cgroup v1 freezer")
+    group = root / f"hangdbg-test-{os.getpid()}-{time.monotonic_ns()}"
+    log = tmp_path / "train.log"
+    job = _job(log, steps=30, period=0.3)
+    w = None
+    try:
+        group.mkdir()
+        (group / "cgroup.procs").write_text(str(job.pid))
+        wait_for_line(log, "step 2 ", timeout=120)
+        w = _watch(job, log, tmp_path / "out", "--stall", "4")
+        wait_for_line(tmp_path / "out" / "watch.json", '"observations"', timeout=120)
+        time.sleep(1.5)
+        (group / "freezer.state").write_text("FROZEN")
+        time.sleep(9)
+        (group / "freezer.state").write_text("THAWED")
+        rc, out, err = finish(w, timeout=180)
+        doc = _doc(out)
+        assert (rc, doc["stalls"]) == (0, []), err[-3000:]
+        assert "the job is stopped: no stall time" in err
+    finally:
+        if group.exists():
+            (group / "freezer.state").write_text("THAWED")
+            _end(*(p for p in (job, w) if p is not None))
+            group.rmdir()
+        else:
+            _end(*(p for p in (job, w) if p is not None))
+
+
+def test_a_job_and_its_watcher_stopped_together_is_no_stall(tmp_path, leftovers):
+    """SIGSTOP of the job and of the watcher together (SLURM suspend, docker pause), then SIGCONT:
+    the watcher's clock stood still, so the pause is no stall. The job's steps are CPU work, so its
+    next line comes a while after the resume, and it is resumed first: the watcher never sees it
+    stopped, only its own clock tells the pause."""
+    log = tmp_path / "train.log"
+    job = _job(log, steps=14, period=0.4, mode="cpu")
+    w = None
+    try:
+        wait_for_line(log, "step 2 ", timeout=120)
+        w = _watch(job, log, tmp_path / "out", "--stall", "6")
+        wait_for_line(tmp_path / "out" / "watch.json", '"observations"', timeout=120)
+        time.sleep(1.5)
+        for p in (job, w):
+            p.send_signal(signal.SIGSTOP)
+        time.sleep(12)
+        for p in (job, w):
+            p.send_signal(signal.SIGCONT)
+        rc, out, err = finish(w, timeout=180)
+        doc = _doc(out)
+        assert (rc, doc["stalls"]) == (0, []), err[-3000:]
+    finally:
+        _end(*(p for p in (job, w) if p is not None))
+
+
+def test_stall_dumps_are_capped_and_rate_limited(tmp_path, leftovers):
+    """A job that stalls again and again (a 3 s pause after every 3 steps): ``--max-stalls 2`` ends
+    the watch after its second stall, saying so; ``--stall-gap 1000`` lets one stall through."""
+    log = tmp_path / "train.log"
+    job = _job(log, steps=15, period=0.2, pause_every=3, pause=3.0)
+    capped = gapped = None
+    try:
+        wait_for_line(log, "step 0 ", timeout=120)
+        capped = _watch(job, log, tmp_path / "capped", "--stall", "1.5", "--max-stalls", "2", "--stall-gap", "0")
+        gapped = _watch(job, log, tmp_path / "gapped", "--stall", "1.5", "--stall-gap", "1000")
+        rc, out, err = finish(capped, timeout=240)
+        doc = _doc(out)
+        assert (rc, doc["ended"], len(doc["stalls"])) == (3, "max-stalls", 2), err[-3000:]
+        assert any("--max-stalls 2" in x for x in doc["warnings"]) and "--max-stalls" in doc["headline"]
+        assert json.loads((tmp_path / "capped" / "watch.json").read_text())["ended"] == "max-stalls"
+        rc, out, err = finish(gapped, timeout=240)
+        doc = _doc(out)
+        assert (rc, doc["ended"], len(doc["stalls"])) == (3, "job-ended", 1), err[-3000:]
+    finally:
+        _end(*(p for p in (job, capped, gapped) if p is not None))
