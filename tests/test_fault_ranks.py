@@ -248,7 +248,7 @@ def test_huge_pyspy_output_is_capped_bounded_and_parsed_in_time(tmp_path, rank_p
     import json
     import resource
 
-    cap = 64 << 20  # hangdbg.tools.pyspy.OUTPUT_CAP
+    from hangdbg.tools.pyspy import OUTPUT_CAP as cap
     exe = _fake_pyspy(tmp_path, HUGE_PYSPY.replace("MEGABYTES", "150"))
     out = tmp_path / "out"
     limit = 2 << 30

@@ -34,7 +34,8 @@ from ..outdir import OutDir
 from ..transport.classes import CLASS, ClassMerger, WireError
 from ..transport.wire import WIRE_READ, WIRE_VERSION, FrameDecoder
 from .local import RAW
-from ..transport.runners import Runner
+from ..transport.runners import STDERR_HEAD, STDERR_TAIL, Runner
+from ..text.lines import MAX_LINE
 
 __all__ = ["NodeResult", "FanoutResult", "FileSink", "fan_out", "agent_argv", "node_file", "safe_name"]
 
@@ -175,6 +176,7 @@ def fan_out(
             elif host in c.seen and status is NodeStatus.NO_ANSWER:
                 status, reason = NodeStatus.ERROR, "the agent stopped before it finished (its node or job step died?)"
             c.finish(NodeResult(host, status, _version_hint(reason), (), elapsed))
+    _note_dropped(c, runner.dropped)
     order = {h: i for i, h in enumerate(hosts)}
     nodes = sorted(c.done.values(), key=lambda n: (order.get(n.host, len(order)), n.host))
     if c.decoder.foreign:
@@ -290,6 +292,18 @@ class _Coordinator:
             if first is not d:
                 LOG.warning("rank %d was reported by %s and by %s; the first is kept", d.rank, first.host, d.host)
         return sorted(by_rank.values(), key=lambda d: d.rank)
+
+
+def _note_dropped(c: "_Coordinator", dropped: dict[str | None, int]) -> None:
+    """Say what a transport left out of the nodes' output (lines over 1 MiB, stderr over its cap,
+    :meth:`hangdbg.transport.runners.Runner._pump`): a warning, and the node's reason in its document."""
+    for host, lost in dropped.items():
+        what = (f"{lost} bytes of output dropped (lines over {MAX_LINE >> 20} MiB, stderr beyond its first "
+                f"{STDERR_HEAD >> 20} MiB and last {STDERR_TAIL >> 10} KiB)")
+        LOG.warning("%s: %s", host or "the transport", what)
+        node = c.done.get(host) if host is not None else None
+        if host is not None and node is not None:
+            c.done[host] = replace(node, reason=f"{node.reason}; {what}" if node.reason else what)
 
 
 def _raw_dir(host: str, raw: object) -> str | None:

@@ -23,7 +23,8 @@ Recognised, line by line (ANSI colour codes and trailing whitespace are ignored)
 Anything else is skipped and counted as garbled; parsing never raises. A thread deeper than
 ``MAX_FRAMES`` keeps its ``INNER_FRAMES`` innermost and ``OUTER_FRAMES`` outermost frames, the
 frames in between are dropped and counted with the garbled lines (a runaway recursion made the
-analysis and the report super-linear in the stack depth).
+analysis and the report super-linear in the stack depth); a process keeps its first ``MAX_THREADS``
+threads, the lines of the others are counted the same way.
 """
 
 from __future__ import annotations
@@ -31,19 +32,23 @@ from __future__ import annotations
 import re
 import time
 from dataclasses import dataclass, field
+from typing import Iterator
 
 from ..model import Thread
 from ..frames import Frame
 from ..enums import ThreadStatus
 from ..frames import is_python_file
 
-__all__ = ["ParsedProcess", "parse_pyspy_dump", "rank_from_filename", "sample_from_filename", "MAX_FRAMES"]
+__all__ = ["ParsedProcess", "parse_pyspy_dump", "rank_from_filename", "sample_from_filename", "MAX_FRAMES", "MAX_THREADS"]
 
 INNER_FRAMES = 1536
 """Innermost frames kept of a deeper thread (where it waits)."""
 OUTER_FRAMES = 512
 """Outermost frames kept of a deeper thread (its entry point: the training loop)."""
 MAX_FRAMES = INNER_FRAMES + OUTER_FRAMES
+MAX_THREADS = 1024
+"""Threads kept of one process (in py-spy's order); the lines of the others are skipped and counted
+with the garbled lines (a runaway output of 100,000s of one-frame threads took gigabytes)."""
 
 _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 _PROCESS = re.compile(r"^Process (\d{1,20}):(?: (.*))?$")
@@ -204,9 +209,18 @@ class _Parser:
         cur = self.cur
         if cur is None or cur.error is not None and not cur.owned:
             cur = self.start()
-        self.frames, self.locals_indent = [], None
-        cur.threads.append((*thread, self.frames))
+        self.add_thread(cur, thread)
         return True
+
+    def add_thread(self, cur: _Builder, thread: tuple[int, str | None, ThreadStatus]) -> None:
+        """Start ``thread`` in ``cur``; beyond :data:`MAX_THREADS` the thread and its lines are garbled."""
+        self.locals_indent = None
+        if len(cur.threads) >= MAX_THREADS:
+            self.frames = None
+            self.garbled += 1
+            return
+        self.frames = []
+        cur.threads.append((*thread, self.frames))
 
     def error_section(self, text: str) -> bool:
         """Consume the column-0 lines that continue a py-spy error; False for other lines."""
@@ -250,8 +264,7 @@ class _Parser:
         elif (thread := _parse_thread_header(text)) is not None:
             if cur is None or cur.error is not None and not cur.owned:
                 cur = self.start()
-            self.frames, self.locals_indent = [], None
-            cur.threads.append((*thread, self.frames))
+            self.add_thread(cur, thread)
         else:
             self.garbled += 1
             if text.startswith("Thread"):
@@ -308,7 +321,9 @@ def _by_lines(text: str, deadline: float | None = None) -> tuple[list[ParsedProc
 _TIMED_BLOCKS_LIMIT = 1 << 20  # a longer text with a deadline is read line by line (checked as it goes)
 _BODIES: dict[str, tuple[tuple[Frame, ...], int] | None] = {}
 _BODIES_CHARS = 0
-_BODIES_LIMIT = 64 << 20  # characters of thread bodies kept (then the cache starts over)
+_BODIES_LIMIT = 64 << 20  # bytes of thread bodies kept, counted as characters plus _ENTRY_COST each (then the cache starts over)
+_ENTRY_COST = 256  # bytes a cached body costs besides its characters (the str, the dict slot, the frames tuple): a
+# million one-frame bodies once held 500 MB under a 64 Mi-character count
 
 
 def _thread_body(body: str) -> tuple[tuple[Frame, ...], int] | None:
@@ -329,11 +344,12 @@ def _thread_body(body: str) -> tuple[tuple[Frame, ...], int] | None:
             parser.feed(line)
         procs, garbled = parser.close()
         got = procs[0].threads[0].frames, garbled
-    if _BODIES_CHARS + len(body) > _BODIES_LIMIT:
+    cost = len(body) + _ENTRY_COST
+    if _BODIES_CHARS + cost > _BODIES_LIMIT:
         _BODIES.clear()
         _BODIES_CHARS = 0
     _BODIES[body] = got
-    _BODIES_CHARS += len(body)
+    _BODIES_CHARS += cost
     return got
 
 
@@ -342,15 +358,24 @@ def _by_thread_blocks(text: str, deadline: float | None) -> tuple[list[ParsedPro
     through the line parser, each thread's header too, and each thread's body is looked up in
     :func:`_thread_body` (the result is the line parser's, which the tests check). None when a
     body is not plain (the caller parses the whole text line by line)."""
-    parts = ("\n" + text).split("\nThread ")
+    parts = _thread_parts("\n" + text)
     parser = _Parser()
-    for raw in parts[0].splitlines():
+    for raw in next(parts).splitlines():
         parser.feed(raw)
-    for i, part in enumerate(parts[1:], 1):
+    for i, part in enumerate(parts, 1):
         if deadline is not None and not i & 0x3F and time.monotonic() > deadline:
-            parser.garbled += sum(p.count("\n") + 1 for p in parts[i:])
+            parser.garbled += part.count("\n") + 1 + sum(p.count("\n") + 1 for p in parts)
             break
         head, _nl, body = part.partition("\n")
+        cur = parser.cur
+        if cur is not None and cur.error is None and len(cur.threads) >= MAX_THREADS and _is_thread(head):
+            # a thread past the cap (what the line parser does with it, without caching its body)
+            lines = body.splitlines()
+            if any(line and line[0] not in " \t" and line.strip() for line in lines):
+                return None
+            parser.garbled += 1 + sum(1 for line in lines if line.strip())
+            parser.frames = None
+            continue
         got = _thread_body(body)
         if got is None:
             return None
@@ -366,6 +391,20 @@ def _by_thread_blocks(text: str, deadline: float | None) -> tuple[list[ParsedPro
         parser.garbled += garbled
         parser.frames = None
     return parser.close()
+
+
+def _thread_parts(text: str) -> Iterator[str]:
+    """``text.split("\\nThread ")`` one part at a time (a million-thread text is not copied into a list)."""
+    start = 0
+    while (at := text.find("\nThread ", start)) >= 0:
+        yield text[start:at]
+        start = at + len("\nThread ")
+    yield text[start:]
+
+
+def _is_thread(head: str) -> bool:
+    """Whether ``"Thread " + head`` is a well-formed thread header (a broken one is read by the line parser)."""
+    return _parse_thread_header(("Thread " + head).rstrip()) is not None
 
 
 def _parse_header(text: str) -> dict[str, str]:

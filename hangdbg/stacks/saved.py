@@ -289,9 +289,10 @@ def _expand(p: Path) -> list[Path]:
 
 
 MAX_DUMP_FILE = 64 << 20
-"""Bytes of one saved dump file that are read (py-spy's own output is capped at the same size when
-``dump`` takes it, :data:`hangdbg.tools.pyspy.OUTPUT_CAP`): the rest of a larger file is not read,
-and the file is listed in ``stats.unreadable`` as cut."""
+"""Bytes of one saved dump file that are read (a file may hold many ranks' outputs; ``dump`` keeps
+:data:`hangdbg.tools.pyspy.OUTPUT_CAP` of each rank's): the rest of a larger file is not read, and the
+file is listed in ``stats.unreadable`` as cut. The parser's caps (threads per process, frames per
+thread) keep what 64 MiB of any shape costs to a few hundred MiB."""
 
 
 def _read(f: Path) -> tuple[str | None, str]:

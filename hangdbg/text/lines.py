@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import BinaryIO, Callable, Iterator
 
 __all__ = ["read_capped", "iter_files", "files_where", "iter_lines", "iter_lines_from", "iter_lines_where", "strip_ansi", "strip_ansi_bytes", "strip_prefix", "Prefix",
-           "read_head", "HEAD_BYTES", "MAX_LINE", "NotRegularFile", "open_input"]
+           "read_head", "HEAD_BYTES", "MAX_LINE", "NotRegularFile", "open_input", "capped_lines", "HeadTail"]
 
 HEAD_BYTES = 64 * 1024
 """How much of a file :func:`read_head` returns (for sniffing a file's kind)."""
@@ -324,6 +324,85 @@ def iter_lines_where(stream: BinaryIO, needles: tuple[bytes, ...] | None,
         rest = _ANSI.sub(b"", rest)
     if rest:
         yield n + 1, rest[:MAX_LINE].decode("utf-8", "replace").rstrip("\r")
+
+
+def capped_lines(stream: BinaryIO, limit: int = MAX_LINE) -> Iterator[tuple[bytes, int]]:
+    """Yield ``(line, dropped)`` from a binary stream (a pipe), the newline removed: each line cut to its
+    first ``limit`` bytes, ``dropped`` the bytes of it left out (read and thrown away, never held).
+    Memory stays at ``limit`` bytes whatever the stream sends (one 2 GB line included); a last line
+    without a newline is yielded too.
+
+    Args:
+        stream: a binary stream (``readline(size)``).
+        limit: bytes kept of one line (:data:`MAX_LINE`).
+    """
+    while True:
+        line = stream.readline(limit + 1)
+        if not line:
+            return
+        if line.endswith(b"\n"):
+            yield line[:-1], 0
+            continue
+        if len(line) <= limit:  # the end of the stream
+            yield line, 0
+            continue
+        dropped = len(line) - limit
+        while True:
+            more = stream.readline(_CHUNK)
+            if not more:
+                break
+            if more.endswith(b"\n"):
+                dropped += len(more) - 1
+                break
+            dropped += len(more)
+        yield line[:limit], dropped
+
+
+class HeadTail:
+    """The first ``head`` and the last ``tail`` bytes of a stream fed in pieces, the bytes in between
+    counted in ``dropped`` (a node's stderr: its first lines and its last error are what a reason
+    quotes). Memory stays at ``head + tail`` bytes.
+
+    Args:
+        head: bytes kept from the start.
+        tail: bytes kept from the end.
+    """
+
+    def __init__(self, head: int, tail: int) -> None:
+        self.head, self.tail = head, tail
+        self._head = bytearray()
+        self._tail = bytearray()
+        self.dropped = 0
+
+    def feed(self, data: bytes) -> None:
+        room = self.head - len(self._head)
+        if room > 0:
+            self._head += data[:room]
+            data = data[room:]
+        if not data:
+            return
+        self._tail += data
+        if len(self._tail) > 2 * self.tail:  # trimmed now and then: amortized, never above 2x tail
+            cut = len(self._tail) - self.tail
+            self.dropped += cut
+            del self._tail[:cut]
+
+    def drain(self, stream: BinaryIO) -> None:
+        """:meth:`feed` everything ``stream`` sends until its end (a reader thread's loop); an
+        ``OSError`` (the pipe closed under it) ends it."""
+        try:
+            while chunk := stream.read1(1 << 16) if hasattr(stream, "read1") else stream.read(1 << 16):
+                self.feed(chunk)
+        except (OSError, ValueError):
+            return
+
+    def text(self) -> str:
+        """What was kept, decoded with replacement; a line ``[... N bytes dropped ...]`` where bytes were left out."""
+        if len(self._tail) > self.tail:
+            self.dropped += len(self._tail) - self.tail
+            del self._tail[:len(self._tail) - self.tail]
+        middle = f"\n[... {self.dropped} bytes dropped ...]\n" if self.dropped else ""
+        return (bytes(self._head).decode("utf-8", "replace") + middle + bytes(self._tail).decode("utf-8", "replace"))
 
 
 def iter_lines(path: str) -> Iterator[tuple[int, str]]:

@@ -15,17 +15,26 @@ import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import BinaryIO
 
 from ..enums import DumpState
 from ..errors import diagnose_pyspy_failure, gone_message, process_state
 from ..redact import scrub_pyspy_output
-from .subproc import Popen, communicate_capped, kill_group
+from ..text.lines import MAX_LINE, HeadTail, capped_lines
+from .subproc import Popen, kill_group
 
 __all__ = ["PySpyOptions", "PySpyResult", "find_pyspy", "run_pyspy", "kill_running", "OUTPUT_CAP"]
 
-OUTPUT_CAP = 64 << 20
-"""Bytes of one py-spy run's output kept (stdout and stderr each); the rest is dropped and
-reported (a runaway output once took minutes and gigabytes to parse)."""
+OUTPUT_CAP = 8 << 20
+"""Bytes of one py-spy run's stdout kept per rank (whole lines, each at most
+:data:`~hangdbg.text.lines.MAX_LINE`): the output is read line by line from the pipe and the rest
+is read, dropped and counted, never held. A real rank's dump is a few hundred KiB (``--locals``: a
+few MiB); a runaway output once took minutes and gigabytes to parse (300 MB of one-frame threads:
+4.2 GB). Its stderr keeps :data:`ERR_HEAD` + :data:`ERR_TAIL` bytes."""
+ERR_HEAD = 1 << 20
+"""Bytes kept of the start of py-spy's stderr (its error message)."""
+ERR_TAIL = 64 << 10
+"""Bytes kept of the end of py-spy's stderr."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,6 +113,66 @@ def pyspy_argv(exe: str, pid: int, opts: PySpyOptions) -> list[str]:
     return argv
 
 
+def _read_capped(proc: subprocess.Popen, timeout: float) -> tuple[str, str, int, bool]:
+    """Read ``proc``'s stdout line by line as it comes, keeping whole lines up to :data:`OUTPUT_CAP`
+    bytes (then the rest is drained in blocks and counted), and its stderr (:data:`ERR_HEAD` +
+    :data:`ERR_TAIL`), each in a thread; the process group is killed after ``timeout`` seconds.
+
+    Returns:
+        ``(stdout, stderr, dropped, timed_out)``: the texts kept (UTF-8, replaced), the bytes left
+        out (both streams), and whether the timeout killed it.
+    """
+    assert proc.stdout is not None and proc.stderr is not None  # started with PIPE for both
+    err = HeadTail(ERR_HEAD, ERR_TAIL)
+    out = _Lines()
+    readers = [threading.Thread(target=err.drain, args=(proc.stderr,), daemon=True, name="py-spy-stderr"),
+               threading.Thread(target=out.drain, args=(proc.stdout,), daemon=True, name="py-spy-stdout")]
+    for t in readers:
+        t.start()
+    timed_out = False
+    try:
+        proc.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        timed_out = True
+        kill_group(proc)
+        try:
+            proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:  # stuck in the kernel: abandon it
+            pass
+    for t in readers:
+        t.join(timeout=5)
+    if not any(t.is_alive() for t in readers):  # a reader still blocked (a child kept the pipe) keeps its stream
+        proc.stdout.close()
+        proc.stderr.close()
+    return out.text(), err.text(), out.dropped + err.dropped, timed_out
+
+
+class _Lines:
+    """py-spy's stdout as :func:`_read_capped` keeps it: whole lines up to :data:`OUTPUT_CAP` bytes."""
+
+    def __init__(self) -> None:
+        self.kept: list[bytes] = []
+        self.size = 0
+        self.dropped = 0
+
+    def drain(self, stream: BinaryIO) -> None:
+        try:
+            for line, lost in capped_lines(stream, MAX_LINE):
+                self.dropped += lost
+                if self.size + len(line) + 1 > OUTPUT_CAP:
+                    self.dropped += len(line) + 1
+                    while chunk := stream.read1(1 << 16):  # type: ignore[attr-defined]  # past the cap: counted only
+                        self.dropped += len(chunk)
+                    return
+                self.kept.append(line)
+                self.size += len(line) + 1
+        except (OSError, ValueError):  # the pipe closed under it
+            return
+
+    def text(self) -> str:
+        return b"".join(line + b"\n" for line in self.kept).decode("utf-8", "replace")
+
+
 def run_pyspy(pid: int, opts: PySpyOptions) -> PySpyResult:
     """Dump the stacks of ``pid`` with py-spy; never raises for a per-process failure.
 
@@ -127,16 +196,15 @@ def run_pyspy(pid: int, opts: PySpyOptions) -> PySpyResult:
     with _LOCK:
         _RUNNING.add(proc)
     try:
-        out_b, err_b, dropped, timed_out = communicate_capped(proc, opts.timeout, OUTPUT_CAP)
+        out, err, dropped, timed_out = _read_capped(proc, opts.timeout)
     finally:
         with _LOCK:
             _RUNNING.discard(proc)
-    out, err = out_b.decode("utf-8", errors="replace"), err_b.decode("utf-8", errors="replace")
     if opts.redact or not opts.cmdline:  # the earliest point where the text enters hangdbg: nothing unmasked is kept
         out = scrub_pyspy_output(out, opts.redact, opts.cmdline)
     if dropped:
-        note = (f"\n# truncated by hangdbg: py-spy printed more than {OUTPUT_CAP >> 20} MiB, "
-                f"{dropped} bytes dropped\n")
+        note = (f"# truncated by hangdbg: py-spy printed more than {OUTPUT_CAP >> 20} MiB (or a line over "
+                f"{MAX_LINE >> 20} MiB), {dropped} bytes dropped\n")
         out += note
     if timed_out:
         state = process_state(pid)

@@ -18,19 +18,27 @@ import subprocess
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
-from typing import Callable
+from typing import IO, BinaryIO, Callable, cast
 
 from ..enums import NodeStatus
 from ..errors import UsageError
+from ..text.lines import MAX_LINE, HeadTail, capped_lines
 from ..tools.subproc import Popen, kill_group
 from .hosts import check_host, check_hosts
 
-__all__ = ["Runner", "SrunRunner", "SshRunner", "PdshRunner", "LocalRunner", "FakeRunner", "remote_command", "check_setup", "ssh_argv", "HOST"]
+__all__ = ["STDERR_HEAD", "STDERR_TAIL", "Runner", "SrunRunner", "SshRunner", "PdshRunner", "LocalRunner", "FakeRunner", "remote_command", "check_setup", "ssh_argv", "HOST"]
 
 OnLine = Callable[[str | None, str], None]
 Failures = dict[str, tuple[NodeStatus, str]]
 HOST = "{host}"
 """Placeholder in the agent argv, replaced by each node's name (ssh: per host; pdsh: ``%h``)."""
+
+
+STDERR_HEAD = 1 << 20
+"""Bytes kept of the start of a transport's stderr (pdsh's per-host lines, ssh's errors)."""
+STDERR_TAIL = 64 << 10
+"""Bytes kept of the end of a transport's stderr (its last error); what lies between is dropped and
+counted: a node writing gigabytes of stderr costs the coordinator ``STDERR_HEAD + STDERR_TAIL``."""
 
 
 def _for_host(argv: list[str], host: str) -> list[str]:
@@ -95,6 +103,11 @@ def _host_failure(code: int | None, stderr: str, timed_out: bool, timeout: float
     return None
 
 
+def _binary(stream: IO) -> BinaryIO:
+    """The byte stream under a text-mode pipe (read in bytes, so that a cap counts bytes)."""
+    return cast(BinaryIO, getattr(stream, "buffer", stream))
+
+
 class Runner:
     """Base class: ``run(agent_argv, on_line, timeout) -> failures``; ``stop()`` kills it all."""
 
@@ -103,6 +116,8 @@ class Runner:
     def __init__(self) -> None:
         self._procs: set[subprocess.Popen] = set()
         self._lock = threading.Lock()
+        self.dropped: dict[str | None, int] = {}
+        """Bytes of output left out per host (None: a transport's shared stream), :meth:`_pump`."""
 
     def run(self, agent_argv: list[str], on_line: OnLine, timeout: float) -> Failures:  # pragma: no cover
         raise NotImplementedError
@@ -117,11 +132,16 @@ class Runner:
         return proc
 
     def _pump(self, proc: subprocess.Popen, host: str | None, on_line: OnLine, timeout: float) -> tuple[int | None, str, bool]:
-        """Feed stdout lines until exit or ``timeout``; returns (exit code, stderr, timed out)."""
-        err: list[str] = []
+        """Feed stdout lines until exit or ``timeout``; returns (exit code, stderr, timed out).
+
+        Bounded whatever the node sends: a line keeps its first :data:`~hangdbg.text.lines.MAX_LINE`
+        bytes (1 MiB, a ``host: `` prefix included), stderr its first :data:`STDERR_HEAD` and last
+        :data:`STDERR_TAIL` bytes; the bytes left out are added to ``dropped[host]`` (``host``
+        None: the transport's one stream for every node)."""
         assert proc.stdout is not None and proc.stderr is not None  # started with PIPE for both (_start)
-        stderr, stdout = proc.stderr, proc.stdout
-        reader = threading.Thread(target=lambda: err.extend(stderr), daemon=True)
+        stdout, stderr = _binary(proc.stdout), _binary(proc.stderr)
+        err = HeadTail(STDERR_HEAD, STDERR_TAIL)
+        reader = threading.Thread(target=err.drain, args=(stderr,), daemon=True)
         reader.start()
         fired = threading.Event()
 
@@ -131,16 +151,22 @@ class Runner:
 
         timer = threading.Timer(timeout, expire)
         timer.start()
+        cut = 0
         try:
-            for line in stdout:
-                on_line(host, line.rstrip("\n"))
+            for raw, lost in capped_lines(stdout, MAX_LINE):
+                cut += lost
+                on_line(host, raw.decode("utf-8", "replace").rstrip("\r"))
             code = proc.wait()
         finally:
             timer.cancel()
             with self._lock:
                 self._procs.discard(proc)
         reader.join(timeout=5)
-        return code, "".join(err), fired.is_set()
+        text = err.text()
+        if cut or err.dropped:
+            with self._lock:
+                self.dropped[host] = self.dropped.get(host, 0) + cut + err.dropped
+        return code, text, fired.is_set()
 
     @staticmethod
     def _kill(proc: subprocess.Popen) -> None:

@@ -46,7 +46,7 @@ from typing import Any, Iterator
 
 from ..text.jsondoc import load_json
 
-__all__ = ["WIRE_VERSION", "WIRE_READ", "MARKER", "MAX_MESSAGE", "TooLarge", "encode_message", "FrameDecoder", "inflate"]
+__all__ = ["WIRE_VERSION", "WIRE_READ", "MARKER", "MAX_MESSAGE", "MAX_PENDING", "TooLarge", "encode_message", "FrameDecoder", "inflate"]
 
 WIRE_VERSION = 2
 """The version of the messages an agent of this hangdbg sends (in its ``hello``): 2 added the
@@ -60,6 +60,14 @@ MAX_MESSAGE = 64 << 20
 """Bytes a message may have once decompressed (the biggest, a file chunk of 1 MiB or a rank's
 py-spy text, is far below): a compressed bomb from a node (1.3 MB inflating to 2 GB) is refused
 after inflating this much, never held whole."""
+
+
+MAX_PENDING = (MAX_MESSAGE // 3 + 1) * 4 + (1 << 20)
+"""Characters of a host's incomplete messages held while their other parts are awaited: the base64 of
+the largest message that can be read (:data:`MAX_MESSAGE`, which zlib never makes larger) and a
+little more. A node sending parts beyond it (parts that never complete, or a message too large) has
+its incomplete messages dropped, counted in ``garbled``, and a ``problem`` says so: a node's output
+of any size costs the coordinator at most this per host."""
 
 
 class TooLarge(ValueError):
@@ -107,6 +115,7 @@ class FrameDecoder:
     hosts: frozenset[str] | None = None
     foreign: int = 0
     _parts: dict[tuple[str, str], dict[int, str]] = field(default_factory=dict)
+    _held: dict[str, int] = field(default_factory=dict)  # host -> characters in its incomplete messages
 
     def accepts(self, host: str, stream: str | None = None) -> bool:
         """Whether a frame of ``host`` read on ``stream``'s output (None: not known) is taken."""
@@ -138,11 +147,15 @@ class FrameDecoder:
             return []
         got: dict[int, str] = {1: data}
         if parts > 1:  # most messages (a class of ranks, a node's status) are one line: no reassembly
+            if self._held.get(host, 0) + len(data) > MAX_PENDING:
+                return self._overflow(host)
             got = self._parts.setdefault((host, msgid), {})
+            self._held[host] = self._held.get(host, 0) + len(data) - len(got.get(part, ""))
             got[part] = data
             if len(got) < parts:
                 return []
             del self._parts[(host, msgid)]
+            self._held[host] -= sum(map(len, got.values()))
         try:
             blob = data if parts == 1 else "".join(got[i] for i in range(1, parts + 1))
             message = load_json(inflate(base64.b64decode(blob, validate=True)))
@@ -156,6 +169,17 @@ class FrameDecoder:
             self.garbled += 1
             return []
         return [(host, message)]
+
+
+    def _overflow(self, host: str) -> list[tuple[str, dict[str, Any]]]:
+        """Drop ``host``'s incomplete messages (more than :data:`MAX_PENDING` held): a ``problem``."""
+        lost = [key for key in self._parts if key[0] == host]
+        for key in lost:
+            del self._parts[key]
+        self.garbled += len(lost) + 1
+        self._held[host] = 0
+        return [(host, {"type": "problem", "what": f"{len(lost)} incomplete message(s)",
+                         "reason": f"more than {MAX_PENDING >> 20} MiB of message parts never completed: dropped"})]
 
 
 def _bare(host: str) -> str:
