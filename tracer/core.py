@@ -37,6 +37,7 @@ import weakref
 from collections.abc import Iterable
 
 from .entry import Entry as _Entry
+from .files import open_trace
 from .format import (
     default_filename,
     format_count,
@@ -320,20 +321,9 @@ class NicerTrace:
     # when growing, never a SIGBUS on a store) a chunk at a time; ``stop()`` truncates it to the
     # bytes written. All closures call ``self._w[0]`` so a forked child can swap in its mapping.
     def _open(self, flags: int = 0) -> None:
-        """Create/truncate ``self.path`` (owner-only, 0600), map its first chunk, install the writer.
-
-        A link at ``self.path`` (planted in a shared trace folder) is never followed (``O_NOFOLLOW``):
-        the trace goes to a new file next to it, ``NAME.XXXXXX`` (``O_EXCL``), said on stderr."""
-        base = os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | flags
-        try:
-            fd = os.open(self.path, base | os.O_TRUNC, 0o600)
-        except OSError:
-            if not os.path.islink(self.path):  # ELOOP, or EACCES under fs.protected_symlinks
-                raise
-            planted = self.path
-            self.path = f"{planted}.{os.urandom(3).hex()}"
-            fd = os.open(self.path, base | os.O_EXCL, 0o600)
-            sys.stderr.write(f"tracer: {planted} is a link, not followed; tracing into {self.path}\n")
+        """Create/truncate ``self.path`` (owner-only, no link followed: :func:`tracer.files.open_trace`),
+        map its first chunk, install the writer."""
+        fd, self.path = open_trace(self.path, flags)
         self._fd, self._mm = fd, None
         try:
             _reserve(fd, 0, _CHUNK)
