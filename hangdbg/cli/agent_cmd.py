@@ -15,6 +15,7 @@ from ..transport.wire import encode_message
 from ..api._collect import read_core
 from ..collect.gather import GatherOptions, gather
 from ..outdir import OutDir
+from ..tools.children import stop_on_stdin_eof
 from ..tools.subproc import LOG
 from .common import Command
 from .dump_cmd import add_collect_arguments, dump_plan
@@ -57,6 +58,7 @@ class AgentCommand(Command):
     verbose_to_stderr = False  # with -v the agent sends its log lines to the coordinator as frames
 
     def run(self, args: argparse.Namespace) -> int:
+        stop_on_stdin_eof()  # over ssh/pdsh: the coordinator gone, the agent stops (no new py-spy)
         host = agent_host(args.node_name).replace(" ", "_")
         ids = itertools.count(1)
         lock = threading.Lock()

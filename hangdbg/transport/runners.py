@@ -22,6 +22,7 @@ from typing import Callable
 
 from ..enums import NodeStatus
 from ..errors import UsageError
+from ..tools.children import STOP_ON_EOF
 from ..tools.subproc import Popen, kill_group
 from .hosts import check_host, check_hosts
 
@@ -52,7 +53,7 @@ def check_setup(setup: str | None) -> None:
                          "drop the trailing &&, ||, | or \\ (the agent runs after the setup)")
 
 
-def remote_command(argv: list[str], setup: str | None = None) -> str:
+def remote_command(argv: list[str], setup: str | None = None, stop_on_eof: bool = False) -> str:
     """The shell command a remote login shell runs: the setup text, then argv quoted.
 
     ``setup`` (e.g. ``source ~/.pdshrc``) is the user's own shell text, run as given in the
@@ -61,10 +62,13 @@ def remote_command(argv: list[str], setup: str | None = None) -> str:
     ``# comment`` can neither break nor comment out the agent, which runs when the group
     succeeds: ``{\nSETUP\n} && ARGV``.
 
+    ``stop_on_eof``: run argv under ``env HANGDBG_STOP_ON_EOF=1`` (the agent stops when its
+    standard input, the coordinator's ssh, ends: :func:`hangdbg.tools.children.stop_on_stdin_eof`).
+
     Raises:
         UsageError: see :func:`check_setup`.
     """
-    cmd = shlex.join(argv)
+    cmd = shlex.join(["env", f"{STOP_ON_EOF}=1", *argv] if stop_on_eof else argv)
     if not setup or not setup.strip():
         return cmd
     check_setup(setup)
@@ -107,10 +111,20 @@ class Runner:
     def run(self, agent_argv: list[str], on_line: OnLine, timeout: float) -> Failures:  # pragma: no cover
         raise NotImplementedError
 
+    die_with_parent = False
+    """Start the transport with ``PR_SET_PDEATHSIG`` (:class:`LocalRunner`: a local launcher
+    dies with hangdbg, even when hangdbg is SIGKILLed)."""
+
+    stop_on_eof = False
+    """Keep the transport's standard input open (a pipe never written): when hangdbg ends, the
+    remote agent sees it end and stops (ssh, pdsh: ``HANGDBG_STOP_ON_EOF``)."""
+
     def _spawn(self, argv: list[str], env: dict[str, str] | None = None) -> subprocess.Popen:
         proc = Popen(
-            argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+            argv, stdin=subprocess.PIPE if self.stop_on_eof else subprocess.DEVNULL,
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE,
             text=True, errors="replace", env=env, start_new_session=True, bufsize=1,
+            die_with_parent=self.die_with_parent,
         )
         with self._lock:
             self._procs.add(proc)
@@ -137,6 +151,11 @@ class Runner:
             code = proc.wait()
         finally:
             timer.cancel()
+            if proc.stdin is not None:
+                try:
+                    proc.stdin.close()
+                except OSError:
+                    pass
             with self._lock:
                 self._procs.discard(proc)
         reader.join(timeout=5)
@@ -206,8 +225,11 @@ class SshRunner(Runner):
         self.hosts, self.ssh_options, self.setup = check_hosts(hosts), ssh_options or [], setup
         self.connect_timeout, self.jobs = connect_timeout, jobs
 
+    stop_on_eof = True
+
     def argv(self, host: str, agent_argv: list[str]) -> list[str]:
-        return ssh_argv(check_host(host), self.ssh_options, self.connect_timeout, remote_command(_for_host(agent_argv, host), self.setup))
+        return ssh_argv(check_host(host), self.ssh_options, self.connect_timeout,
+                        remote_command(_for_host(agent_argv, host), self.setup, stop_on_eof=True))
 
     def run(self, agent_argv: list[str], on_line: OnLine, timeout: float) -> Failures:
         failures: Failures = {}
@@ -249,8 +271,10 @@ class PdshRunner(Runner):
         self.hosts, self.ssh_options, self.setup = check_hosts(hosts), ssh_options or [], setup
         self.connect_timeout, self.fanout = connect_timeout, fanout
 
+    stop_on_eof = True
+
     def argv(self, agent_argv: list[str], timeout: float) -> list[str]:
-        command = remote_command(_for_host(agent_argv, "%h"), self.setup)
+        command = remote_command(_for_host(agent_argv, "%h"), self.setup, stop_on_eof=True)
         return [
             "pdsh", "-S", "-R", "exec", "-f", str(self.fanout), "-u", str(max(1, int(timeout))),
             "-w", ",".join(self.hosts), *ssh_argv("%h", self.ssh_options, self.connect_timeout, command),
@@ -292,7 +316,10 @@ class PdshRunner(Runner):
 
 class LocalRunner(Runner):
     """The command as a child process on this node (``hangdbg check`` with ``--nproc-per-node``):
-    the same path as the remote transports, without one. ``{host}`` becomes ``host``."""
+    the same path as the remote transports, without one. ``{host}`` becomes ``host``. The
+    command dies with hangdbg (``PR_SET_PDEATHSIG``)."""
+
+    die_with_parent = True
 
     def __init__(self, host: str) -> None:
         super().__init__()
