@@ -176,3 +176,34 @@ def test_check_hosts_interrupted_stops_the_remote_ranks(leftovers, sshd, tmp_pat
     c.send_signal(signal.SIGINT)
     rc, err = _end(c)
     assert rc == 1, err[-2000:]
+
+
+def _deaf_python(path: Path) -> Path:
+    """A ``--remote-python`` whose hangdbg never sees its standard input end (a pipe it holds the
+    other end of): an agent that cannot notice its coordinator going away."""
+    code = ("import os, runpy, sys; r, w = os.pipe(); os.dup2(r, 0); sys.argv = ['hangdbg', *sys.argv[3:]]; "
+            "runpy.run_module('hangdbg', run_name='__main__', alter_sys=True)")
+    path.write_text(f"#!/bin/sh\nexec {sys.executable} -c \"{code}\" \"$@\"\n")
+    path.chmod(0o755)
+    return path
+
+
+@pytest.mark.parametrize("launcher", ["ssh", "pdsh"])
+def test_a_node_timed_out_gets_a_remote_stop(leftovers, sshd, tmp_path, launcher):
+    """A node that does not answer within --node-timeout is given up on: its ssh is killed and its
+    run is stopped over the same transport (`hangdbg agent --stop-run TOKEN`), even when the agent
+    there cannot see its standard input end."""
+    leftovers.extra = sshd.session_pids
+    env = dict(os.environ, RANK="0", WORLD_SIZE="1", LOCAL_RANK="0", LOCAL_WORLD_SIZE="1")
+    rank = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"], env=env)
+    try:
+        d = _hangdbg("dump", "--hosts", "node1", "--launcher", launcher, "--ssh-config", sshd.config_path,
+                     "--remote-python", _deaf_python(tmp_path / "python"), "--match-env", f"{MARK}={leftovers.mark}",
+                     "--samples", "60", "--interval", "2", "--node-timeout", "15", "-o", tmp_path / "out",
+                     env=sshd.env, cwd=tmp_path)
+        _wait_for("the agent runs", lambda: bool(_remote(sshd, "--samples")), d)
+        _rc, err = _end(d, timeout=240)
+        assert "Traceback" not in err, err[-3000:]
+    finally:
+        rank.kill()
+        rank.wait()

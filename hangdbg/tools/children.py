@@ -29,7 +29,12 @@ from dataclasses import dataclass
 from typing import Callable
 
 __all__ = ["GRACE", "ChildrenClosed", "track", "untrack", "mark", "stop", "close", "reopen", "tracked",
-           "die_with_parent", "pdeathsig_preexec", "watch_stdin", "STOP_ON_EOF", "stop_on_stdin_eof"]
+           "die_with_parent", "pdeathsig_preexec", "watch_stdin", "STOP_ON_EOF", "stop_on_stdin_eof",
+           "RUN", "stop_run"]
+
+RUN = "HANGDBG_RUN"
+"""The token of one remote run, set in its agent's environment by the ssh and pdsh transports and
+inherited by everything the agent starts: :func:`stop_run` finds them by it."""
 
 STOP_ON_EOF = "HANGDBG_STOP_ON_EOF"
 """Set to ``1`` in a remote agent's environment by the ssh and pdsh transports
@@ -236,3 +241,37 @@ def stop_on_stdin_eof(environ: dict[str, str] | None = None) -> bool:
 
     watch_stdin(stop)
     return True
+
+
+def stop_run(tokens: list[str], grace: float = GRACE) -> list[int]:
+    """Stop this user's processes whose environment has ``HANGDBG_RUN`` set to one of ``tokens``
+    (a remote run the coordinator gave up on: ``hangdbg agent --stop-run``): SIGTERM, then
+    SIGKILL after ``grace`` seconds. This process and its ancestors are never signalled.
+    Returns the pids signalled."""
+    import psutil
+
+    wanted = {t for t in tokens if t}
+    me = psutil.Process()
+    spared = {me.pid, *(p.pid for p in me.parents())}
+    uid = os.getuid()
+    victims = []
+    for p in psutil.process_iter(["uids"]):
+        if p.pid in spared or p.info["uids"] is None or p.info["uids"].real != uid:
+            continue
+        try:
+            if p.environ().get(RUN) in wanted:
+                victims.append(p)
+        except psutil.Error:
+            continue
+    for p in victims:
+        try:
+            p.terminate()
+        except psutil.Error:
+            pass
+    _gone, alive = psutil.wait_procs(victims, timeout=grace)
+    for p in alive:
+        try:
+            p.kill()
+        except psutil.Error:
+            pass
+    return [p.pid for p in victims]
