@@ -25,6 +25,7 @@ from conftest import ROOT
 from infra.leftovers import MARK
 
 pytest.importorskip("torch")
+pytestmark = pytest.mark.real  # real hangdbg processes, real jobs and real signals: not the fast lane
 
 
 def _hangdbg(*args: object, stdin: int | None = subprocess.DEVNULL, env: dict[str, str] | None = None,

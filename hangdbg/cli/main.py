@@ -95,15 +95,18 @@ def _raise_terminated(_signum: int, _frame: Any) -> None:
 
 class _Signals:
     """SIGTERM turned into :class:`Terminated` and SIGINT into KeyboardInterrupt while a command
-    runs (main thread only: Python delivers signals there); the previous handlers restored after."""
+    runs (main thread only: Python delivers signals there; a signal ignored when hangdbg started
+    stays ignored); the previous handlers restored after."""
 
     def __init__(self) -> None:
         self.previous: dict[int, Any] = {}
 
     def __enter__(self) -> "_Signals":
-        if threading.current_thread() is threading.main_thread():
-            self.previous[signal.SIGTERM] = signal.signal(signal.SIGTERM, _raise_terminated)
-            self.previous[signal.SIGINT] = signal.signal(signal.SIGINT, signal.default_int_handler)
+        if threading.current_thread() is not threading.main_thread():
+            return self
+        for sig, handler in ((signal.SIGTERM, _raise_terminated), (signal.SIGINT, signal.default_int_handler)):
+            if signal.getsignal(sig) is not signal.SIG_IGN:  # ignored by whoever started us (nohup, `&`): kept so
+                self.previous[sig] = signal.signal(sig, handler)
         return self
 
     def __exit__(self, *exc: Any) -> None:

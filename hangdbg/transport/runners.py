@@ -178,16 +178,22 @@ class Runner:
         """The remote kill of a run given up on (its node timed out): ``hangdbg agent --stop-run
         TOKEN`` over ssh on each of ``hosts``, before anything new starts there (the agent also
         stops by itself when its standard input ends; this covers one that cannot see it). Only
-        for an agent run as ``PYTHON -m hangdbg ...``; a failure is logged, never raised."""
+        for an agent run as ``PYTHON -m hangdbg ...``, and without ``--remote-setup`` (the setup may
+        be what hangs: the Python is run by its path); a failure is logged, never raised."""
         if agent_argv[1:3] != ["-m", "hangdbg"]:
             return
         stop = [*agent_argv[:3], "agent", "--stop-run", token]
-        for host in hosts:
-            argv = ssh_argv(check_host(host), self.ssh_options, self.connect_timeout, remote_command(stop, self.setup))
+
+        def one(host: str) -> None:
+            argv = ssh_argv(check_host(host), self.ssh_options, self.connect_timeout, remote_command(stop))
             try:
-                run_command(argv, timeout=self.connect_timeout + GRACE + 30)
+                run_command(argv, timeout=self.connect_timeout + GRACE + 15)
             except (OSError, subprocess.SubprocessError) as exc:
                 LOG.info("remote stop on %s failed: %s", host, exc)
+
+        if hosts:
+            with ThreadPoolExecutor(max_workers=min(32, len(hosts))) as pool:
+                list(pool.map(one, hosts))
 
     def stop(self) -> None:
         """Kill every transport process still running (Ctrl-C)."""
