@@ -154,6 +154,9 @@ class Runner:
             for line in stdout:
                 on_line(host, line.rstrip("\n"))
             code = proc.wait()
+        except BaseException:  # Ctrl-C, SIGTERM: the transport is killed here, before it is forgotten
+            self._kill(proc)
+            raise
         finally:
             timer.cancel()
             if proc.stdin is not None:
