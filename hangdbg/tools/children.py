@@ -12,7 +12,9 @@ still running cannot start a new py-spy then).
 Local launchers also die with their parent when it is SIGKILLed, which no handler sees:
 :func:`die_with_parent` is the ``preexec_fn`` that sets ``PR_SET_PDEATHSIG`` (Linux prctl(2):
 "the signal that the calling process will get when its parent dies"; the setting survives
-execve(2) and is cleared on fork; "the parent" is the thread that forked the child).
+execve(2) and is cleared on fork; "the parent" is the thread that forked the child, so a child
+must be started from a thread that outlives it; the kernel sends it from
+``forget_original_parent()`` / ``reparent_leader()`` in ``kernel/exit.c``).
 """
 
 from __future__ import annotations
