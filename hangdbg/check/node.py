@@ -46,6 +46,7 @@ from typing import Callable
 import psutil
 
 from ..enums import NodeStatus
+from ..tools.children import pdeathsig_preexec
 from ..tools.subproc import LOG
 from .gpus import node_gpus
 from .nvml import read_gpus
@@ -259,11 +260,13 @@ def run_node(opts: NodeCheckOptions, send: Send, poll: float = 0.2) -> NodeStatu
     if facts["setup_error"]:
         return NodeStatus.SETUP
     ranks: list[_Rank] = []
+    dies_with_node = pdeathsig_preexec()
     for rank, local, slot in mine:
         argv = _rank_argv(opts, facts["backend"])
         LOG.info("rank %d (slot %d): %s", rank, slot, " ".join(argv))
         proc = subprocess.Popen(argv, env=_rank_env(opts, rank, local, slot, ifname), stdin=subprocess.DEVNULL,
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, errors="replace", bufsize=1)
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, errors="replace", bufsize=1,
+                                preexec_fn=dies_with_node)  # a rank never outlives its launcher (SIGKILL included)
         r = _Rank(rank, local, slot, proc)
         r.threads = [threading.Thread(target=_pump_out, args=(r, opts, send), daemon=True),
                      threading.Thread(target=_pump_err, args=(r,), daemon=True)]

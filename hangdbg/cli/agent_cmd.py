@@ -15,6 +15,7 @@ from ..transport.wire import encode_message
 from ..api._collect import read_core
 from ..collect.gather import GatherOptions, gather
 from ..outdir import OutDir
+from ..tools.children import stop_on_stdin_eof, stop_run
 from ..tools.subproc import LOG
 from .common import Command
 from .dump_cmd import add_collect_arguments, dump_plan
@@ -50,6 +51,8 @@ class AgentCommand(Command):
         p.add_argument("--match-env", action="append", default=[], metavar="KEY=VALUE", help="keep only ranks whose environment has KEY=VALUE (repeatable)")
         p.add_argument("-o", "--out", type=Path, metavar="DIR", help="write the raw dumps into DIR/<node>/raw as well (a shared directory)")
         p.add_argument("--keep-raw", type=Path, metavar="DIR", help="write the raw py-spy outputs into DIR/<node>/ as they arrive (what `dump` passes: OUT/raw)")
+        p.add_argument("--stop-run", nargs="+", metavar="TOKEN", help="stop this user's processes of the remote runs "
+                       "TOKEN (HANGDBG_RUN in their environment) and exit: the coordinator's remote kill")
         p.add_argument("--fetch-raw", dest="send_raw", action="store_true", help="also send every raw py-spy output (rank messages), not only the equivalence classes")
         add_collect_arguments(p)
         add_gather_arguments(p)
@@ -57,6 +60,10 @@ class AgentCommand(Command):
     verbose_to_stderr = False  # with -v the agent sends its log lines to the coordinator as frames
 
     def run(self, args: argparse.Namespace) -> int:
+        if args.stop_run:
+            stop_run(args.stop_run)
+            return 0
+        stop_on_stdin_eof()  # over ssh/pdsh: the coordinator gone, the agent stops (no new py-spy)
         host = agent_host(args.node_name).replace(" ", "_")
         ids = itertools.count(1)
         lock = threading.Lock()

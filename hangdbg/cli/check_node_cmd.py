@@ -8,6 +8,7 @@ import logging
 import sys
 import threading
 
+from ..tools.children import stop_on_stdin_eof
 from ..collect.agent import agent_host
 from ..check.node import CheckJob, NodeCheckOptions, parse_layout, run_node
 from ..transport.wire import encode_message
@@ -40,6 +41,7 @@ class CheckNodeCommand(Command):
         p.add_argument("--ifname", help="GLOO_SOCKET_IFNAME/NCCL_SOCKET_IFNAME for the ranks (auto: the route to the rendezvous)")
 
     def run(self, args: argparse.Namespace) -> int:
+        stop_on_stdin_eof()  # over ssh/pdsh: the coordinator gone, the node stops its ranks
         try:
             layout = parse_layout(args.layout)
         except ValueError as exc:

@@ -11,7 +11,9 @@ from __future__ import annotations
 import argparse
 import importlib
 import logging
+import signal
 import sys
+import threading
 from typing import Any, Sequence
 
 from rich.console import Console
@@ -20,12 +22,13 @@ from .._version import __version__
 from ..errors import HangdbgError, UsageError
 from ..outdir import check_writable
 from ..report.safetext import visible
+from ..tools import children
 from ..tools.subproc import LOG
 from .stdin_input import spooled_stdin
 from .common import EXIT_ERROR, EXIT_USAGE, Command, json_printed, print_error
 from .events import ConsoleEvents
 
-__all__ = ["main", "COMMANDS", "command_class", "build_parser", "wants_json", "print_json_error", "UsageExit"]
+__all__ = ["main", "COMMANDS", "command_class", "build_parser", "wants_json", "print_json_error", "UsageExit", "Terminated"]
 
 COMMANDS: dict[str, tuple[str, str, str]] = {
     # name: (module in hangdbg.cli, class, one-line help). A command's module is imported only
@@ -79,6 +82,36 @@ class UsageExit(SystemExit):
     def __init__(self, message: str) -> None:
         super().__init__(EXIT_USAGE)
         self.message = message
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, raised in the main thread: the command unwinds as after Ctrl-C (its ``finally``
+    blocks run: temporary files removed, children stopped)."""
+
+
+def _raise_terminated(_signum: int, _frame: Any) -> None:
+    raise Terminated
+
+
+class _Signals:
+    """SIGTERM turned into :class:`Terminated` and SIGINT into KeyboardInterrupt while a command
+    runs (main thread only: Python delivers signals there; a signal ignored when hangdbg started
+    stays ignored); the previous handlers restored after."""
+
+    def __init__(self) -> None:
+        self.previous: dict[int, Any] = {}
+
+    def __enter__(self) -> "_Signals":
+        if threading.current_thread() is not threading.main_thread():
+            return self
+        for sig, handler in ((signal.SIGTERM, _raise_terminated), (signal.SIGINT, signal.default_int_handler)):
+            if signal.getsignal(sig) is not signal.SIG_IGN:  # ignored by whoever started us (nohup, `&`): kept so
+                self.previous[sig] = signal.signal(sig, handler)
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        for sig, handler in self.previous.items():
+            signal.signal(sig, handler)
 
 
 class _Parser(argparse.ArgumentParser):
@@ -164,11 +197,16 @@ def main(argv: Sequence[str] | None = None, out: Console | None = None, err: Con
         LOG.addHandler(handler)
         LOG.setLevel(logging.INFO)
     printed = json_printed(out)  # a document printed from here on: no JSON error on top of it
+    started = children.mark()  # the children of this command: stopped when it ends, however
     try:
-        if getattr(args, "out", None) is not None and args.command != "agent":
-            check_writable(args.out)  # before any work: an -o that cannot be written is exit 2
-        with spooled_stdin(args):
-            status = args.command_class(out, err).run(args)
+        with _Signals():
+            try:
+                if getattr(args, "out", None) is not None and args.command != "agent":
+                    check_writable(args.out)  # before any work: an -o that cannot be written is exit 2
+                with spooled_stdin(args):
+                    status = args.command_class(out, err).run(args)
+            finally:
+                children.stop(started)  # TERM, then KILL after children.GRACE seconds
         if json_errors and status in (EXIT_ERROR, EXIT_USAGE) and json_printed(out) == printed:
             print_json_error(out, args.command, f"hangdbg {args.command} failed (exit {status}); see its messages on stderr",
                              None, status)
@@ -177,8 +215,9 @@ def main(argv: Sequence[str] | None = None, out: Console | None = None, err: Con
         return _failed(out, err, exc, args.command, EXIT_USAGE, json_errors and json_printed(out) == printed)
     except HangdbgError as exc:
         return _failed(out, err, exc, args.command, EXIT_ERROR, json_errors and json_printed(out) == printed)
-    except KeyboardInterrupt:
-        err.print("[yellow]interrupted[/yellow]: what was collected so far is kept in the output directory")
+    except KeyboardInterrupt as exc:
+        how = "terminated (SIGTERM)" if isinstance(exc, Terminated) else "interrupted"
+        err.print(f"[yellow]{how}[/yellow]: what was collected so far is kept in the output directory")
         if json_errors and json_printed(out) == printed:
             print_json_error(out, args.command, "interrupted: what was collected so far is kept in the output directory",
                              None, EXIT_ERROR)
@@ -247,5 +286,11 @@ def _all_options() -> dict[str, set[str]]:
 
 
 def run() -> None:
-    """Console-script entry point."""
-    sys.exit(main())
+    """Console-script entry point. When the command has returned, no child may start any more
+    and those still running are stopped (:func:`hangdbg.tools.children.close`): worker threads
+    that outlive the command cannot leave a process behind."""
+    try:
+        status = main()
+    finally:
+        children.close()
+    sys.exit(status)

@@ -19,6 +19,8 @@ import threading
 import time
 from typing import Any, Sequence
 
+from . import children
+
 __all__ = ["Popen", "run", "kill_group", "communicate_or_kill", "communicate_capped", "LOG"]
 
 LOG = logging.getLogger("hangdbg.commands")
@@ -39,21 +41,29 @@ def _describe(status: int | None) -> str:
 class Popen(subprocess.Popen):
     """:class:`subprocess.Popen` that logs its command line when started and its exit status and
     duration (seconds) when the status becomes known, however it is reaped (``wait``,
-    ``communicate``, ``poll``): ``returncode`` is watched, not the reaping call. In text mode
+    ``communicate``, ``poll``): ``returncode`` is watched, not the reaping call. A child started
+    in a process group of its own (``start_new_session=True``) is registered with
+    :mod:`hangdbg.tools.children` until it is reaped, so that every exit of hangdbg stops it;
+    ``die_with_parent=True`` also makes it die when hangdbg is SIGKILLed (``PR_SET_PDEATHSIG``,
+    :func:`hangdbg.tools.children.pdeathsig_preexec`). In text mode
     (``text=True``), output that is not UTF-8 (a garbled ``scontrol``, a node's banner) is decoded
     with replacement characters unless ``errors`` says otherwise: never a ``UnicodeDecodeError``."""
 
     _hangdbg_argv: str  # set in ``__dict__`` before ``subprocess.Popen.__init__`` runs
     _hangdbg_start: float
 
-    def __init__(self, args: Sequence[str], **kwargs: Any) -> None:
+    def __init__(self, args: Sequence[str], *, die_with_parent: bool = False, **kwargs: Any) -> None:
         self.__dict__["_hangdbg_argv"] = shlex.join(str(a) for a in args)
         self.__dict__["_hangdbg_start"] = time.monotonic()
         if kwargs.get("text") or kwargs.get("universal_newlines") or kwargs.get("encoding"):
             kwargs.setdefault("errors", "replace")
             kwargs.setdefault("encoding", "utf-8")
+        if die_with_parent:
+            kwargs["preexec_fn"] = children.pdeathsig_preexec()
         super().__init__(args, **kwargs)
         LOG.info("$ %s  [pid %d]", self._hangdbg_argv, self.pid)
+        if kwargs.get("start_new_session") or kwargs.get("process_group") == 0:
+            children.track(self)  # a group of its own: the teardown stops it (hangdbg.tools.children)
 
     @property
     def returncode(self) -> int | None:
@@ -63,6 +73,8 @@ class Popen(subprocess.Popen):
     def returncode(self, value: int | None) -> None:
         before = self.__dict__.get("_hangdbg_rc")
         self.__dict__["_hangdbg_rc"] = value
+        if value is not None and before is None:
+            children.untrack(self)
         if value is not None and before is None and "_hangdbg_start" in self.__dict__:
             LOG.info("%s after %.2f s: %s", _describe(value), time.monotonic() - self._hangdbg_start, self._hangdbg_argv)
 
@@ -174,6 +186,9 @@ def communicate_capped(proc: subprocess.Popen, timeout: float, cap: int) -> tupl
             proc.wait(timeout=5)
         except subprocess.TimeoutExpired:  # stuck in the kernel: abandon it
             pass
+    except BaseException:  # Ctrl-C or SIGTERM while it runs: it does not outlive the wait
+        kill_group(proc)
+        raise
     for t in readers:
         t.join(timeout=5)
     out = b"".join(kept.get(proc.stdout.fileno(), [])) if proc.stdout is not None else b""

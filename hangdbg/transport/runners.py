@@ -17,13 +17,16 @@ import shlex
 import subprocess
 import threading
 import time
+import uuid
 from concurrent.futures import ThreadPoolExecutor
 from typing import IO, BinaryIO, Callable, cast
 
 from ..enums import NodeStatus
 from ..errors import UsageError
 from ..text.lines import MAX_LINE, HeadTail, capped_lines
-from ..tools.subproc import Popen, kill_group
+from ..tools.children import GRACE, RUN, STOP_ON_EOF
+from ..tools.subproc import LOG, Popen, kill_group
+from ..tools.subproc import run as run_command
 from .hosts import check_host, check_hosts
 
 __all__ = ["STDERR_HEAD", "STDERR_TAIL", "Runner", "SrunRunner", "SshRunner", "PdshRunner", "LocalRunner", "FakeRunner", "remote_command", "check_setup", "ssh_argv", "HOST"]
@@ -60,7 +63,7 @@ def check_setup(setup: str | None) -> None:
                          "drop the trailing &&, ||, | or \\ (the agent runs after the setup)")
 
 
-def remote_command(argv: list[str], setup: str | None = None) -> str:
+def remote_command(argv: list[str], setup: str | None = None, stop_on_eof: bool = False, run: str | None = None) -> str:
     """The shell command a remote login shell runs: the setup text, then argv quoted.
 
     ``setup`` (e.g. ``source ~/.pdshrc``) is the user's own shell text, run as given in the
@@ -69,10 +72,16 @@ def remote_command(argv: list[str], setup: str | None = None) -> str:
     ``# comment`` can neither break nor comment out the agent, which runs when the group
     succeeds: ``{\nSETUP\n} && ARGV``.
 
+    ``stop_on_eof``: run argv under ``env HANGDBG_STOP_ON_EOF=1`` (the agent stops when its
+    standard input, the coordinator's ssh, ends: :func:`hangdbg.tools.children.stop_on_stdin_eof`);
+    ``run``: the run's token, ``HANGDBG_RUN`` in the agent's environment (what
+    ``hangdbg agent --stop-run TOKEN`` stops on the node).
+
     Raises:
         UsageError: see :func:`check_setup`.
     """
-    cmd = shlex.join(argv)
+    marks = ([f"{STOP_ON_EOF}=1"] if stop_on_eof else []) + ([f"{RUN}={run}"] if run else [])
+    cmd = shlex.join(["env", *marks, *argv] if marks else argv)
     if not setup or not setup.strip():
         return cmd
     check_setup(setup)
@@ -122,10 +131,20 @@ class Runner:
     def run(self, agent_argv: list[str], on_line: OnLine, timeout: float) -> Failures:  # pragma: no cover
         raise NotImplementedError
 
+    die_with_parent = False
+    """Start the transport with ``PR_SET_PDEATHSIG`` (:class:`LocalRunner`: a local launcher
+    dies with hangdbg, even when hangdbg is SIGKILLed)."""
+
+    stop_on_eof = False
+    """Keep the transport's standard input open (a pipe never written): when hangdbg ends, the
+    remote agent sees it end and stops (ssh, pdsh: ``HANGDBG_STOP_ON_EOF``)."""
+
     def _spawn(self, argv: list[str], env: dict[str, str] | None = None) -> subprocess.Popen:
         proc = Popen(
-            argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+            argv, stdin=subprocess.PIPE if self.stop_on_eof else subprocess.DEVNULL,
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE,
             text=True, errors="replace", env=env, start_new_session=True, bufsize=1,
+            die_with_parent=self.die_with_parent,
         )
         with self._lock:
             self._procs.add(proc)
@@ -157,8 +176,16 @@ class Runner:
                 cut += lost
                 on_line(host, raw.decode("utf-8", "replace").rstrip("\r"))
             code = proc.wait()
+        except BaseException:  # Ctrl-C, SIGTERM: the transport is killed here, before it is forgotten
+            self._kill(proc)
+            raise
         finally:
             timer.cancel()
+            if proc.stdin is not None:
+                try:
+                    proc.stdin.close()
+                except OSError:
+                    pass
             with self._lock:
                 self._procs.discard(proc)
         reader.join(timeout=5)
@@ -171,6 +198,31 @@ class Runner:
     @staticmethod
     def _kill(proc: subprocess.Popen) -> None:
         kill_group(proc)
+
+    ssh_options: list[str]
+    setup: str | None
+    connect_timeout: int
+
+    def _remote_stop(self, hosts: list[str], agent_argv: list[str], token: str) -> None:
+        """The remote kill of a run given up on (its node timed out): ``hangdbg agent --stop-run
+        TOKEN`` over ssh on each of ``hosts``, before anything new starts there (the agent also
+        stops by itself when its standard input ends; this covers one that cannot see it). Only
+        for an agent run as ``PYTHON -m hangdbg ...``, and without ``--remote-setup`` (the setup may
+        be what hangs: the Python is run by its path); a failure is logged, never raised."""
+        if agent_argv[1:3] != ["-m", "hangdbg"]:
+            return
+        stop = [*agent_argv[:3], "agent", "--stop-run", token]
+
+        def one(host: str) -> None:
+            argv = ssh_argv(check_host(host), self.ssh_options, self.connect_timeout, remote_command(stop))
+            try:
+                run_command(argv, timeout=self.connect_timeout + GRACE + 15)
+            except (OSError, subprocess.SubprocessError) as exc:
+                LOG.info("remote stop on %s failed: %s", host, exc)
+
+        if hosts:
+            with ThreadPoolExecutor(max_workers=min(32, len(hosts))) as pool:
+                list(pool.map(one, hosts))
 
     def stop(self) -> None:
         """Kill every transport process still running (Ctrl-C)."""
@@ -232,21 +284,27 @@ class SshRunner(Runner):
         self.hosts, self.ssh_options, self.setup = check_hosts(hosts), ssh_options or [], setup
         self.connect_timeout, self.jobs = connect_timeout, jobs
 
-    def argv(self, host: str, agent_argv: list[str]) -> list[str]:
-        return ssh_argv(check_host(host), self.ssh_options, self.connect_timeout, remote_command(_for_host(agent_argv, host), self.setup))
+    stop_on_eof = True
+
+    def argv(self, host: str, agent_argv: list[str], token: str | None = None) -> list[str]:
+        return ssh_argv(check_host(host), self.ssh_options, self.connect_timeout,
+                        remote_command(_for_host(agent_argv, host), self.setup, stop_on_eof=True, run=token))
 
     def run(self, agent_argv: list[str], on_line: OnLine, timeout: float) -> Failures:
         failures: Failures = {}
 
         def one(host: str) -> None:
+            token = uuid.uuid4().hex
             try:
-                proc = self._spawn(self.argv(host, agent_argv))
+                proc = self._spawn(self.argv(host, agent_argv, token))
             except FileNotFoundError:
                 failures[host] = (NodeStatus.ERROR, "ssh not found")
                 return
             bad = _host_failure(*self._pump(proc, host, on_line, timeout), timeout, "remote command")
             if bad is not None:
                 failures[host] = bad
+                if bad[0] is NodeStatus.TIMEOUT:
+                    self._remote_stop([host], agent_argv, token)
 
         pool = ThreadPoolExecutor(max_workers=max(1, min(self.jobs, len(self.hosts))))
         try:
@@ -275,16 +333,19 @@ class PdshRunner(Runner):
         self.hosts, self.ssh_options, self.setup = check_hosts(hosts), ssh_options or [], setup
         self.connect_timeout, self.fanout = connect_timeout, fanout
 
-    def argv(self, agent_argv: list[str], timeout: float) -> list[str]:
-        command = remote_command(_for_host(agent_argv, "%h"), self.setup)
+    stop_on_eof = True
+
+    def argv(self, agent_argv: list[str], timeout: float, token: str | None = None) -> list[str]:
+        command = remote_command(_for_host(agent_argv, "%h"), self.setup, stop_on_eof=True, run=token)
         return [
             "pdsh", "-S", "-R", "exec", "-f", str(self.fanout), "-u", str(max(1, int(timeout))),
             "-w", ",".join(self.hosts), *ssh_argv("%h", self.ssh_options, self.connect_timeout, command),
         ]
 
     def run(self, agent_argv: list[str], on_line: OnLine, timeout: float) -> Failures:
+        token = uuid.uuid4().hex
         try:
-            proc = self._spawn(self.argv(agent_argv, timeout))
+            proc = self._spawn(self.argv(agent_argv, timeout, token))
         except FileNotFoundError:
             return {h: (NodeStatus.ERROR, "pdsh not found") for h in self.hosts}
 
@@ -313,12 +374,16 @@ class PdshRunner(Runner):
         if timed_out:
             for h in self.hosts:
                 failures.setdefault(h, (NodeStatus.TIMEOUT, f"no answer within {timeout:g} s"))
+        self._remote_stop([h for h, (st, _) in failures.items() if st is NodeStatus.TIMEOUT], agent_argv, token)
         return failures
 
 
 class LocalRunner(Runner):
     """The command as a child process on this node (``hangdbg check`` with ``--nproc-per-node``):
-    the same path as the remote transports, without one. ``{host}`` becomes ``host``."""
+    the same path as the remote transports, without one. ``{host}`` becomes ``host``. The
+    command dies with hangdbg (``PR_SET_PDEATHSIG``)."""
+
+    die_with_parent = True
 
     def __init__(self, host: str) -> None:
         super().__init__()
