@@ -208,3 +208,25 @@ def test_a_node_timed_out_gets_a_remote_stop(leftovers, sshd, tmp_path, launcher
     finally:
         rank.kill()
         rank.wait()
+
+
+def test_collect_hosts_interrupted_stops_the_remote_agent_and_its_gdb(leftovers, sshd, sleeping_rank, tmp_path):
+    """Ctrl-C of `collect --hosts` while the agent on the node turns core files into backtraces
+    (gdb, one core after another): the agent sees its standard input end, stops its gdb and exits;
+    nothing keeps running on the node."""
+    leftovers.extra = sshd.session_pids
+    cores = tmp_path / "cores"
+    cores.mkdir()
+    made = subprocess.run(["gcore", "-o", str(cores / "core"), str(sleeping_rank)], capture_output=True, timeout=120)
+    if made.returncode != 0:
+        pytest.skip(f"gcore failed: {made.stderr[-300:]!r}")
+    core = next(cores.iterdir())
+    for i in range(8):  # eight cores to read: the agent is in gdb long enough to be interrupted there
+        os.link(core, cores / f"core.copy{i}")
+    c = _hangdbg("collect", "--hosts", "node1", "--launcher", "ssh", "--ssh-config", sshd.config_path,
+                 "--remote-python", sys.executable, "--cores", f"{cores}/core*", "--exe", sys.executable,
+                 "-o", tmp_path / "out", env=sshd.env, cwd=tmp_path)
+    _wait_for("the agent reads a core with gdb", lambda: bool(_remote(sshd, "gdb")), c)
+    c.send_signal(signal.SIGINT)
+    rc, err = _end(c)
+    assert rc == 1, err[-2000:]
