@@ -54,7 +54,7 @@ def _wait_for(pattern: str, base: Path, proc: subprocess.Popen, timeout: float) 
     pytest.fail(f"{pattern} never appeared within {timeout:g} s:\n{err[-3000:]}")
 
 
-def test_run_catches_the_demo_hang_with_no_option_and_reports_rank_3(tmp_path):
+def test_run_catches_the_demo_hang_with_no_option_and_reports_rank_3(tmp_path, leftovers):
     out = tmp_path / "out"
     proc = _run(out, "--scenario", "mismatch", cwd=tmp_path)
     t0 = time.monotonic()
@@ -87,7 +87,7 @@ def test_run_catches_the_demo_hang_with_no_option_and_reports_rank_3(tmp_path):
     assert "TORCH_FR_BUFFER_SIZE" in err  # the console names the variables set
 
 
-def test_run_of_a_healthy_job_that_ends_exits_0_with_nothing_found(tmp_path):
+def test_run_of_a_healthy_job_that_ends_exits_0_with_nothing_found(tmp_path, leftovers):
     out = tmp_path / "out"
     proc = _run(out, "--scenario", "healthy", "--exit", "--steps", "20", cwd=tmp_path)
     rc, stdout, err = finish(proc, 150)
@@ -98,7 +98,7 @@ def test_run_of_a_healthy_job_that_ends_exits_0_with_nothing_found(tmp_path):
     assert "exited with status 0" in err
 
 
-def test_then_kill_ends_the_hung_job_and_run_exits_3_by_itself(tmp_path):
+def test_then_kill_ends_the_hung_job_and_run_exits_3_by_itself(tmp_path, leftovers):
     out = tmp_path / "out"
     proc = _run(out, "--scenario", "mismatch", cwd=tmp_path, options=("--then", "kill", "--interval", "3"))
     rc, stdout, err = finish(proc, 180)

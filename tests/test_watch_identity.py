@@ -8,11 +8,12 @@ import os
 import subprocess
 import sys
 
+import psutil
 import pytest
 
 from hangdbg.errors import UsageError
 from hangdbg.transport.targets import TargetSpec
-from hangdbg.watch.identity import Identity, identify, kill_identified, launchers_of, refused_target
+from hangdbg.watch.identity import Identity, children_of, identify, kill_identified, launchers_of, refused_target
 from hangdbg.watch.plan import WatchPlan
 
 
@@ -56,6 +57,26 @@ def test_a_pid_held_by_another_process_is_never_signalled(child):
     said = kill_identified([stale], grace=1)
     assert child.poll() is None, "a process the run never identified was signalled"
     assert "pid reused" in said and "rank 3" in said
+
+
+def test_the_children_of_a_rank_are_identified_and_killed_with_it():
+    """A rank with a forked child (torch's debug-server frontend, a data-loader worker): ``--then
+    kill`` signals both, so no part of the job is left reparented to init."""
+    code = ("import subprocess, sys, time; subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)']); "
+            "print('ready', flush=True); time.sleep(60)")
+    rank = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
+    try:
+        assert rank.stdout.readline() == "ready\n"
+        ident = identify(rank.pid, "rank 0")
+        kids = children_of([ident])
+        assert [k.what for k in kids] == ["child of rank 0"]
+        said = kill_identified([ident, *kids], grace=5)
+        assert "SIGTERM to 2 identified process(es) (rank 0, child of rank 0)" in said
+        assert not psutil.pid_exists(kids[0].pid) or psutil.Process(kids[0].pid).status() == psutil.STATUS_ZOMBIE
+        assert children_of([Identity(rank.pid, ident.started - 3600.0, "rank 0")]) == []  # not the same process
+    finally:
+        rank.kill()
+        rank.wait()
 
 
 def test_a_launcher_counts_only_when_its_tree_holds_a_rank(child):

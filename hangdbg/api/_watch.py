@@ -53,7 +53,7 @@ from ..watch.records import StragglerReport
 from ..watch.straggler import StepBook, StepMark, straggler_report
 from ..tools.pyspy import PySpyResult
 from ..watch.clock import WatchClock
-from ..watch.identity import Identity, identify, kill_identified, launchers_of, refused_target
+from ..watch.identity import Identity, children_of, identify, kill_identified, launchers_of, refused_target
 from ..watch.probes import HeartbeatProbe, LogProbe, job_stopped, pids_alive, watch_loop
 from ..watch.stall import Observation, Stall, StallDetector, stacks_signature, waiting_or_idle
 from ._dump import claim_out, dump
@@ -500,7 +500,7 @@ class _Watcher:
                 pids = " ".join(map(str, t.pids))
                 return (f"kill: not done: the stall's dump identified no training process under pid {pids}; "
                         "nothing was signalled")
-            return kill_identified([*launchers_of(self.launchers, ranks), *ranks])
+            return kill_identified([*launchers_of(self.launchers, ranks), *ranks, *children_of(ranks)])
         jobid = str(t.jobid)
         excluded = ""
         if then == "requeue" and self.plan.exclude_suspects:

@@ -21,7 +21,7 @@ from typing import Iterable
 
 import psutil
 
-__all__ = ["Identity", "identify", "refused_target", "kill_identified", "START_TOLERANCE"]
+__all__ = ["Identity", "identify", "refused_target", "kill_identified", "children_of", "launchers_of", "START_TOLERANCE"]
 
 START_TOLERANCE = 0.5
 """Seconds two start times of one pid may differ and still be one process (``create_time`` is
@@ -103,6 +103,29 @@ def kill_identified(idents: Iterable[Identity], grace: float = 10.0) -> str:
         said += f"; skipped {len(skipped)} gone or no longer the same process (pid reused): " + \
             ", ".join(f"{i.what} pid {i.pid}" for i in skipped)
     return said
+
+
+def children_of(idents: Iterable[Identity]) -> list[Identity]:
+    """The live descendants of each identified process that is still the same process, as
+    :class:`Identity` (``what``: ``child of rank 0``), identified now.
+
+    A rank's children (its data-loader workers, the debug-server frontend that torch's
+    ``torch.distributed.debug.start_debug_server`` forks) are the job's: a rank killed alone leaves
+    them running, reparented to init. ``--then kill`` signals them with the ranks."""
+    out = []
+    for ident in idents:
+        p = _same(ident)
+        if p is None:
+            continue
+        try:
+            kids = p.children(recursive=True)
+        except (psutil.Error, OSError):
+            continue
+        for k in kids:
+            child = identify(k.pid, f"child of {ident.what}")
+            if child is not None and refused_target(child.pid) is None:
+                out.append(child)
+    return out
 
 
 def launchers_of(launchers: Iterable[Identity], ranks: Iterable[Identity]) -> list[Identity]:
