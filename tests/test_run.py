@@ -179,3 +179,15 @@ def test_runs_own_files_are_not_evidence(tmp_path):
     for p in (hb, raw_fr):
         got = classify(str(p))
         assert got.kinds == () and got.reason != NO_READER and "own output" in got.reason
+
+
+def test_what_the_job_leaves_in_its_process_group_is_killed_when_it_ends(tmp_path, leftovers):
+    """The command forks a child that outlives it (a rank's daemon child orphaned when the rank
+    died: torch's debug-server frontend): run kills it when the command ends, and says so."""
+    out = tmp_path / "o"
+    code = ("import subprocess, sys; subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(120)']); "
+            "sys.exit(0)")
+    res = run_cli("run", "-o", out, "--", sys.executable, "-c", code, timeout=60)
+    assert res.returncode == 0, res.stderr
+    assert "killed 1 process(es) the job left in its process group" in res.stderr, res.stderr
+    leftovers.assert_none(grace=1)

@@ -31,11 +31,14 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Sequence
 
+import psutil
+
 from ..errors import HangdbgError, UsageError
 from ..events import Events
 from ..hooks.heartbeat import ENV_DIR
 from ..model import Verdict
 from ..outdir import OutDir, claim, make_dirs, run_path
+from ..watch.identity import START_TOLERANCE
 from ..watch.run_env import DebugEnv, debug_env, out_dirs
 from ..tools.pyspy import find_pyspy
 from ..tools.subproc import Popen, kill_group
@@ -134,7 +137,7 @@ def run_and_watch(argv: Sequence[str], plan: WatchPlan, events: Events | None = 
             stopper.stop()
         code = stopper.wait(events)
     finally:
-        stopper.cleanup()
+        stopper.cleanup(events)
     events.note(f"{argv[0]} exited with status {code}; reading everything under {path}")
     verdict = report([path], events)
     doc, _html, lost = save_report(verdict, [path], path, events=events)
@@ -155,11 +158,29 @@ def _start(argv: list[str], env: dict[str, str], stdout: int | None = None) -> s
                            help="give the command as you would run it, e.g. -- torchrun --nproc-per-node 4 train.py") from None
 
 
+def _left_in_group(pgid: int, started: float) -> list[psutil.Process]:
+    """Live processes of process group ``pgid`` started at or after ``started`` (Unix seconds,
+    less :data:`~hangdbg.watch.identity.START_TOLERANCE`)."""
+    out = []
+    for proc in psutil.process_iter(["create_time", "status"]):
+        try:
+            if (proc.info["status"] != psutil.STATUS_ZOMBIE and os.getpgid(proc.pid) == pgid
+                    and proc.info["create_time"] >= started - START_TOLERANCE):
+                out.append(proc)
+        except (OSError, psutil.Error):
+            continue
+    return out
+
+
 class _Stopper:
     """The job's end: the signal forwarding, the wait, and the process group's cleanup."""
 
     def __init__(self, child: subprocess.Popen[bytes]) -> None:
         self.child = child
+        try:
+            self.started = psutil.Process(child.pid).create_time()
+        except psutil.Error:  # ended already: nothing of its group is newer than now
+            self.started = time.time()
         self.signal = signal.SIGTERM  # what a stop sends, whatever run received (module docstring)
         self.stopped = False
         self.previous = signal.signal(signal.SIGINT, self._on_signal)
@@ -204,8 +225,14 @@ class _Stopper:
                 kill_group(self.child)
                 deadline = None
 
-    def cleanup(self) -> None:
-        """Restore SIGINT; when the job was stopped (or ``run`` failed), kill what is left of its group."""
+    def cleanup(self, events: Events | None = None) -> None:
+        """Restore SIGINT; when the job was stopped (or ``run`` failed), kill what is left of its group.
+
+        Whatever the end, processes left in the job's process group once its command has ended (a
+        rank's daemon child orphaned when the rank was killed: torch's debug-server frontend) are
+        killed, as SLURM kills what is left of a step when the step ends: they are found by their
+        process group and a start time not before the command's (a pid or group id reused by an
+        unrelated process is never signalled)."""
         signal.signal(signal.SIGINT, self.previous)
         signal.signal(signal.SIGTERM, self.previous_term)
         if self.stopped or self.child.poll() is None:
@@ -214,3 +241,12 @@ class _Stopper:
                 self.child.wait(timeout=10)
             except subprocess.TimeoutExpired:
                 pass
+        left = _left_in_group(self.child.pid, self.started)
+        for proc in left:
+            try:
+                proc.kill()
+            except psutil.Error:
+                pass
+        if left and events is not None:
+            events.warn(f"killed {len(left)} process(es) the job left in its process group after it ended "
+                        f"(pid {', '.join(str(p.pid) for p in left)})")
