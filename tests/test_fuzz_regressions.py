@@ -129,3 +129,19 @@ def test_a_torch_log_rank_tag_beyond_the_int_digit_limit_is_no_rank(tmp_path: Pa
                    "OpType=ALLREDUCE, Timeout(ms)=600000) ran for 600006 milliseconds before timing out.\n")
     rep = TORCH_LOG.read([str(log)])
     assert not rep.errors and all(r < 1 << 31 for f in rep.findings for r in f.ranks)
+
+
+@pytest.mark.parametrize("line", [
+    "node-01:41102:41214 [2] NCCL INFO Using network IB{blank}x",  # records._NETWORK
+    "Fatal Python error: Segmentation fault{blank}x",  # native_text._FH_FATAL
+    '  File "train.py", line 7, in step{blank}x',  # native_text._PY_FILE
+])
+def test_a_long_blank_run_inside_a_line_is_read_in_linear_time(tmp_path: Path, line: str) -> None:
+    # seed 14:488: 200,000 tabs after "Using network IB" took `nccl summary` 31 s (`.+?\s*$` retries
+    # the blank run from each of its characters); 400,000 would take 8 minutes, linear reads it at once
+    path = tmp_path / "rank0.log"
+    path.write_text(line.format(blank="\t" * 400_000) + "\n")
+    for argv in (["nccl", "summary", str(path)], ["report", str(path)]):
+        res = subprocess.run([sys.executable, "-m", "hangdbg", *argv, "--json"], capture_output=True, timeout=120,
+                             cwd=ROOT, env=dict(os.environ, PYTHONPATH=str(ROOT)))
+        assert res.returncode in (0, 1, 3) and b"Traceback" not in res.stderr, res.stderr[-2000:]

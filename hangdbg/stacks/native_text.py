@@ -82,9 +82,9 @@ _UCX_FRAME = re.compile(r"^(\d+) 0x[0-9a-fA-F]+ (\S.*?)(?:\(\))?\s+(\S+?):(\d+)\
 _UCX_END = re.compile(r"^=+\s*$")
 _LINUX_SIGNALS = {4: "SIGILL", 5: "SIGTRAP", 6: "SIGABRT", 7: "SIGBUS", 8: "SIGFPE", 9: "SIGKILL", 11: "SIGSEGV", 15: "SIGTERM"}
 """Linux x86-64/arm64 signal numbers of the signals UCX reports (``man 7 signal``)."""
-_FH_FATAL = re.compile(r"^Fatal Python error: (.*?)\s*$")
+_FH_FATAL = re.compile(r"^Fatal Python error: (.*\S|)\s*$")
 _FH_THREAD = re.compile(r"^(Current thread|Thread) (0x[0-9a-fA-F]+)(?: \[(.*?)\])? \(most recent call first\):\s*$")
-_PY_FILE = re.compile(r'^File "(.*)", line (\d+),? in (.+?)\s*$')
+_PY_FILE = re.compile(r'^File "(.*)", line (\d+),? in (.*\S)\s*$')
 _PYBT_START = re.compile(r"^Traceback \(most recent call first\):\s*$")
 _PYBT_NATIVE = re.compile(r"^<built-in (?:method|function) (\S+?)(?: of .*)?>\s*$")
 _TORCH_START = re.compile(r"^Exception raised from (\S+) at (\S+?):(\d+) \(most recent call first\):\s*$")

@@ -72,7 +72,7 @@ _RECOVERY = re.compile(r"recovery action changed from .*? to 0x[0-9a-fA-F]+ \((?
 
 # nvidia-smi -q
 _NVSMI_GPU = re.compile(r"^GPU (?P<bus>[0-9a-fA-F]{4,8}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2})\.\d\s*$")
-_KV = re.compile(r"^(?P<indent> {0,40})(?P<k>[^:\s][^:]{0,79}?) {0,80}: {0,8}(?P<v>.*?)\s*$")
+_KV = re.compile(r"^(?P<indent> {0,40})(?P<k>[^:\s][^:]{0,79}?) {0,80}: {0,8}(?P<v>.*\S|)\s*$")
 _SECTION = re.compile(r"^(?P<indent> {0,40})(?P<k>[A-Za-z][^:]{0,79}?)\s*$")
 
 _HOST_WORD = (r"(?:dmesg|syslog|journal(?:ctl)?|kern|kernel|messages|nvidia-smi(?:-q)?|nvidia-bug-report|nvsmi|smi|nvml"
