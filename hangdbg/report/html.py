@@ -26,10 +26,12 @@ from pathlib import Path
 from urllib.parse import quote
 
 import jinja2
+from markupsafe import Markup
 
 from ..model import Severity, TreeNode, Verdict
 from ..frames import Frame
 from ..rankset import compress, rank_class, rank_set
+from .safetext import visible
 from .schema import to_jsonable
 
 __all__ = ["render_html", "FILTER_SCRIPT"]
@@ -157,10 +159,21 @@ def _facts_text(facts: object) -> str:
     return text if len(text) <= 2000 else text[:2000] + " ..."
 
 
+def _shown(value: object) -> object:
+    """What a template prints of ``value``: a data string through :func:`~.safetext.visible` (control
+    characters and the Unicode direction overrides U+202A-U+202E, U+2066-U+2069, U+200E/F written
+    out, so a frame cannot reorder the text around it; cut to :data:`~.safetext.SHOWN_MAX`
+    characters); markup hangdbg made itself (:class:`markupsafe.Markup`) as it is."""
+    if isinstance(value, str) and not isinstance(value, Markup):
+        return visible(value)
+    return value
+
+
 def _env() -> jinja2.Environment:
     env = jinja2.Environment(
         loader=jinja2.PackageLoader("hangdbg.report", "templates"),
         autoescape=True,  # every string from the inputs is escaped
+        finalize=_shown,  # and shown: control and bidi characters written out, its length bounded
         undefined=jinja2.StrictUndefined,
         trim_blocks=True, lstrip_blocks=True,
     )

@@ -22,7 +22,7 @@ import re
 from rich.markup import escape as _rich_escape
 from rich.text import Text
 
-__all__ = ["visible", "escape", "safe_text"]
+__all__ = ["visible", "escape", "safe_text", "SHOWN_MAX"]
 
 _UNSAFE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069]")
 
@@ -32,9 +32,17 @@ def _show(m: re.Match[str]) -> str:
     return f"\\x{c:02x}" if c < 0x100 else f"\\u{c:04x}"
 
 
-def visible(text: str) -> str:
+SHOWN_MAX = 8192
+"""Characters of one string a view shows (a 10 MB function name from a garbled or hostile dump
+cost rich minutes and a GB to wrap); the rest is said as ``... (+N characters)``."""
+
+
+def visible(text: str, limit: int = SHOWN_MAX) -> str:
     """``text`` with every control character (but ``\\n`` and ``\\t``) and direction override
-    written out as ``\\xNN`` / ``\\uNNNN``; plain text comes back unchanged. Linear in ``len(text)``."""
+    written out as ``\\xNN`` / ``\\uNNNN``, cut to its first ``limit`` characters (the rest
+    counted); plain short text comes back unchanged. Linear in ``len(text)``."""
+    if len(text) > limit:
+        text = f"{text[:limit]}... (+{len(text) - limit:,} characters)"
     return _UNSAFE.sub(_show, text)
 
 

@@ -67,5 +67,7 @@
   }
   box.addEventListener("input", apply);
   var m = /(?:^#|&)filter=([^&]*)/.exec(location.hash);
-  if (m) { box.value = decodeURIComponent(m[1]); apply(); }
+  if (m) {  // a malformed fragment ("%E0%A4%A") is ignored: the page shows everything
+    try { box.value = decodeURIComponent(m[1]); apply(); } catch (e) { box.value = ""; }
+  }
 })();
