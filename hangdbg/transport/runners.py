@@ -208,7 +208,9 @@ class Runner:
         TOKEN`` over ssh on each of ``hosts``, before anything new starts there (the agent also
         stops by itself when its standard input ends; this covers one that cannot see it). Only
         for an agent run as ``PYTHON -m hangdbg ...``, and without ``--remote-setup`` (the setup may
-        be what hangs: the Python is run by its path); a failure is logged, never raised."""
+        be what hangs: the Python is run by its path); a failure is logged, never raised. Each stop is
+        bounded by ``connect_timeout`` + :data:`~hangdbg.tools.children.GRACE` + 2 seconds (a transport
+        that hangs delays the command's end by that much, never more)."""
         if agent_argv[1:3] != ["-m", "hangdbg"]:
             return
         stop = [*agent_argv[:3], "agent", "--stop-run", token]
@@ -216,7 +218,7 @@ class Runner:
         def one(host: str) -> None:
             argv = ssh_argv(check_host(host), self.ssh_options, self.connect_timeout, remote_command(stop))
             try:
-                run_command(argv, timeout=self.connect_timeout + GRACE + 15)
+                run_command(argv, timeout=self.connect_timeout + GRACE + 2)  # connect, then the agent's TERM/KILL
             except (OSError, subprocess.SubprocessError) as exc:
                 LOG.info("remote stop on %s failed: %s", host, exc)
 
