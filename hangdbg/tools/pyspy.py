@@ -21,7 +21,7 @@ from ..enums import DumpState
 from ..errors import diagnose_pyspy_failure, gone_message, process_state
 from ..redact import scrub_pyspy_output
 from ..text.lines import MAX_LINE, HeadTail, capped_lines
-from .subproc import Popen, kill_group
+from .subproc import Popen, kill_group, wait_or_kill
 
 __all__ = ["PySpyOptions", "PySpyResult", "find_pyspy", "run_pyspy", "kill_running", "OUTPUT_CAP"]
 
@@ -129,16 +129,7 @@ def _read_capped(proc: subprocess.Popen, timeout: float) -> tuple[str, str, int,
                threading.Thread(target=out.drain, args=(proc.stdout,), daemon=True, name="py-spy-stdout")]
     for t in readers:
         t.start()
-    timed_out = False
-    try:
-        proc.wait(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        timed_out = True
-        kill_group(proc)
-        try:
-            proc.wait(timeout=5)
-        except subprocess.TimeoutExpired:  # stuck in the kernel: abandon it
-            pass
+    timed_out = wait_or_kill(proc, timeout)
     for t in readers:
         t.join(timeout=5)
     if not any(t.is_alive() for t in readers):  # a reader still blocked (a child kept the pipe) keeps its stream

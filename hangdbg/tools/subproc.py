@@ -150,6 +150,25 @@ def _drain(fd: int, cap: int, chunks: list[bytes], dropped: list[int]) -> None:
         return
 
 
+def wait_or_kill(proc: subprocess.Popen, timeout: float) -> bool:
+    """Wait ``timeout`` seconds for ``proc``; past it, SIGKILL its process group and wait 5 s more
+    (a process stuck in the kernel is abandoned). Ctrl-C or SIGTERM during the wait kills the group
+    too, then goes on. Returns whether the timeout killed it."""
+    try:
+        proc.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        kill_group(proc)
+        try:
+            proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:  # stuck in the kernel: abandon it
+            pass
+        return True
+    except BaseException:  # Ctrl-C or SIGTERM while it runs: it does not outlive the wait
+        kill_group(proc)
+        raise
+    return False
+
+
 def communicate_capped(proc: subprocess.Popen, timeout: float, cap: int) -> tuple[bytes, bytes, int, bool]:
     """Wait for ``proc`` (started with ``start_new_session=True`` and binary pipes for stdout
     and stderr) at most ``timeout`` seconds, keeping at most ``cap`` bytes of each stream: the
@@ -176,19 +195,7 @@ def communicate_capped(proc: subprocess.Popen, timeout: float, cap: int) -> tupl
                              name="capped-read")
         t.start()
         readers.append(t)
-    timed_out = False
-    try:
-        proc.wait(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        timed_out = True
-        kill_group(proc)
-        try:
-            proc.wait(timeout=5)
-        except subprocess.TimeoutExpired:  # stuck in the kernel: abandon it
-            pass
-    except BaseException:  # Ctrl-C or SIGTERM while it runs: it does not outlive the wait
-        kill_group(proc)
-        raise
+    timed_out = wait_or_kill(proc, timeout)
     for t in readers:
         t.join(timeout=5)
     out = b"".join(kept.get(proc.stdout.fileno(), [])) if proc.stdout is not None else b""
