@@ -156,7 +156,7 @@ def test_bisection_finds_two_bad_units():
 def test_a_unit_that_fails_only_with_others():
     iso = isolate(["a", "b", "c"], _fake(bad_with_others={"b"}), blamed=["b"])
     assert iso.with_others == ["b"] and iso.alone == [] and iso.bad == ["b"]
-    assert iso.runs == [(("b",), True), (("a", "c"), True)]
+    assert iso.runs == [(("b",), True), (("a", "c"), True), (("a", "b", "c"), False)]  # the whole set fails again
     # the same without evidence: nothing to single out, the set fails only together
     iso = isolate(["a", "b"], _fake(bad_with_others={"b"}))
     assert iso.together == [("a", "b")] and iso.bad == []
@@ -173,12 +173,29 @@ def test_verdict_names_nodes_and_the_exclude_hostlist():
     assert [f.kind.value for f in v.findings] == ["check-failed", "check-failed", "waiting"]
 
 
-def test_verdict_of_a_failure_no_subset_repeats_is_not_an_all_clear():
-    first = _trial(TWO, {r: ("barrier", TIMEOUT) for r in range(4)})
-    iso = isolate(["node1", "node2"], _fake())
+def test_verdict_of_a_failure_no_subset_repeats_is_intermittent_names_nobody_and_is_no_all_clear():
+    """Both halves pass and the whole set passes again: the first failure did not repeat. Even with
+    evidence naming node2 (its ranks failed on their own), nobody is named: a warning, exit 1."""
+    first = _trial(TWO, {0: ("barrier", TIMEOUT), 1: ("barrier", TIMEOUT), 2: ("barrier", IFACE), 3: ("barrier", IFACE)})
+    calls: list = []
+    iso = isolate(["node1", "node2"], _fake(calls=calls), blamed=["node2"])
+    assert iso.intermittent == [("node1", "node2")] and iso.bad == [] and iso.together == []
+    assert calls == [("node2",), ("node1",), ("node1", "node2")]
     v = check_verdict([first], None, iso, {}, "gloo")
-    assert v.bad_nodes == () and v.findings[0].is_suspect
-    assert "fail the check only together" in v.findings[0].summary
+    assert v.bad_nodes == () and v.bad_gpus == () and v.exclude is None
+    assert not any(f.is_suspect for f in v.findings) and not any(f.hosts for f in v.findings)
+    assert "an intermittent fault; no node is named" in v.findings[0].summary
+    assert "passed when run again" in v.findings[0].summary
+    result = CheckResult("--hosts node[1-2]", "gloo", ".", (first,), v)
+    assert result.status == 1  # never an all-clear for a run that failed
+
+
+def test_halves_that_pass_while_the_whole_fails_again_fail_only_together():
+    first = _trial(TWO, {r: ("barrier", TIMEOUT) for r in range(4)})
+    iso = isolate(["node1", "node2"], _fake(bad_with_others={"node1"}))
+    assert iso.together == [("node1", "node2")] and iso.intermittent == []
+    v = check_verdict([first], None, iso, {}, "gloo")
+    assert v.bad_nodes == () and "fail the check only together" in v.findings[0].summary
 
 
 def test_slow_ranks_and_nodes():

@@ -9,7 +9,9 @@ import resource
 from ..check.blame import SetupError, Trial
 from ..check.gpus import NodeGpus, node_gpus, visible_gpus
 from ..check.node import gpu_list
+from ..check.mistakes import BUFFERS_PER_RANK, memory_needed, oversized, port_holder, port_in_use
 from ..check.plan import CheckPlan, CheckResult
+from ..collect.gcore import human_size
 from ..check.run import CheckSetup, ranks_setup_error, run_check, setup_error
 from ..check.verdict import check_verdict
 from ..enums import NodeStatus
@@ -53,6 +55,52 @@ def refuse_too_many_ranks(n: int, gpus: int) -> None:
                          help="raise `ulimit -u` or start fewer ranks")
 
 
+def refuse_mistakes(plan: CheckPlan, ranks: int, on_cpu: bool) -> None:
+    """The user's set-up errors this node can see before the run (:mod:`hangdbg.check.mistakes`):
+    ``--master-port`` in use here (it hosts the rendezvous), and ``ranks`` CPU ranks whose
+    buffers (:func:`~hangdbg.check.mistakes.memory_needed`) exceed this node's memory and swap
+    (psutil) when ``on_cpu``.
+
+    Raises:
+        UsageError: with the port's holder or the numbers, and the remedy.
+    """
+    import psutil
+
+    if plan.master_port:
+        held = port_holder(plan.master_port)
+        if held is not None:
+            raise UsageError(f"--master-port {plan.master_port}: {held}; rank 0 could not host the rendezvous there",
+                             help="give a free port, or leave --master-port out (check then picks a free one)")
+    if on_cpu:
+        need = memory_needed(plan.job, ranks)
+        have = psutil.virtual_memory().total + psutil.swap_memory().total
+        if need > have:
+            raise UsageError(f"--size {human_size(plan.job.size)} / --alloc-bytes {human_size(plan.job.alloc_bytes)}: "
+                             f"{ranks} rank(s) would hold about {human_size(need)} ({BUFFERS_PER_RANK} x --size or "
+                             f"--alloc-bytes each), and this node has {human_size(have)} of memory and swap",
+                             help="give a smaller --size (the default 64M measures bandwidth well) or --alloc-bytes")
+
+
+def _refuse_mistakes_seen(first: Trial, plan: CheckPlan) -> None:
+    """The user's set-up errors the first run showed (:mod:`hangdbg.check.mistakes`): every rank
+    failing to allocate the size an option asks for, or rank 0 unable to listen on the given
+    ``--master-port``: exit 2 with the remedy, never a bad node.
+
+    Raises:
+        UsageError: either of them.
+    """
+    big = oversized(first, plan.job)
+    if big is not None:
+        raise UsageError(f"{big.option} {human_size(big.nbytes)}: no rank could allocate it (every rank failed "
+                         f"{big.step}: {big.error[:300]})", help=f"give a smaller {big.option}; no node is at fault")
+    busy = port_in_use(first) if plan.master_port else None
+    if busy is not None:
+        raise UsageError(f"--master-port {plan.master_port} is in use on {first.hosts[0]}: rank 0 could not host the "
+                         f"rendezvous there ({busy[:300]})",
+                         help="give a free port, or leave --master-port out (check then picks a free one); "
+                              "no node is at fault")
+
+
 def setup(plan: CheckPlan) -> tuple[CheckSetup, str]:
     """The nodes, slots, rendezvous addresses and transport of ``plan``, and a description of the
     targets (``--nproc-per-node 2``, ``--jobid 42 -w node2``, ``--hosts node[1-2]``).
@@ -71,6 +119,7 @@ def setup(plan: CheckPlan) -> tuple[CheckSetup, str]:
         refuse_too_many_ranks(n, len(listed))
         mine = node_gpus(plan.job.backend, range(n), listed, cvd, in_job)
         _refuse_unfit(targets.hosts[0], plan.job.backend, listed, cvd, mine)
+        refuse_mistakes(plan, n, on_cpu=mine.backend == "gloo")
         slots = {h: n for h in targets.hosts}
         addresses = {h: "127.0.0.1" for h in targets.hosts}
         what = f"--nproc-per-node {n}"
@@ -114,6 +163,7 @@ def check(plan: CheckPlan, events: Events | None = None) -> CheckResult:
     with events.busy(f"check: {len(run_setup.layout)} node(s), {ranks} ranks..."):
         run = run_check(run_setup, on_trial)
     _refuse_setup_errors(run.first)
+    _refuse_mistakes_seen(run.first, plan)
     verdict = check_verdict(run.trials, run.retry, run.nodes, run.gpus, plan.job.backend, plan.slow)
     result = CheckResult(targets, plan.job.backend, str(run_setup.out.path), tuple(run.trials), verdict)
     run_setup.out.save_text("check.json", to_json(check_document(result)) + "\n")

@@ -7,8 +7,10 @@ fails, until one node (one GPU) is left. Two refinements:
   the first split is "those units" against "the rest", so a bad node is usually found in one
   round (both halves run at once);
 * a failure that needs both halves (each passes alone, together they fail: a node that cannot
-  reach the others' network) is not a dead end: the units the evidence named are the ones that
-  break the others; without such evidence the set is reported as failing only together.
+  reach the others' network) is not a dead end: the set runs whole once more; when it fails
+  again, the units the evidence named are the ones that break the others (without such evidence
+  the set fails only together); when it passes, the failure was intermittent and no unit is
+  named (a unit named on one failure that does not repeat would be a false suspect).
 """
 
 from __future__ import annotations
@@ -37,12 +39,15 @@ class Isolation(Generic[U]):
         alone: units that fail the check by themselves.
         with_others: units that pass alone but make a set fail (named by the evidence).
         together: sets whose halves pass while the whole fails and nothing names one unit.
+        intermittent: sets whose halves pass and that pass again when run whole: the failure
+            does not repeat, and no unit is named.
         runs: every subset run and its outcome, in order.
     """
 
     alone: list[U] = field(default_factory=list)
     with_others: list[U] = field(default_factory=list)
     together: list[tuple[U, ...]] = field(default_factory=list)
+    intermittent: list[tuple[U, ...]] = field(default_factory=list)
     runs: list[tuple[tuple[U, ...], bool]] = field(default_factory=list)
 
     @property
@@ -63,7 +68,8 @@ def isolate(units: Sequence[U], run_many: Callable[[list[tuple[U, ...]]], list[O
 
     Returns:
         The :class:`Isolation`; ``runs`` lists every subset tried. With ``n`` units and one bad
-        unit, at most ``2 * ceil(log2 n)`` subsets run (two per round, in parallel).
+        unit, at most ``2 * ceil(log2 n)`` subsets run (two per round, in parallel), plus one
+        re-run of a set whose halves both pass.
     """
     result: Isolation[U] = Isolation()
 
@@ -81,7 +87,11 @@ def isolate(units: Sequence[U], run_many: Callable[[list[tuple[U, ...]]], list[O
         if not out_b.passed:
             search(rest, out_b.blamed)
         if out_a.passed and out_b.passed:
-            if hinted and len(hinted) < len(s):
+            [again] = run_many([tuple(s)])
+            result.runs.append((tuple(s), again.passed))
+            if again.passed:  # the failure did not repeat: nothing to name
+                result.intermittent.append(tuple(s))
+            elif hinted and len(hinted) < len(s):
                 result.with_others.extend(hinted)
             else:
                 result.together.append(tuple(s))

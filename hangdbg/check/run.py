@@ -28,6 +28,7 @@ from ..enums import NodeStatus
 from ..outdir import OutDir
 from ..tools.subproc import LOG
 from .mismatch import mismatch
+from .mistakes import oversized, port_in_use
 from .node import CheckJob, parse_layout
 from ..transport.wire import FrameDecoder
 from ..transport.runners import HOST, Runner
@@ -143,16 +144,16 @@ class Checker:
             return next(self._numbers)
 
     def run(self, layout: Layout, purpose: str, ifname: str | None = None, number: int | None = None) -> Trial:
-        """One trial of ``layout``; retried once on another port when rank 0 could not listen.
-        ``number``: the trial's number (default: the next one)."""
+        """One trial of ``layout``; when rank 0 could not listen on its port (``EADDRINUSE`` at the
+        rendezvous or init: :func:`~.mistakes.port_in_use`), retried once on a free random port,
+        except the first trial on the user's ``--master-port``: that is the user's set-up error,
+        told as such (:func:`hangdbg.api.check`). ``number``: the trial's number (default: the next one)."""
         ifname = ifname or self.plan.ifname
         number = number or self._number()
         for attempt in range(2):
-            port = (self.plan.master_port + number - 1) if self.plan.master_port else _free_port()
+            port = self.plan.master_port + number - 1 if self.plan.master_port and not attempt else _free_port()
             trial = self._run_once(number, layout, purpose, ifname, port, attempt)
-            zero = next((r for r in trial.ranks if r.rank == 0), None)
-            init = zero.result("init") if zero is not None else None
-            if init is None or init.ok or "address already in use" not in (init.error or "").lower():
+            if port_in_use(trial) is None or (number == 1 and self.plan.master_port):
                 break
         with self._lock:
             self.trials.append(trial)
@@ -333,7 +334,8 @@ def ranks_setup_error(trial: Trial) -> SetupError | None:
 def _run_check(plan: CheckSetup, checker: Checker) -> CheckRun:
     first = checker.run(plan.layout, "all")
     run = CheckRun(first, checker.trials)
-    if first.passed or not plan.bisect or setup_error(first) is not None or mismatch(first) is not None:
+    if first.passed or not plan.bisect or setup_error(first) is not None or mismatch(first) is not None \
+            or oversized(first, plan.job) is not None or (plan.master_port and port_in_use(first)):
         return run  # a set-up that does not fit is told apart by its facts: no retry, no bisection
     b = blame(first)
     if b.bootstrap and plan.ifname is None:

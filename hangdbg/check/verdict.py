@@ -4,7 +4,8 @@ Inputs are the trials (:mod:`hangdbg.check.blame`) and what the bisection found
 (:mod:`hangdbg.check.bisection`). The bad nodes are the ones that fail by themselves and the
 ones that make the others fail; a GPU is named instead of its node when some GPUs of the node
 pass and others fail. A first trial that failed is never followed by an all-clear: when no
-subset fails (an intermittent fault), the finding says so and names the whole set.
+subset fails and the whole set passes again (an intermittent fault), a warning says so and names
+no node (exit 1).
 """
 
 from __future__ import annotations
@@ -85,8 +86,9 @@ def check_verdict(trials: list[Trial], retry: Trial | None, nodes: Isolation[str
             alone = [first.hosts[0]] if len(first.hosts) == 1 else []
             with_others: list[str] = []
             together: list[tuple[str, ...]] = []
+            intermittent: list[tuple[str, ...]] = []
         else:
-            alone, with_others, together = nodes.alone, nodes.with_others, nodes.together
+            alone, with_others, together, intermittent = nodes.alone, nodes.with_others, nodes.together, nodes.intermittent
         findings, bad_nodes, bad_gpus, undecided = _alone_findings(alone, first, gpus, b0, blames, passed_on)
         for host in with_others:
             bad_nodes.append(host)
@@ -107,11 +109,13 @@ def check_verdict(trials: list[Trial], retry: Trial | None, nodes: Isolation[str
                 action="run the same `hangdbg check` on a node known to be good: a node fault if it passes there, the "
                        "set-up if it fails the same way"))
         if not (bad_nodes or bad_gpus or together or undecided or any(f.hosts for f in findings)):
-            hosts = tuple(dict.fromkeys(b0.hosts or first.hosts))
+            again = " and the whole set passed when run again" if intermittent else ""
             findings.append(_finding(
-                Kind.CHECK_FAILED, f"the check failed on every node ({b0.why[0] if b0.why else 'no detail'}) but no "
-                f"subset fails again: an intermittent fault", hosts=hosts, ranks=b0.ranks, evidence=_evidence(b0.why),
-                action="run `hangdbg check` again (several times), and `hangdbg dump` the job if it hangs"))
+                Kind.CHECK_FAILED, f"the check failed once ({b0.why[0] if b0.why else 'no detail'}) but no subset fails "
+                f"again{again}: an intermittent fault; no node is named", severity=Severity.WARNING,
+                evidence=_evidence(b0.why),
+                action="run `hangdbg check` again (several times), and `hangdbg dump` the job if it hangs; a node that "
+                       "fails again then is the one to look at"))
         if b0.waiting and b0.ranks:
             findings.append(_finding(
                 Kind.WAITING, f"{ranks_text(b0.waiting)} only waited for {ranks_text(b0.ranks)} (they timed out)",
@@ -154,6 +158,14 @@ def _alone_findings(alone: list[str], first: Trial, gpus: dict[str, Isolation[in
     for host in alone:
         iso = gpus.get(host)
         slots = dict(first.layout)[host]
+        if iso is not None and not iso.bad and iso.intermittent and not iso.together:
+            findings.append(_finding(
+                Kind.CHECK_FAILED, f"{host} failed the check by itself, then every subset of its GPUs and all of them "
+                f"together passed: an intermittent fault, no GPU is named", severity=Severity.WARNING, hosts=(host,),
+                evidence=_evidence(_why_for(host, blames) or b0.why),
+                action=f"run `hangdbg check` on {host} again (several times); `hangdbg gpu` reads its kernel log for Xid "
+                       "lines"))
+            continue
         if iso is not None and not iso.bad:  # every subset of its GPUs passes: they fail only together
             findings.append(_finding(
                 Kind.CHECK_FAILED, f"GPUs {', '.join(slots_text(g) for g in iso.together) or slots_text(slots)} of {host} "
@@ -167,9 +179,12 @@ def _alone_findings(alone: list[str], first: Trial, gpus: dict[str, Isolation[in
                 bad_gpus.append(f"{host}:{slot}")
             keep = slots_text([s for s in slots if s not in iso.bad])
             why = _why_for(host, blames)
+            how = [f"GPU {slots_text(iso.alone)} of {host} fails the check by itself"] if iso.alone else []
+            how += [f"GPU {slots_text(iso.with_others)} of {host} passes alone but the others fail with it"] \
+                if iso.with_others else []
             findings.append(_finding(
-                Kind.CHECK_FAILED, f"GPU {slots_text(iso.bad)} of {host} fails the check by itself; its other GPUs "
-                f"pass" + (f": {why[0]}" if why else ""), hosts=(host,),
+                Kind.CHECK_FAILED, f"{'; '.join(how)}; its other GPUs pass" + (f": {why[0]}" if why else ""),
+                hosts=(host,),
                 gpus=tuple(f"{host}:{s}" for s in iso.bad), evidence=_evidence(why),
                 action=f"leave the GPU out (CUDA_VISIBLE_DEVICES={keep} on {host}) or the node (sbatch --exclude={host}); "
                        "then look at `nvidia-smi -q` and the kernel log (hangdbg gpu) for it"))

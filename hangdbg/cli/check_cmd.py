@@ -48,7 +48,8 @@ class CheckCommand(Command):
         "through NVML). Every step has a hard timeout. "
         "When the run fails it is retried on another network interface (start-up failures) and bisected over "
         "the nodes and GPUs to the ones that fail; the verdict prints the sbatch --exclude= value. Exit status: "
-        "0 healthy, 3 a bad node or GPU found, 1 the check could not run, 2 usage."
+        "0 healthy, 3 a bad node or GPU found, 1 the check could not run or its failure named nobody (intermittent), 2 usage "
+        "(also a --size no rank can allocate, a --master-port in use)."
     )
 
     @classmethod
@@ -75,7 +76,8 @@ class CheckCommand(Command):
         g.add_argument("--ifname", metavar="IFACE", help="set GLOO_SOCKET_IFNAME and NCCL_SOCKET_IFNAME to IFACE on every node "
                                                          "from the start (default: the nodes' own setting)")
         g.add_argument("--master-port", type=positive_int, metavar="PORT",
-                       help="rendezvous port of the first run (the later runs take the next ones; default: a free random port)")
+                       help="rendezvous port of the first run (the later runs take the next ones; default: a free random port); "
+                            "one in use is refused (exit 2)")
         g.add_argument("--no-bisect", dest="bisect", action="store_false", help="run once on every node; no retry, no bisection")
         g.add_argument("--force", action="store_true", help="reuse an -o DIR that holds another run's output (its hangdbg files are removed first)")
         g.add_argument("--exclude-bad", action="store_true",

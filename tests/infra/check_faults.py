@@ -2,7 +2,8 @@
 
 * :func:`stop_at_all_reduce`: a directory with a ``sitecustomize.py`` that makes the diagnostics
   rank of one slot (``HANGDBG_CHECK_SLOT``) send itself SIGSTOP when it first calls
-  ``torch.distributed.all_reduce``: a rank that hangs in a collective, for real (state T).
+  ``torch.distributed.all_reduce``: a rank that hangs in a collective, for real (state T); with
+  ``once``, only in the first run (an intermittent fault).
   Put the directory on ``PYTHONPATH`` (for every rank, or through :func:`node_python` for one node).
 * :func:`node_python`: a ``--remote-python`` wrapper that applies a fault to one node only (the
   node is ``SLURMD_NODENAME`` under srun, or the ``--node-name`` argument over ssh/pdsh):
@@ -32,6 +33,12 @@ if os.environ.get("HANGDBG_CHECK_SLOT") == {slot!r}:
         real = mod.all_reduce
 
         def all_reduce(*args, **kwargs):
+            once = {once!r}
+            if once:  # the first rank to get here stops; every later run passes (an intermittent fault)
+                try:
+                    os.close(os.open(once, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600))
+                except FileExistsError:
+                    return real(*args, **kwargs)
             os.kill(os.getpid(), signal.SIGSTOP)
             return real(*args, **kwargs)
 
@@ -40,10 +47,12 @@ if os.environ.get("HANGDBG_CHECK_SLOT") == {slot!r}:
 '''
 
 
-def stop_at_all_reduce(directory: Path, slot: int) -> Path:
-    """Write ``directory/sitecustomize.py`` (see the module docstring); returns ``directory``."""
+def stop_at_all_reduce(directory: Path, slot: int, once: Path | None = None) -> Path:
+    """Write ``directory/sitecustomize.py`` (see the module docstring); returns ``directory``.
+    ``once``: a file the stopping rank creates (O_EXCL): only the first run's rank stops, later
+    runs pass: an intermittent fault."""
     directory.mkdir(parents=True, exist_ok=True)
-    (directory / "sitecustomize.py").write_text(_SITE.format(slot=str(slot)))
+    (directory / "sitecustomize.py").write_text(_SITE.format(slot=str(slot), once=str(once) if once else ""))
     return directory
 
 
