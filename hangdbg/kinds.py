@@ -54,6 +54,8 @@ class Kind(DocumentedEnum):
 
     # the stack analysis (dump, analyze, demo, core, report)
     MISSING = ("missing", "ranks expected on the examined nodes that have no process (never started, or exited)")
+    JOB_ENDED = ("job-ended", "every rank found alive exited before its stack was read: the job ended (or was killed) "
+                              "while hangdbg was dumping; nothing is hung now, no rank is a suspect")
     DEADLOCK = ("deadlock", "a rank whose thread waits for a lock that another of its threads waits on too")
     GIL_HOLDER = ("gil-holder", "a rank whose other thread holds the GIL (or spins) while its main thread waits in a collective")
     OUTSIDE_COLLECTIVE = ("outside-collective", "ranks in no collective while other ranks wait in one")
@@ -179,7 +181,7 @@ KIND_LEVELS: dict[Level, str] = {
     Level.GPU: "cuda-error cuda-stuck gpu-lost xid ecc pcie-aer hardware-error gpu-blocked",
     Level.JOB: "p2p-mismatch wait-cycle undecided stall mixed-jobs nccl-setup-differs nccl-bootstrap nccl-op-mismatch "
                "collective-mismatch model-mismatch collective-data op-mismatch first-collective fr-mismatch fr-stuck "
-               "ras-mismatch ras-ok check-interface check-setup trace-diverged launch-error",
+               "ras-mismatch ras-ok check-interface check-setup trace-diverged launch-error job-ended",
     Level.TOOL: "not-saved",
 }
 """The kinds of each :class:`Level` (values, space-separated): every :class:`Kind` is in exactly one."""

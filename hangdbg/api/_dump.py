@@ -23,7 +23,7 @@ from ..collect.local import RAW, collect
 from ..collect.node_status import node_findings
 from ..collect.plan import DumpPlan, SpeedscopeBy
 from ..collect.ray_ranks import ray_ranks
-from ..collect.procs import Denied, RankProcess, denied_note, find_ranks
+from ..collect.procs import Denied, Ignored, RankProcess, denied_note, find_ranks
 from ..collect.ras import REMOTE, query_job_ras, with_ras_headline
 from ..collect.result import StacksResult
 from ..errors import HangdbgError, UsageError
@@ -85,19 +85,25 @@ def dump(plan: DumpPlan, events: Events | None = None, *, command: str = "dump")
     if plan.target.remote:
         return _dump_nodes(plan, events)  # py-spy runs on the nodes
     denied: Denied = []
-    ranks = find_ranks(list(plan.target.pids) or None, denied=denied)
+    ignored: Ignored = []
+    ranks = find_ranks(list(plan.target.pids) or None, denied=denied, ignored=ignored)
     if denied:
         events.warn(denied_note(denied, len(ranks)))
+    for pid, why in ignored:
+        events.warn(f"--pid {pid} ignored: {why}")
     if os.geteuid() != 0:
         others = [r.pid for r in ranks if _owner(r.pid) not in (None, os.getuid())]
         if others:
             events.warn(f"{len(others)} ranks belong to another user; py-spy will need sudo")
     if find_pyspy(plan.py_spy) is None:
         raise HangdbgError("py-spy not found", help="pip install py-spy (or pass --py-spy PATH)")
-    return _dump_here(plan, ranks, events, command)
+    return _dump_here(plan, ranks, events, command, tuple(pid for pid, _ in ignored))
 
 
-def _dump_here(plan: DumpPlan, ranks: list[RankProcess], events: Events, command: str) -> StacksResult:
+def _dump_here(plan: DumpPlan, ranks: list[RankProcess], events: Events, command: str,
+               ignored: tuple[int, ...] = ()) -> StacksResult:
+    """py-spy (and the live sources) on ``ranks`` of this node; ``ignored``: ``--pid`` pids that
+    gave no rank, said in the headline."""
     out = claim_out(plan.out, command, plan.argv or plan.to_argv(), plan.force)
     if not plan.cmdline:  # --no-cmdline: found by their real command lines, written without them
         ranks = [replace(r, cmdline="") for r in ranks]
@@ -134,8 +140,10 @@ def _dump_here(plan: DumpPlan, ranks: list[RankProcess], events: Events, command
         analysis = joined_analysis(analysis, fr)
     ras, ras_found = query_job_ras([r.pid for r in ranks], out, plan.timeout, log=events.log)  # NCCL RAS, once
     findings = (*analysis.findings, *fr_findings(fr, analysis), *ras_found)
-    result = StacksResult(command, analysis, with_ras_headline(analysis.headline, ras_found, analysis.findings),
-                          findings, out_dir=str(out.path), cores=cores, ras=ras, sources=tuple(sources),
+    headline = with_ras_headline(analysis.headline, ras_found, analysis.findings)
+    if ignored:
+        headline += f" (--pid {', '.join(map(str, ignored))} ignored: no rank there)"
+    result = StacksResult(command, analysis, headline, findings, out_dir=str(out.path), cores=cores, ras=ras, sources=tuple(sources),
                           fr_dumps=tuple(fr))
     return save_result(result, out, plan)
 

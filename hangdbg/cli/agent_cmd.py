@@ -45,7 +45,7 @@ class AgentCommand(Command):
     @classmethod
     def add_arguments(cls, p: argparse.ArgumentParser) -> None:
         p.add_argument("--jobid", help="keep only the ranks of this SLURM job on this node")
-        p.add_argument("-p", "--pid", type=int, nargs="+", metavar="PID", help="ranks or launchers to dump")
+        p.add_argument("-p", "--pid", type=int, nargs="+", action="extend", metavar="PID", help="ranks or launchers to dump")
         p.add_argument("--ray", metavar="ADDRESS", help="dump this node's ranks of the Ray cluster at ADDRESS")
         p.add_argument("--node-name", help="the name the coordinator knows this node by")
         p.add_argument("--match-env", action="append", default=[], metavar="KEY=VALUE", help="keep only ranks whose environment has KEY=VALUE (repeatable)")

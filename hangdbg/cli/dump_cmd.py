@@ -70,7 +70,7 @@ class DumpCommand(Command):
 
     @classmethod
     def add_arguments(cls, p: argparse.ArgumentParser) -> None:
-        p.add_argument("-p", "--pid", type=int, nargs="+", metavar="PID", help="ranks, or launchers (torchrun, deepspeed, accelerate, mp.spawn parent) whose descendant ranks to dump")
+        p.add_argument("-p", "--pid", type=int, nargs="+", action="extend", metavar="PID", help="ranks, or launchers (torchrun, deepspeed, accelerate, mp.spawn parent) whose descendant ranks to dump")
         add_collect_arguments(p)
         g = p.add_argument_group("core files")
         g.add_argument("--core", action="store_true", help="also write a core file of every rank with gcore (OUT/core.rankR.PID) after the stacks; the ranks keep running (each gcore may take 15x --timeout)")

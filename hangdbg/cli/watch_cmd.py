@@ -70,7 +70,7 @@ class WatchCommand(Command):
         """The options; ``target=False`` (``hangdbg run``, which watches the job it starts) leaves out
         the target options (``--pid``, ``--jobid``, ``--hosts``...), ``output`` describes ``-o``."""
         if target:
-            p.add_argument("-p", "--pid", type=int, nargs="+", metavar="PID", help="a launcher (torchrun...) or the ranks, on this node")
+            p.add_argument("-p", "--pid", type=int, nargs="+", action="extend", metavar="PID", help="a launcher (torchrun...) or the ranks, on this node")
         g = p.add_argument_group("stall signals")
         g.add_argument("--log", nargs="+", metavar="FILE", default=[], help="training logs (globs allowed): a stall when they stop growing")
         g.add_argument("--log-pattern", metavar="REGEX", help="with --log: count only lines matching REGEX (e.g. 'iteration|step')")

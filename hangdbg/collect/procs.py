@@ -26,7 +26,7 @@ from ..launchers import is_hangdbg, is_launcher
 from ..model import RankProcess
 from ..redact import mask_argv
 
-__all__ = ["RankProcess", "Denied", "denied_note", "find_ranks", "scan_node", "ranks_of_pids", "rank_from_environ", "slurm_job_filter"]
+__all__ = ["Ignored", "RankProcess", "Denied", "denied_note", "find_ranks", "scan_node", "ranks_of_pids", "rank_from_environ", "slurm_job_filter"]
 
 JOB_VARS = ("SLURM_JOB_ID", "TORCHELASTIC_RUN_ID", "MASTER_ADDR", "MASTER_PORT")
 
@@ -41,6 +41,10 @@ def _is_python(proc: psutil.Process) -> bool:
 
 Denied = list[tuple[int, str]]
 """``(pid, user)`` of the Python processes whose environment could not be read (EACCES)."""
+
+Ignored = list[tuple[int, str]]
+"""``(pid, why)`` of the ``--pid`` pids that gave no rank (a shell, ``sleep``, a Python process
+without a rank variable and nothing under it)."""
 
 
 def _looks_python(proc: psutil.Process) -> bool:
@@ -174,7 +178,7 @@ def scan_node(keep: EnvFilter | None = None, denied: Denied | None = None) -> li
     return _drop_inherited(cands)
 
 
-def ranks_of_pids(pids: list[int], denied: Denied | None = None) -> list[RankProcess]:
+def ranks_of_pids(pids: list[int], denied: Denied | None = None, ignored: Ignored | None = None) -> list[RankProcess]:
     """Ranks for explicit pids: a rank process is taken as is, any other process as a launcher.
 
     A launcher's descendants with a rank variable are its ranks. When none has one (e.g.
@@ -182,7 +186,8 @@ def ranks_of_pids(pids: list[int], denied: Denied | None = None) -> list[RankPro
     numbered by start time (``rank_source="order"``).
 
     ``denied`` (when given) receives ``(pid, user)`` of each Python process among them whose
-    environment could not be read (EACCES).
+    environment could not be read (EACCES); ``ignored`` receives ``(pid, why)`` of each pid that
+    gave no rank (:func:`_why_ignored`: not Python, nothing under it), never dropped silently.
 
     Raises:
         UsageError: a pid does not exist or cannot be read.
@@ -204,9 +209,36 @@ def ranks_of_pids(pids: list[int], denied: Denied | None = None) -> list[RankPro
         sub = [c for c in (_candidate(ch, denied=denied) for ch in children) if c is not None]
         if not sub:
             sub = _ordered_children(proc, denied)
+        if not sub and ignored is not None:
+            ignored.append((pid, _why_ignored(proc, children)))
         found.extend(sub)
     unique = {c.pid: c for c in found}
     return _drop_inherited(list(unique.values()))
+
+
+def _why_ignored(proc: psutil.Process, children: list[psutil.Process]) -> str:
+    """Why ``--pid`` ``proc`` gave no rank, in words: its name, whether it is Python, and what runs under it."""
+    try:
+        name = proc.name()
+    except psutil.Error:
+        name = "?"
+    python = sum(1 for c in children if _is_python(c))
+    if is_hangdbg(_cmdline(proc)):
+        what = "hangdbg itself"
+    elif _is_python(proc):
+        what = "a Python process with no rank variable (RANK, SLURM_PROCID, ...)"
+    else:
+        what = "not a Python process"
+    under = (f"{len(children)} process(es) under it, {python} of them Python, none a rank" if children
+             else "no process under it")
+    return f"{name}: {what}, {under}"
+
+
+def _cmdline(proc: psutil.Process) -> list[str]:
+    try:
+        return proc.cmdline()
+    except psutil.Error:
+        return []
 
 
 def _ordered_children(proc: psutil.Process, denied: Denied | None = None) -> list[RankProcess]:
@@ -229,13 +261,15 @@ def _ordered_children(proc: psutil.Process, denied: Denied | None = None) -> lis
 
 
 def find_ranks(pids: list[int] | None = None, keep: EnvFilter | None = None,
-               denied: Denied | None = None) -> list[RankProcess]:
+               denied: Denied | None = None, ignored: Ignored | None = None) -> list[RankProcess]:
     """The ranks to dump: those of ``pids`` (see :func:`ranks_of_pids`) or of this node's one job
     (restricted to the processes whose environment ``keep`` accepts, e.g. one SLURM job).
 
     Args:
         denied: when given, receives ``(pid, user)`` of the Python processes whose environment
             could not be read although ranks were found (they may be ranks too: the caller says so).
+        ignored: when given, receives ``(pid, why)`` of the ``pids`` that gave no rank although
+            others did (the caller says so); when none gave one, the error names each and why.
 
     Raises:
         RanksUnreadable: nothing found, and the environment of Python processes of another user
@@ -244,14 +278,18 @@ def find_ranks(pids: list[int] | None = None, keep: EnvFilter | None = None,
         UsageError: the node runs several jobs and neither a pid nor a filter chose one.
     """
     seen: Denied = []
-    ranks = ranks_of_pids(pids, seen) if pids else scan_node(keep, seen)
+    dropped: Ignored = []
+    ranks = ranks_of_pids(pids, seen, dropped) if pids else scan_node(keep, seen)
     seen = list(dict.fromkeys(seen))
     if not ranks and seen:
         raise _denied_error(seen, f"under pid(s) {pids}" if pids else "on this node")
     if denied is not None:
         denied.extend(seen)
     if not ranks:
-        raise NoRanksFound("no training process found" + (f" under pid(s) {pids}" if pids else " on this node"))
+        why = "".join(f"; pid {pid} is {what}" for pid, what in dropped)
+        raise NoRanksFound("no training process found" + (f" under pid(s) {pids}" if pids else " on this node") + why)
+    if ignored is not None:
+        ignored.extend(dropped)
     jobs: dict[tuple[str, ...], list[RankProcess]] = {}
     for r in ranks:
         jobs.setdefault(r.job, []).append(r)

@@ -18,6 +18,7 @@ from typing import Mapping
 
 from ..model import Analysis, EquivalenceClass, Evidence, Finding, Kind, Place, RankDump, Severity, SourceKind
 from ..enums import DumpState, PlaceKind
+from ..rankset import ranks_text
 from ..waits import RankWait, WaitKind
 from .classes import classify_ranks, group_ranks
 from .headline import stacks_headline
@@ -74,6 +75,8 @@ def analyze(dumps: list[RankDump] | tuple[RankDump, ...], whole_job: bool = Fals
     gone = [d.rank for d in dumps if d.state == DumpState.GONE]
     unreadable = tuple(d.rank for d in dumps if not d.threads and d.rank not in gone)
     expected, elsewhere = expected_ranks(dumps, whole_job) if live else ({d.rank for d in dumps}, 0)
+    if live and dumps and len(gone) == len(dumps):
+        return _job_ended(dumps, tuple(gone))
     missing = sorted((expected - set(seen)) | set(gone))
     progressing = progressing_ranks(dumps, by_rank)
 
@@ -198,6 +201,20 @@ def _with_hosts_and_evidence(f: Finding, host_of: dict[int, str], places: dict) 
     hosts = tuple(sorted({host_of[r] for r in f.ranks if r in host_of}))
     ev = tuple(Evidence("stacks", None, f"rank {r}: {places[r].describe()}") for r in f.ranks[:_EVIDENCE_RANKS] if r in places)
     return replace(f, hosts=hosts, evidence=ev, source=SourceKind.STACKS)
+
+
+def _job_ended(dumps: list[RankDump], gone: tuple[int, ...]) -> Analysis:
+    """Every rank found alive was gone when py-spy came to it (:attr:`DumpState.GONE`, py-spy's
+    "Failed to open process" for a pid that no longer exists): the job ended, or was killed, while
+    hangdbg was dumping. No rank is missing from a hang, and none is a suspect (issue 31, item 8)."""
+    summary = f"the job ended while hangdbg was dumping: {ranks_text(gone)}, found alive, exited before hangdbg was done"
+    ev = tuple(Evidence("stacks", None, f"rank {d.rank}: {d.error or 'gone'}") for d in dumps[:_EVIDENCE_RANKS])
+    hosts = tuple(sorted({d.host for d in dumps if d.host}))
+    finding = Finding(Kind.JOB_ENDED, summary, gone, hosts, severity=Severity.WARNING, evidence=ev, source=SourceKind.STACKS,
+                      action="nothing is hung now: read what the job left for why it ended (hangdbg report on its log "
+                             "directory, the launcher's exit status); dump again if it was restarted")
+    return Analysis(ranks=tuple(dumps), classes=(), tree=build_tree([]), findings=(finding,), missing_ranks=(),
+                    headline=summary, unreadable=gone)
 
 
 def _unreadable(ranks: tuple[int, ...], seen: dict[int, RankDump], host_of: dict[int, str],
