@@ -29,7 +29,7 @@ import psutil
 from ..collect.fanout import agent_argv, fan_out
 from ..collect.plan import DumpPlan
 from ..collect.local import collect, raw_text
-from ..collect.procs import RankProcess, find_ranks
+from ..collect.procs import Ignored, RankProcess, find_ranks
 from ..collect.ray_ranks import ray_ranks
 from ..collect.result import StacksResult
 from ..errors import HangdbgError, UsageError
@@ -119,6 +119,7 @@ class _Watcher:
         self.stalls: list[StallRecord] = []
         self.observations = 0
         self.no_ranks = 0
+        self.ignored_said: set[int] = set()  # --pid pids said once to give no rank
         self.seen_ranks = False
         self.remote: Targets | None = None
         every = plan.straggler_every
@@ -292,12 +293,17 @@ class _Watcher:
         if self.plan.target.ray:
             dumps = self._sample_ray(sample)
         elif self.remote is None:
+            ignored: Ignored = []
             try:
-                ranks = find_ranks(list(self.plan.target.pids))
+                ranks = find_ranks(list(self.plan.target.pids), ignored=ignored)
             except HangdbgError as exc:
                 self.events.log(f"no ranks to sample: {exc}")
                 self.no_ranks += 1
                 return []
+            for pid, why in ignored:
+                if pid not in self.ignored_said:
+                    self.ignored_said.add(pid)
+                    self.events.warn(f"--pid {pid} ignored: {why}")
             dumps = self._sample_here(ranks, sample)
         else:
             dumps = self._sample_nodes(self.remote, sample)
