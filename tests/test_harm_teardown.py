@@ -11,6 +11,7 @@ is left.
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -211,21 +212,23 @@ def test_a_node_timed_out_gets_a_remote_stop(leftovers, sshd, tmp_path, launcher
 
 
 def test_collect_hosts_interrupted_stops_the_remote_agent_and_its_gdb(leftovers, sshd, sleeping_rank, tmp_path):
-    """Ctrl-C of `collect --hosts` while the agent on the node turns core files into backtraces
-    (gdb, one core after another): the agent sees its standard input end, stops its gdb and exits;
-    nothing keeps running on the node."""
+    """Ctrl-C of `collect --hosts` while the agent on the node turns a core file into backtraces
+    with a gdb that takes long (a large core: here a gdb that waits 60 s before it starts): the agent
+    sees its standard input end, stops its gdb and exits; nothing keeps running on the node.
+    Before, the agent went on until its gdb ended and it wrote to the closed ssh."""
     leftovers.extra = sshd.session_pids
     cores = tmp_path / "cores"
     cores.mkdir()
     made = subprocess.run(["gcore", "-o", str(cores / "core"), str(sleeping_rank)], capture_output=True, timeout=120)
     if made.returncode != 0:
         pytest.skip(f"gcore failed: {made.stderr[-300:]!r}")
-    core = next(cores.iterdir())
-    for i in range(8):  # eight cores to read: the agent is in gdb long enough to be interrupted there
-        os.link(core, cores / f"core.copy{i}")
+    slow = tmp_path / "slow-gdb"
+    slow.mkdir()
+    (slow / "gdb").write_text(f"#!/bin/sh\nsleep 60\nexec {shutil.which('gdb') or 'gdb'} \"$@\"\n")
+    (slow / "gdb").chmod(0o755)
     c = _hangdbg("collect", "--hosts", "node1", "--launcher", "ssh", "--ssh-config", sshd.config_path,
-                 "--remote-python", sys.executable, "--cores", f"{cores}/core*", "--exe", sys.executable,
-                 "-o", tmp_path / "out", env=sshd.env, cwd=tmp_path)
+                 "--remote-python", sys.executable, "--remote-setup", f"export PATH={slow}:$PATH",
+                 "--cores", f"{cores}/core*", "--exe", sys.executable, "-o", tmp_path / "out", env=sshd.env, cwd=tmp_path)
     _wait_for("the agent reads a core with gdb", lambda: bool(_remote(sshd, "gdb")), c)
     c.send_signal(signal.SIGINT)
     rc, err = _end(c)
