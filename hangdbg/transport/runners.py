@@ -12,8 +12,10 @@ host raises UsageError before any command is built), and ssh gets ``--`` before 
 
 from __future__ import annotations
 
+import os
 import re
 import shlex
+import signal
 import subprocess
 import threading
 import time
@@ -235,7 +237,9 @@ class Runner:
 
 class SrunRunner(Runner):
     """One ``srun --jobid=ID --overlap -N n --ntasks-per-node=1 -w nodes AGENT`` for all nodes,
-    so that SLURM's own tree does the fan-out."""
+    so that SLURM's own tree does the fan-out. The agents stop when srun's standard input ends
+    (``HANGDBG_STOP_ON_EOF`` in the environment srun exports to them): when hangdbg ends, however,
+    and when srun is killed (slurmstepd closes the tasks' standard input)."""
 
     def __init__(self, jobid: str, hosts: list[str], srun_args: list[str] | None = None, env: dict[str, str] | None = None) -> None:
         super().__init__()
@@ -244,13 +248,36 @@ class SrunRunner(Runner):
     def argv(self, agent_argv: list[str]) -> list[str]:
         return [
             "srun", f"--jobid={self.jobid}", "--overlap", "-N", str(len(self.hosts)),
-            "--ntasks-per-node=1", "-w", ",".join(self.hosts), "--kill-on-bad-exit=0",
+            "--ntasks-per-node=1", "-w", ",".join(self.hosts), "--kill-on-bad-exit=0", "--input=all",
             *self.srun_args, *agent_argv,
         ]
 
-    def run(self, agent_argv: list[str], on_line: OnLine, timeout: float) -> Failures:
+    stop_on_eof = True  # srun gives its standard input to every task (--input=all, srun(1))
+
+    @staticmethod
+    def _kill(proc: subprocess.Popen) -> None:
+        """SIGTERM srun, then SIGKILL its group after :data:`GRACE` seconds: srun forwards SIGTERM
+        to the step's tasks (srun(1), "SIGNALS AND ESCAPE SEQUENCES") and the step ends with it;
+        a SIGKILLed srun leaves the step and its agents running (slurmstepd keeps their standard
+        input open, so they never see it end)."""
         try:
-            proc = self._spawn(self.argv(agent_argv), self.env)
+            os.killpg(proc.pid, signal.SIGTERM)
+        except OSError:
+            kill_group(proc)
+            return
+
+        def later() -> None:
+            try:
+                proc.wait(GRACE)
+            except subprocess.TimeoutExpired:
+                kill_group(proc)
+
+        threading.Thread(target=later, daemon=True, name="srun-kill").start()
+
+    def run(self, agent_argv: list[str], on_line: OnLine, timeout: float) -> Failures:
+        env = {**(self.env if self.env is not None else os.environ), STOP_ON_EOF: "1"}  # srun exports it to the agents
+        try:
+            proc = self._spawn(self.argv(agent_argv), env)
         except FileNotFoundError:
             return {h: (NodeStatus.ERROR, "srun not found (is this a SLURM login node?)") for h in self.hosts}
         code, err, timed_out = self._pump(proc, None, on_line, timeout)
