@@ -11,9 +11,9 @@ from ..check.gpus import NodeGpus, node_gpus, visible_gpus
 from ..check.node import gpu_list
 from ..check.mistakes import BUFFERS_PER_RANK, memory_needed, oversized, port_holder, port_in_use
 from ..check.plan import CheckPlan, CheckResult
-from ..collect.gcore import human_size
 from ..check.run import CheckSetup, ranks_setup_error, run_check, setup_error
 from ..check.verdict import check_verdict
+from ..collect.gcore import human_size
 from ..enums import NodeStatus
 from ..errors import HangdbgError, UsageError
 from ..events import Events
@@ -150,7 +150,9 @@ def check(plan: CheckPlan, events: Events | None = None) -> CheckResult:
     Raises:
         HangdbgError: the check could not run at all (hangdbg or torch missing where the ranks
             run, nccl on a CPU-only torch): a setup error, never a bad node.
-        UsageError: bad targets or output directory.
+        UsageError: bad targets or output directory; the user's set-up errors
+            (:mod:`hangdbg.check.mistakes`: a ``--size`` no rank can allocate, a busy
+            ``--master-port``), before the run on this node or after the first run.
     """
     events = events or Events()
     run_setup, targets = setup(plan)
