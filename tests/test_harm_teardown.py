@@ -189,7 +189,7 @@ def test_a_node_timed_out_gets_a_remote_stop(leftovers, sshd, tmp_path, launcher
     try:
         d = _hangdbg("dump", "--hosts", "node1", "--launcher", launcher, "--ssh-config", sshd.config_path,
                      "--remote-python", _deaf_python(tmp_path / "python"), "--match-env", f"{MARK}={leftovers.mark}",
-                     "--samples", "60", "--interval", "2", "--node-timeout", "15", "-o", tmp_path / "out",
+                     "--samples", "60", "--interval", "2", "--node-timeout", "10", "-o", tmp_path / "out",
                      env=sshd.env, cwd=tmp_path)
         _wait_for("the agent runs", lambda: bool(_remote(sshd, "--samples")), d)
         finish(d, 240, "hangdbg")
