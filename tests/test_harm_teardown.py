@@ -149,7 +149,10 @@ def test_dump_hosts_interrupted_stops_the_remote_agent(leftovers, sshd, sleeping
     d = _hangdbg("dump", "--hosts", "node1", "--launcher", launcher, "--ssh-config", sshd.config_path,
                  "--remote-python", sys.executable, "--match-env", f"{MARK}={leftovers.mark}", "--samples", "60", "--interval", "2",
                  "-o", tmp_path / "out", env=sshd.env, cwd=tmp_path)
-    _wait_for("the agent samples the rank", lambda: bool(_remote(sshd, "py-spy")), d)
+    # its first sample on disk (OUT/raw/node1/, written as each arrives): the agent is in its sampling
+    # loop (a py-spy run itself lasts a few ms of every 2 s: a poll for it waited up to a minute)
+    raw = tmp_path / "out" / "raw"
+    _wait_for("the agent samples the rank", lambda: any(p.is_file() for p in raw.rglob("*")), d)
     d.send_signal(signal.SIGINT)
     rc, _out, err = finish(d, 120, "hangdbg")
     assert rc == 1, err[-2000:]
