@@ -55,7 +55,7 @@ with open(log, "ab", buffering=0) as f:
 
 MiB = 1 << 20
 
-pytestmark = pytest.mark.real  # real jobs and watchers, about 2 minutes: not the fast lane
+pytestmark = pytest.mark.real  # real jobs and watchers, about 1.5 minutes: not the fast lane
 
 
 def _job(log: Path, steps: int, period: float, *, flood: int = 0, pause_every: int = 0, pause: float = 0.0,
