@@ -165,7 +165,7 @@ def test_a_deleted_swapped_or_truncated_log_is_a_warning_not_a_stall(tmp_path, l
     """The job keeps writing its steps to the file it opened; its path is deleted, made to name a
     file nobody writes, or truncated (the job, appending, writes on). The watcher says so, watches
     the stacks, and never declares the silence of that path a stall."""
-    with _watched(tmp_path, 3, steps=40, period=0.3, mode="busy", rank=True) as (_, w, log):
+    with _watched(tmp_path, 2, steps=40, period=0.3, mode="busy", rank=True) as (_, w, log):
         if how == "deleted":
             log.unlink()
         elif how == "swapped":  # in one step: the job writes on into its file, now train.log.1
@@ -174,7 +174,7 @@ def test_a_deleted_swapped_or_truncated_log_is_a_warning_not_a_stall(tmp_path, l
             os.replace(tmp_path / "decoy", log)
         else:
             os.truncate(log, 0)  # copytruncate: the job, appending, writes on from the start
-        _let_end(tmp_path, after=2 * 3)  # twice --stall of silence on the path
+        _let_end(tmp_path, after=2 * 2)  # twice --stall of silence on the path
         rc, out, err = finish(w, timeout=240)
         doc = _doc(out)
         assert [s for s in doc["stalls"] if s["signal"] == "log"] == [], (doc["stalls"], err[-3000:])
@@ -230,10 +230,10 @@ def test_a_job_and_its_watcher_stopped_together_is_no_stall(tmp_path, leftovers)
     the watcher's clock stood still, so the pause is no stall. The job's steps are CPU work, so its
     next line comes a while after the resume, and it is resumed first: the watcher never sees it
     stopped, only its own clock tells the pause."""
-    with _watched(tmp_path, 4, steps=100, period=0.4, mode="cpu") as (job, w, _):
+    with _watched(tmp_path, 3, steps=100, period=0.4, mode="cpu") as (job, w, _):
         for p in (job, w):
             p.send_signal(signal.SIGSTOP)
-        time.sleep(2 * 4)
+        time.sleep(2 * 3)
         for p in (job, w):
             p.send_signal(signal.SIGCONT)
         _let_end(tmp_path, after=1.5)
