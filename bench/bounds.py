@@ -41,31 +41,36 @@ out.write(f"Process {pid}: python train.py\nPython v3.11.7 (/usr/bin/python3.11)
 if shape != "threads":
     out.write(f'Thread {pid} (idle): "MainThread"\n    all_reduce (torch/distributed/distributed_c10d.py:2050)\n'.encode())
 while n < total:
-    if shape == "threads":
+    if shape == "threads":  # a million one-frame threads (at 2000 MB), each its own stack
         s = "".join(f'Thread {j} (idle): "T{j}"\n    wait (threading.py:{j})\n    run (/job/a{j}.py:1)\n\n'
                     for j in range(i, i + 10000))
-    elif shape == "line":
+    elif shape == "line":  # one endless frame line
         s = "x" * 1_000_000
-    else:
+    else:  # a deep thread of distinct frames
         s = "".join(f"    f{j} (/job/mod{j}.py:{j})\n" for j in range(i, i + 10000))
     i += 10000
     out.write(s.encode())
     n += len(s)
 out.write(b"\n    <module> (/job/train.py:20)\n")
 """
+"""A fake ``py-spy dump`` (MB, SHAPE set above it): ``MB`` megabytes of one ``SHAPE``, ``threads``,
+``deep`` or ``line``, for the ``--pid`` given."""
 
 NODE = r"""
 import sys
 err, out = sys.stderr.buffer, sys.stdout.buffer
 line = b"E" * 999 + b"\n"
-for _ in range(MB * 1000):
+for _ in range(MB * 1000):  # MB megabytes of stderr, line by line
     err.write(line)
 block = b"x" * 1_000_000
-for _ in range(MB):
+for _ in range(MB):  # one MB-megabyte line on stdout
     out.write(block)
 out.write(b"\nlast words\n")
+err.write(b"node: the agent failed at the end\n")
 sys.exit(5)
 """
+"""A node's fake ``--remote-python`` (MB set above it): MB megabytes of stderr and one MB-megabyte
+line, then a last stderr line and exit status 5."""
 
 SSH = r"""
 import os, sys
@@ -75,11 +80,23 @@ os.execvp("sh", ["sh", "-c", sys.argv[-1]])
 CASES = ("dump-threads", "dump-deep", "dump-line", "analyze-file", "report-file", "node")
 
 
-def script(path: Path, body: str, **consts) -> Path:
+def script(path: Path, body: str, **consts: object) -> Path:
+    """Write the executable Python script ``path``: ``consts`` as assignments, then ``body``."""
     head = "".join(f"{k} = {v!r}\n" for k, v in consts.items())
     path.write_text(f"#!{sys.executable}\n{head}{body}")
     path.chmod(0o755)
     return path
+
+
+def pyspy_printer(path: Path, shape: str, mb: int) -> Path:
+    """A fake py-spy at ``path`` printing ``mb`` MB of ``shape`` (:data:`SHAPES`); also used by
+    tests/test_harm_bounds.py."""
+    return script(path, SHAPES, MB=mb, SHAPE=shape)
+
+
+def node_printer(path: Path, mb: int) -> Path:
+    """A node's fake ``--remote-python`` at ``path`` (:data:`NODE`); also used by tests/test_harm_bounds.py."""
+    return script(path, NODE, MB=mb)
 
 
 def measure(argv: list[str], root: Path, env: dict[str, str]) -> dict:
@@ -101,20 +118,20 @@ def run_case(case: str, mb: int, root: Path, work: Path, rank_pid: int) -> dict:
     env = dict(os.environ)
     out = work / f"out-{case}"
     if case.startswith("dump-"):
-        exe = script(work / f"py-spy-{case}", SHAPES, MB=mb, SHAPE=case[5:])
+        exe = pyspy_printer(work / f"py-spy-{case}", case[5:], mb)
         return measure(["dump", "--pid", rank_pid, "--py-spy", exe, "--timeout", 600, "--no-adapt", "-o", out,
                         "--json"], root, env)
     if case in ("analyze-file", "report-file"):
         dump = work / "rank-0000.txt"
         if not dump.exists():
-            gen = script(work / "gen", SHAPES, MB=mb, SHAPE="threads")
+            gen = pyspy_printer(work / "gen", "threads", mb)
             with open(dump, "wb") as f:
                 subprocess.run([str(gen), "--pid", "7"], stdout=f, check=True)
         return measure([case.split("-")[0], dump, "-o", out], root, env)
     bin_dir = work / "bin"
     bin_dir.mkdir(exist_ok=True)
     script(bin_dir / "ssh", SSH)
-    node = script(work / "node-python", NODE, MB=mb)
+    node = node_printer(work / "node-python", mb)
     env["PATH"] = f"{bin_dir}{os.pathsep}{env['PATH']}"
     return measure(["dump", "--hosts", "node1", "--launcher", "ssh", "--node-timeout", 600, "--remote-python", node,
                     "-o", out, "--json"], root, env)

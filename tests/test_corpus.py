@@ -49,12 +49,21 @@ def test_grading_rules():
     assert check_corpus.grade(dict(check="waiters", where="all_reduce"), [sus], "")[0] == "WRONG"
 
 
-@pytest.mark.real
-def test_development_part_scores_its_floor_and_nothing_wrong(tmp_path):
-    out = tmp_path / "dev.json"
-    rc = check_corpus.main(["--split", "dev", "--json", str(out), "--in-process"])
+@pytest.fixture(scope="module")
+def dev_run(tmp_path_factory):
+    """check_corpus.py's run of the development part, in process: (exit status, its --json document).
+    Module-scoped: both tests below read the one run (the second grades the same cases deformed)."""
     import json
-    score = json.loads(out.read_text())["dev"]["score"]
+
+    out = tmp_path_factory.mktemp("corpus") / "dev.json"
+    rc = check_corpus.main(["--split", "dev", "--json", str(out), "--in-process"])
+    return rc, json.loads(out.read_text())["dev"]
+
+
+@pytest.mark.real
+def test_development_part_scores_its_floor_and_nothing_wrong(dev_run):
+    rc, dev = dev_run
+    score = dev["score"]
     assert score["WRONG"] == 0 and score["ERROR"] == 0, score
     assert score["RIGHT"] >= DEV_FLOOR * score["cases"], score
     assert rc in (0, 1)  # 1: below the checker's 80 % goal
@@ -66,10 +75,13 @@ PERTURB_FLOOR = 0.95
 
 
 @pytest.mark.real
-def test_the_score_survives_what_a_paste_does_to_a_log():
+def test_the_score_survives_what_a_paste_does_to_a_log(dev_run):
     import perturb
 
-    res = perturb.score(list(perturb.MILD))
+    right_ids = {r["id"] for r in dev_run[1]["results"] if r["verdict"] == "RIGHT"}
+    right = [c for c in check_corpus.load_cases("dev") if c["id"] in right_ids]
+    assert len(right) == dev_run[1]["score"]["RIGHT"]
+    res = perturb.score(list(perturb.MILD), right=right)
     for name, r in res.items():
         assert not r["wrong"], (name, r["wrong"])  # a deformed log never turns into a false suspect
         assert r["kept"] >= PERTURB_FLOOR * r["right"], (name, r["lost"])

@@ -147,7 +147,8 @@ SSH_FAULTS = {
 def test_dump_hosts_with_a_hostile_ssh(tmp_path, job, fault):
     by_host, expect = SSH_FAULTS[fault]
     F.fake_tool(tmp_path / "bin", "ssh", F.fail("unexpected host", 255), by_key=by_host)
-    res, out = _dump_hosts(job, "ssh")
+    # the remote stop of a node given up on is bounded by --connect-timeout + 7 s: its ssh (the hang) is killed then
+    res, out = _dump_hosts(job, "ssh", ["--connect-timeout", "2"])
     calls = F.calls(tmp_path / "bin", "ssh")
     stops = [c for c in calls if any("--stop-run" in a for a in c)]  # the remote stop of a node given up on
     assert sorted(c[c.index("--") + 1] for c in calls if c not in stops) == HOSTS

@@ -23,39 +23,13 @@ import pytest
 
 import faults as F
 
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "bench"))
+from bounds import node_printer, pyspy_printer  # noqa: E402  (bench/bounds.py's fakes, at 2 GB there)
+
 MB = 300
 """Megabytes of output each fake prints (a 2 GB input scaled down 7x)."""
 MEM_MB = 768
 """The address-space limit of the hangdbg under test, MiB."""
-
-SHAPES = r"""
-import os, sys
-out = sys.stdout.buffer
-total, shape, n, i = MB * 1_000_000, SHAPE, 0, 0
-pid = sys.argv[sys.argv.index("--pid") + 1] if "--pid" in sys.argv else "1"
-out.write(f"Process {pid}: python train.py\nPython v3.11.7 (/usr/bin/python3.11)\n\n".encode())
-if shape != "threads":
-    out.write(f'Thread {pid} (idle): "MainThread"\n    all_reduce (torch/distributed/distributed_c10d.py:2050)\n'.encode())
-while n < total:
-    if shape == "threads":  # a million one-frame threads, each its own stack
-        s = "".join(f'Thread {j} (idle): "T{j}"\n    wait (threading.py:{j})\n    run (/job/a{j}.py:1)\n\n'
-                    for j in range(i, i + 10000))
-    elif shape == "line":  # one endless frame line
-        s = "x" * 1_000_000
-    else:  # a deep thread of distinct frames
-        s = "".join(f"    f{j} (/job/mod{j}.py:{j})\n" for j in range(i, i + 10000))
-    i += 10000
-    out.write(s.encode())
-    n += len(s)
-out.write(b"\n    <module> (/job/train.py:20)\n")
-"""
-
-
-def _printer(path: Path, shape: str, mb: int = MB) -> Path:
-    path.write_text(f"#!{sys.executable}\nMB = {mb}\nSHAPE = {shape!r}\n{SHAPES}")
-    path.chmod(0o755)
-    return path
-
 
 def _dump_json(res) -> dict:
     assert b"Traceback" not in res.stderr, res.stderr[-3000:]
@@ -67,7 +41,7 @@ def _dump_json(res) -> dict:
 def test_pyspy_printing_300_mb_is_read_line_by_line_and_capped_per_rank(leftovers, rank_process, tmp_path, shape):
     from hangdbg.tools.pyspy import OUTPUT_CAP
 
-    exe = _printer(tmp_path / "py-spy", shape)
+    exe = pyspy_printer(tmp_path / "py-spy", shape, MB)
     out = tmp_path / "out"
     res = F.guarded_run(["dump", "--pid", rank_process, "--py-spy", exe, "--timeout", 240, "--no-adapt",
                          "-o", out, "--json"], timeout=400, mem_mb=MEM_MB)
@@ -96,7 +70,7 @@ def test_a_million_threads_keep_the_first_max_threads(leftovers):
 @pytest.mark.real  # 300 MB written and read: the real lane, not the fast one
 @pytest.mark.parametrize("command", ["analyze", "report"])
 def test_a_300_mb_dump_file_is_read_in_bounded_memory(leftovers, tmp_path, command):
-    gen = _printer(tmp_path / "gen", "threads")
+    gen = pyspy_printer(tmp_path / "gen", "threads", MB)
     dump = tmp_path / "rank-0000.txt"
     with open(dump, "wb") as f:
         subprocess.run([str(gen), "--pid", "7"], stdout=f, check=True, timeout=300)
@@ -112,27 +86,10 @@ def test_a_300_mb_dump_file_is_read_in_bounded_memory(leftovers, tmp_path, comma
     dump.unlink()
 
 
-NODE = r"""
-import sys
-err, out = sys.stderr.buffer, sys.stdout.buffer
-line = b"E" * 999 + b"\n"
-for _ in range(MB * 1000):  # 300 MB of stderr, line by line
-    err.write(line)
-block = b"x" * 1_000_000
-for _ in range(MB):  # one 300 MB line on stdout
-    out.write(block)
-out.write(b"\nlast words\n")
-err.write(b"node: the agent failed at the end\n")
-sys.exit(5)
-"""
-
-
 def test_a_node_writing_300_mb_of_stderr_and_a_300_mb_line_is_capped(leftovers, sshd, tmp_path):
     """A real ssh to the test sshd; the node's ``--remote-python`` prints instead of running the agent."""
     leftovers.extra = sshd.session_pids
-    node_python = tmp_path / "node-python"
-    node_python.write_text(f"#!{sys.executable}\nMB = {MB}\n{NODE}")
-    node_python.chmod(0o755)
+    node_python = node_printer(tmp_path / "node-python", MB)
     out = tmp_path / "out"
     env = F.env_with_path(sshd.bin_dir)
     res = F.guarded_run(["dump", "--hosts", "node1", "--launcher", "ssh", "--ssh-config", sshd.config_path,

@@ -17,20 +17,25 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import pytest
 from _watch import finish, wait_for_line, watcher
 from conftest import validate
 
 WRITER = r"""
-import sys, time
-log, steps, period, flood, pause_every, pause, mode = sys.argv[1:8]
+import os, sys, time
+log, steps, period, flood, pause_every, pause, mode, until = sys.argv[1:9]
 steps, period, flood, pause_every, pause = int(steps), float(period), int(flood), int(pause_every), float(pause)
 line = b"warning: a deprecated call, said again " + b"x" * 4000 + b"\n"
 warnings = line * (flood // len(line))
 with open(log, "ab", buffering=0) as f:
     for i in range(steps):
+        if until and os.path.exists(until):  # the test has seen what it waited for: the job ends
+            break
         f.write(b"step %d loss 1.0\n" % i)
         if warnings:
             f.write(warnings)
@@ -50,20 +55,21 @@ with open(log, "ab", buffering=0) as f:
 
 MiB = 1 << 20
 
-pytestmark = pytest.mark.real  # real jobs and watchers, about 2 minutes: not the fast lane
+pytestmark = pytest.mark.real  # real jobs and watchers, about 1.5 minutes: not the fast lane
 
 
 def _job(log: Path, steps: int, period: float, *, flood: int = 0, pause_every: int = 0, pause: float = 0.0,
-         mode: str = "idle", rank: bool = False) -> subprocess.Popen:
+         mode: str = "idle", rank: bool = False, until: Path | None = None) -> subprocess.Popen:
     """The writer: ``steps`` step lines ``period`` seconds apart (each followed by ``flood`` bytes of
     warnings; every ``pause_every``-th step followed by ``pause`` seconds without a line). ``mode``:
     between two lines it sleeps (``idle``), computes (``busy``), or computes for ``period`` seconds
-    of its own CPU time (``cpu``)."""
+    of its own CPU time (``cpu``). ``until``: it also ends, before its next line, once this file
+    exists (the test ends it as soon as it has what it waited for)."""
     env = dict(os.environ)
     if rank:  # a rank to hangdbg (its stacks can be sampled)
         env.update(RANK="0", WORLD_SIZE="1", LOCAL_RANK="0")
     return subprocess.Popen([sys.executable, "-c", WRITER, str(log), str(steps), str(period), str(flood),
-                             str(pause_every), str(pause), mode], env=env,
+                             str(pause_every), str(pause), mode, str(until or "")], env=env,
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
 
@@ -84,9 +90,36 @@ def _doc(out: str) -> dict:
     return validate(json.loads(out))
 
 
+@contextmanager
+def _watched(tmp_path: Path, stall: float, on_start: Callable[[subprocess.Popen], object] = lambda job: None,
+             **job_kw: Any) -> Iterator[tuple[subprocess.Popen, subprocess.Popen, Path]]:
+    """A writer (:func:`_job`, ``job_kw``) on ``tmp_path/train.log`` and, once it has written step 2, a
+    watcher of it (``--stall stall``, output ``tmp_path/out``) that has made a few observations of the
+    running job: (job, watcher, log). ``on_start(job)`` runs first (before the job's step 2). The job
+    ends after its steps or at :func:`_let_end`; both are ended on exit."""
+    log = tmp_path / "train.log"
+    procs = [_job(log, until=tmp_path / "enough", **job_kw)]
+    try:
+        on_start(procs[0])
+        wait_for_line(log, "step 2 ", timeout=120)
+        procs.append(_watch(procs[0], log, tmp_path / "out", "--stall", stall))
+        wait_for_line(tmp_path / "out" / "watch.json", '"observations"', timeout=120)
+        time.sleep(1.5)  # a few observations of the running job (not a measurement)
+        yield procs[0], procs[1], log
+    finally:
+        _end(*procs)
+
+
+def _let_end(tmp_path: Path, after: float = 0.0) -> None:
+    """After ``after`` seconds more of watching (not a measurement), let :func:`_watched`'s job end
+    before its next step line."""
+    time.sleep(after)
+    (tmp_path / "enough").touch()
+
+
 def test_a_flood_of_warnings_after_each_step_is_no_stall(tmp_path, leftovers):
     """Each step line is followed at once by 70 MiB of warnings (written to a tmpfs in a few tens of
-    milliseconds), then 3 s of work: at almost every observation more than one read's worth (the
+    milliseconds), then 2 s of work: at almost every observation more than one read's worth (the
     old 64 MiB cap) lies after the last step line. The step lines are still found (progress is the
     last matching line, scanned without skipping), so the healthy job is never declared stalled
     and ``--then kill`` never fires."""
@@ -97,11 +130,11 @@ def test_a_flood_of_warnings_after_each_step_is_no_stall(tmp_path, leftovers):
 
 
 def _flood(log: Path, tmp_path: Path) -> None:
-    job = _job(log, steps=6, period=3.0, flood=70 * MiB)
+    job = _job(log, steps=6, period=2.0, flood=70 * MiB)
     w = None
     try:
         wait_for_line(log, "step 0 ", timeout=120)
-        w = _watch(job, log, tmp_path / "out", "--stall", "6", "--then", "kill")
+        w = _watch(job, log, tmp_path / "out", "--stall", "5", "--then", "kill")
         rc, out, err = finish(w, timeout=240)
         doc = _doc(out)
         assert (rc, doc["ended"], doc["stalls"]) == (0, "job-ended", []), err[-3000:]
@@ -132,14 +165,7 @@ def test_a_deleted_swapped_or_truncated_log_is_a_warning_not_a_stall(tmp_path, l
     """The job keeps writing its steps to the file it opened; its path is deleted, made to name a
     file nobody writes, or truncated (the job, appending, writes on). The watcher says so, watches
     the stacks, and never declares the silence of that path a stall."""
-    log = tmp_path / "train.log"
-    job = _job(log, steps=40, period=0.3, mode="busy", rank=True)
-    w = None
-    try:
-        wait_for_line(log, "step 2 ", timeout=120)
-        w = _watch(job, log, tmp_path / "out", "--stall", "3")
-        wait_for_line(tmp_path / "out" / "watch.json", '"observations"', timeout=120)
-        time.sleep(1.5)  # a few observations of the real log (not a measurement)
+    with _watched(tmp_path, 2, steps=40, period=0.3, mode="busy", rank=True) as (_, w, log):
         if how == "deleted":
             log.unlink()
         elif how == "swapped":  # in one step: the job writes on into its file, now train.log.1
@@ -148,6 +174,7 @@ def test_a_deleted_swapped_or_truncated_log_is_a_warning_not_a_stall(tmp_path, l
             os.replace(tmp_path / "decoy", log)
         else:
             os.truncate(log, 0)  # copytruncate: the job, appending, writes on from the start
+        _let_end(tmp_path, after=2 * 2)  # twice --stall of silence on the path
         rc, out, err = finish(w, timeout=240)
         doc = _doc(out)
         assert [s for s in doc["stalls"] if s["signal"] == "log"] == [], (doc["stalls"], err[-3000:])
@@ -157,30 +184,20 @@ def test_a_deleted_swapped_or_truncated_log_is_a_warning_not_a_stall(tmp_path, l
         assert "observed: log quiet" in err and "stacks quiet" in err.split(said, 1)[1]
         if how == "truncated":  # the job's own lines come back: the log is trusted (observed) again
             assert "observed: log quiet" in err.split(said, 1)[1]
-    finally:
-        _end(*(p for p in (job, w) if p is not None))
 
 
 def test_a_job_stopped_alone_is_no_stall(tmp_path, leftovers):
     """SIGSTOP of the job (every process in state T) for twice --stall, then SIGCONT: the time it was
     stopped is not stall time."""
-    log = tmp_path / "train.log"
-    job = _job(log, steps=30, period=0.3)
-    w = None
-    try:
-        wait_for_line(log, "step 2 ", timeout=120)
-        w = _watch(job, log, tmp_path / "out", "--stall", "4")
-        wait_for_line(tmp_path / "out" / "watch.json", '"observations"', timeout=120)
-        time.sleep(1.5)
+    with _watched(tmp_path, 3, steps=100, period=0.3) as (job, w, _):
         job.send_signal(signal.SIGSTOP)
-        time.sleep(9)
+        time.sleep(2 * 3)
         job.send_signal(signal.SIGCONT)
+        _let_end(tmp_path, after=1.5)  # a few observations of the resumed job
         rc, out, err = finish(w, timeout=180)
         doc = _doc(out)
         assert (rc, doc["stalls"]) == (0, []), err[-3000:]
         assert "the job is stopped: no stall time" in err
-    finally:
-        _end(*(p for p in (job, w) if p is not None))
 
 
 def test_a_job_frozen_by_the_cgroup_freezer_is_no_stall(tmp_path, leftovers):
@@ -190,30 +207,22 @@ def test_a_job_frozen_by_the_cgroup_freezer_is_no_stall(tmp_path, leftovers):
     if os.geteuid() != 0 or not (root / "cgroup.procs").exists():
         pytest.skip("needs root and the cgroup v1 freezer")
     group = root / f"hangdbg-test-{os.getpid()}-{time.monotonic_ns()}"
-    log = tmp_path / "train.log"
-    job = _job(log, steps=30, period=0.3)
-    w = None
+    group.mkdir()
     try:
-        group.mkdir()
-        (group / "cgroup.procs").write_text(str(job.pid))
-        wait_for_line(log, "step 2 ", timeout=120)
-        w = _watch(job, log, tmp_path / "out", "--stall", "4")
-        wait_for_line(tmp_path / "out" / "watch.json", '"observations"', timeout=120)
-        time.sleep(1.5)
-        (group / "freezer.state").write_text("FROZEN")
-        time.sleep(9)
-        (group / "freezer.state").write_text("THAWED")
-        rc, out, err = finish(w, timeout=180)
-        doc = _doc(out)
-        assert (rc, doc["stalls"]) == (0, []), err[-3000:]
-        assert "the job is stopped: no stall time" in err
+        with _watched(tmp_path, 3, lambda job: (group / "cgroup.procs").write_text(str(job.pid)),
+                      steps=100, period=0.3) as (_, w, _):
+            try:
+                (group / "freezer.state").write_text("FROZEN")
+                time.sleep(2 * 3)
+            finally:
+                (group / "freezer.state").write_text("THAWED")  # before the job is killed: a frozen one cannot die
+            _let_end(tmp_path, after=1.5)
+            rc, out, err = finish(w, timeout=180)
+            doc = _doc(out)
+            assert (rc, doc["stalls"]) == (0, []), err[-3000:]
+            assert "the job is stopped: no stall time" in err
     finally:
-        if group.exists():
-            (group / "freezer.state").write_text("THAWED")
-            _end(*(p for p in (job, w) if p is not None))
-            group.rmdir()
-        else:
-            _end(*(p for p in (job, w) if p is not None))
+        group.rmdir()
 
 
 def test_a_job_and_its_watcher_stopped_together_is_no_stall(tmp_path, leftovers):
@@ -221,31 +230,23 @@ def test_a_job_and_its_watcher_stopped_together_is_no_stall(tmp_path, leftovers)
     the watcher's clock stood still, so the pause is no stall. The job's steps are CPU work, so its
     next line comes a while after the resume, and it is resumed first: the watcher never sees it
     stopped, only its own clock tells the pause."""
-    log = tmp_path / "train.log"
-    job = _job(log, steps=14, period=0.4, mode="cpu")
-    w = None
-    try:
-        wait_for_line(log, "step 2 ", timeout=120)
-        w = _watch(job, log, tmp_path / "out", "--stall", "6")
-        wait_for_line(tmp_path / "out" / "watch.json", '"observations"', timeout=120)
-        time.sleep(1.5)
+    with _watched(tmp_path, 3, steps=100, period=0.4, mode="cpu") as (job, w, _):
         for p in (job, w):
             p.send_signal(signal.SIGSTOP)
-        time.sleep(12)
+        time.sleep(2 * 3)
         for p in (job, w):
             p.send_signal(signal.SIGCONT)
+        _let_end(tmp_path, after=1.5)
         rc, out, err = finish(w, timeout=180)
         doc = _doc(out)
         assert (rc, doc["stalls"]) == (0, []), err[-3000:]
-    finally:
-        _end(*(p for p in (job, w) if p is not None))
 
 
 def test_stall_dumps_are_capped_and_rate_limited(tmp_path, leftovers):
-    """A job that stalls again and again (a 3 s pause after every 3 steps): ``--max-stalls 2`` ends
-    the watch after its second stall, saying so; ``--stall-gap 1000`` lets one stall through."""
+    """A job that stalls three times (a 3 s pause after every 3 steps): ``--max-stalls 2`` ends the
+    watch after its second stall, saying so; ``--stall-gap 1000`` lets one stall through."""
     log = tmp_path / "train.log"
-    job = _job(log, steps=15, period=0.2, pause_every=3, pause=3.0)
+    job = _job(log, steps=9, period=0.2, pause_every=3, pause=3.0)
     capped = gapped = None
     try:
         wait_for_line(log, "step 0 ", timeout=120)

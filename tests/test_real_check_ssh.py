@@ -14,10 +14,14 @@ from infra.check_faults import node_python
 pytest.importorskip("torch")
 
 FAST = ("--timeout", "5", "--init-timeout", "10", "--size", "1M", "--iters", "3", "--connect-timeout", "3")
+NEVER_JOINS = ("--init-timeout", "6")
+"""For the checks where a node never joins the rendezvous: each trial with it waits this long for it.
+The trials that pass there have one rank per node, started together (about 3 s each, torch's import
+included)."""
 
 
-def _check(sshd, *args, out):
-    return run_json("check", *args, "--ssh-config", sshd.config_path, *FAST, "-o", out, env=sshd.env)
+def _check(sshd, *args, out, then=()):
+    return run_json("check", *args, "--ssh-config", sshd.config_path, *FAST, *then, "-o", out, env=sshd.env)
 
 
 def test_healthy_hosts_over_ssh(sshd, tmp_path):
@@ -41,7 +45,8 @@ def test_node_on_a_network_of_its_own(sshd, tmp_path, bad):
         pytest.skip("needs unshare (util-linux) and ip (iproute2) for a network namespace")
     wrapper = node_python(tmp_path / "python", bad, netns=True)
     start = time.monotonic()
-    rc, doc = _check(sshd, "--hosts", "node[1-3]", "--launcher", "pdsh", "--remote-python", wrapper, out=tmp_path / "o")
+    rc, doc = _check(sshd, "--hosts", "node[1-3]", "--launcher", "pdsh", "--remote-python", wrapper, out=tmp_path / "o",
+                     then=NEVER_JOINS)
     assert rc == 3, doc["headline"]
     assert doc["bad_nodes"] == [bad] and doc["exclude"] == bad
     [suspect] = suspects(doc)
@@ -61,7 +66,7 @@ def test_node_on_a_network_of_its_own(sshd, tmp_path, bad):
 
 def test_unreachable_node(sshd, tmp_path):
     """deadnode's ssh port is closed: the node is named, the other one passes alone."""
-    rc, doc = _check(sshd, "--hosts", "node1,deadnode", "--launcher", "ssh", out=tmp_path / "o")
+    rc, doc = _check(sshd, "--hosts", "node1,deadnode", "--launcher", "ssh", out=tmp_path / "o", then=NEVER_JOINS)
     assert rc == 3, doc["headline"]
     assert doc["bad_nodes"] == ["deadnode"]
     nodes = {n["host"]: n for n in doc["nodes"]}

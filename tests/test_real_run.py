@@ -100,7 +100,8 @@ def test_run_of_a_healthy_job_that_ends_exits_0_with_nothing_found(tmp_path, lef
 
 def test_then_kill_ends_the_hung_job_and_run_exits_3_by_itself(tmp_path, leftovers):
     out = tmp_path / "out"
-    proc = _run(out, "--scenario", "mismatch", cwd=tmp_path, options=("--then", "kill", "--interval", "3"))
+    # a fixed --stall: the automatic one (its 30 s floor) is the test above's
+    proc = _run(out, "--scenario", "mismatch", cwd=tmp_path, options=("--then", "kill", "--interval", "3", "--stall", "10"))
     rc, stdout, err = finish(proc, 180)
     assert rc == 3, err[-3000:]
     watch_doc = json.loads((out / "watch.json").read_text())

@@ -70,10 +70,11 @@ def run_deformed(case: dict, deform: Callable[[str], str]) -> dict:
             cc.HERE = here
 
 
-def score(names: list[str]) -> dict:
-    """{name: {"right": n, "kept": k, "wrong": [...], "lost": [[id, verdict], ...]}} over the development cases."""
-    cases = cc.load_cases("dev")
-    right = [c for c in cases if cc.run_case(c, in_process=True)["verdict"] == "RIGHT"]
+def score(names: list[str], right: list[dict] | None = None) -> dict:
+    """{name: {"right": n, "kept": k, "wrong": [...], "lost": [[id, verdict], ...]}} over the development
+    cases graded RIGHT (``right``: those cases, when the caller has graded them already)."""
+    if right is None:
+        right = [c for c in cc.load_cases("dev") if cc.run_case(c, in_process=True)["verdict"] == "RIGHT"]
     out = {}
     for name in names:
         lost, wrong = [], []
