@@ -200,22 +200,54 @@ def test_a_job_stopped_alone_is_no_stall(tmp_path, leftovers):
         assert "the job is stopped: no stall time" in err
 
 
-def test_a_job_frozen_by_the_cgroup_freezer_is_no_stall(tmp_path, leftovers):
-    """The job alone frozen by the cgroup v1 freezer (``docker pause`` on such hosts; its process
-    shows state D, not T) for twice --stall, then thawed: its frozen time is not stall time."""
-    root = Path("/sys/fs/cgroup/freezer")
-    if os.geteuid() != 0 or not (root / "cgroup.procs").exists():
-        pytest.skip("needs root and the cgroup v1 freezer")
+def _cgroup2_root() -> Path | None:
+    """Where the cgroup v2 hierarchy is mounted (``/sys/fs/cgroup`` on a v2 host,
+    ``/sys/fs/cgroup/unified`` on a hybrid one); mounted there by this test when it is not yet
+    (root only). None when there is none."""
+    def mounted() -> Path | None:
+        for line in Path("/proc/self/mounts").read_text().splitlines():
+            parts = line.split()
+            if len(parts) > 2 and parts[2] == "cgroup2" and parts[1] in ("/sys/fs/cgroup", "/sys/fs/cgroup/unified"):
+                return Path(parts[1])
+        return None
+
+    found = mounted()
+    if found is None and os.geteuid() == 0 and Path("/sys/fs/cgroup/freezer").exists():  # hybrid: add the v2 hierarchy
+        unified = Path("/sys/fs/cgroup/unified")
+        try:
+            unified.mkdir(exist_ok=True)
+        except OSError:
+            return None
+        subprocess.run(["mount", "-t", "cgroup2", "none", str(unified)], capture_output=True, timeout=30)
+        found = mounted()
+    return found
+
+
+FREEZERS = {  # version -> (the group's parent, the file that freezes it, frozen, thawed): the kernel's cgroup docs
+    "v1": (lambda: Path("/sys/fs/cgroup/freezer"), "freezer.state", "FROZEN", "THAWED"),
+    "v2": (_cgroup2_root, "cgroup.freeze", "1", "0"),
+}
+
+
+@pytest.mark.parametrize("version", sorted(FREEZERS))
+def test_a_job_frozen_by_the_cgroup_freezer_is_no_stall(tmp_path, leftovers, version):
+    """The job alone frozen by the cgroup freezer (``docker pause``; v1: its process shows state D,
+    v2: still S, only the group's ``cgroup.events`` says ``frozen 1``) for twice --stall, then thawed:
+    its frozen time is not stall time."""
+    where, control, frozen, thawed = FREEZERS[version]
+    root = where() if os.geteuid() == 0 else None
+    if root is None or not (root / "cgroup.procs").exists():
+        pytest.skip(f"needs root and the cgroup {version} freezer")
     group = root / f"hangdbg-test-{os.getpid()}-{time.monotonic_ns()}"
     group.mkdir()
     try:
         with _watched(tmp_path, 3, lambda job: (group / "cgroup.procs").write_text(str(job.pid)),
                       steps=100, period=0.3) as (_, w, _):
             try:
-                (group / "freezer.state").write_text("FROZEN")
+                (group / control).write_text(frozen)
                 time.sleep(2 * 3)
             finally:
-                (group / "freezer.state").write_text("THAWED")  # before the job is killed: a frozen one cannot die
+                (group / control).write_text(thawed)  # before the job is killed: a frozen one cannot die
             _let_end(tmp_path, after=1.5)
             rc, out, err = finish(w, timeout=180)
             doc = _doc(out)

@@ -50,7 +50,7 @@ def test_dump_jobid_interrupted_stops_the_agents_on_the_nodes(leftovers, cluster
         _wait_for("an agent on each node", lambda: len(_agents()) >= 2, d)
         d.send_signal(sig)
         _out, err = d.communicate(timeout=120)
-        assert d.returncode != 0 and b"Traceback" not in err, err[-2000:]
+        assert d.returncode != 0 and "Traceback" not in err, err[-2000:]
         deadline = time.monotonic() + 20  # within a teardown's GRACE (5 s) and the agent's own 2 x GRACE
         while _agents() and time.monotonic() < deadline:
             time.sleep(0.2)
