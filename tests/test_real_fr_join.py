@@ -137,8 +137,12 @@ def test_real_healthy_job_with_its_flight_recorder_names_nobody(tmp_path):
     with DemoJob("healthy-midstep", WORLD) as job:
         job.wait_ready()
         rc, doc = _dump_with_fr(job.pid, tmp_path, hung=False)
-    assert rc == 0 and not suspects(doc), doc["headline"]
+    # nobody is blamed; when the records and the stacks were taken at different moments of the moving
+    # job (ranks pending in a gloo collective by the FR while their stacks compute), "undecided" (exit 1)
+    # is the truthful answer, never a suspect
+    undecided = doc["headline"].startswith("undecided:")
+    assert not suspects(doc) and (rc == 0 or (rc == 1 and undecided)), doc["headline"]
     for command in ("analyze", "report"):
         rc, doc = run_json(command, tmp_path)
         assert not suspects(doc), (command, [(f["kind"], f["ranks"], f["summary"]) for f in suspects(doc)])
-        assert rc == 0, (command, doc["headline"])
+        assert rc == 0 or (rc == 1 and undecided), (command, doc["headline"])

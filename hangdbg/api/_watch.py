@@ -402,15 +402,20 @@ class _Watcher:
         headline = result.headline if result is not None else None
         suspects = sorted({r for f in result.findings if f.is_suspect for r in f.ranks}) if result is not None else []
         dump_seconds = time.monotonic() - t0
+        sig = stall.signal if stall.signal in SIGNALS else "stacks"
+        record = StallRecord(detected, sig, round(stall.seconds, 1), stall.reason, str(stall_dir), code, headline,
+                             tuple(suspects), round(dump_seconds, 2), None, None)
+        self.stalls.append(record)  # at once: a Ctrl-C from here on still finds the stall in watch.json
+        self._write("running")
+        if result is not None:
+            self.events.result(result)
         self.events.note(f"dump done in {dump_seconds:.1f} s: {headline or 'no answer'}")
         hook = self._on_hang(stall_dir, headline, suspects, stall) if plan.on_hang else None
         places = suspect_places(result.findings, result.analysis.ranks) if result is not None else []
         then = self._then([p["host"] for p in places if p["host"]], result) if plan.then else None
         if plan.notify_webhook:
             self._notify(stall_dir, detected, code, result, places)
-        sig = stall.signal if stall.signal in SIGNALS else "stacks"
-        self.stalls.append(StallRecord(detected, sig, round(stall.seconds, 1), stall.reason, str(stall_dir), code,
-                                       headline, tuple(suspects), round(dump_seconds, 2), hook, then))
+        self.stalls[-1] = replace(record, on_hang_exit=hook, then=then)
         capped = len(self.stalls) >= plan.max_stalls and not plan.once
         if capped:
             self._warn(f"{len(self.stalls)} stalls dumped, the cap of --max-stalls {plan.max_stalls}: the watch ends "
@@ -429,7 +434,6 @@ class _Watcher:
         except HangdbgError as exc:
             self.events.warn(f"the stall dump failed: {exc}")
             return (2 if isinstance(exc, UsageError) else 1), None
-        self.events.result(result)
         return result.status, result
 
     def _on_hang(self, stall_dir: Path, headline: str | None, suspects: list[int], stall: Stall) -> int | None:

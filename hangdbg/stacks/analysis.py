@@ -75,8 +75,8 @@ def analyze(dumps: list[RankDump] | tuple[RankDump, ...], whole_job: bool = Fals
     gone = [d.rank for d in dumps if d.state == DumpState.GONE]
     unreadable = tuple(d.rank for d in dumps if not d.threads and d.rank not in gone)
     expected, elsewhere = expected_ranks(dumps, whole_job) if live else ({d.rank for d in dumps}, 0)
-    if live and dumps and len(gone) == len(dumps):
-        return _job_ended(dumps, tuple(gone))
+    if live and dumps and len(gone) == len(dumps) and not any(d.samples for d in dumps):
+        return _job_ended(dumps, tuple(gone))  # read before it went, a rank is "dying" (find_suspects)
     missing = sorted((expected - set(seen)) | set(gone))
     progressing = progressing_ranks(dumps, by_rank)
 
@@ -204,8 +204,9 @@ def _with_hosts_and_evidence(f: Finding, host_of: dict[int, str], places: dict) 
 
 
 def _job_ended(dumps: list[RankDump], gone: tuple[int, ...]) -> Analysis:
-    """Every rank found alive was gone when py-spy came to it (:attr:`DumpState.GONE`, py-spy's
-    "Failed to open process" for a pid that no longer exists): the job ended, or was killed, while
+    """Every rank found alive was gone when py-spy first came to it (:attr:`DumpState.GONE`, py-spy's
+    "Failed to open process" for a pid that no longer exists; none was read even once: a rank read
+    and then gone is "dying", named by :func:`find_suspects`): the job ended, or was killed, while
     hangdbg was dumping. No rank is missing from a hang, and none is a suspect (issue 31, item 8)."""
     summary = f"the job ended while hangdbg was dumping: {ranks_text(gone)}, found alive, exited before hangdbg was done"
     ev = tuple(Evidence("stacks", None, f"rank {d.rank}: {d.error or 'gone'}") for d in dumps[:_EVIDENCE_RANKS])
