@@ -68,12 +68,13 @@ def test_a_busy_master_port_here_is_refused_naming_its_holder(tmp_path, leftover
 
 def test_a_busy_master_port_on_the_first_node_is_a_setup_error(sshd, tmp_path, leftovers):
     """Over ssh the port cannot be tried from here: rank 0 on node1 says EADDRINUSE at the
-    rendezvous, and that is the user's port, not node1 (exit 2, one run, no node named)."""
+    rendezvous, and that is the user's port, not node1 (exit 2, one run, no node named). One rank
+    on one node: no other rank waits out its rendezvous timeout on the held socket."""
     leftovers.extra = sshd.session_pids
     held, port = _listener()
     with held:
-        res = run_cli("check", "--hosts", "node[1-2]", "--launcher", "ssh", "--ssh-config", sshd.config_path,
-                      "--connect-timeout", "3", "--backend", "gloo", *FAST, "--init-timeout", "5", "--size", "1M",
+        res = run_cli("check", "--hosts", "node1", "--nproc-per-node", "1", "--launcher", "ssh", "--ssh-config",
+                      sshd.config_path, "--connect-timeout", "3", "--backend", "gloo", *FAST, "--size", "1M",
                       "--master-port", str(port), "-o", tmp_path / "o", env=sshd.env)
     err = " ".join(res.stderr.split())
     assert res.returncode == 2, res.stderr + res.stdout
