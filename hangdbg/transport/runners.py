@@ -237,9 +237,10 @@ class Runner:
 
 class SrunRunner(Runner):
     """One ``srun --jobid=ID --overlap -N n --ntasks-per-node=1 -w nodes AGENT`` for all nodes,
-    so that SLURM's own tree does the fan-out. The agents stop when srun's standard input ends
-    (``HANGDBG_STOP_ON_EOF`` in the environment srun exports to them): when hangdbg ends, however,
-    and when srun is killed (slurmstepd closes the tasks' standard input)."""
+    so that SLURM's own tree does the fan-out. The agents stop when their standard input ends
+    (``HANGDBG_STOP_ON_EOF`` in the environment srun exports to them; ``--input=all``): srun passes
+    on the end of its own, so a hangdbg that ends however (SIGKILL included) stops them. A SIGKILLed
+    srun would not (slurmstepd keeps the tasks' standard input open): :meth:`_kill` sends SIGTERM first."""
 
     def __init__(self, jobid: str, hosts: list[str], srun_args: list[str] | None = None, env: dict[str, str] | None = None) -> None:
         super().__init__()
