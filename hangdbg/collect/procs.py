@@ -223,7 +223,8 @@ def _why_ignored(proc: psutil.Process, children: list[psutil.Process]) -> str:
     except psutil.Error:
         name = "?"
     python = sum(1 for c in children if _is_python(c))
-    if is_hangdbg(_cmdline(proc)):
+    info = _describe(proc)
+    if info is not None and is_hangdbg(info[0]):
         what = "hangdbg itself"
     elif _is_python(proc):
         what = "a Python process with no rank variable (RANK, SLURM_PROCID, ...)"
@@ -232,13 +233,6 @@ def _why_ignored(proc: psutil.Process, children: list[psutil.Process]) -> str:
     under = (f"{len(children)} process(es) under it, {python} of them Python, none a rank" if children
              else "no process under it")
     return f"{name}: {what}, {under}"
-
-
-def _cmdline(proc: psutil.Process) -> list[str]:
-    try:
-        return proc.cmdline()
-    except psutil.Error:
-        return []
 
 
 def _ordered_children(proc: psutil.Process, denied: Denied | None = None) -> list[RankProcess]:
