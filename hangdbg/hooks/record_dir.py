@@ -12,7 +12,7 @@ import tempfile
 from pathlib import Path
 from typing import Mapping
 
-from ._private import warn
+from ._private import is_private_dir, warn
 
 __all__ = ["ENV_DIR", "record_dir", "fallback_dirs"]
 
@@ -35,12 +35,12 @@ def record_dir(env: Mapping[str, str] | None = None, uid: int | None = None) -> 
 
 def _make_dir(directory: Path, default: bool) -> None:
     directory.mkdir(mode=0o700, parents=True, exist_ok=True)
-    st = os.lstat(directory)
-    if not stat.S_ISDIR(st.st_mode):
+    if default:  # the shared default name: only a private directory of this user (:func:`is_private_dir`)
+        why = is_private_dir(str(directory))
+        if why is not None:
+            raise PermissionError(f"{directory}: not a private directory of uid {os.geteuid()} ({why}); set {ENV_DIR}")
+    elif not stat.S_ISDIR(os.lstat(directory).st_mode):
         raise NotADirectoryError(f"{directory}: not a directory")
-    if default and (st.st_uid != os.geteuid() or st.st_mode & 0o022):
-        raise PermissionError(f"{directory}: not a private directory of uid {os.geteuid()} "
-                              f"(owner {st.st_uid}, mode {st.st_mode & 0o777:o}); set {ENV_DIR}")
 
 
 def fallback_dirs(default: Path) -> list[Path]:
