@@ -467,6 +467,11 @@ def test_real_torchrun_job_hung_in_recv(tmp_path):
                 ["batch_isend_irecv", "issued", 2, peer, True], ["batch_isend_irecv", "done", 2, peer, True],
                 [op, "issued", 3, peer, True], [op, "done", 3, peer, True]]
     finally:
+        for pid in pids:  # SIGKILL the ranks first: a rank that outlived a peer could end normally
+            try:          # (its collective fails, atexit removes its file) before torchrun's SIGTERM came
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
         _stop(proc, pids)
     for _ in range(40):  # killed ranks leave their files (no atexit), but nobody holds them: stale
         if read_op_records(pids, str(rec_dir)) == {}:
